@@ -1,0 +1,1 @@
+"""The sections: one package per MCP server."""

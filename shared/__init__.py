@@ -1,0 +1,1 @@
+"""The project's common library: section framework, configuration, errors, guards and storage."""

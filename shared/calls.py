@@ -1,0 +1,104 @@
+"""One tool call: validate the arguments, run the function, shape the result or the error.
+
+Every way a call can fail ends here as an `isError` result with an `error_code`; nothing escapes
+to the transport, and unexpected exceptions are logged on the server without reaching the client.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel, ValidationError
+
+from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.tools import ToolContext, ToolSpec
+
+logger = logging.getLogger("mcp_sections.calls")
+
+MAX_REPORTED_ERRORS = 8
+
+
+async def run_tool(spec: ToolSpec, arguments: dict[str, Any], state: Any, ctx: ToolContext | None) -> CallToolResult:
+    """Run `spec` on raw JSON arguments and always return a `CallToolResult`."""
+    try:
+        params = parse_arguments(spec.input_model, arguments)
+        result = await spec.invoke(params, state, ctx)
+    except ToolFailure as failure:
+        return failure_result(failure)
+    except TimeoutError:
+        return failure_result(
+            ToolFailure(ErrorCode.TIMEOUT, f"{spec.name} took too long; narrow the request and call again.")
+        )
+    except Exception:
+        logger.exception("tool %s raised an unexpected exception", spec.name)
+        return failure_result(
+            ToolFailure(
+                ErrorCode.EXECUTION_FAILED,
+                f"{spec.name} failed with an internal error (details are in the server log). "
+                "Check the arguments, or retry; report it if it persists.",
+            )
+        )
+    return success_result(result)
+
+
+def parse_arguments(model: type[BaseModel], arguments: dict[str, Any]) -> BaseModel:
+    """Validate raw arguments; a bad call becomes INVALID_INPUT naming each wrong field."""
+    try:
+        return model.model_validate(_decode_stringified_json(model, arguments))
+    except ValidationError as exc:
+        raise ToolFailure(ErrorCode.INVALID_INPUT, describe_validation_error(exc)) from None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """A short, actionable list of what is wrong with which argument (values are not echoed)."""
+    problems = []
+    for error in exc.errors()[:MAX_REPORTED_ERRORS]:
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unknown argument; remove it (see the tool's input schema for accepted names)"
+        elif error["type"] == "missing":
+            message = "required argument is missing"
+        problems.append(f"{where}: {message}")
+    more = exc.error_count() - len(problems)
+    suffix = f" (and {more} more)" if more > 0 else ""
+    return "Invalid arguments — " + "; ".join(problems) + suffix + ". Fix these and call again."
+
+
+def success_result(result: BaseModel) -> CallToolResult:
+    text = result.render_text() if hasattr(result, "render_text") else result.model_dump_json()
+    extra = result.extra_content() if hasattr(result, "extra_content") else []
+    return CallToolResult(
+        content=[TextContent(type="text", text=text), *extra],
+        structured_content=result.model_dump(mode="json"),
+    )
+
+
+def failure_result(failure: ToolFailure) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"[{failure.code.value}] {failure.message}")],
+        structured_content=failure.payload(),
+        is_error=True,
+    )
+
+
+def _decode_stringified_json(model: type[BaseModel], arguments: dict[str, Any]) -> dict[str, Any]:
+    """Some clients send lists/objects as JSON strings; decode those for non-string fields only."""
+    decoded = dict(arguments)
+    for name, value in arguments.items():
+        field = model.model_fields.get(name)
+        if field is None or field.annotation is str or not isinstance(value, str):
+            continue
+        stripped = value.strip()
+        if not stripped.startswith(("[", "{")):
+            continue
+        try:
+            parsed = json.loads(stripped)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(parsed, list | dict):
+            decoded[name] = parsed
+    return decoded

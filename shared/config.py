@@ -1,0 +1,156 @@
+"""Configuration in one place: defaults < config file < `MCP_SECTIONS_*` environment < CLI flags.
+
+The config file is TOML, found at `--config`, `MCP_SECTIONS_CONFIG`, or `<user config dir>/config.toml`.
+Its top-level keys are the global settings; `[sections.<id>]` tables configure one section each,
+and the same keys can be set from the environment as `MCP_SECTIONS_<ID>_<KEY>`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self, TypeVar
+
+import platformdirs
+from pydantic import Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+APP_NAME = "mcp-sections"
+CONFIG_ENV = "MCP_SECTIONS_CONFIG"
+
+_file_layer: ContextVar[dict[str, Any] | None] = ContextVar("_file_layer", default=None)
+
+
+class _FileLayer(PydanticBaseSettingsSource):
+    """Values from the config file, ranked below the environment."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        fields = self.settings_cls.model_fields
+        return {key: value for key, value in (_file_layer.get() or {}).items() if key in fields}
+
+
+class LayeredSettings(BaseSettings):
+    """Settings read from init values (CLI), then the environment, then a config-file table."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_ignore_empty=True)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _FileLayer(settings_cls))
+
+    @classmethod
+    def load(cls, file_table: dict[str, Any] | None = None, **overrides: Any) -> Self:
+        """Build the settings from a config-file table and explicit overrides (None values are ignored)."""
+        token = _file_layer.set(file_table or {})
+        try:
+            return cls(**{key: value for key, value in overrides.items() if value is not None})
+        finally:
+            _file_layer.reset(token)
+
+
+def _split_paths(value: Any) -> Any:
+    """Accept a list, or a string separated by the OS path separator (as in `PATH`)."""
+    if isinstance(value, str):
+        return [part for part in value.split(os.pathsep) if part.strip()]
+    return value
+
+
+def _split_commas(value: Any) -> Any:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class Settings(LayeredSettings):
+    """Global settings shared by every section and the gateway."""
+
+    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_", extra="ignore", env_ignore_empty=True)
+
+    data_dir: Path = Field(
+        default_factory=lambda: Path(platformdirs.user_data_dir(APP_NAME)),
+        description="Where sections keep their databases (SQLite files).",
+    )
+    roots: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list, description="Directories file-touching tools may use; the first one is the default."
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Extra Host header values accepted by the HTTP transport."
+    )
+    allowed_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Extra Origin header values accepted by the HTTP transport."
+    )
+    config_file: Path | None = Field(default=None, description="The config file these settings were read from.")
+    sections: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="`[sections.<id>]` tables of the config file, raw."
+    )
+
+    _split_roots = field_validator("roots", mode="before")(_split_paths)
+    _split_hosts = field_validator("allowed_hosts", "allowed_origins", mode="before")(_split_commas)
+
+    @field_validator("data_dir", mode="after")
+    @classmethod
+    def _absolute_data_dir(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @field_validator("roots", mode="after")
+    @classmethod
+    def _absolute_roots(cls, value: list[Path]) -> list[Path]:
+        return [path.expanduser().resolve() for path in value]
+
+    def section_settings(self, model: type[SectionSettingsT], section_id: str) -> SectionSettingsT:
+        """The typed settings of one section: its config-file table, then `MCP_SECTIONS_<ID>_*`."""
+        return model.load(self.sections.get(section_id, {}))
+
+
+class SectionSettings(LayeredSettings):
+    """Base for a section's own settings; subclasses set `env_prefix = "MCP_SECTIONS_<ID>_"`."""
+
+
+SectionSettingsT = TypeVar("SectionSettingsT", bound=SectionSettings)
+
+
+def find_config_file(explicit: Path | None) -> Path | None:
+    """The config file to read: an explicit path must exist; the default location is optional."""
+    if explicit is not None:
+        return explicit.expanduser()
+    if env := os.environ.get(CONFIG_ENV):
+        return Path(env).expanduser()
+    default = Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+    return default if default.is_file() else None
+
+
+def load_settings(config_file: Path | None = None, **cli: Any) -> Settings:
+    """Read the config file (if any) and build the global settings, CLI values taking precedence."""
+    path = find_config_file(config_file)
+    table: dict[str, Any] = {}
+    if path is not None:
+        try:
+            table = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {path}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        table["config_file"] = path
+    return Settings.load(table, **cli)
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message says which file or value to fix."""

@@ -1,0 +1,1 @@
+"""Embedded storage: SQLite files under the data directory."""

@@ -1,0 +1,130 @@
+"""SQLite databases that several processes and threads can share safely.
+
+WAL journal, `synchronous=FULL` (a committed write survives a killed process and a power cut),
+a busy timeout plus `BEGIN IMMEDIATE` for writers so that concurrent writers queue instead of
+failing, one connection per thread, and numbered migrations tracked in `PRAGMA user_version`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from mcp_sections.shared.errors import ErrorCode, ToolFailure
+
+BUSY_TIMEOUT_MS = 15_000
+LOCK_RETRIES = 5
+
+
+class Database:
+    """One SQLite file. `read()` and `write()` hand out this thread's connection inside a transaction."""
+
+    def __init__(self, path: Path, migrations: Sequence[str] = ()) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._registry_lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._migrate(migrations)
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+            )
+            connection.row_factory = sqlite3.Row
+            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = FULL")
+            connection.execute("PRAGMA foreign_keys = ON")
+            self._local.connection = connection
+            with self._registry_lock:
+                self._connections.append(connection)
+        return connection
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot for several SELECTs."""
+        connection = self._connect()
+        with _database_errors():
+            connection.execute("BEGIN")
+            try:
+                yield connection
+            finally:
+                connection.execute("COMMIT")
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """An immediate (write-locked) transaction: committed on success, rolled back on any error."""
+        connection = self._connect()
+        with _database_errors():
+            _begin_immediate(connection)
+            try:
+                yield connection
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
+    def _migrate(self, migrations: Sequence[str]) -> None:
+        with self.write() as connection:
+            current = connection.execute("PRAGMA user_version").fetchone()[0]
+            for number, script in enumerate(migrations[current:], start=current + 1):
+                for statement in _statements(script):
+                    connection.execute(statement)
+                connection.execute(f"PRAGMA user_version = {number}")
+
+    def close(self) -> None:
+        with self._registry_lock:
+            for connection in self._connections:
+                connection.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+
+def _begin_immediate(connection: sqlite3.Connection) -> None:
+    """BEGIN IMMEDIATE, retried: the busy timeout already waits, this covers rare early SQLITE_BUSY."""
+    for attempt in range(LOCK_RETRIES):
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or attempt == LOCK_RETRIES - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script on complete statements (triggers contain inner semicolons)."""
+    statements, buffer = [], ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements
+
+
+@contextmanager
+def _database_errors() -> Iterator[None]:
+    """SQLite failures become DATABASE_ERROR tool failures (tool errors pass through untouched)."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise ToolFailure(ErrorCode.DATABASE_ERROR, "the database stayed busy too long; retry the call.") from exc
+        raise ToolFailure(
+            ErrorCode.DATABASE_ERROR, f"database error: {exc}; retry, or check the data directory."
+        ) from exc
+    except sqlite3.DatabaseError as exc:
+        raise ToolFailure(
+            ErrorCode.DATABASE_ERROR, f"database error: {exc}; check the data directory's files and permissions."
+        ) from exc

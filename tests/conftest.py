@@ -1,0 +1,23 @@
+"""Test-wide fixtures: the anyio backend and an isolated data directory and config per test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No test reads the developer's config or writes to their data directory."""
+    data_dir = tmp_path / "data"
+    monkeypatch.setenv("MCP_SECTIONS_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("MCP_SECTIONS_CONFIG", str(tmp_path / "absent-config.toml"))
+    monkeypatch.delenv("MCP_SECTIONS_ROOTS", raising=False)
+    (tmp_path / "absent-config.toml").write_text("", encoding="utf-8")
+    return data_dir

@@ -1,0 +1,73 @@
+"""Start a section through the real CLI and talk to it with the official `mcp` client over stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import CallToolResult
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def cli_command() -> list[str]:
+    """The installed `mcp-sections` script of this interpreter's environment."""
+    script = Path(sys.executable).parent / "mcp-sections"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("mcp-sections")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "mcp_sections.shared.cli"]
+
+
+def server_parameters(
+    args: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> StdioServerParameters:
+    command, *prefix = cli_command()
+    environment = {key: value for key, value in os.environ.items() if key.startswith(("MCP_SECTIONS_", "PATH", "HOME"))}
+    environment.update(env or {})
+    return StdioServerParameters(command=command, args=[*prefix, *args], env=environment, cwd=cwd)
+
+
+@asynccontextmanager
+async def section_client(
+    section: str, *extra_args: str, env: dict[str, str] | None = None, mode: str = "auto", cwd: Path | None = None
+) -> AsyncIterator[Client]:
+    """`mcp-sections serve <section> <extra_args>` as a subprocess, connected."""
+    parameters = server_parameters(["serve", section, *extra_args], env=env, cwd=cwd)
+    async with Client(parameters, mode=mode, read_timeout_seconds=120) as client:  # type: ignore[arg-type]
+        yield client
+
+
+def data_of(result: CallToolResult) -> dict[str, Any]:
+    """The structured content of a successful call (fails the test with the error text otherwise)."""
+    assert not result.is_error, result.content[0].text if result.content else result
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def error_of(result: CallToolResult) -> tuple[str, str]:
+    """(error_code, message) of a failed call."""
+    assert result.is_error, f"expected an error, got {result.structured_content}"
+    assert result.structured_content is not None
+    return result.structured_content["error_code"], result.structured_content["error"]
+
+
+def check_snapshot(section: str, tools: list[dict[str, Any]]) -> None:
+    """Compare a section's tools/list with tests/snapshots/<section>.json (UPDATE_SNAPSHOTS=1 rewrites it)."""
+    path = SNAPSHOTS / f"{section}.json"
+    rendered = json.dumps(tools, indent=2, sort_keys=True) + "\n"
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1" or not path.exists():
+        path.write_text(rendered, encoding="utf-8")
+    assert path.read_text(encoding="utf-8") == rendered, (
+        f"tools/list of {section} changed; if deliberate, rerun with UPDATE_SNAPSHOTS=1 and review the diff"
+    )
