@@ -91,6 +91,9 @@ class Settings(LayeredSettings):
         default_factory=list, description="Directories file-touching tools may use; the first one is the default."
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"
+    warm_up: bool = Field(
+        default=True, description="Load heavy models/workers in the background once tools/list is answered."
+    )
     allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Extra Host header values accepted by the HTTP transport."
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,7 +21,7 @@ from mcp_sections.shared.about import package_version
 from mcp_sections.shared.calls import failure_result, run_tool
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.sections import Section, SectionRuntime
-from mcp_sections.shared.tools import ToolSpec
+from mcp_sections.shared.tools import ToolContext, ToolSpec
 
 logger = logging.getLogger("mcp_sections.server")
 
@@ -75,7 +75,7 @@ class SectionState:
             self._value = None
 
 
-class _SdkToolContext:
+class SdkToolContext:
     """`shared.tools.ToolContext` over the SDK's request context."""
 
     def __init__(self, context: Context) -> None:
@@ -95,7 +95,7 @@ class _SdkToolContext:
         return [str(root.uri) for root in result.roots]
 
 
-class _RawArguments(ArgModelBase):
+class RawArguments(ArgModelBase):
     """Hands the raw arguments through untouched: validation happens in `shared.calls` with error codes."""
 
     model_config = ConfigDict(extra="allow")
@@ -104,8 +104,53 @@ class _RawArguments(ArgModelBase):
         return {"arguments": dict(self.model_extra or {})}
 
 
-def _sdk_tool(spec: ToolSpec, state: SectionState) -> Tool:
-    async def call(arguments: dict[str, Any], context: Context) -> CallToolResult:
+def raw_tool(
+    *,
+    name: str,
+    title: str,
+    description: str,
+    input_schema: dict[str, Any],
+    output_schema: dict[str, Any] | None,
+    annotations: ToolAnnotations,
+    call: Callable[[dict[str, Any], ToolContext], Awaitable[CallToolResult]],
+) -> Tool:
+    """An SDK tool that hands the raw arguments and a `ToolContext` to `call` and returns its result as-is.
+
+    The building block of `sdk_tool`; also used by servers whose results are not a `ToolResult` of their
+    own (the gateway forwards other servers' results unchanged, so it publishes no output schema there).
+    """
+
+    async def invoke(arguments: dict[str, Any], context: Context) -> CallToolResult:
+        return await call(arguments, SdkToolContext(context))
+
+    return Tool(
+        fn=invoke,
+        name=name,
+        title=title,
+        description=description,
+        parameters=input_schema,
+        fn_metadata=FuncMetadata(arg_model=RawArguments, output_schema=output_schema),
+        is_async=True,
+        context_kwarg="context",
+        annotations=annotations,
+    )
+
+
+def sdk_annotations(spec: ToolSpec) -> ToolAnnotations:
+    hints = spec.annotations
+    return ToolAnnotations(
+        title=spec.title,
+        read_only_hint=hints.read_only,
+        destructive_hint=hints.destructive,
+        idempotent_hint=hints.idempotent,
+        open_world_hint=hints.open_world,
+    )
+
+
+def sdk_tool(spec: ToolSpec, state: SectionState) -> Tool:
+    """The SDK tool of one declared tool; `state` is anything with `async aget()` (the section's state)."""
+
+    async def call(arguments: dict[str, Any], ctx: ToolContext) -> CallToolResult:
         try:
             value = await state.aget()
         except ToolFailure as failure:
@@ -119,29 +164,20 @@ def _sdk_tool(spec: ToolSpec, state: SectionState) -> Tool:
                     "check the section's configuration and data directory, then retry.",
                 )
             )
-        return await run_tool(spec, arguments, value, _SdkToolContext(context))
+        return await run_tool(spec, arguments, value, ctx)
 
-    hints = spec.annotations
-    return Tool(
-        fn=call,
+    return raw_tool(
         name=spec.name,
         title=spec.title,
         description=spec.description,
-        parameters=spec.input_model.model_json_schema(),
-        fn_metadata=FuncMetadata(
-            arg_model=_RawArguments,
-            output_schema=spec.output_model.model_json_schema(mode="serialization"),
-        ),
-        is_async=True,
-        context_kwarg="context",
-        annotations=ToolAnnotations(
-            title=spec.title,
-            read_only_hint=hints.read_only,
-            destructive_hint=hints.destructive,
-            idempotent_hint=hints.idempotent,
-            open_world_hint=hints.open_world,
-        ),
+        input_schema=spec.input_model.model_json_schema(),
+        output_schema=spec.output_model.model_json_schema(mode="serialization"),
+        annotations=sdk_annotations(spec),
+        call=call,
     )
+
+
+_sdk_tool = sdk_tool
 
 
 def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, SectionState]:
@@ -161,17 +197,17 @@ def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, 
         description=section.description,
         instructions=section.instructions,
         version=package_version(),
-        tools=[_sdk_tool(spec, state) for spec in section.specs],
+        tools=[sdk_tool(spec, state) for spec in section.specs],
         lifespan=lifespan,
         log_level=runtime.settings.log_level,
     )
-    server.middleware.append(_UnknownToolAsNotFound({spec.name for spec in section.specs}))
-    if section.open_state is not None or section.warm_up is not None:
+    server.middleware.append(UnknownToolAsNotFound({spec.name for spec in section.specs}))
+    if runtime.settings.warm_up and (section.open_state is not None or section.warm_up is not None):
         server.middleware.append(_WarmUpAfterListing(state))
     return server, state
 
 
-class _UnknownToolAsNotFound:
+class UnknownToolAsNotFound:
     """A call to a tool this section does not have gets a NOT_FOUND tool error listing the real names."""
 
     def __init__(self, names: set[str]) -> None:
@@ -219,7 +255,9 @@ def serve(
 ) -> None:
     """Run until the client disconnects (stdio) or the process is stopped (http)."""
     if transport == "stdio":
-        server.run("stdio")
+        from mcp_sections.shared.stdio import run_stdio
+
+        anyio.run(run_stdio, server)
         return
     server.run(
         "streamable-http",

@@ -22,9 +22,9 @@ ALLOWED_PARAMETERS = ("params", "state", "ctx")
 
 
 class ToolInput(BaseModel):
-    """Base of every tool input model: unknown arguments are refused, strings are stripped of nothing."""
+    """Base of every tool input model: unknown arguments and non-finite numbers (NaN, ±inf) are refused."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class ToolResult(BaseModel):

@@ -9,10 +9,10 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -40,11 +40,17 @@ def server_parameters(
 
 @asynccontextmanager
 async def section_client(
-    section: str, *extra_args: str, env: dict[str, str] | None = None, mode: str = "auto", cwd: Path | None = None
+    section: str,
+    *extra_args: str,
+    env: dict[str, str] | None = None,
+    mode: str = "auto",
+    cwd: Path | None = None,
+    errlog: TextIO | None = None,
 ) -> AsyncIterator[Client]:
-    """`mcp-sections serve <section> <extra_args>` as a subprocess, connected."""
+    """`mcp-sections serve <section> <extra_args>` as a subprocess, connected (stderr to `errlog`)."""
     parameters = server_parameters(["serve", section, *extra_args], env=env, cwd=cwd)
-    async with Client(parameters, mode=mode, read_timeout_seconds=120) as client:  # type: ignore[arg-type]
+    transport = stdio_client(parameters, errlog=errlog or sys.stderr)
+    async with Client(transport, mode=mode, read_timeout_seconds=120) as client:  # type: ignore[arg-type]
         yield client
 
 
@@ -66,8 +72,9 @@ def check_snapshot(section: str, tools: list[dict[str, Any]]) -> None:
     """Compare a section's tools/list with tests/snapshots/<section>.json (UPDATE_SNAPSHOTS=1 rewrites it)."""
     path = SNAPSHOTS / f"{section}.json"
     rendered = json.dumps(tools, indent=2, sort_keys=True) + "\n"
-    if os.environ.get("UPDATE_SNAPSHOTS") == "1" or not path.exists():
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1" or (not path.exists() and not os.environ.get("CI")):
         path.write_text(rendered, encoding="utf-8")
+    assert path.exists(), f"{path} is missing: generate it with UPDATE_SNAPSHOTS=1 and commit it"
     assert path.read_text(encoding="utf-8") == rendered, (
         f"tools/list of {section} changed; if deliberate, rerun with UPDATE_SNAPSHOTS=1 and review the diff"
     )

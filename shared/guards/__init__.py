@@ -1,0 +1,1 @@
+"""Security guards shared by every section: paths, URLs, commands."""

@@ -1,0 +1,54 @@
+"""Configuration layering: defaults < config file < environment < CLI flags."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from pydantic_settings import SettingsConfigDict
+
+from mcp_sections.shared.config import ConfigError, SectionSettings, load_settings
+
+
+class ExampleSettings(SectionSettings):
+    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_EXAMPLE_", extra="ignore")
+    limit: int = 10
+    label: str = "default"
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_file_env_cli_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = _write(tmp_path / "c.toml", f'log_level = "INFO"\ndata_dir = "{tmp_path / "from-file"}"\n')
+    monkeypatch.delenv("MCP_SECTIONS_DATA_DIR")
+    assert load_settings(config).data_dir == tmp_path / "from-file"
+    assert load_settings(config).log_level == "INFO"
+    monkeypatch.setenv("MCP_SECTIONS_DATA_DIR", str(tmp_path / "from-env"))
+    assert load_settings(config).data_dir == tmp_path / "from-env"
+    assert load_settings(config, data_dir=tmp_path / "from-cli").data_dir == tmp_path / "from-cli"
+
+
+def test_roots_from_env_use_the_path_separator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_SECTIONS_ROOTS", os.pathsep.join([str(tmp_path / "a"), str(tmp_path / "b")]))
+    assert load_settings().roots == [tmp_path / "a", tmp_path / "b"]
+    assert load_settings(roots=[tmp_path / "c"]).roots == [tmp_path / "c"]
+
+
+def test_section_settings_from_file_table_then_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = _write(tmp_path / "c.toml", '[sections.example]\nlimit = 3\nlabel = "file"\n')
+    settings = load_settings(config)
+    assert settings.section_settings(ExampleSettings, "example").limit == 3
+    monkeypatch.setenv("MCP_SECTIONS_EXAMPLE_LIMIT", "7")
+    example = load_settings(config).section_settings(ExampleSettings, "example")
+    assert (example.limit, example.label) == (7, "file")
+
+
+def test_missing_or_broken_config_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not found"):
+        load_settings(tmp_path / "nope.toml")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_settings(_write(tmp_path / "bad.toml", "log_level = \n"))

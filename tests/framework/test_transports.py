@@ -1,0 +1,127 @@
+"""The real CLI over real transports: malformed JSON-RPC, lazy heavy imports, Streamable HTTP."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from tests.stdio import cli_command, section_client
+
+HEAVY_MODULES = ("torch", "sentence_transformers", "playwright", "neo4j", "sympy", "transformers")
+
+
+def _exchange(lines: list[str], section: str = "calculator") -> list[dict]:
+    process = subprocess.run(
+        [*cli_command(), "serve", section],
+        input="".join(line + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MCP_SECTIONS_WARM_UP": "0"},
+    )
+    assert process.returncode == 0, process.stderr[-2000:]
+    return [json.loads(line) for line in process.stdout.splitlines() if line.strip()]
+
+
+INITIALIZE = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": "init",
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+)
+
+
+def test_malformed_json_rpc_gets_errors_and_the_server_keeps_serving() -> None:
+    replies = _exchange(
+        [
+            "this is not json",
+            "[]",
+            '{"jsonrpc": "2.0", "id": 7}',
+            '{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": "not an object"}',
+            '{"jsonrpc": "1.0", "id": 9, "method": "ping"}',
+            INITIALIZE,
+            '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+            '{"jsonrpc": "2.0", "id": 10, "method": "no/such/method"}',
+            '{"jsonrpc": "2.0", "id": 11, "method": "tools/list"}',
+        ]
+    )
+    by_id = {reply.get("id"): reply for reply in replies}
+    nulls = [reply for reply in replies if reply.get("id") is None]
+    assert [reply["error"]["code"] for reply in nulls] == [-32700, -32600]
+    for request_id in (7, 8, 9):
+        assert by_id[request_id]["error"]["code"] == -32600
+    assert by_id[10]["error"]["code"] == -32601
+    assert by_id["init"]["result"]["serverInfo"]["name"] == "mcp-sections-calculator"
+    assert by_id[11]["result"]["tools"], "the server must still answer after malformed input"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("section", ["calculator", "todo"])
+async def test_start_up_does_not_import_heavy_libraries(section: str, tmp_path: Path) -> None:
+    log = tmp_path / "imports.log"
+    env = {"PYTHONPROFILEIMPORTTIME": "1", "MCP_SECTIONS_WARM_UP": "0"}
+    with log.open("w") as errlog:
+        async with section_client(section, env=env, errlog=errlog) as client:
+            assert (await client.list_tools()).tools
+    imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in log.read_text().splitlines() if "|" in line}
+    assert imported, "the import-time log was not written"
+    assert not imported.intersection(HEAVY_MODULES)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def http_server():
+    port = _free_port()
+    process = subprocess.Popen(
+        [*cli_command(), "serve", "calculator", "--transport", "http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "MCP_SECTIONS_WARM_UP": "0"},
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    yield port
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.mark.anyio
+async def test_streamable_http_serves_tools(http_server: int) -> None:
+    async with Client(f"http://127.0.0.1:{http_server}/mcp", mode="legacy") as client:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+    assert "calculator_binary" in names
+
+
+def _post_status(port: int, extra_headers: dict[str, str]) -> int:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    connection.request("POST", "/mcp", body=INITIALIZE, headers={**headers, **extra_headers})
+    status = connection.getresponse().status
+    connection.close()
+    return status
+
+
+def test_http_refuses_foreign_host_and_origin(http_server: int) -> None:
+    """DNS-rebinding protection: a page on another origin cannot drive the local server."""
+    assert _post_status(http_server, {"Host": "evil.example"}) in (400, 403, 421)
+    assert _post_status(http_server, {"Origin": "http://evil.example"}) in (400, 403)
+    assert _post_status(http_server, {}) == 200
