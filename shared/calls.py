@@ -21,13 +21,20 @@ logger = logging.getLogger("mcp_sections.calls")
 MAX_REPORTED_ERRORS = 8
 
 
-async def run_tool(spec: ToolSpec, arguments: dict[str, Any], state: Any, ctx: ToolContext | None) -> CallToolResult:
-    """Run `spec` on raw JSON arguments and always return a `CallToolResult`."""
+async def run_tool(
+    spec: ToolSpec, arguments: dict[str, Any], state: Any, ctx: ToolContext | None, extra: str | None = None
+) -> CallToolResult:
+    """Run `spec` on raw JSON arguments and always return a `CallToolResult`.
+
+    `extra` names the pip extra that provides the section's libraries, for the missing-dependency hint.
+    """
     try:
         params = parse_arguments(spec.input_model, arguments)
         result = await spec.invoke(params, state, ctx)
     except ToolFailure as failure:
         return failure_result(failure)
+    except ModuleNotFoundError as exc:
+        return failure_result(missing_dependency(spec.name, exc, extra))
     except TimeoutError:
         return failure_result(
             ToolFailure(ErrorCode.TIMEOUT, f"{spec.name} took too long; narrow the request and call again.")
@@ -66,6 +73,14 @@ def describe_validation_error(exc: ValidationError) -> str:
     more = exc.error_count() - len(problems)
     suffix = f" (and {more} more)" if more > 0 else ""
     return "Invalid arguments — " + "; ".join(problems) + suffix + ". Fix these and call again."
+
+
+def missing_dependency(what: str, exc: ModuleNotFoundError, extra: str | None) -> ToolFailure:
+    install = f"pip install 'mcp-sections[{extra}]'" if extra else "install the missing package"
+    return ToolFailure(
+        ErrorCode.DEPENDENCY_ERROR,
+        f"{what} needs the Python package {exc.name!r}, which is not installed; {install} and restart the server.",
+    )
 
 
 def success_result(result: BaseModel) -> CallToolResult:
