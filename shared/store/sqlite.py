@@ -50,26 +50,29 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A consistent snapshot for several SELECTs."""
-        connection = self._connect()
         with _database_errors():
+            connection = self._connect()
             connection.execute("BEGIN")
             try:
                 yield connection
             finally:
-                connection.execute("COMMIT")
+                if connection.in_transaction:  # SQLite may already have rolled back after an error
+                    connection.execute("COMMIT")
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """An immediate (write-locked) transaction: committed on success, rolled back on any error."""
-        connection = self._connect()
         with _database_errors():
+            connection = self._connect()
             _begin_immediate(connection)
             try:
                 yield connection
+                connection.execute("COMMIT")
             except BaseException:
-                connection.execute("ROLLBACK")
+                # Also after a failed COMMIT: never leave this thread's connection inside a transaction.
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
                 raise
-            connection.execute("COMMIT")
 
     def _migrate(self, migrations: Sequence[str]) -> None:
         with self.write() as connection:
