@@ -1,0 +1,1 @@
+"""Todo section: workflow-scoped tasks with priorities, dependencies and timing, stored in SQLite."""
