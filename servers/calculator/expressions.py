@@ -1,0 +1,565 @@
+"""Untrusted maths text → sympy objects, without ever calling `eval`, `sympify`, `parse_expr` or `S()`.
+
+The text is parsed with `ast.parse(text, mode="eval")`; the tree is checked against an allow-list and
+the sympy object is built node by node (`sympy.Integer`, `sympy.Rational`, `sympy.Symbol`,
+`sympy.sin(...)`). sympy is imported only when building (`build`), so `check` and `parse` are cheap
+and usable anywhere.
+
+Accepted language:
+- numbers: integers (`12`, `0x1F`), decimals (`2.5`, `1e-3`; made exact: `0.1` is 1/10);
+- operators `+ - * / ** %` and unary `+ -`; `^` means power (every `^` is rewritten to `**` before
+  parsing, so it has the precedence of `**`: `2^3+1` is 9 and `2^3^2` is 2^9). `%` is sympy's `Mod`;
+- calls of allow-listed functions (`FUNCTIONS`) with positional arguments only;
+- constants `pi`, `e`/`E`, `I` (imaginary unit), `oo`/`inf` (infinity);
+- variables (identifiers like `x`, `theta`, `v0`) only where the tool allows them;
+- one equation `lhs = rhs` or `lhs == rhs` only through `parse_equation` (calculator_solve).
+Everything else (attributes, subscripts, strings, lambdas, comprehensions, keywords, names starting
+with `_`, comparisons, boolean operators, non-ASCII text...) is refused with INVALID_INPUT naming the
+construct. Bounds (length, AST size, nesting, literal size, exponents, factorials, intermediate
+result size) are enforced before the work is done and fail with MAX_LIMIT_EXCEEDED.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from mcp_sections.shared.errors import invalid_input, limit_exceeded, validation_failed
+
+MAX_EXPRESSION_LENGTH = 2000
+MAX_NODES = 500
+MAX_DEPTH = 100
+MAX_PAREN_DEPTH = 40
+MAX_INTEGER_DIGITS = 1000
+MAX_EXPONENT = 10_000
+MAX_RESULT_DIGITS = 4000
+MAX_FACTORIAL = 1000
+MAX_BINOMIAL = 10_000
+MAX_VARIABLES = 10
+MAX_NAME_LENGTH = 32
+MAX_DECIMAL_EXPONENT = 308  # decimal literals stay within the float range: MAX_VALUE 1e308, MIN_POSITIVE 1e-308
+
+IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_TRANSLATIONS = str.maketrans({"×": "*", "·": "*", "÷": "/", "−": "-", "π": "pi", "²": "**2", "³": "**3"})
+
+CONSTANT_NAMES = ("pi", "e", "E", "I", "oo", "inf")
+
+# name -> (minimum arguments, maximum arguments or None for "any", sympy attribute or builder key)
+FUNCTIONS: dict[str, tuple[int, int | None]] = {
+    "sin": (1, 1),
+    "cos": (1, 1),
+    "tan": (1, 1),
+    "cot": (1, 1),
+    "sec": (1, 1),
+    "csc": (1, 1),
+    "asin": (1, 1),
+    "acos": (1, 1),
+    "atan": (1, 1),
+    "acot": (1, 1),
+    "atan2": (2, 2),
+    "sinh": (1, 1),
+    "cosh": (1, 1),
+    "tanh": (1, 1),
+    "asinh": (1, 1),
+    "acosh": (1, 1),
+    "atanh": (1, 1),
+    "exp": (1, 1),
+    "log": (1, 2),
+    "ln": (1, 1),
+    "log10": (1, 1),
+    "log2": (1, 1),
+    "sqrt": (1, 1),
+    "cbrt": (1, 1),
+    "root": (2, 2),
+    "abs": (1, 1),
+    "sign": (1, 1),
+    "floor": (1, 1),
+    "ceil": (1, 1),
+    "ceiling": (1, 1),
+    "factorial": (1, 1),
+    "binomial": (2, 2),
+    "gamma": (1, 1),
+    "gcd": (2, 2),
+    "lcm": (2, 2),
+    "min": (1, 20),
+    "max": (1, 20),
+    "re": (1, 1),
+    "im": (1, 1),
+    "conjugate": (1, 1),
+    "arg": (1, 1),
+    "erf": (1, 1),
+}
+
+_REFUSED: dict[type, str] = {
+    ast.Attribute: "attribute access (`a.b`) is not allowed; call functions directly: sqrt(2), not math.sqrt(2)",
+    ast.Subscript: "subscripts/indexing (`a[i]`) are not allowed; write single values",
+    ast.Slice: "slices are not allowed",
+    ast.Lambda: "lambda functions are not allowed; write the expression itself",
+    ast.ListComp: "comprehensions are not allowed; write the terms out, e.g. 1 + 2 + 3",
+    ast.SetComp: "comprehensions are not allowed; write the terms out, e.g. 1 + 2 + 3",
+    ast.DictComp: "comprehensions are not allowed; write the terms out, e.g. 1 + 2 + 3",
+    ast.GeneratorExp: "generator expressions are not allowed; write the terms out, e.g. 1 + 2 + 3",
+    ast.List: "lists (`[...]`) are not allowed; pass one expression (calculator_solve takes a JSON array)",
+    ast.Tuple: "tuples (`a, b`) are not allowed; pass one expression (calculator_solve takes a JSON array)",
+    ast.Set: "sets (`{...}`) are not allowed; pass one expression",
+    ast.Dict: "dictionaries are not allowed; pass one expression",
+    ast.IfExp: "conditional expressions (`a if c else b`) are not allowed; compute each case separately",
+    ast.BoolOp: "boolean operators (and/or) are not allowed; use arithmetic only",
+    ast.NamedExpr: "assignments (`:=`) are not allowed; substitute the value yourself",
+    ast.Starred: "starred arguments (`*args`) are not allowed; pass the arguments one by one",
+    ast.JoinedStr: "f-strings are not allowed; write numbers and names without quotes",
+    ast.FormattedValue: "f-strings are not allowed; write numbers and names without quotes",
+    ast.Await: "`await` is not allowed",
+    ast.Yield: "`yield` is not allowed",
+    ast.YieldFrom: "`yield from` is not allowed",
+}
+
+_OPERATOR_HINTS: dict[type, str] = {
+    ast.FloorDiv: "the operator `//` is not supported; write floor(a/b)",
+    ast.MatMult: "the operator `@` is not supported; use * for multiplication",
+    ast.LShift: "the operator `<<` is not supported; write a*2**n",
+    ast.RShift: "the operator `>>` is not supported; write floor(a/2**n)",
+    ast.BitOr: "the operator `|` is not supported (use abs(x) for absolute values)",
+    ast.BitAnd: "the operator `&` is not supported",
+    ast.Invert: "the operator `~` is not supported; use - for negation",
+    ast.Not: "`not` is not allowed; use arithmetic only",
+}
+
+ARITHMETIC = frozenset({ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.BitXor, ast.Mod})
+PRODUCTS = frozenset({ast.Mult, ast.Div, ast.Pow, ast.BitXor})
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """What one tool accepts. `names` replaces the functions and constants (used for unit expressions)."""
+
+    tool: str
+    variables: bool
+    variable_hint: str = "use calculator_simplify, calculator_solve, calculator_differentiate or calculator_integrate"
+    names: Mapping[str, Callable[[], Any]] | None = None
+    operators: frozenset[type] = ARITHMETIC
+    real_variables: bool = False
+    reserved: frozenset[str] = field(default_factory=frozenset)
+
+
+# -- text and tree checks (no sympy) ------------------------------------------------------------------
+
+
+def check_text(text: str, what: str = "expression") -> str:
+    """Length, characters and bracket depth; returns the text with `^` rewritten to `**`."""
+    if not isinstance(text, str):
+        raise invalid_input(f"the {what} must be a string.")
+    if len(text) > MAX_EXPRESSION_LENGTH:
+        raise limit_exceeded(
+            f"the {what} is {len(text)} characters long; the limit is {MAX_EXPRESSION_LENGTH}. "
+            "Split the computation into smaller steps."
+        )
+    text = text.translate(_TRANSLATIONS)
+    for position, character in enumerate(text):
+        if not (character.isascii() and (character.isprintable() or character in " \t\n")):
+            raise invalid_input(
+                f"the {what} contains the character {character!r} (U+{ord(character):04X}) at position {position}; "
+                "only plain ASCII maths is accepted (write pi, sqrt(x), x**2, * and / instead of symbols)."
+            )
+    if not text.strip():
+        raise invalid_input(f"the {what} is empty; pass something like '2*x + 1'.")
+    depth = deepest = 0
+    for character in text:
+        if character in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif character in ")]}":
+            depth -= 1
+    if deepest > MAX_PAREN_DEPTH:
+        raise limit_exceeded(
+            f"the {what} nests brackets {deepest} levels deep; the limit is {MAX_PAREN_DEPTH}. "
+            "Simplify the expression or split it into steps."
+        )
+    return text.replace("^", "**")
+
+
+def parse(text: str, grammar: Grammar, *, equation: bool = False, what: str = "expression") -> ast.expr:
+    """Check the text and its syntax tree against `grammar`; returns the (validated) tree's body."""
+    source = check_text(text, what)
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError as exc:
+        hint = ""
+        if "decimal literal" in str(exc.msg) or "imaginary" in str(exc.msg):
+            hint = " Write multiplication explicitly: 2*x, not 2x."
+        elif "=" in source:
+            hint = " Expressions contain no '='; equations go to calculator_solve as 'lhs = rhs'."
+        raise invalid_input(
+            f"the {what} is not valid maths syntax ({exc.msg}, at column {exc.offset}).{hint}"
+        ) from None
+    except (RecursionError, MemoryError):
+        raise limit_exceeded(f"the {what} is too deeply nested to parse; simplify it or split it into steps.") from None
+    except ValueError as exc:
+        raise invalid_input(f"the {what} cannot be parsed ({exc}).") from None
+    body = tree.body
+    _check_size(body, what)
+    if equation and isinstance(body, ast.Compare):
+        if len(body.ops) != 1 or not isinstance(body.ops[0], ast.Eq):
+            raise invalid_input(
+                f"the {what} may contain one '=' (or '==') and no other comparison; "
+                "inequalities and chained comparisons are not supported."
+            )
+        _check_node(body.left, grammar, what, source)
+        _check_node(body.comparators[0], grammar, what, source)
+        return body
+    _check_node(body, grammar, what, source)
+    return body
+
+
+def _check_size(root: ast.expr, what: str) -> None:
+    count = 0
+    stack: list[tuple[ast.AST, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, ast.expr):
+            count += 1
+            if count > MAX_NODES:
+                raise limit_exceeded(
+                    f"the {what} has more than {MAX_NODES} terms and operations; split it into smaller steps."
+                )
+            if depth > MAX_DEPTH:
+                raise limit_exceeded(
+                    f"the {what} nests operations more than {MAX_DEPTH} levels deep; simplify it or split it."
+                )
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
+def _check_name(name: str, grammar: Grammar, what: str, called: bool) -> None:
+    if name.startswith("_"):
+        raise invalid_input(f"names starting with '_' are not allowed (got {name[:40]!r}) in the {what}.")
+    if grammar.names is not None:
+        if called:
+            raise invalid_input(
+                f"functions such as {name[:40]}(...) are not allowed in unit expressions; "
+                "write units like 'km/h' or 'm/s**2'."
+            )
+        if name not in grammar.names:
+            raise invalid_input(
+                f"unknown unit {name[:40]!r} in the {what}; accepted units: {', '.join(sorted(grammar.names))}."
+            )
+        return
+    if called:
+        if name not in FUNCTIONS:
+            raise invalid_input(
+                f"unknown function {name[:40]!r} in the {what}; allowed functions: {', '.join(sorted(FUNCTIONS))}."
+            )
+        return
+    if name in FUNCTIONS:
+        raise invalid_input(f"{name!r} is a function; call it with an argument, e.g. {name}(x).")
+    if name in CONSTANT_NAMES:
+        return
+    if name == "nan":
+        raise invalid_input("nan (not a number) is not accepted; use finite numbers, or oo for infinity.")
+    if not grammar.variables:
+        raise invalid_input(
+            f"unknown name {name[:40]!r}: {grammar.tool} takes numbers, the constants pi, e, I, oo and functions "
+            f"only, no variables; {grammar.variable_hint}."
+        )
+    if len(name) > MAX_NAME_LENGTH or not IDENTIFIER.match(name) or name in grammar.reserved:
+        raise invalid_input(
+            f"invalid variable name {name[:40]!r}: use letters, digits and '_' (at most {MAX_NAME_LENGTH} characters)."
+        )
+
+
+def _check_node(node: ast.AST, grammar: Grammar, what: str, source: str) -> None:
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if isinstance(value, bool) or value is None or value is Ellipsis:
+            raise invalid_input(f"{value!r} is not allowed in the {what}; use numbers.")
+        if isinstance(value, str | bytes):
+            raise invalid_input(
+                f"text strings (quoted values) are not allowed in the {what}; write numbers and names without quotes."
+            )
+        if isinstance(value, complex):
+            raise invalid_input(f"imaginary literals like 2j are not supported in the {what}; write 2*I.")
+        if isinstance(value, int) and value.bit_length() > MAX_INTEGER_DIGITS * 3.33:
+            raise limit_exceeded(
+                f"an integer in the {what} has more than {MAX_INTEGER_DIGITS} digits; use smaller numbers "
+                "or powers like 10**300."
+            )
+        return
+    if isinstance(node, ast.Name):
+        _check_name(node.id, grammar, what, called=False)
+        return
+    if isinstance(node, ast.BinOp):
+        if type(node.op) not in grammar.operators:
+            hint = _OPERATOR_HINTS.get(type(node.op))
+            if hint is None:
+                symbols = {ast.Add: "+", ast.Sub: "-", ast.Mod: "%"}
+                hint = f"the operator {symbols.get(type(node.op), type(node.op).__name__)!r} is not allowed here"
+                if grammar.names is not None:
+                    hint += "; units combine with *, / and ** only (e.g. 'kg*m/s**2')"
+            raise invalid_input(f"{hint} (in the {what}).")
+        _check_node(node.left, grammar, what, source)
+        _check_node(node.right, grammar, what, source)
+        return
+    if isinstance(node, ast.UnaryOp):
+        if not isinstance(node.op, ast.USub | ast.UAdd):
+            raise invalid_input(
+                f"{_OPERATOR_HINTS.get(type(node.op), 'this unary operator is not allowed')} (in the {what})."
+            )
+        _check_node(node.operand, grammar, what, source)
+        return
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute):
+            raise invalid_input(f"{_REFUSED[ast.Attribute]} (in the {what}).")
+        if not isinstance(node.func, ast.Name):
+            raise invalid_input(
+                f"only direct calls of the allowed functions are supported in the {what}, e.g. sin(x); "
+                "no attribute calls, no calling the result of an expression."
+            )
+        _check_name(node.func.id, grammar, what, called=True)
+        if node.keywords:
+            raise invalid_input(
+                f"keyword arguments are not supported in {node.func.id}(...); pass arguments by position, "
+                "e.g. log(x, 2) for the base-2 logarithm."
+            )
+        low, high = FUNCTIONS[node.func.id]
+        count = len(node.args)
+        if count < low or (high is not None and count > high):
+            expected = str(low) if low == high else f"{low} to {high}"
+            raise invalid_input(f"{node.func.id} takes {expected} argument(s), got {count} (in the {what}).")
+        for argument in node.args:
+            _check_node(argument, grammar, what, source)
+        return
+    if isinstance(node, ast.Compare):
+        raise invalid_input(
+            f"comparisons (==, <, >, ...) are not allowed in the {what}; "
+            "write a single expression, or use calculator_solve for equations ('lhs = rhs')."
+        )
+    message = _REFUSED.get(type(node))
+    if message is None:
+        message = f"the construct {type(node).__name__} is not allowed; use numbers, operators and function calls"
+    raise invalid_input(f"{message} (in the {what}).")
+
+
+# -- building sympy objects -----------------------------------------------------------------------------
+
+
+class _Builder:
+    def __init__(self, grammar: Grammar, source: str, what: str, symbols: dict[str, Any]) -> None:
+        import sympy
+
+        self.sp = sympy
+        self.grammar = grammar
+        self.source = source
+        self.what = what
+        self.symbols = symbols
+
+    def build(self, node: ast.AST) -> Any:
+        sp = self.sp
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, int):
+                return sp.Integer(node.value)
+            return self.decimal(node)
+        if isinstance(node, ast.Name):
+            return self.name(node.id)
+        if isinstance(node, ast.UnaryOp):
+            operand = self.build(node.operand)
+            return self.bounded(-operand if isinstance(node.op, ast.USub) else operand)
+        if isinstance(node, ast.BinOp):
+            left, right = self.build(node.left), self.build(node.right)
+            return self.bounded(self.binary(node.op, left, right))
+        if isinstance(node, ast.Call):
+            assert isinstance(node.func, ast.Name)
+            arguments = [self.build(argument) for argument in node.args]
+            return self.bounded(self.call(node.func.id, arguments))
+        raise invalid_input(f"unsupported construct {type(node).__name__} in the {self.what}.")  # pragma: no cover
+
+    def decimal(self, node: ast.Constant) -> Any:
+        segment = ast.get_source_segment(self.source, node) or repr(node.value)
+        try:
+            number = Decimal(segment.replace("_", ""))
+        except InvalidOperation:  # pragma: no cover - ast accepted it as a float literal
+            number = Decimal(repr(node.value))
+        if number != 0 and not -MAX_DECIMAL_EXPONENT <= number.adjusted() <= MAX_DECIMAL_EXPONENT - 1:
+            raise limit_exceeded(
+                f"the number {segment[:40]} in the {self.what} is outside the accepted range "
+                f"(magnitude between 1e-{MAX_DECIMAL_EXPONENT} and 1e{MAX_DECIMAL_EXPONENT}); "
+                "write very large or small values as powers, e.g. 10**400 or 10**-400."
+            )
+        numerator, denominator = number.as_integer_ratio()
+        return self.sp.Rational(numerator, denominator)
+
+    def name(self, name: str) -> Any:
+        sp = self.sp
+        if self.grammar.names is not None:
+            return self.grammar.names[name]()
+        constants = {"pi": sp.pi, "e": sp.E, "E": sp.E, "I": sp.I, "oo": sp.oo, "inf": sp.oo}
+        if name in constants:
+            return constants[name]
+        symbol = self.symbols.get(name)
+        if symbol is None:
+            if len(self.symbols) >= MAX_VARIABLES:
+                raise limit_exceeded(f"the {self.what} uses more than {MAX_VARIABLES} different variables.")
+            symbol = sp.Symbol(name, real=True) if self.grammar.real_variables else sp.Symbol(name)
+            self.symbols[name] = symbol
+        return symbol
+
+    def binary(self, op: ast.operator, left: Any, right: Any) -> Any:
+        sp = self.sp
+        if isinstance(op, ast.Add):
+            return left + right
+        if isinstance(op, ast.Sub):
+            return left - right
+        if isinstance(op, ast.Mult):
+            return left * right
+        if isinstance(op, ast.Div):
+            if right.is_zero:
+                raise validation_failed(f"division by zero in the {self.what}; the divisor evaluates to 0.")
+            return left / right
+        if isinstance(op, ast.Mod):
+            if right.is_zero:
+                raise validation_failed(f"modulo by zero in the {self.what}; the divisor evaluates to 0.")
+            return sp.Mod(left, right)
+        return self.power(left, right)
+
+    def power(self, base: Any, exponent: Any) -> Any:
+        sp = self.sp
+        if exponent.is_number:
+            magnitude = _magnitude(sp, exponent)
+            if magnitude is not None and magnitude > MAX_EXPONENT:
+                raise limit_exceeded(
+                    f"an exponent in the {self.what} is about {_short(magnitude)}; exponents are limited to "
+                    f"{MAX_EXPONENT} in magnitude (e.g. 9**9**9 and 10**10**10 are refused). Use logarithms instead."
+                )
+            if base.is_zero and exponent.is_extended_negative:
+                raise validation_failed(f"0 raised to a negative power in the {self.what} is a division by zero.")
+            if base.is_Rational and exponent.is_Rational and not base.is_zero:
+                size = int(max(math.log10(abs(base.p)), math.log10(base.q)) * abs(float(exponent))) + 1
+                if size > MAX_RESULT_DIGITS:
+                    raise limit_exceeded(
+                        f"a power in the {self.what} would have about {size} digits; exact results are limited to "
+                        f"{MAX_RESULT_DIGITS} digits. Use logarithms, or smaller numbers."
+                    )
+        return sp.Pow(base, exponent)
+
+    def call(self, name: str, args: list[Any]) -> Any:
+        sp = self.sp
+        if name in ("factorial", "gamma"):
+            value = args[0]
+            if value.is_number and (magnitude := _magnitude(sp, value)) is not None and magnitude > MAX_FACTORIAL:
+                raise limit_exceeded(
+                    f"{name}({_short(magnitude)}) is too large; the argument is limited to {MAX_FACTORIAL} "
+                    "(use loggamma-style estimates such as Stirling's formula instead)."
+                )
+            return sp.factorial(value) if name == "factorial" else sp.gamma(value)
+        if name == "binomial":
+            for value in args:
+                if value.is_number and (magnitude := _magnitude(sp, value)) is not None and magnitude > MAX_BINOMIAL:
+                    raise limit_exceeded(f"binomial arguments are limited to {MAX_BINOMIAL} in magnitude.")
+            return sp.binomial(*args)
+        if name in ("log", "ln", "log10", "log2"):
+            value = args[0]
+            if value.is_zero:
+                raise validation_failed(f"{name}(0) is undefined (minus infinity); pass a non-zero value.")
+            if name == "log" and len(args) == 2:
+                base = args[1]
+                if base.is_zero or (base - 1).is_zero:
+                    raise validation_failed("invalid logarithm base: the base must be > 0 and != 1.")
+                return sp.log(value, base)
+            base = {"log10": 10, "log2": 2}.get(name)
+            return sp.log(value, base) if base else sp.log(value)
+        if name == "cbrt":
+            value = args[0]
+            if value.is_number and value.is_extended_negative:
+                return sp.real_root(value, 3)
+            return sp.cbrt(value)
+        if name == "root":
+            value, index = args
+            if index.is_zero:
+                raise validation_failed("the 0th root is undefined; pass a non-zero root index.")
+            return sp.root(value, index)
+        if name in ("gcd", "lcm"):
+            return sp.gcd(*args) if name == "gcd" else sp.lcm(*args)
+        if name in ("min", "max"):
+            return sp.Min(*args) if name == "min" else sp.Max(*args)
+        simple = {
+            "abs": sp.Abs,
+            "ceil": sp.ceiling,
+            "ceiling": sp.ceiling,
+            "atan2": sp.atan2,
+        }
+        function = simple.get(name) or getattr(sp, name)
+        return function(*args)
+
+    def bounded(self, value: Any) -> Any:
+        sp = self.sp
+        numbers = [value] if value.is_Rational else value.atoms(sp.Rational)
+        for number in numbers:
+            size = max(_digits(number.p), _digits(number.q))
+            if size > MAX_RESULT_DIGITS:
+                raise limit_exceeded(
+                    f"an intermediate result in the {self.what} has about {size} digits; exact numbers are limited "
+                    f"to {MAX_RESULT_DIGITS} digits. Use smaller numbers or logarithms."
+                )
+        return value
+
+
+def _digits(number: int) -> int:
+    return max(1, int(abs(number).bit_length() * 0.30103) + 1)
+
+
+def _short(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def _magnitude(sp: Any, value: Any) -> float | None:
+    """|value| as a float for the bounds checks (inf when huge), None when it cannot be told cheaply."""
+    if value.is_Integer or value.is_Rational:
+        if abs(value.p).bit_length() - abs(value.q).bit_length() > 1000:
+            return float("inf")
+        return abs(float(value))
+    try:
+        approx = sp.Abs(value).evalf(8)
+    except Exception:
+        return None
+    if approx.is_Number:
+        if approx.is_infinite:
+            return float("inf")
+        try:
+            return float(approx)
+        except (TypeError, ValueError, OverflowError):
+            return float("inf")
+    return None
+
+
+def build(
+    text: str,
+    grammar: Grammar,
+    symbols: dict[str, Any] | None = None,
+    *,
+    what: str = "expression",
+) -> Any:
+    """Parse and build one expression; `symbols` (name → Symbol) is shared across calls when given."""
+    tree = parse(text, grammar, what=what)
+    builder = _Builder(grammar, check_text(text, what).strip(), what, {} if symbols is None else symbols)
+    return builder.build(tree)
+
+
+def parse_equation(text: str, grammar: Grammar, symbols: dict[str, Any], *, what: str = "equation") -> tuple[Any, Any]:
+    """An equation 'lhs = rhs' or 'lhs == rhs' (or an expression, meaning '= 0') as (lhs, rhs)."""
+    source = check_text(text, what)
+    single = re.sub(r"==|<=|>=|!=", "", source)
+    if "==" not in source and single.count("=") == 1:
+        left, right = source.split("=")
+        if not left.strip() or not right.strip():
+            raise invalid_input(f"the {what} {text[:60]!r} needs an expression on both sides of '='.")
+        return build(left, grammar, symbols, what=what), build(right, grammar, symbols, what=what)
+    if single.count("=") > 1 or ("==" in source and single.count("=") > 0):
+        raise invalid_input(f"the {what} may contain only one '='; pass each equation as its own array item.")
+    tree = parse(text, grammar, equation=True, what=what)
+    builder = _Builder(grammar, source.strip(), what, symbols)
+    if isinstance(tree, ast.Compare):
+        return builder.build(tree.left), builder.build(tree.comparators[0])
+    return builder.build(tree), builder.sp.Integer(0)

@@ -1,0 +1,291 @@
+"""Inputs and outputs of the calculator tools."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from mcp_sections.servers.calculator.expressions import MAX_EXPRESSION_LENGTH
+from mcp_sections.servers.calculator.operations import (
+    MAX_VALUE,
+    BinaryOperation,
+    ConstantName,
+    UnaryOperation,
+    format_number,
+)
+from mcp_sections.shared.tools import ToolInput, ToolResult
+
+MAX_DIGITS = 100
+MAX_ORDER = 10
+MAX_EQUATIONS = 6
+
+
+def _number(description: str) -> Any:
+    return Field(description=description, ge=-MAX_VALUE, le=MAX_VALUE, allow_inf_nan=False)
+
+
+def _expression(description: str) -> Any:
+    return Field(
+        description=f"{description} At most {MAX_EXPRESSION_LENGTH} characters.",
+        json_schema_extra={"maxLength": MAX_EXPRESSION_LENGTH},
+    )
+
+
+def _with_note(text: str, note: str | None) -> str:
+    return f"{text} ({note})" if note else text
+
+
+# -- the seed's float operations ---------------------------------------------------------------------------
+
+
+class UnaryInput(ToolInput):
+    operation: UnaryOperation = Field(
+        description=(
+            "sin cos tan asin acos atan (radians) | sinh cosh tanh | sqrt cbrt | exp (e^x) exp2 (2^x) | "
+            "ln log10 | floor ceil round (half away from zero) trunc | abs sign | degrees (rad→deg) radians (deg→rad)."
+        )
+    )
+    value: float = _number("Input value, finite, |value| <= 1e308. Angles are in radians.")
+
+
+class UnaryResult(ToolResult):
+    operation: str
+    input: float
+    result: float
+    note: str | None = None
+
+    def render_text(self) -> str:
+        return _with_note(f"{self.operation}({format_number(self.input)}) = {format_number(self.result)}", self.note)
+
+
+class BinaryInput(ToolInput):
+    operation: BinaryOperation = Field(
+        description=(
+            "add subtract multiply divide | modulo (remainder with the sign of a: modulo(-7, 3) = -1) | "
+            "pow (a^b) | log (logarithm of a in base b) | min max | atan2 (angle of the point (x=b, y=a), radians) | "
+            "nroot (the b-th root of a)."
+        )
+    )
+    a: float = _number("First operand, finite, |a| <= 1e308.")
+    b: float = _number("Second operand, finite, |b| <= 1e308.")
+
+
+class BinaryInputs(BaseModel):
+    a: float
+    b: float
+
+
+class BinaryResult(ToolResult):
+    operation: str
+    inputs: BinaryInputs
+    result: float
+    note: str | None = None
+
+    def render_text(self) -> str:
+        a, b = format_number(self.inputs.a), format_number(self.inputs.b)
+        return _with_note(f"{self.operation}({a}, {b}) = {format_number(self.result)}", self.note)
+
+
+class ConstantInput(ToolInput):
+    name: ConstantName = Field(
+        description="pi (3.14159...), e (2.71828...), tau (2*pi), sqrt2 (√2), ln2 (ln 2), ln10 (ln 10)."
+    )
+
+
+class ConstantResult(ToolResult):
+    constant: str
+    value: float
+    description: str
+
+    def render_text(self) -> str:
+        return f"{self.constant} = {self.value!r} ({self.description})"
+
+
+# -- the sympy tools -----------------------------------------------------------------------------------------
+
+
+class EvaluateInput(ToolInput):
+    expression: str = _expression(
+        "Arithmetic expression without variables, e.g. 'sqrt(2)*pi', '2^10 + 3/7', 'factorial(20)', "
+        "'log(8, 2)'. Operators + - * / % ** (^ is power), functions such as sin cos tan asin acos atan sinh "
+        "exp log (log(x) natural, log(x, b)) ln log10 log2 sqrt cbrt root(x, n) abs sign floor ceil factorial "
+        "binomial gamma gcd lcm min max re im; constants pi, e, I, oo. Decimals are exact (0.1 = 1/10)."
+    )
+    digits: int = Field(default=15, ge=1, le=MAX_DIGITS, description="Significant digits of the numeric value.")
+
+
+class EvaluateResult(ToolResult):
+    expression: str
+    exact: str = Field(description="Exact result (sympy form), e.g. '2*sqrt(2)' or '5/6'.")
+    numeric: str = Field(description="The result to `digits` significant digits.")
+    value: float | None = Field(description="The result as a float, or null if not real or beyond 1e308.")
+    digits: int
+
+    def render_text(self) -> str:
+        parts = [self.expression]
+        for text in (self.exact, self.numeric):
+            if text != parts[-1]:
+                parts.append(text)
+        return " = ".join(parts)
+
+
+class SimplifyInput(ToolInput):
+    expression: str = _expression(
+        "Expression with variables, e.g. '(x**2 - 1)/(x - 1)' or 'sin(t)**2 + cos(t)**2'. Same syntax as "
+        "calculator_evaluate; variables are identifiers like x, y, theta, v0."
+    )
+    method: Literal["simplify", "expand", "factor", "cancel", "trigsimp"] = Field(
+        default="simplify",
+        description=(
+            "simplify (general, may be slower) | expand (multiply out) | factor (into irreducible factors) | "
+            "cancel (rational function p/q in lowest terms) | trigsimp (trigonometric identities)."
+        ),
+    )
+
+
+class SimplifyResult(ToolResult):
+    expression: str
+    method: str
+    result: str
+
+    def render_text(self) -> str:
+        return f"{self.method}: {self.expression} = {self.result}"
+
+
+class SolveInput(ToolInput):
+    equations: list[str] = Field(
+        min_length=1,
+        max_length=MAX_EQUATIONS,
+        description=(
+            f"1 to {MAX_EQUATIONS} equations, each 'lhs = rhs' (or 'lhs == rhs', or an expression meaning '= 0'), "
+            "e.g. ['x^2 - 5*x + 6 = 0'] or ['x + y = 3', 'x - y = 1']. Same syntax as calculator_evaluate, plus "
+            f"variables. At most {MAX_EXPRESSION_LENGTH} characters each."
+        ),
+    )
+    variables: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_EQUATIONS,
+        description="The unknowns to solve for (others are parameters); default: every variable that appears.",
+    )
+    domain: Literal["complex", "real"] = Field(
+        default="complex", description="complex: all solutions; real: variables are real, real solutions only."
+    )
+
+
+class SolveResult(ToolResult):
+    equations: list[str]
+    variables: list[str]
+    domain: str
+    solutions: list[dict[str, str]] = Field(description="Each solution maps every unknown to its exact value.")
+    approximations: list[dict[str, str]] = Field(description="Numeric values of the solutions (same order).")
+    solution_set: str | None = Field(
+        default=None, description="Set of solutions when it is not a finite list (e.g. periodic), in sympy notation."
+    )
+    complete: bool = Field(description="False when sympy could only describe the solutions implicitly.")
+
+    def render_text(self) -> str:
+        if self.solution_set is not None:
+            if self.solution_set == "EmptySet":
+                return f"no solution in the {self.domain} numbers"
+            return f"{', '.join(self.variables)} ∈ {self.solution_set}"
+        if not self.solutions:
+            return f"no solution found in the {self.domain} numbers"
+        lines = []
+        for exact, approx in zip(self.solutions, self.approximations, strict=False):
+            items = []
+            for name, value in exact.items():
+                item = f"{name} = {value}"
+                if approx.get(name) and approx[name] != value:
+                    item += f" ≈ {approx[name]}"
+                items.append(item)
+            lines.append(", ".join(items) if items else "any value (identity)")
+        return "; ".join(lines)
+
+
+class DifferentiateInput(ToolInput):
+    expression: str = _expression(
+        "Expression to differentiate, e.g. 'x**3*sin(x)'. Same syntax as calculator_simplify."
+    )
+    variable: str | None = Field(
+        default=None,
+        max_length=32,
+        description="Variable to differentiate with respect to; may be omitted when the expression has one variable.",
+    )
+    order: int = Field(default=1, ge=1, le=MAX_ORDER, description=f"Order of the derivative, 1 to {MAX_ORDER}.")
+    simplify: bool = Field(default=True, description="Simplify the derivative (slower on big expressions).")
+
+
+class DifferentiateResult(ToolResult):
+    expression: str
+    variable: str
+    order: int
+    result: str
+
+    def render_text(self) -> str:
+        v = self.variable
+        operator = f"d/d{v}" if self.order == 1 else f"d^{self.order}/d{v}^{self.order}"
+        return f"{operator} [{self.expression}] = {self.result}"
+
+
+class IntegrateInput(ToolInput):
+    expression: str = _expression("Integrand, e.g. 'x**2*exp(x)'. Same syntax as calculator_simplify.")
+    variable: str | None = Field(
+        default=None,
+        max_length=32,
+        description="Integration variable; may be omitted when the expression has one variable.",
+    )
+    lower: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Lower bound for a definite integral, an expression such as '0', 'pi/2' or '-oo'. With `upper`.",
+    )
+    upper: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Upper bound for a definite integral, e.g. '1' or 'oo'. Omit both bounds for an antiderivative.",
+    )
+
+
+class IntegrateResult(ToolResult):
+    expression: str
+    variable: str
+    lower: str | None
+    upper: str | None
+    result: str = Field(description="Antiderivative (without + C) or the value of the definite integral.")
+    closed_form: bool = Field(description="False when sympy found no closed form (the result holds an Integral).")
+    numeric: str | None = Field(description="Numeric value of a definite integral (15 significant digits).")
+    value: float | None = Field(description="The definite integral as a float, when real and finite.")
+
+    def render_text(self) -> str:
+        if self.lower is None:
+            text = f"∫ {self.expression} d{self.variable} = {self.result} + C"
+        else:
+            text = f"∫[{self.lower}, {self.upper}] {self.expression} d{self.variable} = {self.result}"
+            if self.numeric and self.numeric != self.result:
+                text += f" ≈ {self.numeric}"
+        return text if self.closed_form else f"{text} (no closed form found)"
+
+
+class ConvertUnitsInput(ToolInput):
+    value: float = _number("Quantity to convert, finite, |value| <= 1e308.")
+    from_unit: str = Field(
+        max_length=200,
+        description=(
+            "Unit of `value`: a name or a product/quotient/power of names, e.g. 'km/h', 'm/s^2', 'kWh', 'lb', "
+            "'degC'. Names: see the tool description."
+        ),
+    )
+    to_unit: str = Field(max_length=200, description="Target unit, of the same dimension, e.g. 'm/s', 'J', 'kg'.")
+
+
+class ConvertUnitsResult(ToolResult):
+    value: float
+    from_unit: str
+    to_unit: str
+    result: float
+    exact: str = Field(description="The exact converted value, e.g. '250/9'.")
+
+    def render_text(self) -> str:
+        return f"{format_number(self.value)} {self.from_unit} = {format_number(self.result)} {self.to_unit}"

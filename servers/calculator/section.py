@@ -1,0 +1,208 @@
+"""The calculator section: the seed's float operations plus exact maths with sympy in a worker process.
+
+Importing this module imports neither sympy nor the worker-side modules; the sympy tools send their
+work to `state.CalculatorState.worker` by name. Error codes: INVALID_INPUT (malformed call or refused
+syntax), VALIDATION_FAILED (a value outside a domain, undefined result, incompatible units),
+MAX_LIMIT_EXCEEDED (a bound: size, nesting, exponent, factorial, result size, MAX_VALUE 1e308),
+TIMEOUT (the worker's wall-clock limit), DEPENDENCY_ERROR (sympy missing).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from mcp_sections.servers.calculator import operations
+from mcp_sections.servers.calculator.expressions import check_text
+from mcp_sections.servers.calculator.models import (
+    BinaryInput,
+    BinaryInputs,
+    BinaryResult,
+    ConstantInput,
+    ConstantResult,
+    ConvertUnitsInput,
+    ConvertUnitsResult,
+    DifferentiateInput,
+    DifferentiateResult,
+    EvaluateInput,
+    EvaluateResult,
+    IntegrateInput,
+    IntegrateResult,
+    SimplifyInput,
+    SimplifyResult,
+    SolveInput,
+    SolveResult,
+    UnaryInput,
+    UnaryResult,
+)
+from mcp_sections.servers.calculator.state import CalculatorSettings, CalculatorState, open_state, warm_up
+from mcp_sections.servers.calculator.units import UNIT_NAMES_DOC
+from mcp_sections.shared.sections import Section
+from mcp_sections.shared.tools import READ_ONLY, tool
+
+_DOMAIN_NOTE = (
+    "Errors: VALIDATION_FAILED for a value outside the operation's domain, MAX_LIMIT_EXCEEDED when the result "
+    "exceeds 1e308 in magnitude; invalid arguments give INVALID_INPUT."
+)
+_SYMBOLIC_NOTE = (
+    "Runs in a separate worker process with a time limit (TIMEOUT: simplify or split the input, then retry). "
+    "Errors: INVALID_INPUT for unsupported syntax (the message says how to rewrite it), VALIDATION_FAILED for "
+    "undefined maths (e.g. 1/0), MAX_LIMIT_EXCEEDED over the limits (2000 characters, 500 terms, exponents up "
+    "to 10000, factorial/gamma up to 1000, exact results up to 4000 digits)."
+)
+
+_UNITS_NOTE = f"Units: {UNIT_NAMES_DOC}."
+
+
+def _tool(name: str, title: str, note: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`@tool` with READ_ONLY annotations and the docstring followed by a shared note."""
+
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        text = inspect.cleandoc(function.__doc__ or "") + (f"\n{note}" if note else "")
+        return tool(name=name, title=title, annotations=READ_ONLY, description=text)(function)
+
+    return decorate
+
+
+@_tool("calculator_unary", "Unary math operation", _DOMAIN_NOTE)
+def calculator_unary(params: UnaryInput) -> UnaryResult:
+    """Apply a one-argument float function: trigonometry (radians), hyperbolic, roots, exponentials,
+    logarithms, rounding, abs/sign, angle conversion. Domains: tan is undefined at odd multiples of pi/2,
+    asin/acos need a value in [-1, 1], sqrt needs value >= 0, ln/log10 need value > 0. round rounds half away
+    from zero; sign(0) = 0. Results below 1e-308 in magnitude are reported as 0 with a note.
+    Prefer this over mental arithmetic for precise values; for exact/symbolic results use calculator_evaluate.
+    """
+    outcome = operations.unary(params.operation, params.value)
+    return UnaryResult(operation=params.operation, input=params.value, result=outcome.result, note=outcome.note)
+
+
+@_tool("calculator_binary", "Binary math operation", _DOMAIN_NOTE)
+def calculator_binary(params: BinaryInput) -> BinaryResult:
+    """Apply a two-argument float operation to a and b: add, subtract, multiply, divide, modulo, pow, log
+    (log of a in base b), min, max, atan2 (atan2(a, b) = angle of the point x=b, y=a), nroot (b-th root of a).
+    Domains: divide/modulo need b != 0; pow with a < 0 needs an integer b; log needs a > 0, b > 0 and b != 1;
+    nroot needs b != 0 and, when a < 0, an odd integer b. modulo keeps the sign of a: modulo(-7, 3) = -1.
+    """
+    outcome = operations.binary(params.operation, params.a, params.b)
+    return BinaryResult(
+        operation=params.operation,
+        inputs=BinaryInputs(a=params.a, b=params.b),
+        result=outcome.result,
+        note=outcome.note,
+    )
+
+
+@_tool("calculator_constant", "Mathematical constant")
+def calculator_constant(params: ConstantInput) -> ConstantResult:
+    """Return a mathematical constant as a float: pi, e, tau (2*pi), sqrt2, ln2, ln10."""
+    value, description = operations.constant(params.name)
+    return ConstantResult(constant=params.name, value=value, description=description)
+
+
+@_tool("calculator_evaluate", "Evaluate an expression exactly", _SYMBOLIC_NOTE)
+def calculator_evaluate(params: EvaluateInput, state: CalculatorState) -> EvaluateResult:
+    """Evaluate an arithmetic expression (no variables) exactly with sympy and numerically to `digits`
+    significant digits, e.g. 'sqrt(8)' → 2*sqrt(2) ≈ 2.82842712474619, '2^100', '0.1 + 0.2' → 3/10,
+    'sin(pi/6)' → 1/2. ^ and ** are powers (2^3^2 = 2^9). Use it for long or exact computations, big
+    integers, fractions and complex numbers (I); for one float operation calculator_unary/binary is faster.
+    """
+    check_text(params.expression)
+    return EvaluateResult(**state.call("evaluate", expression=params.expression, digits=params.digits))
+
+
+@_tool("calculator_simplify", "Simplify an expression", _SYMBOLIC_NOTE)
+def calculator_simplify(params: SimplifyInput, state: CalculatorState) -> SimplifyResult:
+    """Rewrite an expression with variables: simplify (default), expand, factor, cancel or trigsimp,
+    e.g. '(x**2 - 1)/(x - 1)' → x + 1, 'sin(t)**2 + cos(t)**2' → 1, factor 'x**2 - 5*x + 6' → (x - 3)*(x - 2).
+    """
+    check_text(params.expression)
+    return SimplifyResult(**state.call("simplify", expression=params.expression, method=params.method))
+
+
+@_tool("calculator_solve", "Solve equations", _SYMBOLIC_NOTE)
+def calculator_solve(params: SolveInput, state: CalculatorState) -> SolveResult:
+    """Solve one equation or a small system exactly for the named variables, e.g. ['x^2 = 2'] →
+    x = ±sqrt(2); ['x + y = 3', 'x - y = 1'] → x = 2, y = 1. Each solution comes with numeric approximations.
+    One equation in one unknown returns the full solution set (periodic solutions as a set such as
+    ImageSet(Lambda(_n, 2*_n*pi), Integers)); systems return the solutions sympy finds. domain='real' keeps
+    only real solutions. An empty `solutions` with solution_set 'EmptySet' means there is no solution.
+    """
+    for text in params.equations:
+        check_text(text, "equation")
+    data = state.call("solve", equations=params.equations, variables=params.variables, domain=params.domain)
+    return SolveResult(**data)
+
+
+@_tool("calculator_differentiate", "Differentiate", _SYMBOLIC_NOTE)
+def calculator_differentiate(params: DifferentiateInput, state: CalculatorState) -> DifferentiateResult:
+    """Differentiate an expression with respect to a variable, `order` times (1 to 10), e.g.
+    'x**3*sin(x)' → x**2*(x*cos(x) + 3*sin(x)). Other variables are treated as constants.
+    """
+    check_text(params.expression)
+    data = state.call(
+        "differentiate",
+        expression=params.expression,
+        variable=params.variable,
+        order=params.order,
+        simplify=params.simplify,
+    )
+    return DifferentiateResult(**data)
+
+
+@_tool("calculator_integrate", "Integrate", _SYMBOLIC_NOTE)
+def calculator_integrate(params: IntegrateInput, state: CalculatorState) -> IntegrateResult:
+    """Integrate an expression: an antiderivative (no bounds; + C omitted in `result`) or a definite integral
+    with `lower` and `upper` (expressions, oo for infinity), e.g. 'exp(-x**2)' from -oo to oo → sqrt(pi).
+    When no closed form exists, closed_form is false and a definite integral still gets its numeric value.
+    A divergent definite integral gives oo, or VALIDATION_FAILED when it is undefined.
+    """
+    check_text(params.expression)
+    for bound in (params.lower, params.upper):
+        if bound is not None:
+            check_text(bound, "bound")
+    data = state.call(
+        "integrate", expression=params.expression, variable=params.variable, lower=params.lower, upper=params.upper
+    )
+    return IntegrateResult(**data)
+
+
+@_tool("calculator_convert_units", "Convert units", _UNITS_NOTE)
+def calculator_convert_units(params: ConvertUnitsInput, state: CalculatorState) -> ConvertUnitsResult:
+    """Convert a value between units of the same dimension, e.g. 100 'km/h' → 'm/s' = 27.78, 1 'kWh' → 'J',
+    100 'degC' → 'degF' = 212. Units are names combined with *, / and ** (or ^): 'm/s^2', 'kg*m/s**2'.
+    Incompatible dimensions (e.g. 'm' to 's') give VALIDATION_FAILED naming both dimensions; unknown unit
+    names give INVALID_INPUT listing the accepted ones. degC/degF convert only to other temperatures.
+    """
+    check_text(params.from_unit, "from_unit")
+    check_text(params.to_unit, "to_unit")
+    data = state.call("convert_units", value=params.value, from_unit=params.from_unit, to_unit=params.to_unit)
+    return ConvertUnitsResult(**data)
+
+
+SECTION = Section(
+    id="calculator",
+    name="Calculator",
+    description="Float math operations and constants, plus exact evaluation, algebra, calculus and unit conversion.",
+    tools=(
+        calculator_unary,
+        calculator_binary,
+        calculator_constant,
+        calculator_evaluate,
+        calculator_simplify,
+        calculator_solve,
+        calculator_differentiate,
+        calculator_integrate,
+        calculator_convert_units,
+    ),
+    instructions=(
+        "Use calculator_unary/binary/constant for single float operations (the seed's 23 unary and 11 binary "
+        "operations), calculator_evaluate for whole expressions and exact results, calculator_simplify/solve/"
+        "differentiate/integrate for algebra and calculus, calculator_convert_units for units. Trigonometry is in "
+        "radians. Expressions are plain maths text (x**2 or x^2, sqrt(x), pi), never code."
+    ),
+    settings_model=CalculatorSettings,
+    open_state=open_state,
+    warm_up=warm_up,
+    extra="calculator",
+)

@@ -1,0 +1,115 @@
+"""The calculator's settings and state: one worker process for the sympy tools."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from mcp_sections.shared.config import SectionSettings
+from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
+from mcp_sections.shared.sections import SectionRuntime
+from mcp_sections.shared.workers import (
+    WorkerCrashed,
+    WorkerError,
+    WorkerMemoryError,
+    WorkerProcess,
+    WorkerStartError,
+    WorkerTaskError,
+    WorkerTimeout,
+)
+
+logger = logging.getLogger("mcp_sections.calculator")
+
+SYMBOLIC = "mcp_sections.servers.calculator.symbolic"
+
+
+class CalculatorSettings(SectionSettings):
+    """`[sections.calculator]` in the config file, or `MCP_SECTIONS_CALCULATOR_*` in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_CALCULATOR_", extra="ignore", env_ignore_empty=True)
+
+    timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="Wall-clock limit of one symbolic computation (the worker is restarted).",
+    )
+    memory_limit_mb: int = Field(
+        default=1024, ge=0, description="Address-space cap of the sympy worker process in MiB (0: no cap)."
+    )
+    start_timeout_seconds: float = Field(
+        default=60.0, gt=0, le=600, description="How long the worker may take to start and import sympy."
+    )
+
+
+class CalculatorState:
+    """Holds the sympy worker; `call` runs one function of `symbolic` in it and maps worker failures to codes."""
+
+    def __init__(self, settings: CalculatorSettings) -> None:
+        self.settings = settings
+        memory = settings.memory_limit_mb * 1024 * 1024 if settings.memory_limit_mb else None
+        self.worker = WorkerProcess(
+            "calculator",
+            timeout_seconds=settings.timeout_seconds,
+            start_timeout_seconds=settings.start_timeout_seconds,
+            memory_limit_bytes=memory,
+            preload=(SYMBOLIC,),
+        )
+
+    def warm_up(self) -> None:
+        self.worker.start(wait=True)
+        self.worker.run(f"{SYMBOLIC}:warm", timeout=max(self.settings.timeout_seconds, 30.0))
+
+    def call(self, function: str, **arguments: Any) -> dict[str, Any]:
+        try:
+            return self.worker.run(f"{SYMBOLIC}:{function}", **arguments)
+        except WorkerTimeout:
+            raise ToolFailure(
+                ErrorCode.TIMEOUT,
+                f"the computation took longer than {self.settings.timeout_seconds:g} s and was stopped (the worker "
+                "was restarted). Simplify the input, split it into smaller steps, or try another method.",
+            ) from None
+        except WorkerMemoryError:
+            raise limit_exceeded(
+                f"the computation needed more than the {self.settings.memory_limit_mb} MiB memory cap and was stopped. "
+                "Use smaller inputs or split the computation."
+            ) from None
+        except WorkerCrashed as exc:
+            logger.warning("calculator worker crashed: %s", exc)
+            raise ToolFailure(
+                ErrorCode.EXECUTION_FAILED,
+                "the computation process stopped unexpectedly (probably out of memory) and was restarted. "
+                "Use smaller inputs or split the computation, then retry.",
+            ) from None
+        except WorkerStartError as exc:
+            logger.error("calculator worker could not start: %s", exc)
+            raise ToolFailure(
+                ErrorCode.DEPENDENCY_ERROR,
+                "the symbolic engine (sympy) could not start; install the calculator extra "
+                "(pip install 'mcp-sections[calculator]'). The float tools calculator_unary, calculator_binary "
+                "and calculator_constant still work.",
+            ) from None
+        except WorkerTaskError as exc:
+            logger.error("calculator %s failed: %s", function, exc)
+            raise ToolFailure(
+                ErrorCode.EXECUTION_FAILED,
+                f"the computation failed ({exc.type_name}); check the input, or try another formulation.",
+            ) from None
+        except WorkerError as exc:
+            raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"the computation could not run ({exc}); retry.") from None
+
+    def close(self) -> None:
+        self.worker.close()
+
+
+def open_state(runtime: SectionRuntime) -> CalculatorState:
+    settings = runtime.section_settings
+    assert isinstance(settings, CalculatorSettings)
+    return CalculatorState(settings)
+
+
+def warm_up(state: CalculatorState) -> None:
+    state.warm_up()

@@ -1,0 +1,352 @@
+"""The sympy tools' work. Runs inside the calculator's worker process (see `shared.workers`).
+
+Each function takes plain arguments and returns a plain dict (strings, floats, lists) for the result
+model; failures are `ToolFailure`s (they travel back to the server with their code). Inputs are parsed
+by `expressions` (never by sympify). This module imports sympy at import time: the server refers to it
+only by name ("mcp_sections.servers.calculator.symbolic:evaluate"), so only the worker imports it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import sympy
+from sympy.physics import units as u
+
+from mcp_sections.servers.calculator import expressions as ex
+from mcp_sections.servers.calculator.units import AFFINE_TEMPERATURES, TEMPERATURES, unit_names
+from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, validation_failed
+
+MAX_OUTPUT_CHARS = 20_000
+MAX_UNKNOWNS = 6
+MAX_VALUE = 1e308
+SI_BASE = [u.meter, u.kilogram, u.second, u.ampere, u.kelvin, u.mole, u.candela, u.bit, u.radian]
+
+EVALUATE = ex.Grammar(tool="calculator_evaluate", variables=False)
+SIMPLIFY = ex.Grammar(tool="calculator_simplify", variables=True)
+CALCULUS = ex.Grammar(tool="calculator_differentiate", variables=True)
+BOUNDS = ex.Grammar(tool="calculator_integrate", variables=True)
+SIMPLIFY_METHODS = {
+    "simplify": sympy.simplify,
+    "expand": sympy.expand,
+    "factor": sympy.factor,
+    "cancel": sympy.cancel,
+    "trigsimp": sympy.trigsimp,
+}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _guarded(function: F) -> F:
+    """sympy's own exceptions become ToolFailures here, so the server never unpickles a sympy class."""
+
+    @functools.wraps(function)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except (ToolFailure, MemoryError):
+            raise
+        except RecursionError:
+            raise limit_exceeded(
+                "the expression is too deeply nested for sympy; simplify it or split it into steps."
+            ) from None
+        except ValueError as exc:
+            if "integer string conversion" in str(exc):
+                raise limit_exceeded(
+                    "the result holds an integer of more than 4300 digits; use smaller numbers or logarithms."
+                ) from None
+            raise ToolFailure(
+                ErrorCode.EXECUTION_FAILED,
+                f"sympy failed (ValueError: {str(exc)[:200]}); check the input or try another formulation.",
+            ) from None
+        except NotImplementedError as exc:
+            raise ToolFailure(
+                ErrorCode.EXECUTION_FAILED,
+                f"sympy cannot do this ({str(exc)[:200] or 'not implemented'}); try another formulation or method.",
+            ) from None
+        except Exception as exc:
+            raise ToolFailure(
+                ErrorCode.EXECUTION_FAILED,
+                f"sympy failed ({type(exc).__name__}: {str(exc)[:200]}); check the input or try another formulation.",
+            ) from None
+
+    return run  # type: ignore[return-value]
+
+
+def warm() -> bool:
+    """Touch the parts of sympy the tools use, so the first real call is fast."""
+    x = sympy.Symbol("x")
+    sympy.integrate(x**2, x)
+    sympy.solveset(x**2 - 1, x)
+    unit_names()
+    return True
+
+
+def _text(value: Any, what: str = "result") -> str:
+    text = sympy.sstr(value)
+    if len(text) > MAX_OUTPUT_CHARS:
+        raise limit_exceeded(
+            f"the {what} is {len(text)} characters long; the limit is {MAX_OUTPUT_CHARS}. Ask for something smaller."
+        )
+    return text
+
+
+def _undefined(value: Any, what: str) -> None:
+    if value.has(sympy.nan):
+        raise validation_failed(f"the {what} is undefined (NaN), e.g. 0/0 or oo - oo; check the input.")
+    if value.has(sympy.zoo):
+        raise validation_failed(
+            f"the {what} is undefined (complex infinity), e.g. a division by zero; check the input."
+        )
+
+
+def _numeric(value: Any, digits: int = 15) -> str | None:
+    """The value to `digits` significant digits, or None when it is not a number."""
+    if not value.is_number:
+        return None
+    if value.is_Integer:
+        return str(value)
+    approx = value.evalf(digits)
+    if not approx.is_number or approx.has(sympy.Symbol):
+        return None
+    return _text(approx, "numeric value")
+
+
+def _float(value: Any) -> float | None:
+    if not value.is_number or value.is_real is False:
+        return None
+    try:
+        number = float(value.evalf(17))
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if not math.isfinite(number) or abs(number) > MAX_VALUE:
+        return None
+    return number
+
+
+def _variable(name: str, symbols: dict[str, Any], real: bool = False) -> Any:
+    if name in symbols:
+        return symbols[name]
+    if not ex.IDENTIFIER.match(name) or len(name) > ex.MAX_NAME_LENGTH:
+        raise invalid_input(f"invalid variable name {name[:40]!r}: use letters, digits and '_' (e.g. x, theta, v0).")
+    if name in ex.FUNCTIONS or name in ex.CONSTANT_NAMES:
+        raise invalid_input(f"{name!r} is a function or constant name, not a variable; pick another name.")
+    symbol = sympy.Symbol(name, real=True) if real else sympy.Symbol(name)
+    symbols[name] = symbol
+    return symbol
+
+
+def _only_variable(expression: Any, variable: str | None, symbols: dict[str, Any], tool: str) -> Any:
+    if variable is not None:
+        return _variable(variable, symbols, real=False)
+    free = sorted(expression.free_symbols, key=lambda symbol: symbol.name)
+    if len(free) == 1:
+        return free[0]
+    if not free:
+        return sympy.Symbol("x")
+    names = ", ".join(symbol.name for symbol in free)
+    raise invalid_input(
+        f"the expression has several variables ({names}); pass `variable` to say which one {tool} uses."
+    )
+
+
+@_guarded
+def evaluate(expression: str, digits: int = 15) -> dict[str, Any]:
+    value = ex.build(expression, EVALUATE)
+    _undefined(value, "result")
+    return {
+        "expression": expression.strip(),
+        "exact": _text(value),
+        "numeric": _numeric(value, digits) or _text(value),
+        "value": _float(value),
+        "digits": digits,
+    }
+
+
+@_guarded
+def simplify(expression: str, method: str = "simplify") -> dict[str, Any]:
+    value = ex.build(expression, SIMPLIFY)
+    result = SIMPLIFY_METHODS[method](value)
+    _undefined(result, "result")
+    return {"expression": expression.strip(), "method": method, "result": _text(result)}
+
+
+@_guarded
+def solve(equations: list[str], variables: list[str] | None = None, domain: str = "complex") -> dict[str, Any]:
+    real = domain == "real"
+    grammar = ex.Grammar(tool="calculator_solve", variables=True, real_variables=real)
+    symbols: dict[str, Any] = {}
+    if variables:
+        for name in variables:
+            _variable(name, symbols, real=real)
+    differences = []
+    for index, text in enumerate(equations):
+        left, right = ex.parse_equation(text, grammar, symbols, what=f"equation {index + 1}")
+        difference = left - right
+        _undefined(difference, f"equation {index + 1}")
+        differences.append(difference)
+    if variables:
+        unknowns = [symbols[name] for name in variables]
+    else:
+        free = set().union(*(difference.free_symbols for difference in differences))
+        unknowns = sorted(free, key=lambda symbol: symbol.name)
+    if not unknowns:
+        raise invalid_input("the equations contain no variable to solve for; include one, e.g. 'x**2 = 4'.")
+    if len(unknowns) > MAX_UNKNOWNS:
+        raise limit_exceeded(
+            f"{len(unknowns)} unknowns ({', '.join(s.name for s in unknowns)}); at most {MAX_UNKNOWNS} can be solved "
+            "for at once. Pass `variables` to choose which ones."
+        )
+    names = [symbol.name for symbol in unknowns]
+    solutions: list[dict[str, str]] = []
+    approximations: list[dict[str, str]] = []
+    solution_set: str | None = None
+    complete = True
+    if len(differences) == 1 and len(unknowns) == 1:
+        found = sympy.solveset(differences[0], unknowns[0], domain=sympy.S.Reals if real else sympy.S.Complexes)
+        if isinstance(found, sympy.FiniteSet):
+            values = sorted(found, key=sympy.default_sort_key)
+            rows = [{unknowns[0]: value} for value in values]
+        else:
+            rows = []
+            solution_set = _text(found, "solution set")
+            complete = not found.has(sympy.ConditionSet)
+    else:
+        rows = sympy.solve(differences, unknowns, dict=True)
+        complete = True
+    for row in rows:
+        solutions.append({symbol.name: _text(value, "solution") for symbol, value in row.items()})
+        approximations.append(
+            {
+                symbol.name: text
+                for symbol, value in row.items()
+                if not value.is_Integer and (text := _numeric(value) or "")
+            }
+        )
+    return {
+        "equations": [text.strip() for text in equations],
+        "variables": names,
+        "domain": domain,
+        "solutions": solutions,
+        "approximations": approximations,
+        "solution_set": solution_set,
+        "complete": complete,
+    }
+
+
+@_guarded
+def differentiate(
+    expression: str, variable: str | None = None, order: int = 1, simplify: bool = True
+) -> dict[str, Any]:
+    symbols: dict[str, Any] = {}
+    value = ex.build(expression, CALCULUS, symbols)
+    symbol = _only_variable(value, variable, symbols, "calculator_differentiate")
+    result = sympy.diff(value, symbol, order)
+    if simplify:
+        result = sympy.simplify(result)
+    _undefined(result, "derivative")
+    return {
+        "expression": expression.strip(),
+        "variable": symbol.name,
+        "order": order,
+        "result": _text(result),
+    }
+
+
+@_guarded
+def integrate(
+    expression: str, variable: str | None = None, lower: str | None = None, upper: str | None = None
+) -> dict[str, Any]:
+    if (lower is None) != (upper is None):
+        raise invalid_input("pass both `lower` and `upper` for a definite integral, or neither for an antiderivative.")
+    symbols: dict[str, Any] = {}
+    value = ex.build(expression, ex.Grammar(tool="calculator_integrate", variables=True), symbols)
+    symbol = _only_variable(value, variable, symbols, "calculator_integrate")
+    numeric: str | None = None
+    result_value: Any = None
+    if lower is None or upper is None:
+        result = sympy.integrate(value, symbol)
+        closed_form = not result.has(sympy.Integral)
+    else:
+        low = ex.build(lower, BOUNDS, symbols, what="lower bound")
+        high = ex.build(upper, BOUNDS, symbols, what="upper bound")
+        result = sympy.integrate(value, (symbol, low, high))
+        closed_form = not result.has(sympy.Integral)
+        _undefined(result, "definite integral (it may diverge)")
+        result_value = result
+        if result.is_number:
+            # a fresh Integral evaluates numerically (mpmath quadrature) where integrate's leftover may not
+            target = result if closed_form else sympy.Integral(value, (symbol, low, high))
+            numeric = _numeric(target)
+            if numeric is not None and "Integral" in numeric:
+                numeric = None
+            elif numeric is not None and not closed_form:
+                result_value = target.evalf(17)
+    _undefined(result, "integral")
+    return {
+        "expression": expression.strip(),
+        "variable": symbol.name,
+        "lower": None if lower is None else lower.strip(),
+        "upper": None if upper is None else upper.strip(),
+        "result": _text(result),
+        "closed_form": closed_form,
+        "numeric": numeric,
+        "value": _float(result_value) if result_value is not None else None,
+    }
+
+
+def _temperature(value: float, source: str, target: str) -> dict[str, Any]:
+    (sf, so), (tf, to) = (
+        (sympy.Rational(*TEMPERATURES[source][0]), sympy.Rational(*TEMPERATURES[source][1])),
+        (sympy.Rational(*TEMPERATURES[target][0]), sympy.Rational(*TEMPERATURES[target][1])),
+    )
+    kelvin = _exact(value) * sf + so
+    result = (kelvin - to) / tf
+    return _conversion(value, source, target, result)
+
+
+def _exact(value: float) -> Any:
+    numerator, denominator = value.as_integer_ratio()
+    return sympy.Rational(numerator, denominator)
+
+
+def _conversion(value: float, source: str, target: str, result: Any) -> dict[str, Any]:
+    number = _float(result)
+    if number is None:
+        raise limit_exceeded(f"the converted value exceeds MAX_VALUE ({MAX_VALUE:g}); use a larger target unit.")
+    return {
+        "value": value,
+        "from_unit": source,
+        "to_unit": target,
+        "result": number,
+        "exact": _text(result),
+    }
+
+
+@_guarded
+def convert_units(value: float, from_unit: str, to_unit: str) -> dict[str, Any]:
+    source, target = from_unit.strip(), to_unit.strip()
+    if source in TEMPERATURES and target in TEMPERATURES:
+        return _temperature(value, source, target)
+    for name in (source, target):
+        if any(affine in name for affine in AFFINE_TEMPERATURES):
+            raise invalid_input(
+                f"{name!r}: degC and degF have an offset and convert only on their own (e.g. degC to degF); "
+                "use K for temperature differences inside compound units."
+            )
+    grammar = ex.Grammar(tool="calculator_convert_units", variables=False, names=unit_names(), operators=ex.PRODUCTS)
+    source_quantity = ex.build(source, grammar, what="from_unit")
+    target_quantity = ex.build(target, grammar, what="to_unit")
+    ratio = sympy.simplify(u.convert_to(source_quantity, SI_BASE) / u.convert_to(target_quantity, SI_BASE))
+    if ratio.has(u.Quantity) or ratio.free_symbols or not ratio.is_number:
+        from sympy.physics.units.systems.si import SI
+
+        raise validation_failed(
+            f"cannot convert {source!r} to {target!r}: their dimensions differ "
+            f"({sympy.sstr(SI.get_dimensional_expr(source_quantity))} vs "
+            f"{sympy.sstr(SI.get_dimensional_expr(target_quantity))}). Pick units of the same kind."
+        )
+    return _conversion(value, source, target, _exact(value) * ratio)

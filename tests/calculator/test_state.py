@@ -1,0 +1,58 @@
+"""state.py: settings from the environment, and worker failures mapped to error codes."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_sections.servers.calculator.state import CalculatorSettings, CalculatorState
+from mcp_sections.shared.config import Settings
+from mcp_sections.shared.errors import ToolFailure
+from mcp_sections.shared.workers import WorkerProcess
+
+
+def test_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_SECTIONS_CALCULATOR_TIMEOUT_SECONDS", "2.5")
+    monkeypatch.setenv("MCP_SECTIONS_CALCULATOR_MEMORY_LIMIT_MB", "0")
+    settings = Settings.load().section_settings(CalculatorSettings, "calculator")
+    assert settings.timeout_seconds == 2.5 and settings.memory_limit_mb == 0
+    assert CalculatorState(settings).worker.memory_limit_bytes is None
+    assert CalculatorSettings.model_fields["timeout_seconds"].default == 10.0
+
+
+def _state_with(worker: WorkerProcess) -> CalculatorState:
+    state = CalculatorState(CalculatorSettings(timeout_seconds=0.5, memory_limit_mb=256))
+    state.worker = worker
+    return state
+
+
+def _code(state: CalculatorState, function: str, **arguments: object) -> str:
+    with pytest.raises(ToolFailure) as caught:
+        state.call(function, **arguments)
+    return caught.value.code.value
+
+
+def test_missing_sympy_is_a_dependency_error() -> None:
+    state = _state_with(WorkerProcess("t", preload=("no_such_module_here",)))
+    try:
+        assert _code(state, "evaluate", expression="1") == "DEPENDENCY_ERROR"
+    finally:
+        state.close()
+
+
+def test_timeout_memory_and_crash_codes(monkeypatch: pytest.MonkeyPatch) -> None:
+    state = CalculatorState(CalculatorSettings(timeout_seconds=0.5, memory_limit_mb=512))
+    try:
+        hard = "exp(x**7)*sin(x**5)*log(x)/(1 + x**3)**(1/3)"
+        assert _code(state, "integrate", expression=hard) == "TIMEOUT"
+        assert state.call("evaluate", expression="2^10")["exact"] == "1024"
+        assert state.worker.restarts == 1
+        state.worker.close()
+        state.worker = WorkerProcess("light", timeout_seconds=5, memory_limit_bytes=256 * 1024 * 1024)
+        monkeypatch.setattr("mcp_sections.servers.calculator.state.SYMBOLIC", "builtins")
+        assert _code(state, "bytearray", source=1 << 31) == "MAX_LIMIT_EXCEEDED"
+        monkeypatch.setattr("mcp_sections.servers.calculator.state.SYMBOLIC", "os")
+        assert _code(state, "_exit", status=5) == "EXECUTION_FAILED"
+        assert state.worker.restarts == 2
+        assert state.worker.run("math:factorial", 5) == 120  # the replacement child answers
+    finally:
+        state.close()
