@@ -18,17 +18,30 @@ from tests.stdio import cli_command, section_client
 HEAVY_MODULES = ("torch", "sentence_transformers", "playwright", "neo4j", "sympy", "transformers")
 
 
-def _exchange(lines: list[str], section: str = "calculator") -> list[dict]:
-    process = subprocess.run(
+def _exchange(lines: list[str], last_id: object, section: str = "calculator") -> list[dict]:
+    """Write raw lines to a real server's stdin and collect replies until `last_id` is answered."""
+    process = subprocess.Popen(
         [*cli_command(), "serve", section],
-        input="".join(line + "\n" for line in lines),
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
-        timeout=60,
         env={**os.environ, "MCP_SECTIONS_WARM_UP": "0"},
     )
-    assert process.returncode == 0, process.stderr[-2000:]
-    return [json.loads(line) for line in process.stdout.splitlines() if line.strip()]
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write("".join(line + "\n" for line in lines))
+    process.stdin.flush()
+    replies: list[dict] = []
+    try:
+        while not any(reply.get("id") == last_id for reply in replies):
+            line = process.stdout.readline()
+            assert line, f"the server closed stdout early; replies so far: {replies}"
+            replies.append(json.loads(line))
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+    assert process.returncode == 0
+    return replies
 
 
 INITIALIZE = json.dumps(
@@ -53,7 +66,8 @@ def test_malformed_json_rpc_gets_errors_and_the_server_keeps_serving() -> None:
             '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
             '{"jsonrpc": "2.0", "id": 10, "method": "no/such/method"}',
             '{"jsonrpc": "2.0", "id": 11, "method": "tools/list"}',
-        ]
+        ],
+        last_id=11,
     )
     by_id = {reply.get("id"): reply for reply in replies}
     nulls = [reply for reply in replies if reply.get("id") is None]
