@@ -14,6 +14,8 @@ import anyio
 
 from benchmarks.harness import ROOT, call_latencies_ms, cli, cold_start_ms, median, percentile, print_table
 
+QUIET = {"MCP_SECTIONS_LOG_LEVEL": "CRITICAL"}
+
 
 def _subjects(data_dir: str) -> list[tuple[str, list[str], str, dict]]:
     return [
@@ -24,37 +26,29 @@ def _subjects(data_dir: str) -> list[tuple[str, list[str], str, dict]]:
 
 
 async def main(starts: int, calls: int) -> None:
-    rows = []
-    baseline: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as data_dir:
-        for label, argv, tool, arguments in _subjects(data_dir):
-            inits, lists = [], []
-            for _ in range(starts):
-                initialized, listed = await cold_start_ms(argv)
-                inits.append(initialized)
-                lists.append(listed)
+        subjects = _subjects(data_dir)
+        inits: dict[str, list[float]] = {label: [] for label, *_ in subjects}
+        lists: dict[str, list[float]] = {label: [] for label, *_ in subjects}
+        for _ in range(starts):  # round-robin, so machine noise hits every server alike
+            for label, argv, _tool, _arguments in subjects:
+                initialized, listed = await cold_start_ms(argv, QUIET)
+                inits[label].append(initialized)
+                lists[label].append(listed)
+        rows, baseline = [], {}
+        for label, argv, tool, arguments in subjects:
 
             async def call(client, tool=tool, arguments=arguments, label=label):
                 result = await client.call_tool(tool, arguments)
                 if result.is_error:
                     raise RuntimeError(f"{label}: {result.content[0].text}")
 
-            samples = await call_latencies_ms(argv, calls, call)
-            cold, p50, p95 = median(lists), median(samples), percentile(samples, 0.95)
-            if not baseline:
-                baseline = {"cold": cold, "p50": p50}
-            rows.append(
-                [
-                    label,
-                    median(inits),
-                    cold,
-                    f"{cold / baseline['cold']:.2f}x",
-                    p50,
-                    p95,
-                    f"{p50 / baseline['p50']:.2f}x",
-                ]
-            )
-    print(f"cold start: median of {starts} spawns; round trip: {calls} sequential calls after 10 warm-up calls (ms)")
+            samples = await call_latencies_ms(argv, calls, call, QUIET)
+            cold, p50, p95 = median(lists[label]), median(samples), percentile(samples, 0.95)
+            baseline = baseline or {"cold": cold, "p50": p50}
+            ratio_cold, ratio_call = cold / baseline["cold"], p50 / baseline["p50"]
+            rows.append([label, median(inits[label]), cold, f"{ratio_cold:.2f}x", p50, p95, f"{ratio_call:.2f}x"])
+    print(f"cold start: median of {starts} spawns (round-robin); round trip: {calls} sequential calls (ms)")
     print_table(["server", "initialize", "tools/list", "vs bare", "call p50", "call p95", "vs bare"], rows)
 
 

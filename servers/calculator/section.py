@@ -65,8 +65,9 @@ def _tool(name: str, title: str, note: str | None = None) -> Callable[[Callable[
     return decorate
 
 
+# The float tools are `async def`: they finish in microseconds, so they skip the worker-thread hop.
 @_tool("calculator_unary", "Unary math operation", _DOMAIN_NOTE)
-def calculator_unary(params: UnaryInput) -> UnaryResult:
+async def calculator_unary(params: UnaryInput) -> UnaryResult:
     """Apply a one-argument float function: trigonometry (radians), hyperbolic, roots, exponentials,
     logarithms, rounding, abs/sign, angle conversion. Domains: tan is undefined at odd multiples of pi/2,
     asin/acos need a value in [-1, 1], sqrt needs value >= 0, ln/log10 need value > 0. round rounds half away
@@ -78,7 +79,7 @@ def calculator_unary(params: UnaryInput) -> UnaryResult:
 
 
 @_tool("calculator_binary", "Binary math operation", _DOMAIN_NOTE)
-def calculator_binary(params: BinaryInput) -> BinaryResult:
+async def calculator_binary(params: BinaryInput) -> BinaryResult:
     """Apply a two-argument float operation to a and b: add, subtract, multiply, divide, modulo, pow, log
     (log of a in base b), min, max, atan2 (atan2(a, b) = angle of the point x=b, y=a), nroot (b-th root of a).
     Domains: divide/modulo need b != 0; pow with a < 0 needs an integer b; log needs a > 0, b > 0 and b != 1;
@@ -94,7 +95,7 @@ def calculator_binary(params: BinaryInput) -> BinaryResult:
 
 
 @_tool("calculator_constant", "Mathematical constant")
-def calculator_constant(params: ConstantInput) -> ConstantResult:
+async def calculator_constant(params: ConstantInput) -> ConstantResult:
     """Return a mathematical constant as a float: pi, e, tau (2*pi), sqrt2, ln2, ln10."""
     value, description = operations.constant(params.name)
     return ConstantResult(constant=params.name, value=value, description=description)
