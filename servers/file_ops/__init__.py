@@ -1,0 +1,1 @@
+"""file_ops: read, write, edit, list, search and manage files inside the allowed roots."""

@@ -1,0 +1,308 @@
+"""Whole entries: exists, info, create directory, delete, move, copy."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
+from mcp_sections.shared.guards.paths import PathGuard, is_inside
+
+from .reading import SNIFF_BYTES, detect_encoding, guess_mime
+from .writing import TEMP_PREFIX, atomic_write, make_directories
+
+
+def kind_of(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISREG(mode):
+        return "file"
+    return "other"
+
+
+def iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def link_target_shown(guard: PathGuard, link: Path | str) -> str | None:
+    """A symlink's target as written, or a placeholder when it leads outside the roots."""
+    try:
+        target = os.readlink(link)
+    except OSError:
+        return None
+    if guard.contains(os.path.join(os.path.dirname(os.fspath(link)), target)):
+        return target
+    return "(outside the allowed roots)"
+
+
+@dataclass
+class Exists:
+    path: str
+    exists: bool
+    type: str | None
+
+
+def file_exists(guard: PathGuard, path: str) -> Exists:
+    try:
+        real = guard.resolve(path, purpose="read")
+    except ToolFailure as failure:
+        if failure.code is ErrorCode.NOT_FOUND:
+            return Exists(path=path, exists=False, type=None)
+        raise
+    return Exists(path=str(real), exists=True, type=kind_of(os.stat(real).st_mode))
+
+
+@dataclass
+class Info:
+    path: str
+    type: str
+    size_bytes: int
+    modified: str
+    created: str
+    accessed: str
+    permissions: str
+    mode: str
+    hard_links: int
+    is_symlink: bool
+    link_target: str | None
+    mime_type: str | None
+    is_binary: bool | None
+    entries: int | None
+
+
+def get_file_info(guard: PathGuard, path: str) -> Info:
+    real = guard.resolve(path, purpose="read")
+    named = _named_entry(guard, path)
+    is_link = named is not None and os.path.islink(named)
+    info = os.stat(real)
+    binary = None
+    mime = None
+    entries = None
+    if stat.S_ISREG(info.st_mode):
+        sample = b""
+        if not guard.is_denied(real):
+            fd = guard.open_file(real)
+            with os.fdopen(fd, "rb") as handle:
+                sample = handle.read(SNIFF_BYTES)
+        mime = guess_mime(str(real), sample)
+        binary = detect_encoding(sample, complete=info.st_size <= len(sample)) is None
+    elif stat.S_ISDIR(info.st_mode):
+        try:
+            with os.scandir(real) as iterator:
+                entries = sum(1 for _ in iterator)
+        except OSError:
+            entries = None
+    return Info(
+        path=str(real),
+        type=kind_of(info.st_mode),
+        size_bytes=info.st_size,
+        modified=iso(info.st_mtime),
+        created=iso(getattr(info, "st_birthtime", info.st_ctime)),
+        accessed=iso(info.st_atime),
+        permissions=stat.filemode(info.st_mode),
+        mode=oct(stat.S_IMODE(info.st_mode)),
+        hard_links=info.st_nlink,
+        is_symlink=is_link,
+        link_target=link_target_shown(guard, named) if is_link and named is not None else None,
+        mime_type=mime,
+        is_binary=binary,
+        entries=entries,
+    )
+
+
+def _named_entry(guard: PathGuard, path: str) -> Path | None:
+    """The entry the caller named (not following a final symlink), when it lies inside the roots."""
+    try:
+        return guard.resolve(path, purpose="delete")
+    except ToolFailure:
+        return None
+
+
+@dataclass
+class Created:
+    path: str
+    created: bool
+
+
+def create_directory(guard: PathGuard, path: str, *, parents: bool) -> Created:
+    target = guard.resolve(path, purpose="create")
+    if target.exists():
+        if not target.is_dir():
+            raise invalid_input(f"{path!r} exists and is not a directory.")
+        return Created(path=str(target), created=False)
+    if not parents and not target.parent.is_dir():
+        raise ToolFailure(
+            ErrorCode.NOT_FOUND, f"the parent of {path!r} does not exist; pass parents=true to create it too."
+        )
+    make_directories(guard, target)
+    return Created(path=str(target), created=True)
+
+
+@dataclass
+class Deleted:
+    path: str
+    type: str
+    entries_deleted: int
+
+
+def delete_path(guard: PathGuard, path: str, *, recursive: bool) -> Deleted:
+    """Delete a file, a symlink (never its target) or, with recursive=true, a directory tree."""
+    target = guard.resolve(path, purpose="delete")
+    info = os.lstat(target)
+    kind = kind_of(info.st_mode)
+    if stat.S_ISDIR(info.st_mode):
+        if not recursive:
+            raise invalid_input(f"{path!r} is a directory; pass recursive=true to delete it and everything in it.")
+        count = _count_entries(target)
+        # rmtree never follows symlinks (fd-based on Linux, so a swapped symlink cannot redirect it)
+        if not shutil.rmtree.avoids_symlink_attacks:  # pragma: no cover - non-Linux platforms
+            raise ToolFailure(ErrorCode.EXECUTION_FAILED, "recursive delete is not safe on this platform.")
+        with _parent(guard, target) as parent_fd:
+            shutil.rmtree(target.name, dir_fd=parent_fd)
+        return Deleted(path=str(target), type=kind, entries_deleted=count + 1)
+    with _parent(guard, target) as parent_fd:
+        os.unlink(target.name, dir_fd=parent_fd)
+    return Deleted(path=str(target), type=kind, entries_deleted=1)
+
+
+@contextlib.contextmanager
+def _parent(guard: PathGuard, path: Path) -> Iterator[int]:
+    """The checked parent directory of `path` as a descriptor (O_NOFOLLOW, real path re-checked), so the
+    operation on `path.name` relative to it cannot be redirected by a component swapped for a symlink."""
+    fd = guard.open_directory(path.parent)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _count_entries(directory: Path) -> int:
+    count = 0
+    for _, dirnames, filenames in os.walk(directory):
+        count += len(dirnames) + len(filenames)
+    return count
+
+
+@dataclass
+class Moved:
+    source: str
+    destination: str
+    type: str
+    overwritten: bool
+
+
+def _destination(guard: PathGuard, source: Path, destination: str, overwrite: bool) -> tuple[Path, bool]:
+    target = guard.resolve(destination, purpose="create")
+    exists = os.path.lexists(target)
+    if exists:
+        if target.is_dir() and not target.is_symlink():
+            raise invalid_input(
+                f"the destination {destination!r} is an existing directory; give the full new path "
+                "(directory plus name) instead."
+            )
+        if not overwrite:
+            raise ToolFailure(
+                ErrorCode.VALIDATION_FAILED,
+                f"the destination {destination!r} already exists; pass overwrite=true to replace it.",
+            )
+        if source.is_dir() and not source.is_symlink():
+            raise invalid_input(f"the destination {destination!r} is a file; a directory cannot replace it.")
+    if not target.parent.is_dir():
+        raise ToolFailure(
+            ErrorCode.NOT_FOUND,
+            f"the directory of {destination!r} does not exist; create it first (create_directory).",
+        )
+    if os.fspath(target) == os.fspath(source):
+        raise invalid_input("the source and the destination are the same entry.")
+    if source.is_dir() and not source.is_symlink() and is_inside(os.fspath(target), os.fspath(source)):
+        raise invalid_input("a directory cannot be moved or copied into itself.")
+    return target, exists
+
+
+def move_file(guard: PathGuard, source: str, destination: str, *, overwrite: bool) -> Moved:
+    """Rename a file, directory or symlink (the link itself) to a new path inside the roots."""
+    origin = guard.resolve(source, purpose="delete")
+    target, exists = _destination(guard, origin, destination, overwrite)
+    kind = kind_of(os.lstat(origin).st_mode)
+    try:
+        with _parent(guard, origin) as source_fd, _parent(guard, target) as target_fd:
+            os.replace(origin.name, target.name, src_dir_fd=source_fd, dst_dir_fd=target_fd)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        if kind == "directory":
+            shutil.copytree(origin, target, symlinks=True)
+            shutil.rmtree(origin)
+        else:
+            _copy_file_contents(guard, origin, target)
+            os.unlink(origin)
+    return Moved(source=str(origin), destination=str(target), type=kind, overwritten=exists)
+
+
+@dataclass
+class Copied:
+    source: str
+    destination: str
+    type: str
+    files_copied: int
+    overwritten: bool
+
+
+def copy_file(guard: PathGuard, source: str, destination: str, *, overwrite: bool, recursive: bool) -> Copied:
+    """Copy a file (atomically, never writing through a link) or, with recursive=true, a directory tree."""
+    origin = guard.resolve(source, purpose="read")
+    target, exists = _destination(guard, origin, destination, overwrite)
+    if origin.is_dir():
+        if not recursive:
+            raise invalid_input(f"{source!r} is a directory; pass recursive=true to copy the whole tree.")
+        if exists:
+            raise ToolFailure(ErrorCode.VALIDATION_FAILED, f"the destination {destination!r} already exists.")
+        copied = _copy_tree(guard, origin, target)
+        return Copied(
+            source=str(origin), destination=str(target), type="directory", files_copied=copied, overwritten=False
+        )
+    _copy_file_contents(guard, origin, target)
+    return Copied(source=str(origin), destination=str(target), type="file", files_copied=1, overwritten=exists)
+
+
+def _copy_file_contents(guard: PathGuard, origin: Path, target: Path) -> None:
+    fd = guard.open_file(origin)
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read()
+        mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
+    atomic_write(guard, target, data, mode=mode)
+
+
+def _copy_tree(guard: PathGuard, origin: Path, target: Path) -> int:
+    """Copy a tree without following symlinks; links that lead outside the roots are not copied."""
+    copied = 0
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        skipped = set()
+        for name in names:
+            full = os.path.join(directory, name)
+            if name.startswith(TEMP_PREFIX) or guard.is_denied_name(name):
+                skipped.add(name)
+            elif os.path.islink(full):
+                if guard.entry_escapes(full):
+                    skipped.add(name)
+            elif not os.path.isdir(full) and not os.path.islink(full) and not os.path.isfile(full):
+                skipped.add(name)  # FIFOs, sockets, devices
+        return skipped
+
+    def copy(src: str, dst: str) -> str:
+        nonlocal copied
+        copied += 1
+        return shutil.copy2(src, dst, follow_symlinks=False)
+
+    shutil.copytree(origin, target, symlinks=True, ignore=ignore, copy_function=copy)
+    return copied

@@ -1,0 +1,297 @@
+"""Content search: literal or regular expression, over a safe walk, with a time budget.
+
+Catastrophic patterns are guarded three ways: nested unbounded quantifiers and backreferences are
+refused up front (they are what makes backtracking exponential); lines longer than `MAX_REGEX_LINE`
+are cut before a regex sees them; and when the `regex` package is installed each match runs with a
+timeout (it also releases the GIL). Literal search never backtracks and runs on a byte prefilter.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
+from mcp_sections.shared.guards.paths import PathGuard
+
+from .reading import SNIFF_BYTES, detect_encoding
+from .walking import WalkStats, name_matches, walk
+
+MAX_LINE_SHOWN = 400
+MAX_REGEX_LINE = 10_000
+MAX_PATTERN_LENGTH = 1000
+
+try:  # optional: per-match timeouts and a GIL-free matcher
+    import regex as _regex_module  # type: ignore[import-untyped]
+except ImportError:  # pragma: no cover - depends on the environment
+    _regex_module = None
+
+
+@dataclass
+class Match:
+    path: str
+    line_number: int
+    line: str
+    before: list[str] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SearchOutcome:
+    base: str
+    matches: list[Match]
+    files_searched: int
+    files_matched: int
+    files_skipped: int
+    truncated: bool
+    timed_out: bool
+
+
+_WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")  # UTF-16/32: ASCII is not a byte substring
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def read_small_file(guard: PathGuard, path: str, max_bytes: int) -> bytes | None:
+    """The bytes of a regular file inside the roots, or None (special, too large, vanished, escaped)."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes or not guard.descriptor_inside(fd):
+            return None
+        chunks = []
+        remaining = info.st_size + 1
+        while remaining > 0:
+            chunk = os.read(fd, remaining)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks) if len(chunks) != 1 else chunks[0]
+        return data if len(data) <= max_bytes else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def check_regex_safety(pattern: str) -> None:
+    """Refuse the constructs that make a backtracking engine exponential."""
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        raise invalid_input(f"the pattern is {len(pattern)} characters; the limit is {MAX_PATTERN_LENGTH}.")
+    try:
+        from re import _constants as constants  # type: ignore[attr-defined]
+        from re import _parser as parser  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - older Pythons
+        import sre_constants as constants  # type: ignore[no-redef]
+        import sre_parse as parser  # type: ignore[no-redef]
+    try:
+        tree = parser.parse(pattern)
+    except re.error as exc:
+        raise invalid_input(f"the regular expression is not valid: {exc}.") from None
+    repeats = {constants.MAX_REPEAT, constants.MIN_REPEAT}
+    if hasattr(constants, "POSSESSIVE_REPEAT"):
+        repeats.add(constants.POSSESSIVE_REPEAT)
+    unbounded = constants.MAXREPEAT
+
+    def has_repeat_or_branch(items: Any) -> bool:
+        for op, value in items:
+            if op in repeats:
+                _, high, sub = value
+                if high == unbounded or high > 100 or has_repeat_or_branch(sub):
+                    return True
+            elif op == constants.BRANCH:
+                return True
+            elif op == constants.SUBPATTERN:
+                if has_repeat_or_branch(value[-1]):
+                    return True
+            elif op in (constants.ASSERT, constants.ASSERT_NOT) and has_repeat_or_branch(value[1]):
+                return True
+        return False
+
+    def visit(items: Any) -> None:
+        for op, value in items:
+            if op in (constants.GROUPREF, constants.GROUPREF_EXISTS):
+                raise invalid_input("backreferences are not supported in search patterns; use a simpler pattern.")
+            if op in repeats:
+                _, high, sub = value
+                if (high == unbounded or high > 100) and has_repeat_or_branch(sub):
+                    raise invalid_input(
+                        "the pattern nests a repetition inside another unbounded repetition (like (a+)+ or "
+                        "(a|b)*), which can take exponential time; rewrite it without the nesting."
+                    )
+                visit(sub)
+            elif op == constants.SUBPATTERN:
+                visit(value[-1])
+            elif op == constants.BRANCH:
+                for branch in value[1]:
+                    visit(branch)
+            elif op in (constants.ASSERT, constants.ASSERT_NOT):
+                visit(value[1])
+
+    visit(tree)
+
+
+def _line_matcher(pattern: str, *, regex: bool, case_sensitive: bool, deadline: float) -> Callable[[str], bool]:
+    if not regex:
+        if case_sensitive:
+            return lambda line: pattern in line
+        folded = pattern.casefold()
+        return lambda line: folded in line.casefold()
+    check_regex_safety(pattern)
+    flags = 0 if case_sensitive else re.IGNORECASE
+    if _regex_module is not None:
+        try:
+            compiled = _regex_module.compile(pattern, flags | _regex_module.VERSION0)
+        except _regex_module.error as exc:
+            raise invalid_input(f"the regular expression is not valid: {exc}.") from None
+
+        def search(line: str) -> bool:
+            remaining = max(deadline - time.monotonic(), 0.01)
+            return compiled.search(line[:MAX_REGEX_LINE], timeout=remaining, concurrent=True) is not None
+
+        return search
+    try:
+        plain = re.compile(pattern, flags)
+    except re.error as exc:  # pragma: no cover - check_regex_safety parsed it already
+        raise invalid_input(f"the regular expression is not valid: {exc}.") from None
+    return lambda line: plain.search(line[:MAX_REGEX_LINE]) is not None
+
+
+def _prefilter(pattern: str, *, regex: bool, case_sensitive: bool) -> Callable[[bytes], bool] | None:
+    """A cheap whole-file byte test that rules files out (literal ASCII needles only)."""
+    if regex or not pattern.isascii():
+        return None
+    needle = pattern.encode("ascii")
+    if case_sensitive:
+        return lambda data: needle in data
+    lowered = needle.lower()
+    return lambda data: lowered in data.lower()
+
+
+def search_files(
+    guard: PathGuard,
+    pattern: str,
+    path: str,
+    *,
+    regex: bool,
+    case_sensitive: bool,
+    include: list[str],
+    exclude: list[str],
+    context_lines: int,
+    max_results: int,
+    respect_gitignore: bool,
+    include_hidden: bool,
+    max_file_bytes: int,
+    max_entries: int,
+    timeout_seconds: float,
+) -> SearchOutcome:
+    if pattern == "":
+        raise invalid_input("the search pattern is empty.")
+    if "\x00" in pattern:
+        raise invalid_input("the search pattern contains a NUL byte.")
+    started = time.monotonic()
+    deadline = started + timeout_seconds
+    real = guard.resolve(path, purpose="read")
+    matcher = _line_matcher(pattern, regex=regex, case_sensitive=case_sensitive, deadline=deadline)
+    prefilter = _prefilter(pattern, regex=regex, case_sensitive=case_sensitive)
+    stats = WalkStats()
+    base = str(real) if real.is_dir() else str(real.parent)
+
+    def candidates() -> Iterator[tuple[str, str]]:
+        if not real.is_dir():
+            yield str(real), real.name
+            return
+        for entry in walk(
+            guard,
+            str(real),
+            include_hidden=include_hidden,
+            gitignore=respect_gitignore,
+            exclude=exclude,
+            max_entries=max_entries,
+            deadline=deadline,
+            stats=stats,
+        ):
+            if entry.is_dir or entry.is_symlink:
+                continue
+            if include and not name_matches(entry.name, entry.rel, include):
+                continue
+            yield entry.path, entry.rel
+
+    skipped = 0
+    searched = 0
+    matched_files = 0
+    matches: list[Match] = []
+    truncated = False
+    timed_out = False
+
+    def search_one(file_path: str, rel: str) -> list[Match] | None:
+        data = read_small_file(guard, file_path, max_file_bytes)
+        if data is None:
+            return None
+        if prefilter is not None and not data.startswith(_WIDE_BOMS) and not prefilter(data):
+            return []  # the common case: a fast byte scan rules the file out before any decoding
+        encoding = detect_encoding(data[:SNIFF_BYTES], complete=len(data) <= SNIFF_BYTES)
+        if encoding is None:
+            return None
+        text = data.decode(encoding, errors="replace")
+        lines = text.splitlines()
+        found: list[Match] = []
+        for index, line in enumerate(lines):
+            if matcher(line):
+                found.append(
+                    Match(
+                        path=rel,
+                        line_number=index + 1,
+                        line=line[:MAX_LINE_SHOWN],
+                        before=[text[:MAX_LINE_SHOWN] for text in lines[max(index - context_lines, 0) : index]],
+                        after=[text[:MAX_LINE_SHOWN] for text in lines[index + 1 : index + 1 + context_lines]],
+                    )
+                )
+                if len(found) > max_results:
+                    break
+        return found
+
+    try:
+        # Sequential on purpose: files come from the page cache in the common case, and the work per file
+        # holds the GIL (decoding, matching), so threads only add hand-off cost on a 2-core machine.
+        for file_path, rel in candidates():
+            if time.monotonic() > deadline:
+                timed_out = True
+                break
+            result = search_one(file_path, rel)
+            if result is None:
+                skipped += 1
+                continue
+            searched += 1
+            if not result:
+                continue
+            matched_files += 1
+            room = max_results - len(matches)
+            if len(result) > room:
+                matches.extend(result[:room])
+                truncated = True
+                break
+            matches.extend(result)
+    except TimeoutError:
+        raise ToolFailure(
+            ErrorCode.TIMEOUT,
+            f"the regular expression took longer than the {timeout_seconds:g}s search budget; simplify it "
+            "(avoid nested or overlapping repetitions) or search a smaller directory.",
+        ) from None
+    return SearchOutcome(
+        base=base,
+        matches=matches,
+        files_searched=searched,
+        files_matched=matched_files,
+        files_skipped=skipped,
+        truncated=truncated or stats.truncated,
+        timed_out=timed_out or stats.timed_out,
+    )

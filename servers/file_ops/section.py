@@ -1,0 +1,584 @@
+"""The file_ops section: files and directories inside the allowed roots, behind the shared path guard."""
+
+from __future__ import annotations
+
+import errno
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+from mcp_sections.servers.file_ops.models import (
+    CopyFileInput,
+    CopyFileResult,
+    CreateDirectoryInput,
+    CreateDirectoryResult,
+    DeletePathInput,
+    DeletePathResult,
+    DirectoryTreeInput,
+    DirectoryTreeResult,
+    EditFileInput,
+    EditFileResult,
+    FileContent,
+    FileExistsResult,
+    FileInfoResult,
+    GlobFilesInput,
+    GlobFilesResult,
+    InstallPackageInput,
+    InstallPackageResult,
+    ListDirectoryInput,
+    ListDirectoryResult,
+    ListRootsResult,
+    MoveFileInput,
+    MoveFileResult,
+    NoInput,
+    PathInput,
+    ReadFileInput,
+    ReadFileResult,
+    ReadMultipleInput,
+    ReadMultipleResult,
+    SearchFilesInput,
+    SearchFilesResult,
+    WriteFileInput,
+    WriteFileResult,
+)
+from mcp_sections.servers.file_ops.state import FileOpsSettings, FileOpsState
+from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.sections import Section, SectionRuntime
+from mcp_sections.shared.tools import READ_ONLY, Annotations, ToolContext, tool
+
+logger = logging.getLogger("mcp_sections.file_ops")
+
+T = TypeVar("T")
+
+OVERWRITE = Annotations(read_only=False, destructive=True, idempotent=True, open_world=False)
+EDIT = Annotations(read_only=False, destructive=True, idempotent=False, open_world=False)
+DELETE = Annotations(read_only=False, destructive=True, idempotent=True, open_world=False)
+MOVE = Annotations(read_only=False, destructive=True, idempotent=False, open_world=False)
+CREATE = Annotations(read_only=False, destructive=False, idempotent=True, open_world=False)
+INSTALL = Annotations(read_only=False, destructive=True, idempotent=False, open_world=True)
+
+
+def open_state(runtime: SectionRuntime) -> FileOpsState:
+    settings = runtime.section_settings
+    if not isinstance(settings, FileOpsSettings):
+        settings = FileOpsSettings()
+    return FileOpsState(list(runtime.settings.roots), settings)
+
+
+async def _guard(state: FileOpsState, ctx: ToolContext | None) -> PathGuard:
+    guard, _, _ = await _guard_and_source(state, ctx)
+    return guard
+
+
+async def _guard_and_source(state: FileOpsState, ctx: ToolContext | None) -> tuple[PathGuard, str, list[str] | None]:
+    uris: list[str] | None = None
+    if ctx is not None and state.settings.use_client_roots:
+        try:
+            uris = await ctx.client_roots()
+        except Exception:  # a client that advertises roots but fails roots/list: use the configured ones
+            logger.warning("roots/list failed; using the configured roots", exc_info=True)
+            uris = None
+    guard, source = state.guard_for(uris)
+    return guard, source, uris
+
+
+_OS_ERRORS = {
+    errno.EACCES: (ErrorCode.PERMISSION_DENIED, "the operating system denied access"),
+    errno.EPERM: (ErrorCode.PERMISSION_DENIED, "the operating system does not permit this operation"),
+    errno.EROFS: (ErrorCode.PERMISSION_DENIED, "the file system is read-only"),
+    errno.ENOENT: (ErrorCode.NOT_FOUND, "a file or directory disappeared while the call ran; retry"),
+    errno.ENOTEMPTY: (ErrorCode.VALIDATION_FAILED, "the directory is not empty"),
+    errno.EEXIST: (ErrorCode.VALIDATION_FAILED, "the entry already exists"),
+    errno.ENOSPC: (ErrorCode.EXECUTION_FAILED, "the disk is full"),
+    errno.EDQUOT: (ErrorCode.EXECUTION_FAILED, "the disk quota is exceeded"),
+    errno.ENAMETOOLONG: (ErrorCode.INVALID_INPUT, "a file name is too long"),
+    errno.ENOTDIR: (ErrorCode.INVALID_INPUT, "a path component is not a directory"),
+    errno.EISDIR: (ErrorCode.INVALID_INPUT, "the path is a directory"),
+    errno.ELOOP: (ErrorCode.PERMISSION_DENIED, "a symbolic link is in the way (links are not followed here)"),
+}
+
+
+async def _work(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run blocking file work in a worker thread; OS errors become coded failures without paths in them."""
+    try:
+        return await anyio.to_thread.run_sync(partial(function, *args, **kwargs))
+    except OSError as exc:
+        raise _os_failure(exc) from None
+
+
+def _os_failure(exc: OSError) -> ToolFailure:
+    code, text = _OS_ERRORS.get(exc.errno or 0, (ErrorCode.EXECUTION_FAILED, "the operation failed"))
+    return ToolFailure(code, f"{text} ({exc.strerror or type(exc).__name__}).")
+
+
+# -- reading ------------------------------------------------------------------------------------------------
+
+
+@tool(name="read_file", title="Read a file", annotations=READ_ONLY)
+async def read_file(params: ReadFileInput, state: FileOpsState, ctx: ToolContext) -> ReadFileResult:
+    """Read a text file (or an image) inside the allowed roots.
+
+    Text: the encoding is detected (UTF-8, UTF-16/32 with BOM, Latin-1 fallback) and binary files are
+    refused. Choose a window with `offset`+`limit` (1-based line numbers), `head` or `tail`; a whole-file
+    read is limited to the server's read cap (4 MiB by default) — larger files must be read in windows.
+    Images (PNG, JPEG, GIF, WebP) come back as MCP image content. Returns the text, the encoding and the
+    line window (`start_line`, `end_line`, `total_lines`, `truncated`).
+    """
+    from mcp_sections.servers.file_ops import reading
+
+    guard = await _guard(state, ctx)
+    settings = state.settings
+    outcome = await _work(
+        reading.read_file,
+        guard,
+        params.path,
+        offset=params.offset,
+        limit=params.limit,
+        head=params.head,
+        tail=params.tail,
+        encoding=params.encoding,
+        max_bytes=settings.max_read_bytes,
+        max_image_bytes=settings.max_image_bytes,
+    )
+    result = ReadFileResult(
+        path=outcome.path,
+        size_bytes=outcome.size_bytes,
+        mime_type=outcome.mime_type,
+        encoding=outcome.encoding,
+        content=outcome.content,
+        start_line=outcome.start_line,
+        end_line=outcome.end_line,
+        total_lines=outcome.total_lines,
+        truncated=outcome.truncated,
+    )
+    return result.with_image(outcome.image) if outcome.image is not None else result
+
+
+@tool(name="read_multiple_files", title="Read several files", annotations=READ_ONLY)
+async def read_multiple_files(params: ReadMultipleInput, state: FileOpsState, ctx: ToolContext) -> ReadMultipleResult:
+    """Read up to 50 text files in one call; a file that fails (missing, denied, binary, too large) gets its
+    own error entry and does not fail the others.
+
+    Use it to compare or review several files at once. The server's read cap is shared across the batch;
+    `max_lines_per_file` keeps each file short. Images are not returned here (use read_file).
+    """
+    from mcp_sections.servers.file_ops import reading
+
+    guard = await _guard(state, ctx)
+    settings = state.settings
+
+    def read_all() -> ReadMultipleResult:
+        budget = settings.max_read_bytes
+        files: list[FileContent] = []
+        for path in params.paths:
+            try:
+                outcome = reading.read_file(
+                    guard,
+                    path,
+                    head=params.max_lines_per_file,
+                    max_bytes=max(budget, 1),
+                    max_image_bytes=settings.max_image_bytes,
+                    images=False,
+                )
+            except (ToolFailure, OSError) as error:
+                failure = _os_failure(error) if isinstance(error, OSError) else error
+                files.append(
+                    FileContent(path=path, success=False, error_code=failure.code.value, error=failure.message)
+                )
+                continue
+            if outcome.content is None:
+                files.append(
+                    FileContent(
+                        path=path,
+                        success=False,
+                        error_code="INVALID_INPUT",
+                        error="this is an image; read it with read_file.",
+                    )
+                )
+                continue
+            budget -= len(outcome.content)
+            files.append(
+                FileContent(
+                    path=outcome.path,
+                    success=True,
+                    content=outcome.content,
+                    encoding=outcome.encoding,
+                    total_lines=outcome.total_lines,
+                    truncated=outcome.truncated,
+                )
+            )
+        ok = sum(1 for item in files if item.success)
+        return ReadMultipleResult(files=files, succeeded=ok, failed=len(files) - ok)
+
+    return await _work(read_all)
+
+
+# -- writing ------------------------------------------------------------------------------------------------
+
+
+@tool(name="write_file", title="Write a file", annotations=OVERWRITE)
+async def write_file(params: WriteFileInput, state: FileOpsState, ctx: ToolContext) -> WriteFileResult:
+    """Create a file or replace its whole content, atomically (temp file in the same directory, fsync,
+    rename): readers see the old or the new content, never a mix.
+
+    Refuses paths outside the roots, protected names (.env, keys...), dangling symlinks and files with
+    several hard links. Missing parent directories are created only with `create_parents=true`; set
+    `overwrite=false` to fail if the file exists. For small changes to an existing file prefer edit_file.
+    """
+    from mcp_sections.servers.file_ops import writing
+
+    guard = await _guard(state, ctx)
+    outcome = await _work(
+        writing.write_file,
+        guard,
+        params.path,
+        params.content,
+        encoding=params.encoding,
+        create_parents=params.create_parents,
+        overwrite=params.overwrite,
+        max_bytes=state.settings.max_write_bytes,
+    )
+    return WriteFileResult(path=outcome.path, bytes_written=outcome.bytes_written, created=outcome.created)
+
+
+@tool(name="edit_file", title="Edit a file", annotations=EDIT)
+async def edit_file(params: EditFileInput, state: FileOpsState, ctx: ToolContext) -> EditFileResult:
+    """Apply exact text replacements to a text file, all or nothing, and return the unified diff.
+
+    Each edit's `old_text` must occur exactly once (whitespace and indentation count) unless
+    `replace_all=true`; a missing or ambiguous text fails the call with where it was (or nearly was)
+    found, and nothing is written. Edits apply in order, each on the result of the previous one. The
+    encoding, BOM and CRLF line endings of the file are kept. `dry_run=true` only returns the diff.
+    """
+    from mcp_sections.servers.file_ops import writing
+
+    guard = await _guard(state, ctx)
+    edits = [writing.Edit(edit.old_text, edit.new_text, edit.replace_all) for edit in params.edits]
+    outcome = await _work(
+        writing.edit_file,
+        guard,
+        params.path,
+        edits,
+        dry_run=params.dry_run,
+        max_bytes=state.settings.max_edit_file_bytes,
+    )
+    return EditFileResult(
+        path=outcome.path,
+        applied=outcome.applied,
+        replacements=outcome.replacements,
+        diff=outcome.diff,
+        diff_truncated=outcome.diff_truncated,
+    )
+
+
+# -- listing and finding ----------------------------------------------------------------------------------
+
+
+@tool(name="list_directory", title="List a directory", annotations=READ_ONLY)
+async def list_directory(params: ListDirectoryInput, state: FileOpsState, ctx: ToolContext) -> ListDirectoryResult:
+    """List the entries of one directory with their type, size and modification time.
+
+    Symlinks are shown as links with their target (not followed; targets outside the roots are not
+    revealed). Hidden entries ('.name') appear only with `show_hidden=true`. Sort by name, size,
+    modified or type; at most `limit` entries (2000 by default) are returned, `total_entries` counts all.
+    """
+    from mcp_sections.servers.file_ops import listing
+
+    guard = await _guard(state, ctx)
+    outcome = await _work(
+        listing.list_directory,
+        guard,
+        params.path,
+        show_hidden=params.show_hidden,
+        sort_by=params.sort_by,
+        reverse=params.reverse,
+        limit=params.limit,
+    )
+    # validated from plain dicts in one pydantic-core pass (4x faster than building 10,000 models one by one)
+    return ListDirectoryResult.model_validate(
+        {
+            "path": outcome.path,
+            "entries": [vars(entry) for entry in outcome.entries],
+            "total_entries": outcome.total_entries,
+            "truncated": outcome.truncated,
+        }
+    )
+
+
+@tool(name="directory_tree", title="Show a directory tree", annotations=READ_ONLY)
+async def directory_tree(params: DirectoryTreeInput, state: FileOpsState, ctx: ToolContext) -> DirectoryTreeResult:
+    """Show the tree below a directory, bounded by `max_depth` (3) and `max_entries` (500).
+
+    Entries are listed depth-first, sorted by name, as paths relative to `path` with their depth. Symlinked
+    directories are shown but never descended. `exclude` globs and .gitignore rules (on by default) prune
+    the walk; hidden entries need `show_hidden=true`. Use it to get an overview of a project's layout.
+    """
+    from mcp_sections.servers.file_ops import listing
+
+    guard = await _guard(state, ctx)
+    outcome = await _work(
+        listing.directory_tree,
+        guard,
+        params.path,
+        max_depth=params.max_depth,
+        max_entries=params.max_entries,
+        exclude=params.exclude,
+        show_hidden=params.show_hidden,
+        respect_gitignore=params.respect_gitignore,
+    )
+    return DirectoryTreeResult.model_validate(
+        {"path": outcome.path, "entries": [vars(node) for node in outcome.entries], "truncated": outcome.truncated}
+    )
+
+
+@tool(name="glob_files", title="Find files by glob", annotations=READ_ONLY)
+async def glob_files(params: GlobFilesInput, state: FileOpsState, ctx: ToolContext) -> GlobFilesResult:
+    """Find files whose path (relative to `path`) matches a glob such as '**/*.py' or 'src/*.{ts,tsx}'.
+
+    Never follows symlinked directories (no loops, no escape from the roots); patterns may not contain
+    '..' or be absolute. Optional .gitignore awareness, exclude globs, hidden files, directories. Returns
+    sorted relative paths, at most `max_results` (1000 by default).
+    """
+    from mcp_sections.servers.file_ops import listing
+
+    guard = await _guard(state, ctx)
+    settings = state.settings
+    outcome = await _work(
+        listing.glob_files,
+        guard,
+        params.pattern,
+        params.path,
+        respect_gitignore=params.respect_gitignore,
+        include_hidden=params.include_hidden,
+        include_directories=params.include_directories,
+        exclude=params.exclude,
+        max_results=params.max_results,
+        max_entries=settings.walk_max_entries,
+        timeout_seconds=settings.search_timeout_seconds,
+    )
+    return GlobFilesResult(
+        base=outcome.base,
+        pattern=outcome.pattern,
+        matches=outcome.matches,
+        count=len(outcome.matches),
+        truncated=outcome.truncated,
+        timed_out=outcome.timed_out,
+    )
+
+
+@tool(name="search_files", title="Search file contents", annotations=READ_ONLY)
+async def search_files(params: SearchFilesInput, state: FileOpsState, ctx: ToolContext) -> SearchFilesResult:
+    """Search the contents of files below a directory for a literal text (default) or a regular expression.
+
+    Returns matching lines with file, line number and optional context lines, at most `max_results`.
+    Binary files, files above the size cap and protected files are skipped; .gitignore rules apply by
+    default; `include`/`exclude` globs narrow the files. Symlinked directories are not followed. The
+    search has a time budget; a partial result says `timed_out`. Regexes with nested unbounded
+    repetitions or backreferences are refused (they can take exponential time).
+    """
+    from mcp_sections.servers.file_ops import searching
+
+    guard = await _guard(state, ctx)
+    settings = state.settings
+    outcome = await _work(
+        searching.search_files,
+        guard,
+        params.pattern,
+        params.path,
+        regex=params.regex,
+        case_sensitive=params.case_sensitive,
+        include=params.include,
+        exclude=params.exclude,
+        context_lines=params.context_lines,
+        max_results=params.max_results,
+        respect_gitignore=params.respect_gitignore,
+        include_hidden=params.include_hidden,
+        max_file_bytes=settings.max_search_file_bytes,
+        max_entries=settings.walk_max_entries,
+        timeout_seconds=settings.search_timeout_seconds,
+    )
+    return SearchFilesResult.model_validate({**vars(outcome), "matches": [vars(match) for match in outcome.matches]})
+
+
+# -- entries ------------------------------------------------------------------------------------------------
+
+
+@tool(name="file_exists", title="Check whether a path exists", annotations=READ_ONLY)
+async def file_exists(params: PathInput, state: FileOpsState, ctx: ToolContext) -> FileExistsResult:
+    """Tell whether a path inside the allowed roots exists, and its type (file, directory, other).
+
+    Paths outside the roots are refused (PERMISSION_DENIED) rather than answered, so nothing is revealed
+    about the rest of the machine. A dangling symlink counts as not existing.
+    """
+    from mcp_sections.servers.file_ops import entries
+
+    guard = await _guard(state, ctx)
+    outcome = await _work(entries.file_exists, guard, params.path)
+    return FileExistsResult(path=outcome.path, exists=outcome.exists, type=outcome.type)
+
+
+@tool(name="get_file_info", title="Get file metadata", annotations=READ_ONLY)
+async def get_file_info(params: PathInput, state: FileOpsState, ctx: ToolContext) -> FileInfoResult:
+    """Metadata of a file or directory: type, size, times (ISO 8601 UTC), permissions, hard-link count,
+    whether the path is a symlink (and its target), MIME type and whether a file looks binary; for a
+    directory the number of entries. Does not return content."""
+    from mcp_sections.servers.file_ops import entries
+
+    guard = await _guard(state, ctx)
+    outcome = await _work(entries.get_file_info, guard, params.path)
+    return FileInfoResult(**vars(outcome))
+
+
+@tool(name="create_directory", title="Create a directory", annotations=CREATE)
+async def create_directory(
+    params: CreateDirectoryInput, state: FileOpsState, ctx: ToolContext
+) -> CreateDirectoryResult:
+    """Create a directory (and, by default, its missing parents, like mkdir -p). Succeeds without change if
+    it already exists (`created=false`); fails if a file is in the way."""
+    from mcp_sections.servers.file_ops import entries
+
+    guard = await _guard(state, ctx)
+    outcome = await _work(entries.create_directory, guard, params.path, parents=params.parents)
+    return CreateDirectoryResult(path=outcome.path, created=outcome.created)
+
+
+@tool(name="delete_path", title="Delete a file or directory", annotations=DELETE)
+async def delete_path(params: DeletePathInput, state: FileOpsState, ctx: ToolContext) -> DeletePathResult:
+    """Delete a file, a symlink (the link itself, never its target) or a directory tree.
+
+    Directories need `recursive=true`; recursive deletion never follows symlinks. The allowed roots
+    themselves cannot be deleted, nor protected files. This cannot be undone.
+    """
+    from mcp_sections.servers.file_ops import entries
+
+    guard = await _guard(state, ctx)
+    outcome = await _work(entries.delete_path, guard, params.path, recursive=params.recursive)
+    return DeletePathResult(path=outcome.path, type=outcome.type, entries_deleted=outcome.entries_deleted)
+
+
+@tool(name="move_file", title="Move or rename", annotations=MOVE)
+async def move_file(params: MoveFileInput, state: FileOpsState, ctx: ToolContext) -> MoveFileResult:
+    """Move or rename a file, directory or symlink to a new full path inside the allowed roots.
+
+    Fails if the destination exists unless `overwrite=true` (which replaces a file, never a directory);
+    a directory cannot move into itself; the roots cannot be moved.
+    """
+    from mcp_sections.servers.file_ops import entries
+
+    guard = await _guard(state, ctx)
+    outcome = await _work(entries.move_file, guard, params.source, params.destination, overwrite=params.overwrite)
+    return MoveFileResult(
+        source=outcome.source, destination=outcome.destination, type=outcome.type, overwritten=outcome.overwritten
+    )
+
+
+@tool(name="copy_file", title="Copy a file or directory", annotations=OVERWRITE)
+async def copy_file(params: CopyFileInput, state: FileOpsState, ctx: ToolContext) -> CopyFileResult:
+    """Copy a file (atomically) or, with `recursive=true`, a directory tree to a new full path inside the roots.
+
+    Fails if the destination exists unless `overwrite=true` (files only). Symlinks in a copied tree are copied
+    as links; links leading outside the roots, special files and protected files are left out.
+    """
+    from mcp_sections.servers.file_ops import entries
+
+    guard = await _guard(state, ctx)
+    outcome = await _work(
+        entries.copy_file,
+        guard,
+        params.source,
+        params.destination,
+        overwrite=params.overwrite,
+        recursive=params.recursive,
+    )
+    return CopyFileResult(
+        source=outcome.source,
+        destination=outcome.destination,
+        type=outcome.type,
+        files_copied=outcome.files_copied,
+        overwritten=outcome.overwritten,
+    )
+
+
+# -- packages and roots -------------------------------------------------------------------------------------
+
+
+@tool(name="install_package", title="Install npm or pip packages", annotations=INSTALL)
+async def install_package(params: InstallPackageInput, state: FileOpsState, ctx: ToolContext) -> InstallPackageResult:
+    """Install packages from the npm or PyPI registry into a project inside the allowed roots.
+
+    Specs are strictly validated (name plus optional version or range; pip extras) — no options, URLs or
+    paths. Runs without a shell in the project directory, with a time limit. npm installs into the
+    project (install scripts are skipped by default); pip installs into the project's virtual environment
+    (.venv, venv or env) and is refused if there is none. Returns the command run and the end of its output.
+    """
+    from mcp_sections.servers.file_ops import packages
+
+    guard = await _guard(state, ctx)
+    settings = state.settings
+    await ctx.report_progress(0, None, f"{params.manager} install {' '.join(params.packages)[:200]}")
+    outcome = await _work(
+        packages.install_package,
+        guard,
+        params.manager,
+        params.packages,
+        params.path,
+        dev=params.dev,
+        timeout_seconds=settings.install_timeout_seconds,
+        npm_ignore_scripts=settings.npm_ignore_scripts,
+        pip_allow_server_environment=settings.pip_allow_server_environment,
+    )
+    return InstallPackageResult(**vars(outcome))
+
+
+@tool(name="list_allowed_roots", title="List the allowed roots", annotations=READ_ONLY)
+async def list_allowed_roots(params: NoInput, state: FileOpsState, ctx: ToolContext) -> ListRootsResult:
+    """List the directories file tools may use right now, and where they come from.
+
+    The server's configured roots (--root) are the limit; when the client offers MCP roots, only client
+    roots inside the configured ones are used (or the client's roots alone if none are configured).
+    Relative paths resolve against the first root. Also lists the protected (denied) name patterns.
+    """
+    guard, source, uris = await _guard_and_source(state, ctx)
+    return ListRootsResult(
+        roots=[str(root) for root in guard.roots],
+        source=source,  # type: ignore[arg-type]
+        configured_roots=[str(root) for root in state.configured.roots],
+        client_roots=uris,
+        deny_globs=list(guard.deny_globs),
+    )
+
+
+SECTION = Section(
+    id="file_ops",
+    name="File operations",
+    description="Read, write, edit, list, glob and search files inside allowed root directories; install packages.",
+    instructions=(
+        "All paths must lie inside the allowed roots (list_allowed_roots); relative paths start at the first "
+        "root. Prefer edit_file for changes to existing files and read_file windows (offset/limit, head, tail) "
+        "for large files. Secrets (.env, keys) are never readable."
+    ),
+    tools=(
+        read_file,
+        read_multiple_files,
+        write_file,
+        edit_file,
+        list_directory,
+        directory_tree,
+        glob_files,
+        search_files,
+        file_exists,
+        get_file_info,
+        create_directory,
+        delete_path,
+        move_file,
+        copy_file,
+        install_package,
+        list_allowed_roots,
+    ),
+    settings_model=FileOpsSettings,
+    open_state=open_state,
+)

@@ -1,0 +1,118 @@
+"""The section's settings and state: the configured roots, and the roots in force for a client.
+
+Client roots policy (MCP `roots/list`):
+- the server's configured roots (`--root`, `MCP_SECTIONS_ROOTS`, the config file) are the outer limit;
+- when the client offers roots and roots are configured, the roots in force are the *intersection*:
+  client roots that lie inside a configured root, and configured roots that lie inside a client root
+  (a client can narrow access, never widen it); if the two sets do not overlap, nothing is allowed and
+  every call says so;
+- when no roots are configured, the client's roots are used as they are;
+- when the client offers no roots, the configured roots are used;
+- `use_client_roots = false` ignores client roots entirely.
+The client's roots are fetched per connection and re-read after `notifications/roots/list_changed`
+(the cache lives in `shared.server`).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
+
+from mcp_sections.shared.config import SectionSettings
+from mcp_sections.shared.guards.paths import DEFAULT_DENY_GLOBS, PathGuard, intersect_roots, roots_from_uris
+
+
+def _split_commas(value: object) -> object:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class FileOpsSettings(SectionSettings):
+    """Settings of the file_ops section (`[sections.file_ops]` or `MCP_SECTIONS_FILE_OPS_*`)."""
+
+    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_FILE_OPS_", extra="ignore", env_ignore_empty=True)
+
+    deny_globs: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_DENY_GLOBS),
+        description="Glob patterns (per path component) that no tool may read, write, list into or delete.",
+    )
+    extra_deny_globs: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Patterns added to `deny_globs` (keeps the defaults)."
+    )
+    use_client_roots: bool = Field(default=True, description="Narrow the roots to the client's MCP roots.")
+    max_read_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, description="Most text bytes one read returns.")
+    max_image_bytes: int = Field(default=5 * 1024 * 1024, ge=1024, description="Largest image read_file returns.")
+    max_write_bytes: int = Field(default=16 * 1024 * 1024, ge=1024, description="Largest content write_file accepts.")
+    max_edit_file_bytes: int = Field(default=8 * 1024 * 1024, ge=1024, description="Largest file edit_file edits.")
+    max_search_file_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=1024, description="Files larger than this are skipped by search_files."
+    )
+    search_timeout_seconds: float = Field(default=20.0, gt=0, le=600, description="Time budget of one search.")
+    walk_max_entries: int = Field(
+        default=500_000, ge=1000, description="Most directory entries one glob/search/tree walk visits."
+    )
+    install_timeout_seconds: float = Field(default=300.0, gt=0, le=3600, description="Time limit of one install.")
+    npm_ignore_scripts: bool = Field(
+        default=True, description="Pass --ignore-scripts to npm (no install scripts run on the machine)."
+    )
+    pip_allow_server_environment: bool = Field(
+        default=False,
+        description="When the project has no virtual environment, install into the server's own environment "
+        "(off by default: a model-driven install must not change the server's interpreter).",
+    )
+
+    _split_globs = field_validator("deny_globs", "extra_deny_globs", mode="before")(_split_commas)
+
+    def all_deny_globs(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([*self.deny_globs, *self.extra_deny_globs]))
+
+
+class FileOpsState:
+    """The configured guard plus a small cache of guards built for client roots."""
+
+    def __init__(self, configured_roots: list[Path], settings: FileOpsSettings) -> None:
+        self.settings = settings
+        self.configured = PathGuard(configured_roots, settings.all_deny_globs())
+        self._lock = threading.Lock()
+        self._by_client: dict[tuple[str, ...], tuple[PathGuard, str]] = {}
+
+    def guard_for(self, client_uris: list[str] | None) -> tuple[PathGuard, str]:
+        """The guard in force and where its roots come from: configured, client or intersection."""
+        if client_uris is None or not self.settings.use_client_roots:
+            return self.configured, "configured"
+        key = tuple(client_uris)
+        with self._lock:
+            cached = self._by_client.get(key)
+        if cached is not None:
+            return cached
+        client = roots_from_uris(client_uris)
+        configured = list(self.configured.roots)
+        if not client:
+            built = (self.configured, "configured")
+        elif not configured:
+            built = (self.configured.with_roots(client), "client")
+        else:
+            roots = intersect_roots(configured, client)
+            message = (
+                "the client's roots ("
+                + ", ".join(str(path) for path in client)
+                + ") do not overlap the server's allowed roots ("
+                + ", ".join(str(path) for path in configured)
+                + "), so no path is allowed; open a workspace inside the allowed roots or restart the server "
+                "with a matching --root."
+            )
+            built = (self.configured.with_roots(roots, no_roots_message=message), "intersection")
+        with self._lock:
+            if len(self._by_client) > 32:
+                self._by_client.clear()
+            self._by_client[key] = built
+        return built
+
+    def close(self) -> None:
+        with self._lock:
+            self._by_client.clear()

@@ -1,0 +1,228 @@
+"""Writing files atomically (temp file in the same directory + fsync + rename) and editing them."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import secrets
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, not_found
+from mcp_sections.shared.guards.paths import PathGuard
+
+from .reading import detect_encoding
+
+TEMP_PREFIX = ".mcp-sections-tmp-"
+MAX_DIFF_CHARS = 200_000
+
+
+def atomic_write(guard: PathGuard, target: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Write `data` to `target` (a checked path) without ever writing an existing file in place.
+
+    The parent directory is opened with O_DIRECTORY|O_NOFOLLOW and its real path re-checked; the temp
+    file is created in it with O_EXCL|O_NOFOLLOW, written, fsynced, and renamed over the target by
+    name relative to that directory descriptor, so a component swapped for a symlink meanwhile cannot
+    redirect the write. A symlink or hard link at the target is replaced, never written through.
+    """
+    parent_fd = guard.open_directory(target.parent)
+    temp_name = f"{TEMP_PREFIX}{secrets.token_hex(8)}"
+    try:
+        if mode is None:
+            try:
+                existing = os.stat(target.name, dir_fd=parent_fd, follow_symlinks=False)
+                mode = stat.S_IMODE(existing.st_mode) if stat.S_ISREG(existing.st_mode) else None
+            except FileNotFoundError:
+                mode = None
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(temp_name, flags, 0o666 if mode is None else 0o600, dir_fd=parent_fd)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if mode is not None:
+                os.chmod(temp_name, mode, dir_fd=parent_fd)
+            os.replace(temp_name, target.name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp_name, dir_fd=parent_fd)
+            raise
+        with contextlib.suppress(OSError):  # some file systems refuse directory fsync
+            os.fsync(parent_fd)
+    except IsADirectoryError:
+        raise invalid_input(f"{guard.relative(target)!r} is a directory; give a file path.") from None
+    finally:
+        os.close(parent_fd)
+
+
+@dataclass
+class WriteOutcome:
+    path: str
+    bytes_written: int
+    created: bool
+
+
+def write_file(
+    guard: PathGuard,
+    path: str,
+    content: str,
+    *,
+    encoding: str,
+    create_parents: bool,
+    overwrite: bool,
+    max_bytes: int,
+) -> WriteOutcome:
+    target = guard.resolve(path, purpose="write")
+    try:
+        data = content.encode(encoding)
+    except UnicodeEncodeError as exc:
+        raise invalid_input(
+            f"the content cannot be encoded as {encoding} (character {exc.object[exc.start : exc.end]!r} at "
+            f"{exc.start}); use utf-8."
+        ) from None
+    if len(data) > max_bytes:
+        raise limit_exceeded(f"the content is {len(data)} bytes; write_file accepts at most {max_bytes}.")
+    existed = os.path.lexists(target)
+    if existed and target.is_dir():
+        raise invalid_input(f"{path!r} is a directory; give a file path.")
+    if existed and not overwrite:
+        raise ToolFailure(ErrorCode.VALIDATION_FAILED, f"{path!r} already exists; pass overwrite=true to replace it.")
+    if not target.parent.is_dir():
+        if not create_parents:
+            raise not_found(
+                f"the directory of {path!r} does not exist; pass create_parents=true or create_directory first."
+            )
+        make_directories(guard, target.parent)
+    atomic_write(guard, target, data)
+    return WriteOutcome(path=str(target), bytes_written=len(data), created=not existed)
+
+
+def make_directories(guard: PathGuard, directory: Path) -> bool:
+    """mkdir -p, one checked component at a time (each new directory is re-checked inside the roots)."""
+    missing: list[Path] = []
+    current = directory
+    while not current.exists():
+        if os.path.lexists(current):
+            raise ToolFailure(
+                ErrorCode.PERMISSION_DENIED, f"{guard.relative(current)!r} is a dangling symbolic link; refused."
+            )
+        missing.append(current)
+        current = current.parent
+    if not current.is_dir():
+        raise invalid_input(f"{guard.relative(current)!r} exists and is not a directory.")
+    for path in reversed(missing):
+        checked = guard.resolve(str(path), purpose="create")
+        parent_fd = guard.open_directory(checked.parent)
+        try:
+            os.mkdir(checked.name, dir_fd=parent_fd)
+        except FileExistsError:
+            if not checked.is_dir():
+                raise invalid_input(f"{guard.relative(checked)!r} exists and is not a directory.") from None
+        finally:
+            os.close(parent_fd)
+    return bool(missing)
+
+
+# -- edit_file ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Edit:
+    old_text: str
+    new_text: str
+    replace_all: bool = False
+
+
+@dataclass
+class EditOutcome:
+    path: str
+    diff: str
+    replacements: int
+    applied: bool
+    diff_truncated: bool
+
+
+def edit_file(guard: PathGuard, path: str, edits: list[Edit], *, dry_run: bool, max_bytes: int) -> EditOutcome:
+    """Apply exact replacements in order, all or nothing; return the unified diff."""
+    target = guard.resolve(path, purpose="read" if dry_run else "write")
+    if target.is_dir():
+        raise invalid_input(f"{path!r} is a directory; edit_file edits one text file.")
+    fd = guard.open_file(target)
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > max_bytes:
+            raise limit_exceeded(f"{path!r} is {size} bytes; edit_file edits files up to {max_bytes} bytes.")
+        data = handle.read()
+    encoding = detect_encoding(data, complete=True)
+    if encoding is None:
+        raise invalid_input(f"{path!r} looks like a binary file; edit_file only edits text.")
+    original = data.decode(encoding)
+    crlf = "\r\n" in original
+    text = original
+    count = 0
+    for number, edit in enumerate(edits, start=1):
+        old, new = edit.old_text, edit.new_text
+        if crlf and "\r\n" not in old and "\n" in old:
+            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        if old == "":
+            raise invalid_input(f"edit #{number}: old_text is empty; give the exact text to replace.")
+        found = text.count(old)
+        if found == 0:
+            raise ToolFailure(ErrorCode.VALIDATION_FAILED, _missing_message(number, text, old, path))
+        if found > 1 and not edit.replace_all:
+            lines = _line_numbers(text, old)
+            raise ToolFailure(
+                ErrorCode.VALIDATION_FAILED,
+                f"edit #{number}: old_text occurs {found} times in {path!r} (lines {', '.join(map(str, lines))}); "
+                "include more surrounding lines to make it unique, or set replace_all=true. No edit was applied.",
+            )
+        text = text.replace(old, new) if edit.replace_all else text.replace(old, new, 1)
+        count += found if edit.replace_all else 1
+    name = guard.relative(target)
+    diff = "".join(
+        difflib.unified_diff(
+            original.splitlines(keepends=True), text.splitlines(keepends=True), f"a/{name}", f"b/{name}", n=3
+        )
+    )
+    truncated = len(diff) > MAX_DIFF_CHARS
+    if truncated:
+        diff = diff[:MAX_DIFF_CHARS] + "\n... (diff truncated)\n"
+    applied = False
+    if not dry_run and text != original:
+        atomic_write(guard, target, text.encode(encoding))
+        applied = True
+    return EditOutcome(path=str(target), diff=diff, replacements=count, applied=applied, diff_truncated=truncated)
+
+
+def _line_numbers(text: str, needle: str, most: int = 10) -> list[int]:
+    numbers = []
+    start = 0
+    while len(numbers) < most:
+        index = text.find(needle, start)
+        if index < 0:
+            break
+        numbers.append(text.count("\n", 0, index) + 1)
+        start = index + max(len(needle), 1)
+    return numbers
+
+
+def _missing_message(number: int, text: str, old: str, path: str) -> str:
+    base = f"edit #{number}: old_text was not found in {path!r}"
+    squeezed_old = " ".join(old.split())
+    if squeezed_old and squeezed_old in " ".join(text.split()):
+        return (
+            base + "; it matches when whitespace is ignored, so check indentation, tabs and line endings "
+            "(read_file shows the exact text). No edit was applied."
+        )
+    first = next((line.strip() for line in old.splitlines() if line.strip()), "")
+    if first:
+        lines = [number for number, line in enumerate(text.splitlines(), start=1) if first in line][:5]
+        if lines:
+            return (
+                base + f"; its first line appears at line(s) {', '.join(map(str, lines))}, but the rest differs. "
+                "Re-read the file and copy the text exactly. No edit was applied."
+            )
+    return base + ". Re-read the file (read_file) and copy the text to replace exactly. No edit was applied."
