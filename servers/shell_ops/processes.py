@@ -1,0 +1,197 @@
+"""Spawning: a fixed environment, a new process group, a deadline, capped output. No shell, no MCP.
+
+- The child gets only `child_environment(...)`: nothing is inherited from the server (no tokens,
+  no proxies, no LD_PRELOAD), PATH is the fixed search path and HOME/TMPDIR a private directory.
+- The child leads a new session (`start_new_session=True`); at the deadline, on cancellation, and
+  also after a normal exit (to reap background stragglers), the whole process group gets SIGKILL.
+  Grandchildren that start their own session escape this (only a container or cgroup stops that);
+  their pipes are abandoned after a short grace period so the call still returns.
+- stdin is /dev/null; stdout and stderr are kept up to `max_output_bytes` each, head and tail
+  (the middle is dropped and counted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+READ_CHUNK = 65536
+PIPE_GRACE_SECONDS = 2.0
+
+ProgressCallback = Callable[[float], Awaitable[None]]
+
+
+class SpawnError(Exception):
+    """The program could not be started at all (the message is safe to show)."""
+
+
+def child_environment(*, search_path: str, home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The complete environment of every child: fixed values only, nothing inherited."""
+    tmp = home / "tmp"
+    env = {
+        "PATH": search_path,
+        "HOME": str(home),
+        "TMPDIR": str(tmp),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "CI": "1",
+        "PAGER": "cat",
+        "EDITOR": "true",
+        "VISUAL": "true",
+        # git: no system/global config, no prompts, no pager, no editor, no optional index writes.
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_ATTR_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_PAGER": "cat",
+        "GIT_EDITOR": "true",
+        "GIT_SEQUENCE_EDITOR": "true",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_PROTOCOL_FROM_USER": "0",
+        # npm: no lifecycle hooks, a pinned script shell, no user/global npmrc, no preloads, quiet.
+        "npm_config_ignore_scripts": "true",
+        "npm_config_script_shell": "/bin/sh",
+        "npm_config_node_options": "",
+        "npm_config_userconfig": str(home / "npmrc"),
+        "npm_config_globalconfig": str(home / "npmrc-global"),
+        "npm_config_update_notifier": "false",
+        "npm_config_fund": "false",
+        "npm_config_audit": "false",
+        "npm_config_cache": str(home / "npm-cache"),
+        # python: no user site-packages from the server's account.
+        "PYTHONNOUSERSITE": "1",
+    }
+    env.update(extra or {})
+    return env
+
+
+class CappedBuffer:
+    """Keeps the first and last `limit / 2` bytes of a stream and counts what lies between."""
+
+    def __init__(self, limit: int) -> None:
+        self._head_limit = limit // 2
+        self._tail_limit = limit - self._head_limit
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self._head_limit - len(self._head)
+        if room > 0:
+            self._head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self._tail += chunk
+            if len(self._tail) > self._tail_limit:
+                del self._tail[: len(self._tail) - self._tail_limit]
+
+    @property
+    def dropped(self) -> int:
+        return self.total - len(self._head) - len(self._tail)
+
+    def text(self) -> str:
+        head = self._head.decode("utf-8", errors="replace")
+        tail = self._tail.decode("utf-8", errors="replace")
+        if self.dropped:
+            return f"{head}\n[... {self.dropped} bytes dropped ...]\n{tail}"
+        return head + tail
+
+    def raw(self) -> bytes:
+        """Head and tail joined (only meaningful when nothing was dropped)."""
+        return bytes(self._head + self._tail)
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    exit_code: int | None
+    stdout: CappedBuffer
+    stderr: CappedBuffer
+    duration_ms: int
+    timed_out: bool
+
+
+async def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    max_output_bytes: int,
+    progress: ProgressCallback | None = None,
+    progress_interval: float = 1.0,
+) -> ProcessResult:
+    """Run `argv` (argv[0] absolute) without a shell; kill its process group at the deadline."""
+    stdout, stderr = CappedBuffer(max_output_bytes), CappedBuffer(max_output_bytes)
+    started = time.monotonic()
+    if "TMPDIR" in env:
+        Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=str(cwd),
+            env=dict(env),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as exc:
+        raise SpawnError(f"{os.path.basename(argv[0])} could not be started: {exc.strerror or exc}") from None
+
+    async def pump(stream: asyncio.StreamReader | None, buffer: CappedBuffer) -> None:
+        if stream is None:
+            return
+        while chunk := await stream.read(READ_CHUNK):
+            buffer.feed(chunk)
+
+    readers = [asyncio.ensure_future(pump(process.stdout, stdout)), asyncio.ensure_future(pump(process.stderr, stderr))]
+    waiter = asyncio.ensure_future(process.wait())
+    timed_out = False
+    try:
+        deadline = started + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            done, _ = await asyncio.wait({waiter}, timeout=min(progress_interval, remaining))
+            if waiter in done:
+                break
+            if progress is not None:
+                await progress(time.monotonic() - started)
+    finally:
+        kill_group(process.pid)
+        if not waiter.done():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(waiter), timeout=5)
+        _, pending = await asyncio.wait(readers, timeout=PIPE_GRACE_SECONDS)
+        for task in pending:  # a grandchild in its own session still holds the pipe
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+        if not waiter.done():
+            waiter.cancel()
+    exit_code = None if timed_out else process.returncode
+    return ProcessResult(
+        exit_code=exit_code,
+        stdout=stdout,
+        stderr=stderr,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        timed_out=timed_out,
+    )
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL every process of the group led by `pid` (the child was started in a new session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)

@@ -1,0 +1,321 @@
+"""The section's state and the work behind each tool (no MCP imports; tools in section.py are thin)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from mcp_sections.servers.shell_ops import git, npm
+from mcp_sections.servers.shell_ops.processes import ProcessResult, SpawnError, child_environment, run_process
+from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
+from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
+from mcp_sections.shared.guards.commands import NEVER_ALLOWED, CommandGuard, split_git_args
+from mcp_sections.shared.guards.paths import PathGuard
+
+logger = logging.getLogger("mcp_sections.shell_ops")
+
+Progress = Callable[[float], Awaitable[None]] | None
+GIT_QUERY_TIMEOUT = 30.0
+GIT_QUERY_OUTPUT = 32 * 1024 * 1024
+PARTIAL_OUTPUT_BYTES = 4096
+
+RULES = [
+    "No shell: commands are argv lists (strings are split with shlex); `;`, `|`, `&&`, redirections and `$(...)` "
+    "are refused (INVALID_INPUT).",
+    "Programs are resolved on the fixed search path only; shells and wrappers are never allowed (PERMISSION_DENIED).",
+    "Path-like arguments and cwd must resolve inside the roots; secret files (.env, keys, ...) are refused.",
+    "Children get a fixed environment: PATH, a private HOME/TMPDIR, LANG=C.UTF-8, git/npm hardening; nothing "
+    "inherited from the server.",
+    "A non-zero exit code is a normal result; a timeout kills the whole process group and is a TIMEOUT error "
+    "whose details hold the last output; a program that cannot start is EXECUTION_FAILED.",
+    "Output is capped per stream; head and tail are kept and the dropped byte count is reported.",
+    "git always runs with hooks, fsmonitor, pager, editors, external diff, textconv/filter/merge drivers "
+    "neutralised, and only on repositories inside the roots.",
+]
+
+
+class ShellOps:
+    """Guard, environment and limits of one server process. Nothing here changes after start-up."""
+
+    def __init__(self, settings: ShellOpsSettings, roots: Sequence[Path]) -> None:
+        self.settings = settings
+        self.paths = PathGuard(list(roots))
+        search_path = self._trusted_search_path(settings.search_path)
+        self.guard = CommandGuard(self.paths, settings.allowed_programs, search_path)
+        self.home = Path(tempfile.mkdtemp(prefix="mcp-shell-ops-home-"))
+        extra: dict[str, str] = {}
+        if settings.git_author_name:
+            extra["GIT_AUTHOR_NAME"] = extra["GIT_COMMITTER_NAME"] = settings.git_author_name
+        if settings.git_author_email:
+            extra["GIT_AUTHOR_EMAIL"] = extra["GIT_COMMITTER_EMAIL"] = settings.git_author_email
+        self.env = child_environment(search_path=search_path, home=self.home, extra=extra)
+
+    def _trusted_search_path(self, search_path: str) -> str:
+        """The configured search path minus directories inside the roots (the agent could plant programs there)."""
+        kept = []
+        for directory in search_path.split(os.pathsep):
+            if self.paths.contains(directory):
+                logger.warning("search_path entry %s is inside the allowed roots; it is ignored", directory)
+            else:
+                kept.append(directory)
+        return os.pathsep.join(kept) or "/usr/bin:/bin"
+
+    def close(self) -> None:
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    # -- plumbing ---------------------------------------------------------------------------------------
+
+    def timeout_for(self, requested: float | None) -> float:
+        if requested is None:
+            return min(self.settings.default_timeout_seconds, self.settings.max_timeout_seconds)
+        if requested > self.settings.max_timeout_seconds:
+            raise limit_exceeded(
+                f"timeout_seconds={requested:g} is above the server's maximum of "
+                f"{self.settings.max_timeout_seconds:g}; use a smaller value."
+            )
+        return requested
+
+    async def _run(
+        self,
+        argv: list[str],
+        cwd: Path,
+        *,
+        timeout: float,
+        max_output: int,
+        progress: Progress = None,
+        env: dict[str, str] | None = None,
+    ) -> ProcessResult:
+        try:
+            return await run_process(
+                argv, cwd=cwd, env=env or self.env, timeout=timeout, max_output_bytes=max_output, progress=progress
+            )
+        except SpawnError as exc:
+            raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{exc}; check that the program is installed.") from None
+
+    async def _git_query(self, argv: list[str], cwd: Path) -> ProcessResult:
+        env = {**self.env, "GIT_LITERAL_PATHSPECS": "1"}
+        result = await self._run(argv, cwd, timeout=GIT_QUERY_TIMEOUT, max_output=GIT_QUERY_OUTPUT, env=env)
+        if result.timed_out:
+            raise ToolFailure(ErrorCode.TIMEOUT, f"git took longer than {GIT_QUERY_TIMEOUT:g}s; narrow the request.")
+        if result.stdout.dropped:
+            raise limit_exceeded("git's output is larger than 32 MiB; narrow the request with paths or a count.")
+        return result
+
+    def _timed_out(self, what: str, timeout: float, result: ProcessResult) -> ToolFailure:
+        return ToolFailure(
+            ErrorCode.TIMEOUT,
+            f"{what} was still running after {timeout:g}s; its whole process group was killed. The last output is "
+            "in the error details; raise timeout_seconds (within the server's maximum) or narrow the command.",
+            timed_out=True,
+            timeout_seconds=timeout,
+            duration_ms=result.duration_ms,
+            stdout_tail=_tail(result.stdout.text()),
+            stderr_tail=_tail(result.stderr.text()),
+        )
+
+    def _result(self, executable: str, args: Sequence[str], cwd: Path, result: ProcessResult) -> dict[str, Any]:
+        return {
+            "exit_code": result.exit_code if result.exit_code is not None else -1,
+            "stdout": result.stdout.text(),
+            "stderr": result.stderr.text(),
+            "duration_ms": result.duration_ms,
+            "stdout_truncated": result.stdout.dropped > 0,
+            "stderr_truncated": result.stderr.dropped > 0,
+            "stdout_dropped_bytes": result.stdout.dropped,
+            "stderr_dropped_bytes": result.stderr.dropped,
+            "executable": executable,
+            "args": list(args),
+            "cwd": self.paths.relative(cwd),
+        }
+
+    # -- tools ------------------------------------------------------------------------------------------
+
+    async def run_command(
+        self, command: str | list[str], cwd: str | None, timeout_seconds: float | None, progress: Progress
+    ) -> dict[str, Any]:
+        checked = self.guard.check(command, cwd)
+        timeout = self.timeout_for(timeout_seconds)
+        argv = checked.argv
+        if checked.program == "git":
+            global_options, _, _ = split_git_args(checked.args)
+            repo = await git.open_repository(
+                checked.executable, checked.cwd, self.paths, self._git_probe, global_options
+            )
+            argv = [*repo.base, *checked.args[len(global_options) :]]
+        result = await self._run(
+            argv, checked.cwd, timeout=timeout, max_output=self.settings.max_output_bytes, progress=progress
+        )
+        if result.timed_out:
+            raise self._timed_out(checked.program, timeout, result)
+        return self._result(checked.executable, checked.args, checked.cwd, result)
+
+    async def _git_probe(self, argv: list[str], cwd: Path) -> ProcessResult:
+        return await self._run(argv, cwd, timeout=GIT_QUERY_TIMEOUT, max_output=1024 * 1024)
+
+    async def run_npm_script(
+        self, script: str, args: list[str], cwd: str | None, timeout_seconds: float | None, progress: Progress
+    ) -> dict[str, Any]:
+        _, executable = self.guard.resolve_program("npm")
+        workdir = self.guard.resolve_cwd(cwd)
+        self.paths.resolve(str(workdir / "package.json"), purpose="read")
+        scripts = npm.read_scripts(workdir)
+        name = npm.checked_script(script, scripts)
+        for arg in args:  # the same syntax rules as run_command arguments (no NUL, no line breaks)
+            if "\x00" in arg or "\n" in arg or "\r" in arg:
+                raise ToolFailure(ErrorCode.INVALID_INPUT, "script arguments cannot contain NUL or line breaks.")
+        timeout = self.timeout_for(timeout_seconds)
+        argv = npm.npm_argv(executable, name, args)
+        result = await self._run(
+            argv, workdir, timeout=timeout, max_output=self.settings.max_output_bytes, progress=progress
+        )
+        if result.timed_out:
+            raise self._timed_out(f"npm script {name!r}", timeout, result)
+        data = self._result(executable, argv[1:], workdir, result)
+        data.update(script=name, script_text=scripts[name])
+        return data
+
+    async def _repository(self, cwd: str | None) -> git.Repository:
+        executable = self.guard.executable("git")  # the git tools take no free-form arguments
+        if not executable:
+            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "git is not installed on the server's search path.")
+        workdir = self.guard.resolve_cwd(cwd)
+        return await git.open_repository(executable, workdir, self.paths, self._git_probe)
+
+    def _confined_paths(self, repo: git.Repository, paths: Sequence[str]) -> list[str]:
+        for path in paths:
+            self.guard.confine(path, repo.cwd)
+        return list(paths)
+
+    async def git_status(
+        self, cwd: str | None, include_untracked: bool, include_ignored: bool, max_entries: int
+    ) -> dict[str, Any]:
+        repo = await self._repository(cwd)
+        toplevel = git.require_worktree(repo)
+        data = await git.status(
+            repo, self._git_query, include_untracked=include_untracked, include_ignored=include_ignored
+        )
+        entries = data.pop("entries")
+        data.update(
+            repository=self.paths.relative(toplevel),
+            clean=not any(entry["kind"] != "ignored" for entry in entries),
+            entries=entries[:max_entries],
+            total_entries=len(entries),
+            truncated=len(entries) > max_entries,
+        )
+        return data
+
+    async def git_diff(
+        self,
+        cwd: str | None,
+        mode: str,
+        ref: str | None,
+        to_ref: str | None,
+        paths: list[str],
+        context_lines: int,
+        max_bytes: int,
+        stat_only: bool,
+    ) -> dict[str, Any]:
+        if mode == "ref" and not ref:
+            raise ToolFailure(ErrorCode.INVALID_INPUT, "mode=ref needs `ref` (the revision to compare against).")
+        if to_ref and mode != "ref":
+            raise ToolFailure(ErrorCode.INVALID_INPUT, "`to_ref` is only used with mode=ref.")
+        if ref and mode == "unstaged":
+            raise ToolFailure(ErrorCode.INVALID_INPUT, "`ref` needs mode=ref or mode=staged.")
+        for value in (ref, to_ref):
+            if value:
+                git.check_ref(value)
+        repo = await self._repository(cwd)
+        git.require_worktree(repo)
+        base = await git.verify_commit(repo, ref, self._git_query) if ref else None
+        target = await git.verify_commit(repo, to_ref, self._git_query) if to_ref else None
+        pathspecs = self._confined_paths(repo, paths)
+        args = git.diff_args(
+            staged=mode == "staged", base=base, target=target, context_lines=context_lines, paths=pathspecs
+        )
+        numstat = await self._git_query([*repo.base, "diff", "--numstat", "-z", *args], repo.cwd)
+        if numstat.exit_code != 0:
+            raise git_failure("diff", numstat)
+        files = git.parse_numstat(numstat.stdout.raw().decode("utf-8", errors="replace"))
+        diff_text, dropped = "", 0
+        if not stat_only and files:
+            patch = await self._run(
+                [*repo.base, "diff", *args],
+                repo.cwd,
+                timeout=GIT_QUERY_TIMEOUT,
+                max_output=max_bytes,
+                env={**self.env, "GIT_LITERAL_PATHSPECS": "1"},
+            )
+            if patch.timed_out:
+                raise ToolFailure(ErrorCode.TIMEOUT, "git diff took too long; narrow it with paths.")
+            if patch.exit_code != 0:
+                raise git_failure("diff", patch)
+            diff_text, dropped = patch.stdout.text(), patch.stdout.dropped
+        return {
+            "mode": mode,
+            "base": base,
+            "target": target,
+            "files": files,
+            "files_changed": len(files),
+            "additions": sum(f["additions"] or 0 for f in files),
+            "deletions": sum(f["deletions"] or 0 for f in files),
+            "diff": diff_text,
+            "truncated": dropped > 0,
+            "dropped_bytes": dropped,
+        }
+
+    async def git_log(
+        self, cwd: str | None, max_count: int, skip: int, ref: str | None, paths: list[str]
+    ) -> dict[str, Any]:
+        if ref:
+            git.check_ref(ref)
+        repo = await self._repository(cwd)
+        git.require_worktree(repo)
+        if ref:
+            revision = await git.verify_commit(repo, ref, self._git_query)
+        else:
+            head = await self._git_query([*repo.base, "rev-parse", "--verify", "--quiet", "HEAD"], repo.cwd)
+            if head.exit_code != 0:  # no commits yet
+                return {"entries": [], "count": 0, "has_more": False}
+            revision = None
+        pathspecs = self._confined_paths(repo, paths)
+        result = await self._git_query(
+            [*repo.base, *git.log_args(max_count=max_count + 1, skip=skip, revision=revision, paths=pathspecs)],
+            repo.cwd,
+        )
+        if result.exit_code != 0:
+            raise git_failure("log", result)
+        entries = git.parse_log(result.stdout.raw().decode("utf-8", errors="replace"))
+        return {
+            "entries": entries[:max_count],
+            "count": min(len(entries), max_count),
+            "has_more": len(entries) > max_count,
+        }
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "programs": self.guard.describe(),
+            "never_allowed": dict(sorted(NEVER_ALLOWED.items())),
+            "search_path": self.guard.search_path,
+            "roots": [str(root) for root in self.paths.roots],
+            "default_timeout_seconds": self.settings.default_timeout_seconds,
+            "max_timeout_seconds": self.settings.max_timeout_seconds,
+            "max_output_bytes": self.settings.max_output_bytes,
+            "rules": RULES,
+        }
+
+
+def git_failure(what: str, result: ProcessResult) -> ToolFailure:
+    text = result.stderr.text().strip()[-600:] or "(no error output)"
+    return ToolFailure(ErrorCode.EXECUTION_FAILED, f"git {what} failed: {text}")
+
+
+def _tail(text: str) -> str:
+    data = text.encode("utf-8", errors="replace")
+    if len(data) <= PARTIAL_OUTPUT_BYTES:
+        return text
+    return "[...]" + data[-PARTIAL_OUTPUT_BYTES:].decode("utf-8", errors="replace")

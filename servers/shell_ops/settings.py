@@ -1,0 +1,55 @@
+"""Settings of the shell_ops section (`[sections.shell_ops]` or `MCP_SECTIONS_SHELL_OPS_*`); fixed at start-up."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
+
+from mcp_sections.shared.config import SectionSettings
+from mcp_sections.shared.guards.commands import DEFAULT_ALLOWED_PROGRAMS, DEFAULT_SEARCH_PATH, check_allow_list
+
+
+class ShellOpsSettings(SectionSettings):
+    """The allow-list, the fixed search path and the limits. No tool can change them at run time."""
+
+    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_SHELL_OPS_", extra="ignore", env_ignore_empty=True)
+
+    allowed_programs: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_ALLOWED_PROGRAMS),
+        description="Program names run_command may start (comma-separated in the environment). Shells and "
+        "wrappers (sh, bash, env, xargs, sudo, timeout, ...) are refused even if listed.",
+    )
+    search_path: str = Field(
+        default=DEFAULT_SEARCH_PATH,
+        description="The fixed PATH programs are resolved on (and the children's PATH); never the caller's.",
+    )
+    default_timeout_seconds: float = Field(default=60.0, gt=0, le=3600)
+    max_timeout_seconds: float = Field(default=600.0, gt=0, le=86400)
+    max_output_bytes: int = Field(
+        default=64 * 1024, ge=1024, le=64 * 1024 * 1024, description="Per stream; head and tail are kept."
+    )
+    git_author_name: str | None = Field(default=None, description="GIT_AUTHOR_NAME/GIT_COMMITTER_NAME for children.")
+    git_author_email: str | None = Field(default=None, description="GIT_AUTHOR_EMAIL/GIT_COMMITTER_EMAIL.")
+
+    @field_validator("allowed_programs", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("allowed_programs", mode="after")
+    @classmethod
+    def _check_programs(cls, value: list[str]) -> list[str]:
+        return check_allow_list(value)
+
+    @field_validator("search_path", mode="after")
+    @classmethod
+    def _absolute_search_path(cls, value: str) -> str:
+        parts = [part for part in value.split(os.pathsep) if part]
+        if not parts or any(not os.path.isabs(part) for part in parts):
+            raise ValueError("search_path must be a non-empty list of absolute directories")
+        return os.pathsep.join(parts)

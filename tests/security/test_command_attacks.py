@@ -1,0 +1,384 @@
+"""Hostile inputs against shell_ops, over stdio: each is refused with an exact error code (or, for attacks
+planted in a repository's config, provably runs nothing), and nothing outside the roots changes."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+import stat
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from tests.shell_ops.repos import GIT_IDENTITY, git, make_repo
+from tests.stdio import data_of, error_of, section_client
+
+MARKER = f"/tmp/PWNED-{uuid.uuid4().hex[:12]}"
+HOOKS = ("pre-commit", "commit-msg", "post-commit", "post-checkout", "post-index-change", "reference-transaction")
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def plant_hostile_repository(repo: Path, marker: str) -> None:
+    """A repository whose config, attributes and hooks would each create `marker-<what>` if run."""
+    make_repo(repo)
+    (repo / "file.txt").write_text("original\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "initial")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "second")
+    hooks_dir = repo / "evil-hooks"
+    for directory in (repo / ".git" / "hooks", hooks_dir):
+        directory.mkdir(exist_ok=True)
+        for hook in HOOKS:
+            path = directory / hook
+            path.write_text(f"#!/bin/sh\ntouch {marker}-hook-{hook}\n")
+            path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    (repo / ".git" / "extra.config").write_text(f'[core]\n\tpager = "touch {marker}-include-pager"\n')
+    with (repo / ".git" / "config").open("a") as config:
+        config.write(
+            f"""
+[core]
+\tfsmonitor = "touch {marker}-fsmonitor; echo"
+\tpager = "touch {marker}-pager"
+\thooksPath = {hooks_dir}
+\teditor = "touch {marker}-editor"
+\tsshCommand = "touch {marker}-ssh"
+[diff]
+\texternal = "touch {marker}-diff-external"
+[diff "evil"]
+\ttextconv = "touch {marker}-textconv; cat"
+\tcommand = "touch {marker}-diff-command"
+[filter "evil"]
+\tclean = "touch {marker}-clean; cat"
+\tsmudge = "touch {marker}-smudge; cat"
+[merge "evil"]
+\tdriver = "touch {marker}-merge"
+[gpg]
+\tprogram = "touch {marker}-gpg"
+[log]
+\tshowSignature = true
+[commit]
+\tgpgSign = true
+[pager]
+\tlog = "touch {marker}-pager-log"
+[alias]
+\tst = "!touch {marker}-alias"
+[include]
+\tpath = extra.config
+"""
+        )
+    (repo / ".gitattributes").write_text("* filter=evil diff=evil merge=evil\n")
+    (repo / "file.txt").write_text("changed\n")
+
+
+def markers(prefix: str) -> list[str]:
+    return sorted(glob.glob(prefix + "*"))
+
+
+def tree_state(path: Path) -> dict[str, str]:
+    """Every entry under `path` with a digest of its content (or link target), for before/after checks."""
+    state: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in dirnames + filenames:
+            full = Path(dirpath) / name
+            if full.is_symlink():
+                state[str(full)] = "link:" + os.readlink(full)
+            elif full.is_file():
+                state[str(full)] = hashlib.sha256(full.read_bytes()).hexdigest()
+            else:
+                state[str(full)] = "dir"
+    return state
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("command-attacks")
+    root = make_repo(base / "root")
+    (root / "README.md").write_text("readme\n")
+    (root / "script.py").write_text("print('ok')\n")
+    (root / ".env").write_text("API_KEY=secret\n")
+    (root / "package.json").write_text(
+        json.dumps(
+            {
+                "name": "victim",
+                "version": "1.0.0",
+                "scripts": {
+                    "test": "echo test-ran",
+                    "pretest": f"touch {MARKER}-npm-pretest",
+                    "postinstall": f"touch {MARKER}-npm-postinstall",
+                    "prepare": f"touch {MARKER}-npm-prepare",
+                },
+            }
+        )
+    )
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "initial")
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep me\n")
+    fake_ls = outside / "ls"
+    fake_ls.write_text(f"#!/bin/sh\ntouch {MARKER}-fake-ls\n")
+    fake_ls.chmod(0o755)
+    (root / "escape").symlink_to(outside)
+    plant_hostile_repository(root / "hostile", MARKER)
+    return {"base": base, "root": root, "outside": outside}
+
+
+@pytest.fixture(scope="module")
+async def client(world: dict[str, Path]) -> AsyncIterator[Client]:
+    base = world["base"]
+    (base / "absent.toml").write_text("")
+    env = {
+        "MCP_SECTIONS_CONFIG": str(base / "absent.toml"),
+        "MCP_SECTIONS_DATA_DIR": str(base / "data"),
+        "MCP_SECTIONS_SHELL_OPS_GIT_AUTHOR_NAME": GIT_IDENTITY["GIT_AUTHOR_NAME"],
+        "MCP_SECTIONS_SHELL_OPS_GIT_AUTHOR_EMAIL": GIT_IDENTITY["GIT_AUTHOR_EMAIL"],
+    }
+    async with section_client("shell_ops", "--root", str(world["root"]), env=env) as connected:
+        yield connected
+    for path in markers(MARKER):
+        os.unlink(path)
+
+
+@pytest.fixture
+def unchanged_outside(world: dict[str, Path]) -> Any:
+    """Asserts after the test that nothing outside the root changed and no marker appeared."""
+    before = {key: value for key, value in tree_state(world["base"]).items() if not _in_root(key, world)}
+    yield
+    after = {key: value for key, value in tree_state(world["base"]).items() if not _in_root(key, world)}
+    assert after == before, "something outside the roots changed"
+    assert markers(MARKER) == [], f"an attack ran: {markers(MARKER)}"
+
+
+def _in_root(path: str, world: dict[str, Path]) -> bool:
+    root = str(world["root"])
+    return path == root or path.startswith(root + os.sep) or path.startswith(str(world["base"] / "data"))
+
+
+OUT = "{out}"  # replaced by the outside directory
+
+# (id, tool arguments for run_command, expected error code)
+RUN_COMMAND_ATTACKS: list[tuple[str, dict[str, Any], str]] = [
+    ("semicolon", {"command": f"ls; touch {OUT}/pwned"}, "INVALID_INPUT"),
+    ("and-and", {"command": f"ls && touch {OUT}/pwned"}, "INVALID_INPUT"),
+    ("or-or", {"command": f"false || touch {OUT}/pwned"}, "INVALID_INPUT"),
+    ("pipe", {"command": f"cat README.md | tee {OUT}/pwned"}, "INVALID_INPUT"),
+    ("background", {"command": f"ls & touch {OUT}/pwned"}, "INVALID_INPUT"),
+    ("newline", {"command": f"ls\ntouch {OUT}/pwned"}, "INVALID_INPUT"),
+    ("carriage-return", {"command": ["ls", f"x\rtouch {OUT}/pwned"]}, "INVALID_INPUT"),
+    ("nul-byte", {"command": ["ls", "README.md\x00/etc/passwd"]}, "INVALID_INPUT"),
+    ("command-substitution", {"command": f"echo $(touch {OUT}/pwned)"}, "INVALID_INPUT"),
+    ("backticks", {"command": f"echo `touch {OUT}/pwned`"}, "INVALID_INPUT"),
+    ("variable-expansion", {"command": "cat ${HOME}/.ssh/id_rsa"}, "INVALID_INPUT"),
+    ("redirect-out", {"command": f"ls > {OUT}/pwned"}, "INVALID_INPUT"),
+    ("redirect-argv", {"command": ["ls", f">{OUT}/pwned"]}, "INVALID_INPUT"),
+    ("redirect-operator-argv", {"command": ["ls", ">", f"{OUT}/pwned"]}, "INVALID_INPUT"),
+    ("env-assignment-ld-preload", {"command": "LD_PRELOAD=/tmp/evil.so ls"}, "INVALID_INPUT"),
+    ("env-assignment-argv", {"command": ["PATH=/tmp", "ls"]}, "INVALID_INPUT"),
+    ("env-argument", {"command": ["ls"], "env": {"LD_PRELOAD": "/tmp/evil.so"}}, "INVALID_INPUT"),
+    ("wrapper-env", {"command": ["env", "touch", f"{OUT}/pwned"]}, "PERMISSION_DENIED"),
+    ("wrapper-xargs", {"command": ["xargs", "touch"]}, "PERMISSION_DENIED"),
+    ("wrapper-sh", {"command": ["sh", "-c", f"touch {OUT}/pwned"]}, "PERMISSION_DENIED"),
+    ("wrapper-bash-absolute", {"command": ["/bin/bash", "-c", "id"]}, "PERMISSION_DENIED"),
+    ("wrapper-timeout", {"command": ["timeout", "5", "touch", f"{OUT}/pwned"]}, "PERMISSION_DENIED"),
+    ("wrapper-nice", {"command": ["nice", "touch", f"{OUT}/pwned"]}, "PERMISSION_DENIED"),
+    ("wrapper-sudo", {"command": ["sudo", "ls"]}, "PERMISSION_DENIED"),
+    ("wrapper-busybox", {"command": ["busybox", "sh"]}, "PERMISSION_DENIED"),
+    ("awk-system", {"command": ["awk", f'BEGIN{{system("touch {OUT}/pwned")}}']}, "PERMISSION_DENIED"),
+    ("not-on-allow-list", {"command": ["curl", "-o", "x", "http://example.com"]}, "PERMISSION_DENIED"),
+    ("program-outside-fixed-path", {"command": [f"{OUT}/ls"]}, "PERMISSION_DENIED"),
+    ("relative-program-path", {"command": ["escape/ls"]}, "PERMISSION_DENIED"),
+    ("python-c", {"command": ["python3", "-c", f"open('{OUT}/pwned','w')"]}, "PERMISSION_DENIED"),
+    ("python-m-pdb", {"command": ["python3", "-m", "pdb", "script.py"]}, "PERMISSION_DENIED"),
+    ("python-stdin", {"command": ["python3", "-"]}, "PERMISSION_DENIED"),
+    ("node-e", {"command": ["node", "-e", f"require('fs').writeFileSync('{OUT}/pwned','')"]}, "PERMISSION_DENIED"),
+    ("node-eval-long", {"command": ["node", "--eval=process.exit(1)"]}, "PERMISSION_DENIED"),
+    ("node-require", {"command": ["node", "-r", "./evil.js", "script.js"]}, "PERMISSION_DENIED"),
+    ("find-exec", {"command": ["find", ".", "-exec", "touch", f"{OUT}/pwned", "+"]}, "PERMISSION_DENIED"),
+    ("find-execdir", {"command": ["find", ".", "-execdir", "id", "+"]}, "PERMISSION_DENIED"),
+    ("find-delete", {"command": ["find", ".", "-name", "README.md", "-delete"]}, "PERMISSION_DENIED"),
+    ("find-fprint", {"command": ["find", ".", "-fprint", "list.txt"]}, "PERMISSION_DENIED"),
+    ("git-c-pager", {"command": ["git", "-c", f"core.pager=touch {OUT}/pwned", "log"]}, "PERMISSION_DENIED"),
+    ("git-c-alias", {"command": ["git", "-c", "alias.x=!id", "x"]}, "PERMISSION_DENIED"),
+    ("git-upload-pack", {"command": ["git", "fetch", f"--upload-pack=touch {OUT}/pwned", "."]}, "PERMISSION_DENIED"),
+    ("git-ls-remote-u", {"command": ["git", "ls-remote", "-u", "id", "."]}, "PERMISSION_DENIED"),
+    ("git-diff-output", {"command": ["git", "diff", f"--output={OUT}/pwned"]}, "PERMISSION_DENIED"),
+    ("git-diff-output-abbrev", {"command": ["git", "diff", "--outp=x.txt"]}, "PERMISSION_DENIED"),
+    ("git-log-ext-diff", {"command": ["git", "log", "-p", "--ext-diff"]}, "PERMISSION_DENIED"),
+    ("git-config-write", {"command": ["git", "config", "core.fsmonitor", f"touch {OUT}/pwned"]}, "PERMISSION_DENIED"),
+    ("git-submodule-foreach", {"command": ["git", "submodule", "foreach", "id"]}, "PERMISSION_DENIED"),
+    ("git-filter-branch", {"command": ["git", "filter-branch", "--tree-filter", "id"]}, "PERMISSION_DENIED"),
+    ("git-alias-from-config", {"command": ["git", "st"], "cwd": "hostile"}, "PERMISSION_DENIED"),
+    ("git-exec-path", {"command": ["git", "--exec-path=escape", "status"]}, "PERMISSION_DENIED"),
+    ("git-C-outside", {"command": ["git", "-C", "/", "status"]}, "PERMISSION_DENIED"),
+    ("rg-pre", {"command": ["rg", "--pre", "./evil", "x"]}, "PERMISSION_DENIED"),
+    ("sort-output", {"command": ["sort", "-o", f"{OUT}/pwned", "README.md"]}, "PERMISSION_DENIED"),
+    ("make-shell-override", {"command": ["make", f"SHELL=/usr/bin/touch {OUT}/pwned"]}, "PERMISSION_DENIED"),
+    ("npm-install", {"command": ["npm", "install"]}, "PERMISSION_DENIED"),
+    ("npm-lifecycle-run", {"command": ["npm", "run", "postinstall"]}, "PERMISSION_DENIED"),
+    ("npm-script-shell", {"command": ["npm", "test", "--script-shell=/bin/bash"]}, "PERMISSION_DENIED"),
+    ("path-absolute-outside", {"command": ["cat", "/etc/passwd"]}, "PERMISSION_DENIED"),
+    ("path-dotdot", {"command": ["cat", "../outside/keep.txt"]}, "PERMISSION_DENIED"),
+    ("path-symlink-escape", {"command": ["cat", "escape/keep.txt"]}, "PERMISSION_DENIED"),
+    ("grep-R-through-symlink", {"command": ["grep", "-R", "keep", "."]}, "PERMISSION_DENIED"),
+    ("path-in-option-value", {"command": ["grep", "--file=/etc/passwd", "README.md"]}, "PERMISSION_DENIED"),
+    ("path-attached-short", {"command": ["grep", "-f/etc/shadow", "README.md"]}, "PERMISSION_DENIED"),
+    ("secret-file", {"command": ["cat", ".env"]}, "PERMISSION_DENIED"),
+    ("cwd-absolute-outside", {"command": ["ls"], "cwd": "/tmp"}, "PERMISSION_DENIED"),
+    ("cwd-dotdot", {"command": ["ls"], "cwd": ".."}, "PERMISSION_DENIED"),
+    ("cwd-symlink-escape", {"command": ["ls"], "cwd": "escape"}, "PERMISSION_DENIED"),
+    ("timeout-above-max", {"command": ["ls"], "timeout_seconds": 99999}, "INVALID_INPUT"),
+]
+
+
+def _fill(value: Any, outside: Path) -> Any:
+    if isinstance(value, str):
+        return value.replace(OUT, str(outside))
+    if isinstance(value, list):
+        return [_fill(item, outside) for item in value]
+    if isinstance(value, dict):
+        return {key: _fill(item, outside) for key, item in value.items()}
+    return value
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("unchanged_outside")
+@pytest.mark.parametrize(
+    ("arguments", "code"), [(a, c) for _, a, c in RUN_COMMAND_ATTACKS], ids=[i for i, _, _ in RUN_COMMAND_ATTACKS]
+)
+async def test_run_command_attacks(
+    client: Client, world: dict[str, Path], arguments: dict[str, Any], code: str
+) -> None:
+    result = await client.call_tool("run_command", _fill(arguments, world["outside"]))
+    error_code, message = error_of(result)
+    assert error_code == code, message
+    assert not (world["outside"] / "pwned").exists()
+
+
+# (id, tool, arguments, expected error code)
+OTHER_TOOL_ATTACKS: list[tuple[str, str, dict[str, Any], str]] = [
+    ("diff-ref-option", "git_diff", {"mode": "ref", "ref": f"--output={OUT}/pwned"}, "INVALID_INPUT"),
+    ("diff-ref-dash", "git_diff", {"mode": "ref", "ref": "-p"}, "INVALID_INPUT"),
+    ("diff-to-ref-option", "git_diff", {"mode": "ref", "ref": "HEAD", "to_ref": "--ext-diff"}, "INVALID_INPUT"),
+    ("diff-ref-range", "git_diff", {"mode": "ref", "ref": "HEAD..HEAD"}, "INVALID_INPUT"),
+    ("diff-path-outside", "git_diff", {"paths": ["../outside/keep.txt"]}, "PERMISSION_DENIED"),
+    ("log-ref-option", "git_log", {"ref": "--exec=id"}, "INVALID_INPUT"),
+    ("log-ref-unknown", "git_log", {"ref": "no-such-ref"}, "NOT_FOUND"),
+    ("log-path-symlink", "git_log", {"paths": ["escape/keep.txt"]}, "PERMISSION_DENIED"),
+    ("status-cwd-outside", "git_status", {"cwd": OUT}, "PERMISSION_DENIED"),
+    ("status-cwd-symlink", "git_status", {"cwd": "escape"}, "PERMISSION_DENIED"),
+    ("npm-postinstall", "run_npm_script", {"script": "postinstall"}, "PERMISSION_DENIED"),
+    ("npm-prepare", "run_npm_script", {"script": "prepare"}, "PERMISSION_DENIED"),
+    ("npm-pre-hook", "run_npm_script", {"script": "pretest"}, "PERMISSION_DENIED"),
+    ("npm-option-as-name", "run_npm_script", {"script": "--script-shell=/bin/bash"}, "INVALID_INPUT"),
+    ("npm-cwd-outside", "run_npm_script", {"script": "test", "cwd": OUT}, "PERMISSION_DENIED"),
+    ("npm-arg-newline", "run_npm_script", {"script": "test", "args": ["a\nb"]}, "INVALID_INPUT"),
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("unchanged_outside")
+@pytest.mark.parametrize(
+    ("tool", "arguments", "code"),
+    [(t, a, c) for _, t, a, c in OTHER_TOOL_ATTACKS],
+    ids=[i for i, _, _, _ in OTHER_TOOL_ATTACKS],
+)
+async def test_other_tool_attacks(
+    client: Client, world: dict[str, Path], tool: str, arguments: dict[str, Any], code: str
+) -> None:
+    error_code, message = error_of(await client.call_tool(tool, _fill(arguments, world["outside"])))
+    assert error_code == code, message
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("unchanged_outside")
+async def test_npm_test_runs_without_its_pre_hook(client: Client) -> None:
+    data = data_of(await client.call_tool("run_npm_script", {"script": "test"}))
+    assert "test-ran" in data["stdout"]
+    via_command = data_of(await client.call_tool("run_command", {"command": ["npm", "test"]}))
+    assert "test-ran" in via_command["stdout"]
+
+
+def test_control_hostile_repository_is_really_hostile(tmp_path: Path) -> None:
+    """Without the hardening, plain git runs the planted programs: the checks below are meaningful."""
+    prefix = f"/tmp/PWNED-control-{uuid.uuid4().hex[:12]}"
+    repo = tmp_path / "control"
+    plant_hostile_repository(repo, prefix)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **GIT_IDENTITY}
+    try:
+        for args in (["status"], ["diff"], ["commit", "-qam", "x"]):
+            subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, check=False)
+        ran = {path.removeprefix(prefix + "-") for path in markers(prefix)}
+        assert {"fsmonitor", "diff-command", "clean", "hook-pre-commit"} <= ran, ran
+    finally:
+        for path in markers(prefix):
+            os.unlink(path)
+
+
+HOSTILE_GIT_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("git_status", {"cwd": "hostile"}),
+    ("git_status", {"cwd": "hostile", "include_ignored": True}),
+    ("git_diff", {"cwd": "hostile"}),
+    ("git_diff", {"cwd": "hostile", "mode": "ref", "ref": "HEAD~1"}),
+    ("git_log", {"cwd": "hostile"}),
+    ("run_command", {"cwd": "hostile", "command": ["git", "status"]}),
+    ("run_command", {"cwd": "hostile", "command": ["git", "diff"]}),
+    ("run_command", {"cwd": "hostile", "command": ["git", "log", "-p", "-2"]}),
+    ("run_command", {"cwd": "hostile", "command": ["git", "log", "--show-signature", "-1"]}),
+    ("run_command", {"cwd": "hostile", "command": ["git", "show", "HEAD~1"]}),
+    ("run_command", {"cwd": "hostile", "command": ["git", "add", "-A"]}),
+    ("run_command", {"cwd": "hostile", "command": ["git", "diff", "--cached"]}),
+    ("git_diff", {"cwd": "hostile", "mode": "staged"}),
+    ("run_command", {"cwd": "hostile", "command": ["git", "commit", "-m", "hostile commit"]}),
+    ("run_command", {"cwd": "hostile", "command": ["git", "checkout", "HEAD~1", "--", "file.txt"]}),
+    ("run_command", {"cwd": "hostile", "command": ["git", "stash"]}),
+    ("run_command", {"cwd": "hostile", "command": ["git", "stash", "pop"]}),
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("unchanged_outside")
+async def test_hostile_repository_config_runs_nothing(client: Client, world: dict[str, Path]) -> None:
+    for tool, arguments in HOSTILE_GIT_CALLS:
+        result = await client.call_tool(tool, arguments)
+        assert markers(MARKER) == [], f"{tool} {arguments} ran {markers(MARKER)}"
+        if tool != "run_command" or arguments["command"][1] not in ("stash",):
+            assert not result.is_error, (tool, arguments, result.structured_content)
+    log = data_of(await client.call_tool("git_log", {"cwd": "hostile", "max_count": 1}))
+    assert log["entries"][0]["subject"] == "hostile commit"
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("unchanged_outside")
+async def test_repository_outside_the_roots_is_refused(client: Client, world: dict[str, Path]) -> None:
+    """A `.git` file inside the root pointing at a git directory outside it is not followed."""
+    inner = world["root"] / "gitfile-repo"
+    inner.mkdir()
+    outside_git = world["base"] / "outside-gitdir"
+    shutil.copytree(world["root"] / ".git", outside_git)
+    (inner / ".git").write_text(f"gitdir: {outside_git}\n")
+    try:
+        error_code, _ = error_of(await client.call_tool("git_status", {"cwd": "gitfile-repo"}))
+        assert error_code == "PERMISSION_DENIED"
+        error_code, _ = error_of(
+            await client.call_tool("run_command", {"cwd": "gitfile-repo", "command": ["git", "log"]})
+        )
+        assert error_code == "PERMISSION_DENIED"
+    finally:
+        shutil.rmtree(inner)
+        shutil.rmtree(outside_git)
+
+
+def test_attack_count() -> None:
+    assert len(RUN_COMMAND_ATTACKS) + len(OTHER_TOOL_ATTACKS) + len(HOSTILE_GIT_CALLS) >= 35

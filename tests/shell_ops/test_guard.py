@@ -1,0 +1,330 @@
+"""The command guard on its own: syntax, programs, policies, path confinement, git hardening (no processes)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
+from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.guards.commands import (
+    DEFAULT_ALLOWED_PROGRAMS,
+    CommandGuard,
+    check_allow_list,
+    check_npm_script_name,
+    git_hardening_args,
+    split_command,
+)
+from mcp_sections.shared.guards.paths import PathGuard
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "main.py").write_text("print('hi')\n")
+    (root / "script.js").write_text("console.log(1)\n")
+    (root / ".env").write_text("SECRET=1\n")
+    (tmp_path / "outside").mkdir()
+    (root / "escape").symlink_to(tmp_path / "outside")
+    return root
+
+
+@pytest.fixture
+def guard(root: Path) -> CommandGuard:
+    return CommandGuard(PathGuard([root]), [*DEFAULT_ALLOWED_PROGRAMS, "perl", "tar"])
+
+
+def code_of(guard: CommandGuard, command: str | list[str], cwd: str | None = None) -> ErrorCode:
+    with pytest.raises(ToolFailure) as caught:
+        guard.check(command, cwd)
+    return caught.value.code
+
+
+def test_string_commands_split_without_a_shell(guard: CommandGuard, root: Path) -> None:
+    checked = guard.check("grep -n 'a|b; c' src/main.py")
+    assert checked.args == ("-n", "a|b; c", "src/main.py")
+    assert checked.executable == "/usr/bin/grep" or os.path.isabs(checked.executable)
+    assert checked.cwd == root.resolve()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls; id",
+        "ls && id",
+        "ls || id",
+        "ls | wc",
+        "ls > out",
+        "ls 2>/dev/null",
+        "cat < a",
+        "ls &",
+        "echo $(id)",
+        "echo `id`",
+        "echo ${HOME}",
+        "diff <(ls) a",
+        "ls\nid",
+        "ls\x00",
+        "LD_PRELOAD=/tmp/x.so ls",
+        "'unbalanced",
+        "",
+        ["ls", "&&", "id"],
+        ["ls", ">out.txt"],
+        ["ls", "2>&1"],
+        ["ls", "a\nb"],
+        ["PATH=/tmp", "ls"],
+    ],
+)
+def test_shell_syntax_is_invalid_input(guard: CommandGuard, command: str | list[str]) -> None:
+    assert code_of(guard, command) == ErrorCode.INVALID_INPUT
+
+
+def test_argv_literals_that_look_like_shell_are_fine_inside_words(guard: CommandGuard) -> None:
+    assert guard.check(["grep", "-e", "a;b|c", "src"]).args == ("-e", "a;b|c", "src")
+    assert guard.check(["find", "src", "(", "-name", "*.py", "!", "-name", "x", ")"]).program == "find"
+
+
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [
+        (["bash", "-c", "id"], ErrorCode.PERMISSION_DENIED),
+        (["/bin/sh"], ErrorCode.PERMISSION_DENIED),
+        (["env", "ls"], ErrorCode.PERMISSION_DENIED),
+        (["xargs", "ls"], ErrorCode.PERMISSION_DENIED),
+        (["awk", "{print}"], ErrorCode.PERMISSION_DENIED),
+        (["curl", "http://x"], ErrorCode.PERMISSION_DENIED),
+        (["./ls"], ErrorCode.PERMISSION_DENIED),
+        (["/tmp/ls"], ErrorCode.PERMISSION_DENIED),
+    ],
+)
+def test_programs(guard: CommandGuard, command: list[str], code: ErrorCode) -> None:
+    assert code_of(guard, command) == code
+
+
+def test_absolute_program_accepted_only_when_it_is_the_fixed_path_one(guard: CommandGuard) -> None:
+    ls = guard.executable("ls")
+    assert ls is not None
+    assert guard.check([ls]).executable == ls
+
+
+def test_allowed_but_missing_program_is_not_found(root: Path) -> None:
+    guard = CommandGuard(PathGuard([root]), ["ls", "definitely-not-installed-tool"])
+    assert code_of(guard, ["definitely-not-installed-tool"]) == ErrorCode.NOT_FOUND
+
+
+def test_allow_list_refuses_wrappers_and_paths() -> None:
+    with pytest.raises(ValueError, match="never be allowed"):
+        check_allow_list(["ls", "bash"])
+    with pytest.raises(ValueError, match="bare program name"):
+        check_allow_list(["/usr/bin/ls"])
+    assert check_allow_list(["ls", " ls ", "git"]) == ["ls", "git"]
+
+
+def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_SECTIONS_SHELL_OPS_ALLOWED_PROGRAMS", "ls, cat")
+    monkeypatch.setenv("MCP_SECTIONS_SHELL_OPS_MAX_OUTPUT_BYTES", "4096")
+    settings = ShellOpsSettings.load()
+    assert settings.allowed_programs == ["ls", "cat"] and settings.max_output_bytes == 4096
+    monkeypatch.setenv("MCP_SECTIONS_SHELL_OPS_ALLOWED_PROGRAMS", "ls,sh")
+    with pytest.raises(ValueError, match="never be allowed"):
+        ShellOpsSettings.load()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["python3", "-c", "print(1)"],
+        ["python3", "-Bc", "print(1)"],
+        ["python3", "-m", "pdb", "src/main.py"],
+        ["python3", "-m", "http.server"],
+        ["python3", "-"],
+        ["python3", "--check-hash-based-pycs", "always"],
+        ["python3", "-m", "pytest", "-o", "cache_dir=/tmp/x"],
+        ["python3", "-m", "pytest", "-p", "evil_plugin"],
+        ["node", "-e", "1"],
+        ["node", "--eval=1"],
+        ["node", "-p", "1"],
+        ["node", "-r", "./x.js", "script.js"],
+        ["node", "--import", "./x.mjs", "script.js"],
+        ["node", "--inspect=0.0.0.0:9229", "script.js"],
+        ["node", "--inspect_brk", "script.js"],
+        ["perl", "-e", "system('id')"],
+        ["perl", "-MPOSIX", "x.pl"],
+        ["find", ".", "-exec", "id", "{}", "+"],
+        ["find", ".", "-execdir", "id", "+"],
+        ["find", ".", "-delete"],
+        ["find", ".", "-fprint", "out"],
+        ["find", "-L", "."],
+        ["rg", "--pre", "./x", "foo"],
+        ["rg", "-L", "foo"],
+        ["grep", "-R", "foo", "."],
+        ["grep", "--dereference-recursive", "foo"],
+        ["rg", "--pre=./x", "foo"],
+        ["sort", "-o", "out", "src/main.py"],
+        ["sort", "-uo", "out", "src/main.py"],
+        ["sort", "--outp=out", "src/main.py"],
+        ["sort", "--compress-program=./x", "src/main.py"],
+        ["tar", "--to-command=id", "-xf", "a.tar"],
+        ["tar", "-I", "./x", "-xf", "a.tar"],
+        ["make", "SHELL=/tmp/evil"],
+        ["make", "--eval=all:;id"],
+        ["pytest", "--override-ini=cache_dir=x"],
+        ["git", "-c", "core.pager=id", "log"],
+        ["git", "--config-env=core.pager=X", "log"],
+        ["git", "--exec-path=.", "log"],
+        ["git", "clone", "-u", "id", "x"],
+        ["git", "fetch", "--upload-pack=id"],
+        ["git", "push"],
+        ["git", "submodule", "foreach", "id"],
+        ["git", "filter-branch", "--tree-filter", "id"],
+        ["git", "diff", "--output=out.txt"],
+        ["git", "log", "--ext-diff"],
+        ["git", "show", "--textconv"],
+        ["git", "grep", "-O", "x"],
+        ["git", "grep", "--open-files-in-pager=id", "x"],
+        ["git", "rebase", "-x", "id", "HEAD~1"],
+        ["git", "rebase", "--exec=id", "HEAD~1"],
+        ["git", "init", "--template=tpl"],
+        ["git", "config", "core.pager", "id"],
+        ["git", "config", "--add", "alias.x", "!id"],
+        ["git", "config", "--unset", "user.name"],
+        ["git", "my-alias"],
+        ["git", "cat-file", "--textconv", "HEAD:a"],
+        ["npm", "install"],
+        ["npm", "exec", "x"],
+        ["npm", "run", "postinstall"],
+        ["npm", "run", "build", "--script-shell=/tmp/x"],
+        ["npm", "test", "--no-ignore-scripts"],
+    ],
+)
+def test_policies_refuse_code_execution_and_writes(guard: CommandGuard, command: list[str]) -> None:
+    assert code_of(guard, command) == ErrorCode.PERMISSION_DENIED
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["python3", "src/main.py", "--flag"],
+        ["python3", "-u", "-W", "ignore", "src/main.py"],
+        ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "src"],
+        ["python3", "-m", "unittest", "discover"],
+        ["node", "--enable-source-maps", "script.js", "-e", "passed-to-script"],
+        ["find", "src", "-name", "*.py", "-type", "f"],
+        ["sort", "-u", "src/main.py"],
+        ["git", "diff", "--text", "--stat"],
+        ["git", "format-patch", "--to=dev@example.com", "-1"],
+        ["npm", "ls", "--include=dev"],
+        ["git", "log", "--oneline", "-n", "5"],
+        ["git", "-C", "src", "status"],
+        ["git", "config", "--get", "user.name"],
+        ["git", "config", "user.name"],
+        ["git", "commit", "-m", "fix: handle a/b paths"],
+        ["npm", "test"],
+        ["npm", "run", "build", "--", "--watch=false"],
+        ["make", "-n", "all"],
+        ["tar", "-tf", "a.tar"],
+    ],
+)
+def test_policies_allow_ordinary_use(guard: CommandGuard, command: list[str]) -> None:
+    guard.check(command)
+
+
+def test_git_diff_family_gets_no_ext_diff_and_no_textconv(guard: CommandGuard) -> None:
+    assert guard.check(["git", "-C", "src", "diff", "HEAD"]).args == (
+        "-C",
+        "src",
+        "diff",
+        "--no-ext-diff",
+        "--no-textconv",
+        "HEAD",
+    )
+    assert guard.check(["npm", "test"]).args[:2] == ("--ignore-scripts", "--script-shell=/bin/sh")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["cat", "/etc/passwd"],
+        ["cat", "../outside.txt"],
+        ["cat", "escape/x"],
+        ["ls", ".."],
+        ["grep", "-r", "x", "/"],
+        ["grep", "--file=/etc/passwd", "x"],
+        ["grep", "-f/etc/passwd", "x"],
+        ["cat", ".env"],
+        ["git", "-C", "/", "status"],
+        ["git", "--git-dir=/tmp/other.git", "log"],
+        ["git", "diff", "--no-index", "/etc/passwd", "src/main.py"],
+        ["python3", "../evil.py"],
+        ["node", "/tmp/evil.js"],
+    ],
+)
+def test_path_arguments_are_confined(guard: CommandGuard, command: list[str]) -> None:
+    assert code_of(guard, command) == ErrorCode.PERMISSION_DENIED
+
+
+def test_cwd_is_confined(guard: CommandGuard, root: Path) -> None:
+    assert guard.check(["ls"], "src").cwd == (root / "src").resolve()
+    assert code_of(guard, ["ls"], "/tmp") == ErrorCode.PERMISSION_DENIED
+    assert code_of(guard, ["ls"], "..") == ErrorCode.PERMISSION_DENIED
+    assert code_of(guard, ["ls"], "escape") == ErrorCode.PERMISSION_DENIED
+    assert code_of(guard, ["ls"], "missing") == ErrorCode.NOT_FOUND
+
+
+def test_no_roots_refuses_everything(tmp_path: Path) -> None:
+    guard = CommandGuard(PathGuard([]), ["ls"])
+    assert code_of(guard, ["ls"]) == ErrorCode.PERMISSION_DENIED
+
+
+def test_npm_script_names() -> None:
+    assert check_npm_script_name("build:prod", {"build:prod": "x"}) == "build:prod"
+    for name in ("postinstall", "prepare", "preinstall", "prepublishOnly"):
+        with pytest.raises(ToolFailure) as caught:
+            check_npm_script_name(name)
+        assert caught.value.code == ErrorCode.PERMISSION_DENIED
+    with pytest.raises(ToolFailure) as caught:
+        check_npm_script_name("pretest", {"test": "x", "pretest": "y"})
+    assert caught.value.code == ErrorCode.PERMISSION_DENIED
+    with pytest.raises(ToolFailure) as caught:
+        check_npm_script_name("--script-shell=x")
+    assert caught.value.code == ErrorCode.INVALID_INPUT
+
+
+def test_git_hardening_neutralises_repository_drivers() -> None:
+    args = git_hardening_args(
+        ["filter.lfs.clean", "diff.evil.textconv", "merge.x.driver", "diff.external", "user.name"]
+    )
+    pairs = dict(arg.split("=", 1) for arg in args if arg != "-c")
+    assert pairs["core.fsmonitor"] == "false" and pairs["core.hooksPath"] == "/dev/null"
+    assert pairs["filter.lfs.clean"] == "cat" and pairs["filter.lfs.required"] == "false"
+    assert pairs["diff.evil.textconv"] == "cat" and pairs["merge.x.driver"] == "false"
+    assert pairs["diff.external"] == "" and "user.name" not in pairs
+
+
+def test_split_command_keeps_quoted_words() -> None:
+    assert split_command('git commit -m "two words"') == ["git", "commit", "-m", "two words"]
+
+
+def test_driver_names_that_cannot_be_overridden_are_reported() -> None:
+    from mcp_sections.shared.guards.commands import unsafe_git_config_names
+
+    names = ["filter.a=b.clean", "filter.ok.clean", "url.https://x=y.insteadof", "diff.x\ty.textconv"]
+    assert unsafe_git_config_names(names) == ["filter.a=b.clean", "diff.x\ty.textconv"]
+
+
+@pytest.mark.parametrize(
+    ("command", "code"),
+    [
+        ("find . -exec id \\;", ErrorCode.INVALID_INPUT),
+        ("find . -exec id {} +", ErrorCode.PERMISSION_DENIED),
+        ("git log --format=%h -n 3", None),
+        ("git commit -m 'message with | pipe and ; semicolon'", None),
+    ],
+)
+def test_string_command_edge_cases(guard: CommandGuard, command: str, code: ErrorCode | None) -> None:
+    if code is None:
+        guard.check(command)
+    else:
+        assert code_of(guard, command) == code

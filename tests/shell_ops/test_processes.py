@@ -1,0 +1,70 @@
+"""The process runner on its own: capped output, spawn failures, fixed environment, group kill."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcp_sections.servers.shell_ops.processes import CappedBuffer, SpawnError, child_environment, run_process
+from mcp_sections.servers.shell_ops.service import ShellOps
+from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
+from mcp_sections.shared.errors import ErrorCode, ToolFailure
+
+
+def test_capped_buffer_keeps_head_and_tail() -> None:
+    buffer = CappedBuffer(10)
+    for chunk in (b"abc", b"defghij", b"klmnop"):
+        buffer.feed(chunk)
+    assert buffer.total == 16 and buffer.dropped == 6
+    assert buffer.text() == "abcde\n[... 6 bytes dropped ...]\nlmnop"
+    small = CappedBuffer(10)
+    small.feed(b"hello")
+    assert small.text() == "hello" and small.dropped == 0
+
+
+def test_environment_is_complete_and_fixed(tmp_path: Path) -> None:
+    env = child_environment(search_path="/usr/bin:/bin", home=tmp_path)
+    assert env["PATH"] == "/usr/bin:/bin" and env["HOME"] == str(tmp_path)
+    assert "LD_PRELOAD" not in env and "GIT_EXTERNAL_DIFF" not in env
+
+
+def test_spawn_failure_and_timeout(tmp_path: Path) -> None:
+    env = child_environment(search_path="/usr/bin:/bin", home=tmp_path)
+
+    async def scenario() -> None:
+        with pytest.raises(SpawnError):
+            await run_process([str(tmp_path / "missing")], cwd=tmp_path, env=env, timeout=5, max_output_bytes=1024)
+        result = await run_process(
+            [sys.executable, "-c", "import time; print('x', flush=True); time.sleep(30)"],
+            cwd=tmp_path,
+            env=env,
+            timeout=0.5,
+            max_output_bytes=1024,
+        )
+        assert result.timed_out and result.exit_code is None and result.stdout.text() == "x\n"
+
+    asyncio.run(scenario())
+
+
+def test_service_maps_spawn_failure_to_execution_failed(tmp_path: Path) -> None:
+    ops = ShellOps(ShellOpsSettings.load(), [tmp_path])
+    try:
+        with pytest.raises(ToolFailure) as caught:
+            asyncio.run(ops._run([str(tmp_path / "missing")], tmp_path, timeout=5, max_output=1024))
+        assert caught.value.code == ErrorCode.EXECUTION_FAILED
+    finally:
+        ops.close()
+    assert not ops.home.exists()
+
+
+def test_search_path_entries_inside_the_roots_are_ignored(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    settings = ShellOpsSettings.load(search_path=f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    ops = ShellOps(settings, [tmp_path])
+    try:
+        assert ops.guard.search_path == "/usr/bin:/bin" and ops.env["PATH"] == "/usr/bin:/bin"
+    finally:
+        ops.close()
