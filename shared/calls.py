@@ -14,7 +14,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.tools import ToolContext, ToolSpec
+from mcp_sections.shared.tools import ToolContext, ToolSpec, UserAnswer
 
 logger = logging.getLogger("mcp_sections.calls")
 
@@ -22,15 +22,21 @@ MAX_REPORTED_ERRORS = 8
 
 
 async def run_tool(
-    spec: ToolSpec, arguments: dict[str, Any], state: Any, ctx: ToolContext | None, extra: str | None = None
+    spec: ToolSpec,
+    arguments: dict[str, Any],
+    state: Any,
+    ctx: ToolContext | None,
+    extra: str | None = None,
+    answer: UserAnswer | None = None,
 ) -> CallToolResult:
     """Run `spec` on raw JSON arguments and always return a `CallToolResult`.
 
-    `extra` names the pip extra that provides the section's libraries, for the missing-dependency hint.
+    `extra` names the pip extra that provides the section's libraries, for the missing-dependency hint;
+    `answer` is the user's answer for a tool declared with `asks_user`.
     """
     try:
         params = parse_arguments(spec.input_model, arguments)
-        result = await spec.invoke(params, state, ctx)
+        result = await spec.invoke(params, state, ctx, answer)
     except ToolFailure as failure:
         return failure_result(failure)
     except ModuleNotFoundError as exc:

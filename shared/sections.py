@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -37,6 +38,8 @@ class Section:
 
     `open_state(runtime)` returns the object passed to tools as `state` (closed with `close()` at
     shutdown if it has one); `warm_up(state)` runs in the background once the client is connected.
+    `lifespan(runtime)`, for a state that needs the server's event loop (background tasks, subprocess
+    sessions), is an async context manager entered when the server starts; what it yields is the state.
     """
 
     id: str
@@ -47,6 +50,7 @@ class Section:
     settings_model: type[SectionSettings] | None = None
     open_state: Callable[[SectionRuntime], Any] | None = None
     warm_up: Callable[[Any], None] | None = None
+    lifespan: Callable[[SectionRuntime], AbstractAsyncContextManager[Any]] | None = None
     extra: str | None = field(default=None, metadata={"doc": "pip extra that brings this section's libraries"})
 
     def __post_init__(self) -> None:

@@ -1,8 +1,9 @@
 """Tool declarations: a typed function plus one frozen metadata object.
 
 A tool is a plain function that takes one pydantic input model (`params`) and returns a
-`ToolResult`. It may also ask for the section's state (`state`) and for the call context
-(`ctx`), by those parameter names. `@tool` attaches a `ToolSpec` and returns the function
+`ToolResult`. It may also ask for the section's state (`state`), for the call context
+(`ctx`) and, when declared with `asks_user=`, for the user's answer to one question (`answer`),
+by those parameter names. `@tool` attaches a `ToolSpec` and returns the function
 unchanged, so it stays directly callable in tests; registration on a server is a separate step
 (`shared.server`).
 """
@@ -13,12 +14,12 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, get_type_hints
+from typing import Any, Literal, Protocol, get_type_hints
 
 from pydantic import BaseModel, ConfigDict
 
 SPEC_ATTRIBUTE = "__mcp_tool_spec__"
-ALLOWED_PARAMETERS = ("params", "state", "ctx")
+ALLOWED_PARAMETERS = ("params", "state", "ctx", "answer")
 
 
 class ToolInput(BaseModel):
@@ -64,6 +65,34 @@ READ_ONLY = Annotations(read_only=True, destructive=False, idempotent=True, open
 
 
 @dataclass(frozen=True)
+class UserQuestion:
+    """One question a tool asks the user before its body runs (MCP form elicitation).
+
+    `schema` is a flat pydantic model of primitive fields (str, int, float, bool, enums, lists of enum
+    strings), as MCP elicitation requires. The question must be computable from the arguments alone: on a
+    2026-07-28 connection it is asked by returning an `InputRequiredResult`, and asked again identically
+    when the client comes back with the answer.
+    """
+
+    message: str
+    schema: type[BaseModel]
+    timeout_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class UserAnswer:
+    """What the user did with the question: `accept` (with `content`), `decline`, `cancel`, or `timeout`."""
+
+    action: Literal["accept", "decline", "cancel", "timeout"]
+    content: dict[str, Any] | None = None
+    waited_seconds: float = 0.0
+
+
+AskUser = Callable[[Any, Any], UserQuestion]
+"""`asks_user(params, state) -> UserQuestion`; raising `ToolFailure` fails the call without asking."""
+
+
+@dataclass(frozen=True)
 class ToolSpec:
     """Everything the framework needs to publish and call one tool."""
 
@@ -77,14 +106,19 @@ class ToolSpec:
     wants_state: bool
     wants_ctx: bool
     is_async: bool
+    asks_user: AskUser | None = field(default=None, repr=False)
 
-    async def invoke(self, params: BaseModel, state: Any, ctx: ToolContext | None) -> ToolResult:
+    async def invoke(
+        self, params: BaseModel, state: Any, ctx: ToolContext | None, answer: UserAnswer | None = None
+    ) -> ToolResult:
         """Call the function with what it asked for; sync functions run in a worker thread."""
         kwargs: dict[str, Any] = {"params": params}
         if self.wants_state:
             kwargs["state"] = state
         if self.wants_ctx:
             kwargs["ctx"] = ctx
+        if self.asks_user is not None:
+            kwargs["answer"] = answer
         if self.is_async:
             return await self.function(**kwargs)
         import anyio.to_thread
@@ -98,11 +132,18 @@ def tool(
     title: str,
     annotations: Annotations,
     description: str | None = None,
+    asks_user: AskUser | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Declare a function as a tool. The description defaults to the function's docstring."""
+    """Declare a function as a tool. The description defaults to the function's docstring.
+
+    `asks_user(params, state) -> UserQuestion` makes the tool ask the user one question (MCP elicitation)
+    before its body runs; the body then receives the `UserAnswer` as its `answer` parameter. The framework
+    handles both protocol eras, the question's timeout, and clients without elicitation (DEPENDENCY_ERROR).
+    """
 
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
-        setattr(function, SPEC_ATTRIBUTE, _build_spec(function, name, title, annotations, description))
+        spec = _build_spec(function, name, title, annotations, description, asks_user)
+        setattr(function, SPEC_ATTRIBUTE, spec)
         return function
 
     return decorate
@@ -121,11 +162,14 @@ def _build_spec(
     title: str,
     annotations: Annotations,
     description: str | None,
+    asks_user: AskUser | None = None,
 ) -> ToolSpec:
     parameters = list(inspect.signature(function).parameters)
     unexpected = [p for p in parameters if p not in ALLOWED_PARAMETERS]
     if not parameters or parameters[0] != "params" or unexpected:
-        raise TypeError(f"tool {name}: parameters must be (params[, state][, ctx]), got {parameters}")
+        raise TypeError(f"tool {name}: parameters must be (params[, state][, ctx][, answer]), got {parameters}")
+    if ("answer" in parameters) != (asks_user is not None):
+        raise TypeError(f"tool {name}: an `answer` parameter goes with @tool(asks_user=...), and only with it")
     hints = get_type_hints(function)
     input_model, output_model = hints.get("params"), hints.get("return")
     if not (isinstance(input_model, type) and issubclass(input_model, BaseModel)):
@@ -146,4 +190,5 @@ def _build_spec(
         wants_state="state" in parameters,
         wants_ctx="ctx" in parameters,
         is_async=inspect.iscoroutinefunction(function),
+        asks_user=asks_user,
     )
