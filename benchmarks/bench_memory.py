@@ -1,0 +1,322 @@
+"""Benchmark of the memory section's store and embeddings: `python benchmarks/bench_memory.py`.
+
+Prints one table. Measured in-process on the domain code (`MemoryStore`), which is what every tool call
+runs after argument validation; the model is the real all-MiniLM-L6-v2 (CPU).
+
+Why numpy brute force and not an ANN index: the pyenv `sqlite3` cannot load extensions (no sqlite-vec), and
+an exact scan over L2-normalised float32 vectors is one matrix-vector product: ~1 ms at 10k and ~10 ms at
+100k × 384 on one core, exact (no recall loss), with no index to build or keep in sync across processes.
+HNSW would only pay off well beyond 100k memories per data directory.
+
+Sizes 10k and 100k use synthetic unit vectors inserted directly into SQLite (embedding 100k sentences
+would take ~13 minutes here); the 1k set is embedded by the model. Queries are always real sentences
+embedded by the model (distinct, so the in-memory query cache never helps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from mcp_sections.servers.memory.store import MemoryStore
+from mcp_sections.shared.embeddings import (
+    EmbeddingCache,
+    EmbeddingService,
+    EmbeddingSettings,
+    content_hash,
+    get_embedder,
+    to_blob,
+)
+
+SYLLABLES = ["ka", "lo", "mi", "ter", "san", "dra", "vel", "po", "rin", "tu", "gex", "bar", "on", "qui", "zel", "fa"]
+STOP = ["the", "a", "of", "to", "and", "is", "in", "for", "on", "with"]
+
+
+def vocabulary(size: int = 5_000) -> list[str]:
+    rng = random.Random(3)
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
+
+
+VOCABULARY = vocabulary()
+ZIPF = [1 / (rank + 1) for rank in range(len(VOCABULARY))]  # word frequencies as in natural text
+
+
+SUBJECTS = ["The user", "Our team", "The billing service", "The parser", "Alice", "The on-call engineer", "The client"]
+VERBS = ["prefers", "decided to use", "reported a bug in", "wants to migrate", "deployed", "reviewed", "documented"]
+OBJECTS = [
+    "PostgreSQL for invoices",
+    "short answers without emojis",
+    "the cache layer",
+    "a Rust rewrite of the lexer",
+    "weekly releases on Friday",
+    "the login page",
+    "the quarterly revenue report",
+    "SQLite in WAL mode",
+    "the onboarding checklist",
+    "the on-call rotation",
+    "the design review",
+    "the vector search index",
+]
+REASONS = ["because it is faster", "after the outage", "to cut costs", "for the audit", "before the holidays", ""]
+
+
+def english(rng: random.Random) -> str:
+    """A short realistic English memory (what embedding speed depends on: ~15-20 word pieces)."""
+    parts = [rng.choice(SUBJECTS), rng.choice(VERBS), rng.choice(OBJECTS), rng.choice(REASONS)]
+    return " ".join(part for part in parts if part) + f" (note {rng.randint(1, 10**6)})."
+
+
+def sentence(rng: random.Random, n: int = 12) -> str:
+    """Synthetic text with natural word statistics: Zipf-distributed content words plus stop words."""
+    content = rng.choices(VOCABULARY, weights=ZIPF, k=n)
+    words = [word if rng.random() > 0.35 else f"{rng.choice(STOP)} {word}" for word in content]
+    return " ".join(words).capitalize() + "."
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as statm:  # current RSS (ru_maxrss is only the peak)
+        return int(statm.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def file_mb(path: Path) -> float:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*")) / 2**20
+
+
+def open_store(directory: Path, service_settings: EmbeddingSettings) -> MemoryStore:
+    store = MemoryStore(directory / "memory.sqlite3", None, wait_seconds=60)
+    store.attach_embeddings(EmbeddingService(get_embedder(service_settings), EmbeddingCache(store.db)))
+    return store
+
+
+def insert_synthetic(store: MemoryStore, count: int, dim: int, rng: random.Random) -> None:
+    import numpy as np
+
+    generator = np.random.default_rng(7)
+    model = store.model_key
+    now = "2026-01-01T00:00:00.000000Z"
+    workflows = ["", "wf-a", "wf-b", "wf-c"]
+    types = ["user_pref", "context", "knowledge", "decision"]
+    batch = 5_000
+    for start in range(0, count, batch):
+        vectors = generator.standard_normal((min(batch, count - start), dim)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        rows = []
+        for offset, vector in enumerate(vectors):
+            text = f"{sentence(rng)} #{start + offset}"
+            rows.append(
+                (
+                    f"mem_{uuid.uuid4().hex}",
+                    types[offset % 4],
+                    text,
+                    content_hash(text),
+                    "{}",
+                    "[]",
+                    workflows[offset % 4],
+                    now,
+                    now,
+                    to_blob(vector),
+                    model,
+                )
+            )
+        with store.db.write() as connection:
+            connection.executemany(
+                "INSERT INTO memories(id, type, content, content_hash, metadata, tags, workflow_id, created_at, "
+                "updated_at, embedding, embedding_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+
+
+CPU_TIMES: list[float] = []  # process CPU ms of the last time_searches call (robust to a busy machine)
+
+
+def time_searches(store: MemoryStore, queries: list[str], mode: str = "vector") -> list[float]:
+    timings = []
+    CPU_TIMES.clear()
+    for query in queries:
+        started, cpu = time.perf_counter(), time.process_time()
+        store.search(query, workflow_id="wf-a", scope="both", threshold=0.0, limit=10, mode=mode)  # type: ignore[arg-type]
+        timings.append((time.perf_counter() - started) * 1000)
+        CPU_TIMES.append((time.process_time() - cpu) * 1000)
+    return timings
+
+
+async def over_stdio(data_dir: Path, calls: int, rng: random.Random) -> list[tuple[str, str]]:
+    """The same operations through a real `mcp-sections serve memory` process and the official client."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    script = Path(sys.executable).parent / "mcp-sections"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "mcp_sections.shared.cli"]
+    env = {k: v for k, v in os.environ.items() if k.startswith(("MCP_SECTIONS_", "PATH", "HOME", "HF_"))}
+    parameters = StdioServerParameters(
+        command=command[0], args=[*command[1:], "serve", "memory", "--data-dir", str(data_dir)], env=env
+    )
+    rows = []
+    started = time.perf_counter()
+    async with Client(parameters, read_timeout_seconds=120) as client:  # type: ignore[arg-type]
+        await client.list_tools()
+        rows.append(("stdio: start + initialize + tools/list", f"{(time.perf_counter() - started) * 1000:.0f} ms"))
+        started = time.perf_counter()
+        await client.call_tool("memory_search", {"query": "warm-up query"})
+        rows.append(("stdio: first search (waits for the model load)", f"{time.perf_counter() - started:.1f} s"))
+        adds, searches = [], []
+        for _ in range(calls):
+            began = time.perf_counter()
+            await client.call_tool("memory_add", {"type": "knowledge", "content": english(rng), "force": True})
+            adds.append((time.perf_counter() - began) * 1000)
+        for _ in range(calls):
+            began = time.perf_counter()
+            await client.call_tool("memory_search", {"query": english(rng), "threshold": 0.0})
+            searches.append((time.perf_counter() - began) * 1000)
+    rows.append(
+        (
+            f"stdio: memory_add p50 / p95 ({calls} calls)",
+            f"{statistics.median(adds):.1f} / {percentile(adds, 95):.1f} ms",
+        )
+    )
+    rows.append(
+        (
+            f"stdio: memory_search p50 / p95 ({calls} calls, {calls} memories)",
+            f"{statistics.median(searches):.1f} / {percentile(searches, 95):.1f} ms",
+        )
+    )
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated store sizes")
+    parser.add_argument("--queries", type=int, default=200, help="searches per size")
+    parser.add_argument("--adds", type=int, default=300, help="memory adds to time")
+    parser.add_argument("--stdio", type=int, default=100, help="calls timed through a real server (0: skip)")
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    rng = random.Random(42)
+    rows: list[tuple[str, str]] = []
+    settings = EmbeddingSettings()
+
+    with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
+        root = Path(tmp)
+        rss_start = rss_mb()
+        embedder = get_embedder(settings)
+        started = time.perf_counter()
+        if not embedder.load():
+            print(f"embedding model unavailable: {embedder.error}", file=sys.stderr)
+            return 1
+        rows.append(
+            ("model import + load (cold process)", f"{time.perf_counter() - started:.1f} s on {embedder.device}")
+        )
+        rows.append(("process RSS after model load", f"{rss_mb():.0f} MB (+{rss_mb() - rss_start:.0f} MB)"))
+
+        # embedding throughput (batched, no cache)
+        batch = [english(rng) for _ in range(512)]
+        embedder.encode(batch[:32])  # warm the kernels
+        started = time.perf_counter()
+        embedder.encode(batch)
+        rate = len(batch) / (time.perf_counter() - started)
+        rows.append(("embedding throughput (batch 32, short English sentences)", f"{rate:.0f} sentences/s"))
+        started = time.perf_counter()
+        for text in batch[:100]:
+            embedder.encode([text])
+        rows.append(("embedding latency, one sentence", f"{(time.perf_counter() - started) * 10:.1f} ms"))
+
+        # memory_add throughput: embed + duplicate check + insert + fsync, one by one
+        store = open_store(root / "adds", settings)
+        texts = [english(rng) for _ in range(args.adds)]
+        started = time.perf_counter()
+        stored = sum(store.add("knowledge", text, workflow_id="wf-a").stored for text in texts)
+        elapsed = time.perf_counter() - started
+        rows.append(
+            (
+                "memory_add throughput (embed + duplicate check + commit)",
+                f"{args.adds / elapsed:.0f} adds/s ({stored} stored, {args.adds - stored} near-duplicates)",
+            )
+        )
+        started = time.perf_counter()
+        for text in texts[:100]:
+            store.add("knowledge", text, workflow_id="wf-b", force=True)  # same texts: the cache skips the model
+        rows.append(("memory_add throughput, cached embeddings", f"{100 / (time.perf_counter() - started):.0f} adds/s"))
+        store.close()
+
+        dim = embedder.dimension or 384
+        for size in sizes:
+            directory = root / f"n{size}"
+            directory.mkdir()
+            store = open_store(directory, settings)
+            if size <= 1000:
+                for text in (english(rng) for _ in range(size)):
+                    store.add("knowledge", text, workflow_id=rng.choice(["wf-a", "wf-b", None]), force=True)
+            else:
+                insert_synthetic(store, size, dim, rng)
+            store.close()
+            with sqlite3.connect(directory / "memory.sqlite3") as connection:
+                connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            disk = file_mb(directory / "memory.sqlite3")
+
+            # a fresh store = a server process right after start (model already loaded in this process)
+            before = rss_mb()
+            store = open_store(directory, settings)
+            # English questions plus two corpus words, so BM25 (hybrid) has real matches to rank
+            queries = [f"{english(rng)} {sentence(rng, 2)}" for _ in range(args.queries + 1)]
+            started = time.perf_counter()
+            time_searches(store, queries[:1])
+            first = (time.perf_counter() - started) * 1000
+            index_mb = rss_mb() - before
+            timings = time_searches(store, queries[1:])
+            p50, p95 = statistics.median(timings), percentile(timings, 95)
+            cpu50, cpu95 = statistics.median(CPU_TIMES), percentile(CPU_TIMES, 95)
+            hybrid = time_searches(store, [q + " hybrid" for q in queries[1:51]], "hybrid")
+            cached_query = time_searches(store, [queries[1]] * 50)  # query vector cached: retrieval alone
+            label = f"{size:,} memories"
+            rows.append((f"search p50 / p95, {label} (vector)", f"{p50:.1f} / {p95:.1f} ms"))
+            rows.append((f"  CPU time per search p50 / p95, {label}", f"{cpu50:.1f} / {cpu95:.1f} ms"))
+            rows.append(
+                (
+                    f"search p50 / p95, {label} (hybrid)",
+                    f"{statistics.median(hybrid):.1f} / {percentile(hybrid, 95):.1f} ms",
+                )
+            )
+            rows.append(
+                (f"  retrieval only (cached query vector), {label}", f"{statistics.median(cached_query):.1f} ms")
+            )
+            rows.append((f"first search after start, {label}", f"{first:.0f} ms (loads the vector cache)"))
+            rows.append((f"disk per 1,000 memories ({label})", f"{disk / size * 1000:.2f} MB"))
+            rows.append((f"RAM per 1,000 memories ({label}, vector cache)", f"{max(index_mb, 0) / size * 1000:.2f} MB"))
+            store.close()
+            print(f"done: {size:,} memories", file=sys.stderr)
+
+    if args.stdio:
+        import anyio
+
+        with tempfile.TemporaryDirectory(prefix="bench-memory-stdio-") as tmp:
+            rows += anyio.run(over_stdio, Path(tmp) / "data", args.stdio, rng)
+
+    width = max(len(name) for name, _ in rows)
+    print(f"{'measure':<{width}}  value")
+    print(f"{'-' * width}  {'-' * 30}")
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

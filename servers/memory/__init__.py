@@ -1,0 +1,1 @@
+"""Memory: persistent memories searched by meaning (sentence-transformers vectors + SQLite FTS5)."""

@@ -1,0 +1,329 @@
+"""The memory section: persistent memories searched by meaning, scoped per workflow."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from mcp_sections.servers.memory.models import (
+    PREVIEW_CHARS,
+    ActivateGeneralInput,
+    ActivateResult,
+    ActivateWorkflowInput,
+    AddInput,
+    AddResult,
+    ClearByTypeInput,
+    ClearResult,
+    DeleteInput,
+    DeleteResult,
+    GetInput,
+    GetResult,
+    ListInput,
+    ListResult,
+    MemoryView,
+    SearchHit,
+    SearchInput,
+    SearchResult,
+    UpdateInput,
+    UpdateResult,
+)
+from mcp_sections.servers.memory.store import DEFAULT_DUPLICATE_THRESHOLD, MemoryStore
+from mcp_sections.shared.config import SectionSettings
+from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService, EmbeddingSettings, get_embedder
+from mcp_sections.shared.errors import invalid_input
+from mcp_sections.shared.sections import Section, SectionRuntime
+from mcp_sections.shared.tools import READ_ONLY, Annotations, tool
+
+SESSION = Annotations(read_only=False, destructive=False, idempotent=True, open_world=False)
+CREATE = Annotations(read_only=False, destructive=False, idempotent=False, open_world=False)
+OVERWRITE = Annotations(read_only=False, destructive=True, idempotent=True, open_world=False)
+
+
+class MemorySettings(SectionSettings, EmbeddingSettings):
+    """`[sections.memory]` in the config file, or `MCP_SECTIONS_MEMORY_*` (e.g. `..._EMBEDDING_MODEL`)."""
+
+    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_MEMORY_", extra="ignore", env_ignore_empty=True)
+
+    embeddings_enabled: bool = Field(default=True, description="Off: text search only, the model is never loaded.")
+    duplicate_threshold: float = Field(
+        default=DEFAULT_DUPLICATE_THRESHOLD,
+        gt=0.5,
+        le=1.0,
+        description="Cosine similarity from which a new memory counts as a duplicate of one in the same scope.",
+    )
+    vector_cache: bool = Field(
+        default=True, description="Keep the vectors in an in-process matrix (off: reload them from SQLite per search)."
+    )
+
+
+class MemoryState:
+    """The store plus the activated scope. The activation is per server process (shared by its clients)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.active_workflow: str | None = None
+        self._lock = threading.Lock()
+
+    def workflow(self, explicit: str | None) -> str | None:
+        if explicit is not None:
+            return explicit
+        with self._lock:
+            return self.active_workflow
+
+    def activate(self, workflow_id: str | None) -> None:
+        with self._lock:
+            self.active_workflow = workflow_id
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def open_memory(runtime: SectionRuntime) -> MemoryState:
+    settings = runtime.section_settings
+    if not isinstance(settings, MemorySettings):
+        settings = MemorySettings()
+    store = MemoryStore.in_data_dir(
+        runtime.data_dir,
+        None,
+        wait_seconds=settings.embedding_wait_seconds,
+        duplicate_threshold=settings.duplicate_threshold,
+        vector_cache=settings.vector_cache,
+    )
+    if settings.embeddings_enabled:
+        store.attach_embeddings(EmbeddingService(get_embedder(settings), EmbeddingCache(store.db)))
+    return MemoryState(store)
+
+
+def warm_up(state: Any) -> None:
+    """Import and load the model in the background, then embed whatever is pending."""
+    if isinstance(state, MemoryState) and state.store.embeddings is not None:
+        embedder = state.store.embeddings.embedder
+        if embedder.load():
+            state.store.kick_pending()
+
+
+def _scope_of(workflow_id: str | None) -> str:
+    return "workflow" if workflow_id else "general"
+
+
+@tool(name="memory_activate_workflow", title="Scope memory to a workflow", annotations=SESSION)
+def memory_activate_workflow(params: ActivateWorkflowInput, state: MemoryState) -> ActivateResult:
+    """Make a workflow the active memory scope for the following calls of this server process.
+
+    Afterwards memory_add stores into this workflow, and list/search see its memories plus the general ones;
+    other workflows' memories stay invisible. The activation lives in the server process (shared by everything
+    connected to it); stateless clients should rather pass workflow_id on each call.
+    """
+    state.activate(params.workflow_id)
+    _, total = state.store.list(workflow_id=params.workflow_id, scope="both", limit=1)
+    return ActivateResult(
+        message=f"Workflow scope activated: {params.workflow_id}",
+        scope="workflow",
+        workflow_id=params.workflow_id,
+        memory_count=total,
+    )
+
+
+@tool(name="memory_activate_general", title="Use general memory scope", annotations=SESSION)
+def memory_activate_general(params: ActivateGeneralInput, state: MemoryState) -> ActivateResult:
+    """Leave any workflow scope: following calls of this server process use general (cross-workflow) memories.
+
+    memory_add then stores general memories, visible from every workflow with scope='both'. Calls that pass
+    workflow_id explicitly are not affected.
+    """
+    state.activate(None)
+    _, total = state.store.list(workflow_id=None, scope="general", limit=1)
+    return ActivateResult(message="General mode activated", scope="general", workflow_id=None, memory_count=total)
+
+
+@tool(name="memory_add", title="Store a memory", annotations=CREATE)
+def memory_add(params: AddInput, state: MemoryState) -> AddResult:
+    """Store a memory (a preference, context fact, piece of knowledge or decision) for later retrieval by meaning.
+
+    It goes to the workflow given by workflow_id, else the activated workflow, else the general scope. The
+    content is embedded for semantic search (embedding_generated=true); while the embedding model is still
+    loading the memory is stored at once and embedded in the background shortly after (embedding_generated=false).
+    If a near-identical memory (same text, or cosine ≥ 0.97) already exists in the same scope, nothing is stored
+    and its id is returned with duplicate_of; pass force=true to store a twin anyway. Search before adding.
+    """
+    workflow_id = state.workflow(params.workflow_id)
+    outcome = state.store.add(
+        params.type,
+        params.content,
+        workflow_id=workflow_id,
+        metadata=params.metadata,
+        tags=params.tags,
+        force=params.force,
+    )
+    where = f"workflow {workflow_id}" if workflow_id else "general scope"
+    if outcome.stored:
+        message = f"Memory stored successfully in {where}: {outcome.memory.id}."
+    else:
+        message = (
+            f"Not stored: near-identical to existing memory {outcome.duplicate_of} in {where} "
+            f"(similarity {outcome.duplicate_similarity}); pass force=true to store it anyway."
+        )
+    return AddResult(
+        memory_id=outcome.memory.id,
+        stored=outcome.stored,
+        duplicate_of=outcome.duplicate_of,
+        duplicate_similarity=outcome.duplicate_similarity,
+        embedding_generated=outcome.embedding_generated,
+        scope=_scope_of(workflow_id),  # type: ignore[arg-type]
+        workflow_id=workflow_id,
+        message=message,
+        note=outcome.note,
+    )
+
+
+@tool(name="memory_get", title="Read a memory", annotations=READ_ONLY)
+def memory_get(params: GetInput, state: MemoryState) -> GetResult:
+    """Return one memory in full (content, metadata, tags, scope, timestamps) by its id.
+
+    Only memories of the current workflow and general ones are visible; another workflow's memory is NOT_FOUND.
+    """
+    memory = state.store.get(params.memory_id, workflow_id=state.workflow(params.workflow_id))
+    return GetResult(memory=MemoryView.of(memory))
+
+
+@tool(name="memory_list", title="List memories", annotations=READ_ONLY)
+def memory_list(params: ListInput, state: MemoryState) -> ListResult:
+    """List memories newest first, optionally filtered by type and tags (all given tags must match).
+
+    scope 'both' (default) = the workflow's memories plus general ones, 'workflow' = only the workflow's,
+    'general' = only general ones. limit 1-100 (default 10); content longer than 1000 characters is shown as
+    a preview (use memory_get for the full text). To find memories by topic, use memory_search instead.
+    """
+    workflow_id = state.workflow(params.workflow_id)
+    memories, total = state.store.list(
+        workflow_id=workflow_id,
+        scope=params.scope,
+        type_filter=params.type_filter,
+        tags=params.tags,
+        limit=params.limit,
+    )
+    views = [MemoryView.of(memory, PREVIEW_CHARS) for memory in memories]
+    return ListResult(memories=views, count=len(views), total=total, scope=params.scope, workflow_id=workflow_id)
+
+
+@tool(name="memory_search", title="Search memories by meaning", annotations=READ_ONLY)
+def memory_search(params: SearchInput, state: MemoryState) -> SearchResult:
+    """Find memories similar in meaning to a natural-language query, best first, with their cosine similarity.
+
+    Only matches with similarity ≥ threshold (default 0.7) are returned; lower it (e.g. 0.4) for loosely
+    related memories. mode='hybrid' adds keyword (BM25) matches fused by reciprocal rank. If the embedding model
+    is unavailable the search falls back to keyword search and says so (search_type='text', threshold not
+    applied); right after the server starts a search may wait a few seconds for the model to load.
+    Same scope rules as memory_list; limit 1-100 (default 10).
+    """
+    workflow_id = state.workflow(params.workflow_id)
+    outcome = state.store.search(
+        params.query,
+        workflow_id=workflow_id,
+        scope=params.scope,
+        type_filter=params.type_filter,
+        tags=params.tags,
+        limit=params.limit,
+        threshold=params.threshold,
+        mode=params.mode,
+    )
+    hits = [
+        SearchHit(
+            memory=MemoryView.of(found.memory, PREVIEW_CHARS),
+            similarity=found.similarity,
+            score=found.score,
+            matched_by=list(found.matched_by),  # type: ignore[arg-type]
+        )
+        for found in outcome.results
+    ]
+    return SearchResult(
+        results=hits,
+        count=len(hits),
+        search_type=outcome.search_type,
+        threshold=params.threshold,
+        pending_embeddings=outcome.pending_embeddings,
+        notes=outcome.notes,
+    )
+
+
+@tool(name="memory_update", title="Update a memory", annotations=OVERWRITE)
+def memory_update(params: UpdateInput, state: MemoryState) -> UpdateResult:
+    """Change a memory's content, metadata and/or tags (each given field replaces the old value).
+
+    New content is re-embedded (in the background if the model is still loading). At least one of content,
+    metadata, tags is required. Same visibility rules as memory_get.
+    """
+    if params.content is None and params.metadata is None and params.tags is None:
+        raise invalid_input("nothing to update: pass at least one of content, metadata, tags.")
+    memory, changed, embedded = state.store.update(
+        params.memory_id,
+        workflow_id=state.workflow(params.workflow_id),
+        content=params.content,
+        metadata=params.metadata,
+        tags=params.tags,
+    )
+    what = ", ".join(changed) if changed else "nothing (content identical)"
+    return UpdateResult(
+        memory_id=memory.id,
+        updated_fields=changed,
+        embedding_generated=embedded,
+        message=f"Memory {memory.id} updated: {what}.",
+        memory=MemoryView.of(memory, PREVIEW_CHARS),
+    )
+
+
+@tool(name="memory_delete", title="Delete a memory", annotations=OVERWRITE)
+def memory_delete(params: DeleteInput, state: MemoryState) -> DeleteResult:
+    """Delete one memory by id, permanently. Same visibility rules as memory_get (NOT_FOUND otherwise)."""
+    memory = state.store.delete(params.memory_id, workflow_id=state.workflow(params.workflow_id))
+    return DeleteResult(memory_id=memory.id, message=f"Memory {memory.id} deleted successfully.")
+
+
+@tool(name="memory_clear_by_type", title="Delete all memories of a type", annotations=OVERWRITE)
+def memory_clear_by_type(params: ClearByTypeInput, state: MemoryState) -> ClearResult:
+    """Permanently delete every memory of one type in the active scope only.
+
+    With a workflow (workflow_id or the activated one) only that workflow's memories of the type are deleted;
+    in general mode only the general ones. Other workflows are never touched. Returns how many were deleted.
+    """
+    workflow_id = state.workflow(params.workflow_id)
+    count = state.store.clear_by_type(params.type, workflow_id=workflow_id)
+    where = f"workflow {workflow_id}" if workflow_id else "the general scope"
+    return ClearResult(
+        type=params.type,
+        count=count,
+        scope=_scope_of(workflow_id),  # type: ignore[arg-type]
+        workflow_id=workflow_id,
+        message=f"Cleared {count} memories of type '{params.type}' from {where}.",
+    )
+
+
+SECTION = Section(
+    id="memory",
+    name="Memory",
+    description="Persistent memories (preferences, context, knowledge, decisions) searched by meaning, per workflow.",
+    instructions=(
+        "Long-term memory. Search (memory_search) before adding to avoid duplicates; store self-contained "
+        "statements with memory_add. Memories are isolated per workflow: pass workflow_id on each call, or "
+        "activate one with memory_activate_workflow (per server process). General memories are visible from "
+        "every workflow."
+    ),
+    tools=(
+        memory_activate_workflow,
+        memory_activate_general,
+        memory_add,
+        memory_get,
+        memory_list,
+        memory_search,
+        memory_update,
+        memory_delete,
+        memory_clear_by_type,
+    ),
+    settings_model=MemorySettings,
+    open_state=open_memory,
+    warm_up=warm_up,
+    extra="memory",
+)

@@ -1,0 +1,758 @@
+"""The memory store: SQLite (WAL) is the truth; FTS5 for words, float32 BLOBs for meaning.
+
+One file, `<data_dir>/memory.sqlite3`, shared safely by any number of processes (WAL, `BEGIN
+IMMEDIATE` writers, busy timeout, `synchronous=FULL`: a committed memory survives `kill -9`).
+
+- Scope: each memory belongs to one workflow or to no workflow ("general", stored as '').
+  A call sees the general memories and those of its own workflow, never another workflow's.
+- Vectors: embedded with the section's sentence-transformers model when it is loaded; a memory
+  added while the model is loading (or by a process without the model) is stored at once and
+  embedded later by the pending pass (`embed_pending`, run by a background worker).
+- Search: `vector` (cosine over the in-process `VectorIndex`), `hybrid` (vector + BM25 fused by
+  reciprocal rank) or `text` (BM25 only: the fallback when the model is unavailable).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from mcp_sections.shared.embeddings import (
+    EMBEDDING_CACHE_SCHEMA,
+    EmbeddingService,
+    EmbeddingUnavailable,
+    content_hash,
+    to_blob,
+)
+from mcp_sections.shared.errors import invalid_input, not_found
+from mcp_sections.shared.store.sqlite import Database
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from mcp_sections.servers.memory.vectors import VectorIndex
+
+logger = logging.getLogger("mcp_sections.memory")
+
+DATABASE_FILE = "memory.sqlite3"
+MAX_CONTENT_LENGTH = 50_000
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 100
+DEFAULT_SIMILARITY_THRESHOLD = 0.7
+DEFAULT_DUPLICATE_THRESHOLD = 0.97
+VALID_TYPES = ("user_pref", "context", "knowledge", "decision")
+TYPE_CODES = {name: code for code, name in enumerate(VALID_TYPES)}
+WORKFLOW_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+MEMORY_ID_PATTERN = r"^mem_[0-9a-f]{32}$"
+MAX_TAGS = 20
+MAX_TAG_LENGTH = 64
+MAX_METADATA_CHARS = 16_000
+RRF_K = 60
+PENDING_BATCH = 64
+PENDING_INLINE_MAX = 256
+CHANGE_LOG_KEEP = 200_000
+
+MemoryType = Literal["user_pref", "context", "knowledge", "decision"]
+ScopeName = Literal["both", "workflow", "general"]
+SearchMode = Literal["vector", "hybrid"]
+
+MIGRATIONS = (
+    """
+    CREATE TABLE memories (
+        pk INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        type TEXT NOT NULL,
+        content TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        tags TEXT NOT NULL DEFAULT '[]',
+        workflow_id TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        embedding BLOB,
+        embedding_model TEXT
+    );
+    CREATE INDEX memories_scope ON memories(workflow_id, type, created_at);
+    CREATE INDEX memories_hash ON memories(workflow_id, content_hash);
+    CREATE INDEX memories_embedding_model ON memories(embedding_model);
+    CREATE TABLE memory_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, memory_rowid INTEGER NOT NULL);
+    CREATE VIRTUAL TABLE memories_fts USING fts5(
+        content, tags, content='memories', content_rowid='pk', tokenize='porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER memories_after_insert AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts(rowid, content, tags) VALUES (new.pk, new.content, new.tags);
+        INSERT INTO memory_changes(memory_rowid) VALUES (new.pk);
+    END;
+    CREATE TRIGGER memories_after_delete AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, content, tags) VALUES ('delete', old.pk, old.content, old.tags);
+        INSERT INTO memory_changes(memory_rowid) VALUES (old.pk);
+    END;
+    CREATE TRIGGER memories_after_text_update AFTER UPDATE OF content, tags ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, content, tags) VALUES ('delete', old.pk, old.content, old.tags);
+        INSERT INTO memories_fts(rowid, content, tags) VALUES (new.pk, new.content, new.tags);
+    END;
+    CREATE TRIGGER memories_after_update AFTER UPDATE ON memories BEGIN
+        INSERT INTO memory_changes(memory_rowid) VALUES (new.pk);
+    END;
+    """,
+    EMBEDDING_CACHE_SCHEMA,
+)
+
+_COLUMNS = "pk, id, type, content, content_hash, metadata, tags, workflow_id, created_at, updated_at, embedding_model"
+_WORD = re.compile(r"\w+", re.UNICODE)
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "do",
+        "does",
+        "did",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
+)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Memory:
+    pk: int
+    id: str
+    type: str
+    content: str
+    metadata: dict[str, Any]
+    tags: list[str]
+    workflow_id: str | None
+    created_at: str
+    updated_at: str
+    embedded: bool
+
+    @classmethod
+    def of(cls, row: Any, model_key: str | None) -> Memory:
+        return cls(
+            pk=row["pk"],
+            id=row["id"],
+            type=row["type"],
+            content=row["content"],
+            metadata=json.loads(row["metadata"]),
+            tags=json.loads(row["tags"]),
+            workflow_id=row["workflow_id"] or None,
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            embedded=model_key is not None and row["embedding_model"] == model_key,
+        )
+
+
+@dataclass(frozen=True)
+class AddOutcome:
+    memory: Memory
+    stored: bool
+    duplicate_of: str | None = None
+    duplicate_similarity: float | None = None
+    embedding_generated: bool = False
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Found:
+    memory: Memory
+    similarity: float | None
+    score: float | None
+    matched_by: tuple[str, ...]
+
+
+@dataclass
+class SearchOutcome:
+    results: list[Found]
+    search_type: Literal["vector", "hybrid", "text"]
+    pending_embeddings: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def normalize_tags(tags: Sequence[str] | None) -> list[str]:
+    """Tags are compared case-insensitively: stored stripped, lower-cased, without duplicates."""
+    return list(dict.fromkeys(tag.strip().lower() for tag in tags or () if tag.strip()))
+
+
+def visible_workflows(workflow_id: str | None, scope: ScopeName) -> tuple[str, ...]:
+    """The stored workflow keys ('' = general) a call with this workflow and scope may see."""
+    if scope == "general":
+        return ("",)
+    if scope == "workflow":
+        if workflow_id is None:
+            raise invalid_input(
+                "scope='workflow' needs a workflow: pass workflow_id, or call memory_activate_workflow first "
+                "(or use scope='general' / 'both')."
+            )
+        return (workflow_id,)
+    return ("",) if workflow_id is None else ("", workflow_id)
+
+
+class MemoryStore:
+    """All memory operations; `embeddings=None` means text-only (no model configured or available)."""
+
+    def __init__(
+        self,
+        path: Path,
+        embeddings: EmbeddingService | None,
+        *,
+        wait_seconds: float = 30.0,
+        duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
+        vector_cache: bool = True,
+    ) -> None:
+        self.db = Database(path, MIGRATIONS)
+        self.embeddings = embeddings
+        self.wait_seconds = wait_seconds
+        self.duplicate_threshold = duplicate_threshold
+        self.vector_cache = vector_cache
+        self._index: VectorIndex | None = None
+        self._index_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = threading.Event()
+        self._worker: threading.Thread | None = None
+        self._worker_lock = threading.Lock()
+        self._pending_lock = threading.Lock()
+        if embeddings is not None:
+            self.attach_embeddings(embeddings)
+
+    def attach_embeddings(self, embeddings: EmbeddingService) -> None:
+        """Use this service for vectors (its cache may live in `self.db`: see `EMBEDDING_CACHE_SCHEMA`)."""
+        self.embeddings = embeddings
+        embeddings.embedder.on_ready(self.kick_pending)
+
+    @classmethod
+    def in_data_dir(cls, data_dir: Path, embeddings: EmbeddingService | None, **options: Any) -> MemoryStore:
+        return cls(Path(data_dir) / DATABASE_FILE, embeddings, **options)
+
+    # ---- embeddings -----------------------------------------------------------------------
+    @property
+    def model_key(self) -> str | None:
+        return self.embeddings.model_key if self.embeddings is not None else None
+
+    def embeddings_status(self) -> str:
+        if self.embeddings is None:
+            return "disabled"
+        return self.embeddings.embedder.status.value
+
+    def _unavailable_reason(self) -> str:
+        if self.embeddings is None:
+            return "embeddings are disabled"
+        return self.embeddings.embedder.describe()
+
+    def _try_embed(self, text: str) -> np.ndarray | None:
+        """The content's vector now if the model is ready; None (and start loading) otherwise."""
+        if self.embeddings is None:
+            return None
+        embedder = self.embeddings.embedder
+        if not embedder.ready:
+            embedder.start_loading()
+            return None
+        try:
+            return self.embeddings.embed([text])[0]
+        except EmbeddingUnavailable:
+            return None
+        except Exception:  # never lose the memory because of the model: store it, embed it later
+            logger.warning("embedding failed; the memory is stored without a vector for now", exc_info=True)
+            return None
+
+    def vector_index(self, connection: Any) -> VectorIndex | None:
+        """The in-process vector cache brought up to date in `connection`'s transaction (None: no model)."""
+        if self.embeddings is None or not self.embeddings.embedder.ready:
+            return None
+        from mcp_sections.servers.memory.vectors import VectorIndex
+
+        with self._index_lock:
+            if self._index is None:
+                dimension = self.embeddings.embedder.dimension or 0
+                self._index = VectorIndex(self.model_key or "", dimension, persistent=self.vector_cache)
+            index = self._index
+        with index.lock:
+            newly_pending = index.refresh(connection, TYPE_CODES)
+        if newly_pending:
+            self.kick_pending()
+        return index
+
+    # ---- pending embeddings ---------------------------------------------------------------
+    def kick_pending(self) -> None:
+        """Wake the background pass that embeds memories stored without a vector."""
+        if self.embeddings is None or self._closed.is_set():
+            return
+        with self._worker_lock:
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._pending_loop, name="memory-pending", daemon=True)
+                self._worker.start()
+        self._wake.set()
+
+    def _pending_loop(self) -> None:
+        while not self._closed.is_set():
+            self._wake.wait()
+            self._wake.clear()
+            if self._closed.is_set():
+                return
+            if self.embeddings is None or not self.embeddings.embedder.ready:
+                continue  # on_ready kicks again once the model is loaded
+            try:
+                while not self._closed.is_set() and self.embed_pending() > 0:
+                    pass
+            except Exception:
+                logger.warning("embedding pending memories failed; will retry on the next change", exc_info=True)
+
+    def embed_pending(self, batch: int = PENDING_BATCH) -> int:
+        """Embed up to `batch` memories lacking a vector of the current model; returns how many."""
+        if self.embeddings is None or not self.embeddings.embedder.ready:
+            return 0
+        with self._pending_lock:
+            return self._embed_pending(batch)
+
+    def _embed_pending(self, batch: int) -> int:
+        assert self.embeddings is not None
+        model = self.model_key
+        with self.db.read() as connection:
+            rows = connection.execute(
+                "SELECT pk, content, content_hash FROM memories "
+                "WHERE embedding_model IS NULL OR embedding_model != ? ORDER BY pk LIMIT ?",
+                (model, batch),
+            ).fetchall()
+        if not rows:
+            return 0
+        vectors = self.embeddings.embed([row["content"] for row in rows])
+        with self.db.write() as connection:
+            connection.executemany(
+                "UPDATE memories SET embedding = ?, embedding_model = ? WHERE pk = ? AND content_hash = ?",
+                [(to_blob(v), model, row["pk"], row["content_hash"]) for row, v in zip(rows, vectors, strict=True)],
+            )
+        return len(rows)
+
+    def pending_count(self) -> int:
+        model = self.model_key
+        with self.db.read() as connection:
+            return connection.execute(
+                "SELECT count(*) FROM memories WHERE embedding_model IS NULL OR embedding_model IS NOT ?", (model,)
+            ).fetchone()[0]
+
+    # ---- add ------------------------------------------------------------------------------
+    def add(
+        self,
+        memory_type: str,
+        content: str,
+        *,
+        workflow_id: str | None,
+        metadata: dict[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
+        force: bool = False,
+    ) -> AddOutcome:
+        vector = self._try_embed(content)
+        key = content_hash(content)
+        workflow = workflow_id or ""
+        now = _now()
+        with self.db.write() as connection:
+            if not force:
+                duplicate = self._find_duplicate(connection, workflow, key, vector)
+                if duplicate is not None:
+                    row, similarity = duplicate
+                    memory = Memory.of(row, self.model_key)
+                    return AddOutcome(
+                        memory=memory,
+                        stored=False,
+                        duplicate_of=memory.id,
+                        duplicate_similarity=similarity,
+                        embedding_generated=memory.embedded,
+                    )
+            memory_id = f"mem_{uuid.uuid4().hex}"
+            cursor = connection.execute(
+                "INSERT INTO memories(id, type, content, content_hash, metadata, tags, workflow_id, created_at, "
+                "updated_at, embedding, embedding_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    memory_id,
+                    memory_type,
+                    content,
+                    key,
+                    json.dumps(metadata or {}, ensure_ascii=False),
+                    json.dumps(normalize_tags(tags), ensure_ascii=False),
+                    workflow,
+                    now,
+                    now,
+                    to_blob(vector) if vector is not None else None,
+                    self.model_key if vector is not None else None,
+                ),
+            )
+            pk = cursor.lastrowid
+            if pk is not None and pk % 1000 == 0:
+                connection.execute(
+                    "DELETE FROM memory_changes WHERE seq < (SELECT max(seq) FROM memory_changes) - ?",
+                    (CHANGE_LOG_KEEP,),
+                )
+            row = connection.execute(f"SELECT {_COLUMNS} FROM memories WHERE pk = ?", (pk,)).fetchone()
+        note = None
+        if vector is None:
+            note = f"stored without a vector ({self._unavailable_reason()}); it is searchable by text"
+            if self.embeddings is not None and self.embeddings.embedder.status.value != "failed":
+                note += " and will be embedded in the background once the model is loaded"
+                self.kick_pending()
+        return AddOutcome(
+            memory=Memory.of(row, self.model_key), stored=True, embedding_generated=vector is not None, note=note
+        )
+
+    def _find_duplicate(
+        self, connection: Any, workflow: str, key: str, vector: np.ndarray | None
+    ) -> tuple[Any, float] | None:
+        row = connection.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE workflow_id = ? AND content_hash = ? ORDER BY pk LIMIT 1",
+            (workflow, key),
+        ).fetchone()
+        if row is not None:
+            return row, 1.0
+        if vector is None:
+            return None
+        index = self.vector_index(connection)
+        if index is None:
+            return None
+        with index.lock:
+            hits = index.search(vector, (workflow,), None, self.duplicate_threshold, 1)
+        if not hits:
+            return None
+        row = connection.execute(f"SELECT {_COLUMNS} FROM memories WHERE pk = ?", (hits[0].pk,)).fetchone()
+        return (row, round(hits[0].similarity, 4)) if row is not None else None
+
+    # ---- read -----------------------------------------------------------------------------
+    def _visible_row(self, connection: Any, memory_id: str, workflow_id: str | None) -> Any:
+        row = connection.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        if row is None or row["workflow_id"] not in visible_workflows(workflow_id, "both"):
+            where = f"workflow {workflow_id!r}" if workflow_id else "general mode"
+            raise not_found(
+                f"no memory {memory_id!r} visible in {where}; memories of another workflow are only visible with "
+                "that workflow_id. Use memory_list or memory_search to find ids."
+            )
+        return row
+
+    def get(self, memory_id: str, *, workflow_id: str | None) -> Memory:
+        with self.db.read() as connection:
+            return Memory.of(self._visible_row(connection, memory_id, workflow_id), self.model_key)
+
+    def list(
+        self,
+        *,
+        workflow_id: str | None,
+        scope: ScopeName = "both",
+        type_filter: str | None = None,
+        tags: Sequence[str] | None = None,
+        limit: int = DEFAULT_LIMIT,
+    ) -> tuple[list[Memory], int]:
+        """Newest first; returns the page and the total number of matching memories."""
+        where, args = self._filters(visible_workflows(workflow_id, scope), type_filter, tags)
+        with self.db.read() as connection:
+            total = connection.execute(f"SELECT count(*) FROM memories m WHERE {where}", args).fetchone()[0]
+            rows = connection.execute(
+                f"SELECT {_COLUMNS} FROM memories m WHERE {where} ORDER BY created_at DESC, pk DESC LIMIT ?",
+                [*args, limit],
+            ).fetchall()
+        return [Memory.of(row, self.model_key) for row in rows], total
+
+    @staticmethod
+    def _filters(workflows: tuple[str, ...], type_filter: str | None, tags: Sequence[str] | None) -> tuple[str, list]:
+        clauses = [f"m.workflow_id IN ({','.join('?' * len(workflows))})"]
+        args: list[Any] = list(workflows)
+        if type_filter is not None:
+            clauses.append("m.type = ?")
+            args.append(type_filter)
+        for tag in normalize_tags(tags):
+            clauses.append("EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value = ?)")
+            args.append(tag)
+        return " AND ".join(clauses), args
+
+    # ---- search ---------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        workflow_id: str | None,
+        scope: ScopeName = "both",
+        type_filter: str | None = None,
+        tags: Sequence[str] | None = None,
+        limit: int = DEFAULT_LIMIT,
+        threshold: float = DEFAULT_SIMILARITY_THRESHOLD,
+        mode: SearchMode = "vector",
+    ) -> SearchOutcome:
+        workflows = visible_workflows(workflow_id, scope)
+        notes: list[str] = []
+        query_vector = None
+        reason = None
+        if self.embeddings is not None:
+            embedder = self.embeddings.embedder
+            loading = not embedder.ready and embedder.status.value != "failed"
+            if loading and self.wait_seconds > 0:  # bounded wait: semantic results are worth a few seconds
+                embedder.wait_ready(self.wait_seconds)
+            elif loading:
+                embedder.start_loading()
+            if embedder.ready:
+                try:
+                    query_vector = self.embeddings.embed_query(query)
+                except EmbeddingUnavailable:
+                    query_vector = None
+                except Exception:
+                    logger.warning("embedding the query failed; answering by text search", exc_info=True)
+                    reason = "embedding the query failed (see the server log)"
+        if query_vector is None:
+            if reason is None:
+                reason = self._unavailable_reason()
+                status = self.embeddings.embedder.status.value if self.embeddings is not None else "failed"
+                if status in ("loading", "not_loaded") and self.wait_seconds > 0:
+                    reason += f" (still loading after waiting {self.wait_seconds:g} s; retry shortly)"
+            notes.append(f"text search (BM25) instead of {mode}: {reason}")
+            with self.db.read() as connection:
+                hits = self._text_hits(connection, query, workflows, type_filter, tags, limit)
+                rows = self._rows(connection, [pk for pk, _ in hits])
+            results = [
+                Found(Memory.of(rows[pk], self.model_key), None, round(score, 4), ("text",))
+                for pk, score in hits
+                if pk in rows
+            ]
+            return SearchOutcome(results, "text", notes=notes)
+
+        type_code = TYPE_CODES[type_filter] if type_filter is not None else None
+        wanted_tags = set(normalize_tags(tags))
+        with self.db.read() as connection:
+            index = self.vector_index(connection)
+            waiting = 0
+            if index is not None:
+                with index.lock:
+                    waiting = index.pending_in(workflows)
+        if waiting:  # e.g. added while the model was loading: embed them now rather than miss them
+            budget = PENDING_INLINE_MAX
+            while budget > 0 and (done := self.embed_pending(min(PENDING_BATCH, budget))) > 0:
+                budget -= done
+        with self.db.read() as connection:
+            index = self.vector_index(connection)
+            assert index is not None
+            with index.lock:
+                # over-fetch when tags filter after the vector step
+                fetch = limit if not wanted_tags else min(len(index) or 1, max(limit * 20, 200))
+                if mode == "hybrid":
+                    fetch = max(fetch, limit * 4, 50)
+                vector_hits = index.search(query_vector, workflows, type_code, threshold, fetch)
+                pending = index.pending_in(workflows)
+                similarity_of = index.similarity
+                text_hits = (
+                    self._text_hits(connection, query, workflows, type_filter, tags, max(limit * 4, 50))
+                    if mode == "hybrid"
+                    else []
+                )
+                extra_similarity = {pk: similarity_of(query_vector, pk) for pk, _ in text_hits}
+            rows = self._rows(connection, [h.pk for h in vector_hits] + [pk for pk, _ in text_hits])
+        if wanted_tags:
+            vector_hits = [
+                h for h in vector_hits if h.pk in rows and wanted_tags <= set(json.loads(rows[h.pk]["tags"]))
+            ]
+        if pending:
+            notes.append(
+                f"{pending} memories in scope are not embedded yet (being embedded in the background); "
+                "mode='hybrid' also finds them by words"
+            )
+        if mode == "vector":
+            results = [
+                Found(Memory.of(rows[h.pk], self.model_key), round(h.similarity, 4), None, ("vector",))
+                for h in vector_hits[:limit]
+                if h.pk in rows
+            ]
+            return SearchOutcome(results, "vector", pending, notes)
+        fused: dict[int, float] = {}
+        matched: dict[int, list[str]] = {}
+        similarity: dict[int, float | None] = {}
+        for rank, hit in enumerate(vector_hits, start=1):
+            fused[hit.pk] = fused.get(hit.pk, 0.0) + 1.0 / (RRF_K + rank)
+            matched.setdefault(hit.pk, []).append("vector")
+            similarity[hit.pk] = hit.similarity
+        for rank, (pk, _) in enumerate(text_hits, start=1):
+            fused[pk] = fused.get(pk, 0.0) + 1.0 / (RRF_K + rank)
+            matched.setdefault(pk, []).append("text")
+            similarity.setdefault(pk, extra_similarity.get(pk))
+        ranked = sorted(fused, key=lambda pk: fused[pk], reverse=True)[:limit]
+        results = [
+            Found(
+                Memory.of(rows[pk], self.model_key),
+                None if similarity[pk] is None else round(float(similarity[pk] or 0.0), 4),
+                round(fused[pk], 6),
+                tuple(matched[pk]),
+            )
+            for pk in ranked
+            if pk in rows
+        ]
+        return SearchOutcome(results, "hybrid", pending, notes)
+
+    def _text_hits(
+        self,
+        connection: Any,
+        query: str,
+        workflows: tuple[str, ...],
+        type_filter: str | None,
+        tags: Sequence[str] | None,
+        limit: int,
+    ) -> list[tuple[int, float]]:
+        """BM25 over content and tags: any query word matches (stemmed); best first, score > 0."""
+        words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
+        meaningful = [word for word in words if word not in STOPWORDS]
+        words = (meaningful or words)[:32]  # stop words add cost (every row matches) but no ranking signal
+        if not words:
+            return []
+        match = " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+        where, args = self._filters(workflows, type_filter, tags)
+        rows = connection.execute(
+            "SELECT m.pk AS pk, bm25(memories_fts) AS rank "
+            "FROM memories_fts JOIN memories m ON m.pk = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
+            [match, *args, limit],
+        ).fetchall()
+        return [(row["pk"], -float(row["rank"])) for row in rows]
+
+    @staticmethod
+    def _rows(connection: Any, pks: Sequence[int]) -> dict[int, Any]:
+        found: dict[int, Any] = {}
+        unique = list(dict.fromkeys(pks))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in connection.execute(f"SELECT {_COLUMNS} FROM memories WHERE pk IN ({marks})", chunk):
+                found[row["pk"]] = row
+        return found
+
+    # ---- update / delete ------------------------------------------------------------------
+    def update(
+        self,
+        memory_id: str,
+        *,
+        workflow_id: str | None,
+        content: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> tuple[Memory, list[str], bool | None]:
+        """Returns (memory, changed fields, embedding_generated or None if content did not change)."""
+        with self.db.read() as connection:
+            current = self._visible_row(connection, memory_id, workflow_id)
+        vector = None
+        content_changed = content is not None and content != current["content"]
+        if content_changed:
+            vector = self._try_embed(content or "")
+        with self.db.write() as connection:
+            row = self._visible_row(connection, memory_id, workflow_id)
+            sets, args, changed = ["updated_at = ?"], [_now()], []
+            if content is not None and content != row["content"]:
+                sets += ["content = ?", "content_hash = ?", "embedding = ?", "embedding_model = ?"]
+                args += [
+                    content,
+                    content_hash(content),
+                    to_blob(vector) if vector is not None else None,
+                    self.model_key if vector is not None else None,
+                ]
+                changed.append("content")
+            if metadata is not None:
+                sets.append("metadata = ?")
+                args.append(json.dumps(metadata, ensure_ascii=False))
+                changed.append("metadata")
+            if tags is not None:
+                sets.append("tags = ?")
+                args.append(json.dumps(normalize_tags(tags), ensure_ascii=False))
+                changed.append("tags")
+            connection.execute(f"UPDATE memories SET {', '.join(sets)} WHERE pk = ?", [*args, row["pk"]])
+            updated = connection.execute(f"SELECT {_COLUMNS} FROM memories WHERE pk = ?", (row["pk"],)).fetchone()
+        embedded: bool | None = None
+        if "content" in changed:
+            embedded = vector is not None
+            if vector is None:
+                self.kick_pending()
+        return Memory.of(updated, self.model_key), changed, embedded
+
+    def delete(self, memory_id: str, *, workflow_id: str | None) -> Memory:
+        with self.db.write() as connection:
+            row = self._visible_row(connection, memory_id, workflow_id)
+            connection.execute("DELETE FROM memories WHERE pk = ?", (row["pk"],))
+        return Memory.of(row, self.model_key)
+
+    def clear_by_type(self, memory_type: str, *, workflow_id: str | None) -> int:
+        """Delete every memory of this type in the active scope only (the workflow, or general)."""
+        with self.db.write() as connection:
+            cursor = connection.execute(
+                "DELETE FROM memories WHERE workflow_id = ? AND type = ?", (workflow_id or "", memory_type)
+            )
+            return cursor.rowcount
+
+    def counts(self) -> dict[str, int]:
+        with self.db.read() as connection:
+            return {
+                row["type"]: row["n"]
+                for row in connection.execute("SELECT type, count(*) AS n FROM memories GROUP BY type")
+            }
+
+    def close(self) -> None:
+        self._closed.set()
+        self._wake.set()
+        worker = self._worker
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(timeout=5)
+        self.db.close()
+
+
+def wait_until(predicate: Any, timeout: float, interval: float = 0.05) -> bool:
+    """Poll `predicate()` until true or `timeout` seconds elapse (used by tests and the benchmark)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
