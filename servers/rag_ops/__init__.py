@@ -1,0 +1,1 @@
+"""rag_ops: the brain — knowledge graph of code and documents across projects."""

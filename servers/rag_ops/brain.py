@@ -1,0 +1,890 @@
+"""The brain manager: projects registry, context resolution, incremental ingest, embeddings, search.
+
+Plain Python over a `BrainStore` (no MCP import); the section's tools are thin wrappers around it.
+
+Context resolution (`resolve_context`), for a path inside the configured roots:
+- inside (or equal to) a registered project's root → that project, incrementally (a sub-path only
+  touches that sub-tree); equal to the root → `already-ingested` (refresh);
+- otherwise a quick-ingest project with a generated namespace (`<dirname>-<hash6>`, auto-cleanup);
+- registered projects whose root lies inside the ingested tree are excluded from it.
+
+Embeddings: nodes carry a compact `embed_text`; a background worker embeds pending nodes in small
+batches after each ingest (through the shared `EmbeddingService`, whose (model, content-hash) cache
+means identical text is never embedded twice), so an ingest is searchable by text at once and by
+meaning soon after. Without a model, every search falls back to text search and says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp_sections.shared.brain.model import (
+    LABELS,
+    Node,
+    Project,
+    project_node_id,
+    slugify,
+    text_hash,
+    valid_project_id,
+)
+from mcp_sections.shared.brain.parsing import (
+    LANGUAGES,
+    WalkStats,
+    holds_private_key,
+    is_secret_name,
+    looks_binary,
+    parse_file,
+    walk_tree,
+)
+from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, not_found, permission_denied
+
+logger = logging.getLogger("mcp_sections.rag_ops")
+
+Progress = Callable[[int, int, str], None]
+
+FLUSH_FILES = 40
+FLUSH_SECONDS = 0.5
+PROGRESS_SECONDS = 0.2
+EMBED_BATCH = 32
+RRF_K = 60
+SCOPE_KINDS = ("function", "method", "class", "interface", "struct", "enum", "trait", "impl", "type", "block")
+SNIPPETS_PROJECT = "snippets"
+INLINE_MTIME = -1  # file records of inline snippets (ingest_code): never "removed" by a directory walk
+
+
+@dataclass
+class IngestReport:
+    project_id: str
+    project_type: str
+    context: str
+    root: str
+    path: str
+    files_scanned: int = 0
+    files_unchanged: int = 0
+    files_added: list[str] = field(default_factory=list)
+    files_changed: list[str] = field(default_factory=list)
+    files_removed: list[str] = field(default_factory=list)
+    nodes_written: int = 0
+    excluded_projects: list[str] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+    node_count: int = 0
+    embeddings_pending: int = 0
+    seconds: float = 0.0
+
+
+class Brain:
+    """One brain over a store; thread-safe (tools run in worker threads)."""
+
+    def __init__(
+        self,
+        store: Any,
+        roots: Sequence[Path],
+        *,
+        embedding_service: Any | None = None,
+        max_file_bytes: int = 1_000_000,
+        max_files: int = 20_000,
+        retention_days: float = 30.0,
+        background_embeddings: bool = True,
+        embedding_wait_seconds: float = 30.0,
+    ) -> None:
+        self.store = store
+        self.roots = [Path(os.path.realpath(r)) for r in roots]
+        self.embeddings = embedding_service
+        self.max_file_bytes = max_file_bytes
+        self.max_files = max_files
+        self.retention_days = retention_days
+        self.embedding_wait_seconds = embedding_wait_seconds
+        self.active: str | None = None
+        self.loaded: set[str] = set()
+        self._guard = _make_guard(self.roots)
+        self._ingest_lock = threading.Lock()
+        self._embed_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._worker: threading.Thread | None = None
+        self.embedded_by_model = 0
+        self._executor: Any = None
+        self._executor_lock = threading.Lock()
+        self._heal()
+        if background_embeddings and embedding_service is not None:
+            self._worker = threading.Thread(target=self._embed_loop, name="brain-embeddings", daemon=True)
+            self._worker.start()
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._worker is not None:
+            self._worker.join(timeout=5)
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+        self.store.close()
+
+    def _heal(self) -> None:
+        """After a crash: recompute derived edges and counts of projects left mid-ingest."""
+        for project in self.store.list_projects():
+            if project.needs_relink or project.status == "ingesting":
+                self.store.relink(project.id)
+                self.store.refresh_counts(project.id)
+
+    @property
+    def model_key(self) -> str | None:
+        return self.embeddings.model_key if self.embeddings is not None else None
+
+    # ---- paths ----------------------------------------------------------------------------------
+    def resolve_path(self, path: str, *, must_exist: bool = True) -> Path:
+        if self._guard is not None:
+            return self._guard.resolve(path, purpose="read" if must_exist else "create")
+        # Fallback confinement when shared.guards.paths is unavailable.
+        if not self.roots:
+            raise permission_denied("no roots are configured; start the server with --root DIR.")
+        text = path.strip()
+        if not text:
+            raise invalid_input("the path is empty; give a directory inside the roots.")
+        candidate = Path(os.path.realpath(text if os.path.isabs(text) else os.path.join(self.roots[0], text)))
+        if not any(_inside(str(candidate), str(root)) for root in self.roots):
+            raise permission_denied(f"{path!r} is outside the allowed roots.")
+        if must_exist and not candidate.exists():
+            raise not_found(f"{path!r} does not exist.")
+        return candidate
+
+    # ---- projects -------------------------------------------------------------------------------
+    def project(self, project_id: str) -> Project:
+        project = self.store.get_project(project_id)
+        if project is None:
+            known = ", ".join(p.id for p in self.store.list_projects()[:20]) or "none yet"
+            raise not_found(f"no project {project_id!r}; known projects: {known} (see list_projects).")
+        return project
+
+    def _dir_projects(self) -> list[Project]:
+        return [p for p in self.store.list_projects() if p.type != "web-crawl" and os.path.isabs(p.root)]
+
+    def owner_of(self, target: str) -> Project | None:
+        """The deepest registered directory project containing `target`."""
+        owners = [p for p in self._dir_projects() if _inside(target, p.root)]
+        return max(owners, key=lambda p: len(p.root)) if owners else None
+
+    def create_project(self, name: str, path: str, *, auto_cleanup: bool = False) -> tuple[Project, bool]:
+        target = self.resolve_path(path)
+        if not target.is_dir():
+            raise invalid_input(f"{path!r} is not a directory; a project is rooted at a directory.")
+        root = str(target)
+        for existing in self._dir_projects():
+            if existing.root == root:
+                existing.name = name
+                existing.type = "project"
+                existing.auto_cleanup = auto_cleanup
+                self.store.upsert_project(existing)
+                return existing, False
+        pid = slugify(name)
+        if self.store.get_project(pid) is not None:
+            raise invalid_input(
+                f"a project named {pid!r} already exists at another path; choose another name or use load_project."
+            )
+        project = Project(id=pid, name=name, root=root, type="project", auto_cleanup=auto_cleanup)
+        self.store.upsert_project(project)
+        self._detach_from_parent(project)
+        return project, True
+
+    def _detach_from_parent(self, project: Project) -> None:
+        """A new project inside another project's tree: its files leave the parent (no duplicates)."""
+        for parent in self._dir_projects():
+            if parent.id != project.id and _inside(project.root, parent.root) and parent.root != project.root:
+                rel = _rel(project.root, parent.root)
+                if self.store.remove_paths(parent.id, [], prefixes=[rel]):
+                    self.store.relink(parent.id)
+                    self.store.refresh_counts(parent.id)
+
+    def touch(self, project_id: str) -> None:
+        self.store.update_project(project_id, last_accessed=time.time())
+
+    def load_project(self, project_id: str) -> dict[str, Any]:
+        project = self.project(project_id)
+        self.touch(project.id)
+        self.loaded.add(project.id)
+        if self.active is None:
+            self.active = project.id
+        vectors = 0
+        if self.model_key and hasattr(self.store, "preload"):
+            vectors = self.store.preload(self.model_key, project.id)
+        stale = self.stale_files(project)
+        return {"project": project, "vectors_loaded": vectors, "stale_files": stale}
+
+    def unload_project(self, project_id: str) -> Project:
+        project = self.project(project_id)
+        self.loaded.discard(project.id)
+        if self.active == project.id:
+            self.active = None
+        if hasattr(self.store, "unload"):
+            self.store.unload(project.id)
+        return project
+
+    def switch_project(self, project_id: str) -> Project:
+        project = self.project(project_id)
+        self.loaded.add(project.id)
+        self.active = project.id
+        self.touch(project.id)
+        return project
+
+    def stale_files(self, project: Project) -> int | None:
+        """How many files changed on disk since the last ingest (None for non-directory projects)."""
+        if project.type == "web-crawl" or not os.path.isdir(project.root):
+            return None
+        records = {k: v for k, v in self.store.file_records(project.id).items() if v.mtime_ns != INLINE_MTIME}
+        stale = 0
+        excluded = self._excluded_children(project)
+        walk = walk_tree(project.root, excluded=excluded, max_file_bytes=self.max_file_bytes)
+        for seen, entry in enumerate(walk, start=1):
+            record = records.pop(entry.rel, None)
+            if record is None:
+                data = _read(entry.path, self.max_file_bytes)
+                stale += data is not None and not looks_binary(data) and not holds_private_key(data)
+            elif record.size != entry.size or record.mtime_ns != entry.mtime_ns:
+                stale += 1
+            if seen > self.max_files:
+                break
+        return stale + len(records)
+
+    def _excluded_children(self, project: Project) -> list[str]:
+        return [
+            _rel(other.root, project.root)
+            for other in self._dir_projects()
+            if other.id != project.id and other.root != project.root and _inside(other.root, project.root)
+        ]
+
+    # ---- context resolution and ingest ----------------------------------------------------------
+    def resolve_context(self, path: str, project_name: str | None = None) -> tuple[Project, str, str]:
+        """(project, relative start path, context) for an ingest of `path`."""
+        target = self.resolve_path(path)
+        target_text = str(target)
+        if project_name is not None:
+            pid = slugify(project_name)
+            existing = self.store.get_project(pid)
+            if existing is not None:
+                if existing.type != "web-crawl" and _inside(target_text, existing.root):
+                    return existing, _rel(target_text, existing.root), "named-project"
+                raise invalid_input(
+                    f"project {pid!r} is rooted at {existing.root}, which does not contain {path!r}; "
+                    "choose another project_name, or omit it to resolve the context automatically."
+                )
+            if not target.is_dir():
+                raise invalid_input(f"{path!r} is not a directory; a new project is rooted at a directory.")
+            owner = self.owner_of(target_text)
+            if owner is not None and owner.root == target_text:
+                owner.name, owner.type, owner.auto_cleanup = project_name, "project", False
+                self.store.upsert_project(owner)
+                return owner, "", "already-ingested"
+            project = Project(id=pid, name=project_name, root=target_text, type="project")
+            self.store.upsert_project(project)
+            self._detach_from_parent(project)
+            return project, "", "new-project"
+        owner = self.owner_of(target_text)
+        if owner is not None:
+            if owner.root == target_text:
+                return owner, "", "already-ingested"
+            return owner, _rel(target_text, owner.root), "subdir-of-project"
+        if not target.is_dir():
+            raise invalid_input(
+                f"{path!r} is a file outside every registered project; ingest its directory, or pass the content "
+                "to ingest_code."
+            )
+        digest = hashlib.sha1(target_text.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+        pid = f"{slugify(target.name or 'root', 40)}-{digest}"
+        project = Project(
+            id=pid,
+            name=target.name or target_text,
+            root=target_text,
+            type="quick-ingest",
+            auto_cleanup=True,
+            retention_days=self.retention_days,
+        )
+        self.store.upsert_project(project)
+        self._detach_from_parent(project)
+        return project, "", "quick-ingest"
+
+    def ingest_directory(
+        self, path: str, project_name: str | None = None, progress: Progress | None = None
+    ) -> IngestReport:
+        project, start_rel, context = self.resolve_context(path, project_name)
+        return self.ingest_tree(project, start_rel, context, progress)
+
+    def ingest_tree(
+        self, project: Project, start_rel: str = "", context: str = "refresh", progress: Progress | None = None
+    ) -> IngestReport:
+        started = time.perf_counter()
+        report = IngestReport(
+            project.id,
+            project.type,
+            context,
+            project.root,
+            os.path.join(project.root, start_rel) if start_rel else project.root,
+        )
+        with self._ingest_lock:
+            self.store.update_project(project.id, status="ingesting", last_accessed=time.time())
+            stats = WalkStats()
+            report.excluded_projects = self._excluded_children(project)
+            excluded = [_rel(os.path.join(project.root, e), project.root) for e in report.excluded_projects]
+            records = self.store.file_records(project.id, start_rel)
+            start_abs = os.path.join(project.root, start_rel) if start_rel else project.root
+            if os.path.isfile(start_abs):
+                info = os.stat(start_abs)
+                entries = [_single_entry(start_abs, start_rel, info)]
+            else:
+                entries = []
+                for entry in walk_tree(
+                    project.root, start_rel, excluded=excluded, max_file_bytes=self.max_file_bytes, stats=stats
+                ):
+                    entries.append(entry)
+                    if len(entries) > self.max_files:
+                        raise ToolFailure(
+                            ErrorCode.MAX_LIMIT_EXCEEDED,
+                            f"{report.path} holds more than {self.max_files} ingestible files; ingest a "
+                            "sub-directory, add a .gitignore, or raise max_files in [sections.rag_ops].",
+                        )
+            total = len(entries)
+            report.files_scanned = total
+            batch: list[Any] = []
+            touched: list[tuple[str, int, int]] = []
+            last_flush = last_progress = time.monotonic()
+
+            def flush() -> None:
+                nonlocal batch, last_flush
+                if batch:
+                    self.store.replace_files(project.id, batch)
+                    report.nodes_written += sum(len(p.nodes) for p in batch)
+                    batch = []
+                last_flush = time.monotonic()
+
+            if progress is not None:
+                progress(0, total, f"scanning {total} files of {project.id}")
+            for done, entry in enumerate(entries, start=1):
+                record = records.pop(entry.rel, None)
+                if record is not None and record.size == entry.size and record.mtime_ns == entry.mtime_ns:
+                    report.files_unchanged += 1
+                else:
+                    data = _read(entry.path, self.max_file_bytes)
+                    if data is None or looks_binary(data) or holds_private_key(data):
+                        stats.skipped_binary += data is not None and looks_binary(data)
+                        stats.skipped_secret += data is not None and not looks_binary(data)
+                        if record is not None:
+                            records[entry.rel] = record  # it is no longer ingestible: removed below
+                    else:
+                        digest = text_hash(data)
+                        if record is not None and record.hash == digest:
+                            report.files_unchanged += 1
+                            touched.append((entry.rel, entry.size, entry.mtime_ns))
+                        else:
+                            batch.append(parse_file(project.id, entry.rel, data, entry.mtime_ns))
+                            (report.files_changed if record is not None else report.files_added).append(entry.rel)
+                now = time.monotonic()
+                if len(batch) >= FLUSH_FILES or (batch and now - last_flush > FLUSH_SECONDS):
+                    flush()
+                if progress is not None and (now - last_progress > PROGRESS_SECONDS or done == total):
+                    last_progress = now
+                    progress(
+                        done,
+                        total,
+                        f"{done}/{total} files ({len(report.files_added) + len(report.files_changed)} new or changed)",
+                    )
+            flush()
+            if touched:
+                self.store.update_file_stats(project.id, touched)
+            removed = [rel for rel, rec in records.items() if rec.mtime_ns != INLINE_MTIME]
+            if removed:
+                self.store.remove_paths(project.id, removed)
+                report.files_removed = sorted(removed)
+            current = self.store.get_project(project.id)
+            if current is not None and current.needs_relink:
+                self.store.relink(project.id)
+            report.node_count = self.store.refresh_counts(project.id)
+            now_wall = time.time()
+            self.store.update_project(project.id, status="ready", last_ingest=now_wall, last_accessed=now_wall)
+            report.skipped = stats.as_dict()
+        if self.model_key:
+            report.embeddings_pending = self.store.count_pending(self.model_key, [project.id])
+        self._wake.set()
+        report.seconds = round(time.perf_counter() - started, 3)
+        return report
+
+    def ingest_code(
+        self, content: str, file_path: str, project_id: str | None = None, language: str | None = None
+    ) -> tuple[Project, Any]:
+        rel = _clean_rel(file_path)
+        if is_secret_name(rel.rsplit("/", 1)[-1]) or holds_private_key(content.encode("utf-8", "surrogatepass")):
+            raise permission_denied(
+                "this content looks like a secret (a key file name or a private key block); it is never ingested."
+            )
+        if language is not None:
+            extension = next((ext for ext, lang in LANGUAGES.items() if lang == language), None)
+            if extension is None:
+                raise invalid_input(f"unknown language {language!r}; use one of {sorted(set(LANGUAGES.values()))}.")
+            if not rel.endswith(extension) and LANGUAGES.get(os.path.splitext(rel)[1]) != language:
+                rel = rel + extension
+        pid = project_id or self.active
+        if pid is None:
+            pid = SNIPPETS_PROJECT
+            if self.store.get_project(pid) is None:
+                self.store.upsert_project(
+                    Project(
+                        id=pid,
+                        name="Inline snippets",
+                        root="inline://snippets",
+                        type="quick-ingest",
+                        auto_cleanup=True,
+                        retention_days=self.retention_days,
+                    )
+                )
+        project = self.project(pid)
+        data = content.encode("utf-8", "surrogatepass")
+        parsed = parse_file(project.id, rel, data, INLINE_MTIME)
+        with self._ingest_lock:
+            self.store.replace_files(project.id, [parsed])
+            self.store.relink(project.id)
+            self.store.refresh_counts(project.id)
+            self.store.update_project(project.id, last_accessed=time.time(), status="ready")
+        self._wake.set()
+        return project, parsed
+
+    def ingest_web_page(
+        self, url: str, title: str, text: str, links: Sequence[str] = (), project_id: str | None = None
+    ) -> tuple[Project, Any]:
+        """A fetched web page as a WebPage node (+ chunks, LINKS_TO other ingested pages) in a web-crawl project."""
+        from urllib.parse import urlparse
+
+        from mcp_sections.shared.brain.model import Edge, Ref, node_id
+        from mcp_sections.shared.brain.parsing import Builder, _chunk_text
+
+        parsed_url = urlparse(url)
+        if parsed_url.scheme not in ("http", "https") or not parsed_url.netloc:
+            raise invalid_input("url must be an absolute http(s) URL.")
+        pid = project_id or f"web-{slugify(parsed_url.netloc, 50)}"
+        if self.store.get_project(pid) is None:
+            self.store.upsert_project(
+                Project(
+                    id=pid,
+                    name=parsed_url.netloc,
+                    root=f"{parsed_url.scheme}://{parsed_url.netloc}/",
+                    type="web-crawl",
+                    auto_cleanup=True,
+                    retention_days=self.retention_days,
+                )
+            )
+        data = text.encode("utf-8", "surrogatepass")
+        builder = Builder(pid, url, "html", text_hash(data), len(data), INLINE_MTIME)
+        page_id = node_id(pid, "WebPage", url)
+        builder.file.id = builder.file_id = page_id
+        builder.record.node_id = page_id
+        builder.file.label = "WebPage"
+        builder.file.name = title[:200] or url
+        builder.file.file_id = page_id
+        builder.file.content = text[:4000]
+        builder.file.props = {"url": url, "title": title[:300], "fetched_at": time.time()}
+        builder.file.embed_text = f"{title}\n{text[:600]}"
+        builder.edges = [Edge(page_id, "IN_PROJECT", project_node_id(pid))]
+        if len(text) > 4000:
+            _chunk_text(builder, text, prose=True)
+        builder.refs = [Ref(page_id, "link", link.split("#", 1)[0]) for link in links[:500]]
+        parsed = builder.done()
+        parsed.nodes[0].embed_text = f"{title}\n{text[:600]}"
+        with self._ingest_lock:
+            self.store.replace_files(pid, [parsed])
+            self.store.relink(pid)
+            self.store.refresh_counts(pid)
+        self._wake.set()
+        return self.project(pid), parsed
+
+    # ---- forgetting -----------------------------------------------------------------------------
+    def forget_path(self, path: str) -> dict[str, Any]:
+        text = path.strip()
+        if not text or text in (".", "/", "~", "*", "**"):
+            raise invalid_input("refusing to forget an empty or root-matching pattern; give one file or directory.")
+        if any(ch in text for ch in "*?[") and not text.startswith(("http://", "https://")):
+            raise invalid_input("forget_path takes a literal path, not a glob pattern.")
+        removed_nodes = 0
+        affected: list[str] = []
+        deleted_projects: list[str] = []
+        if text.startswith(("http://", "https://")):
+            for project in self.store.list_projects():
+                if project.type != "web-crawl":
+                    continue
+                if project.root.rstrip("/") == text.rstrip("/"):
+                    removed_nodes += self.store.delete_project(project.id)
+                    deleted_projects.append(project.id)
+                else:
+                    count = self.store.remove_paths(project.id, [text])
+                    if count:
+                        removed_nodes += count
+                        affected.append(project.id)
+        else:
+            target = str(self.resolve_path(text, must_exist=False))
+            if any(_inside(str(root), target) for root in self.roots):
+                raise permission_denied(
+                    f"{path!r} is (or contains) an allowed root; forgetting it would erase the whole brain. "
+                    "Give a project, directory or file inside a root."
+                )
+            for project in self._dir_projects():
+                if _inside(project.root, target):
+                    removed_nodes += self.store.delete_project(project.id)
+                    deleted_projects.append(project.id)
+                    self.loaded.discard(project.id)
+                    if self.active == project.id:
+                        self.active = None
+                elif _inside(target, project.root):
+                    rel = _rel(target, project.root)
+                    count = self.store.remove_paths(project.id, [rel], prefixes=[rel])
+                    if count:
+                        removed_nodes += count
+                        affected.append(project.id)
+        for pid in affected:
+            self.store.relink(pid)
+            self.store.refresh_counts(pid)
+        return {"removed_nodes": removed_nodes, "projects_changed": affected, "projects_deleted": deleted_projects}
+
+    def gc(self, *, dry_run: bool = False, remove_missing: bool = False) -> dict[str, Any]:
+        now = time.time()
+        expired, missing = [], []
+        for project in self.store.list_projects():
+            if project.auto_cleanup and now - project.last_accessed > project.retention_days * 86400:
+                expired.append(project.id)
+            elif project.type != "web-crawl" and os.path.isabs(project.root) and not os.path.isdir(project.root):
+                missing.append(project.id)
+        result: dict[str, Any] = {"expired_projects": expired, "missing_root_projects": missing, "dry_run": dry_run}
+        if dry_run:
+            return result
+        removed = 0
+        for pid in expired + (missing if remove_missing else []):
+            removed += self.store.delete_project(pid)
+            self.loaded.discard(pid)
+            if self.active == pid:
+                self.active = None
+        result["removed_nodes"] = removed
+        result["orphans_removed"] = self.store.gc()
+        return result
+
+    # ---- reading --------------------------------------------------------------------------------
+    def project_ids(self, requested: Sequence[str] | None) -> list[str] | None:
+        if not requested:
+            return None
+        for pid in requested:
+            self.project(pid)
+        return list(dict.fromkeys(requested))
+
+    def describe(self, node: Node, projects: dict[str, Project] | None = None, score: float | None = None) -> dict:
+        projects = projects if projects is not None else {p.id: p for p in self.store.list_projects()}
+        project = projects.get(node.project_id)
+        props = dict(node.props)
+        if node.label == "Project" and project is not None:
+            props.update(project.to_dict())
+        absolute = node.path
+        if project is not None and node.path and project.type != "web-crawl" and os.path.isabs(project.root):
+            absolute = os.path.join(project.root, *node.path.split("/"))
+        return {
+            "id": node.id,
+            "label": node.label,
+            "name": node.name,
+            "project_id": node.project_id,
+            "project_type": project.type if project else None,
+            "project_root": project.root if project else None,
+            "path": absolute,
+            "relative_path": node.path,
+            "start_line": node.start_line,
+            "end_line": node.end_line,
+            "kind": props.get("kind"),
+            "properties": {k: v for k, v in props.items() if v not in (None, "", [])},
+            "score": score,
+        }
+
+    def schema(self, project_id: str | None = None) -> dict[str, Any]:
+        ids = self.project_ids([project_id] if project_id else None)
+        schema = self.store.schema(ids)
+        schema["projects"] = len(ids) if ids is not None else len(self.store.list_projects())
+        schema["embeddings_pending"] = self.store.count_pending(self.model_key, ids) if self.model_key else None
+        schema["backend"] = self.store.backend
+        schema["embedding_model"] = self.model_key
+        schema["embedding_status"] = self.embedding_status()
+        return schema
+
+    def embedding_status(self) -> str:
+        if self.embeddings is None:
+            return "disabled"
+        return self.embeddings.embedder.describe()
+
+    # ---- embeddings -----------------------------------------------------------------------------
+    def _embed_loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(timeout=10)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            embedder = self.embeddings.embedder
+            if not embedder.ready:
+                if str(embedder.status) == "not_loaded" and self.store.count_pending(self.model_key) > 0:
+                    embedder.start_loading()
+                    embedder.on_ready(self._wake.set)
+                continue
+            try:
+                while not self._stop.is_set() and self.embed_pending(max_batches=4) > 0:
+                    pass
+            except Exception:  # the next wake-up retries; searches fall back to text meanwhile
+                logger.warning("background embedding failed", exc_info=True)
+                time.sleep(2)
+
+    def embed_pending(
+        self, project_ids: Sequence[str] | None = None, max_batches: int | None = None, batch: int = EMBED_BATCH
+    ) -> int:
+        """Embed up to `max_batches` batches of pending nodes; returns how many vectors were written."""
+        written = 0
+        batches = 0
+        model = self.model_key
+        while max_batches is None or batches < max_batches:
+            with self._embed_lock:
+                pending = self.store.pending_embeddings(model, batch, project_ids)
+                if not pending:
+                    break
+                before = self.embeddings.model_calls
+                vectors = self.embeddings.embed([text for _, text, _ in pending])
+                self.embedded_by_model += self.embeddings.model_calls - before
+                written += self.store.put_vectors(
+                    model, [(nid, digest, vectors[i]) for i, (nid, _, digest) in enumerate(pending)]
+                )
+            batches += 1
+        return written
+
+    def wait_for_model(self, timeout: float | None = None) -> bool:
+        if self.embeddings is None:
+            return False
+        embedder = self.embeddings.embedder
+        if embedder.ready:
+            return True
+        if str(embedder.status) == "failed":
+            return False
+        return embedder.wait_ready(self.embedding_wait_seconds if timeout is None else timeout)
+
+    def generate_embeddings(
+        self, project_ids: Sequence[str] | None, max_seconds: float, progress: Progress | None = None
+    ) -> dict[str, Any]:
+        if self.embeddings is None:
+            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "embeddings are disabled in this configuration.")
+        if not self.wait_for_model():
+            raise ToolFailure(
+                ErrorCode.DEPENDENCY_ERROR,
+                f"{self.embedding_status()}; text search keeps working. Install 'mcp-sections[rag]' or retry later.",
+            )
+        model = self.model_key
+        total = self.store.count_pending(model, project_ids)
+        deadline = time.monotonic() + max_seconds
+        before_model = self.embedded_by_model
+        done = 0
+        while time.monotonic() < deadline:
+            count = self.embed_pending(project_ids, max_batches=1)
+            if count == 0 and self.store.count_pending(model, project_ids) == 0:
+                break
+            done += count
+            if progress is not None:
+                progress(done, total, f"{done}/{total} embeddings")
+        remaining = self.store.count_pending(model, project_ids)
+        return {
+            "embedded": done,
+            "computed_by_model": self.embedded_by_model - before_model,
+            "pending": remaining,
+            "complete": remaining == 0,
+            "model": model,
+        }
+
+    # ---- search ---------------------------------------------------------------------------------
+    def _searcher(self) -> Any:
+        with self._executor_lock:
+            if self._executor is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="brain-search")
+            return self._executor
+
+    def semantic_hits(
+        self, query: str, project_ids: list[str] | None, labels: list[str] | None, limit: int
+    ) -> tuple[list[tuple[str, float]], str | None]:
+        """Vector hits, or ([], reason) when no model can answer."""
+        if self.embeddings is None:
+            return [], "embeddings are disabled"
+        if not self.wait_for_model():
+            return [], self.embedding_status()
+        vector = self.embeddings.embed_query(query)
+        return self.store.vector_search(self.model_key, vector, project_ids, labels, limit), None
+
+    def search(
+        self,
+        query: str,
+        *,
+        project_ids: list[str] | None,
+        types: Sequence[str] | None,
+        semantic: bool,
+        text: bool = True,
+        text_match: str | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        project_types: Sequence[str] | None = None,
+        min_score: float | None = None,
+    ) -> dict[str, Any]:
+        """Hybrid search: vector and full-text candidates fused by reciprocal rank (RRF)."""
+        labels, kinds = _split_types(types)
+        projects = {p.id: p for p in self.store.list_projects()}
+        if project_types:
+            allowed = [pid for pid, p in projects.items() if p.type in project_types]
+            project_ids = [pid for pid in (project_ids or allowed) if pid in allowed]
+        pool = (offset + limit) * 4 + 20
+        semantic_hits: list[tuple[str, float]] = []
+        note = None
+        # the full-text query runs in a helper thread while the vectors are scored here (both release the GIL)
+        pending_text = (
+            self._searcher().submit(self.store.text_search, query, project_ids, labels, pool) if text else None
+        )
+        if semantic:
+            semantic_hits, reason = self.semantic_hits(query, project_ids, labels, pool)
+            if reason:
+                note = f"semantic search unavailable ({reason}); results come from text search only"
+                if pending_text is None:
+                    pending_text = self._searcher().submit(self.store.text_search, query, project_ids, labels, pool)
+                text = True
+            if min_score is not None:
+                semantic_hits = [(nid, s) for nid, s in semantic_hits if s >= min_score]
+        text_hits = pending_text.result() if pending_text is not None else []
+        fused: dict[str, dict[str, Any]] = {}
+        for source, hits in (("semantic", semantic_hits), ("text", text_hits)):
+            for rank, (nid, raw) in enumerate(hits):
+                entry = fused.setdefault(nid, {"score": 0.0, "matched_by": [], "similarity": None, "bm25": None})
+                entry["score"] += 1.0 / (RRF_K + rank + 1)
+                entry["matched_by"].append(source)
+                entry["similarity" if source == "semantic" else "bm25"] = round(raw, 4)
+        candidates = sorted(fused, key=lambda nid: -fused[nid]["score"])
+        if text_match:
+            keep = self.store.filter_text_match(candidates, text_match)
+            candidates = [nid for nid in candidates if nid in keep]
+        if kinds:  # scope kinds live in the node properties: read every candidate
+            nodes = {n.id: n for n in self.store.get_nodes(candidates)}
+            candidates = [nid for nid in candidates if nid in nodes and nodes[nid].props.get("kind") in kinds]
+        else:  # read only the page
+            nodes = {n.id: n for n in self.store.get_nodes(candidates[offset : offset + limit])}
+        page = [nid for nid in candidates[offset : offset + limit] if nid in nodes]
+        results = []
+        for nid in page:
+            item = self.describe(nodes[nid], projects, round(fused[nid]["score"], 6))
+            item["matched_by"] = fused[nid]["matched_by"]
+            item["similarity"] = fused[nid]["similarity"]
+            item["snippet"] = _snippet(nodes[nid], query)
+            results.append(item)
+        searched = project_ids if project_ids is not None else sorted(projects)
+        return {
+            "results": results,
+            "total_count": len(candidates),
+            "searched_projects": searched,
+            "mode": "hybrid" if semantic and not note and text else ("semantic" if semantic and not note else "text"),
+            "note": note,
+        }
+
+
+# ---- helpers -------------------------------------------------------------------------------------
+
+
+def _make_guard(roots: Sequence[Path]) -> Any:
+    try:
+        from mcp_sections.shared.guards.paths import PathGuard
+    except ImportError:  # pragma: no cover - the guard module ships with the suite
+        return None
+    return PathGuard(roots)
+
+
+def _inside(path: str, root: str) -> bool:
+    if path == root:
+        return True
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    return path.startswith(prefix)
+
+
+def _rel(path: str, root: str) -> str:
+    return "" if path == root else os.path.relpath(path, root).replace(os.sep, "/")
+
+
+def _clean_rel(file_path: str) -> str:
+    text = file_path.strip().replace("\\", "/")
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts or text.startswith("/") or "\x00" in text or len(text) > 300:
+        raise invalid_input(
+            "file_path must be a relative path such as 'src/auth.py' (no '..', not absolute, ≤ 300 characters)."
+        )
+    return "/".join(parts)
+
+
+def _read(path: str, limit: int) -> bytes | None:
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read(limit + 1)[:limit]
+    except OSError:
+        return None
+
+
+def _single_entry(path: str, rel: str, info: os.stat_result) -> Any:
+    from mcp_sections.shared.brain.parsing import WalkEntry
+
+    return WalkEntry(path, rel, info.st_size, info.st_mtime_ns)
+
+
+def _split_types(types: Sequence[str] | None) -> tuple[list[str] | None, set[str]]:
+    """`types` may name labels (Scope, File, ...) or scope kinds (function, class, ...)."""
+    if not types:
+        return None, set()
+    by_lower = {label.lower(): label for label in LABELS}
+    labels: list[str] = []
+    kinds: set[str] = set()
+    for item in types:
+        lowered = item.strip().lower()
+        if lowered in by_lower:
+            labels.append(by_lower[lowered])
+        elif lowered in SCOPE_KINDS:
+            kinds.add(lowered)
+            labels.append("Scope")
+        else:
+            raise invalid_input(
+                f"unknown type {item!r}; use labels {', '.join(LABELS)} or scope kinds {', '.join(SCOPE_KINDS)}."
+            )
+    return list(dict.fromkeys(labels)), kinds
+
+
+def _snippet(node: Node, query: str, width: int = 240) -> str:
+    if node.label == "Scope":
+        doc = (node.props.get("docstring") or "").strip().splitlines()
+        head = node.props.get("signature") or node.name
+        return (head + (" — " + doc[0] if doc else ""))[:width]
+    content = node.content or node.name
+    lowered = content.lower()
+    positions = [lowered.find(w.lower()) for w in query.split() if len(w) > 2]
+    positions = [p for p in positions if p >= 0]
+    start = max(0, min(positions) - 60) if positions else 0
+    return " ".join(content[start : start + width].split())
+
+
+def project_summary(project: Project, brain: Brain) -> dict[str, Any]:
+    data = project.to_dict()
+    data["loaded"] = project.id in brain.loaded
+    data["active"] = project.id == brain.active
+    with contextlib.suppress(Exception):
+        data["embeddings_pending"] = (
+            brain.store.count_pending(brain.model_key, [project.id]) if brain.model_key else None
+        )
+    return data
+
+
+__all__ = ["Brain", "IngestReport", "project_summary", "valid_project_id"]

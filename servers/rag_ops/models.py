@@ -1,0 +1,414 @@
+"""Inputs and outputs of the rag_ops tools."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from mcp_sections.shared.brain.model import LABELS, PROJECT_ID_PATTERN, PROJECT_TYPES, RELATIONSHIPS
+from mcp_sections.shared.config import SectionSettings
+from mcp_sections.shared.embeddings import EmbeddingSettings
+from mcp_sections.shared.tools import ToolInput, ToolResult
+
+MAX_CODE_CHARS = 1_000_000
+MAX_QUERY_CHARS = 1_000
+
+ProjectId = Annotated[
+    str,
+    Field(
+        description="Project id as shown by list_projects (lowercase letters, digits, '.', '_', '-').",
+        min_length=1,
+        max_length=64,
+        pattern=PROJECT_ID_PATTERN,
+    ),
+]
+PathText = Annotated[
+    str,
+    Field(
+        description="A directory or file path inside the allowed roots (absolute, or relative to the first root).",
+        min_length=1,
+        max_length=4096,
+    ),
+]
+Label = Literal["Project", "File", "Scope", "DocumentSection", "WebPage", "Chunk"]
+Relationship = Literal["CONTAINS", "DEFINES", "IMPORTS", "CALLS", "LINKS_TO", "IN_PROJECT"]
+ProjectType = Literal["project", "quick-ingest", "web-crawl"]
+Query = Annotated[
+    str,
+    Field(description="What to look for, in natural language or keywords.", min_length=1, max_length=MAX_QUERY_CHARS),
+]
+NodeType = Annotated[
+    str,
+    Field(
+        description=(
+            f"A label ({', '.join(LABELS)}) or a scope kind (function, method, class, interface, struct, enum, "
+            "trait, impl, type, block)."
+        ),
+        min_length=1,
+        max_length=32,
+    ),
+]
+
+assert set(LABELS) == set(Label.__args__) and set(RELATIONSHIPS) == set(Relationship.__args__)  # type: ignore[attr-defined]
+assert set(PROJECT_TYPES) == set(ProjectType.__args__)  # type: ignore[attr-defined]
+
+
+class RagOpsSettings(SectionSettings, EmbeddingSettings):
+    """`[sections.rag_ops]` / `MCP_SECTIONS_RAG_OPS_*`."""
+
+    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_RAG_OPS_", extra="ignore", env_ignore_empty=True)
+
+    backend: Literal["sqlite", "neo4j"] = Field(
+        default="sqlite", description="sqlite: embedded <data_dir>/brain.sqlite3; neo4j: NEO4J_URI/USERNAME/PASSWORD."
+    )
+    max_file_bytes: int = Field(default=1_000_000, ge=1_000, le=50_000_000, description="Larger files are skipped.")
+    max_files: int = Field(default=20_000, ge=1, le=1_000_000, description="Most files one ingest may hold.")
+    quick_ingest_retention_days: float = Field(
+        default=30.0, gt=0, le=3650, description="Quick-ingests not accessed for this long are removed by gc."
+    )
+    background_embeddings: bool = Field(
+        default=True, description="Embed new nodes in a background thread after each ingest."
+    )
+    embeddings: bool = Field(default=True, description="Use an embedding model at all (off: text search only).")
+
+
+# ---- shared output pieces -------------------------------------------------------------------------
+
+
+class NodeOut(ToolResult):
+    id: str = Field(description="Node id (deterministic); pass it to explore_relationships.")
+    label: str
+    name: str
+    project_id: str
+    project_type: str | None = None
+    project_root: str | None = None
+    path: str = Field(description="Absolute path of the file (or URL of the page) the node comes from.")
+    relative_path: str
+    start_line: int | None = None
+    end_line: int | None = None
+    kind: str | None = None
+    properties: dict[str, Any] = Field(default_factory=dict)
+    score: float | None = None
+    depth: int | None = None
+    matched_by: list[str] | None = None
+    similarity: float | None = None
+    snippet: str | None = None
+
+
+class ProjectOut(ToolResult):
+    id: str
+    name: str
+    root: str
+    type: str
+    created_at: float
+    last_accessed: float
+    last_ingest: float | None = None
+    auto_cleanup: bool
+    retention_days: float
+    node_count: int
+    status: str
+    loaded: bool = False
+    active: bool = False
+    embeddings_pending: int | None = None
+
+
+# ---- ingest ---------------------------------------------------------------------------------------
+
+
+class IngestDirectoryInput(ToolInput):
+    path: PathText
+    project_name: str | None = Field(
+        default=None,
+        description=(
+            "Register the directory as a named project (id = slug of the name). Omit to resolve automatically: "
+            "inside a known project → that project (incremental); otherwise a quick-ingest namespace."
+        ),
+        min_length=1,
+        max_length=64,
+    )
+
+
+class IngestDirectoryResult(ToolResult):
+    project_id: str
+    project_type: str
+    context: str = Field(
+        description="new-project, named-project, already-ingested (refresh), subdir-of-project or quick-ingest."
+    )
+    root: str
+    path: str
+    files_scanned: int
+    files_unchanged: int
+    files_added: int
+    files_changed: int
+    files_removed: int
+    changed_paths: list[str] = Field(description="Added, changed and removed files (first 50), relative to root.")
+    nodes_written: int
+    node_count: int
+    excluded_projects: list[str]
+    skipped: dict[str, int]
+    embeddings_pending: int
+    seconds: float
+
+    def render_text(self) -> str:
+        return (
+            f"{self.context}: {self.project_id} ({self.project_type}) at {self.root} — {self.files_scanned} files, "
+            f"{self.files_added} added, {self.files_changed} changed, {self.files_removed} removed, "
+            f"{self.files_unchanged} unchanged; {self.node_count} nodes; {self.embeddings_pending} embeddings pending "
+            f"({self.seconds:.2f}s). Text search works now; semantic search once embeddings are done."
+        )
+
+
+class IngestCodeInput(ToolInput):
+    content: str = Field(description="Source code or text to ingest.", min_length=1, max_length=MAX_CODE_CHARS)
+    file_path: str = Field(
+        description="Relative path the content is filed under, e.g. 'src/auth.py' (its extension picks the parser).",
+        min_length=1,
+        max_length=300,
+    )
+    project: ProjectId | None = Field(
+        default=None, description="Target project; default: the active project, else the 'snippets' quick-ingest."
+    )
+    language: Literal["python", "javascript", "typescript", "tsx", "go", "rust", "java", "markdown"] | None = Field(
+        default=None, description="Parser to use when file_path has no telling extension."
+    )
+
+
+class ScopeOut(ToolResult):
+    id: str
+    name: str
+    kind: str | None
+    start_line: int | None
+    end_line: int | None
+
+
+class IngestCodeResult(ToolResult):
+    project_id: str
+    file_path: str
+    nodes: int
+    scopes: list[ScopeOut]
+    embeddings_pending: int | None
+
+
+class GenerateEmbeddingsInput(ToolInput):
+    project: ProjectId | None = Field(default=None, description="Only this project (default: all projects).")
+    max_seconds: float = Field(
+        default=60.0, ge=1, le=600, description="Stop after this long; call again to continue (~12-30 texts/s)."
+    )
+
+
+class GenerateEmbeddingsResult(ToolResult):
+    embedded: int = Field(description="Vectors written by this call.")
+    computed_by_model: int = Field(description="Of those, texts the model actually ran on (the rest: cache hits).")
+    pending: int
+    complete: bool
+    model: str | None
+
+
+# ---- projects -------------------------------------------------------------------------------------
+
+
+class CreateProjectInput(ToolInput):
+    name: str = Field(description="Project name; its slug becomes the id.", min_length=1, max_length=64)
+    path: PathText
+    auto_cleanup: bool = Field(default=False, description="Let gc remove it after the retention period unused.")
+
+
+class ProjectResult(ToolResult):
+    project: ProjectOut
+    created: bool | None = None
+    message: str | None = None
+
+
+class ProjectInput(ToolInput):
+    project: ProjectId
+
+
+class LoadProjectResult(ToolResult):
+    project: ProjectOut
+    vectors_loaded: int
+    stale_files: int | None = Field(
+        description="Files changed on disk since the last ingest (re-run ingest_directory)."
+    )
+
+
+class ListProjectsInput(ToolInput):
+    project_type: ProjectType | None = Field(default=None, description="Only projects of this type.")
+
+
+class ListProjectsResult(ToolResult):
+    projects: list[ProjectOut]
+    active: str | None
+    loaded: list[str]
+
+
+class ForgetPathInput(ToolInput):
+    path: str = Field(
+        description=(
+            "A file or directory inside the roots (or a page URL) whose nodes are removed; a project root forgets the "
+            "whole project. Literal paths only: no globs, never a root itself."
+        ),
+        min_length=1,
+        max_length=4096,
+    )
+
+
+class ForgetPathResult(ToolResult):
+    removed_nodes: int
+    projects_changed: list[str]
+    projects_deleted: list[str]
+
+
+class GcInput(ToolInput):
+    dry_run: bool = Field(default=False, description="Only report what would be removed.")
+    remove_missing: bool = Field(
+        default=False, description="Also remove projects whose root directory no longer exists."
+    )
+
+
+class GcResult(ToolResult):
+    expired_projects: list[str]
+    missing_root_projects: list[str]
+    dry_run: bool
+    removed_nodes: int = 0
+    orphans_removed: dict[str, int] = Field(default_factory=dict)
+
+
+# ---- graph queries --------------------------------------------------------------------------------
+
+
+class SchemaInput(ToolInput):
+    project: ProjectId | None = Field(default=None, description="Counts for this project only (default: all).")
+
+
+class SchemaResult(ToolResult):
+    labels: dict[str, int]
+    relationships: dict[str, int]
+    relationship_descriptions: dict[str, str]
+    properties: dict[str, list[str]]
+    projects: int
+    vectors: int
+    embeddable: int
+    embeddings_pending: int | None
+    backend: str
+    embedding_model: str | None
+    embedding_status: str
+
+
+Scalar = str | int | float | bool
+
+
+class QueryEntitiesInput(ToolInput):
+    label: Label | None = Field(default=None, description="Node label to return.")
+    name: str | None = Field(default=None, description="Name to match (see name_match).", min_length=1, max_length=200)
+    name_match: Literal["exact", "prefix", "contains"] = Field(
+        default="exact", description="How `name` matches (prefix/contains are case-insensitive)."
+    )
+    path: str | None = Field(
+        default=None,
+        description="Only nodes of this file or under this directory: absolute, or relative to the project root.",
+        min_length=1,
+        max_length=4096,
+    )
+    project: ProjectId | None = Field(default=None, description="Only this project.")
+    properties: dict[str, Scalar] = Field(
+        default_factory=dict,
+        description='Exact property values, e.g. {"kind": "method", "language": "go"} (see get_schema).',
+        max_length=8,
+    )
+    limit: int = Field(default=50, ge=1, le=200)
+    offset: int = Field(default=0, ge=0, le=1_000_000)
+
+
+class EntitiesResult(ToolResult):
+    entities: list[NodeOut]
+    total_count: int
+
+    def render_text(self) -> str:
+        lines = [f"{self.total_count} matching; showing {len(self.entities)}"]
+        lines += [
+            f"- [{e.label}] {e.name} {e.path}{f':{e.start_line}' if e.start_line else ''} id={e.id}"
+            for e in self.entities
+        ]
+        return "\n".join(lines)
+
+
+class ExploreInput(ToolInput):
+    node_id: str = Field(description="Start node id (from a search or query).", pattern=r"^[0-9a-f]{24}$")
+    types: list[Relationship] | None = Field(default=None, description="Relationship types to follow (default all).")
+    direction: Literal["out", "in", "both"] = Field(default="both")
+    depth: int = Field(default=1, ge=1, le=5)
+    limit: int = Field(default=100, ge=1, le=500, description="Most nodes returned.")
+
+
+class EdgeOut(ToolResult):
+    src: str
+    type: str
+    dst: str
+
+
+class ExploreResult(ToolResult):
+    start: NodeOut
+    nodes: list[NodeOut]
+    edges: list[EdgeOut]
+    truncated: bool
+
+    def render_text(self) -> str:
+        lines = [f"{self.start.label} {self.start.name}: {len(self.nodes)} related nodes, {len(self.edges)} edges"]
+        lines += [f"- d{n.depth} [{n.label}] {n.name} {n.path} id={n.id}" for n in self.nodes[:50]]
+        return "\n".join(lines)
+
+
+class SemanticSearchInput(ToolInput):
+    query: Query
+    project: ProjectId | None = Field(default=None, description="Project to search (default: active, else all).")
+    node_types: list[NodeType] | None = Field(default=None, max_length=10)
+    limit: int = Field(default=10, ge=1, le=50)
+    min_score: float | None = Field(default=None, ge=-1, le=1, description="Minimum cosine similarity.")
+
+
+class BrainSearchInput(ToolInput):
+    query: Query
+    projects: list[ProjectId] | None = Field(default=None, description="Limit to these projects (default: all).")
+    project_types: list[ProjectType] | None = Field(default=None, description="Limit to these project types.")
+    types: list[NodeType] | None = Field(default=None, max_length=10, description="Limit to these node types.")
+    semantic: bool = Field(default=True, description="Use embeddings (fused with full-text ranking).")
+    text_match: str | None = Field(
+        default=None, description="Keep only results whose name, path or text contains this.", max_length=200
+    )
+    limit: int = Field(default=10, ge=1, le=50)
+    offset: int = Field(default=0, ge=0, le=1000)
+
+
+class SearchResult(ToolResult):
+    results: list[NodeOut]
+    total_count: int
+    searched_projects: list[str]
+    mode: str = Field(description="hybrid, semantic or text (text when no embedding model could answer).")
+    note: str | None = None
+
+    def render_text(self) -> str:
+        lines = [
+            f"{len(self.results)} of {self.total_count} results ({self.mode})"
+            + (f" — {self.note}" if self.note else "")
+        ]
+        for r in self.results:
+            where = f"{r.path}:{r.start_line}" if r.start_line else r.path
+            lines.append(
+                f"- [{r.project_id}] {r.label}/{r.kind or '-'} {r.name} {where} id={r.id}\n  {r.snippet or ''}"
+            )
+        return "\n".join(lines)
+
+
+class RunCypherInput(ToolInput):
+    query: str = Field(description="A read-only Cypher query (MATCH ... RETURN ...).", min_length=1, max_length=10_000)
+    parameters: dict[str, Any] = Field(default_factory=dict, description="Query parameters ($name in the query).")
+    limit: int = Field(default=100, ge=1, le=1000, description="Most rows returned.")
+    timeout_seconds: float = Field(default=15.0, ge=1, le=60)
+
+
+class RunCypherResult(ToolResult):
+    rows: list[dict[str, Any]]
+    row_count: int
+    truncated: bool

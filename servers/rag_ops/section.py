@@ -1,0 +1,443 @@
+"""rag_ops: the brain — a code/document knowledge graph across projects, searchable by text and by meaning."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+from mcp_sections.servers.rag_ops.models import (
+    BrainSearchInput,
+    CreateProjectInput,
+    EdgeOut,
+    EntitiesResult,
+    ExploreInput,
+    ExploreResult,
+    ForgetPathInput,
+    ForgetPathResult,
+    GcInput,
+    GcResult,
+    GenerateEmbeddingsInput,
+    GenerateEmbeddingsResult,
+    IngestCodeInput,
+    IngestCodeResult,
+    IngestDirectoryInput,
+    IngestDirectoryResult,
+    ListProjectsInput,
+    ListProjectsResult,
+    LoadProjectResult,
+    NodeOut,
+    ProjectInput,
+    ProjectOut,
+    ProjectResult,
+    QueryEntitiesInput,
+    RagOpsSettings,
+    RunCypherInput,
+    RunCypherResult,
+    SchemaInput,
+    SchemaResult,
+    ScopeOut,
+    SearchResult,
+    SemanticSearchInput,
+)
+from mcp_sections.shared.sections import Section, SectionRuntime
+from mcp_sections.shared.tools import READ_ONLY, Annotations, ToolContext, tool
+
+WRITE = Annotations(read_only=False, destructive=False, idempotent=True, open_world=False)
+SESSION = Annotations(read_only=False, destructive=False, idempotent=True, open_world=False)
+DESTRUCTIVE = Annotations(read_only=False, destructive=True, idempotent=True, open_world=False)
+
+
+def open_brain(runtime: SectionRuntime) -> Any:
+    from mcp_sections.servers.rag_ops.brain import Brain
+
+    settings = runtime.section_settings or RagOpsSettings()
+    assert isinstance(settings, RagOpsSettings)
+    data_dir = runtime.settings.data_dir
+    if settings.backend == "neo4j":
+        from mcp_sections.shared.brain.neo4j_backend import Neo4jBrainStore
+
+        store: Any = Neo4jBrainStore.from_env()
+    else:
+        from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
+
+        store = SQLiteBrainStore(data_dir / "brain.sqlite3")
+    service = None
+    if settings.embeddings:
+        from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService, get_embedder
+
+        cache_db = store.database if hasattr(store, "database") else _cache_database(data_dir)
+        service = EmbeddingService(get_embedder(settings), EmbeddingCache(cache_db))
+    return Brain(
+        store,
+        runtime.settings.roots,
+        embedding_service=service,
+        max_file_bytes=settings.max_file_bytes,
+        max_files=settings.max_files,
+        retention_days=settings.quick_ingest_retention_days,
+        background_embeddings=settings.background_embeddings,
+        embedding_wait_seconds=settings.embedding_wait_seconds,
+    )
+
+
+def _cache_database(data_dir: Any) -> Any:
+    from mcp_sections.shared.embeddings import EMBEDDING_CACHE_SCHEMA
+    from mcp_sections.shared.store.sqlite import Database
+
+    return Database(data_dir / "brain-embeddings.sqlite3", [EMBEDDING_CACHE_SCHEMA])
+
+
+def warm_up(brain: Any) -> None:
+    """Load the embedding model in the background when the brain holds something to embed or search by meaning
+    (an empty brain loads it at its first ingest instead: no model cost for sessions that never use it)."""
+    if brain.embeddings is not None and brain.store.schema()["embeddable"] > 0:
+        brain.embeddings.embedder.start_loading()
+        brain.embeddings.embedder.on_ready(brain._wake.set)
+
+
+def _progress(ctx: ToolContext | None) -> Callable[[int, int, str], None] | None:
+    """A callback usable from the worker thread that posts MCP progress notifications."""
+    if ctx is None:
+        return None
+    import anyio.from_thread
+
+    def report(done: int, total: int, message: str) -> None:
+        with contextlib.suppress(Exception):  # progress is best effort
+            anyio.from_thread.run(ctx.report_progress, float(done), float(total), message)
+
+    return report
+
+
+def _project_out(brain: Any, project: Any) -> ProjectOut:
+    from mcp_sections.servers.rag_ops.brain import project_summary
+
+    return ProjectOut(**project_summary(project, brain))
+
+
+# ---- ingest ---------------------------------------------------------------------------------------
+
+
+@tool(name="ingest_directory", title="Ingest a directory into the brain", annotations=WRITE)
+async def ingest_directory(params: IngestDirectoryInput, state: Any, ctx: ToolContext) -> IngestDirectoryResult:
+    """Parse a directory (code: Python, JS/TS, Go, Rust, Java into functions/classes/methods; Markdown into
+    sections; other text into chunks) into the brain, incrementally: only files whose content hash changed
+    are re-parsed, removed files leave the graph. Context is resolved from the path: inside a known project →
+    that project; otherwise a quick-ingest namespace (or a named project with project_name). Honours
+    .gitignore; skips secrets (.env*, keys, *.pem), binaries and vendored/build directories. Sends progress
+    notifications; returns counts. Text search works at once; embeddings are computed in the background
+    (see generate_embeddings)."""
+    import anyio.to_thread
+
+    report = await anyio.to_thread.run_sync(
+        lambda: state.ingest_directory(params.path, params.project_name, _progress(ctx))
+    )
+    changed = [*report.files_added, *report.files_changed, *report.files_removed]
+    return IngestDirectoryResult(
+        project_id=report.project_id,
+        project_type=report.project_type,
+        context=report.context,
+        root=report.root,
+        path=report.path,
+        files_scanned=report.files_scanned,
+        files_unchanged=report.files_unchanged,
+        files_added=len(report.files_added),
+        files_changed=len(report.files_changed),
+        files_removed=len(report.files_removed),
+        changed_paths=changed[:50],
+        nodes_written=report.nodes_written,
+        node_count=report.node_count,
+        excluded_projects=report.excluded_projects,
+        skipped=report.skipped,
+        embeddings_pending=report.embeddings_pending,
+        seconds=report.seconds,
+    )
+
+
+@tool(name="ingest_code", title="Ingest a code snippet", annotations=WRITE)
+def ingest_code(params: IngestCodeInput, state: Any) -> IngestCodeResult:
+    """Ingest source code given inline (not read from disk) as a file of a project: parsed like a file of that
+    extension (functions, classes, sections), replacing an earlier snippet filed under the same path. Goes to
+    `project`, else the active project, else the 'snippets' quick-ingest project."""
+    project, parsed = state.ingest_code(params.content, params.file_path, params.project, params.language)
+    scopes = [
+        ScopeOut(id=n.id, name=n.name, kind=n.props.get("kind"), start_line=n.start_line, end_line=n.end_line)
+        for n in parsed.nodes
+        if n.label == "Scope"
+    ]
+    pending = state.store.count_pending(state.model_key, [project.id]) if state.model_key else None
+    return IngestCodeResult(
+        project_id=project.id,
+        file_path=parsed.record.path,
+        nodes=len(parsed.nodes),
+        scopes=scopes[:200],
+        embeddings_pending=pending,
+    )
+
+
+@tool(name="generate_embeddings", title="Complete pending embeddings", annotations=WRITE)
+async def generate_embeddings(
+    params: GenerateEmbeddingsInput, state: Any, ctx: ToolContext
+) -> GenerateEmbeddingsResult:
+    """Compute the embeddings still pending (new or changed functions, sections, chunks) now, with progress,
+    for one project or all, for at most max_seconds. Unchanged text is never re-embedded (content-hash
+    cache). Fails with DEPENDENCY_ERROR when no embedding model is available (text search still works)."""
+    import anyio.to_thread
+
+    ids = state.project_ids([params.project] if params.project else None)
+    result = await anyio.to_thread.run_sync(lambda: state.generate_embeddings(ids, params.max_seconds, _progress(ctx)))
+    return GenerateEmbeddingsResult(**result)
+
+
+# ---- projects -------------------------------------------------------------------------------------
+
+
+@tool(name="create_project", title="Register a project", annotations=WRITE)
+def create_project(params: CreateProjectInput, state: Any) -> ProjectResult:
+    """Register a directory as a named project (kept until forgotten, unlike quick-ingests). A directory inside
+    another project becomes its own project and leaves the parent. Does not parse anything: call
+    ingest_directory next."""
+    project, created = state.create_project(params.name, params.path, auto_cleanup=params.auto_cleanup)
+    return ProjectResult(
+        project=_project_out(state, project),
+        created=created,
+        message=f"call ingest_directory with path {project.root!r} to parse it",
+    )
+
+
+@tool(name="load_project", title="Load a project", annotations=SESSION)
+def load_project(params: ProjectInput, state: Any) -> LoadProjectResult:
+    """Load a project for this session: its vectors go into memory, it becomes active if none is, its last
+    access is refreshed (which postpones auto-cleanup), and the files changed on disk since its last
+    ingest are counted."""
+    loaded = state.load_project(params.project)
+    project = state.project(params.project)
+    return LoadProjectResult(
+        project=_project_out(state, project), vectors_loaded=loaded["vectors_loaded"], stale_files=loaded["stale_files"]
+    )
+
+
+@tool(name="switch_project", title="Switch the active project", annotations=SESSION)
+def switch_project(params: ProjectInput, state: Any) -> ProjectResult:
+    """Make a project the active one: semantic_search and ingest_code default to it in this session."""
+    project = state.switch_project(params.project)
+    return ProjectResult(project=_project_out(state, project), message=f"active project: {project.id}")
+
+
+@tool(name="unload_project", title="Unload a project", annotations=SESSION)
+def unload_project(params: ProjectInput, state: Any) -> ProjectResult:
+    """Unload a project from this session: it is no longer loaded or active (no data is deleted)."""
+    project = state.unload_project(params.project)
+    return ProjectResult(project=_project_out(state, project), message=f"unloaded {project.id}")
+
+
+@tool(name="list_projects", title="List the brain's projects", annotations=READ_ONLY)
+def list_projects(params: ListProjectsInput, state: Any) -> ListProjectsResult:
+    """List the projects in the brain: id, root path or URL, type (project / quick-ingest / web-crawl), last
+    access, node count, auto-cleanup policy, pending embeddings, and which are loaded/active."""
+    projects = [p for p in state.store.list_projects() if params.project_type in (None, p.type)]
+    return ListProjectsResult(
+        projects=[_project_out(state, p) for p in projects], active=state.active, loaded=sorted(state.loaded)
+    )
+
+
+@tool(name="forget_path", title="Forget a path", annotations=DESTRUCTIVE)
+def forget_path(params: ForgetPathInput, state: Any) -> ForgetPathResult:
+    """Remove from the brain exactly the nodes of one file or directory (or a whole project when given its
+    root, or a web page by URL). Files on disk are never touched. Refuses empty paths, globs and the
+    allowed roots themselves."""
+    return ForgetPathResult(**state.forget_path(params.path))
+
+
+@tool(name="gc", title="Garbage-collect the brain", annotations=DESTRUCTIVE)
+def gc(params: GcInput, state: Any) -> GcResult:
+    """Remove quick-ingests and web crawls not accessed within their retention period, then orphaned rows
+    (edges, vectors, cached embeddings nothing uses). dry_run only reports; remove_missing also removes
+    projects whose directory is gone."""
+    return GcResult(**state.gc(dry_run=params.dry_run, remove_missing=params.remove_missing))
+
+
+# ---- graph ----------------------------------------------------------------------------------------
+
+
+@tool(name="get_schema", title="Brain schema and counts", annotations=READ_ONLY)
+def get_schema(params: SchemaInput, state: Any) -> SchemaResult:
+    """The graph schema: node labels and relationship types with counts, the properties each label carries
+    (usable in query_entities), vectors stored and pending, backend and embedding model status."""
+    from mcp_sections.shared.brain.model import RELATIONSHIP_DESCRIPTIONS
+
+    schema = state.schema(params.project)
+    return SchemaResult(relationship_descriptions=RELATIONSHIP_DESCRIPTIONS, **schema)
+
+
+@tool(name="query_entities", title="Query entities", annotations=READ_ONLY)
+def query_entities(params: QueryEntitiesInput, state: Any) -> EntitiesResult:
+    """Find nodes by typed filters: label, name (exact / prefix / contains), file or directory path, project,
+    property values (see get_schema), with limit/offset. Returns ids for explore_relationships."""
+    from mcp_sections.shared.brain.model import ALL_PROPERTIES, EntityFilter
+    from mcp_sections.shared.errors import invalid_input
+
+    unknown = sorted(set(params.properties) - ALL_PROPERTIES)
+    if unknown:
+        raise invalid_input(f"unknown properties {unknown}; allowed: {sorted(ALL_PROPERTIES)} (see get_schema).")
+    project_ids = state.project_ids([params.project] if params.project else None)
+    prefix = None
+    if params.path:
+        prefix, project_ids = _path_filter(state, params.path, project_ids)
+    flt = EntityFilter(
+        label=params.label,
+        name=params.name,
+        name_match=params.name_match,
+        path_prefix=prefix,
+        project_ids=project_ids,
+        properties=dict(params.properties),
+        limit=params.limit,
+        offset=params.offset,
+    )
+    nodes, total = state.store.query_entities(flt)
+    projects = {p.id: p for p in state.store.list_projects()}
+    return EntitiesResult(entities=[NodeOut(**state.describe(n, projects)) for n in nodes], total_count=total)
+
+
+def _path_filter(state: Any, path: str, project_ids: list[str] | None) -> tuple[str, list[str] | None]:
+    if os.path.isabs(path):
+        real = os.path.realpath(path)
+        owner = state.owner_of(real)
+        if owner is None:
+            return path.strip("/"), []
+        rel = "" if real == owner.root else os.path.relpath(real, owner.root).replace(os.sep, "/")
+        ids = [owner.id] if project_ids is None or owner.id in project_ids else []
+        return rel, ids
+    return path.strip("/").removeprefix("./"), project_ids
+
+
+@tool(name="explore_relationships", title="Explore relationships", annotations=READ_ONLY)
+def explore_relationships(params: ExploreInput, state: Any) -> ExploreResult:
+    """Walk the graph from a node: follow the given relationship types (CONTAINS, DEFINES, IMPORTS, CALLS,
+    LINKS_TO, IN_PROJECT; default all) out, in or both ways, up to depth 5; returns the nodes reached (with
+    their depth) and the edges among them."""
+    from mcp_sections.shared.errors import not_found
+
+    start = state.store.get_nodes([params.node_id])
+    if not start:
+        raise not_found(f"no node {params.node_id!r}; get ids from brain_search or query_entities.")
+    found, edges = state.store.neighbors(
+        params.node_id, params.types or [], params.direction, params.depth, params.limit
+    )
+    projects = {p.id: p for p in state.store.list_projects()}
+    nodes = [NodeOut(**state.describe(n, projects), depth=d) for n, d in found if n.id != params.node_id]
+    truncated = len(found) > params.limit
+    return ExploreResult(
+        start=NodeOut(**state.describe(start[0], projects)),
+        nodes=nodes[: params.limit],
+        edges=[EdgeOut(src=e.src, type=e.type, dst=e.dst) for e in edges][:2000],
+        truncated=truncated,
+    )
+
+
+# ---- search ---------------------------------------------------------------------------------------
+
+
+@tool(name="semantic_search", title="Semantic search", annotations=READ_ONLY)
+def semantic_search(params: SemanticSearchInput, state: Any) -> SearchResult:
+    """Search by meaning (sentence embeddings) in one project (default: the active project, else all): best
+    for natural-language questions such as "where are passwords hashed". Returns functions/classes/sections
+    with file, lines and similarity. Falls back to text search, and says so, when no model is available."""
+    project = params.project or state.active
+    ids = state.project_ids([project] if project else None)
+    result = state.search(
+        params.query,
+        project_ids=ids,
+        types=params.node_types,
+        semantic=True,
+        text=False,
+        limit=params.limit,
+        min_score=params.min_score,
+    )
+    return _search_result(state, result)
+
+
+@tool(name="brain_search", title="Search the whole brain", annotations=READ_ONLY)
+def brain_search(params: BrainSearchInput, state: Any) -> SearchResult:
+    """Search everything the brain holds — all projects, quick-ingests and web pages — combining semantic
+    similarity and full-text ranking into one ranking across sources. Each result names its project (id,
+    type, root), file path, lines and type. Filter by projects, project types, node types (labels or scope
+    kinds like 'function', 'class') and a substring (text_match); paginate with limit/offset."""
+    ids = state.project_ids(params.projects)
+    result = state.search(
+        params.query,
+        project_ids=ids,
+        types=params.types,
+        semantic=params.semantic,
+        text_match=params.text_match,
+        limit=params.limit,
+        offset=params.offset,
+        project_types=params.project_types,
+    )
+    return _search_result(state, result)
+
+
+@tool(name="run_cypher", title="Run a read-only Cypher query", annotations=READ_ONLY)
+def run_cypher(params: RunCypherInput, state: Any) -> RunCypherResult:
+    """Neo4j backend only: run a read-only Cypher query on the brain (nodes carry the BrainNode label plus
+    File/Scope/...; see get_schema). Refused unless Neo4j's EXPLAIN says it only reads; LOAD CSV, apoc.load,
+    apoc.cypher, dbms procedures and CALL {...} IN TRANSACTIONS are denied; runs in a READ transaction with a
+    timeout and at most `limit` rows. On the embedded backend use query_entities and explore_relationships."""
+    from mcp_sections.shared.errors import ErrorCode, ToolFailure
+
+    if state.store.backend != "neo4j":
+        raise ToolFailure(
+            ErrorCode.DEPENDENCY_ERROR,
+            "run_cypher needs the Neo4j backend ([sections.rag_ops] backend = 'neo4j' with NEO4J_URI); "
+            "on the embedded backend use query_entities and explore_relationships.",
+        )
+    rows, truncated = state.store.run_read_query(
+        params.query, params.parameters, timeout=params.timeout_seconds, limit=params.limit
+    )
+    return RunCypherResult(rows=rows, row_count=len(rows), truncated=truncated)
+
+
+def _search_result(state: Any, result: dict[str, Any]) -> SearchResult:
+    return SearchResult(
+        results=[NodeOut(**item) for item in result["results"]],
+        total_count=result["total_count"],
+        searched_projects=result["searched_projects"],
+        mode=result["mode"],
+        note=result["note"],
+    )
+
+
+SECTION = Section(
+    id="rag_ops",
+    name="Brain (knowledge graph)",
+    description=(
+        "A persistent knowledge graph of code and documents across projects: ingest directories or snippets, "
+        "search by meaning and by text across projects, explore calls/imports/definitions, forget paths."
+    ),
+    instructions=(
+        "Ingest a directory with ingest_directory (incremental; re-run it after edits), then use brain_search "
+        "(all projects) or semantic_search (one project) and explore_relationships on the ids returned."
+    ),
+    tools=(
+        ingest_directory,
+        ingest_code,
+        generate_embeddings,
+        create_project,
+        load_project,
+        switch_project,
+        unload_project,
+        list_projects,
+        forget_path,
+        gc,
+        get_schema,
+        query_entities,
+        explore_relationships,
+        semantic_search,
+        brain_search,
+        run_cypher,
+    ),
+    settings_model=RagOpsSettings,
+    open_state=open_brain,
+    warm_up=warm_up,
+    extra="rag",
+)

@@ -1,0 +1,928 @@
+"""The embedded brain: one SQLite file with FTS5 text search, float32 vectors and recursive-CTE traversal.
+
+- `shared.store.sqlite.Database` gives WAL, `synchronous=FULL` and `BEGIN IMMEDIATE` writers, so several
+  processes can ingest and search the same brain; every file is replaced in one transaction together
+  with its `files` row (hash), so a killed ingest leaves whole files and resumes where it stopped.
+- Text search: an external-content FTS5 table over (name, keywords, path, content), kept in sync by
+  triggers, ranked with bm25.
+- Vectors: one float32 BLOB per node, tagged with the hash of the text it embeds and the model. Search
+  is a numpy brute-force dot product over per-project matrices cached in memory and reloaded only
+  when that project's `vectors_version` (bumped in the same transaction as any vector change) moved,
+  which keeps other processes' writes visible.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp_sections.shared.brain.model import (
+    ALL_PROPERTIES,
+    LABEL_PROPERTIES,
+    LABELS,
+    RELATIONSHIPS,
+    Edge,
+    EntityFilter,
+    FileRecord,
+    Node,
+    ParsedFile,
+    Project,
+    project_node_id,
+)
+from mcp_sections.shared.embeddings import EMBEDDING_CACHE_SCHEMA
+from mcp_sections.shared.store.sqlite import Database
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+MIGRATIONS: tuple[str, ...] = (
+    """
+CREATE TABLE projects (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    root TEXT NOT NULL,
+    type TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    last_accessed REAL NOT NULL,
+    last_ingest REAL,
+    auto_cleanup INTEGER NOT NULL DEFAULT 0,
+    retention_days REAL NOT NULL DEFAULT 30,
+    node_count INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL DEFAULT 'new',
+    needs_relink INTEGER NOT NULL DEFAULT 0,
+    vectors_version INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE nodes (
+    id TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    project_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    path TEXT NOT NULL DEFAULT '',
+    file_id TEXT,
+    start_line INTEGER,
+    end_line INTEGER,
+    content TEXT NOT NULL DEFAULT '',
+    keywords TEXT NOT NULL DEFAULT '',
+    embed_text TEXT,
+    embed_hash TEXT,
+    props TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX nodes_project_label_name ON nodes(project_id, label, name);
+CREATE INDEX nodes_project_path ON nodes(project_id, path);
+CREATE INDEX nodes_file ON nodes(file_id);
+CREATE INDEX nodes_label_name ON nodes(label, name);
+CREATE TABLE edges (
+    src TEXT NOT NULL,
+    type TEXT NOT NULL,
+    dst TEXT NOT NULL,
+    project_id TEXT NOT NULL,
+    file_id TEXT,
+    derived INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (src, type, dst)
+) WITHOUT ROWID;
+CREATE INDEX edges_dst ON edges(dst, type);
+CREATE INDEX edges_project ON edges(project_id, derived);
+CREATE INDEX edges_file ON edges(file_id);
+CREATE TABLE refs (
+    src TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    target TEXT NOT NULL,
+    project_id TEXT NOT NULL,
+    file_id TEXT NOT NULL
+);
+CREATE INDEX refs_project ON refs(project_id, kind);
+CREATE INDEX refs_file ON refs(file_id);
+CREATE TABLE files (
+    project_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    node_id TEXT NOT NULL,
+    PRIMARY KEY (project_id, path)
+) WITHOUT ROWID;
+CREATE TABLE vectors (
+    node_id TEXT PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    label TEXT NOT NULL,
+    model TEXT NOT NULL,
+    embed_hash TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX vectors_project ON vectors(project_id, model);
+CREATE VIRTUAL TABLE nodes_fts USING fts5(
+    name, keywords, path, content, content='nodes', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER nodes_ai AFTER INSERT ON nodes BEGIN
+    INSERT INTO nodes_fts(rowid, name, keywords, path, content)
+    VALUES (new.rowid, new.name, new.keywords, new.path, new.content);
+END;
+CREATE TRIGGER nodes_ad AFTER DELETE ON nodes BEGIN
+    INSERT INTO nodes_fts(nodes_fts, rowid, name, keywords, path, content)
+    VALUES ('delete', old.rowid, old.name, old.keywords, old.path, old.content);
+END;
+CREATE TRIGGER nodes_au AFTER UPDATE ON nodes BEGIN
+    INSERT INTO nodes_fts(nodes_fts, rowid, name, keywords, path, content)
+    VALUES ('delete', old.rowid, old.name, old.keywords, old.path, old.content);
+    INSERT INTO nodes_fts(rowid, name, keywords, path, content)
+    VALUES (new.rowid, new.name, new.keywords, new.path, new.content);
+END;
+"""
+    + EMBEDDING_CACHE_SCHEMA,
+)
+
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "does",
+        "for",
+        "from",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "with",
+        "my",
+        "me",
+        "we",
+        "you",
+        "your",
+        "can",
+        "find",
+        "show",
+        "code",
+    ]
+)
+MAX_QUERY_TERMS = 24
+BM25_WEIGHTS = "8.0, 4.0, 2.0, 1.0"  # name, keywords, path, content
+MAX_WALK_ROWS = 20_000
+_BATCH = 500
+_PROJECT_FIELDS = {
+    "name",
+    "root",
+    "type",
+    "last_accessed",
+    "last_ingest",
+    "auto_cleanup",
+    "retention_days",
+    "node_count",
+    "status",
+    "needs_relink",
+}
+
+
+def fts_query(text: str) -> str | None:
+    """A safe FTS5 MATCH expression: each word quoted (no operator injection), OR-ed, stopwords dropped."""
+    words = [w.lower() for w in re.findall(r"\w+", text)]
+    terms = list(dict.fromkeys(w for w in words if w not in STOPWORDS)) or list(dict.fromkeys(words))
+    terms = terms[:MAX_QUERY_TERMS]
+    if not terms:
+        return None
+    return " OR ".join(f'"{term}"' for term in terms)
+
+
+def _chunks(items: Sequence[Any], size: int = _BATCH) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _marks(count: int) -> str:
+    return ",".join("?" * count)
+
+
+def _under(column: str) -> str:
+    """SQL condition: `column` equals ? or lies under ? + '/' (component-wise, no LIKE wildcards)."""
+    return f"({column} = ? OR substr({column}, 1, length(?) + 1) = ? || '/')"
+
+
+class SQLiteBrainStore:
+    """`BrainStore` over one SQLite file."""
+
+    backend = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        self.database = Database(path, MIGRATIONS)
+        self._matrices: dict[tuple[str, str], tuple[int, Any, Any, Any]] = {}
+        self._matrix_lock = threading.Lock()
+
+    def close(self) -> None:
+        self.database.close()
+
+    # ---- projects ---------------------------------------------------------------------------------
+    def upsert_project(self, project: Project) -> None:
+        with self.database.write() as db:
+            db.execute(
+                "INSERT INTO projects(id, name, root, type, created_at, last_accessed, last_ingest, auto_cleanup, "
+                "retention_days, node_count, status) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
+                "name=excluded.name, root=excluded.root, type=excluded.type, last_accessed=excluded.last_accessed, "
+                "auto_cleanup=excluded.auto_cleanup, retention_days=excluded.retention_days",
+                (
+                    project.id,
+                    project.name,
+                    project.root,
+                    project.type,
+                    project.created_at,
+                    project.last_accessed,
+                    project.last_ingest,
+                    int(project.auto_cleanup),
+                    project.retention_days,
+                    project.node_count,
+                    project.status,
+                ),
+            )
+            pid = project_node_id(project.id)
+            props = json.dumps({"type": project.type, "root": project.root})
+            db.execute(
+                "INSERT INTO nodes(id, label, project_id, name, path, content, props) VALUES (?,?,?,?,?,?,?) "
+                "ON CONFLICT(id) DO UPDATE SET name=excluded.name, content=excluded.content, props=excluded.props",
+                (pid, "Project", project.id, project.name, "", f"{project.name} {project.root}", props),
+            )
+
+    def get_project(self, project_id: str) -> Project | None:
+        with self.database.read() as db:
+            row = db.execute("SELECT * FROM projects WHERE id = ?", (project_id,)).fetchone()
+        return _project(row) if row else None
+
+    def list_projects(self) -> list[Project]:
+        with self.database.read() as db:
+            rows = db.execute("SELECT * FROM projects ORDER BY last_accessed DESC").fetchall()
+        return [_project(row) for row in rows]
+
+    def update_project(self, project_id: str, **fields: Any) -> None:
+        unknown = set(fields) - _PROJECT_FIELDS
+        if unknown:
+            raise ValueError(f"unknown project fields {sorted(unknown)}")
+        if not fields:
+            return
+        assignments = ", ".join(f"{key} = ?" for key in fields)
+        values = [int(v) if isinstance(v, bool) else v for v in fields.values()]
+        with self.database.write() as db:
+            db.execute(f"UPDATE projects SET {assignments} WHERE id = ?", [*values, project_id])
+
+    def delete_project(self, project_id: str) -> int:
+        with self.database.write() as db:
+            removed = db.execute("DELETE FROM nodes WHERE project_id = ?", (project_id,)).rowcount
+            for table in ("edges", "refs", "files", "vectors"):
+                db.execute(f"DELETE FROM {table} WHERE project_id = ?", (project_id,))
+            db.execute("DELETE FROM projects WHERE id = ?", (project_id,))
+        self._drop_matrices(project_id)
+        return removed
+
+    # ---- files --------------------------------------------------------------------------------------
+    def file_records(self, project_id: str, prefix: str = "") -> dict[str, FileRecord]:
+        with self.database.read() as db:
+            if prefix:
+                rows = db.execute(
+                    f"SELECT * FROM files WHERE project_id = ? AND {_under('path')}",
+                    (project_id, prefix, prefix, prefix),
+                ).fetchall()
+            else:
+                rows = db.execute("SELECT * FROM files WHERE project_id = ?", (project_id,)).fetchall()
+        return {
+            row["path"]: FileRecord(row["path"], row["hash"], row["size"], row["mtime_ns"], row["node_id"])
+            for row in rows
+        }
+
+    def update_file_stats(self, project_id: str, items: Sequence[tuple[str, int, int]]) -> None:
+        """Remember the new (size, mtime) of files whose content did not change (touched, copied back)."""
+        with self.database.write() as db:
+            db.executemany(
+                "UPDATE files SET size = ?, mtime_ns = ? WHERE project_id = ? AND path = ?",
+                [(size, mtime, project_id, rel) for rel, size, mtime in items],
+            )
+
+    def replace_file(self, project_id: str, parsed: ParsedFile) -> None:
+        self.replace_files(project_id, [parsed])
+
+    def replace_files(self, project_id: str, parsed: Sequence[ParsedFile]) -> None:
+        """Replace each file's nodes, edges, refs and record, all files in one transaction."""
+        if not parsed:
+            return
+        vectors_dropped = 0
+        with self.database.write() as db:
+            for item in parsed:
+                vectors_dropped += self._replace_one(db, project_id, item)
+            db.execute("UPDATE projects SET needs_relink = 1 WHERE id = ?", (project_id,))
+            if vectors_dropped:
+                db.execute("UPDATE projects SET vectors_version = vectors_version + 1 WHERE id = ?", (project_id,))
+
+    def _replace_one(self, db: sqlite3.Connection, project_id: str, item: ParsedFile) -> int:
+        record = item.record
+        previous = db.execute(
+            "SELECT node_id FROM files WHERE project_id = ? AND path = ?", (project_id, record.path)
+        ).fetchone()
+        file_ids = {record.node_id} | ({previous["node_id"]} if previous else set())
+        old_ids: list[str] = []
+        for file_id in file_ids:
+            old_ids += [r[0] for r in db.execute("SELECT id FROM nodes WHERE file_id = ?", (file_id,))]
+        self._delete_nodes(db, old_ids, file_ids, keep_vectors=True)
+        db.executemany(
+            "INSERT INTO nodes(id, label, project_id, name, path, file_id, start_line, end_line, content, keywords, "
+            "embed_text, embed_hash, props) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET "
+            "label=excluded.label, name=excluded.name, path=excluded.path, file_id=excluded.file_id, "
+            "start_line=excluded.start_line, end_line=excluded.end_line, content=excluded.content, "
+            "keywords=excluded.keywords, embed_text=excluded.embed_text, embed_hash=excluded.embed_hash, "
+            "props=excluded.props",
+            [
+                (
+                    n.id,
+                    n.label,
+                    project_id,
+                    n.name,
+                    n.path,
+                    n.file_id,
+                    n.start_line,
+                    n.end_line,
+                    n.content,
+                    n.keywords,
+                    n.embed_text,
+                    n.embed_hash,
+                    json.dumps(n.props, ensure_ascii=False, default=str),
+                )
+                for n in item.nodes
+            ],
+        )
+        db.executemany(
+            "INSERT OR IGNORE INTO edges(src, type, dst, project_id, file_id, derived) VALUES (?,?,?,?,?,0)",
+            [(e.src, e.type, e.dst, project_id, record.node_id) for e in item.edges],
+        )
+        db.executemany(
+            "INSERT INTO refs(src, kind, target, project_id, file_id) VALUES (?,?,?,?,?)",
+            [(r.src, r.kind, r.target, project_id, record.node_id) for r in item.refs],
+        )
+        db.execute(
+            "INSERT INTO files(project_id, path, hash, size, mtime_ns, node_id) VALUES (?,?,?,?,?,?) "
+            "ON CONFLICT(project_id, path) DO UPDATE SET hash=excluded.hash, size=excluded.size, "
+            "mtime_ns=excluded.mtime_ns, node_id=excluded.node_id",
+            (project_id, record.path, record.hash, record.size, record.mtime_ns, record.node_id),
+        )
+        # Vectors stay valid only for nodes that still exist with the same embedded text.
+        dropped = 0
+        for chunk in _chunks(old_ids):
+            dropped += db.execute(
+                f"DELETE FROM vectors WHERE node_id IN ({_marks(len(chunk))}) AND NOT EXISTS "
+                "(SELECT 1 FROM nodes n WHERE n.id = vectors.node_id AND n.embed_hash = vectors.embed_hash)",
+                list(chunk),
+            ).rowcount
+        return dropped
+
+    def _delete_nodes(
+        self, db: sqlite3.Connection, ids: Sequence[str], file_ids: Iterable[str], *, keep_vectors: bool
+    ) -> int:
+        removed = 0
+        for file_id in file_ids:
+            db.execute("DELETE FROM edges WHERE file_id = ?", (file_id,))
+            db.execute("DELETE FROM refs WHERE file_id = ?", (file_id,))
+        for chunk in _chunks(ids):
+            marks = _marks(len(chunk))
+            db.execute(f"DELETE FROM edges WHERE src IN ({marks})", list(chunk))
+            db.execute(f"DELETE FROM edges WHERE dst IN ({marks})", list(chunk))
+            removed += db.execute(f"DELETE FROM nodes WHERE id IN ({marks})", list(chunk)).rowcount
+            if not keep_vectors:
+                db.execute(f"DELETE FROM vectors WHERE node_id IN ({marks})", list(chunk))
+        return removed
+
+    def remove_paths(self, project_id: str, paths: Iterable[str], *, prefixes: Iterable[str] = ()) -> int:
+        """Remove files (exact relative paths) and everything under directory prefixes; returns nodes removed."""
+        paths, prefixes = list(paths), [p for p in prefixes if p]
+        removed = 0
+        with self.database.write() as db:
+            records: list[tuple[str, str]] = []
+            for chunk in _chunks(paths):
+                records += db.execute(
+                    f"SELECT path, node_id FROM files WHERE project_id = ? AND path IN ({_marks(len(chunk))})",
+                    [project_id, *chunk],
+                ).fetchall()
+            for prefix in prefixes:
+                records += db.execute(
+                    f"SELECT path, node_id FROM files WHERE project_id = ? AND {_under('path')}",
+                    (project_id, prefix, prefix, prefix),
+                ).fetchall()
+            # Nodes without a file record (inline snippets, web pages) are matched by their path too.
+            extra = [(p, None) for p in paths]
+            for path, file_id in [*records, *extra]:
+                if file_id is not None:
+                    ids = [r[0] for r in db.execute("SELECT id FROM nodes WHERE file_id = ?", (file_id,))]
+                    removed += self._delete_nodes(db, ids, [file_id], keep_vectors=False)
+                    db.execute("DELETE FROM files WHERE project_id = ? AND path = ?", (project_id, path))
+                else:
+                    ids = [
+                        r[0]
+                        for r in db.execute(
+                            "SELECT id FROM nodes WHERE project_id = ? AND path = ? AND label != 'Project'",
+                            (project_id, path),
+                        )
+                    ]
+                    removed += self._delete_nodes(db, ids, [], keep_vectors=False)
+            for prefix in prefixes:
+                ids = [
+                    r[0]
+                    for r in db.execute(
+                        f"SELECT id FROM nodes WHERE project_id = ? AND label != 'Project' AND {_under('path')}",
+                        (project_id, prefix, prefix, prefix),
+                    )
+                ]
+                removed += self._delete_nodes(db, ids, ids, keep_vectors=False)
+            if removed:
+                db.execute(
+                    "UPDATE projects SET needs_relink = 1, vectors_version = vectors_version + 1 WHERE id = ?",
+                    (project_id,),
+                )
+        return removed
+
+    def relink(self, project_id: str) -> int:
+        """Recompute the derived edges (CALLS, IMPORTS, LINKS_TO) of a project from its references."""
+        with self.database.write() as db:
+            db.execute("DELETE FROM edges WHERE project_id = ? AND derived = 1", (project_id,))
+            db.execute(
+                "INSERT OR IGNORE INTO edges(src, type, dst, project_id, file_id, derived) "
+                "SELECT DISTINCT r.src, 'CALLS', n.id, r.project_id, NULL, 1 FROM refs r "
+                "JOIN nodes n ON n.project_id = r.project_id AND n.label = 'Scope' AND n.name = r.target "
+                "WHERE r.project_id = ? AND r.kind = 'call' AND n.id != r.src AND ("
+                " n.file_id = r.file_id OR ("
+                "  NOT EXISTS (SELECT 1 FROM nodes s WHERE s.project_id = r.project_id AND s.label = 'Scope' "
+                "   AND s.name = r.target AND s.file_id = r.file_id)"
+                "  AND (SELECT count(*) FROM nodes m WHERE m.project_id = r.project_id AND m.label = 'Scope' "
+                "   AND m.name = r.target) <= 3))",
+                (project_id,),
+            )
+            modules: dict[str, str] = {}
+            paths: dict[str, str] = {}
+            for row in db.execute(
+                "SELECT id, path, json_extract(props, '$.module') AS module FROM nodes "
+                "WHERE project_id = ? AND label IN ('File', 'WebPage')",
+                (project_id,),
+            ):
+                paths[row["path"]] = row["id"]
+                if row["module"]:
+                    modules.setdefault(row["module"], row["id"])
+            rows: list[tuple[str, str, str, str]] = []
+            for ref in db.execute(
+                "SELECT src, kind, target FROM refs WHERE project_id = ? AND kind IN ('import', 'link')",
+                (project_id,),
+            ):
+                if ref["kind"] == "link":
+                    target = paths.get(ref["target"])
+                    kind = "LINKS_TO"
+                else:
+                    target = _resolve_module(ref["target"], modules)
+                    kind = "IMPORTS"
+                if target and target != ref["src"]:
+                    rows.append((ref["src"], kind, target, project_id))
+            db.executemany(
+                "INSERT OR IGNORE INTO edges(src, type, dst, project_id, file_id, derived) VALUES (?,?,?,?,NULL,1)",
+                rows,
+            )
+            count = db.execute(
+                "SELECT count(*) FROM edges WHERE project_id = ? AND derived = 1", (project_id,)
+            ).fetchone()[0]
+            db.execute("UPDATE projects SET needs_relink = 0 WHERE id = ?", (project_id,))
+        return count
+
+    def refresh_counts(self, project_id: str) -> int:
+        with self.database.write() as db:
+            count = db.execute("SELECT count(*) FROM nodes WHERE project_id = ?", (project_id,)).fetchone()[0]
+            db.execute("UPDATE projects SET node_count = ? WHERE id = ?", (count, project_id))
+        return count
+
+    # ---- reading ------------------------------------------------------------------------------------
+    def get_nodes(self, ids: Sequence[str]) -> list[Node]:
+        found: dict[str, Node] = {}
+        with self.database.read() as db:
+            for chunk in _chunks(list(ids)):
+                for row in db.execute(f"SELECT * FROM nodes WHERE id IN ({_marks(len(chunk))})", list(chunk)):
+                    found[row["id"]] = _node(row)
+        return [found[i] for i in ids if i in found]
+
+    def query_entities(self, flt: EntityFilter) -> tuple[list[Node], int]:
+        where, params = ["1 = 1"], []
+        if flt.label is not None:
+            if flt.label not in LABELS:
+                raise ValueError(f"unknown label {flt.label!r}")
+            where.append("label = ?")
+            params.append(flt.label)
+        if flt.name:
+            if flt.name_match == "exact":
+                where.append("name = ?")
+                params.append(flt.name)
+            else:
+                needle = flt.name.lower()
+                where.append(
+                    "substr(lower(name), 1, length(?)) = ?"
+                    if flt.name_match == "prefix"
+                    else "instr(lower(name), ?) > 0"
+                )
+                params += [needle, needle] if flt.name_match == "prefix" else [needle]
+        if flt.path_prefix:
+            where.append(_under("path"))
+            params += [flt.path_prefix] * 3
+        if flt.project_ids is not None:
+            where.append(f"project_id IN ({_marks(len(flt.project_ids))})" if flt.project_ids else "0")
+            params += list(flt.project_ids)
+        for key, value in flt.properties.items():
+            if key not in ALL_PROPERTIES:
+                raise ValueError(f"unknown property {key!r}")
+            where.append("json_extract(props, ?) = ?")
+            params += [f"$.{key}", int(value) if isinstance(value, bool) else value]
+        clause = " AND ".join(where)
+        with self.database.read() as db:
+            total = db.execute(f"SELECT count(*) FROM nodes WHERE {clause}", params).fetchone()[0]
+            rows = db.execute(
+                f"SELECT * FROM nodes WHERE {clause} ORDER BY project_id, path, start_line, id LIMIT ? OFFSET ?",
+                [*params, flt.limit, flt.offset],
+            ).fetchall()
+        return [_node(row) for row in rows], total
+
+    def neighbors(
+        self, node_id: str, types: Sequence[str], direction: str, depth: int, limit: int
+    ) -> tuple[list[tuple[Node, int]], list[Edge]]:
+        types = [t for t in types if t in RELATIONSHIPS] or list(RELATIONSHIPS)
+        tmarks = _marks(len(types))
+        steps = []
+        params: list[Any] = [node_id]
+        if direction in ("out", "both"):
+            steps.append(
+                f"SELECT e.dst, w.depth + 1 FROM walk w JOIN edges e ON e.src = w.id "
+                f"WHERE w.depth < ? AND e.type IN ({tmarks})"
+            )
+            params += [depth, *types]
+        if direction in ("in", "both"):
+            steps.append(
+                f"SELECT e.src, w.depth + 1 FROM walk w JOIN edges e ON e.dst = w.id "
+                f"WHERE w.depth < ? AND e.type IN ({tmarks})"
+            )
+            params += [depth, *types]
+        sql = (
+            "WITH RECURSIVE walk(id, depth) AS (SELECT ?, 0 UNION "
+            + " UNION ".join(steps)
+            + f" LIMIT {MAX_WALK_ROWS}) "
+            "SELECT id, min(depth) AS depth FROM walk GROUP BY id ORDER BY depth, id LIMIT ?"
+        )
+        with self.database.read() as db:
+            found = db.execute(sql, [*params, limit + 1]).fetchall()
+            depths = {row["id"]: row["depth"] for row in found}
+            ids = list(depths)
+            rows = {}
+            for chunk in _chunks(ids):
+                for row in db.execute(f"SELECT * FROM nodes WHERE id IN ({_marks(len(chunk))})", list(chunk)):
+                    rows[row["id"]] = _node(row)
+            edges: list[Edge] = []
+            for chunk in _chunks(ids):
+                marks = _marks(len(chunk))
+                for row in db.execute(
+                    f"SELECT src, type, dst FROM edges WHERE src IN ({marks}) AND type IN ({tmarks})",
+                    [*chunk, *types],
+                ):
+                    if row["dst"] in depths:
+                        edges.append(Edge(row["src"], row["type"], row["dst"]))
+        nodes = [(rows[i], depths[i]) for i in ids if i in rows]
+        return nodes, edges
+
+    def schema(self, project_ids: Sequence[str] | None = None) -> dict[str, Any]:
+        where, params = "", []
+        if project_ids is not None:
+            where = f"WHERE project_id IN ({_marks(len(project_ids))})" if project_ids else "WHERE 0"
+            params = list(project_ids)
+        with self.database.read() as db:
+            labels = {
+                r[0]: r[1] for r in db.execute(f"SELECT label, count(*) FROM nodes {where} GROUP BY label", params)
+            }
+            rels = {r[0]: r[1] for r in db.execute(f"SELECT type, count(*) FROM edges {where} GROUP BY type", params)}
+            vectors = db.execute(f"SELECT count(*) FROM vectors {where}", params).fetchone()[0]
+            embeddable = db.execute(
+                f"SELECT count(*) FROM nodes {where} {'AND' if where else 'WHERE'} embed_hash IS NOT NULL", params
+            ).fetchone()[0]
+        return {
+            "labels": {label: labels.get(label, 0) for label in LABELS},
+            "relationships": {rel: rels.get(rel, 0) for rel in RELATIONSHIPS},
+            "properties": {label: list(LABEL_PROPERTIES[label]) for label in LABELS},
+            "vectors": vectors,
+            "embeddable": embeddable,
+        }
+
+    # ---- text search --------------------------------------------------------------------------------
+    def text_search(
+        self, query: str, project_ids: Sequence[str] | None, labels: Sequence[str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        match = fts_query(query)
+        if match is None:
+            return []
+        where: list[str] = []
+        params: list[Any] = []
+        if project_ids is not None:
+            where.append(f"n.project_id IN ({_marks(len(project_ids))})" if project_ids else "0")
+            params += list(project_ids)
+        if labels:
+            where.append(f"n.label IN ({_marks(len(labels))})")
+            params += list(labels)
+        else:
+            where.append("n.label != 'Project'")
+        clause = " AND ".join(where)
+        selective = project_ids is not None or bool(labels)
+        # Rank inside FTS5 first (cheapest), then join and filter an over-fetched top; fall back to ranking
+        # every match joined with its node only when the filters left too few.
+        fetch = limit * 8 + 50 if selective else limit + 10
+        ranked = (
+            f"SELECT n.id, r.rank FROM (SELECT rowid, bm25(nodes_fts, {BM25_WEIGHTS}) AS rank FROM nodes_fts "
+            "WHERE nodes_fts MATCH ? ORDER BY rank LIMIT ?) r "
+            f"JOIN nodes n ON n.rowid = r.rowid WHERE {clause} ORDER BY r.rank LIMIT ?"
+        )
+        with self.database.read() as db:
+            rows = db.execute(ranked, [match, fetch, *params, limit]).fetchall()
+            if len(rows) < limit and (selective or len(rows) == fetch):
+                rows = db.execute(
+                    f"SELECT n.id, bm25(nodes_fts, {BM25_WEIGHTS}) AS rank FROM nodes_fts "
+                    f"JOIN nodes n ON n.rowid = nodes_fts.rowid WHERE nodes_fts MATCH ? AND {clause} "
+                    "ORDER BY rank LIMIT ?",
+                    [match, *params, limit],
+                ).fetchall()
+        return [(row[0], -float(row[1])) for row in rows]
+
+    def filter_text_match(self, ids: Sequence[str], text: str) -> set[str]:
+        needle = text.lower()
+        kept: set[str] = set()
+        with self.database.read() as db:
+            for chunk in _chunks(list(ids)):
+                kept.update(
+                    row[0]
+                    for row in db.execute(
+                        f"SELECT id FROM nodes WHERE id IN ({_marks(len(chunk))}) AND (instr(lower(name), ?) > 0 "
+                        "OR instr(lower(path), ?) > 0 OR instr(lower(content), ?) > 0)",
+                        [*chunk, needle, needle, needle],
+                    )
+                )
+        return kept
+
+    # ---- embeddings ---------------------------------------------------------------------------------
+    def pending_embeddings(
+        self, model: str, limit: int, project_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, str, str]]:
+        """(node id, embed text, embed hash) of nodes without a current vector: scopes first, newest projects first."""
+        where, params = self._pending_where(model, project_ids)
+        sql = (
+            f"SELECT n.id, n.embed_text, n.embed_hash FROM nodes n LEFT JOIN vectors v ON v.node_id = n.id "
+            f"JOIN projects p ON p.id = n.project_id WHERE {where} "
+            "ORDER BY p.last_ingest DESC, CASE n.label WHEN 'Scope' THEN 0 WHEN 'DocumentSection' THEN 1 ELSE 2 END, "
+            "n.rowid LIMIT ?"
+        )
+        with self.database.read() as db:
+            rows = db.execute(sql, [*params, limit]).fetchall()
+        return [(row[0], row[1], row[2]) for row in rows]
+
+    def count_pending(self, model: str, project_ids: Sequence[str] | None = None) -> int:
+        where, params = self._pending_where(model, project_ids)
+        with self.database.read() as db:
+            return db.execute(
+                f"SELECT count(*) FROM nodes n LEFT JOIN vectors v ON v.node_id = n.id WHERE {where}", params
+            ).fetchone()[0]
+
+    @staticmethod
+    def _pending_where(model: str, project_ids: Sequence[str] | None) -> tuple[str, list[Any]]:
+        where = "n.embed_hash IS NOT NULL AND (v.node_id IS NULL OR v.model != ? OR v.embed_hash != n.embed_hash)"
+        params: list[Any] = [model]
+        if project_ids is not None:
+            where += f" AND n.project_id IN ({_marks(len(project_ids))})" if project_ids else " AND 0"
+            params += list(project_ids)
+        return where, params
+
+    def put_vectors(self, model: str, items: Sequence[tuple[str, str, np.ndarray]]) -> int:
+        """Store vectors for (node id, embed hash, vector); skipped when the node's text changed meanwhile."""
+        import numpy as np
+
+        written = 0
+        with self.database.write() as db:
+            projects: set[str] = set()
+            for node, embed_hash, vector in items:
+                blob = np.asarray(vector, dtype="<f4").tobytes()
+                row = db.execute(
+                    "INSERT INTO vectors(node_id, project_id, label, model, embed_hash, vector) "
+                    "SELECT id, project_id, label, ?, embed_hash, ? FROM nodes WHERE id = ? AND embed_hash = ? "
+                    "ON CONFLICT(node_id) DO UPDATE SET model=excluded.model, embed_hash=excluded.embed_hash, "
+                    "vector=excluded.vector, project_id=excluded.project_id, label=excluded.label "
+                    "RETURNING project_id",
+                    (model, blob, node, embed_hash),
+                ).fetchone()
+                if row is not None:
+                    projects.add(row[0])
+                    written += 1
+            for project in projects:
+                db.execute("UPDATE projects SET vectors_version = vectors_version + 1 WHERE id = ?", (project,))
+        return written
+
+    def vector_search(
+        self,
+        model: str,
+        query: np.ndarray,
+        project_ids: Sequence[str] | None,
+        labels: Sequence[str] | None,
+        limit: int,
+    ) -> list[tuple[str, float]]:
+        """Exact cosine top-k: one matrix-vector product over the in-memory vectors of every project."""
+        import numpy as np
+
+        with self.database.read() as db:
+            versions = {r[0]: r[1] for r in db.execute("SELECT id, vectors_version FROM projects")}
+        ids, label_array, matrix, spans = self._combined(model, versions)
+        query = np.asarray(query, dtype=np.float32)
+        if matrix.shape[0] == 0 or matrix.shape[1] != query.shape[0]:
+            return []
+        if project_ids is None:
+            scores = matrix @ query
+        else:
+            wanted = [spans[p] for p in project_ids if p in spans and spans[p][1] > spans[p][0]]
+            if not wanted:
+                return []
+            # rows of one project are contiguous: score only the requested ranges
+            parts = [(start, matrix[start:end] @ query) for start, end in sorted(wanted)]
+            scores = np.concatenate([part for _, part in parts])
+            index = np.concatenate([np.arange(start, start + len(part)) for start, part in parts])
+            ids, label_array = ids[index], label_array[index]
+        if labels:
+            scores = np.where(np.isin(label_array, list(labels)), scores, -np.inf)
+        k = min(limit, scores.shape[0])
+        top = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
+        top = top[np.isfinite(scores[top])]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(str(ids[i]), float(scores[i])) for i in top]
+
+    def _combined(self, model: str, versions: dict[str, int]) -> tuple[Any, Any, Any, dict[str, tuple[int, int]]]:
+        """All projects' vectors as one contiguous matrix (rows grouped by project), rebuilt only for the
+        projects whose `vectors_version` moved since they were loaded (by this or another process)."""
+        import numpy as np
+
+        with self._matrix_lock:
+            cached = self._matrices.get(("*", model))
+            if cached is not None and cached[0] == versions:
+                return cached[1], cached[2], cached[3], cached[4]
+            previous: dict[str, tuple[Any, Any, Any]] = cached[5] if cached is not None else {}
+            parts: dict[str, tuple[Any, Any, Any]] = {}
+            for project, version in versions.items():
+                old = previous.get(project)
+                if old is not None and cached is not None and cached[0].get(project) == version:
+                    parts[project] = old
+                else:
+                    parts[project] = self._load_vectors(model, project)
+            order = sorted(parts)
+            spans: dict[str, tuple[int, int]] = {}
+            position = 0
+            for project in order:
+                spans[project] = (position, position + parts[project][2].shape[0])
+                position = spans[project][1]
+            non_empty = [parts[p][2] for p in order if parts[p][2].shape[0]]
+            dims = {m.shape[1] for m in non_empty}
+            if non_empty and len(dims) == 1:
+                matrix = np.concatenate(non_empty)
+            else:
+                matrix = np.zeros((0, 0), dtype=np.float32)
+                spans = {p: (0, 0) for p in order}
+            ids = np.concatenate([parts[p][0] for p in order]) if order else np.array([], dtype=object)
+            label_array = np.concatenate([parts[p][1] for p in order]) if order else np.array([], dtype=object)
+            # keep per-project pieces as views into the combined matrix (no second copy in memory)
+            pieces = {p: (parts[p][0], parts[p][1], matrix[spans[p][0] : spans[p][1]]) for p in order}
+            self._matrices[("*", model)] = (dict(versions), ids, label_array, matrix, spans, pieces)
+            return ids, label_array, matrix, spans
+
+    def _load_vectors(self, model: str, project: str) -> tuple[Any, Any, Any]:
+        import numpy as np
+
+        with self.database.read() as db:
+            rows = db.execute(
+                "SELECT node_id, label, vector FROM vectors WHERE project_id = ? AND model = ? ORDER BY node_id",
+                (project, model),
+            ).fetchall()
+        ids = np.array([r[0] for r in rows], dtype=object)
+        labels = np.array([r[1] for r in rows], dtype=object)
+        if rows:
+            matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), -1)
+        else:
+            matrix = np.zeros((0, 0), dtype=np.float32)
+        return ids, labels, matrix
+
+    def preload(self, model: str, project_id: str) -> int:
+        """Load the vectors into memory now (load_project); returns how many the project has."""
+        with self.database.read() as db:
+            versions = {r[0]: r[1] for r in db.execute("SELECT id, vectors_version FROM projects")}
+        spans = self._combined(model, versions)[3]
+        start, end = spans.get(project_id, (0, 0))
+        return end - start
+
+    def unload(self, project_id: str) -> None:
+        """Nothing to free per project: vectors live in one shared matrix, rebuilt on change."""
+
+    def _drop_matrices(self, project_id: str) -> None:
+        """A deleted project: the next search rebuilds the combined matrix without it."""
+
+    # ---- maintenance --------------------------------------------------------------------------------
+    def gc(self) -> dict[str, int]:
+        """Remove rows that point at nothing: nodes of unknown projects, dangling edges/refs/vectors/files,
+        and cached embeddings no current node uses."""
+        stats: dict[str, int] = {}
+        with self.database.write() as db:
+            stats["nodes"] = db.execute("DELETE FROM nodes WHERE project_id NOT IN (SELECT id FROM projects)").rowcount
+            stats["nodes"] += db.execute(
+                "DELETE FROM nodes WHERE file_id IS NOT NULL AND label != 'File' AND file_id NOT IN "
+                "(SELECT id FROM nodes WHERE label = 'File')"
+            ).rowcount
+            stats["edges"] = db.execute(
+                "DELETE FROM edges WHERE src NOT IN (SELECT id FROM nodes) OR dst NOT IN (SELECT id FROM nodes)"
+            ).rowcount
+            stats["refs"] = db.execute("DELETE FROM refs WHERE src NOT IN (SELECT id FROM nodes)").rowcount
+            stats["vectors"] = db.execute("DELETE FROM vectors WHERE node_id NOT IN (SELECT id FROM nodes)").rowcount
+            stats["files"] = db.execute("DELETE FROM files WHERE node_id NOT IN (SELECT id FROM nodes)").rowcount
+            stats["cached_embeddings"] = db.execute(
+                "DELETE FROM embedding_cache WHERE content_hash NOT IN "
+                "(SELECT embed_hash FROM nodes WHERE embed_hash IS NOT NULL)"
+            ).rowcount
+            if stats["vectors"]:
+                db.execute("UPDATE projects SET vectors_version = vectors_version + 1")
+        return stats
+
+    def disk_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            path = Path(str(self.database.path) + suffix)
+            if path.exists():
+                total += path.stat().st_size
+        return total
+
+
+def _resolve_module(target: str, modules: dict[str, str]) -> str | None:
+    """Best-effort import resolution: exact module key, then shorter dotted/slashed suffixes."""
+    if target in modules:
+        return modules[target]
+    for sep in (".", "/"):
+        if sep in target:
+            parts = target.split(sep)
+            for start in range(1, len(parts)):
+                candidate = sep.join(parts[start:])
+                if candidate in modules:
+                    return modules[candidate]
+            # `from pkg.mod import name`: the module may be the prefix
+            for end in range(len(parts) - 1, 0, -1):
+                candidate = sep.join(parts[:end])
+                if candidate in modules:
+                    return modules[candidate]
+    return None
+
+
+def _project(row: sqlite3.Row) -> Project:
+    return Project(
+        id=row["id"],
+        name=row["name"],
+        root=row["root"],
+        type=row["type"],
+        created_at=row["created_at"],
+        last_accessed=row["last_accessed"],
+        last_ingest=row["last_ingest"],
+        auto_cleanup=bool(row["auto_cleanup"]),
+        retention_days=row["retention_days"],
+        node_count=row["node_count"],
+        status=row["status"],
+        needs_relink=bool(row["needs_relink"]),
+    )
+
+
+def _node(row: sqlite3.Row) -> Node:
+    return Node(
+        id=row["id"],
+        label=row["label"],
+        project_id=row["project_id"],
+        name=row["name"],
+        path=row["path"],
+        file_id=row["file_id"],
+        start_line=row["start_line"],
+        end_line=row["end_line"],
+        content=row["content"],
+        keywords=row["keywords"],
+        embed_text=row["embed_text"],
+        props=json.loads(row["props"] or "{}"),
+    )
