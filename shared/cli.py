@@ -68,6 +68,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     tools = commands.add_parser("tools", help="print a section's tools/list definitions as JSON")
     tools.add_argument("section", choices=sorted(BUILTIN_SECTIONS))
+
+    gateway = commands.add_parser(
+        "gateway", help="run the gateway: lists the sections, forwards calls to them, runs sub-agents"
+    )
+    _add_settings_flags(gateway)
+    _add_transport_flags(gateway)
+    gateway.add_argument(
+        "--expose",
+        action="append",
+        metavar="SECTION[,SECTION...]",
+        help="also list these sections' tools directly in the gateway's tools/list (env MCP_SECTIONS_GATEWAY_EXPOSE)",
+    )
+    gateway.add_argument(
+        "--max-depth", type=int, help="deepest sub-agent level, plan_actions is hidden there (default 3)"
+    )
+    gateway.add_argument("--max-subagents", type=int, help="sub-agents alive at once (default 3)")
     return parser
 
 
@@ -92,6 +108,29 @@ def _serve(args: argparse.Namespace) -> int:
     _configure_logging(settings.log_level)
     section = load_section(args.section)
     server, _ = build_server(section, section.runtime(settings))
+    serve(
+        server,
+        args.transport,
+        args.host,
+        args.port,
+        [*settings.allowed_hosts, *args.allowed_hosts],
+        [*settings.allowed_origins, *args.allowed_origins],
+    )
+    return 0
+
+
+def _gateway(args: argparse.Namespace) -> int:
+    from mcp_sections.servers.gateway.server import build_gateway_server
+    from mcp_sections.servers.gateway.settings import load_gateway_settings
+    from mcp_sections.shared.server import serve
+
+    settings = _settings_from(args)
+    _configure_logging(settings.log_level)
+    expose = [part.strip() for value in args.expose or [] for part in value.split(",") if part.strip()]
+    config = load_gateway_settings(
+        settings, expose=expose or None, max_depth=args.max_depth, max_subagents=args.max_subagents
+    )
+    server, _ = build_gateway_server(settings, config)
     serve(
         server,
         args.transport,
@@ -132,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
             return _serve(args)
         if args.command == "list":
             return _list(args)
+        if args.command == "gateway":
+            return _gateway(args)
         if args.command == "tools":
             print(json.dumps(tool_definitions(args.section), indent=2))
             return 0

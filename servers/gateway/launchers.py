@@ -1,0 +1,312 @@
+"""Section launchers: start a section on first use, keep one MCP session open, restart it when it dies.
+
+Kinds of launch:
+- built-in section: `<python> -m mcp_sections.shared.cli serve <id>` as a stdio subprocess, with the
+  gateway's --config/--data-dir/--root/--log-level passed through;
+- configured stdio command (`[gateway.sections.<id>] command/args/env`, e.g. `docker run -i --rm ...`);
+- Streamable HTTP URL (`[gateway.sections.<id>] url`).
+
+Each live connection is held by one long-lived task of the gateway's task group, which enters and exits
+the `mcp.Client` (and so all its anyio cancel scopes) itself; callers only borrow the session. A section
+that fails never fails the gateway: its calls get DEPENDENCY_ERROR with what to do, and the next call
+starts it again (after a backoff that doubles on consecutive failures).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult
+
+from mcp_sections.shared.config import Settings
+from mcp_sections.shared.errors import ErrorCode, ToolFailure
+
+from .catalog import SectionEntry
+from .settings import GatewaySettings
+
+logger = logging.getLogger("mcp_sections.gateway.launchers")
+
+State = Literal["not_started", "starting", "running", "failed"]
+STARTUP_TIMEOUT_SECONDS = 60.0
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
+
+# Environment a built-in section inherits from the gateway: its own settings, never the gateway's
+# (which may name model API keys), plus what Python itself needs.
+MODEL_SECTIONS = frozenset({"orchestration"})  # built-in sections that run sub-agents on the model
+PASSED_ENVIRONMENT = ("PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL", "TMPDIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
+
+
+def builtin_parameters(
+    section_id: str, settings: Settings, gateway: GatewaySettings | None = None
+) -> StdioServerParameters:
+    """`mcp-sections serve <id>` with this interpreter and the gateway's global settings.
+
+    A section that runs sub-agents (orchestration) also gets the model settings and the API-key variable
+    named by `[gateway.model] api_key_env` — and only that one variable.
+    """
+    args = ["-m", "mcp_sections.shared.cli", "serve", section_id, "--data-dir", str(settings.data_dir)]
+    for root in settings.roots:
+        args += ["--root", str(root)]
+    if settings.config_file is not None:
+        args += ["--config", str(settings.config_file)]
+    args += ["--log-level", settings.log_level]
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if (key.startswith("MCP_SECTIONS_") and not key.startswith("MCP_SECTIONS_GATEWAY_"))
+        or key in PASSED_ENVIRONMENT
+    }
+    if section_id in MODEL_SECTIONS:
+        env.update({key: value for key, value in os.environ.items() if key.startswith("MCP_SECTIONS_GATEWAY_MODEL_")})
+        key_env = gateway.model.api_key_env if gateway is not None else None
+        if key_env and key_env in os.environ:
+            env[key_env] = os.environ[key_env]
+    return StdioServerParameters(command=sys.executable, args=args, env=env)
+
+
+@dataclass
+class _Connection:
+    client: Client
+    stop: anyio.Event
+    started_at: float
+
+
+class SectionLauncher:
+    """One section's process (or remote endpoint) and the session the gateway keeps open to it."""
+
+    def __init__(self, entry: SectionEntry, settings: Settings, gateway: GatewaySettings) -> None:
+        self.entry = entry
+        self._settings = settings
+        self._gateway = gateway
+        self._task_group: TaskGroup | None = None
+        self._connection: _Connection | None = None
+        self._lock = anyio.Lock()
+        self._failures = 0
+        self._retry_at = 0.0
+        self.state: State = "failed" if entry.load_error else "not_started"
+        self.last_error: str | None = entry.load_error
+        self.starts = 0
+
+    def attach(self, task_group: TaskGroup) -> None:
+        self._task_group = task_group
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def _target(self) -> StdioServerParameters | str:
+        external = self.entry.external
+        if external is None:
+            return builtin_parameters(self.entry.id, self._settings, self._gateway)
+        if external.url is not None:
+            return external.url
+        assert external.command is not None
+        env = {key: value for key, value in os.environ.items() if key in PASSED_ENVIRONMENT}
+        env.update(external.env)
+        return StdioServerParameters(command=external.command, args=external.args, env=env, cwd=external.cwd)
+
+    def _client(self) -> Client:
+        target = self._target()
+        mode = self.entry.external.protocol if self.entry.external else "legacy"
+        if isinstance(target, str) and self.entry.external and self.entry.external.headers:
+            target = _http_with_headers(target, self.entry.external.headers)  # type: ignore[assignment]
+        return Client(target, mode=mode, read_timeout_seconds=STARTUP_TIMEOUT_SECONDS)
+
+    async def probe_definitions(self) -> list[dict[str, Any]]:
+        """A one-off connection that only lists the tools (used to publish an exposed third-party section)."""
+        async with self._client() as client:
+            listing = await client.list_tools()
+        definitions = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listing.tools]
+        self.entry.remember_definitions(definitions)
+        return definitions
+
+    async def _hold(self, *, task_status: TaskStatus[_Connection]) -> None:
+        """The long-lived task: enter the client, hand it out, wait for stop, exit it (same task)."""
+        started = False
+        try:
+            async with self._client() as client:
+                listing = await client.list_tools()
+                self.entry.remember_definitions(
+                    [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listing.tools]
+                )
+                connection = _Connection(client=client, stop=anyio.Event(), started_at=time.monotonic())
+                started = True
+                task_status.started(connection)
+                await connection.stop.wait()
+        except Exception:
+            if not started:
+                raise
+            logger.info("section %s: connection closed with an error", self.entry.id, exc_info=True)
+        finally:
+            if started and self._connection is not None and self._connection.client is client:
+                self._connection = None
+
+    async def ensure_running(self) -> Client:
+        """The open session, starting (or restarting) the section first if needed."""
+        if self._connection is not None:
+            return self._connection.client
+        if self.entry.load_error:
+            raise ToolFailure(
+                ErrorCode.DEPENDENCY_ERROR,
+                f"section {self.entry.id!r} cannot be loaded ({self.entry.load_error}); "
+                "check that it is installed (`pip install 'mcp-sections[all]'`) and see the gateway log.",
+            )
+        if self._task_group is None:
+            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "the gateway is not running; restart it.")
+        async with self._lock:
+            if self._connection is not None:
+                return self._connection.client
+            wait = self._retry_at - time.monotonic()
+            if wait > 0:
+                if wait > 5:
+                    raise ToolFailure(
+                        ErrorCode.DEPENDENCY_ERROR,
+                        f"section {self.entry.id!r} failed to start ({self.last_error}); the gateway will try "
+                        f"again in {wait:.0f} s. {self._fix_hint()}",
+                    )
+                await anyio.sleep(wait)
+            self.state = "starting"
+            try:
+                connection = await self._task_group.start(self._hold)
+            except Exception as exc:
+                self._failed(_describe(exc))
+                raise ToolFailure(
+                    ErrorCode.DEPENDENCY_ERROR,
+                    f"section {self.entry.id!r} could not be started: {self.last_error}. {self._fix_hint()} "
+                    "Call again to retry.",
+                ) from None
+            self._connection = connection
+            self.state = "running"
+            self.starts += 1
+            self.last_error = None
+            return connection.client
+
+    def _failed(self, reason: str) -> None:
+        self.state = "failed"
+        self.last_error = reason
+        self._failures += 1
+        delay = min(
+            self._gateway.restart_backoff_seconds * (2 ** (self._failures - 1)),
+            self._gateway.restart_backoff_max_seconds,
+        )
+        self._retry_at = time.monotonic() + delay
+        logger.warning("section %s failed (%s); next start in %.1f s", self.entry.id, reason, delay)
+
+    def _drop(self, reason: str, client: Client) -> None:
+        """The connection is dead: let its task exit the client (which reaps the process).
+
+        Concurrent calls on the same dead connection count as one failure.
+        """
+        connection = self._connection
+        if connection is None or connection.client is not client:
+            return
+        self._connection = None
+        connection.stop.set()
+        self._failed(reason)
+
+    def _fix_hint(self) -> str:
+        external = self.entry.external
+        if external is None:
+            return f"Check `mcp-sections serve {self.entry.id}` runs on its own, and the gateway log."
+        if external.url:
+            return f"Check that {external.url} is reachable ([gateway.sections.{self.entry.id}] url)."
+        return f"Check that `{external.command}` runs on its own ([gateway.sections.{self.entry.id}] command/args)."
+
+    async def stop(self) -> None:
+        if self._connection is not None:
+            self._connection.stop.set()
+            self._connection = None
+        if self.state == "running":
+            self.state = "not_started"
+
+    # -- calls -------------------------------------------------------------------------------------
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        client = await self.ensure_running()
+        try:
+            listing = await client.list_tools(cache_mode="refresh")
+        except MCPError as exc:
+            raise self._call_failure(exc, "tools/list", client) from None
+        return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listing.tools]
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], progress: ProgressCallback | None = None
+    ) -> CallToolResult:
+        """Forward one call; the section's result comes back unchanged, transport failures as ToolFailure."""
+        client = await self.ensure_running()
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            if progress is not None:
+                await progress(value, total, message)
+
+        try:
+            result = await client.call_tool(
+                name,
+                arguments,
+                read_timeout_seconds=self._gateway.call_timeout_seconds,
+                progress_callback=on_progress,
+            )
+        except MCPError as exc:
+            raise self._call_failure(exc, name, client) from None
+        except RuntimeError as exc:  # the client refused the result (e.g. it breaks the tool's output schema)
+            raise ToolFailure(
+                ErrorCode.DEPENDENCY_ERROR,
+                f"section {self.entry.id!r} returned an invalid result for {name}: {str(exc)[:300]}",
+            ) from None
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as exc:
+            self._drop(_describe(exc), client)
+            raise self._died(name) from None
+        self._failures = 0
+        return result
+
+    def _call_failure(self, exc: MCPError, what: str, client: Client) -> ToolFailure:
+        if exc.code == CONNECTION_CLOSED:
+            self._drop("the section's process exited or closed the connection", client)
+            return self._died(what)
+        if exc.code == REQUEST_TIMEOUT:
+            return ToolFailure(
+                ErrorCode.TIMEOUT,
+                f"section {self.entry.id!r} did not answer {what} within "
+                f"{self._gateway.call_timeout_seconds:.0f} s; narrow the request and call again.",
+            )
+        return ToolFailure(
+            ErrorCode.EXECUTION_FAILED,
+            f"section {self.entry.id!r} refused {what}: {exc.message[:300]} (MCP error {exc.code}).",
+        )
+
+    def _died(self, what: str) -> ToolFailure:
+        return ToolFailure(
+            ErrorCode.DEPENDENCY_ERROR,
+            f"section {self.entry.id!r} stopped while handling {what} ({self.last_error}); the gateway restarts it "
+            "on the next call. If the call was not read-only, check its effect before repeating it.",
+        )
+
+
+@asynccontextmanager
+async def _http_with_headers(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    """Streamable HTTP with extra headers (e.g. authorization); the HTTP client closes with the transport."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(inner) for inner in exc.exceptions[:3])
+    text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

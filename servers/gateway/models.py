@@ -1,0 +1,181 @@
+"""Inputs and outputs of the gateway's own tools."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field
+
+from mcp_sections.shared.tools import ToolInput, ToolResult
+
+SECTION_ID_PATTERN = r"^[a-z][a-z0-9_]{1,39}$"
+SectionState = Literal["not_started", "starting", "running", "failed"]
+
+
+class NoInput(ToolInput):
+    pass
+
+
+class SectionInfo(BaseModel):
+    id: str = Field(description="Section id, as passed to describe_section / call_section_tool / plan_actions.")
+    name: str
+    description: str
+    tools: list[str] = Field(description="Tool names (empty for a third-party section never started yet).")
+    tool_count: int
+    tools_known: bool = Field(description="False when the tools of a third-party section are not known yet.")
+    state: SectionState = Field(description="not_started, starting, running or failed (its process or connection).")
+    kind: Literal["builtin", "stdio", "http"]
+    exposed: bool = Field(description="True when its tools are also listed directly by the gateway.")
+    error: str | None = Field(default=None, description="Why the section last failed, when it did.")
+
+
+class ListSectionsResult(ToolResult):
+    sections: list[SectionInfo]
+    always_available: list[str] = Field(description="Tools the caller always has, whatever sections it uses.")
+
+    def render_text(self) -> str:
+        lines = [f"{len(self.sections)} sections (always available: {', '.join(self.always_available)})"]
+        for section in self.sections:
+            tools = ", ".join(section.tools) if section.tools_known else "(tools listed once started)"
+            lines.append(f"- {section.id} [{section.state}] {section.name}: {section.description} — {tools}")
+        return "\n".join(lines)
+
+
+class DescribeSectionInput(ToolInput):
+    section: str = Field(description="Section id from list_tool_sections.", pattern=SECTION_ID_PATTERN)
+
+
+class DescribeSectionResult(ToolResult):
+    section: SectionInfo
+    tools: list[dict[str, Any]] = Field(
+        description="Full MCP tool definitions: name, title, description, inputSchema, outputSchema, annotations."
+    )
+
+    def render_text(self) -> str:
+        return json.dumps(self.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+
+
+class CallSectionToolInput(ToolInput):
+    section: str = Field(description="Section id from list_tool_sections.", pattern=SECTION_ID_PATTERN)
+    tool: str = Field(description="Tool name within that section (see describe_section).", min_length=1, max_length=128)
+    arguments: dict[str, Any] = Field(
+        default_factory=dict, description="Arguments of that tool, matching its inputSchema from describe_section."
+    )
+
+
+class CallSectionToolResult(ToolResult):
+    """Placeholder: call_section_tool returns the section's own result unchanged (no output schema)."""
+
+
+class WorkingDirectoryResult(ToolResult):
+    cwd: str = Field(description="The gateway's current working directory.")
+    roots: list[str] = Field(description="Directories file-touching sections may use (--root); first is the default.")
+    client_roots: list[str] | None = Field(description="Roots offered by the MCP client, if it offers any.")
+
+
+class ModelInfo(BaseModel):
+    configured: bool
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = Field(default=None, description="Name of the API-key variable (never its value).")
+    api_key_set: bool = False
+
+
+class SectionStatus(BaseModel):
+    id: str
+    state: SectionState
+    exposed: bool
+
+
+class EnvironmentInfoResult(ToolResult):
+    os: dict[str, str]
+    python: dict[str, str]
+    gateway_version: str
+    sections: list[SectionStatus]
+    model: ModelInfo
+    max_depth: int
+    max_subagents: int
+    data_dir: str
+
+
+class ProjectInfoInput(ToolInput):
+    path: str | None = Field(
+        default=None,
+        description="Project directory (absolute, or relative to the first root / cwd). Default: the first root, "
+        "else the current directory.",
+        max_length=4096,
+    )
+
+
+class GitInfo(BaseModel):
+    root: str
+    branch: str | None
+    detached: bool
+    commit: str | None = None
+
+
+class ProjectInfoResult(ToolResult):
+    path: str
+    type: str = Field(description="Main project type: python, node, rust, go, java, ... or unknown.")
+    types: list[str]
+    manifests: list[str]
+    name: str
+    version: str | None
+    description: str | None
+    git: GitInfo | None
+
+
+class PlannedAction(BaseModel):
+    model_config = {"extra": "forbid"}
+
+    description: str = Field(
+        description="What to do, stated completely (the sub-agent sees nothing else).", min_length=1, max_length=4000
+    )
+    complexity: Literal["simple", "moderate", "complex"] = "moderate"
+
+
+class PlanActionsInput(ToolInput):
+    goal: str = Field(
+        description="The whole task, with all context the sub-agent needs: it sees only this text and the tools.",
+        min_length=1,
+        max_length=20_000,
+    )
+    sections: list[Annotated[str, Field(pattern=SECTION_ID_PATTERN)]] = Field(
+        description="Section ids whose tools the sub-agent gets (see list_tool_sections).", min_length=1, max_length=10
+    )
+    actions: list[PlannedAction] | None = Field(
+        default=None, description="Optional breakdown; each action is run by its own sub-agent.", max_length=20
+    )
+    strategy: Literal["sequential", "parallel"] = Field(
+        default="sequential", description="parallel runs the actions concurrently (within the sub-agent limit)."
+    )
+
+
+class AgentMetrics(BaseModel):
+    duration_ms: int
+    tokens_input: int
+    tokens_output: int
+    tool_calls: int
+    turns: int = 0
+    depth: int
+
+
+class ActionOutcome(BaseModel):
+    description: str
+    complexity: str
+    status: Literal["completed", "failed", "budget_exceeded", "skipped"]
+    report: str
+    metrics: AgentMetrics
+    error: str | None = None
+
+
+class PlanActionsResult(ToolResult):
+    success: bool
+    report: str = Field(description="Markdown report; facts are attributed to the tool they came from.")
+    metrics: AgentMetrics
+    actions: list[ActionOutcome]
+
+    def render_text(self) -> str:
+        return self.report

@@ -1,0 +1,92 @@
+"""The gateway's MCP server: its own tools, then the exposed sections' tools, in a fixed order.
+
+The tool list is computed once per configuration and never changes at run time, so the server serves no
+`subscriptions/listen` and advertises `tools.listChanged: false` in both protocol eras.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, ToolAnnotations
+
+from mcp_sections.shared.about import package_version
+from mcp_sections.shared.config import Settings
+from mcp_sections.shared.server import ForgetRootsOnChange, UnknownToolAsNotFound, raw_tool, sdk_annotations
+from mcp_sections.shared.tools import ToolContext
+
+from .core import FORWARD_TOOL, GATEWAY_SPECS, Gateway, Route
+from .settings import GatewaySettings
+
+INSTRUCTIONS = (
+    "Tools are grouped in sections. Call list_tool_sections to see them, describe_section for one section's "
+    "tool schemas, call_section_tool to run one tool, or plan_actions to give a multi-step task to a sub-agent "
+    "with the sections it needs. Context tools (get_working_directory, get_environment_info, get_project_info) "
+    "are always available."
+)
+
+
+def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[MCPServer, Gateway]:
+    gateway = Gateway(settings, config)
+    gateway.prepare_exposed()
+
+    @asynccontextmanager
+    async def lifespan(server: MCPServer) -> AsyncIterator[None]:
+        async with gateway.running():
+            yield
+
+    tools = []
+    for name in gateway.own_tool_names():
+        spec = GATEWAY_SPECS[name]
+        tools.append(
+            raw_tool(
+                name=spec.name,
+                title=spec.title,
+                description=spec.description,
+                input_schema=spec.input_model.model_json_schema(),
+                output_schema=None
+                if spec.name == FORWARD_TOOL
+                else spec.output_model.model_json_schema(mode="serialization"),
+                annotations=sdk_annotations(spec),
+                call=_dispatch(gateway, spec.name),
+            )
+        )
+    tools += [_exposed_tool(gateway, route) for route in gateway.exposed.values()]
+    server = MCPServer(
+        name="mcp-sections-gateway",
+        title="MCP Sections gateway",
+        description="Lists tool sections, forwards calls to them and runs sub-agents over them.",
+        instructions=INSTRUCTIONS,
+        version=package_version(),
+        tools=tools,
+        lifespan=lifespan,
+        log_level=settings.log_level,
+        subscriptions=False,
+    )
+    server.middleware.append(UnknownToolAsNotFound({*gateway.own_tool_names(), *gateway.exposed}))
+    server.middleware.append(ForgetRootsOnChange())
+    return server, gateway
+
+
+def _dispatch(gateway: Gateway, name: str) -> Any:
+    async def call(arguments: dict[str, Any], ctx: ToolContext) -> CallToolResult:
+        return await gateway.call(name, arguments, ctx)
+
+    return call
+
+
+def _exposed_tool(gateway: Gateway, route: Route) -> Any:
+    definition = route.definition
+    annotations = definition.get("annotations")
+    return raw_tool(
+        name=route.name,
+        title=definition.get("title") or route.name,
+        description=definition.get("description") or "",
+        input_schema=definition.get("inputSchema") or {"type": "object"},
+        output_schema=definition.get("outputSchema"),
+        annotations=ToolAnnotations.model_validate(annotations) if annotations else ToolAnnotations(),
+        call=_dispatch(gateway, route.name),
+    )

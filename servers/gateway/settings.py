@@ -1,0 +1,145 @@
+"""The gateway's settings: `[gateway]` (and `[gateway.model]`, `[gateway.sections.<id>]`) of the config file.
+
+Environment: `MCP_SECTIONS_GATEWAY_<KEY>` and `MCP_SECTIONS_GATEWAY_MODEL_<KEY>`; CLI flags win over both.
+
+```toml
+[gateway]
+expose = ["calculator"]        # tools listed directly in the gateway's tools/list (or --expose)
+max_depth = 3                  # deepest sub-agent; plan_actions is hidden there (0: no sub-agents)
+max_subagents = 3              # sub-agents alive at once; MAX_LIMIT_EXCEEDED beyond
+
+[gateway.model]                # the model sub-agents (plan_actions) run on
+provider = "openai"            # any OpenAI-compatible Chat Completions endpoint, or "anthropic"
+model = "qwen2.5:14b"
+base_url = "http://localhost:11434/v1"
+api_key_env = "OPENAI_API_KEY" # the NAME of the variable holding the key
+
+[gateway.sections.shell_ops]   # a built-in section launched differently (here in a container)
+command = "docker"
+args = ["run", "-i", "--rm", "mcp-sections", "serve", "shell_ops"]
+
+[gateway.sections.github]      # a third-party MCP server as a section
+url = "https://example.com/mcp"
+headers = { Authorization = "Bearer ..." }
+name = "GitHub"
+description = "Issues and pull requests"
+```
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
+
+from mcp_sections.shared.config import ConfigError, LayeredSettings, Settings
+from mcp_sections.shared.sections import SECTION_ID
+
+
+def _split_commas(value: Any) -> Any:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class ExternalSection(BaseModel):
+    """`[gateway.sections.<id>]`: a third-party MCP server (stdio command or Streamable HTTP URL) as a section."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    description: str = ""
+    command: str | None = Field(default=None, description="Executable of a stdio MCP server.")
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment of the stdio server.")
+    cwd: str | None = None
+    url: str | None = Field(default=None, description="Streamable HTTP endpoint of the server.")
+    headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers (e.g. authorization).")
+    protocol: Literal["auto", "legacy"] = "auto"
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ExternalSection:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("set exactly one of `command` (stdio) or `url` (Streamable HTTP)")
+        return self
+
+
+class ModelSettings(LayeredSettings):
+    """`[gateway.model]`: the model sub-agents run on. Only the *name* of the API-key variable is configured."""
+
+    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_GATEWAY_MODEL_", extra="ignore", env_ignore_empty=True)
+
+    provider: Literal["openai", "anthropic"] | None = Field(
+        default=None, description="`openai` (any OpenAI-compatible Chat Completions endpoint) or `anthropic`."
+    )
+    model: str | None = None
+    base_url: str | None = Field(default=None, description="Endpoint base URL (default per provider).")
+    api_key_env: str | None = Field(
+        default=None, description="Name of the environment variable holding the API key (never the key itself)."
+    )
+    max_output_tokens: int = Field(default=4096, ge=16, le=200_000)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    timeout_seconds: float = Field(default=300, gt=0, le=3600, description="Timeout of one model call.")
+
+    @property
+    def configured(self) -> bool:
+        return self.provider is not None and bool(self.model)
+
+
+class GatewaySettings(LayeredSettings):
+    """Everything the gateway reads besides the global settings."""
+
+    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_GATEWAY_", extra="ignore", env_ignore_empty=True)
+
+    expose: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Sections whose tools appear directly in the gateway's tools/list."
+    )
+    max_depth: int = Field(default=3, ge=0, le=10, description="Deepest sub-agent level; plan_actions is hidden there.")
+    max_subagents: int = Field(default=3, ge=1, le=32, description="Sub-agents alive at once, across all callers.")
+    agent_max_turns: int = Field(default=20, ge=1, le=500)
+    agent_max_tool_calls: int = Field(default=50, ge=0, le=5000)
+    agent_max_tokens: int = Field(default=200_000, ge=100)
+    agent_max_seconds: float = Field(default=900, gt=0)
+    call_timeout_seconds: float = Field(default=300, gt=0, description="Timeout of one forwarded section call.")
+    restart_backoff_seconds: float = Field(default=0.5, ge=0, description="First restart delay of a dead section.")
+    restart_backoff_max_seconds: float = Field(default=30, ge=0)
+    sections: dict[str, ExternalSection] = Field(default_factory=dict)
+    model: ModelSettings = Field(default_factory=ModelSettings)
+
+    _split_expose = field_validator("expose", mode="before")(_split_commas)
+
+    @field_validator("sections", mode="after")
+    @classmethod
+    def _valid_ids(cls, value: dict[str, ExternalSection]) -> dict[str, ExternalSection]:
+        for section_id in value:
+            if not SECTION_ID.match(section_id):
+                raise ValueError(f"[gateway.sections.{section_id}]: section ids must match {SECTION_ID.pattern}")
+        return value
+
+
+def gateway_table(settings: Settings) -> dict[str, Any]:
+    """The raw `[gateway]` table of the config file the global settings came from (empty without one)."""
+    path: Path | None = settings.config_file
+    if path is None or not path.is_file():
+        return {}
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8")).get("gateway", {})
+    except tomllib.TOMLDecodeError as exc:  # load_settings already parsed it; kept for safety
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    if not isinstance(table, dict):
+        raise ConfigError(f"config file {path}: `gateway` must be a table")
+    return table
+
+
+def load_gateway_settings(settings: Settings, **overrides: Any) -> GatewaySettings:
+    table = dict(gateway_table(settings))
+    model_table = table.pop("model", {}) or {}
+    try:
+        model = ModelSettings.load(model_table)
+        return GatewaySettings.load(table, model=model, **overrides)
+    except ValueError as exc:
+        where = settings.config_file or "the environment"
+        raise ConfigError(f"invalid gateway settings (from {where}): {exc}") from None

@@ -1,0 +1,144 @@
+"""Check a section tool's arguments against its inputSchema (jsonschema) before forwarding the call.
+
+Messages name the argument and what is wrong with it, never echo the value, and end with how to fix it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jsonschema import validators
+from jsonschema.exceptions import SchemaError, ValidationError, best_match
+
+from mcp_sections.shared.errors import ErrorCode, ToolFailure
+
+MAX_REPORTED_ERRORS = 8
+
+
+def validate_arguments(tool: str, schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments to forward (JSON-in-a-string values decoded where the schema wants a list/object)."""
+    decoded = _decode_stringified_json(schema, arguments)
+    try:
+        validator_class = validators.validator_for(schema)
+        validator_class.check_schema(schema)
+    except SchemaError:
+        return decoded  # a broken schema is the section's problem: let it judge the call itself
+    errors = sorted(validator_class(schema).iter_errors(decoded), key=lambda error: list(error.absolute_path))
+    if not errors:
+        return decoded
+    problems = [_describe(error) for error in errors[:MAX_REPORTED_ERRORS]]
+    more = len(errors) - len(problems)
+    suffix = f" (and {more} more)" if more > 0 else ""
+    raise ToolFailure(
+        ErrorCode.INVALID_INPUT,
+        f"Invalid arguments for {tool} — "
+        + "; ".join(problems)
+        + suffix
+        + ". Fix these (see the tool's inputSchema via describe_section) and call again.",
+        fields=sorted({field for error in errors for field in _fields(error)}),
+    )
+
+
+def _where(error: ValidationError, extra: str | None = None) -> str:
+    parts = [str(part) for part in error.absolute_path]
+    if extra is not None:
+        parts.append(extra)
+    return ".".join(parts) or "arguments"
+
+
+def _fields(error: ValidationError) -> list[str]:
+    """The argument(s) an error is about (an unknown argument is named itself, not its parent)."""
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = set((error.schema.get("properties") or {}).keys())
+        return [_where(error, name) for name in error.instance if name not in known] or [_where(error)]
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [name for name in error.validator_value if name not in error.instance]
+        return [_where(error, name) for name in missing] or [_where(error)]
+    return [_where(error)]
+
+
+def _describe(error: ValidationError) -> str:
+    kind, expected = error.validator, error.validator_value
+    if kind in ("anyOf", "oneOf") and error.context:
+        # Say what is wrong in the alternative that came closest, ignoring the `null` of an optional field.
+        # A branch that refused the value's type outright says less than one that looked inside it.
+        candidates = [e for e in error.context if not (e.validator == "type" and e.validator_value == "null")]
+        same_level = len(error.absolute_path)
+        inside = [e for e in candidates if not (e.validator == "type" and len(e.absolute_path) == same_level)]
+        if candidates and not inside:  # every branch refused the type: name them all
+            kinds: list[str] = []
+            for candidate in error.context:
+                values = (
+                    candidate.validator_value
+                    if isinstance(candidate.validator_value, list)
+                    else [candidate.validator_value]
+                )
+                kinds += [str(value) for value in values if str(value) not in kinds]
+            return f"{_where(error)}: must be of type {' or '.join(kinds)}"
+        best = best_match(inside or candidates) if candidates else None
+        if best is not None:
+            return _describe(best)
+        return f"{_where(error)}: does not match any accepted form"
+    if kind == "required":
+        missing = [name for name in expected if isinstance(error.instance, dict) and name not in error.instance]
+        return "; ".join(f"{_where(error, name)}: required argument is missing" for name in missing) or _where(error)
+    if kind == "additionalProperties" and isinstance(error.instance, dict):
+        known = set((error.schema.get("properties") or {}).keys())
+        extra = [name for name in error.instance if name not in known]
+        return "; ".join(
+            f"{_where(error, name)}: unknown argument; remove it (accepted: {', '.join(sorted(known)) or 'none'})"
+            for name in extra[:5]
+        )
+    messages = {
+        "type": lambda: f"must be of type {expected if isinstance(expected, str) else ' or '.join(expected)}",
+        "enum": lambda: "must be one of " + ", ".join(json.dumps(value) for value in expected[:20]),
+        "const": lambda: f"must be {json.dumps(expected)}",
+        "minimum": lambda: f"must be >= {expected}",
+        "maximum": lambda: f"must be <= {expected}",
+        "exclusiveMinimum": lambda: f"must be > {expected}",
+        "exclusiveMaximum": lambda: f"must be < {expected}",
+        "minLength": lambda: f"must be at least {expected} characters long",
+        "maxLength": lambda: f"must be at most {expected} characters long",
+        "minItems": lambda: f"must have at least {expected} items",
+        "maxItems": lambda: f"must have at most {expected} items",
+        "pattern": lambda: f"must match the pattern {expected}",
+        "format": lambda: f"must be a valid {expected}",
+        "multipleOf": lambda: f"must be a multiple of {expected}",
+        "uniqueItems": lambda: "items must be unique",
+    }
+    describe = messages.get(str(kind))
+    if describe is not None:
+        return f"{_where(error)}: {describe()}"
+    return f"{_where(error)}: does not match the schema ({kind})"
+
+
+def _decode_stringified_json(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """Some clients send lists/objects as JSON strings; decode those where the property is not a string."""
+    properties = schema.get("properties") or {}
+    decoded = dict(arguments)
+    for name, value in arguments.items():
+        if not isinstance(value, str) or _accepts_string(properties.get(name)):
+            continue
+        stripped = value.strip()
+        if not stripped.startswith(("[", "{")):
+            continue
+        try:
+            parsed = json.loads(stripped)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(parsed, list | dict):
+            decoded[name] = parsed
+    return decoded
+
+
+def _accepts_string(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return True
+    if "type" in schema:
+        kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        return "string" in kinds
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return any(_accepts_string(option) for option in schema[key])
+    return "$ref" in schema  # unknown: keep the value as it is

@@ -1,0 +1,82 @@
+"""Start the gateway through the real CLI over stdio, with real section subprocesses."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from mcp import Client
+
+from mcp_sections.shared.registry import load_section
+from tests.stdio import server_parameters
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO_MODULE = "tests.framework.demo_section"
+
+
+def demo_section_table(section_id: str = "demo", name: str = "Demo") -> str:
+    """A `[gateway.sections.<id>]` table running the framework's demo section as a third-party stdio server."""
+    return (
+        f"[gateway.sections.{section_id}]\n"
+        f'command = "{sys.executable}"\n'
+        f'args = ["-m", "tests.gateway.serve_module", "{DEMO_MODULE}"]\n'
+        f'cwd = "{REPO}"\n'
+        f'name = "{name}"\n'
+        'description = "Framework demo section run as a third-party MCP server."\n'
+    )
+
+
+def write_config(path: Path, *tables: str) -> Path:
+    path.write_text("\n".join(tables), encoding="utf-8")
+    return path
+
+
+@asynccontextmanager
+async def gateway_client(
+    *args: str, env: dict[str, str] | None = None, mode: str = "legacy", cwd: Path | None = None
+) -> AsyncIterator[Client]:
+    """`mcp-sections gateway <args>` as a subprocess, connected with the official client."""
+    environment = {"PYTHONPATH": str(REPO), "MCP_SECTIONS_CONFIG": os.devnull}
+    environment.update(env or {})
+    parameters = server_parameters(["gateway", *args], env=environment, cwd=cwd or REPO)
+    async with Client(parameters, mode=mode, read_timeout_seconds=120) as client:  # type: ignore[arg-type]
+        yield client
+
+
+def builtin_available(section_id: str) -> bool:
+    try:
+        load_section(section_id)
+    except Exception:
+        return False
+    return True
+
+
+def section_processes(marker: str) -> list[int]:
+    """PIDs of live processes whose command line contains `marker` (Linux /proc)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in command and state != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+def kill_processes(marker: str, timeout: float = 5.0) -> list[int]:
+    pids = section_processes(marker)
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while section_processes(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return pids

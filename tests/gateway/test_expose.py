@@ -1,0 +1,154 @@
+"""--expose: chosen sections' tools listed directly by the gateway, in both protocol modes, and over HTTP."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from tests.gateway.helpers import REPO, builtin_available, demo_section_table, gateway_client, write_config
+from tests.stdio import cli_command, data_of, error_of
+
+pytestmark = pytest.mark.skipif(not builtin_available("todo"), reason="the todo section is not importable")
+
+OWN = [
+    "list_tool_sections",
+    "describe_section",
+    "call_section_tool",
+    "plan_actions",
+    "get_working_directory",
+    "get_environment_info",
+    "get_project_info",
+]
+DEMO = ["demo_sum", "demo_lookup", "demo_count"]
+
+
+def config_with_two_demos(tmp_path: Path) -> Path:
+    """Two third-party copies of the demo section: the second one's tools collide with the first one's."""
+    return write_config(
+        tmp_path / "config.toml",
+        '[gateway]\nexpose = "demo_copy"\n',  # the --expose flag below replaces this value
+        demo_section_table("demo"),
+        demo_section_table("demo_copy", name="Demo copy"),
+    )
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.anyio
+async def test_exposed_tools_are_listed_in_a_fixed_order(tmp_path: Path, mode: str) -> None:
+    from mcp_sections.shared.registry import load_section
+
+    todo_tools = [spec.name for spec in load_section("todo").specs]
+    config = config_with_two_demos(tmp_path)
+    args = [
+        "--config",
+        str(config),
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--expose",
+        "demo_copy,todo",
+        "--expose",
+        "demo",
+    ]
+    async with gateway_client(*args, mode=mode) as client:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        assert names == OWN + todo_tools + DEMO + [f"demo_copy__{name}" for name in DEMO]
+        assert len(set(names)) == len(names)
+        assert not client.server_capabilities.tools.list_changed
+        # exposed tools keep the section's schemas and forward unchanged
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert tools["demo_copy__demo_sum"].input_schema == tools["demo_sum"].input_schema
+        assert tools["todo_create"].output_schema is not None
+        assert data_of(await client.call_tool("demo_copy__demo_sum", {"numbers": [1, 2]})) == {"total": 3.0}
+        created = data_of(await client.call_tool("todo_create", {"name": "exposed", "workflow_id": "wf_expose"}))
+        assert created["task"]["name"] == "exposed"
+        code, message = error_of(await client.call_tool("demo_sum", {"numbers": "many"}))
+        assert code == "INVALID_INPUT" and "numbers" in message
+        # the same task through call_section_tool
+        listed = data_of(
+            await client.call_tool(
+                "call_section_tool", {"section": "todo", "tool": "todo_list", "arguments": {"workflow_id": "wf_expose"}}
+            )
+        )
+        assert "exposed" in str(listed)
+        sections = {s["id"]: s for s in data_of(await client.call_tool("list_tool_sections", {}))["sections"]}
+        assert sections["demo"]["exposed"] and sections["todo"]["exposed"] and not sections["memory"]["exposed"]
+
+
+@pytest.mark.anyio
+async def test_exposing_an_unknown_section_is_a_config_error(tmp_path: Path) -> None:
+    command = [*cli_command(), "gateway", "--data-dir", str(tmp_path), "--expose", "nope"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and "cannot expose unknown section 'nope'" in done.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.anyio
+async def test_gateway_over_streamable_http(tmp_path: Path) -> None:
+    port = _free_port()
+    config = write_config(tmp_path / "config.toml", demo_section_table())
+    command = [*cli_command(), "gateway", "--transport", "http", "--port", str(port), "--config", str(config)]
+    command += ["--data-dir", str(tmp_path / "data"), "--expose", "demo"]
+    process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await _wait_for_port(port, process)
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy", read_timeout_seconds=60) as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            assert names == OWN + DEMO
+            assert data_of(await client.call_tool("demo_sum", {"numbers": [4, 5]})) == {"total": 9.0}
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+@pytest.mark.anyio
+async def test_streamable_http_url_section(tmp_path: Path) -> None:
+    """A section reached by URL (here the todo section served over HTTP); its names collide with the built-in's."""
+    port = _free_port()
+    command = [*cli_command(), "serve", "todo", "--transport", "http", "--port", str(port)]
+    command += ["--data-dir", str(tmp_path / "remote-data")]
+    process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await _wait_for_port(port, process)
+        config = write_config(
+            tmp_path / "config.toml",
+            f'[gateway.sections.remote]\nurl = "http://127.0.0.1:{port}/mcp"\nname = "Remote todo"\n'
+            'headers = { "X-Test" = "1" }\n',
+        )
+        args = ["--config", str(config), "--data-dir", str(tmp_path / "data"), "--expose", "remote"]
+        async with gateway_client(*args) as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            assert "remote__todo_create" in names and "todo_create" not in names
+            created = data_of(await client.call_tool("remote__todo_create", {"name": "far away"}))
+            assert created["task"]["name"] == "far away"
+            listed = data_of(
+                await client.call_tool("call_section_tool", {"section": "remote", "tool": "todo_list", "arguments": {}})
+            )
+            assert "far away" in str(listed)
+            sections = {s["id"]: s for s in data_of(await client.call_tool("list_tool_sections", {}))["sections"]}
+            assert sections["remote"]["kind"] == "http" and sections["remote"]["state"] == "running"
+            assert "todo_create" in sections["remote"]["tools"]
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+async def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            assert time.monotonic() < deadline and process.poll() is None, "the HTTP server did not start"
+            await anyio.sleep(0.1)

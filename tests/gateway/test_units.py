@@ -1,0 +1,240 @@
+"""In-process tests of the gateway's parts: project info, argument checks, settings, providers, catalog."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from mcp_sections.servers.gateway.catalog import build_catalog, declaration_definitions
+from mcp_sections.servers.gateway.context import git_info, project_info
+from mcp_sections.servers.gateway.settings import GatewaySettings, ModelSettings, load_gateway_settings
+from mcp_sections.servers.gateway.validation import validate_arguments
+from mcp_sections.shared.agents.providers import Message, ToolCall, ToolDef, provider_from_config
+from mcp_sections.shared.config import ConfigError, load_settings
+from mcp_sections.shared.errors import ToolFailure
+from mcp_sections.shared.registry import BUILTIN_SECTIONS
+from tests.gateway.helpers import builtin_available
+
+# -- project info ------------------------------------------------------------------------------------
+
+
+def test_project_types_names_versions(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "pkg"\nversion = "1.2.3"\n')
+    (tmp_path / "package.json").write_text('{"name": "front", "version": "9.0.0"}')
+    info = project_info(tmp_path)
+    assert info["type"] == "python" and info["types"] == ["python", "node"]
+    assert (info["name"], info["version"]) == ("pkg", "1.2.3")
+    rust = tmp_path / "rust"
+    rust.mkdir()
+    (rust / "Cargo.toml").write_text('[package]\nname = "crab"\nversion = "0.3.0"\n')
+    assert (project_info(rust)["type"], project_info(rust)["name"], project_info(rust)["version"]) == (
+        "rust",
+        "crab",
+        "0.3.0",
+    )
+    go = tmp_path / "go"
+    go.mkdir()
+    (go / "go.mod").write_text("module example.com/gopher\n\ngo 1.22\n")
+    assert project_info(go)["name"] == "example.com/gopher" and project_info(go)["type"] == "go"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert project_info(empty)["type"] == "unknown" and project_info(empty)["name"] == "empty"
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "pyproject.toml").write_text("not = [toml")
+    assert project_info(tmp_path / "broken")["type"] == "python"
+
+
+def test_git_branch_detached_head_and_worktree(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (repo / "sub").mkdir()
+    assert git_info(repo / "sub") == {"root": str(repo), "branch": "main", "detached": False}
+    (repo / ".git" / "HEAD").write_text("a" * 40 + "\n")
+    assert git_info(repo)["detached"] is True and git_info(repo)["commit"] == "a" * 40
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    (repo / ".git" / "worktrees" / "wt").mkdir(parents=True)
+    (repo / ".git" / "worktrees" / "wt" / "HEAD").write_text("ref: refs/heads/topic\n")
+    (worktree / ".git").write_text(f"gitdir: {repo / '.git' / 'worktrees' / 'wt'}\n")
+    assert git_info(worktree)["branch"] == "topic"
+
+
+# -- argument checks ---------------------------------------------------------------------------------
+
+SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name"],
+    "properties": {
+        "name": {"type": "string", "maxLength": 5},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "mode": {"enum": ["a", "b"]},
+        "count": {"type": "integer", "minimum": 1},
+    },
+}
+
+
+def test_validation_names_each_wrong_field_without_echoing_values() -> None:
+    assert validate_arguments("t", SCHEMA, {"name": "ok", "tags": '["x"]'}) == {"name": "ok", "tags": ["x"]}
+    with pytest.raises(ToolFailure) as caught:
+        validate_arguments("t", SCHEMA, {"name": "secret-value", "mode": "c", "count": 0, "extra": 1})
+    message = caught.value.message
+    assert caught.value.code.value == "INVALID_INPUT"
+    for expected in (
+        "name: must be at most 5 characters long",
+        'mode: must be one of "a", "b"',
+        "count: must be >= 1",
+        "extra: unknown argument",
+    ):
+        assert expected in message
+    assert "secret-value" not in message
+    assert caught.value.details["fields"] == ["count", "extra", "mode", "name"]  # the unknown one by its name
+    with pytest.raises(ToolFailure, match="name: required argument is missing") as caught:
+        validate_arguments("t", SCHEMA, {})
+    assert caught.value.details["fields"] == ["name"]
+
+
+# -- settings ----------------------------------------------------------------------------------------
+
+
+def test_gateway_settings_from_file_and_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        "[gateway]\nexpose = ['todo']\nmax_depth = 2\n"
+        "[gateway.model]\nprovider = 'anthropic'\nmodel = 'claude-x'\napi_key_env = 'MY_KEY'\n"
+        "[gateway.sections.web]\nurl = 'http://127.0.0.1:9/mcp'\nname = 'Web'\n"
+    )
+    monkeypatch.setenv("MCP_SECTIONS_GATEWAY_MAX_SUBAGENTS", "5")
+    monkeypatch.setenv("MCP_SECTIONS_GATEWAY_MODEL_MODEL", "claude-y")
+    settings = load_gateway_settings(load_settings(config))
+    assert settings.expose == ["todo"] and settings.max_depth == 2 and settings.max_subagents == 5
+    assert settings.model.provider == "anthropic" and settings.model.model == "claude-y"
+    assert settings.sections["web"].url == "http://127.0.0.1:9/mcp"
+    overridden = load_gateway_settings(load_settings(config), expose=["memory"], max_depth=1)
+    assert overridden.expose == ["memory"] and overridden.max_depth == 1
+    config.write_text("[gateway.sections.bad]\ncommand = 'x'\nurl = 'http://x'\n")
+    with pytest.raises(ConfigError, match="exactly one of"):
+        load_gateway_settings(load_settings(config))
+
+
+def test_catalog_lists_builtins_then_third_party_in_order() -> None:
+    settings = GatewaySettings.load({"sections": {"zeta": {"command": "x"}, "alpha": {"url": "http://h/mcp"}}})
+    catalog = build_catalog(settings)
+    assert list(catalog) == [*BUILTIN_SECTIONS, "alpha", "zeta"]
+    assert catalog["alpha"].kind == "http" and catalog["zeta"].kind == "stdio"
+    assert catalog["alpha"].declared_tools is None
+
+
+@pytest.mark.skipif(not builtin_available("todo"), reason="the todo section is not importable")
+def test_declared_definitions_equal_the_sections_own_tools_list() -> None:
+    from mcp_sections.shared.cli import tool_definitions
+    from mcp_sections.shared.config import Settings
+    from mcp_sections.shared.registry import load_section
+
+    assert declaration_definitions(load_section("todo"), Settings.load()) == tool_definitions("todo")
+
+
+# -- providers ---------------------------------------------------------------------------------------
+
+TOOLS = [ToolDef(name="demo_sum", description="Add.", input_schema={"type": "object"})]
+CONVERSATION = [
+    Message(role="user", content="Add 1 and 2"),
+    Message(
+        role="assistant", content="", tool_calls=[ToolCall(id="c1", name="demo_sum", arguments={"numbers": [1, 2]})]
+    ),
+    Message(role="tool", tool_call_id="c1", name="demo_sum", content="total = 3"),
+]
+
+
+def _recording(answer: dict[str, Any], seen: list[httpx2.Request], status: int = 200) -> httpx2.MockTransport:
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(status, json=answer)
+
+    return httpx2.MockTransport(handle)
+
+
+@pytest.mark.anyio
+async def test_openai_compatible_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCAL_KEY", "k-123")
+    config = ModelSettings.load(
+        {"provider": "openai", "model": "m", "base_url": "http://h/v1", "api_key_env": "LOCAL_KEY"}
+    )
+    seen: list[httpx2.Request] = []
+    answer = {
+        "choices": [
+            {
+                "message": {
+                    "content": None,
+                    "tool_calls": [{"id": "c2", "function": {"name": "demo_sum", "arguments": '{"numbers": [3]}'}}],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 4},
+    }
+    turn = await provider_from_config(config, _recording(answer, seen)).complete("sys", CONVERSATION, TOOLS)
+    assert turn.tool_calls == [ToolCall(id="c2", name="demo_sum", arguments={"numbers": [3]})]
+    assert (turn.tokens_input, turn.tokens_output) == (12, 4)
+    request = seen[0]
+    assert str(request.url) == "http://h/v1/chat/completions" and request.headers["authorization"] == "Bearer k-123"
+    body = json.loads(request.content)
+    assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "tool"]
+    assert body["messages"][2]["tool_calls"][0]["function"]["arguments"] == '{"numbers": [1, 2]}'
+    assert body["tools"][0]["function"]["name"] == "demo_sum"
+
+
+@pytest.mark.anyio
+async def test_anthropic_provider_and_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_TEST_KEY", "sk-ant-secret")
+    config = ModelSettings.load({"provider": "anthropic", "model": "claude", "api_key_env": "ANTHROPIC_TEST_KEY"})
+    seen: list[httpx2.Request] = []
+    answer = {
+        "content": [{"type": "text", "text": "The total is 3 [demo_sum]."}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 30, "output_tokens": 9},
+    }
+    turn = await provider_from_config(config, _recording(answer, seen)).complete("sys", CONVERSATION, TOOLS)
+    assert turn.text == "The total is 3 [demo_sum]." and not turn.tool_calls and turn.tokens_input == 30
+    request = seen[0]
+    assert str(request.url) == "https://api.anthropic.com/v1/messages"
+    assert request.headers["x-api-key"] == "sk-ant-secret" and request.headers["anthropic-version"]
+    body = json.loads(request.content)
+    assert body["system"] == "sys" and body["tools"][0]["input_schema"] == {"type": "object"}
+    assert body["messages"][1]["content"][0]["type"] == "tool_use"
+    assert body["messages"][2]["content"][0] == {
+        "type": "tool_result",
+        "tool_use_id": "c1",
+        "content": "total = 3",
+        "is_error": False,
+    }
+    refused = provider_from_config(config, _recording({"error": {"message": "bad key"}}, [], status=401))
+    with pytest.raises(ToolFailure) as caught:
+        await refused.complete("sys", CONVERSATION, TOOLS)
+    assert caught.value.code.value == "DEPENDENCY_ERROR" and "ANTHROPIC_TEST_KEY" in caught.value.message
+    assert "sk-ant-secret" not in caught.value.message
+
+
+def test_missing_model_or_key_says_how_to_configure(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ToolFailure) as caught:
+        provider_from_config(ModelSettings.load({}))
+    assert "[gateway.model]" in caught.value.message and "MCP_SECTIONS_GATEWAY_MODEL_PROVIDER" in caught.value.message
+    monkeypatch.delenv("ABSENT_KEY", raising=False)
+    with pytest.raises(ToolFailure, match="ABSENT_KEY is not set"):
+        provider_from_config(ModelSettings.load({"provider": "openai", "model": "m", "api_key_env": "ABSENT_KEY"}))
+
+
+@pytest.mark.anyio
+async def test_max_depth_zero_hides_plan_actions() -> None:
+    from mcp_sections.servers.gateway.server import build_gateway_server
+    from mcp_sections.shared.config import Settings
+
+    server, gateway = build_gateway_server(Settings.load(), GatewaySettings.load({}, max_depth=0))
+    names = [tool.name for tool in await server.list_tools()]
+    assert "plan_actions" not in names and names[0] == "list_tool_sections"
+    assert "plan_actions" not in gateway.own_tool_names()
