@@ -12,6 +12,8 @@ BUILTIN_SECTIONS: dict[str, str] = {
     "file_ops": "mcp_sections.servers.file_ops.section",
     "shell_ops": "mcp_sections.servers.shell_ops.section",
     "memory": "mcp_sections.servers.memory.section",
+    "rag_ops": "mcp_sections.servers.rag_ops.section",
+    "orchestration": "mcp_sections.servers.orchestration.section",
 }
 
 

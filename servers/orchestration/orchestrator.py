@@ -1,0 +1,334 @@
+"""The orchestration host: permanent agents, sub-agents on the shared agent runtime, and their sections.
+
+Sub-agents run on `shared.agents.runtime.AgentRuntime`, the runtime of the gateway's plan_actions. Their
+section tools are reached the way the gateway reaches them (`servers.gateway` catalog and launchers: one
+subprocess per section, started on first use, restarted when it dies). Rules:
+- one slot pool (`max_subagents`) for spawn_agent, delegate_task and parallel_tasks, taken without waiting;
+- depth is kept here (the client is 0; a sub-agent is its parent + 1); orchestration tools are offered to a
+  sub-agent only while its depth is below `max_depth`;
+- a child never gets a tool its parent does not have (the client has every section);
+- a permanent agent never delegates to itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from mcp_types import CallToolResult
+
+from mcp_sections.shared.agents.providers import ToolDef
+from mcp_sections.shared.agents.runtime import AgentRun, AgentRuntime, AgentTask, Metrics
+from mcp_sections.shared.calls import failure_result, run_tool
+from mcp_sections.shared.config import Settings
+from mcp_sections.shared.errors import (
+    ToolFailure,
+    invalid_input,
+    limit_exceeded,
+    not_found,
+    permission_denied,
+)
+from mcp_sections.shared.tools import ToolContext, ToolSpec
+
+from .settings import OrchestrationSettings, PermanentAgent
+
+logger = logging.getLogger("mcp_sections.orchestration")
+
+SECTION_ID = "orchestration"
+# Sections that run agents themselves: never handed to a sub-agent (its depth would start again at 0).
+AGENT_SECTIONS = frozenset({SECTION_ID})
+SUBAGENT_TOOLS = ("spawn_agent", "delegate_task", "parallel_tasks", "list_children", "terminate_agent", "list_agents")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls an orchestration tool: the client (depth 0) or a sub-agent. Never built from arguments."""
+
+    depth: int = 0
+    agent_id: str | None = None
+    tool_names: tuple[str, ...] | None = None  # None: the client, who may use every section
+    profile: str | None = None  # the permanent agent this sub-agent runs as, if any
+
+    @property
+    def is_client(self) -> bool:
+        return self.agent_id is None
+
+
+@dataclass(frozen=True)
+class CallState:
+    """The `state` orchestration tools receive: the orchestrator and who calls."""
+
+    orchestrator: Orchestrator
+    caller: Caller
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the agent runtime reads (`AgentLimits`)."""
+
+    max_depth: int
+    max_subagents: int
+    agent_max_turns: int
+    agent_max_tool_calls: int
+    agent_max_tokens: int
+    agent_max_seconds: float
+    model: Any
+
+
+class Orchestrator:
+    def __init__(self, settings: Settings, config: OrchestrationSettings) -> None:
+        from mcp_sections.servers.gateway.core import Gateway
+        from mcp_sections.servers.gateway.settings import load_gateway_settings
+
+        from .questions import CircuitBreaker
+
+        gateway_settings = load_gateway_settings(settings, expose=[])
+        self.settings = settings
+        self.config = Limits(
+            max_depth=config.max_depth,
+            max_subagents=config.max_subagents,
+            agent_max_turns=config.agent_max_turns,
+            agent_max_tool_calls=config.agent_max_tool_calls,
+            agent_max_tokens=config.agent_max_tokens,
+            agent_max_seconds=config.agent_max_seconds,
+            model=gateway_settings.model,
+        )
+        self.section_config = config
+        self.sections = Gateway(settings, gateway_settings)  # catalog + launchers + validated forwarding
+        self.runtime = AgentRuntime(self)
+        self.breaker = CircuitBreaker(config.ask_breaker_threshold, config.ask_cooldown_seconds)
+        self.client = CallState(self, Caller())
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[CallState]:
+        async with self.sections.running():
+            yield self.client
+
+    # -- what the agent runtime needs (ToolHost) ----------------------------------------------------------
+
+    async def agent_routes(self, section_ids: list[str]) -> dict[str, Any]:
+        return await self.sections.agent_routes(section_ids)
+
+    async def forward(
+        self, section_id: str, tool: str, arguments: dict[str, Any], ctx: ToolContext | None
+    ) -> CallToolResult:
+        return await self.sections.forward(section_id, tool, arguments, ctx)
+
+    def gateway_tool_definition(self, name: str) -> dict[str, Any]:
+        spec = _specs()[name]
+        return {"name": name, "description": spec.description, "inputSchema": spec.input_model.model_json_schema()}
+
+    def agent_host_tools(self, depth: int) -> list[str]:
+        return list(SUBAGENT_TOOLS) if depth < self.config.max_depth else []
+
+    def agent_scope(self, depth: int, agent_id: str, tool_names: tuple[str, ...]) -> Caller:
+        live = self.runtime.live.get(agent_id)
+        return Caller(depth=depth, agent_id=agent_id, tool_names=tool_names, profile=live.profile if live else None)
+
+    async def call(self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: Any) -> CallToolResult:
+        spec = _specs().get(name)
+        if spec is None:
+            return failure_result(not_found(f"unknown tool {name[:80]!r}"))
+        return await run_tool(spec, arguments, CallState(self, scope), ctx)
+
+    # -- building one sub-agent ---------------------------------------------------------------------------
+
+    def permanent(self, agent_id: str) -> PermanentAgent:
+        agent = self.section_config.agents.get(agent_id)
+        if agent is None:
+            known = ", ".join(sorted(self.section_config.agents)) or "none are configured"
+            raise not_found(f"Agent not found: {agent_id[:64]!r}; permanent agents: {known} (see list_agents).")
+        return agent
+
+    def visible_agents(self, caller: Caller) -> dict[str, PermanentAgent]:
+        """Permanent agents the caller may delegate to (never itself)."""
+        return {key: agent for key, agent in self.section_config.agents.items() if key != caller.profile}
+
+    def check_depth(self, caller: Caller) -> int:
+        if caller.depth >= self.config.max_depth:
+            raise limit_exceeded(
+                f"sub-agents may not be deeper than {self.config.max_depth}; do this task with your own tools."
+            )
+        return caller.depth + 1
+
+    def caller_sections(self, caller: Caller) -> list[str]:
+        """The sections whose tools the caller has (every section for the client)."""
+        if caller.tool_names is None:
+            return [section for section in self.sections.catalog if section not in AGENT_SECTIONS]
+        names = set(caller.tool_names)
+        return [
+            entry.id
+            for entry in self.sections.catalog.values()
+            if entry.id not in AGENT_SECTIONS and names & set(entry.declared_tools or [])
+        ]
+
+    async def build_task(
+        self,
+        caller: Caller,
+        *,
+        name: str,
+        prompt: str,
+        kind: str,
+        sections: list[str] | None,
+        tools: list[str] | None,
+        instructions: str | None,
+        model: str | None,
+        profile: str | None = None,
+    ) -> AgentTask:
+        """A sub-agent's task, with tools never exceeding the caller's. Raises ToolFailure when refused."""
+        depth = self.check_depth(caller)
+        own_sections = self.caller_sections(caller)
+        if sections is None:
+            sections = list(self.section_config.default_sections) if caller.is_client else own_sections
+        sections = list(dict.fromkeys(sections))
+        for section_id in sections:
+            if section_id in AGENT_SECTIONS:
+                raise permission_denied(
+                    f"section {section_id!r} cannot be given to a sub-agent: orchestration tools come with its depth."
+                )
+        if not caller.is_client:
+            outside = [section_id for section_id in sections if section_id not in own_sections]
+            if outside:
+                raise permission_denied(
+                    f"a sub-agent cannot get sections its parent does not have: {', '.join(outside)}; "
+                    f"yours are: {', '.join(own_sections) or 'none'}."
+                )
+        provider = self.runtime.provider(
+            self.config.model.model_copy(update={"model": model}) if model else self.config.model
+        )
+        routes = await self.agent_routes(sections)
+        if tools is not None:
+            unknown = sorted(set(tools) - set(routes))
+            if unknown:
+                raise invalid_input(
+                    f"tools {', '.join(unknown[:10])} are not tools of sections {', '.join(sections) or '(none)'}; "
+                    f"their tools are: {', '.join(routes) or 'none'}."
+                )
+            routes = {key: route for key, route in routes.items() if key in tools}
+        if caller.tool_names is not None:
+            beyond = sorted(set(routes) - set(caller.tool_names))
+            if beyond and tools is not None:
+                raise permission_denied(
+                    f"a sub-agent cannot get tools its parent does not have: {', '.join(beyond[:10])}"
+                    f"{' ...' if len(beyond) > 10 else ''}. Give it a subset of your own tools."
+                )
+            routes = {key: route for key, route in routes.items() if key in caller.tool_names}  # never more
+        tool_defs: list[ToolDef] = self.runtime.tool_defs(routes, depth)
+        return AgentTask(
+            prompt=prompt,
+            routes=routes,
+            tools=tool_defs,
+            depth=depth,
+            provider=provider,
+            instructions=instructions,
+            name=name,
+            kind=kind,
+            parent=caller.agent_id,
+            profile=profile,
+            label=f"depth {depth} · {name} · ",
+        )
+
+    async def permanent_task(self, caller: Caller, agent_id: str, prompt: str, kind: str) -> AgentTask:
+        if caller.profile is not None and agent_id == caller.profile:
+            raise permission_denied(
+                f"agent {agent_id!r} cannot delegate to itself; do the task yourself or pick another agent."
+            )
+        agent = self.permanent(agent_id)
+        return await self.build_task(
+            caller,
+            name=agent.name,
+            prompt=prompt,
+            kind=kind,
+            sections=agent.sections,
+            tools=agent.tools,
+            instructions=agent.system_prompt or None,
+            model=agent.model,
+            profile=agent_id,
+        )
+
+    # -- slots --------------------------------------------------------------------------------------------
+
+    def take_slots(self, count: int) -> None:
+        slots = self.runtime.slots
+        free = slots.size - slots.live
+        if count > free:
+            raise limit_exceeded(
+                f"{count} sub-agent slot(s) needed but {free} of {slots.size} are free (shared by spawn_agent, "
+                "delegate_task and parallel_tasks); wait for one to finish (list_children), or do it yourself.",
+                live=slots.live,
+                limit=slots.size,
+            )
+        for _ in range(count):
+            slots.try_take()
+
+    def give_back(self, count: int) -> None:
+        for _ in range(count):
+            self.runtime.slots.give_back()
+
+    @property
+    def remaining_slots(self) -> int:
+        return self.runtime.slots.size - self.runtime.slots.live
+
+    async def run_one(self, task: AgentTask, ctx: ToolContext | None) -> AgentRun:
+        """Run one sub-agent on a slot taken here."""
+        self.take_slots(1)
+        try:
+            return await self.runtime.run_agent(task, ctx)
+        finally:
+            self.give_back(1)
+
+    async def run_batch(
+        self, tasks: list[tuple[str, AgentTask | ToolFailure]], ctx: ToolContext | None
+    ) -> tuple[list[tuple[str, AgentRun | ToolFailure]], Metrics]:
+        """Run the built tasks concurrently (one slot each, all taken up front); refused ones fail alone."""
+        runnable = [task for _, task in tasks if isinstance(task, AgentTask)]
+        self.take_slots(len(runnable))
+        outcomes: list[AgentRun | ToolFailure | None] = [None] * len(tasks)
+        started = time.monotonic()
+
+        async def run(index: int, task: AgentTask) -> None:
+            try:
+                outcomes[index] = await self.runtime.run_agent(task, ctx)
+            except ToolFailure as failure:
+                outcomes[index] = failure
+            finally:
+                self.give_back(1)
+
+        async with anyio.create_task_group() as group:
+            for index, (_, task) in enumerate(tasks):
+                if isinstance(task, AgentTask):
+                    group.start_soon(run, index, task)
+                else:
+                    outcomes[index] = task
+        total = Metrics(depth=0, started=started)
+        for outcome in outcomes:
+            if isinstance(outcome, AgentRun):
+                total.depth = outcome.metrics.depth
+                total.tokens_input += outcome.metrics.tokens_input
+                total.tokens_output += outcome.metrics.tokens_output
+                total.tool_calls += outcome.metrics.tool_calls
+                total.turns += outcome.metrics.turns
+        total.finish()
+        results = [(agent_id, outcome) for (agent_id, _), outcome in zip(tasks, outcomes, strict=True)]
+        return results, total  # type: ignore[return-value]
+
+    def terminate(self, caller: Caller, child_id: str) -> str:
+        allowed = {agent.id: agent for agent in self.runtime.descendants(caller.agent_id)}
+        agent = allowed.get(child_id)
+        if agent is None:
+            running = ", ".join(sorted(allowed)) or "none"
+            raise not_found(f"no running sub-agent {child_id[:64]!r} of yours; running: {running} (list_children).")
+        who = "the client" if caller.is_client else caller.agent_id
+        agent.terminate(f"terminated by {who} with terminate_agent")
+        return agent.name
+
+
+def _specs() -> dict[str, ToolSpec]:
+    from .section import SUBAGENT_SPECS
+
+    return SUBAGENT_SPECS

@@ -1,0 +1,57 @@
+"""Start `mcp-sections serve orchestration` over stdio with a scripted model and a scriptable user."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp_types import ElicitResult
+
+from tests.gateway.helpers import REPO
+from tests.stdio import server_parameters
+
+
+class User:
+    """The human behind the client's elicitation callback: answers from a queue, records every question."""
+
+    def __init__(self) -> None:
+        self.replies: list[tuple[str, Any]] = []
+        self.questions: list[Any] = []
+
+    def will(self, action: str, content: Any = None) -> None:
+        self.replies.append((action, content))
+
+    async def __call__(self, context: Any, params: Any) -> ElicitResult:
+        self.questions.append(params)
+        action, content = self.replies.pop(0) if self.replies else ("cancel", None)
+        if action == "sleep":  # answer too late
+            seconds, then = content
+            await anyio.sleep(seconds)
+            return ElicitResult(action="accept", content=then)
+        if action == "accept":
+            return ElicitResult(action="accept", content=content)
+        return ElicitResult(action=action)  # type: ignore[arg-type]
+
+
+@asynccontextmanager
+async def orchestration_client(
+    config: Path, workdir: Path, *, mode: str = "legacy", user: User | None = None, env: dict[str, str] | None = None
+) -> AsyncIterator[Client]:
+    environment = {"PYTHONPATH": str(REPO), "MCP_SECTIONS_CONFIG": os.devnull, **(env or {})}
+    parameters = server_parameters(
+        ["serve", "orchestration", "--config", str(config), "--data-dir", str(workdir / "data")],
+        env=environment,
+        cwd=workdir,
+    )
+    async with Client(
+        parameters,  # type: ignore[arg-type]
+        mode=mode,  # type: ignore[arg-type]
+        read_timeout_seconds=120,
+        elicitation_callback=user,
+    ) as client:
+        yield client
