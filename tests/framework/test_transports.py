@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from mcp_sections.shared.registry import BUILTIN_SECTIONS
 from tests.stdio import cli_command, section_client
 
 HEAVY_MODULES = ("torch", "sentence_transformers", "playwright", "neo4j", "sympy", "transformers")
@@ -80,8 +81,9 @@ def test_malformed_json_rpc_gets_errors_and_the_server_keeps_serving() -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("section", ["calculator", "todo"])
+@pytest.mark.parametrize("section", list(BUILTIN_SECTIONS))
 async def test_start_up_does_not_import_heavy_libraries(section: str, tmp_path: Path) -> None:
+    """initialize + tools/list never import torch, sentence-transformers, playwright, neo4j or sympy."""
     log = tmp_path / "imports.log"
     env = {"PYTHONPROFILEIMPORTTIME": "1", "MCP_SECTIONS_WARM_UP": "0"}
     with log.open("w") as errlog:
