@@ -14,9 +14,12 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_type_hints
 
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from mcp_types import CreateMessageRequestParams, CreateMessageResult, CreateMessageResultWithTools
 
 SPEC_ATTRIBUTE = "__mcp_tool_spec__"
 ALLOWED_PARAMETERS = ("params", "state", "ctx", "answer")
@@ -50,6 +53,15 @@ class ToolContext(Protocol):
         """The client's MCP roots as `file://` URIs, or None when the client does not offer roots."""
         ...
 
+    # Optional (contexts without them cannot sample; callers use getattr): the client's model, MCP sampling.
+    def sampling_unavailable(self, tools: bool = False) -> str | None:
+        """Why this call cannot send `sampling/createMessage` (with tool use if `tools`); None when it can."""
+        ...
+
+    async def sample(self, params: CreateMessageRequestParams) -> CreateMessageResult | CreateMessageResultWithTools:
+        """One `sampling/createMessage` answered by the client's model; ToolFailure (DEPENDENCY_ERROR) if refused."""
+        ...
+
 
 @dataclass(frozen=True)
 class Annotations:
@@ -62,6 +74,15 @@ class Annotations:
 
 
 READ_ONLY = Annotations(read_only=True, destructive=False, idempotent=True, open_world=False)
+"""Only reads: lists, gets, searches."""
+WRITE = Annotations(read_only=False, destructive=False, idempotent=True, open_world=False)
+"""Adds or sets state without destroying any, and the same call again changes nothing more (ingest, set a scope)."""
+CREATE = Annotations(read_only=False, destructive=False, idempotent=False, open_world=False)
+"""Adds something new on every call (calling twice makes two), destroying nothing."""
+OVERWRITE = Annotations(read_only=False, destructive=True, idempotent=True, open_world=False)
+"""Replaces or deletes existing state, and the same call again changes nothing more (update, delete, overwrite)."""
+OPEN_WORLD = Annotations(read_only=False, destructive=True, idempotent=False, open_world=True)
+"""Acts outside the server's own state (runs programs or agents, installs packages): anything may change."""
 
 
 @dataclass(frozen=True)

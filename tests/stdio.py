@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, Tool
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
@@ -33,9 +33,14 @@ def server_parameters(
     args: Sequence[str], env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> StdioServerParameters:
     command, *prefix = cli_command()
+    return StdioServerParameters(command=command, args=[*prefix, *args], env=server_environment(env), cwd=cwd)
+
+
+def server_environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """What a test server process gets: this process's MCP_SECTIONS_*, PATH* and HOME* variables, plus `env`."""
     environment = {key: value for key, value in os.environ.items() if key.startswith(("MCP_SECTIONS_", "PATH", "HOME"))}
     environment.update(env or {})
-    return StdioServerParameters(command=command, args=[*prefix, *args], env=environment, cwd=cwd)
+    return environment
 
 
 @asynccontextmanager
@@ -66,6 +71,37 @@ def error_of(result: CallToolResult) -> tuple[str, str]:
     assert result.is_error, f"expected an error, got {result.structured_content}"
     assert result.structured_content is not None
     return result.structured_content["error_code"], result.structured_content["error"]
+
+
+async def call(client: Client, tool: str, /, **arguments: Any) -> dict[str, Any]:
+    """Call a tool that must succeed; its structured content."""
+    return data_of(await client.call_tool(tool, arguments))
+
+
+async def fail(client: Client, tool: str, code: str, /, **arguments: Any) -> str:
+    """Call a tool that must fail with error code `code`; the error message."""
+    error_code, message = error_of(await client.call_tool(tool, arguments))
+    assert error_code == code, message
+    return message
+
+
+def annotation_hints(tools: Sequence[Tool]) -> dict[str, tuple[bool | None, bool | None, bool | None, bool | None]]:
+    """(read_only, destructive, idempotent, open_world) hints by tool name, for the tools that have annotations."""
+    return {
+        t.name: (
+            t.annotations.read_only_hint,
+            t.annotations.destructive_hint,
+            t.annotations.idempotent_hint,
+            t.annotations.open_world_hint,
+        )
+        for t in tools
+        if t.annotations
+    }
+
+
+def check_tools_snapshot(section: str, tools: Sequence[Tool]) -> None:
+    """`check_snapshot` for the tools of a `list_tools()` result, dumped as they go over the wire."""
+    check_snapshot(section, [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools])
 
 
 def check_snapshot(section: str, tools: list[dict[str, Any]]) -> None:

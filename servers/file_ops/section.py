@@ -48,18 +48,14 @@ from mcp_sections.servers.file_ops.state import FileOpsSettings, FileOpsState
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.guards.paths import PathGuard
 from mcp_sections.shared.sections import Section, SectionRuntime
-from mcp_sections.shared.tools import READ_ONLY, Annotations, ToolContext, tool
+from mcp_sections.shared.tools import OPEN_WORLD, OVERWRITE, READ_ONLY, WRITE, Annotations, ToolContext, tool
 
 logger = logging.getLogger("mcp_sections.file_ops")
 
 T = TypeVar("T")
 
-OVERWRITE = Annotations(read_only=False, destructive=True, idempotent=True, open_world=False)
 EDIT = Annotations(read_only=False, destructive=True, idempotent=False, open_world=False)
-DELETE = Annotations(read_only=False, destructive=True, idempotent=True, open_world=False)
 MOVE = Annotations(read_only=False, destructive=True, idempotent=False, open_world=False)
-CREATE = Annotations(read_only=False, destructive=False, idempotent=True, open_world=False)
-INSTALL = Annotations(read_only=False, destructive=True, idempotent=False, open_world=True)
 
 
 def open_state(runtime: SectionRuntime) -> FileOpsState:
@@ -433,7 +429,7 @@ async def get_file_info(params: PathInput, state: FileOpsState, ctx: ToolContext
     return FileInfoResult(**vars(outcome))
 
 
-@tool(name="create_directory", title="Create a directory", annotations=CREATE)
+@tool(name="create_directory", title="Create a directory", annotations=WRITE)
 async def create_directory(
     params: CreateDirectoryInput, state: FileOpsState, ctx: ToolContext
 ) -> CreateDirectoryResult:
@@ -446,7 +442,7 @@ async def create_directory(
     return CreateDirectoryResult(path=outcome.path, created=outcome.created)
 
 
-@tool(name="delete_path", title="Delete a file or directory", annotations=DELETE)
+@tool(name="delete_path", title="Delete a file or directory", annotations=OVERWRITE)
 async def delete_path(params: DeletePathInput, state: FileOpsState, ctx: ToolContext) -> DeletePathResult:
     """Delete a file, a symlink (the link itself, never its target) or a directory tree.
 
@@ -506,7 +502,7 @@ async def copy_file(params: CopyFileInput, state: FileOpsState, ctx: ToolContext
 # -- packages and roots -------------------------------------------------------------------------------------
 
 
-@tool(name="install_package", title="Install npm or pip packages", annotations=INSTALL)
+@tool(name="install_package", title="Install npm or pip packages", annotations=OPEN_WORLD)
 async def install_package(params: InstallPackageInput, state: FileOpsState, ctx: ToolContext) -> InstallPackageResult:
     """Install packages from the npm or PyPI registry into a project inside the allowed roots.
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
+from mcp_sections.shared.gitignore import gitignore_lines
 from mcp_sections.shared.guards.paths import PathGuard
 
 ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn"})
@@ -144,27 +145,13 @@ class GitIgnore:
         except OSError:
             return self
         rules = list(self.rules)
-        for raw in text.splitlines():
-            line = raw.rstrip()
-            if not line or line.startswith("#"):
-                continue
-            negated = line.startswith("!")
-            if negated:
-                line = line[1:]
-            if line.startswith("\\"):
-                line = line[1:]
-            directory_only = line.endswith("/")
-            line = line.rstrip("/")
-            if not line:
-                continue
-            anchored = "/" in line
-            line = line.lstrip("/")
-            pattern = line if anchored else f"**/{line}"
+        for line in gitignore_lines(text):
+            pattern = line.pattern if line.anchored else f"**/{line.pattern}"
             try:
                 regex = glob_regex(pattern)
             except ToolFailure:
                 continue
-            rules.append((rel_dir, _IgnoreRule(regex, negated, directory_only)))
+            rules.append((rel_dir, _IgnoreRule(regex, line.negated, line.directory_only)))
         return GitIgnore(rules)
 
     def ignored(self, rel: str, is_dir: bool) -> bool:

@@ -35,11 +35,7 @@ from mcp_sections.shared.config import SectionSettings
 from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService, EmbeddingSettings, get_embedder
 from mcp_sections.shared.errors import invalid_input
 from mcp_sections.shared.sections import Section, SectionRuntime
-from mcp_sections.shared.tools import READ_ONLY, Annotations, tool
-
-SESSION = Annotations(read_only=False, destructive=False, idempotent=True, open_world=False)
-CREATE = Annotations(read_only=False, destructive=False, idempotent=False, open_world=False)
-OVERWRITE = Annotations(read_only=False, destructive=True, idempotent=True, open_world=False)
+from mcp_sections.shared.tools import CREATE, OVERWRITE, READ_ONLY, WRITE, tool
 
 
 class MemorySettings(SectionSettings, EmbeddingSettings):
@@ -109,7 +105,7 @@ def _scope_of(workflow_id: str | None) -> str:
     return "workflow" if workflow_id else "general"
 
 
-@tool(name="memory_activate_workflow", title="Scope memory to a workflow", annotations=SESSION)
+@tool(name="memory_activate_workflow", title="Scope memory to a workflow", annotations=WRITE)
 def memory_activate_workflow(params: ActivateWorkflowInput, state: MemoryState) -> ActivateResult:
     """Make a workflow the active memory scope for the following calls of this server process.
 
@@ -127,7 +123,7 @@ def memory_activate_workflow(params: ActivateWorkflowInput, state: MemoryState) 
     )
 
 
-@tool(name="memory_activate_general", title="Use general memory scope", annotations=SESSION)
+@tool(name="memory_activate_general", title="Use general memory scope", annotations=WRITE)
 def memory_activate_general(params: ActivateGeneralInput, state: MemoryState) -> ActivateResult:
     """Leave any workflow scope: following calls of this server process use general (cross-workflow) memories.
 

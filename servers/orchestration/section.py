@@ -8,6 +8,8 @@ from contextlib import asynccontextmanager
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
 from mcp_sections.shared.sections import Section, SectionRuntime
 from mcp_sections.shared.tools import (
+    OPEN_WORLD,
+    OVERWRITE,
     READ_ONLY,
     Annotations,
     ToolContext,
@@ -40,8 +42,6 @@ from .models import (
 from .orchestrator import CallState
 from .settings import OrchestrationSettings
 
-RUNS_AGENTS = Annotations(read_only=False, destructive=True, idempotent=False, open_world=True)
-STOPS_AGENTS = Annotations(read_only=False, destructive=True, idempotent=True, open_world=False)
 ASKS_USER = Annotations(read_only=True, destructive=False, idempotent=False, open_world=True)
 
 
@@ -59,7 +59,7 @@ def _report(run: object) -> str:
     return report
 
 
-@tool(name="spawn_agent", title="Spawn a sub-agent", annotations=RUNS_AGENTS)
+@tool(name="spawn_agent", title="Spawn a sub-agent", annotations=OPEN_WORLD)
 async def spawn_agent(params: SpawnAgentInput, state: CallState, ctx: ToolContext) -> SpawnAgentResult:
     """Create a temporary sub-agent, run it on one task and return its markdown report with metrics
     (duration_ms, tokens, tool_calls). "Prompt in, report out": the sub-agent sees ONLY `prompt` (plus your
@@ -120,7 +120,7 @@ async def list_children(params: NoInput, state: CallState) -> ListChildrenResult
     )
 
 
-@tool(name="terminate_agent", title="Stop a running sub-agent", annotations=STOPS_AGENTS)
+@tool(name="terminate_agent", title="Stop a running sub-agent", annotations=OVERWRITE)
 async def terminate_agent(params: TerminateAgentInput, state: CallState) -> TerminateAgentResult:
     """Stop a running sub-agent (and the sub-agents it started) now. The call that started it returns at
     once with status `terminated` and what the sub-agent had done; its slot is freed. Unknown or finished
@@ -131,7 +131,7 @@ async def terminate_agent(params: TerminateAgentInput, state: CallState) -> Term
     )
 
 
-@tool(name="delegate_task", title="Delegate to a permanent agent", annotations=RUNS_AGENTS)
+@tool(name="delegate_task", title="Delegate to a permanent agent", annotations=OPEN_WORLD)
 async def delegate_task(params: DelegateTaskInput, state: CallState, ctx: ToolContext) -> DelegateTaskResult:
     """Run a task on a permanent agent from the configuration (see list_agents): it works with its own
     instructions, sections and model, and returns a markdown report with metrics. "Prompt in, report out":
@@ -170,7 +170,7 @@ async def list_agents(params: NoInput, state: CallState) -> ListAgentsResult:
     return ListAgentsResult(agents=agents, count=len(agents), remaining_slots=orchestrator.remaining_slots)
 
 
-@tool(name="parallel_tasks", title="Run tasks in parallel", annotations=RUNS_AGENTS)
+@tool(name="parallel_tasks", title="Run tasks in parallel", annotations=OPEN_WORLD)
 async def parallel_tasks(params: ParallelTasksInput, state: CallState, ctx: ToolContext) -> ParallelTasksResult:
     """execute_batch: run up to 3 independent tasks at the same time, each on a permanent agent (see
     list_agents), and wait for all of them; total time ≈ the slowest task. Returns, per task, success,

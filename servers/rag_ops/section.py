@@ -42,11 +42,7 @@ from mcp_sections.servers.rag_ops.models import (
     SemanticSearchInput,
 )
 from mcp_sections.shared.sections import Section, SectionRuntime
-from mcp_sections.shared.tools import READ_ONLY, Annotations, ToolContext, tool
-
-WRITE = Annotations(read_only=False, destructive=False, idempotent=True, open_world=False)
-SESSION = Annotations(read_only=False, destructive=False, idempotent=True, open_world=False)
-DESTRUCTIVE = Annotations(read_only=False, destructive=True, idempotent=True, open_world=False)
+from mcp_sections.shared.tools import OVERWRITE, READ_ONLY, WRITE, ToolContext, tool
 
 
 def open_brain(runtime: SectionRuntime) -> Any:
@@ -205,7 +201,7 @@ def create_project(params: CreateProjectInput, state: Any) -> ProjectResult:
     )
 
 
-@tool(name="load_project", title="Load a project", annotations=SESSION)
+@tool(name="load_project", title="Load a project", annotations=WRITE)
 def load_project(params: ProjectInput, state: Any) -> LoadProjectResult:
     """Load a project for this session: its vectors go into memory, it becomes active if none is, its last
     access is refreshed (which postpones auto-cleanup), and the files changed on disk since its last
@@ -217,14 +213,14 @@ def load_project(params: ProjectInput, state: Any) -> LoadProjectResult:
     )
 
 
-@tool(name="switch_project", title="Switch the active project", annotations=SESSION)
+@tool(name="switch_project", title="Switch the active project", annotations=WRITE)
 def switch_project(params: ProjectInput, state: Any) -> ProjectResult:
     """Make a project the active one: semantic_search and ingest_code default to it in this session."""
     project = state.switch_project(params.project)
     return ProjectResult(project=_project_out(state, project), message=f"active project: {project.id}")
 
 
-@tool(name="unload_project", title="Unload a project", annotations=SESSION)
+@tool(name="unload_project", title="Unload a project", annotations=WRITE)
 def unload_project(params: ProjectInput, state: Any) -> ProjectResult:
     """Unload a project from this session: it is no longer loaded or active (no data is deleted)."""
     project = state.unload_project(params.project)
@@ -241,7 +237,7 @@ def list_projects(params: ListProjectsInput, state: Any) -> ListProjectsResult:
     )
 
 
-@tool(name="forget_path", title="Forget a path", annotations=DESTRUCTIVE)
+@tool(name="forget_path", title="Forget a path", annotations=OVERWRITE)
 def forget_path(params: ForgetPathInput, state: Any) -> ForgetPathResult:
     """Remove from the brain exactly the nodes of one file or directory (or a whole project when given its
     root, or a web page by URL). Files on disk are never touched. Refuses empty paths, globs and the
@@ -249,7 +245,7 @@ def forget_path(params: ForgetPathInput, state: Any) -> ForgetPathResult:
     return ForgetPathResult(**state.forget_path(params.path))
 
 
-@tool(name="gc", title="Garbage-collect the brain", annotations=DESTRUCTIVE)
+@tool(name="gc", title="Garbage-collect the brain", annotations=OVERWRITE)
 def gc(params: GcInput, state: Any) -> GcResult:
     """Remove quick-ingests and web crawls not accessed within their retention period, then orphaned rows
     (edges, vectors, cached embeddings nothing uses). dry_run only reports; remove_missing also removes

@@ -20,9 +20,7 @@ from mcp_sections.servers.shell_ops.models import (
 )
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.sections import Section, SectionRuntime
-from mcp_sections.shared.tools import READ_ONLY, Annotations, ToolContext, tool
-
-RUNS_PROGRAMS = Annotations(read_only=False, destructive=True, idempotent=False, open_world=True)
+from mcp_sections.shared.tools import OPEN_WORLD, READ_ONLY, ToolContext, tool
 
 
 def open_state(runtime: SectionRuntime) -> Any:
@@ -43,7 +41,7 @@ def _progress(ctx: ToolContext | None, what: str, timeout: float | None) -> Any:
     return report
 
 
-@tool(name="run_command", title="Run an allow-listed command", annotations=RUNS_PROGRAMS)
+@tool(name="run_command", title="Run an allow-listed command", annotations=OPEN_WORLD)
 async def run_command(params: RunCommandInput, state: Any, ctx: ToolContext) -> CommandResult:
     """Run one allow-listed program (see list_safe_commands) inside the allowed roots, WITHOUT a shell.
 
@@ -61,7 +59,7 @@ async def run_command(params: RunCommandInput, state: Any, ctx: ToolContext) -> 
     return CommandResult(**data)
 
 
-@tool(name="run_npm_script", title="Run a package.json script", annotations=RUNS_PROGRAMS)
+@tool(name="run_npm_script", title="Run a package.json script", annotations=OPEN_WORLD)
 async def run_npm_script(params: RunNpmScriptInput, state: Any, ctx: ToolContext) -> NpmScriptResult:
     """Run an existing script from package.json (`npm run-script NAME -- ARGS`) in `cwd` (default: first root).
 

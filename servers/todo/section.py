@@ -27,11 +27,7 @@ from mcp_sections.servers.todo.models import (
 )
 from mcp_sections.shared.config import SectionSettings
 from mcp_sections.shared.sections import Section, SectionRuntime
-from mcp_sections.shared.tools import READ_ONLY, Annotations, tool
-
-WRITE = Annotations(read_only=False, destructive=False, idempotent=True, open_world=False)
-OVERWRITE = Annotations(read_only=False, destructive=True, idempotent=True, open_world=False)
-CREATE = Annotations(read_only=False, destructive=False, idempotent=False, open_world=False)
+from mcp_sections.shared.tools import CREATE, OVERWRITE, READ_ONLY, WRITE, tool
 
 
 class TodoSettings(SectionSettings):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -105,6 +106,30 @@ class Project:
             "node_count": self.node_count,
             "status": self.status,
         }
+
+
+PROJECT_FIELDS = frozenset(
+    {
+        "name",
+        "root",
+        "type",
+        "last_accessed",
+        "last_ingest",
+        "auto_cleanup",
+        "retention_days",
+        "node_count",
+        "status",
+        "needs_relink",
+    }
+)
+"""The project fields `update_project` may set (all but `id` and `created_at`)."""
+
+
+def check_project_fields(fields: Iterable[str]) -> None:
+    """Refuse (ValueError) field names `update_project` does not know."""
+    unknown = set(fields) - PROJECT_FIELDS
+    if unknown:
+        raise ValueError(f"unknown project fields {sorted(unknown)}")
 
 
 @dataclass

@@ -33,6 +33,7 @@ from mcp_sections.shared.brain.model import (
     Node,
     ParsedFile,
     Project,
+    check_project_fields,
     project_node_id,
 )
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
@@ -86,20 +87,6 @@ LIST_PROJECTS = "MATCH (p:Project) RETURN p ORDER BY p.last_accessed DESC"
 UPDATE_PROJECT = "MATCH (p:Project {project_id: $id}) SET p += $fields"
 DELETE_PROJECT_BATCH = (
     "MATCH (n:BrainNode {project_id: $id}) WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS removed"
-)
-PROJECT_FIELDS = frozenset(
-    {
-        "name",
-        "root",
-        "type",
-        "last_accessed",
-        "last_ingest",
-        "auto_cleanup",
-        "retention_days",
-        "node_count",
-        "status",
-        "needs_relink",
-    }
 )
 
 # ---- files and nodes ------------------------------------------------------------------------------
@@ -511,9 +498,7 @@ class Neo4jBrainStore:
         return [_project(row["p"]) for row in self._read(LIST_PROJECTS)]
 
     def update_project(self, project_id: str, **fields: Any) -> None:
-        unknown = set(fields) - PROJECT_FIELDS
-        if unknown:
-            raise ValueError(f"unknown project fields {sorted(unknown)}")
+        check_project_fields(fields)
         if fields:
             self._write(UPDATE_PROJECT, id=project_id, fields=fields)
 

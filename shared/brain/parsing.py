@@ -35,6 +35,8 @@ from mcp_sections.shared.brain.model import (
     split_identifier,
     text_hash,
 )
+from mcp_sections.shared.gitignore import gitignore_lines
+from mcp_sections.shared.guards.paths import SECRET_FILE_GLOBS
 
 MAX_FILE_BYTES = 1_000_000
 MAX_SCOPE_CHARS = 20_000
@@ -88,38 +90,17 @@ SKIP_DIRS = frozenset(
 SKIP_DIR_GLOBS = ("*.egg-info",)
 
 SECRET_GLOBS: tuple[str, ...] = (
-    ".env",
-    ".env.*",
-    "*.env",
-    ".envrc",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "*.jks",
-    "*.keystore",
+    *SECRET_FILE_GLOBS,
     "*.ppk",
     "*.gpg",
     "*.asc",
     "*.ovpn",
-    "id_rsa*",
-    "id_dsa*",
-    "id_ecdsa*",
-    "id_ed25519*",
-    ".netrc",
-    "_netrc",
-    ".pgpass",
-    ".npmrc",
-    ".pypirc",
-    ".git-credentials",
-    "credentials.json",
     "credentials",
     "secrets.*",
     "*.secret",
     "*.secrets",
-    ".htpasswd",
-    "*.kdbx",
 )
+"""Names never ingested: the path guard's secret files plus more that rarely hold code worth indexing."""
 _PRIVATE_KEY = re.compile(rb"-----BEGIN (?:[A-Z]+ )*PRIVATE KEY-----")
 
 BINARY_EXTENSIONS = frozenset(
@@ -296,26 +277,12 @@ def _glob_to_regex(glob: str) -> str:
 
 def parse_gitignore(text: str, base: str, prefix: str = "") -> list[IgnoreRule]:
     rules = []
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        if not line or line.startswith("#"):
-            continue
-        negate = line.startswith("!")
-        if negate:
-            line = line[1:]
-        if line.startswith("\\"):
-            line = line[1:]
-        dir_only = line.endswith("/")
-        line = line.rstrip("/")
-        if not line:
-            continue
-        anchored = "/" in line
-        line = line.lstrip("/")
+    for line in gitignore_lines(text):
         try:
-            regex = re.compile(_glob_to_regex(line) + r"\Z")
+            regex = re.compile(_glob_to_regex(line.pattern) + r"\Z")
         except re.error:
             continue
-        rules.append(IgnoreRule(base, regex, negate, dir_only, anchored, prefix))
+        rules.append(IgnoreRule(base, regex, line.negated, line.directory_only, line.anchored, prefix))
     return rules
 
 

@@ -32,6 +32,7 @@ from mcp_sections.shared.brain.model import (
     Node,
     ParsedFile,
     Project,
+    check_project_fields,
     project_node_id,
 )
 from mcp_sections.shared.embeddings import EMBEDDING_CACHE_SCHEMA
@@ -186,18 +187,6 @@ MAX_QUERY_TERMS = 24
 BM25_WEIGHTS = "8.0, 4.0, 2.0, 1.0"  # name, keywords, path, content
 MAX_WALK_ROWS = 20_000
 _BATCH = 500
-_PROJECT_FIELDS = {
-    "name",
-    "root",
-    "type",
-    "last_accessed",
-    "last_ingest",
-    "auto_cleanup",
-    "retention_days",
-    "node_count",
-    "status",
-    "needs_relink",
-}
 
 
 def fts_query(text: str) -> str | None:
@@ -278,9 +267,7 @@ class SQLiteBrainStore:
         return [_project(row) for row in rows]
 
     def update_project(self, project_id: str, **fields: Any) -> None:
-        unknown = set(fields) - _PROJECT_FIELDS
-        if unknown:
-            raise ValueError(f"unknown project fields {sorted(unknown)}")
+        check_project_fields(fields)
         if not fields:
             return
         assignments = ", ".join(f"{key} = ?" for key in fields)

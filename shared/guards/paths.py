@@ -44,7 +44,7 @@ PURPOSES: tuple[str, ...] = ("read", "write", "create", "list", "delete", "execu
 MAX_PATH_LENGTH = 4096
 MAX_COMPONENT_LENGTH = 255
 
-DEFAULT_DENY_GLOBS: tuple[str, ...] = (
+SECRET_FILE_GLOBS: tuple[str, ...] = (
     ".env",
     ".env.*",
     "*.env",
@@ -68,10 +68,9 @@ DEFAULT_DENY_GLOBS: tuple[str, ...] = (
     "credentials.json",
     ".htpasswd",
     "*.kdbx",
-    ".ssh",
-    ".gnupg",
-    ".aws",
 )
+"""Names of files that hold credentials (environment files, keys, password stores); lower-case globs."""
+DEFAULT_DENY_GLOBS: tuple[str, ...] = (*SECRET_FILE_GLOBS, ".ssh", ".gnupg", ".aws")
 
 _NO_ROOTS_MESSAGE = (
     "no allowed roots are configured, so no path can be used; start the server with `--root DIR` "

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.calculator.operations import BINARY_OPS, UNARY_OPS, VALID_CONSTANTS
-from tests.stdio import check_snapshot, data_of, error_of, section_client
+from tests.stdio import annotation_hints, check_tools_snapshot, data_of, fail, section_client
 
 TOOLS = {
     "calculator_unary",
@@ -56,26 +56,15 @@ async def call(client: Client, tool: str, **arguments: Any) -> tuple[dict[str, A
     return data, result.content[0].text
 
 
-async def fail(client: Client, tool: str, code: str, **arguments: Any) -> str:
-    error_code, message = error_of(await client.call_tool(tool, arguments))
-    assert error_code == code, message
-    return message
-
-
 @pytest.mark.anyio
 async def test_tools_list_snapshot_and_annotations(client: Client) -> None:
     tools = (await client.list_tools()).tools
-    check_snapshot("calculator", [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools])
+    check_tools_snapshot("calculator", tools)
     assert {t.name for t in tools} == TOOLS
+    hints = annotation_hints(tools)
     for t in tools:
         assert t.annotations is not None
-        hints = (
-            t.annotations.read_only_hint,
-            t.annotations.destructive_hint,
-            t.annotations.idempotent_hint,
-            t.annotations.open_world_hint,
-        )
-        assert hints == (True, False, True, False), t.name
+        assert hints[t.name] == (True, False, True, False), t.name
         assert t.output_schema is not None and t.description and len(t.description) > 60
     unary = next(t for t in tools if t.name == "calculator_unary")
     assert unary.input_schema["properties"]["operation"]["enum"] == list(UNARY_OPS)

@@ -7,12 +7,11 @@ import os
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client
 
-from tests.stdio import check_snapshot, data_of, error_of, section_client
+from tests.stdio import call, check_tools_snapshot, fail, section_client
 
 TOOLS = {
     "read_file",
@@ -68,20 +67,10 @@ def area(root: Path, name: str) -> Path:
     return directory
 
 
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    return data_of(await client.call_tool(tool, arguments))
-
-
-async def fail(client: Client, tool: str, code: str, **arguments: Any) -> str:
-    error_code, message = error_of(await client.call_tool(tool, arguments))
-    assert error_code == code, message
-    return message
-
-
 @pytest.mark.anyio
 async def test_tools_list_snapshot_and_annotations(client: Client) -> None:
     tools = (await client.list_tools()).tools
-    check_snapshot("file_ops", [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools])
+    check_tools_snapshot("file_ops", tools)
     assert {t.name for t in tools} == TOOLS
     hints = {t.name: t.annotations for t in tools}
     for name in ("read_file", "read_multiple_files", "list_directory", "glob_files", "search_files", "file_exists"):

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import sqlite3
-import subprocess
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +10,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.stdio import cli_command, data_of, section_client
+from tests.processes import RawServer
+from tests.stdio import call, section_client
 
 NO_MODEL = {"MCP_SECTIONS_MEMORY_EMBEDDING_MODEL": "/nonexistent"}
 DB_FILE = "memory.sqlite3"
 DEPLOYS = "Deployments to production happen every Friday"
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    return data_of(await client.call_tool(tool, arguments))
 
 
 def integrity(path: Path) -> tuple[str, int]:
@@ -107,77 +98,19 @@ async def test_two_processes_write_concurrently(tmp_path: Path) -> None:
     assert integrity(tmp_path / "data" / DB_FILE) == ("ok", 2 * per_client)
 
 
-class RawServer:
-    """`mcp-sections serve memory` driven with raw JSON-RPC lines, so the test owns (and can kill) the process."""
-
-    def __init__(self, data_dir: Path) -> None:
-        command = [*cli_command(), "serve", "memory", "--data-dir", str(data_dir)]
-        env = {key: value for key, value in os.environ.items() if key.startswith(("MCP_SECTIONS_", "PATH", "HOME"))}
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**env, **NO_MODEL},
-        )
-        self.responses: dict[int, dict[str, Any]] = {}
-        self.lock = threading.Lock()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            message = json.loads(line)
-            if "id" in message:
-                with self.lock:
-                    self.responses[message["id"]] = message
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write((json.dumps(message) + "\n").encode())
-        self.process.stdin.flush()
-
-    def wait_for(self, predicate: Any, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                if predicate(self.responses):
-                    return
-            time.sleep(0.005)
-        raise AssertionError(f"server did not answer in time ({len(self.responses)} responses)")
-
-    def initialize(self) -> None:
-        params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "kill", "version": "0"}}
-        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})
-        self.wait_for(lambda responses: 0 in responses)
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-
 @pytest.mark.anyio
 async def test_kill_9_mid_burst_loses_no_acknowledged_memory(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    server = RawServer(data_dir)
     burst = 400
-    try:
+    with RawServer(["memory", "--data-dir", str(data_dir)], env=NO_MODEL) as server:
         server.initialize()
         for index in range(1, burst + 1):
             arguments = {"type": "knowledge", "content": f"burst memory {index}", "workflow_id": "burst"}
-            params = {"name": "memory_add", "arguments": arguments}
-            server.send({"jsonrpc": "2.0", "id": index, "method": "tools/call", "params": params})
+            server.call_tool(index, "memory_add", arguments)
         server.wait_for(lambda responses: len(responses) > 60)  # adds are being acknowledged...
-        server.process.send_signal(signal.SIGKILL)  # ...and the server dies in the middle of the burst
-        server.process.wait(timeout=10)
-    finally:
-        if server.process.poll() is None:
-            server.process.kill()
-            server.process.wait()
-    server.reader.join(timeout=5)
+        server.kill_9()  # ...and the server dies in the middle of the burst
     acknowledged = {}
-    for message_id, message in server.responses.items():
-        if message_id == 0:
-            continue
-        result = message["result"]
+    for message_id, result in server.tool_results().items():
         assert not result.get("isError"), result
         acknowledged[result["structuredContent"]["memory_id"]] = f"burst memory {message_id}"
     assert 60 <= len(acknowledged) < burst, "the kill should land mid-burst"

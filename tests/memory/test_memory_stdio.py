@@ -16,7 +16,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.stdio import check_snapshot, data_of, error_of, section_client
+from tests.stdio import call, check_tools_snapshot, error_of, fail, section_client
 
 # Checked without importing: importing sentence-transformers here would cost ~10 s and 1 GB for nothing
 # (the model runs in the server processes).
@@ -73,16 +73,6 @@ def client(started: tuple[Client, dict[str, Any]]) -> Client:
     return started[0]
 
 
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    return data_of(await client.call_tool(tool, arguments))
-
-
-async def fail(client: Client, tool: str, code: str, **arguments: Any) -> str:
-    error_code, message = error_of(await client.call_tool(tool, arguments))
-    assert error_code == code, message
-    return message
-
-
 def words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
 
@@ -90,7 +80,7 @@ def words(text: str) -> set[str]:
 @pytest.mark.anyio
 async def test_tools_list_snapshot_and_annotations(started: tuple[Client, dict[str, Any]]) -> None:
     tools = started[1]["tools"]
-    check_snapshot("memory", [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools])
+    check_tools_snapshot("memory", tools)
     assert {t.name for t in tools} == TOOLS
     hints = {t.name: t.annotations for t in tools}
     for name in ("memory_get", "memory_list", "memory_search"):

@@ -15,7 +15,7 @@ from mcp import Client
 from tests.gateway.helpers import demo_section_table, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.orchestration.helpers import User, orchestration_client
-from tests.stdio import check_snapshot, data_of, error_of
+from tests.stdio import call, check_tools_snapshot, data_of, error_of, fail
 
 KEY = {"SCRIPTED_MODEL_KEY": "sk-orchestration-test"}
 ORCHESTRATION_TOOLS = {
@@ -133,16 +133,6 @@ async def client(workdir: Path, user: User) -> AsyncIterator[Client]:
         yield connected
 
 
-async def call(client: Client, name: str, /, **arguments: Any) -> dict[str, Any]:
-    return data_of(await client.call_tool(name, arguments))
-
-
-async def fail(client: Client, name: str, code: str, /, **arguments: Any) -> str:
-    error_code, message = error_of(await client.call_tool(name, arguments))
-    assert error_code == code, message
-    return message
-
-
 # -- listing ---------------------------------------------------------------------------------------------
 
 
@@ -158,7 +148,7 @@ async def test_tools_list_snapshot(client: Client) -> None:
         "parallel_tasks",
         "ask_user",
     ]
-    check_snapshot("orchestration", [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools])
+    check_tools_snapshot("orchestration", tools)
 
 
 # -- spawn_agent, depth and tools ------------------------------------------------------------------------

@@ -5,14 +5,13 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client
 
 from mcp_sections.shared.brain.parsing import tree_sitter_available
 from tests.rag_ops.trees import EXPECTED_FILES, SECRET_MARKER, make_tree
-from tests.stdio import check_snapshot, data_of, error_of, section_client
+from tests.stdio import call, check_tools_snapshot, data_of, fail, section_client
 
 REPO = Path(__file__).resolve().parents[2]
 HAS_MODEL = importlib.util.find_spec("sentence_transformers") is not None and (
@@ -63,16 +62,6 @@ async def client(root: Path) -> AsyncIterator[Client]:
         yield connected
 
 
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    return data_of(await client.call_tool(tool, arguments))
-
-
-async def fail(client: Client, tool: str, code: str, **arguments: Any) -> str:
-    error_code, message = error_of(await client.call_tool(tool, arguments))
-    assert error_code == code, message
-    return message
-
-
 @pytest.mark.anyio
 async def test_tools_list_snapshot(client: Client) -> None:
     tools = (await client.list_tools()).tools
@@ -94,7 +83,7 @@ async def test_tools_list_snapshot(client: Client) -> None:
         "brain_search",
         "run_cypher",
     }
-    check_snapshot("rag_ops", [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools])
+    check_tools_snapshot("rag_ops", tools)
 
 
 @pytest.mark.anyio

@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 
 from tests.shell_ops.repos import git, make_repo
-from tests.stdio import check_snapshot, data_of, error_of, section_client
+from tests.stdio import annotation_hints, call, check_tools_snapshot, data_of, error_of, section_client
 
 TOOLS = {"run_command", "run_npm_script", "git_status", "git_diff", "git_log", "list_safe_commands"}
 CAP = 8192
@@ -98,10 +98,6 @@ async def client(root: Path) -> AsyncIterator[Client]:
         yield connected
 
 
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    return data_of(await client.call_tool(tool, arguments))
-
-
 async def fail(client: Client, tool: str, code: str, **arguments: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, arguments)
     error_code, message = error_of(result)
@@ -113,18 +109,9 @@ async def fail(client: Client, tool: str, code: str, **arguments: Any) -> dict[s
 @pytest.mark.anyio
 async def test_tools_list_snapshot_and_annotations(client: Client) -> None:
     tools = (await client.list_tools()).tools
-    check_snapshot("shell_ops", [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools])
+    check_tools_snapshot("shell_ops", tools)
     assert {t.name for t in tools} == TOOLS
-    hints = {
-        t.name: (
-            t.annotations.read_only_hint,
-            t.annotations.destructive_hint,
-            t.annotations.idempotent_hint,
-            t.annotations.open_world_hint,
-        )
-        for t in tools
-        if t.annotations
-    }
+    hints = annotation_hints(tools)
     for name in ("git_status", "git_diff", "git_log", "list_safe_commands"):
         assert hints[name] == (True, False, True, False)
     for name in ("run_command", "run_npm_script"):

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import sqlite3
-import subprocess
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +12,8 @@ from mcp import Client
 from mcp_types import CallToolResult
 
 from mcp_sections.servers.todo.board import FILE_NAME
-from tests.stdio import cli_command, data_of, error_of, section_client
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    return data_of(await client.call_tool(tool, arguments))
+from tests.processes import RawServer
+from tests.stdio import call, data_of, error_of, section_client
 
 
 def integrity(path: Path) -> str:
@@ -111,92 +102,19 @@ async def test_two_processes_write_concurrently(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
 
 
-class RawServer:
-    """`mcp-sections serve todo` driven with raw JSON-RPC lines, so the test owns the process (and can kill it)."""
-
-    def __init__(self, data_dir: Path) -> None:
-        command = [*cli_command(), "serve", "todo", "--data-dir", str(data_dir)]
-        env = {key: value for key, value in os.environ.items() if key.startswith(("MCP_SECTIONS_", "PATH", "HOME"))}
-        self.process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
-        )
-        self.responses: dict[int, dict[str, Any]] = {}
-        self.lock = threading.Lock()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            try:
-                message = json.loads(line)
-            except ValueError:  # a line cut short by the kill
-                continue
-            if "id" in message:
-                with self.lock:
-                    self.responses[message["id"]] = message
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write((json.dumps(message) + "\n").encode())
-        self.process.stdin.flush()
-
-    def wait_for(self, predicate: Any, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.lock:
-                if predicate(self.responses):
-                    return
-            time.sleep(0.005)
-        raise AssertionError(f"server did not answer in time ({len(self.responses)} responses)")
-
-    def initialize(self) -> None:
-        self.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "kill-test", "version": "0"},
-                },
-            }
-        )
-        self.wait_for(lambda responses: 0 in responses)
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-
 @pytest.mark.anyio
 async def test_kill_9_during_a_burst_loses_no_acknowledged_write(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    server = RawServer(data_dir)
-    try:
+    with RawServer(["todo", "--data-dir", str(data_dir)]) as server:
         server.initialize()
         burst = 400
         for index in range(1, burst + 1):
             arguments = {"workflow_id": "burst", "name": f"write {index}", "priority": index % 5 + 1}
-            server.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": index,
-                    "method": "tools/call",
-                    "params": {"name": "todo_create", "arguments": arguments},
-                }
-            )
+            server.call_tool(index, "todo_create", arguments)
         server.wait_for(lambda responses: len(responses) > 60)  # writes are being acknowledged...
-        server.process.send_signal(signal.SIGKILL)  # ...and the server dies in the middle of the burst
-        server.process.wait(timeout=10)
-    finally:
-        if server.process.poll() is None:
-            server.process.kill()
-            server.process.wait()
-    server.reader.join(timeout=5)
+        server.kill_9()  # ...and the server dies in the middle of the burst
     acknowledged = {}
-    for message_id, message in server.responses.items():
-        if message_id == 0:
-            continue
-        result = message["result"]
+    for result in server.tool_results().values():
         assert not result.get("isError"), result
         acknowledged[result["structuredContent"]["task_id"]] = result["structuredContent"]["task"]["name"]
     assert 60 <= len(acknowledged) < burst, "the kill should land mid-burst"

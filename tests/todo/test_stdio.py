@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.todo.board import FILE_NAME, Board, now_iso
-from tests.stdio import check_snapshot, data_of, error_of, section_client
+from tests.stdio import annotation_hints, call, check_tools_snapshot, data_of, fail, section_client
 
 TOOLS = {
     "todo_create",
@@ -40,31 +40,12 @@ async def client(data_dir: Path) -> AsyncIterator[Client]:
         yield connected
 
 
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    return data_of(await client.call_tool(tool, arguments))
-
-
-async def fail(client: Client, tool: str, code: str, **arguments: Any) -> str:
-    error_code, message = error_of(await client.call_tool(tool, arguments))
-    assert error_code == code, message
-    return message
-
-
 @pytest.mark.anyio
 async def test_tools_list_snapshot_and_annotations(client: Client) -> None:
     tools = (await client.list_tools()).tools
-    check_snapshot("todo", [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools])
+    check_tools_snapshot("todo", tools)
     assert {t.name for t in tools} == TOOLS
-    hints = {
-        t.name: (
-            t.annotations.read_only_hint,
-            t.annotations.destructive_hint,
-            t.annotations.idempotent_hint,
-            t.annotations.open_world_hint,
-        )
-        for t in tools
-        if t.annotations
-    }
+    hints = annotation_hints(tools)
     for name in ("todo_get", "todo_list", "todo_next"):
         assert hints[name] == (True, False, True, False)
     assert hints["todo_create"] == (False, False, False, False)

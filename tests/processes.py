@@ -1,0 +1,91 @@
+"""A section server the test owns: raw JSON-RPC lines over stdio, so it can be killed (-9) mid-burst."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Any
+
+from tests.stdio import cli_command, server_environment
+
+
+class RawServer:
+    """`mcp-sections serve <args>` driven with raw JSON-RPC lines; responses are collected by id.
+
+    Use it as a context manager: on exit the process is killed if it still runs and the reader is joined.
+    """
+
+    def __init__(self, args: Sequence[str], env: dict[str, str] | None = None) -> None:
+        self.process = subprocess.Popen(
+            [*cli_command(), "serve", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=server_environment(env),
+        )
+        self.responses: dict[int, dict[str, Any]] = {}
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def __enter__(self) -> RawServer:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.reader.join(timeout=5)
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:  # a line cut short by the kill
+                continue
+            if "id" in message:
+                with self.lock:
+                    self.responses[message["id"]] = message
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write((json.dumps(message) + "\n").encode())
+        self.process.stdin.flush()
+
+    def wait_for(self, predicate: Callable[[dict[int, dict[str, Any]]], bool], timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if predicate(self.responses):
+                    return
+            time.sleep(0.005)
+        raise AssertionError(f"server did not answer in time ({len(self.responses)} responses)")
+
+    def initialize(self) -> None:
+        """The handshake, as request id 0."""
+        params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "kill", "version": "0"}}
+        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})
+        self.wait_for(lambda responses: 0 in responses)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def call_tool(self, message_id: int, name: str, arguments: dict[str, Any]) -> None:
+        """Send a tools/call without waiting for its answer."""
+        params = {"name": name, "arguments": arguments}
+        self.send({"jsonrpc": "2.0", "id": message_id, "method": "tools/call", "params": params})
+
+    def kill_9(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def tool_results(self) -> dict[int, dict[str, Any]]:
+        """The `result` of every answered tools/call (every response but the handshake's), by request id."""
+        with self.lock:
+            return {message_id: message["result"] for message_id, message in self.responses.items() if message_id != 0}
