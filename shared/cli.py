@@ -8,11 +8,14 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_sections.shared.about import package_version
 from mcp_sections.shared.config import ConfigError, Settings, load_settings
 from mcp_sections.shared.registry import BUILTIN_SECTIONS, UnknownSection, all_sections, load_section
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mcp.server.mcpserver import MCPServer
 
 
 def _add_settings_flags(parser: argparse.ArgumentParser) -> None:
@@ -81,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="also list these sections' tools directly in the gateway's tools/list (env MCP_SECTIONS_GATEWAY_EXPOSE)",
     )
     gateway.add_argument(
+        "--in-process",
+        action="append",
+        metavar="SECTION[,SECTION...]",
+        help="run these light built-in sections inside the gateway instead of a subprocess (faster calls, no "
+        "isolation; env MCP_SECTIONS_GATEWAY_IN_PROCESS)",
+    )
+    gateway.add_argument(
         "--max-depth", type=int, help="deepest sub-agent level, plan_actions is hidden there (default 3)"
     )
     gateway.add_argument("--max-subagents", type=int, help="sub-agents alive at once (default 3)")
@@ -88,12 +98,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings_from(args: argparse.Namespace) -> Settings:
-    return load_settings(
+    """The settings of the config layers and the flags, with logging configured from them."""
+    settings = load_settings(
         config_file=args.config,
         data_dir=args.data_dir,
         roots=args.roots,
         log_level=args.log_level,
     )
+    _configure_logging(settings.log_level)
+    return settings
 
 
 def _configure_logging(level: str) -> None:
@@ -101,13 +114,10 @@ def _configure_logging(level: str) -> None:
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
 
-def _serve(args: argparse.Namespace) -> int:
-    from mcp_sections.shared.server import build_server, serve
+def _run(server: MCPServer, settings: Settings, args: argparse.Namespace) -> int:
+    """Serve on the transport of the flags; over HTTP, the flags' extra hosts and origins add to the settings'."""
+    from mcp_sections.shared.server import serve
 
-    settings = _settings_from(args)
-    _configure_logging(settings.log_level)
-    section = load_section(args.section)
-    server, _ = build_server(section, section.runtime(settings))
     serve(
         server,
         args.transport,
@@ -117,29 +127,33 @@ def _serve(args: argparse.Namespace) -> int:
         [*settings.allowed_origins, *args.allowed_origins],
     )
     return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from mcp_sections.shared.server import build_server
+
+    settings = _settings_from(args)
+    section = load_section(args.section)
+    server, _ = build_server(section, section.runtime(settings))
+    return _run(server, settings, args)
 
 
 def _gateway(args: argparse.Namespace) -> int:
     from mcp_sections.servers.gateway.server import build_gateway_server
     from mcp_sections.servers.gateway.settings import load_gateway_settings
-    from mcp_sections.shared.server import serve
 
     settings = _settings_from(args)
-    _configure_logging(settings.log_level)
     expose = [part.strip() for value in args.expose or [] for part in value.split(",") if part.strip()]
+    in_process = [part.strip() for value in args.in_process or [] for part in value.split(",") if part.strip()]
     config = load_gateway_settings(
-        settings, expose=expose or None, max_depth=args.max_depth, max_subagents=args.max_subagents
+        settings,
+        expose=expose or None,
+        in_process=in_process or None,
+        max_depth=args.max_depth,
+        max_subagents=args.max_subagents,
     )
     server, _ = build_gateway_server(settings, config)
-    serve(
-        server,
-        args.transport,
-        args.host,
-        args.port,
-        [*settings.allowed_hosts, *args.allowed_hosts],
-        [*settings.allowed_origins, *args.allowed_origins],
-    )
-    return 0
+    return _run(server, settings, args)
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ import logging
 import math
 import threading
 import time
+import warnings
 import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -24,8 +25,16 @@ from mcp.server.mcpserver.resolve import Elicit, Resolve, build_resolver_plans
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, ClientCapabilities, RootsCapability, ToolAnnotations
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import (
+    CallToolResult,
+    ClientCapabilities,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
+    RootsCapability,
+    ToolAnnotations,
+)
 from pydantic import ConfigDict
 
 from mcp_sections.shared.about import package_version
@@ -121,6 +130,50 @@ class SdkToolContext:
         if connection is not None and _roots_generation.get(connection, 0) == generation:
             _client_roots_cache[connection] = roots  # not if the roots changed while they were being read
         return None if roots is None else list(roots)
+
+    def sampling_unavailable(self, tools: bool = False) -> str | None:
+        """Why this call cannot send `sampling/createMessage` to the client (with tool use if `tools`), or None."""
+        context = self._context
+        if _uses_input_required(context):
+            return (
+                f"this connection speaks MCP {context.protocol_version}, where a server cannot send "
+                "sampling/createMessage during a tool call (only as an InputRequiredResult, one sample per round "
+                "trip of the call)"
+            )
+        session = context.request_context.session
+        if not session.can_send_request:
+            return "this connection has no channel for requests from the server to the client (e.g. stateless HTTP)"
+        capabilities = context.client_capabilities
+        sampling = capabilities.sampling if capabilities is not None else None
+        if sampling is None:
+            return "the MCP client did not declare the `sampling` capability"
+        if tools and sampling.tools is None:
+            return "the MCP client declared `sampling` without tool use (`sampling.tools`): its model cannot call tools"
+        return None
+
+    async def sample(self, params: CreateMessageRequestParams) -> CreateMessageResult | CreateMessageResultWithTools:
+        """One `sampling/createMessage` request, related to this call; ToolFailure when the client refuses or fails."""
+        session = self._context.request_context.session
+        with warnings.catch_warnings():  # deprecated by 2026-07-28 (SEP-2577), still the way on 2025-11-25
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            request = session.create_message(
+                params.messages,
+                max_tokens=params.max_tokens,
+                system_prompt=params.system_prompt,
+                temperature=params.temperature,
+                stop_sequences=params.stop_sequences,
+                metadata=params.metadata,
+                model_preferences=params.model_preferences,
+                tools=params.tools,
+                tool_choice=params.tool_choice,
+                related_request_id=self._context.request_id,
+            )
+        try:
+            return await request
+        except MCPError as exc:  # the client (or its user) refused, or its model failed
+            raise ToolFailure(
+                ErrorCode.DEPENDENCY_ERROR, f"the MCP client did not answer the sampling request: {exc.message[:300]}"
+            ) from None
 
 
 # The client's roots per connection: fetched once, forgotten on `notifications/roots/list_changed`.

@@ -1,7 +1,9 @@
 """What sections the gateway knows, and their tool definitions, without starting any process.
 
 Built-in sections come from `shared.registry` declarations: their metadata and full tool definitions are
-computed from the `Section` object (the same `tools/list` the section would serve). Third-party sections
+computed from the `Section` object (the same `tools/list` the section would serve). A declaration is
+imported the first time something needs it (its name, its tools, a call), not when the gateway starts:
+the gateway's own start-up and `tools/list` import no section. Third-party sections
 (`[gateway.sections.<id>]`) are only known by their configuration until they are first started; a
 `[gateway.sections.<id>]` table with a built-in id changes how that section is launched (e.g. in a
 container) but keeps its declaration.
@@ -10,36 +12,104 @@ container) but keeps its declaration.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.registry import BUILTIN_SECTIONS, load_section
-from mcp_sections.shared.sections import Section
 
 from .settings import ExternalSection, GatewaySettings
+
+if TYPE_CHECKING:
+    from mcp_sections.shared.sections import Section
+
+    from .validation import ArgumentChecker
 
 logger = logging.getLogger("mcp_sections.gateway")
 
 Kind = Literal["builtin", "stdio", "http"]
+_LOAD_LOCK = threading.Lock()
+
+
+@dataclass
+class SectionTool:
+    """One tool of a section: its definition, and the argument checker built on its first call."""
+
+    definition: dict[str, Any]
+    _checker: ArgumentChecker | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.definition["name"]
+
+    def checker(self) -> ArgumentChecker:
+        if self._checker is None:
+            from .validation import ArgumentChecker
+
+            self._checker = ArgumentChecker(self.name, self.definition.get("inputSchema") or {})
+        return self._checker
 
 
 @dataclass
 class SectionEntry:
-    """One section as the gateway sees it."""
+    """One section as the gateway sees it (a built-in one's declaration is imported on first need)."""
 
     id: str
-    name: str
-    description: str
     kind: Kind
-    declaration: Section | None = None
     external: ExternalSection | None = None
-    load_error: str | None = None
+    _declaration: Section | None = field(default=None, repr=False)
+    _load_error: str | None = field(default=None, repr=False)
+    _loaded: bool = field(default=False, repr=False)
     _definitions: list[dict[str, Any]] | None = field(default=None, repr=False)
+    _tools: dict[str, SectionTool] | None = field(default=None, repr=False)
 
     @property
     def builtin(self) -> bool:
         return self.id in BUILTIN_SECTIONS
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        with _LOAD_LOCK:
+            if self._loaded:
+                return
+            if self.builtin:
+                try:
+                    self._declaration = load_section(self.id)
+                except Exception as exc:  # a section that cannot even be imported is listed as failed
+                    logger.warning("built-in section %s cannot be loaded: %s", self.id, exc)
+                    self._load_error = f"{type(exc).__name__}: {exc}"
+            self._loaded = True
+
+    @property
+    def loaded(self) -> bool:
+        """True once the declaration was imported (or found missing); nothing to import for a third-party one."""
+        return self._loaded or not self.builtin
+
+    @property
+    def declaration(self) -> Section | None:
+        self._load()
+        return self._declaration
+
+    @property
+    def load_error(self) -> str | None:
+        self._load()
+        return self._load_error
+
+    @property
+    def name(self) -> str:
+        if self.external is not None and self.external.name:
+            return self.external.name
+        declaration = self.declaration
+        return declaration.name if declaration is not None else self.id
+
+    @property
+    def description(self) -> str:
+        if self.external is not None and self.external.description:
+            return self.external.description
+        declaration = self.declaration
+        return declaration.description if declaration is not None else ""
 
     @property
     def declared_tools(self) -> list[str] | None:
@@ -60,6 +130,19 @@ class SectionEntry:
         if self._definitions is None and self.declaration is not None:
             self._definitions = declaration_definitions(self.declaration, settings)
         return self._definitions
+
+    @property
+    def cached_tools(self) -> dict[str, SectionTool] | None:
+        return self._tools
+
+    def tools(self, settings: Settings) -> dict[str, SectionTool] | None:
+        """The tools by name (definition + argument checker), once the definitions are known."""
+        if self._tools is None:
+            definitions = self.definitions(settings)
+            if definitions is None:
+                return None
+            self._tools = {definition["name"]: SectionTool(definition) for definition in definitions}
+        return self._tools
 
 
 def declaration_definitions(section: Section, settings: Settings) -> list[dict[str, Any]]:
@@ -97,41 +180,15 @@ async def _never_called(arguments: dict[str, Any], ctx: Any) -> Any:  # pragma: 
 
 
 def build_catalog(gateway: GatewaySettings) -> dict[str, SectionEntry]:
-    """Every section, built-in first (registry order) then third-party (sorted by id)."""
+    """Every section, built-in first (registry order) then third-party (sorted by id). Imports no section."""
     entries: dict[str, SectionEntry] = {}
     for section_id in BUILTIN_SECTIONS:
         external = gateway.sections.get(section_id)
         kind: Kind = "builtin" if external is None else ("http" if external.url else "stdio")
-        try:
-            section = load_section(section_id)
-        except Exception as exc:  # a section that cannot even be imported is listed as failed
-            logger.warning("built-in section %s cannot be loaded: %s", section_id, exc)
-            entries[section_id] = SectionEntry(
-                id=section_id,
-                name=(external.name if external else None) or section_id,
-                description=external.description if external else "",
-                kind=kind,
-                external=external,
-                load_error=f"{type(exc).__name__}: {exc}",
-            )
-            continue
-        entries[section_id] = SectionEntry(
-            id=section_id,
-            name=(external.name if external else None) or section.name,
-            description=(external.description if external else "") or section.description,
-            kind=kind,
-            declaration=section,
-            external=external,
-        )
+        entries[section_id] = SectionEntry(id=section_id, kind=kind, external=external)
     for section_id in sorted(gateway.sections):
         if section_id in entries:
             continue
         external = gateway.sections[section_id]
-        entries[section_id] = SectionEntry(
-            id=section_id,
-            name=external.name or section_id,
-            description=external.description,
-            kind="http" if external.url else "stdio",
-            external=external,
-        )
+        entries[section_id] = SectionEntry(id=section_id, kind="http" if external.url else "stdio", external=external)
     return entries

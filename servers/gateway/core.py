@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
+import anyio.to_thread
 from mcp_types import CallToolResult
 
 from mcp_sections.shared.about import package_version
@@ -20,7 +22,8 @@ from mcp_sections.shared.errors import ErrorCode, ToolFailure, not_found, permis
 from mcp_sections.shared.tools import ToolContext, ToolSpec, spec_of
 
 from . import context as context_info
-from .catalog import SectionEntry, build_catalog
+from .catalog import SectionEntry, SectionTool, build_catalog
+from .inprocess import InProcessLauncher, in_process_refusal
 from .launchers import STARTUP_TIMEOUT_SECONDS, SectionLauncher
 from .models import (
     DescribeSectionResult,
@@ -35,10 +38,10 @@ from .models import (
     SectionStatus,
     WorkingDirectoryResult,
 )
+from .schemas import lean_schema
 from .scope import CLIENT_SCOPE, AgentScope, CallScope
 from .section import GATEWAY_TOOLS
 from .settings import GatewaySettings
-from .validation import validate_arguments
 
 logger = logging.getLogger("mcp_sections.gateway")
 
@@ -47,6 +50,27 @@ SUBAGENT_GATEWAY_TOOLS = ("list_tool_sections", "plan_actions")
 FORWARD_TOOL = "call_section_tool"
 AGENT_SECTIONS = frozenset({"orchestration"})  # built-in sections that run sub-agents themselves
 SHUTDOWN_GRACE_SECONDS = 10.0
+
+
+def own_annotations(spec: ToolSpec) -> dict[str, bool]:
+    """MCP annotations of a gateway tool (its title is already the tool's `title`, not repeated here)."""
+    hints = spec.annotations
+    return {
+        "readOnlyHint": hints.read_only,
+        "destructiveHint": hints.destructive,
+        "idempotentHint": hints.idempotent,
+        "openWorldHint": hints.open_world,
+    }
+
+
+@functools.cache
+def _own_tool_definition(name: str) -> dict[str, Any]:
+    spec = GATEWAY_SPECS[name]
+    return {
+        "name": name,
+        "description": spec.description,
+        "inputSchema": lean_schema(spec.input_model.model_json_schema()),
+    }
 
 
 @dataclass(frozen=True)
@@ -64,7 +88,21 @@ class Gateway:
         self.settings = settings
         self.config = gateway
         self.catalog: dict[str, SectionEntry] = build_catalog(gateway)
-        self.launchers = {entry.id: SectionLauncher(entry, settings, gateway) for entry in self.catalog.values()}
+        for section_id in gateway.in_process:
+            entry = self.catalog.get(section_id)
+            if entry is None:
+                raise ConfigError(
+                    f"cannot run unknown section {section_id!r} in process; known: {', '.join(self.catalog)}"
+                )
+            refusal = in_process_refusal(entry)
+            if refusal is not None:
+                raise ConfigError(f"section {section_id!r} cannot run in the gateway's process: {refusal}.")
+        self.launchers: dict[str, SectionLauncher | InProcessLauncher] = {
+            entry.id: (InProcessLauncher if entry.id in gateway.in_process else SectionLauncher)(
+                entry, settings, gateway
+            )
+            for entry in self.catalog.values()
+        }
         for section_id in gateway.expose:
             entry = self.catalog.get(section_id)
             if entry is None:
@@ -160,15 +198,11 @@ class Gateway:
     ) -> CallToolResult:
         """Validate against the section tool's inputSchema, then call it; its result comes back unchanged."""
         try:
-            entry = self.entry(section_id)
-            definitions = await self.definitions(entry)
-            definition = next((item for item in definitions if item["name"] == tool), None)
-            if definition is None:
-                raise not_found(
-                    f"section {section_id!r} has no tool {tool[:80]!r}; its tools are: "
-                    f"{', '.join(item['name'] for item in definitions)}."
-                )
-            checked = validate_arguments(tool, definition.get("inputSchema") or {}, arguments)
+            tools = await self.section_tools(self.entry(section_id))
+            section_tool = tools.get(tool)
+            if section_tool is None:
+                raise not_found(f"section {section_id!r} has no tool {tool[:80]!r}; its tools are: {', '.join(tools)}.")
+            checked = section_tool.checker().check(arguments)
             progress = ctx.report_progress if ctx is not None else None
             return await self.launchers[section_id].call_tool(tool, checked, progress)
         except ToolFailure as failure:
@@ -191,11 +225,25 @@ class Gateway:
             entry.remember_definitions(definitions)
         return definitions
 
+    async def section_tools(self, entry: SectionEntry) -> dict[str, SectionTool]:
+        """The section's tools by name, each with its argument checker (built on its first call)."""
+        tools = entry.cached_tools
+        if tools is not None:
+            return tools
+        if entry.builtin:  # import the declaration and compute its definitions off the event loop
+            await anyio.to_thread.run_sync(entry.tools, self.settings)
+        await self.definitions(entry)  # raises when it cannot be loaded; lists a third-party section's tools
+        tools = entry.tools(self.settings)
+        if tools is None:  # pragma: no cover - definitions() either fills them or raises
+            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, f"section {entry.id!r} did not list its tools.")
+        return tools
+
     # -- the gateway's own tools ---------------------------------------------------------------------
 
     def section_info(self, entry: SectionEntry) -> SectionInfo:
         launcher = self.launchers[entry.id]
         tools = entry.declared_tools
+        failed = entry.load_error or (launcher.last_error if launcher.state == "failed" else None)
         return SectionInfo(
             id=entry.id,
             name=entry.name,
@@ -203,10 +251,10 @@ class Gateway:
             tools=tools or [],
             tool_count=len(tools or []),
             tools_known=tools is not None,
-            state=launcher.state,
+            state="failed" if entry.load_error else launcher.state,
             kind=entry.kind,
             exposed=entry.id in self.config.expose,
-            error=launcher.last_error if launcher.state == "failed" else None,
+            error=failed,
         )
 
     def own_tool_names(self) -> list[str]:
@@ -218,7 +266,13 @@ class Gateway:
             return self.own_tool_names()
         return [name for name in SUBAGENT_GATEWAY_TOOLS if scope.tool_names and name in scope.tool_names]
 
-    def list_sections(self, scope: AgentScope) -> ListSectionsResult:
+    async def load_declarations(self) -> None:
+        """Import every built-in section's declaration (once; off the event loop): names, descriptions, tools."""
+        if any(not entry.loaded for entry in self.catalog.values()):
+            await anyio.to_thread.run_sync(lambda: [entry.load_error for entry in self.catalog.values()])
+
+    async def list_sections(self, scope: AgentScope) -> ListSectionsResult:
+        await self.load_declarations()
         return ListSectionsResult(
             sections=[self.section_info(entry) for entry in self.catalog.values()],
             always_available=self.always_available(scope),
@@ -226,6 +280,8 @@ class Gateway:
 
     async def describe_section(self, section_id: str) -> DescribeSectionResult:
         entry = self.entry(section_id)
+        if not entry.loaded:
+            await anyio.to_thread.run_sync(lambda: entry.load_error)
         definitions = await self.definitions(entry)
         return DescribeSectionResult(section=self.section_info(entry), tools=definitions)
 
@@ -242,8 +298,10 @@ class Gateway:
             client_roots=client_roots,
         )
 
-    def model_info(self) -> ModelInfo:
+    def model_info(self, ctx: ToolContext | None = None) -> ModelInfo:
         import os
+
+        from mcp_sections.shared.agents.sampling import describe_choice
 
         model = self.config.model
         key_env = model.api_key_env
@@ -254,18 +312,23 @@ class Gateway:
             base_url=_without_userinfo(model.base_url) if model.base_url else None,
             api_key_env=key_env,
             api_key_set=bool(key_env and os.environ.get(key_env)),
+            **describe_choice(model, ctx),  # sampling or HTTP on this connection (shared.agents.sampling)
         )
 
-    def environment_info(self) -> EnvironmentInfoResult:
+    def environment_info(self, ctx: ToolContext | None = None) -> EnvironmentInfoResult:
         return EnvironmentInfoResult(
             os=context_info.os_info(),
             python=context_info.python_info(),
             gateway_version=package_version(),
             sections=[
-                SectionStatus(id=entry.id, state=self.launchers[entry.id].state, exposed=entry.id in self.config.expose)
+                SectionStatus(
+                    id=entry.id,
+                    state="failed" if entry.loaded and entry.load_error else self.launchers[entry.id].state,
+                    exposed=entry.id in self.config.expose,
+                )
                 for entry in self.catalog.values()
             ],
-            model=self.model_info(),
+            model=self.model_info(ctx),
             max_depth=self.config.max_depth,
             max_subagents=self.config.max_subagents,
             data_dir=str(self.settings.data_dir),
@@ -325,8 +388,7 @@ class Gateway:
         return self.route_for_agent(section_ids)
 
     def gateway_tool_definition(self, name: str) -> dict[str, Any]:
-        spec = GATEWAY_SPECS[name]
-        return {"name": name, "description": spec.description, "inputSchema": spec.input_model.model_json_schema()}
+        return dict(_own_tool_definition(name))
 
     def agent_host_tools(self, depth: int) -> list[str]:
         """The gateway tools a sub-agent at `depth` gets: plan_actions only while it may delegate deeper."""

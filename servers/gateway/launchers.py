@@ -95,8 +95,8 @@ class SectionLauncher:
         self._lock = anyio.Lock()
         self._failures = 0
         self._retry_at = 0.0
-        self.state: State = "failed" if entry.load_error else "not_started"
-        self.last_error: str | None = entry.load_error
+        self.state: State = "not_started"  # a built-in that cannot be imported shows as failed (Gateway.section_info)
+        self.last_error: str | None = None
         self.starts = 0
 
     def attach(self, task_group: TaskGroup) -> None:

@@ -43,7 +43,7 @@ class ListSectionsResult(ToolResult):
 
 
 class DescribeSectionInput(ToolInput):
-    section: str = Field(description="Section id from list_tool_sections.", pattern=SECTION_ID_PATTERN)
+    section: str = Field(description="Section id (see list_tool_sections).", pattern=SECTION_ID_PATTERN)
 
 
 class DescribeSectionResult(ToolResult):
@@ -57,11 +57,9 @@ class DescribeSectionResult(ToolResult):
 
 
 class CallSectionToolInput(ToolInput):
-    section: str = Field(description="Section id from list_tool_sections.", pattern=SECTION_ID_PATTERN)
-    tool: str = Field(description="Tool name within that section (see describe_section).", min_length=1, max_length=128)
-    arguments: dict[str, Any] = Field(
-        default_factory=dict, description="Arguments of that tool, matching its inputSchema from describe_section."
-    )
+    section: str = Field(description="Section id.", pattern=SECTION_ID_PATTERN)
+    tool: str = Field(description="Tool name (see describe_section).", min_length=1, max_length=128)
+    arguments: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments, per its inputSchema.")
 
 
 class CallSectionToolResult(ToolResult):
@@ -81,6 +79,11 @@ class ModelInfo(BaseModel):
     base_url: str | None = None
     api_key_env: str | None = Field(default=None, description="Name of the API-key variable (never its value).")
     api_key_set: bool = False
+    sampling: str = Field(default="off", description="MCP sampling: only, prefer, fallback or off.")
+    in_use: Literal["sampling", "http", "none"] = Field(
+        default="none", description="What this connection's sub-agents run on: the client's model, HTTP, or none."
+    )
+    sampling_unavailable: str | None = Field(default=None, description="Why sampling cannot be used here, if so.")
 
 
 class SectionStatus(BaseModel):
@@ -103,8 +106,7 @@ class EnvironmentInfoResult(ToolResult):
 class ProjectInfoInput(ToolInput):
     path: str | None = Field(
         default=None,
-        description="Project directory (absolute, or relative to the first root / cwd). Default: the first root, "
-        "else the current directory.",
+        description="Project directory, absolute or relative to the first root.",
         max_length=4096,
     )
 
@@ -130,42 +132,27 @@ class ProjectInfoResult(ToolResult):
 class PlannedAction(BaseModel):
     model_config = {"extra": "forbid"}
 
-    description: str = Field(
-        description="What to do, stated completely (the sub-agent sees nothing else).", min_length=1, max_length=4000
-    )
+    description: str = Field(description="The step, stated completely.", min_length=1, max_length=4000)
     complexity: Literal["simple", "moderate", "complex"] = "moderate"
 
 
 class PlanActionsInput(ToolInput):
-    goal: str = Field(
-        description="The whole task, with all context the sub-agent needs: it sees only this text and the tools.",
-        min_length=1,
-        max_length=20_000,
-    )
+    goal: str = Field(description="The whole task, with all the context it needs.", min_length=1, max_length=20_000)
     sections: list[Annotated[str, Field(pattern=SECTION_ID_PATTERN)]] = Field(
-        description="Section ids whose tools the sub-agent gets (see list_tool_sections).", min_length=1, max_length=10
+        description="Section ids whose tools the sub-agent gets.", min_length=1, max_length=10
     )
-    actions: list[PlannedAction] | None = Field(
-        default=None, description="Optional breakdown; each action is run by its own sub-agent.", max_length=20
-    )
-    strategy: Literal["sequential", "parallel"] = Field(
-        default="sequential", description="parallel runs the actions concurrently (within the sub-agent limit)."
-    )
+    actions: list[PlannedAction] | None = Field(default=None, description="Optional steps.", max_length=20)
+    strategy: Literal["sequential", "parallel"] = "sequential"
 
 
-class AgentMetrics(BaseModel):
-    duration_ms: int
-    tokens_input: int
-    tokens_output: int
-    tool_calls: int
-    turns: int = 0
-    depth: int
+# duration_ms, tokens_input, tokens_output, tool_calls, turns, depth (shared.agents.runtime.Metrics.as_dict)
+AgentMetrics = dict[str, int]
 
 
 class ActionOutcome(BaseModel):
     description: str
     complexity: str
-    status: Literal["completed", "failed", "budget_exceeded", "skipped"]
+    status: Literal["completed", "failed", "budget_exceeded", "skipped", "terminated"]
     report: str
     metrics: AgentMetrics
     error: str | None = None

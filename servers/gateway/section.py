@@ -25,62 +25,53 @@ OPEN_WORLD = Annotations(read_only=False, destructive=True, idempotent=False, op
 
 @tool(name="list_tool_sections", title="List tool sections", annotations=READ_ONLY)
 async def list_tool_sections(params: NoInput, state: CallScope) -> ListSectionsResult:
-    """List the tool sections (groups of related tools) this gateway offers: id, name, description, tool
-    names, tool count and whether the section's server is running. Starts nothing. Use it first to decide
-    which sections a task needs, then describe_section for their schemas, call_section_tool to run one tool,
-    or plan_actions to hand a multi-step task to a sub-agent with those sections."""
-    return state.gateway.list_sections(state.scope)
+    """List the tool sections (groups of tools): id, name, description, tool names and state. Starts
+    nothing. Then: describe_section for schemas, call_section_tool to run a tool, plan_actions to delegate."""
+    return await state.gateway.list_sections(state.scope)
 
 
 @tool(name="describe_section", title="Describe a section's tools", annotations=READ_ONLY)
 async def describe_section(params: DescribeSectionInput, state: CallScope) -> DescribeSectionResult:
-    """Full definitions of one section's tools (inputSchema, outputSchema, annotations), to call them
-    correctly with call_section_tool. Built-in sections are described without starting them; a third-party
-    section is started on first description. Unknown section → NOT_FOUND listing the valid ids."""
+    """One section's full tool definitions (inputSchema, outputSchema, annotations), to use with
+    call_section_tool. A built-in section is described without starting it."""
     return await state.gateway.describe_section(params.section)
 
 
 @tool(name="call_section_tool", title="Call a section's tool", annotations=OPEN_WORLD)
 async def call_section_tool(params: CallSectionToolInput, state: CallScope, ctx: ToolContext) -> CallSectionToolResult:
-    """Run one tool of one section and return that tool's own result unchanged (content, structuredContent,
-    isError/error_code). `arguments` is checked against the tool's inputSchema first (INVALID_INPUT names
-    the wrong field). The section starts on first use; if it is down the call gets DEPENDENCY_ERROR and the
-    next call restarts it. Whether it changes anything depends on the tool called (see its annotations)."""
+    """Run one tool of a section and return its own result unchanged. `arguments` are checked
+    against the tool's inputSchema first (INVALID_INPUT names the field). A section that is down gives
+    DEPENDENCY_ERROR and restarts on the next call. Effects: see the called tool's annotations."""
     raise NotImplementedError("served by Gateway.forward, which returns the section's result as-is")
 
 
 @tool(name="plan_actions", title="Delegate to a sub-agent", annotations=OPEN_WORLD)
 async def plan_actions(params: PlanActionsInput, state: CallScope, ctx: ToolContext) -> PlanActionsResult:
-    """Hand a task to a sub-agent that runs inside the gateway on the configured model, with exactly the
-    tools of the listed `sections` (plus list_tool_sections, and plan_actions while the depth limit allows).
-    The goal (and each action) must be complete: the sub-agent sees nothing else. With `actions`, each one
-    gets its own sub-agent, one after another (`sequential`) or concurrently (`parallel`); at most a few
-    sub-agents live at once (MAX_LIMIT_EXCEEDED beyond). Returns a markdown report citing the tool behind
-    each fact, with metrics (duration_ms, tokens, tool_calls, depth) and a status per action. Needs a model
-    in [gateway.model] (DEPENDENCY_ERROR says how otherwise)."""
+    """Delegate a task to a sub-agent (run by the gateway on [gateway.model]) that gets exactly
+    the tools of `sections`. The goal must be complete: the sub-agent sees nothing else. Each of `actions` gets
+    its own sub-agent, sequential or parallel; few run at once (MAX_LIMIT_EXCEEDED beyond). Returns a markdown
+    report citing the tool behind each fact, with metrics and a status per action."""
     return await state.gateway.plan_actions(params, state.scope, ctx)
 
 
 @tool(name="get_working_directory", title="Working directory and roots", annotations=READ_ONLY)
 async def get_working_directory(params: NoInput, state: CallScope, ctx: ToolContext) -> WorkingDirectoryResult:
-    """The gateway's current directory, the configured roots (directories file tools may use; the first is
-    the default) and the roots the MCP client offers, if any."""
+    """The gateway's current directory, the allowed roots (the first is the default)
+    and the MCP client's roots, if any."""
     return await state.gateway.working_directory(ctx)
 
 
 @tool(name="get_environment_info", title="Environment information", annotations=READ_ONLY)
-async def get_environment_info(params: NoInput, state: CallScope) -> EnvironmentInfoResult:
-    """Operating system, Python, gateway version, every section with its state, the configured model
-    provider (name, model, which API-key variable and whether it is set — never its value) and the
-    sub-agent limits."""
-    return state.gateway.environment_info()
+async def get_environment_info(params: NoInput, state: CallScope, ctx: ToolContext) -> EnvironmentInfoResult:
+    """OS, Python, gateway version, each section's state, the sub-agent model (and
+    whether its API-key variable is set, never the key) and the sub-agent limits."""
+    return state.gateway.environment_info(ctx)
 
 
 @tool(name="get_project_info", title="Project information", annotations=READ_ONLY)
 def get_project_info(params: ProjectInfoInput, state: CallScope) -> ProjectInfoResult:
-    """Project type (python, node, rust, go, java, ...), name, version and description from the manifests
-    in a directory (pyproject.toml, package.json, Cargo.toml, go.mod, ...), plus the git branch from
-    .git/HEAD. Default directory: the first root, else the current directory. Reads only those files."""
+    """Project type (python, node, rust, go, ...), name, version and description from the
+    manifests in a directory, and its git branch. Default: the first root, else the current directory."""
     return state.gateway.project_info(params.path)
 
 

@@ -15,10 +15,11 @@ from mcp_types import CallToolResult, ToolAnnotations
 
 from mcp_sections.shared.about import package_version
 from mcp_sections.shared.config import Settings
-from mcp_sections.shared.server import ForgetRootsOnChange, UnknownToolAsNotFound, raw_tool, sdk_annotations
+from mcp_sections.shared.server import ForgetRootsOnChange, UnknownToolAsNotFound, raw_tool
 from mcp_sections.shared.tools import ToolContext
 
-from .core import FORWARD_TOOL, GATEWAY_SPECS, Gateway, Route
+from .core import FORWARD_TOOL, GATEWAY_SPECS, Gateway, Route, own_annotations
+from .schemas import lean_schema
 from .settings import GatewaySettings
 
 INSTRUCTIONS = (
@@ -46,11 +47,11 @@ def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[M
                 name=spec.name,
                 title=spec.title,
                 description=spec.description,
-                input_schema=spec.input_model.model_json_schema(),
+                input_schema=lean_schema(spec.input_model.model_json_schema()),
                 output_schema=None
                 if spec.name == FORWARD_TOOL
-                else spec.output_model.model_json_schema(mode="serialization"),
-                annotations=sdk_annotations(spec),
+                else lean_schema(spec.output_model.model_json_schema(mode="serialization"), descriptions=False),
+                annotations=ToolAnnotations.model_validate(own_annotations(spec)),
                 call=_dispatch(gateway, spec.name),
             )
         )

@@ -5,6 +5,7 @@ Environment: `MCP_SECTIONS_GATEWAY_<KEY>` and `MCP_SECTIONS_GATEWAY_MODEL_<KEY>`
 ```toml
 [gateway]
 expose = ["calculator"]        # tools listed directly in the gateway's tools/list (or --expose)
+in_process = ["calculator", "todo"]  # light built-ins run inside the gateway (or --in-process); see below
 max_depth = 3                  # deepest sub-agent; plan_actions is hidden there (0: no sub-agents)
 max_subagents = 3              # sub-agents alive at once; MAX_LIMIT_EXCEEDED beyond
 
@@ -13,6 +14,8 @@ provider = "openai"            # any OpenAI-compatible Chat Completions endpoint
 model = "qwen2.5:14b"
 base_url = "http://localhost:11434/v1"
 api_key_env = "OPENAI_API_KEY" # the NAME of the variable holding the key
+sampling = "off"               # "prefer" | "fallback": the MCP client's model through sampling (with tools),
+                               # on 2025-11-25 connections; provider = "sampling" for that alone
 
 [gateway.sections.shell_ops]   # a built-in section launched differently (here in a container)
 command = "docker"
@@ -24,6 +27,27 @@ headers = { Authorization = "Bearer ..." }
 name = "GitHub"
 description = "Issues and pull requests"
 ```
+
+`in_process` (opt-in; env `MCP_SECTIONS_GATEWAY_IN_PROCESS=calculator,todo`; CLI `--in-process calculator,todo`):
+the gateway builds these built-in sections from their declarations (`SectionState` + `run_tool`, exactly what
+`mcp-sections serve` runs) and calls them directly instead of through a subprocess. Same results, same error
+codes, same argument validation (the gateway's inputSchema check, then the section's own), same data
+directory, roots and `[sections.<id>]` settings. The default stays a subprocess per section, because:
+
+- speed: a call skips one JSON-RPC round trip over stdio and a second server stack. `calculator_binary` through
+  `call_section_tool` costs about 2x a direct call to `serve calculator` as a subprocess hop and roughly the same
+  as a direct call in process (see `python -m benchmarks.bench_gateway`); the section's first use costs an
+  import instead of a ~1 s interpreter start;
+- isolation is lost: the section shares the gateway's memory, GIL and event loop. A crash (segfault, memory
+  blow-up) takes the gateway down instead of one section, a CPU-bound tool slows every other call, and there
+  is no process to kill or restart: past `call_timeout_seconds` an async tool is cancelled (TIMEOUT), but a
+  sync tool's worker thread cannot be interrupted, so its call ends (TIMEOUT) only when the thread does; the
+  section's imports and state stay in the gateway for its lifetime;
+- so only light built-in sections may run in process: no third-party sections, none launched through
+  `[gateway.sections.<id>]` (e.g. in a container), none that run sub-agents (orchestration) or need the
+  server's event loop (a `lifespan`), and not the torch-backed `memory` and `rag_ops` (hundreds of MB and
+  seconds of import in the gateway). Those are refused at start with a configuration error.
+  `calculator` runs its expression work in a killable worker process of its own either way.
 """
 
 from __future__ import annotations
@@ -72,8 +96,15 @@ class ModelSettings(LayeredSettings):
 
     model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_GATEWAY_MODEL_", extra="ignore", env_ignore_empty=True)
 
-    provider: Literal["openai", "anthropic"] | None = Field(
-        default=None, description="`openai` (any OpenAI-compatible Chat Completions endpoint) or `anthropic`."
+    provider: Literal["openai", "anthropic", "sampling"] | None = Field(
+        default=None,
+        description="`openai` (any OpenAI-compatible Chat Completions endpoint), `anthropic`, or `sampling` (only "
+        "the MCP client's model, see shared.agents.sampling).",
+    )
+    sampling: Literal["off", "prefer", "fallback"] = Field(
+        default="off",
+        description="Beside an HTTP model: `prefer` the client's model (MCP sampling) where the connection allows, "
+        "use it only as the `fallback` when no HTTP model is configured, or `off`.",
     )
     model: str | None = None
     base_url: str | None = Field(default=None, description="Endpoint base URL (default per provider).")
@@ -86,7 +117,8 @@ class ModelSettings(LayeredSettings):
 
     @property
     def configured(self) -> bool:
-        return self.provider is not None and bool(self.model)
+        """A model is configured: an HTTP one, or the client's through sampling."""
+        return self.provider == "sampling" or self.sampling != "off" or (self.provider is not None and bool(self.model))
 
 
 class GatewaySettings(LayeredSettings):
@@ -96,6 +128,10 @@ class GatewaySettings(LayeredSettings):
 
     expose: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Sections whose tools appear directly in the gateway's tools/list."
+    )
+    in_process: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Light built-in sections the gateway runs in its own process instead of a subprocess.",
     )
     max_depth: int = Field(default=3, ge=0, le=10, description="Deepest sub-agent level; plan_actions is hidden there.")
     max_subagents: int = Field(default=3, ge=1, le=32, description="Sub-agents alive at once, across all callers.")
@@ -109,7 +145,7 @@ class GatewaySettings(LayeredSettings):
     sections: dict[str, ExternalSection] = Field(default_factory=dict)
     model: ModelSettings = Field(default_factory=ModelSettings)
 
-    _split_expose = field_validator("expose", mode="before")(_split_commas)
+    _split_expose = field_validator("expose", "in_process", mode="before")(_split_commas)
 
     @field_validator("sections", mode="after")
     @classmethod

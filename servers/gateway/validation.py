@@ -1,43 +1,65 @@
 """Check a section tool's arguments against its inputSchema (jsonschema) before forwarding the call.
 
 Messages name the argument and what is wrong with it, never echo the value, and end with how to fix it.
+A tool's checker (`ArgumentChecker`) is built once, the first time the tool is called, and kept next to its
+definition: the schema is checked once, a valid call costs one `is_valid()`, and the detailed error report
+is only computed for a call that fails. `jsonschema` is imported on first use, not at gateway start.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from jsonschema import validators
-from jsonschema.exceptions import SchemaError, ValidationError, best_match
+from typing import TYPE_CHECKING, Any
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 MAX_REPORTED_ERRORS = 8
 
 
+class ArgumentChecker:
+    """One tool's argument check: its schema checked and its validator built once."""
+
+    __slots__ = ("_properties", "_validator", "tool")
+
+    def __init__(self, tool: str, schema: dict[str, Any]) -> None:
+        from jsonschema import validators
+        from jsonschema.exceptions import SchemaError
+
+        self.tool = tool
+        self._properties: dict[str, Any] = schema.get("properties") or {}
+        try:
+            validator_class = validators.validator_for(schema)
+            validator_class.check_schema(schema)
+        except SchemaError:
+            self._validator = None  # a broken schema is the section's problem: let it judge the call itself
+        else:
+            self._validator = validator_class(schema)
+
+    def check(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The arguments to forward (JSON-in-a-string values decoded where the schema wants a list/object)."""
+        decoded = _decode_stringified_json(self._properties, arguments)
+        if self._validator is None or self._validator.is_valid(decoded):
+            return decoded
+        errors = sorted(self._validator.iter_errors(decoded), key=lambda error: list(error.absolute_path))
+        problems = [_describe(error) for error in errors[:MAX_REPORTED_ERRORS]]
+        more = len(errors) - len(problems)
+        suffix = f" (and {more} more)" if more > 0 else ""
+        raise ToolFailure(
+            ErrorCode.INVALID_INPUT,
+            f"Invalid arguments for {self.tool} — "
+            + "; ".join(problems)
+            + suffix
+            + ". Fix these (see the tool's inputSchema via describe_section) and call again.",
+            fields=sorted({field for error in errors for field in _fields(error)}),
+        )
+
+
 def validate_arguments(tool: str, schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
-    """The arguments to forward (JSON-in-a-string values decoded where the schema wants a list/object)."""
-    decoded = _decode_stringified_json(schema, arguments)
-    try:
-        validator_class = validators.validator_for(schema)
-        validator_class.check_schema(schema)
-    except SchemaError:
-        return decoded  # a broken schema is the section's problem: let it judge the call itself
-    errors = sorted(validator_class(schema).iter_errors(decoded), key=lambda error: list(error.absolute_path))
-    if not errors:
-        return decoded
-    problems = [_describe(error) for error in errors[:MAX_REPORTED_ERRORS]]
-    more = len(errors) - len(problems)
-    suffix = f" (and {more} more)" if more > 0 else ""
-    raise ToolFailure(
-        ErrorCode.INVALID_INPUT,
-        f"Invalid arguments for {tool} — "
-        + "; ".join(problems)
-        + suffix
-        + ". Fix these (see the tool's inputSchema via describe_section) and call again.",
-        fields=sorted({field for error in errors for field in _fields(error)}),
-    )
+    """One-off check (builds the checker each time; the gateway keeps one per tool instead)."""
+    return ArgumentChecker(tool, schema).check(arguments)
 
 
 def _where(error: ValidationError, extra: str | None = None) -> str:
@@ -76,6 +98,8 @@ def _describe(error: ValidationError) -> str:
                 )
                 kinds += [str(value) for value in values if str(value) not in kinds]
             return f"{_where(error)}: must be of type {' or '.join(kinds)}"
+        from jsonschema.exceptions import best_match
+
         best = best_match(inside or candidates) if candidates else None
         if best is not None:
             return _describe(best)
@@ -113,9 +137,8 @@ def _describe(error: ValidationError) -> str:
     return f"{_where(error)}: does not match the schema ({kind})"
 
 
-def _decode_stringified_json(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+def _decode_stringified_json(properties: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
     """Some clients send lists/objects as JSON strings; decode those where the property is not a string."""
-    properties = schema.get("properties") or {}
     decoded = dict(arguments)
     for name, value in arguments.items():
         if not isinstance(value, str) or _accepts_string(properties.get(name)):

@@ -20,7 +20,7 @@ OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 
-HOW_TO_CONFIGURE = (
+HOW_TO_CONFIGURE_HTTP = (
     "Configure the model sub-agents run on, in the config file:\n"
     "[gateway.model]\n"
     'provider = "openai"        # any OpenAI-compatible Chat Completions endpoint, or "anthropic"\n'
@@ -30,10 +30,15 @@ HOW_TO_CONFIGURE = (
     "or set MCP_SECTIONS_GATEWAY_MODEL_PROVIDER, MCP_SECTIONS_GATEWAY_MODEL_MODEL, "
     "MCP_SECTIONS_GATEWAY_MODEL_BASE_URL and MCP_SECTIONS_GATEWAY_MODEL_API_KEY_ENV, then restart the gateway."
 )
+HOW_TO_CONFIGURE = HOW_TO_CONFIGURE_HTTP + (
+    "\nOr let sub-agents run on the MCP client's own model through MCP sampling (clients that declare sampling "
+    'with tools, on 2025-11-25 connections): provider = "sampling" in [gateway.model], or sampling = "prefer" '
+    "beside an HTTP model (see get_environment_info)."
+)
 
 
 class ModelConfig(Protocol):
-    provider: str | None
+    provider: str | None  # openai | anthropic | sampling (shared.agents.sampling)
     model: str | None
     base_url: str | None
     api_key_env: str | None
@@ -74,6 +79,7 @@ class ModelTurn:
     tokens_input: int
     tokens_output: int
     stop_reason: str | None = None
+    usage_reported: bool = True  # False: the model's host reported no token counts (the tokens above are 0)
 
 
 class ModelProvider(Protocol):

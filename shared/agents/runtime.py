@@ -32,7 +32,8 @@ from typing import Any, Protocol
 import anyio
 from mcp_types import CallToolResult
 
-from mcp_sections.shared.agents.providers import Message, ModelProvider, ToolCall, ToolDef, provider_from_config
+from mcp_sections.shared.agents.providers import Message, ModelProvider, ToolCall, ToolDef
+from mcp_sections.shared.agents.sampling import select_provider
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
 from mcp_sections.shared.tools import ToolContext
 
@@ -130,6 +131,8 @@ class Metrics:
     tool_calls: int = 0
     turns: int = 0
     duration_ms: int = 0
+    tokens_reported: bool = True  # False: some model turn came without token counts (MCP sampling may not say)
+    provider: str | None = None  # the model provider the sub-agent ran on (sampling, openai, anthropic)
 
     def finish(self) -> Metrics:
         self.duration_ms = int((time.monotonic() - self.started) * 1000)
@@ -140,10 +143,15 @@ class Metrics:
             "duration_ms": self.duration_ms,
             "tokens_input": self.tokens_input,
             "tokens_output": self.tokens_output,
+            "tokens_reported": int(self.tokens_reported),  # 0: the client's model reported no token counts
             "tool_calls": self.tool_calls,
             "turns": self.turns,
             "depth": self.depth,
         }
+
+    def tokens_text(self) -> str:
+        text = f"{self.tokens_input} input / {self.tokens_output} output tokens"
+        return text if self.tokens_reported else f"{text} (the client's model did not report all token counts)"
 
 
 @dataclass
@@ -244,6 +252,15 @@ class _AgentToolContext:
     async def client_roots(self) -> list[str] | None:
         return await self._parent.client_roots() if self._parent is not None else None
 
+    def sampling_unavailable(self, tools: bool = False) -> str | None:
+        """Nested sub-agents sample through the client's call that started the tree."""
+        check = getattr(self._parent, "sampling_unavailable", None)
+        return check(tools) if check is not None else "this call has no MCP client connection to sample through"
+
+    async def sample(self, params: Any) -> Any:
+        assert self._parent is not None
+        return await self._parent.sample(params)
+
 
 @dataclass
 class _Runner:
@@ -277,16 +294,20 @@ class _Runner:
 
 
 class AgentRuntime:
-    def __init__(self, host: ToolHost, provider_factory: Callable[[Any], ModelProvider] = provider_from_config) -> None:
+    def __init__(self, host: ToolHost, provider_factory: Callable[[Any], ModelProvider] | None = None) -> None:
         self.host = host
         self.slots = SlotPool(host.config.max_subagents)
-        self._provider_factory = provider_factory
+        self._provider_factory = provider_factory  # None: per call, sampling or HTTP (shared.agents.sampling)
         self._ids = itertools.count(1)
         self.live: dict[str, LiveAgent] = {}
 
-    def provider(self, model_config: Any | None = None) -> ModelProvider:
-        """The model provider of `model_config` (default: the host's); DEPENDENCY_ERROR when none is configured."""
-        return self._provider_factory(model_config if model_config is not None else self.host.config.model)
+    def provider(self, model_config: Any | None = None, ctx: ToolContext | None = None) -> ModelProvider:
+        """The model provider of `model_config` (default: the host's) for a call with `ctx` (MCP sampling needs
+        the client's call); DEPENDENCY_ERROR when none is configured or usable."""
+        config = model_config if model_config is not None else self.host.config.model
+        if self._provider_factory is not None:
+            return self._provider_factory(config)
+        return select_provider(config, ctx)
 
     def descendants(self, agent_id: str | None) -> list[LiveAgent]:
         """Live sub-agents started (directly or not) by `agent_id`; every live one for None (the client)."""
@@ -310,7 +331,7 @@ class AgentRuntime:
                 f"sub-agents may not be deeper than {limits.max_depth}; solve this task with your own tools."
             )
         child_depth = depth + 1
-        provider = self._provider_factory(limits.model)
+        provider = self.provider(limits.model, ctx)
         routes = await self.host.agent_routes(list(dict.fromkeys(request.sections)))
         tools = self.tool_defs(routes, child_depth)
         items = list(request.actions) or [(request.goal, "moderate")]
@@ -322,7 +343,7 @@ class AgentRuntime:
                 limit=self.slots.size,
             )
         progress = _Progress(ctx)
-        total = Metrics(depth=child_depth)
+        total = Metrics(depth=child_depth, provider=provider.name)
         await progress(f"depth {child_depth}: starting {len(items)} task(s) with {', '.join(request.sections)}")
         run_one = _Runner(self, request, items, provider, routes, tools, child_depth, ctx, progress, parent)
         try:
@@ -338,6 +359,7 @@ class AgentRuntime:
             total.tokens_output += run.metrics.tokens_output
             total.tool_calls += run.metrics.tool_calls
             total.turns += run.metrics.turns
+            total.tokens_reported = total.tokens_reported and run.metrics.tokens_reported
             actions.append(
                 {
                     "description": description,
@@ -473,7 +495,7 @@ class AgentRuntime:
             max_turns=limits.agent_max_turns,
         )
         messages = [Message(role="user", content=task.prompt)]
-        metrics = Metrics(depth=depth)
+        metrics = Metrics(depth=depth, provider=provider.name)
         sources: list[str] = []
         status, error, final = "budget_exceeded", None, ""
         with anyio.move_on_after(limits.agent_max_seconds) as wall:
@@ -491,6 +513,7 @@ class AgentRuntime:
                         turn = await provider.complete(system, messages, tools)
                     metrics.tokens_input += turn.tokens_input
                     metrics.tokens_output += turn.tokens_output
+                    metrics.tokens_reported = metrics.tokens_reported and turn.usage_reported
                     messages.append(Message(role="assistant", content=turn.text, tool_calls=list(turn.tool_calls)))
                     if not turn.tool_calls:
                         status, final = "completed", turn.text
@@ -571,8 +594,8 @@ class AgentRuntime:
             lines += [f"{n}. {source}" for n, source in enumerate(run.sources, 1)]
             lines.append("")
         lines.append(
-            f"_Metrics: {total.duration_ms} ms, {total.tokens_input} input / {total.tokens_output} output tokens, "
-            f"{total.tool_calls} tool calls, depth {total.depth}._"
+            f"_Metrics: {total.duration_ms} ms, {total.tokens_text()}, {total.tool_calls} tool calls, "
+            f"depth {total.depth}, model: {total.provider or 'none'}._"
         )
         return "\n".join(lines)[:MAX_REPORT_CHARS]
 

@@ -238,3 +238,69 @@ async def test_max_depth_zero_hides_plan_actions() -> None:
     names = [tool.name for tool in await server.list_tools()]
     assert "plan_actions" not in names and names[0] == "list_tool_sections"
     assert "plan_actions" not in gateway.own_tool_names()
+
+
+def test_argument_checker_is_built_once_and_explains_only_failures() -> None:
+    from mcp_sections.servers.gateway.validation import ArgumentChecker
+
+    checker = ArgumentChecker("t", SCHEMA)
+    assert checker.check({"name": "ok", "tags": '["x"]'}) == {"name": "ok", "tags": ["x"]}
+    with pytest.raises(ToolFailure, match="name: required argument is missing"):
+        checker.check({})
+    broken = ArgumentChecker("t", {"type": "no-such-type"})  # the section judges the call itself
+    assert broken.check({"anything": 1}) == {"anything": 1}
+
+
+def test_gateway_start_imports_no_section_and_no_jsonschema() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from mcp_sections.servers.gateway.server import build_gateway_server\n"
+        "from mcp_sections.servers.gateway.settings import GatewaySettings\n"
+        "from mcp_sections.shared.config import Settings\n"
+        "build_gateway_server(Settings.load(), GatewaySettings.load({}))\n"
+        "loaded = [m for m in sys.modules if m == 'jsonschema' or m.startswith('mcp_sections.servers.')]\n"
+        "print(sorted(m for m in loaded if not m.startswith('mcp_sections.servers.gateway')))\n"
+    )
+    output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert output.strip() == "[]"
+
+
+def test_lean_schemas_accept_and_refuse_what_the_pydantic_ones_do() -> None:
+    from jsonschema import Draft202012Validator
+
+    from mcp_sections.servers.gateway.core import GATEWAY_SPECS
+    from mcp_sections.servers.gateway.schemas import lean_schema
+
+    plan = GATEWAY_SPECS["plan_actions"]
+    full_in, full_out = plan.input_model.model_json_schema(), plan.output_model.model_json_schema(mode="serialization")
+    lean_in, lean_out = lean_schema(full_in), lean_schema(full_out, descriptions=False)
+    assert "$defs" not in json.dumps(lean_in) + json.dumps(lean_out)
+    assert '"title"' not in json.dumps(lean_in) + json.dumps(lean_out)
+    inputs = [
+        {"goal": "g", "sections": ["todo"]},
+        {"goal": "g", "sections": ["todo"], "actions": None},
+        {"goal": "g", "sections": ["todo"], "actions": [{"description": "d", "complexity": "simple"}]},
+        {"goal": "g", "sections": ["todo"], "actions": [{"description": "d", "complexity": "huge"}]},
+        {"goal": "g", "sections": ["Todo!"]},
+        {"goal": "", "sections": ["todo"]},
+        {"goal": "g", "sections": ["todo"], "depth": 2},
+    ]
+    outputs = [
+        {"success": True, "report": "r", "metrics": {"turns": 1}, "actions": []},
+        {"success": True, "report": "r", "metrics": {"turns": "1"}, "actions": []},
+        {
+            "success": False,
+            "report": "r",
+            "metrics": {},
+            "actions": [
+                {"description": "d", "complexity": "simple", "status": "terminated", "report": "", "metrics": {}}
+            ],
+        },
+        {"success": True, "report": "r", "metrics": {}, "actions": [{"description": "d"}]},
+    ]
+    for full, lean, instances in ((full_in, lean_in, inputs), (full_out, lean_out, outputs)):
+        for instance in instances:
+            assert Draft202012Validator(full).is_valid(instance) == Draft202012Validator(lean).is_valid(instance)

@@ -1,0 +1,92 @@
+"""Lean JSON Schemas for the gateway's own tools: the same constraints in fewer tokens.
+
+The gateway's `tools/list` sits in the model's context on every turn, so its own tools' schemas are compacted
+(the sections' schemas, served by `describe_section` or `--expose`, are never touched):
+- no `title`s (pydantic derives them from the field and class names the schema already shows);
+- `$defs` inlined where used once-or-more and not recursive, so there are no nested definitions to follow;
+- `anyOf: [X, {"type": "null"}]` of a simple type becomes `"type": [X, "null"]`, and `"default": null` goes
+  (a field absent from `required` is optional already);
+- output schemas keep their structure and types but no per-field descriptions (the tool's description says
+  what comes back, and the text content repeats it).
+Every change keeps what validates: a result that matched the pydantic schema matches the lean one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_VALUES = ("items", "additionalProperties", "not", "contains", "propertyNames")
+
+
+def lean_schema(schema: dict[str, Any], *, descriptions: bool = True) -> dict[str, Any]:
+    """A compact equivalent of a pydantic JSON Schema (`descriptions=False` also drops field descriptions)."""
+    definitions = schema.get("$defs") or {}
+    return _lean(schema, definitions, descriptions, seen=(), top=True)
+
+
+def _lean(node: Any, definitions: dict[str, Any], descriptions: bool, seen: tuple[str, ...], top: bool = False) -> Any:
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        name = ref.removeprefix("#/$defs/")
+        if name in definitions and name not in seen:
+            siblings = {key: value for key, value in node.items() if key != "$ref"}
+            inlined = _lean(definitions[name], definitions, descriptions, (*seen, name))
+            return {**inlined, **_lean(siblings, definitions, descriptions, seen)}
+    result: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" or (key == "$defs" and _all_inlinable(definitions)):
+            continue
+        if key == "description" and not descriptions and not top:
+            continue
+        if key == "default" and value is None:
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            result[key] = {name: _lean(item, definitions, descriptions, seen) for name, item in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            result[key] = [_lean(item, definitions, descriptions, seen) for item in value]
+        elif key in _SCHEMA_VALUES and isinstance(value, dict):
+            result[key] = _lean(value, definitions, descriptions, seen)
+        else:
+            result[key] = value
+    return _nullable_as_type_list(result)
+
+
+def _all_inlinable(definitions: dict[str, Any]) -> bool:
+    """$defs can go when no definition refers (directly or not) to itself."""
+    return not any(_refers_to(name, definitions[name], definitions, ()) for name in definitions)
+
+
+def _refers_to(target: str, node: Any, definitions: dict[str, Any], seen: tuple[str, ...]) -> bool:
+    if isinstance(node, list):
+        return any(_refers_to(target, item, definitions, seen) for item in node)
+    if not isinstance(node, dict):
+        return False
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        name = ref.removeprefix("#/$defs/")
+        if name == target:
+            return True
+        if name not in seen and name in definitions:
+            return _refers_to(target, definitions[name], definitions, (*seen, name))
+    return any(_refers_to(target, value, definitions, seen) for value in node.values())
+
+
+def _nullable_as_type_list(node: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf: [{"type": T, ...}, {"type": "null"}]` → `{"type": [T, "null"], ...}` when nothing else differs."""
+    options = node.get("anyOf")
+    if not isinstance(options, list) or len(options) != 2 or {"type": "null"} not in options:
+        return node
+    other = options[0] if options[1] == {"type": "null"} else options[1]
+    if not isinstance(other, dict) or not isinstance(other.get("type"), str) or {"enum", "const"} & set(other):
+        return node
+    if set(other) & (set(node) - {"anyOf"}):
+        return node
+    # only keywords that apply to the non-null type alone may move (they ignore null instances anyway)
+    merged = {key: value for key, value in node.items() if key != "anyOf"}
+    merged.update(other)
+    merged["type"] = [other["type"], "null"]
+    return merged
