@@ -147,7 +147,7 @@ class SectionEntry:
 
 def declaration_definitions(section: Section, settings: Settings) -> list[dict[str, Any]]:
     """The `tools/list` of a declared section, exactly as its server publishes it, without a process."""
-    from mcp_sections.shared.server import raw_tool, sdk_annotations
+    from mcp_sections.shared.sdk_tools import raw_tool, sdk_annotations
 
     definitions = []
     for spec in section.specs:

@@ -15,7 +15,8 @@ from mcp_types import CallToolResult, ToolAnnotations
 
 from mcp_sections.shared.about import package_version
 from mcp_sections.shared.config import Settings
-from mcp_sections.shared.server import ForgetRootsOnChange, UnknownToolAsNotFound, raw_tool
+from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, raw_tool
+from mcp_sections.shared.server import UnknownToolAsNotFound
 from mcp_sections.shared.tools import ToolContext
 
 from .core import FORWARD_TOOL, GATEWAY_SPECS, Gateway, Route, own_annotations

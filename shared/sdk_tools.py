@@ -1,0 +1,182 @@
+"""The SDK adapter layer: raw-argument SDK tools, annotations, and `ToolContext` over the SDK's context."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp_types import (
+    CallToolResult,
+    ClientCapabilities,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    CreateMessageResultWithTools,
+    RootsCapability,
+    ToolAnnotations,
+)
+from pydantic import ConfigDict
+
+from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.tools import ToolContext, ToolSpec
+
+logger = logging.getLogger("mcp_sections.sdk_tools")
+
+
+def uses_input_required(context: Context) -> bool:
+    """Whether the connection speaks 2026-07-28 or later (no server→client requests mid-call)."""
+    from mcp_types.version import is_version_at_least
+
+    version = context.protocol_version
+    return version is not None and is_version_at_least(version, "2026-07-28")
+
+
+class SdkToolContext:
+    """`shared.tools.ToolContext` over the SDK's request context."""
+
+    def __init__(self, context: Context) -> None:
+        self._context = context
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        try:
+            await self._context.report_progress(progress, total, message)
+        except Exception:  # progress is best effort; a closed stream must not fail the call
+            logger.debug("progress notification dropped", exc_info=True)
+
+    async def client_roots(self) -> list[str] | None:
+        session = self._context.request_context.session
+        if not session.check_client_capability(ClientCapabilities(roots=RootsCapability())):
+            return None
+        connection = getattr(session, "_connection", None)
+        cached = _client_roots_cache.get(connection, _UNKNOWN) if connection is not None else _UNKNOWN
+        if cached is not _UNKNOWN:
+            return None if cached is None else list(cached)
+        generation = _roots_generation.get(connection, 0) if connection is not None else 0
+        try:
+            result = await session.list_roots()
+            roots: list[str] | None = [str(root.uri) for root in result.roots]
+        except MCPError:  # the client refused, or a 2026-07-28 connection cannot ask the client back
+            roots = None
+        if connection is not None and _roots_generation.get(connection, 0) == generation:
+            _client_roots_cache[connection] = roots  # not if the roots changed while they were being read
+        return None if roots is None else list(roots)
+
+    def sampling_unavailable(self, tools: bool = False) -> str | None:
+        """Why this call cannot send `sampling/createMessage` to the client (with tool use if `tools`), or None."""
+        context = self._context
+        if uses_input_required(context):
+            return (
+                f"this connection speaks MCP {context.protocol_version}, where a server cannot send "
+                "sampling/createMessage during a tool call (only as an InputRequiredResult, one sample per round "
+                "trip of the call)"
+            )
+        session = context.request_context.session
+        if not session.can_send_request:
+            return "this connection has no channel for requests from the server to the client (e.g. stateless HTTP)"
+        capabilities = context.client_capabilities
+        sampling = capabilities.sampling if capabilities is not None else None
+        if sampling is None:
+            return "the MCP client did not declare the `sampling` capability"
+        if tools and sampling.tools is None:
+            return "the MCP client declared `sampling` without tool use (`sampling.tools`): its model cannot call tools"
+        return None
+
+    async def sample(self, params: CreateMessageRequestParams) -> CreateMessageResult | CreateMessageResultWithTools:
+        """One `sampling/createMessage` request, related to this call; ToolFailure when the client refuses or fails."""
+        session = self._context.request_context.session
+        with warnings.catch_warnings():  # deprecated by 2026-07-28 (SEP-2577), still the way on 2025-11-25
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            request = session.create_message(
+                params.messages,
+                max_tokens=params.max_tokens,
+                system_prompt=params.system_prompt,
+                temperature=params.temperature,
+                stop_sequences=params.stop_sequences,
+                metadata=params.metadata,
+                model_preferences=params.model_preferences,
+                tools=params.tools,
+                tool_choice=params.tool_choice,
+                related_request_id=self._context.request_id,
+            )
+        try:
+            return await request
+        except MCPError as exc:  # the client (or its user) refused, or its model failed
+            raise ToolFailure(
+                ErrorCode.DEPENDENCY_ERROR, f"the MCP client did not answer the sampling request: {exc.message[:300]}"
+            ) from None
+
+
+# The client's roots per connection: fetched once, forgotten on `notifications/roots/list_changed`.
+_client_roots_cache: weakref.WeakKeyDictionary[Any, list[str] | None] = weakref.WeakKeyDictionary()
+_roots_generation: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_UNKNOWN: Any = object()
+
+
+class ForgetRootsOnChange:
+    """Drops a connection's cached client roots when the client says they changed (re-read on next use)."""
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if getattr(ctx, "method", None) == "notifications/roots/list_changed":
+            connection = getattr(getattr(ctx, "session", None), "_connection", None)
+            if connection is not None:
+                _client_roots_cache.pop(connection, None)
+                _roots_generation[connection] = _roots_generation.get(connection, 0) + 1
+        return await call_next(ctx)
+
+
+class RawArguments(ArgModelBase):
+    """Hands the raw arguments through untouched: validation happens in `shared.calls` with error codes."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return {"arguments": dict(self.model_extra or {})}
+
+
+def raw_tool(
+    *,
+    name: str,
+    title: str,
+    description: str,
+    input_schema: dict[str, Any],
+    output_schema: dict[str, Any] | None,
+    annotations: ToolAnnotations,
+    call: Callable[[dict[str, Any], ToolContext], Awaitable[CallToolResult]],
+) -> Tool:
+    """An SDK tool that hands the raw arguments and a `ToolContext` to `call` and returns its result as-is.
+
+    The building block of `sdk_tool`; also used by servers whose results are not a `ToolResult` of their
+    own (the gateway forwards other servers' results unchanged, so it publishes no output schema there).
+    """
+
+    async def invoke(arguments: dict[str, Any], context: Context) -> CallToolResult:
+        return await call(arguments, SdkToolContext(context))
+
+    return Tool(
+        fn=invoke,
+        name=name,
+        title=title,
+        description=description,
+        parameters=input_schema,
+        fn_metadata=FuncMetadata(arg_model=RawArguments, output_schema=output_schema),
+        is_async=True,
+        context_kwarg="context",
+        annotations=annotations,
+    )
+
+
+def sdk_annotations(spec: ToolSpec) -> ToolAnnotations:
+    hints = spec.annotations
+    return ToolAnnotations(
+        title=spec.title,
+        read_only_hint=hints.read_only,
+        destructive_hint=hints.destructive,
+        idempotent_hint=hints.idempotent,
+        open_world_hint=hints.open_world,
+    )
