@@ -11,6 +11,12 @@ HNSW would only pay off well beyond 100k memories per data directory.
 Sizes 10k and 100k use synthetic unit vectors inserted directly into SQLite (embedding 100k sentences
 would take ~13 minutes here); the 1k set is embedded by the model. Queries are always real sentences
 embedded by the model (distinct, so the in-memory query cache never helps).
+
+Embedding backends (`--backends torch,onnx,onnx-int8`) are compared side by side: load time and RSS in
+fresh processes (round 0 makes the ONNX exports, into a temporary directory unless `--onnx-dir`; then
+`--rounds` cold loads per backend, interleaved, medians), then query encoding and search latency in one
+process with every backend loaded, in alternating blocks of 10 calls so that a busy CPU slows them alike.
+The rest of the table (adds, hybrid, disk, RAM, stdio) runs on the default backend.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import argparse
 import os
 import random
 import resource
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -26,6 +33,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -202,44 +210,154 @@ async def over_stdio(data_dir: Path, calls: int, rng: random.Random) -> list[tup
     return rows
 
 
+BACKENDS = ("torch", "onnx", "onnx-int8")
+
+
+def backend_settings(backend: str, onnx_dir: Path) -> EmbeddingSettings:
+    return EmbeddingSettings(embedding_backend=backend, embedding_onnx_dir=str(onnx_dir))  # type: ignore[arg-type]
+
+
+def probe_load(backend: str, onnx_dir: Path) -> int:
+    """`--probe BACKEND`: a cold process loads one backend and prints what it cost, as JSON."""
+    import json
+
+    rss_start = rss_mb()
+    embedder = get_embedder(backend_settings(backend, onnx_dir))
+    started = time.perf_counter()
+    if not embedder.load():
+        print(json.dumps({"error": embedder.error}))
+        return 1
+    load = time.perf_counter() - started
+    began = time.perf_counter()
+    embedder.encode(["the first query after start"])
+    first = (time.perf_counter() - began) * 1000
+    report = {
+        "load_s": load,
+        "first_encode_ms": first,
+        "rss_mb": rss_mb(),
+        "rss_delta_mb": rss_mb() - rss_start,
+        "active": embedder.active_backend,
+        "torch_imported": "torch" in sys.modules,
+    }
+    print(json.dumps(report))
+    return 0
+
+
+def cold_loads(backends: list[str], onnx_dir: Path, rounds: int) -> list[tuple[str, str]]:
+    """Load time and RSS per backend in fresh processes, interleaved round by round; medians.
+
+    Round 0 makes the ONNX exports (timed as the one-time export) and is not counted."""
+    import json
+    import subprocess
+
+    results: dict[str, list[dict[str, float]]] = {backend: [] for backend in backends}
+    rows: list[tuple[str, str]] = []
+    for round_ in range(rounds + 1):
+        for backend in backends:
+            command = [sys.executable, __file__, "--probe", backend, "--onnx-dir", str(onnx_dir)]
+            done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
+            lines = done.stdout.strip().splitlines()
+            report = json.loads(lines[-1]) if lines else {"error": done.stderr.strip()[-300:]}
+            if "error" in report:
+                raise SystemExit(f"{backend}: {report['error']}")
+            if round_ == 0:
+                if backend != "torch":
+                    rows.append((f"[{backend}] one-time ONNX export + first load (cold)", f"{report['load_s']:.1f} s"))
+                continue
+            results[backend].append(report)
+    for backend, reports in results.items():
+        load = statistics.median(r["load_s"] for r in reports)
+        rss = statistics.median(r["rss_mb"] for r in reports)
+        delta = statistics.median(r["rss_delta_mb"] for r in reports)
+        first = statistics.median(r["first_encode_ms"] for r in reports)
+        torch_note = "torch imported" if reports[0]["torch_imported"] else "no torch in the process"
+        rows.append(
+            (
+                f"[{backend}] model import + load, cold process (median of {len(reports)})",
+                f"{load:.2f} s, first encode {first:.0f} ms (runs on {reports[0]['active']})",
+            )
+        )
+        rows.append((f"[{backend}] process RSS after load", f"{rss:.0f} MB (+{delta:.0f} MB; {torch_note})"))
+    return rows
+
+
+def interleaved(functions: dict[str, Any], inputs: list[Any], block: int = 10) -> dict[str, tuple[list, list]]:
+    """Wall and process-CPU ms of `function(input)` for every backend, in alternating blocks (a busy CPU
+    slows them alike; CPU time is what the call costs whatever the other processes do)."""
+    timings: dict[str, tuple[list, list]] = {name: ([], []) for name in functions}
+    for start in range(0, len(inputs), block):
+        for name, function in functions.items():
+            wall, cpu = timings[name]
+            for item in inputs[start : start + block]:
+                began, began_cpu = time.perf_counter(), time.process_time()
+                function(item)
+                wall.append((time.perf_counter() - began) * 1000)
+                cpu.append((time.process_time() - began_cpu) * 1000)
+    return timings
+
+
+def p50_p95(values: list[float], cpu: list[float] | None = None) -> str:
+    text = f"{statistics.median(values):.1f} / {percentile(values, 95):.1f} ms"
+    return text + (f" (CPU {statistics.median(cpu):.1f} / {percentile(cpu, 95):.1f} ms)" if cpu else "")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated store sizes")
-    parser.add_argument("--queries", type=int, default=200, help="searches per size")
+    parser.add_argument("--queries", type=int, default=200, help="searches per size and backend")
     parser.add_argument("--adds", type=int, default=300, help="memory adds to time")
     parser.add_argument("--stdio", type=int, default=100, help="calls timed through a real server (0: skip)")
+    parser.add_argument("--backends", default=",".join(BACKENDS), help="embedding backends to compare")
+    parser.add_argument("--rounds", type=int, default=3, help="cold-process loads per backend (median)")
+    parser.add_argument("--onnx-dir", type=Path, help="ONNX export cache (default: a fresh temporary directory)")
+    parser.add_argument("--probe", help=argparse.SUPPRESS)  # internal: one cold load (see probe_load)
     args = parser.parse_args()
+    if args.probe:
+        return probe_load(args.probe, args.onnx_dir)
     sizes = [int(size) for size in args.sizes.split(",")]
+    backends = [backend.strip() for backend in args.backends.split(",") if backend.strip()]
     rng = random.Random(42)
     rows: list[tuple[str, str]] = []
-    settings = EmbeddingSettings()
 
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
         root = Path(tmp)
-        rss_start = rss_mb()
+        onnx_dir = args.onnx_dir or root / "models"
+        os.environ["MCP_SECTIONS_MEMORY_EMBEDDING_ONNX_DIR"] = str(onnx_dir)  # the stdio server reuses the exports
+        rows += cold_loads(backends, onnx_dir, args.rounds)
+        print("done: cold loads", file=sys.stderr)
+
+        # every backend in this process (1 thread each), so that latencies are measured side by side
+        settings = EmbeddingSettings(embedding_onnx_dir=str(onnx_dir))  # the default backend
+        embedders = {backend: get_embedder(backend_settings(backend, onnx_dir)) for backend in backends}
+        for backend, each in embedders.items():
+            if not each.load():
+                print(f"{backend}: embedding model unavailable: {each.error}", file=sys.stderr)
+                return 1
         embedder = get_embedder(settings)
-        started = time.perf_counter()
-        if not embedder.load():
-            print(f"embedding model unavailable: {embedder.error}", file=sys.stderr)
-            return 1
-        rows.append(
-            ("model import + load (cold process)", f"{time.perf_counter() - started:.1f} s on {embedder.device}")
+        embedder.load()
+        default = embedder.active_backend or settings.embedding_backend
+
+        # query encoding latency, one sentence per call (what a search pays), interleaved
+        queries = [f"{english(rng)} {sentence(rng, 2)}" for _ in range(args.queries)]
+        for each in embedders.values():
+            each.encode(queries[:5])  # warm the kernels
+        encode = interleaved(
+            {name: (lambda text, e=each: e.encode([text])) for name, each in embedders.items()}, queries
         )
-        rows.append(("process RSS after model load", f"{rss_mb():.0f} MB (+{rss_mb() - rss_start:.0f} MB)"))
+        for backend, (wall, cpu) in encode.items():
+            rows.append((f"[{backend}] query encode p50 / p95 (one sentence)", p50_p95(wall, cpu)))
 
         # embedding throughput (batched, no cache)
         batch = [english(rng) for _ in range(512)]
-        embedder.encode(batch[:32])  # warm the kernels
-        started = time.perf_counter()
-        embedder.encode(batch)
-        rate = len(batch) / (time.perf_counter() - started)
-        rows.append(("embedding throughput (batch 32, short English sentences)", f"{rate:.0f} sentences/s"))
-        started = time.perf_counter()
-        for text in batch[:100]:
-            embedder.encode([text])
-        rows.append(("embedding latency, one sentence", f"{(time.perf_counter() - started) * 10:.1f} ms"))
+        for backend, each in embedders.items():
+            started = time.perf_counter()
+            each.encode(batch)
+            rate = len(batch) / (time.perf_counter() - started)
+            rows.append(
+                (f"[{backend}] embedding throughput (batch 32, short English sentences)", f"{rate:.0f} sentences/s")
+            )
 
-        # memory_add throughput: embed + duplicate check + insert + fsync, one by one
+        # memory_add throughput: embed + duplicate check + insert + fsync, one by one (default backend)
         store = open_store(root / "adds", settings)
         texts = [english(rng) for _ in range(args.adds)]
         started = time.perf_counter()
@@ -247,7 +365,7 @@ def main() -> int:
         elapsed = time.perf_counter() - started
         rows.append(
             (
-                "memory_add throughput (embed + duplicate check + commit)",
+                f"memory_add throughput (embed + duplicate check + commit; {default})",
                 f"{args.adds / elapsed:.0f} adds/s ({stored} stored, {args.adds - stored} near-duplicates)",
             )
         )
@@ -281,20 +399,34 @@ def main() -> int:
             time_searches(store, queries[:1])
             first = (time.perf_counter() - started) * 1000
             index_mb = rss_mb() - before
-            timings = time_searches(store, queries[1:])
-            p50, p95 = statistics.median(timings), percentile(timings, 95)
-            cpu50, cpu95 = statistics.median(CPU_TIMES), percentile(CPU_TIMES, 95)
             hybrid = time_searches(store, [q + " hybrid" for q in queries[1:51]], "hybrid")
             cached_query = time_searches(store, [queries[1]] * 50)  # query vector cached: retrieval alone
-            label = f"{size:,} memories"
-            rows.append((f"search p50 / p95, {label} (vector)", f"{p50:.1f} / {p95:.1f} ms"))
-            rows.append((f"  CPU time per search p50 / p95, {label}", f"{cpu50:.1f} / {cpu95:.1f} ms"))
-            rows.append(
-                (
-                    f"search p50 / p95, {label} (hybrid)",
-                    f"{statistics.median(hybrid):.1f} / {percentile(hybrid, 95):.1f} ms",
-                )
+
+            # the same searches on every backend, interleaved; a store per backend (int8 has its own model key,
+            # so its copy of the database relabels the vectors: retrieval costs the same, only encoding differs)
+            stores = {}
+            for backend, each in embedders.items():
+                if each.model_key == store.model_key:
+                    stores[backend] = open_store(directory, backend_settings(backend, onnx_dir))
+                    continue
+                copy = root / f"n{size}-{backend}"
+                copy.mkdir()
+                shutil.copy(directory / "memory.sqlite3", copy / "memory.sqlite3")
+                with sqlite3.connect(copy / "memory.sqlite3") as connection:
+                    connection.execute("UPDATE memories SET embedding_model = ?", (each.model_key,))
+                stores[backend] = open_store(copy, backend_settings(backend, onnx_dir))
+            for each_store in stores.values():
+                time_searches(each_store, queries[:1])  # loads the vector cache
+            searches = interleaved(
+                {name: (lambda query, s=each_store: time_searches(s, [query])) for name, each_store in stores.items()},
+                queries[1:],
             )
+            label = f"{size:,} memories"
+            for backend, (wall, cpu) in searches.items():
+                rows.append((f"[{backend}] search p50 / p95, {label} (vector)", p50_p95(wall, cpu)))
+            for each_store in stores.values():
+                each_store.close()
+            rows.append((f"search p50 / p95, {label} (hybrid, {default})", p50_p95(hybrid)))
             rows.append(
                 (f"  retrieval only (cached query vector), {label}", f"{statistics.median(cached_query):.1f} ms")
             )
@@ -304,11 +436,11 @@ def main() -> int:
             store.close()
             print(f"done: {size:,} memories", file=sys.stderr)
 
-    if args.stdio:
-        import anyio
+        if args.stdio:
+            import anyio
 
-        with tempfile.TemporaryDirectory(prefix="bench-memory-stdio-") as tmp:
-            rows += anyio.run(over_stdio, Path(tmp) / "data", args.stdio, rng)
+            with tempfile.TemporaryDirectory(prefix="bench-memory-stdio-") as stdio_tmp:
+                rows += anyio.run(over_stdio, Path(stdio_tmp) / "data", args.stdio, rng)
 
     width = max(len(name) for name, _ in rows)
     print(f"{'measure':<{width}}  value")

@@ -87,6 +87,10 @@ class Settings(LayeredSettings):
         default_factory=lambda: Path(platformdirs.user_data_dir(APP_NAME)),
         description="Where sections keep their databases (SQLite files).",
     )
+    cache_dir: Path = Field(
+        default_factory=lambda: default_cache_dir(),
+        description="Where derived, re-creatable files live (e.g. ONNX exports of the embedding model).",
+    )
     roots: Annotated[list[Path], NoDecode] = Field(
         default_factory=list, description="Directories file-touching tools may use; the first one is the default."
     )
@@ -108,7 +112,7 @@ class Settings(LayeredSettings):
     _split_roots = field_validator("roots", mode="before")(_split_paths)
     _split_hosts = field_validator("allowed_hosts", "allowed_origins", mode="before")(_split_commas)
 
-    @field_validator("data_dir", mode="after")
+    @field_validator("data_dir", "cache_dir", mode="after")
     @classmethod
     def _absolute_data_dir(cls, value: Path) -> Path:
         return value.expanduser().resolve()
@@ -128,6 +132,13 @@ class SectionSettings(LayeredSettings):
 
 
 SectionSettingsT = TypeVar("SectionSettingsT", bound=SectionSettings)
+
+
+def default_cache_dir() -> Path:
+    """`MCP_SECTIONS_CACHE_DIR`, else the platform's user cache directory."""
+    if env := os.environ.get("MCP_SECTIONS_CACHE_DIR"):
+        return Path(env).expanduser().resolve()
+    return Path(platformdirs.user_cache_dir(APP_NAME))
 
 
 def find_config_file(explicit: Path | None) -> Path | None:

@@ -12,11 +12,18 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(scope="session")
+def shared_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache directory for the whole run: derived files (ONNX exports) are made once, not per test."""
+    return tmp_path_factory.mktemp("cache")
+
+
 @pytest.fixture(autouse=True)
-def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No test reads the developer's config or writes to their data directory."""
+def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_cache_dir: Path) -> Path:
+    """No test reads the developer's config or writes to their data or cache directory."""
     data_dir = tmp_path / "data"
     monkeypatch.setenv("MCP_SECTIONS_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("MCP_SECTIONS_CACHE_DIR", str(shared_cache_dir))
     monkeypatch.setenv("MCP_SECTIONS_CONFIG", str(tmp_path / "absent-config.toml"))
     monkeypatch.delenv("MCP_SECTIONS_ROOTS", raising=False)
     (tmp_path / "absent-config.toml").write_text("", encoding="utf-8")

@@ -89,7 +89,9 @@ def open_memory(runtime: SectionRuntime) -> MemoryState:
         vector_cache=settings.vector_cache,
     )
     if settings.embeddings_enabled:
-        store.attach_embeddings(EmbeddingService(get_embedder(settings), EmbeddingCache(store.db)))
+        store.attach_embeddings(
+            EmbeddingService(get_embedder(settings, runtime.settings.cache_dir), EmbeddingCache(store.db))
+        )
     return MemoryState(store)
 
 

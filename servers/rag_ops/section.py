@@ -64,7 +64,7 @@ def open_brain(runtime: SectionRuntime) -> Any:
         from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService, get_embedder
 
         cache_db = store.database if hasattr(store, "database") else _cache_database(data_dir)
-        service = EmbeddingService(get_embedder(settings), EmbeddingCache(cache_db))
+        service = EmbeddingService(get_embedder(settings, runtime.settings.cache_dir), EmbeddingCache(cache_db))
     return Brain(
         store,
         runtime.settings.roots,
