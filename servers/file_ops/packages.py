@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +67,25 @@ def validate_specs(manager: str, specs: list[str]) -> list[str]:
     if len(set(cleaned)) != len(cleaned):
         raise invalid_input("the same package is listed twice.")
     return cleaned
+
+
+#: What an installer inherits from the server's environment: where programs are, the locale, and how to reach
+#: the registries (proxies, CA bundles, the operator's index). Nothing else: the installer runs code that comes
+#: from the registry (sdists' setup.py, npm scripts when enabled) or from the project (its venv's python), and
+#: must not see the server's API keys and tokens.
+INSTALL_ENV_KEEP = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT"}
+    | {"http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "all_proxy"}
+    | {"SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS"}
+    | {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "npm_config_registry", "NPM_CONFIG_REGISTRY"}
+)
+
+
+def install_environment(server_environment: Mapping[str, str]) -> dict[str, str]:
+    """The environment of an install: the kept variables of the server's, plus non-interactive settings."""
+    env = {key: value for key, value in server_environment.items() if key in INSTALL_ENV_KEEP}
+    env.update({"PIP_NO_INPUT": "1", "npm_config_yes": "true", "CI": "1"})
+    return env
 
 
 def find_project_venv(guard: PathGuard, project: Path) -> Path | None:
@@ -143,8 +163,7 @@ def install_package(
             "--",
             *specs,
         ]
-    env = {key: value for key, value in os.environ.items() if not key.startswith("MCP_SECTIONS_")}
-    env.update({"PIP_NO_INPUT": "1", "npm_config_yes": "true", "CI": "1"})
+    env = install_environment(os.environ)
     try:
         completed = subprocess.run(
             command,

@@ -9,7 +9,9 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
+from mcp_sections.shared import globs
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
 from mcp_sections.shared.gitignore import gitignore_lines
 from mcp_sections.shared.guards.paths import PathGuard
@@ -20,62 +22,94 @@ ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn"})
 # -- glob patterns ----------------------------------------------------------------------------------
 
 
+MAX_GLOB_ALTERNATIVES = 256
+
+
 @functools.lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern[str]:
+def glob_regex(pattern: str) -> globs.GlobPattern:
     """Compile a path glob: `**` spans directories, `*` and `?` stay in one component, `[...]` classes,
-    `{a,b}` alternatives. Matched against posix relative paths."""
+    `{a,b}` alternatives. Matched against posix relative paths, without catastrophic backtracking
+    (`shared.globs`): a hostile include pattern or .gitignore line cannot hang the server."""
     index = 0
-    out: list[str] = []
     length = len(pattern)
-    depth = 0
+    # A stack of open brace groups; each group is a list of alternatives, each a list of items, where an item
+    # is a Token or a nested group (list of alternatives).
+    stack: list[list[list[Any]]] = [[[]]]
     while index < length:
         char = pattern[index]
+        current = stack[-1][-1]
         if char == "*":
             if pattern.startswith("**", index):
                 before_ok = index == 0 or pattern[index - 1] == "/"
                 after = index + 2
                 if before_ok and (after == length or pattern[after] == "/"):
                     if after == length:
-                        out.append(".*")
+                        current.append(globs.Token(globs.ANY))
                         index = after
                     else:
-                        out.append("(?:.*/)?")
+                        current.append(globs.Token(globs.DIRS))
                         index = after + 1
                     continue
-            out.append("[^/]*")
+            current.append(globs.Token(globs.STAR))
         elif char == "?":
-            out.append("[^/]")
+            current.append(globs.Token("one"))
         elif char == "[":
             end = pattern.find("]", index + 2 if pattern[index + 1 : index + 2] in ("!", "]") else index + 1)
             if end < 0:
-                out.append(re.escape(char))
+                current.append(globs.lit(char))
             else:
                 body = pattern[index + 1 : end]
                 if body.startswith("!"):
                     body = "^" + body[1:]
                 body = body.replace("\\", "\\\\")
-                out.append(f"[{body}]")
+                try:
+                    re.compile(f"[{body}]")
+                except re.error as exc:
+                    raise invalid_input(f"the glob {pattern!r} is not valid ({exc}).") from None
+                current.append(globs.cls(body))
                 index = end
         elif char == "{":
-            depth += 1
-            out.append("(?:")
-        elif char == "}" and depth:
-            depth -= 1
-            out.append(")")
-        elif char == "," and depth:
-            out.append("|")
+            stack.append([[]])
+        elif char == "}" and len(stack) > 1:
+            group = stack.pop()
+            stack[-1][-1].append(group)
+        elif char == "," and len(stack) > 1:
+            stack[-1].append([])
         elif char == "\\" and index + 1 < length:
             index += 1
-            out.append(re.escape(pattern[index]))
+            current.append(globs.lit(pattern[index]))
         else:
-            out.append(re.escape(char))
+            current.append(globs.lit(char))
         index += 1
-    if depth:
+    if len(stack) > 1:
         raise invalid_input(f"the glob {pattern!r} has an unclosed '{{'.")
-    try:
-        return re.compile("".join(out) + r"\Z", re.DOTALL)
-    except re.error as exc:
-        raise invalid_input(f"the glob {pattern!r} is not valid ({exc}).") from None
+    return globs.GlobPattern(_expand(stack[0], pattern), pattern)
+
+
+def _expand(alternatives: list[list[Any]], pattern: str) -> list[list[globs.Token]]:
+    """Brace groups multiplied out into plain token sequences (at most MAX_GLOB_ALTERNATIVES)."""
+    result: list[list[globs.Token]] = []
+    for items in alternatives:
+        sequences: list[list[globs.Token]] = [[]]
+        for item in items:
+            if isinstance(item, globs.Token):
+                for sequence in sequences:
+                    sequence.append(item)
+                continue
+            options = _expand(item, pattern)
+            sequences = [[*sequence, *option] for sequence in sequences for option in options]
+            if len(sequences) > MAX_GLOB_ALTERNATIVES:
+                raise invalid_input(
+                    f"the glob {pattern[:100]!r} expands to more than {MAX_GLOB_ALTERNATIVES} alternatives; "
+                    "use fewer `{a,b}` groups."
+                )
+        result.extend(sequences)
+        if len(result) > MAX_GLOB_ALTERNATIVES:
+            raise invalid_input(
+                f"the glob {pattern[:100]!r} expands to more than {MAX_GLOB_ALTERNATIVES} alternatives; "
+                "use fewer `{a,b}` groups."
+            )
+    return result
 
 
 def check_relative_pattern(pattern: str) -> str:
@@ -125,7 +159,7 @@ def name_matches(name: str, rel: str, patterns: list[str]) -> bool:
 
 @dataclass
 class _IgnoreRule:
-    regex: re.Pattern[str]
+    regex: globs.GlobPattern
     negated: bool
     directory_only: bool
 

@@ -11,8 +11,17 @@ import platform
 import re
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+Allowed = Callable[[Path], bool]
+"""Whether a file may be read (for the gateway: its real path lies inside the roots and is no secret)."""
+
+
+def _anywhere(path: Path) -> bool:
+    return True
+
 
 MAX_MANIFEST_BYTES = 1_000_000
 
@@ -52,18 +61,22 @@ def is_within(path: Path, roots: list[Path]) -> bool:
     return any(path == root or root in path.parents for root in roots)
 
 
-def find_upwards(start: Path, name: str, limit: int = 40) -> Path | None:
+def find_upwards(start: Path, name: str, limit: int = 40, allowed: Allowed = _anywhere) -> Path | None:
+    """The nearest `name` in `start` or its parents; the walk stops at the first folder that is not allowed."""
     for index, folder in enumerate((start, *start.parents)):
-        if index > limit:
+        if index > limit or not allowed(folder):
             break
         if (folder / name).exists():
-            return folder / name
+            return folder / name if allowed(folder / name) else None
     return None
 
 
-def git_info(start: Path) -> dict[str, Any] | None:
-    """Branch (or detached commit) from `.git/HEAD`, following `gitdir:` files (worktrees, submodules)."""
-    dot_git = find_upwards(start, ".git")
+def git_info(start: Path, allowed: Allowed = _anywhere) -> dict[str, Any] | None:
+    """Branch (or detached commit) from `.git/HEAD`, following `gitdir:` files (worktrees, submodules).
+
+    Files that are not `allowed` (a `.git` of a parent outside the roots, a `gitdir:` or HEAD leading out
+    of them) are not read: the answer is then None, as for a folder outside any repository."""
+    dot_git = find_upwards(start, ".git", allowed=allowed)
     if dot_git is None:
         return None
     git_dir = dot_git
@@ -73,6 +86,8 @@ def git_info(start: Path) -> dict[str, Any] | None:
         if not match:
             return None
         git_dir = (dot_git.parent / match.group(1).strip()).resolve()
+    if not allowed(git_dir) or not allowed(git_dir / "HEAD"):
+        return None
     head = (_read_text(git_dir / "HEAD") or "").strip()
     info: dict[str, Any] = {"root": str(dot_git.parent)}
     if head.startswith("ref:"):
@@ -88,9 +103,11 @@ def git_info(start: Path) -> dict[str, Any] | None:
     return info
 
 
-def project_info(path: Path) -> dict[str, Any]:
-    """Project type(s), name and version from the manifests in `path`, plus the git branch."""
-    found = [(marker, kind) for marker, kind in MARKERS if (path / marker).is_file()]
+def project_info(path: Path, allowed: Allowed = _anywhere) -> dict[str, Any]:
+    """Project type(s), name and version from the manifests in `path`, plus the git branch.
+
+    A manifest that is not `allowed` (e.g. a `package.json` symlink leading out of the roots) is ignored."""
+    found = [(marker, kind) for marker, kind in MARKERS if (path / marker).is_file() and allowed(path / marker)]
     types: list[str] = []
     for _, kind in found:
         if kind not in types:
@@ -109,7 +126,7 @@ def project_info(path: Path) -> dict[str, Any]:
         "name": name or path.name,
         "version": version,
         "description": description,
-        "git": git_info(path),
+        "git": git_info(path, allowed),
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -335,17 +336,26 @@ class Gateway:
         )
 
     def project_info(self, path: str | None) -> ProjectInfoResult:
+        from mcp_sections.shared.guards.paths import PathGuard
+
         roots = self.settings.roots
         base = roots[0] if roots else context_info.cwd()
+        # Without configured roots the working directory is the one project this gateway may describe.
+        guard = PathGuard(list(roots) or [base])
         target = (base / Path(path).expanduser()).resolve() if path else base
-        if roots and not context_info.is_within(target, roots):
+        if not guard.contains(target):
             raise permission_denied(
-                f"{path!r} is outside the allowed roots ({', '.join(str(root) for root in roots)}); "
+                f"{path!r} is outside the allowed roots ({', '.join(str(root) for root in guard.roots)}); "
                 "pass a directory inside one of them."
             )
         if not target.is_dir():
             raise not_found(f"{path!r} is not an existing directory; pass a project directory.")
-        info = context_info.project_info(target)
+
+        def allowed(file: Path) -> bool:  # manifests, `.git` and HEAD are read only inside the roots
+            real = os.path.realpath(file)
+            return guard.contains(real) and not guard.is_denied(real)
+
+        info = context_info.project_info(target, allowed)
         git = info.pop("git")
         return ProjectInfoResult(**info, git=GitInfo(**git) if git else None)
 

@@ -12,6 +12,7 @@ callable it is given, and has no MCP imports.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -70,8 +71,11 @@ async def open_repository(
                 f"the repository's {what} is outside the allowed roots (a `.git` file, core.worktree or a "
                 "parent repository leads out of them); git is only run on repositories inside the roots.",
             )
-    names_result = await run([*probe_base, "config", "--list", "--includes", "--name-only", "-z"], cwd)
-    names = [name for name in _stdout(names_result).split("\0") if name] if names_result.exit_code == 0 else []
+    names_result = await run([*probe_base, "config", "--list", "--includes", "--show-origin", "--name-only", "-z"], cwd)
+    fields = _stdout(names_result).split("\0") if names_result.exit_code == 0 else []
+    origins, names = fields[0:-1:2], [name for name in fields[1::2] if name]
+    for origin in dict.fromkeys(origins):  # relative origins are relative to where git chdir'd: the top level
+        check_config_origin(origin, toplevel or git_dir, guard)
     for name in unsafe_git_config_names(names):
         raise ToolFailure(
             ErrorCode.PERMISSION_DENIED,
@@ -80,6 +84,21 @@ async def open_repository(
         )
     base = [git, *git_hardening_args(names), "--no-pager", *global_options]
     return Repository(tuple(base), cwd, git_dir, toplevel)
+
+
+def check_config_origin(origin: str, base: Path, guard: PathGuard) -> None:
+    """Refuse a repository whose config includes (`include.path`, `includeIf`) a file outside the roots or a
+    secret file: `git config --get` would print that file's values (e.g. `~/.pypirc`'s `pypi.password`)."""
+    kind, _, location = origin.partition(":")
+    if kind != "file" or not location:
+        return  # `command line:` (our own -c hardening), blobs never come from the repository config
+    real = os.path.realpath(os.path.join(base, location))
+    if not guard.contains(real) or guard.is_denied(real):
+        raise ToolFailure(
+            ErrorCode.PERMISSION_DENIED,
+            "the repository config includes (include.path / includeIf) a file outside the allowed roots or a "
+            "protected secret file; git is not run on this repository. Fix its .git/config.",
+        )
 
 
 def require_worktree(repo: Repository) -> Path:

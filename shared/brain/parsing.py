@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from mcp_sections.shared import globs
 from mcp_sections.shared.brain.model import (
     Edge,
     FileRecord,
@@ -229,57 +230,60 @@ def holds_private_key(data: bytes) -> bool:
 @dataclass(frozen=True)
 class IgnoreRule:
     base: str  # directory of the .gitignore, relative to the walk root ('' for the root)
-    regex: re.Pattern[str]
+    regex: globs.GlobPattern
     negate: bool
     dir_only: bool
     anchored: bool
     prefix: str = ""  # for a .gitignore above the walk root: the path from its directory down to the root + "/"
 
 
-def _glob_to_regex(glob: str) -> str:
-    out, i = [], 0
+def _glob_tokens(glob: str) -> list[globs.Token]:
+    """A .gitignore glob as `shared.globs` tokens (matched without catastrophic backtracking)."""
+    out: list[globs.Token] = []
+    i = 0
     while i < len(glob):
         c = glob[i]
         if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
+            out.append(globs.Token(globs.DIRS))
             i += 3
         elif glob.startswith("/**", i) and i + 3 == len(glob):
-            out.append("/.*")
+            out += [globs.lit("/"), globs.Token(globs.ANY)]
             i += 3
         elif glob.startswith("**", i):
-            out.append(".*")
+            out.append(globs.Token(globs.ANY))
             i += 2
         elif c == "*":
-            out.append("[^/]*")
+            out.append(globs.Token(globs.STAR))
             i += 1
         elif c == "?":
-            out.append("[^/]")
+            out.append(globs.Token("one"))
             i += 1
         elif c == "[":
             end = glob.find("]", i + 1)
             if end == -1:
-                out.append(re.escape(c))
+                out.append(globs.lit(c))
                 i += 1
             else:
                 body = glob[i + 1 : end].replace("\\", "\\\\")
                 if body.startswith("!"):
                     body = "^" + body[1:]
-                out.append(f"[{body}]")
+                re.compile(f"[{body}]")  # re.error: the rule is skipped
+                out.append(globs.cls(body))
                 i = end + 1
         elif c == "\\" and i + 1 < len(glob):
-            out.append(re.escape(glob[i + 1]))
+            out.append(globs.lit(glob[i + 1]))
             i += 2
         else:
-            out.append(re.escape(c))
+            out.append(globs.lit(c))
             i += 1
-    return "".join(out)
+    return out
 
 
 def parse_gitignore(text: str, base: str, prefix: str = "") -> list[IgnoreRule]:
     rules = []
     for line in gitignore_lines(text):
         try:
-            regex = re.compile(_glob_to_regex(line.pattern) + r"\Z")
+            regex = globs.GlobPattern([_glob_tokens(line.pattern)], line.pattern)
         except re.error:
             continue
         rules.append(IgnoreRule(base, regex, line.negated, line.directory_only, line.anchored, prefix))

@@ -33,6 +33,7 @@ a container for that). The guard is a policy layer against argument injection, n
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -68,7 +69,7 @@ DEFAULT_ALLOWED_PROGRAMS: dict[str, str] = {
     "diff": "compares files; read-only (symbolic links are not followed)",
     "stat": "file metadata; read-only",
     "du": "disk usage; read-only",
-    "jq": "JSON queries; its language cannot run programs or write files",
+    "jq": "JSON queries; its language cannot run programs or write files (modules, which read any path, are refused)",
     "git": "version control: local subcommands only, hardened so repository config runs nothing",
     "python3": "runs project scripts and allow-listed modules (pytest, unittest, ...); `-c` is refused",
     "python": "same policy as python3",
@@ -253,6 +254,8 @@ class PolicyContext:
     program: str
     cwd: Path
     confine: Callable[[str], Path]
+    denied: Callable[[str], bool] = lambda relative: False
+    """Whether a path relative to a repository or root matches the deny globs (`HEAD:.env` names one)."""
 
 
 Policy = Callable[[list[str], PolicyContext], list[str]]
@@ -644,6 +647,13 @@ def _policy_git(args: list[str], ctx: PolicyContext) -> list[str]:
         if any(option in ("--version", "--help") for option in global_options):
             return args
         raise invalid('git needs a subcommand, e.g. ["git", "status"].')
+    if "--help" in global_options or "--help" in (rest[: rest.index("--")] if "--" in rest else rest):
+        # `git X --help` / `git --help X` become `git help X`, which runs the viewer the repository config
+        # names (man.viewer + man.<tool>.cmd, help.format=web + browser.<tool>.cmd): arbitrary commands.
+        raise denied(
+            f"git {sub[:40]} --help is refused by the command policy (git's help viewer is configurable by the "
+            f"repository and runs programs); use `git {sub[:40]} -h` for the option summary."
+        )
     if sub in GIT_REFUSED_SUBCOMMANDS:
         raise denied(f"git {sub} is refused by the command policy ({GIT_REFUSED_SUBCOMMANDS[sub]}).")
     if sub not in GIT_SUBCOMMANDS:
@@ -664,12 +674,27 @@ def _policy_git(args: list[str], ctx: PolicyContext) -> list[str]:
         raise denied(f"git rebase {hit} is refused by the command policy (it runs commands / an editor).")
     if sub == "config":
         _check_git_config(rest)
+    for arg in rest[: rest.index("--")] if "--" in rest else rest:
+        if _names_denied_blob(arg, ctx):
+            raise denied(
+                f"git {sub} {arg[:80]!r} names a protected file (secrets such as .env files and keys are never "
+                "read, not even from git's object store)."
+            )
     if sub == "cat-file" and find_flag(rest, ("--filters", "--textconv")):
         raise denied("git cat-file --filters/--textconv are refused by the command policy (they run drivers).")
     if sub in GIT_DIFF_FAMILY:
         position = len(global_options)
         return [*args[: position + 1], "--no-ext-diff", "--no-textconv", *args[position + 1 :]]
     return args
+
+
+def _names_denied_blob(arg: str, ctx: PolicyContext) -> bool:
+    """Whether `REV:path` / `:path` / `:N:path` (git's blob syntax) names a path matching the deny globs."""
+    if arg.startswith("-") or ":" not in arg:
+        return False
+    first = arg.split(":", 1)[1]
+    staged = re.sub(r"^[0-3]:", "", first) if arg.startswith(":") else first
+    return any(ctx.denied(path) for path in {first, staged, arg.rsplit(":", 1)[1]} if path)
 
 
 def _check_git_config(rest: list[str]) -> None:
@@ -761,6 +786,158 @@ def git_hardening_args(config_names: Iterable[str] = ()) -> list[str]:
     return args
 
 
+#: The module directives and builtins as keywords (not `.include`, `$import` or the string "include").
+_JQ_MODULE_WORDS = re.compile(r"(?<![.$\w\"])(?:import|include|modulemeta|get_search_list)\b")
+_JQ_TWO_VALUES = ("--arg", "--argjson", "--slurpfile", "--rawfile")
+_JQ_ONE_VALUE = ("--indent", "--library-path", "-L")
+_JQ_MAX_PROGRAM_FILE = 1024 * 1024
+
+
+def _policy_jq(args: list[str], ctx: PolicyContext) -> list[str]:
+    """jq without modules: `import "x" as $x {search: "/anywhere"}` reads `/anywhere/x.json` and `include`
+    quotes lines of any `.jq` file in its syntax error, whatever the path confinement of the arguments says.
+
+    The program is the first positional argument, or with `-f` a file (jq 1.6 takes the first positional as the
+    file, 1.7 the argument after `-f`): with `-f`, every file argument is scanned, inputs included."""
+    positional: list[str] = []
+    from_file = False
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg in ("--args", "--jsonargs"):
+            break  # the rest are positional values for $ARGS, never read as files or programs
+        if arg in _JQ_TWO_VALUES:
+            index += 3
+            continue
+        if arg in _JQ_ONE_VALUE:
+            index += 2
+            continue
+        if arg == "--from-file" or (short_cluster(arg) and "f" in arg[1:]):
+            from_file = True
+        elif not arg.startswith("-"):
+            positional.append(arg)
+        index += 1
+    programs = positional[:1]
+    if from_file:
+        programs = [_jq_program_file(arg, ctx) for arg in positional]
+    for program in programs:
+        if match := _JQ_MODULE_WORDS.search(program):
+            raise denied(
+                f"jq {match.group(0)} is refused by the command policy (jq modules are read from any directory, "
+                "outside the roots too); write the filter inline or in a file without imports."
+            )
+    return args
+
+
+def _jq_program_file(arg: str, ctx: PolicyContext) -> str:
+    path = ctx.confine(arg)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(_JQ_MAX_PROGRAM_FILE).decode("utf-8", errors="replace")
+    except OSError:
+        return ""  # missing or not a file: jq reports it itself
+
+
+RUFF_SUBCOMMANDS = ("check", "format", "rule", "config", "linter", "version", "help", "clean")
+_RUFF_CONFIG_NAMES = ("ruff.toml", ".ruff.toml", "pyproject.toml")
+_RUFF_SCAN_LIMIT = 5000
+
+
+def _policy_ruff(args: list[str], ctx: PolicyContext) -> list[str]:
+    """ruff with its cache off and every configuration it may load (`extend` chains) inside the roots.
+
+    A project's ruff config is the agent's to write: `cache-dir` would make ruff create directories and
+    files anywhere, and `extend = "/etc/passwd"` makes ruff quote the lines of that file in its parse error.
+    """
+    if hit := find_flag(args, ("--cache-dir",)):
+        raise denied(f"ruff {hit} is refused by the command policy (the cache is off; it would write outside).")
+    positional = [arg for arg in args if not arg.startswith("-")]
+    sub = positional[0] if positional else None
+    if sub is None:
+        if args and all(arg in ("--version", "-V", "--help", "-h") for arg in args):
+            return args
+        raise invalid(f'ruff needs a subcommand ({", ".join(RUFF_SUBCOMMANDS)}), e.g. ["ruff", "check", "."].')
+    if sub not in RUFF_SUBCOMMANDS:
+        raise denied(f"ruff {sub[:40]} is refused by the command policy; allowed: {', '.join(RUFF_SUBCOMMANDS)}.")
+    if sub not in ("check", "format"):
+        return args
+    for config in _ruff_configs(args[args.index(sub) + 1 :], ctx):
+        _confine_ruff_extends(config, ctx)
+    position = args.index(sub) + 1
+    return [*args[:position], "--no-cache", *args[position:]]
+
+
+def _ruff_configs(rest: Sequence[str], ctx: PolicyContext) -> list[Path]:
+    """Config files ruff may read: `--config FILE`, those in the ancestors (inside the roots) of cwd and of each
+    path argument, and those below them."""
+    found: list[Path] = []
+    starts = [ctx.cwd]
+    for index, arg in enumerate(rest):
+        value = arg.split("=", 1)[1] if arg.startswith("--config=") else None
+        if arg == "--config" and index + 1 < len(rest):
+            value = rest[index + 1]
+        if value is not None and "=" not in value:
+            found.append(ctx.confine(value))
+        elif not arg.startswith("-") and (index == 0 or rest[index - 1] != "--config"):
+            path = ctx.confine(arg)
+            if path.exists():
+                starts.append(path if path.is_dir() else path.parent)
+    starts = list(dict.fromkeys(starts))
+    for start in starts:
+        folder = start
+        while True:
+            found += [folder / name for name in _RUFF_CONFIG_NAMES if (folder / name).is_file()]
+            parent = folder.parent
+            if parent == folder or not _inside(parent, ctx):
+                break
+            folder = parent
+    walks = itertools.chain.from_iterable(os.walk(start) for start in starts)
+    for visited, (directory, dirnames, filenames) in enumerate(walks):
+        if visited > _RUFF_SCAN_LIMIT:
+            raise denied(
+                "ruff: the directory tree is too large to check its configuration files; run it on a subfolder."
+            )
+        dirnames[:] = [name for name in dirnames if name not in (".git", "node_modules", ".venv", "__pycache__")]
+        found += [Path(directory) / name for name in _RUFF_CONFIG_NAMES if name in filenames]
+    return list(dict.fromkeys(found))
+
+
+def _inside(path: Path, ctx: PolicyContext) -> bool:
+    try:
+        ctx.confine(str(path))
+    except ToolFailure:
+        return False
+    return True
+
+
+def _confine_ruff_extends(config: Path, ctx: PolicyContext, depth: int = 0) -> None:
+    import tomllib
+
+    if depth > 10:
+        raise denied("ruff: the configuration `extend` chain is too long.")
+    checked = ctx.confine(str(config))
+    try:
+        data = tomllib.loads(checked.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return  # ruff reports the project's own broken file; it quotes only that file
+    table = data.get("tool", {}).get("ruff", {}) if checked.name == "pyproject.toml" else data
+    extend = table.get("extend") if isinstance(table, dict) else None
+    if extend is None:
+        return
+    if not isinstance(extend, str):
+        return
+    target = os.path.join(checked.parent, os.path.expanduser(extend))
+    try:
+        nested = ctx.confine(target)
+    except ToolFailure:
+        raise denied(
+            f"ruff: {config.name} extends {extend[:120]!r}, which is outside the allowed roots or a protected file; "
+            "ruff is not run on this configuration."
+        ) from None
+    if nested.is_file():
+        _confine_ruff_extends(nested, ctx, depth + 1)
+
+
 def _policy_generic(args: list[str], ctx: PolicyContext) -> list[str]:
     return args
 
@@ -845,6 +1022,19 @@ POLICIES: dict[str, PolicyInfo] = {
         "(pre/post hooks never run); lifecycle script names refused",
         ("install/ci/exec/publish/config/...", *_NPM_REFUSED),
         _policy_npm,
+    ),
+    "ruff": PolicyInfo(
+        "ruff",
+        "check/format run with `--no-cache`; every config file ruff may load (and its `extend` chain) must lie "
+        "inside the roots",
+        ("--cache-dir", "`extend` outside the roots", "server/analyze"),
+        _policy_ruff,
+    ),
+    "jq": PolicyInfo(
+        "jq",
+        "filters only: no modules (`import`, `include`, `modulemeta`, in the program or a -f file)",
+        ("import", "include", "modulemeta", "get_search_list"),
+        _policy_jq,
     ),
     "generic": PolicyInfo("generic", "no option runs code; path arguments confined to the roots", (), _policy_generic),
 }
@@ -972,7 +1162,12 @@ class CommandGuard:
         name = self.allowed_name(argv[0])
         workdir = self.resolve_cwd(cwd)
         info = policy_for(name)
-        ctx = PolicyContext(program=name, cwd=workdir, confine=lambda value: self.confine(value, workdir))
+        ctx = PolicyContext(
+            program=name,
+            cwd=workdir,
+            confine=lambda value: self.confine(value, workdir),
+            denied=self._paths.is_denied_relative,
+        )
         assert info.check is not None
         args = info.check(list(argv[1:]), ctx)
         for arg in argv[1:]:

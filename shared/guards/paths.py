@@ -191,6 +191,10 @@ class PathGuard:
         rel = os.path.relpath(text, root) if root is not None else text
         return self._denied_relative(rel)
 
+    def is_denied_relative(self, relative: str) -> bool:
+        """Whether a root-relative path (e.g. the path part of git's `HEAD:sub/.env`) matches a deny glob."""
+        return self._denied_relative(relative)
+
     def is_denied_name(self, name: str) -> bool:
         """Whether a single file name matches a deny glob (cheap check for directory walks)."""
         return self._name_regex is not None and self._name_regex.match(name.lower()) is not None
