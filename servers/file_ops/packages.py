@@ -81,6 +81,13 @@ INSTALL_ENV_KEEP = frozenset(
 )
 
 
+def npm_pinned_programs() -> list[str]:
+    """Command-line values for every npm setting that names a program, so a project's `.npmrc` cannot
+    swap in its own (`git=./evil.sh` with a `git+` dependency would otherwise run it)."""
+    git = shutil.which("git") or "git"
+    return [f"--git={git}", "--script-shell=/bin/sh", "--shell=/bin/sh", "--editor=true", "--browser=false"]
+
+
 def install_environment(server_environment: Mapping[str, str]) -> dict[str, str]:
     """The environment of an install: the kept variables of the server's, plus non-interactive settings."""
     env = {key: value for key, value in server_environment.items() if key in INSTALL_ENV_KEEP}
@@ -130,7 +137,7 @@ def install_package(
         npm = shutil.which("npm")
         if npm is None:
             raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "npm is not installed on the server's machine (not on PATH).")
-        command = [npm, "install", "--no-audit", "--no-fund", "--no-progress"]
+        command = [npm, "install", "--no-audit", "--no-fund", "--no-progress", *npm_pinned_programs()]
         if npm_ignore_scripts:
             command.append("--ignore-scripts")
         if dev:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -276,3 +277,31 @@ def test_write_cap_and_edit_keeps_the_encoding(tmp_path: Path) -> None:
     assert outcome.applied and "+welt" in outcome.diff
     data = (tmp_path / "u16.txt").read_bytes()
     assert data.startswith(b"\xff\xfe") and data.decode("utf-16") == "héllo\nwelt\n"
+
+
+@pytest.mark.skipif(not __import__("shutil").which("npm"), reason="npm is not installed")
+def test_npm_install_ignores_a_project_npmrc_that_names_its_own_git(tmp_path: Path) -> None:
+    """A hostile `.npmrc` (`git=./evil.sh`) plus a `git+` dependency must not run the project's script."""
+    root = tmp_path / "project"
+    root.mkdir()
+    marker = tmp_path / "PWNED"
+    evil = root / "evil.sh"
+    evil.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n", encoding="utf-8")
+    evil.chmod(0o755)
+    (root / ".npmrc").write_text(f"git={evil}\n", encoding="utf-8")
+    (root / "package.json").write_text(
+        '{"name": "p", "version": "1.0.0", "dependencies": {"x": "git+file:///nonexistent/repo.git"}}',
+        encoding="utf-8",
+    )
+    with contextlib.suppress(ToolFailure):  # the git dependency cannot be fetched: failing is fine
+        packages.install_package(
+            PathGuard([root]),
+            "npm",
+            ["left-pad@1.3.0"],
+            ".",
+            dev=False,
+            timeout_seconds=120,
+            npm_ignore_scripts=True,
+            pip_allow_server_environment=False,
+        )
+    assert not marker.exists(), "npm ran the git program named by the project's .npmrc"
