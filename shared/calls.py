@@ -111,15 +111,22 @@ def _decode_stringified_json(model: type[BaseModel], arguments: dict[str, Any]) 
     decoded = dict(arguments)
     for name, value in arguments.items():
         field = model.model_fields.get(name)
-        if field is None or field.annotation is str or not isinstance(value, str):
+        if field is None or field.annotation is str:
             continue
-        stripped = value.strip()
-        if not stripped.startswith(("[", "{")):
-            continue
-        try:
-            parsed = json.loads(stripped)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(parsed, list | dict):
-            decoded[name] = parsed
+        if (container := json_container(value)) is not None:
+            decoded[name] = container
     return decoded
+
+
+def json_container(value: Any) -> list[Any] | dict[str, Any] | None:
+    """The list or object a string holds as JSON (e.g. `"[1, 2]"`), else None."""
+    if not isinstance(value, str):
+        return None
+    stripped = value.strip()
+    if not stripped.startswith(("[", "{")):
+        return None
+    try:
+        parsed = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    return parsed if isinstance(parsed, list | dict) else None

@@ -54,6 +54,22 @@ class SectionState:
             return self._value
         return await anyio.to_thread.run_sync(self.get)
 
+    async def for_call(self, tool_name: str, extra: str | None) -> Any:
+        """The state a call of `tool_name` runs on; a failure to open it becomes an actionable ToolFailure."""
+        try:
+            return await self.aget()
+        except ToolFailure:
+            raise
+        except ModuleNotFoundError as exc:
+            raise missing_dependency(tool_name, exc, extra) from exc
+        except Exception as exc:
+            logger.exception("opening the state of tool %s failed", tool_name)
+            raise ToolFailure(
+                ErrorCode.DEPENDENCY_ERROR,
+                f"{tool_name} could not start its backing service (see the server log); "
+                "check the section's configuration and data directory, then retry.",
+            ) from exc
+
     def provide(self, value: Any) -> None:
         """The state a section's async `lifespan` yields (used instead of `open_state`)."""
         with self._lock:
@@ -91,20 +107,9 @@ def sdk_tool(spec: ToolSpec, state: SectionState, extra: str | None = None) -> T
 
     async def call(arguments: dict[str, Any], ctx: ToolContext, answer: UserAnswer | None = None) -> CallToolResult:
         try:
-            value = await state.aget()
+            value = await state.for_call(spec.name, extra)
         except ToolFailure as failure:
             return failure_result(failure)
-        except ModuleNotFoundError as exc:
-            return failure_result(missing_dependency(spec.name, exc, extra))
-        except Exception:
-            logger.exception("opening the state of tool %s failed", spec.name)
-            return failure_result(
-                ToolFailure(
-                    ErrorCode.DEPENDENCY_ERROR,
-                    f"{spec.name} could not start its backing service (see the server log); "
-                    "check the section's configuration and data directory, then retry.",
-                )
-            )
         return await run_tool(spec, arguments, value, ctx, extra, answer)
 
     if spec.asks_user is not None:

@@ -15,7 +15,7 @@ import anyio
 import anyio.to_thread
 from mcp_types import CallToolResult
 
-from mcp_sections.shared.calls import failure_result, missing_dependency, run_tool
+from mcp_sections.shared.calls import failure_result, run_tool
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, not_found
 
@@ -138,20 +138,9 @@ class InProcessLauncher:
             raise not_found(f"unknown tool {name[:80]!r}; this server's tools are: {', '.join(sorted(specs))}.")
         extra = self.entry.declaration.extra if self.entry.declaration is not None else None
         try:
-            value = await state.aget()
+            value = await state.for_call(spec.name, extra)
         except ToolFailure as failure:
             return failure_result(failure)
-        except ModuleNotFoundError as exc:
-            return failure_result(missing_dependency(spec.name, exc, extra))
-        except Exception:
-            logger.exception("opening the state of tool %s failed", spec.name)
-            return failure_result(
-                ToolFailure(
-                    ErrorCode.DEPENDENCY_ERROR,
-                    f"{spec.name} could not start its backing service (see the server log); "
-                    "check the section's configuration and data directory, then retry.",
-                )
-            )
         with anyio.move_on_after(self._gateway.call_timeout_seconds) as scope:
             return await run_tool(spec, arguments, value, _SectionContext(progress), extra)
         assert scope.cancelled_caught

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from mcp_sections.shared.calls import json_container
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 
 if TYPE_CHECKING:
@@ -141,17 +142,10 @@ def _decode_stringified_json(properties: dict[str, Any], arguments: dict[str, An
     """Some clients send lists/objects as JSON strings; decode those where the property is not a string."""
     decoded = dict(arguments)
     for name, value in arguments.items():
-        if not isinstance(value, str) or _accepts_string(properties.get(name)):
+        if _accepts_string(properties.get(name)):
             continue
-        stripped = value.strip()
-        if not stripped.startswith(("[", "{")):
-            continue
-        try:
-            parsed = json.loads(stripped)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(parsed, list | dict):
-            decoded[name] = parsed
+        if (container := json_container(value)) is not None:
+            decoded[name] = container
     return decoded
 
 
