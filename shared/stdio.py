@@ -29,6 +29,11 @@ def rejection(line: str) -> JSONRPCError | None:
     """None if `line` is a well-formed JSON-RPC message, else the error to send back."""
     if len(line) > MAX_LINE_CHARS:
         return _error(None, INVALID_REQUEST, f"message larger than {MAX_LINE_CHARS} characters")
+    try:  # the common case, one parse in pydantic-core; the slow path below only runs for bad lines
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None
+    except ValidationError:
+        pass
     try:
         decoded = json.loads(line)
     except (ValueError, RecursionError):

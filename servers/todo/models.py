@@ -261,12 +261,16 @@ class TaskSummary(ToolResult):
     dependencies: list[str]
 
 
-class CreateResult(ToolResult):
+class _TaskChange(ToolResult):
+    """A write that returns the task as it now is."""
+
     success: bool = True
     task_id: str
     message: str
     task: TaskView
 
+
+class CreateResult(_TaskChange):
     def render_text(self) -> str:
         return f"Created {self.task.line()} in workflow {self.task.workflow_id}."
 
@@ -301,12 +305,7 @@ class StatusResult(ToolResult):
         return self.message
 
 
-class UpdateResult(ToolResult):
-    success: bool = True
-    task_id: str
-    message: str
-    task: TaskView
-
+class UpdateResult(_TaskChange):
     def render_text(self) -> str:
         return f"Updated {self.task.line()}."
 
