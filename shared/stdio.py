@@ -1,39 +1,53 @@
-"""The stdio transport, with a guard that answers malformed JSON-RPC instead of ignoring it.
+"""The stdio transport: newline-delimited JSON-RPC on the event loop, each line parsed once.
 
-The SDK's stdio reader drops lines it cannot parse, so a client that sent a broken request
-waits forever. Here every such line gets a JSON-RPC error (-32700 parse error, -32600 invalid
-request, with the request id when one can be read), and the server goes on serving.
+The SDK's own stdio transport reads and writes through worker threads (three thread hand-offs per
+request) and drops lines it cannot parse, so a client that sent a broken request waits forever. This
+one reads and writes the pipes on the event loop, hands each well-formed message to the SDK already
+parsed, and answers every malformed line with a JSON-RPC error (-32700 parse error, -32600 invalid
+request, with the request id when one can be read) before going on serving. Standard input or output
+that is a regular file or a terminal rather than a pipe is served through a thread instead. When the
+client closes its end, requests still running get to answer (for up to `DRAIN_SECONDS`) before the
+server stops.
+
+While serving, fd 0 reads /dev/null and fd 1 writes to stderr, so child processes and stray prints
+never touch the protocol.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
-from io import TextIOWrapper
+import threading
+from collections.abc import Iterable
+from contextlib import suppress
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.server.mcpserver import MCPServer
-from mcp.server.stdio import stdio_server
+from mcp.shared._context_streams import ContextSendStream, create_context_streams
 from mcp.shared.message import SessionMessage
-from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCResponse
 from pydantic import ValidationError
 
-MAX_LINE_CHARS = 16 * 1024 * 1024
+MAX_LINE_BYTES = 16 * 1024 * 1024
+READ_CHUNK = 256 * 1024
+DRAIN_SECONDS = 30.0  # after the client closes stdin, how long requests still running may take to answer
 
 
-def rejection(line: str) -> JSONRPCError | None:
+def rejection(line: str | bytes) -> JSONRPCError | None:
     """None if `line` is a well-formed JSON-RPC message, else the error to send back."""
-    if len(line) > MAX_LINE_CHARS:
-        return _error(None, INVALID_REQUEST, f"message larger than {MAX_LINE_CHARS} characters")
-    try:  # the common case, one parse in pydantic-core; the slow path below only runs for bad lines
+    try:
         types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         return None
     except ValidationError:
-        pass
+        return classify_bad_line(line)
+
+
+def classify_bad_line(line: str | bytes) -> JSONRPCError | None:
+    """The error for a line pydantic rejected (None for a notification whose only fault is unknown fields)."""
     try:
         decoded = json.loads(line)
     except (ValueError, RecursionError):
@@ -57,45 +71,210 @@ def _error(request_id: Any, code: int, message: str) -> JSONRPCError:
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
 
 
-class _GuardedLines:
-    """Async line source for the SDK's reader: valid lines pass, invalid ones are answered directly."""
+class LineSplitter:
+    """Bytes in, complete lines out; a line longer than `MAX_LINE_BYTES` is skipped and reported once."""
 
-    def __init__(self, source: Any) -> None:
-        self._source = source
-        self._write_stream: Any = None
-        self._ready = anyio.Event()
+    def __init__(self, pending: bytes = b"") -> None:
+        self._buffer = bytearray(pending)
+        self._discarding = False
 
-    def attach(self, write_stream: Any) -> None:
-        self._write_stream = write_stream
-        self._ready.set()
+    def feed(self, data: bytes) -> list[bytes | None]:
+        """The complete lines in `data` (None stands for one oversized line that was dropped)."""
+        out: list[bytes | None] = []
+        self._buffer += data
+        start = 0
+        while True:
+            end = self._buffer.find(b"\n", start)
+            if end < 0:
+                break
+            if self._discarding:
+                self._discarding = False
+            elif end - start > MAX_LINE_BYTES:
+                out.append(None)
+            else:
+                out.append(bytes(self._buffer[start:end]))
+            start = end + 1
+        del self._buffer[:start]
+        if len(self._buffer) > MAX_LINE_BYTES:
+            if not self._discarding:
+                out.append(None)
+            self._discarding = True
+            self._buffer.clear()
+        return out
 
-    async def __aiter__(self) -> AsyncIterator[str]:
-        async for line in self._source:
-            if not line.strip():
+
+class _Inbound:
+    """Parses lines and passes messages to the SDK, or answers a bad line itself."""
+
+    def __init__(self, to_sdk: ContextSendStream[SessionMessage | Exception], outbound: _Outbound) -> None:
+        self._to_sdk = to_sdk
+        self._outbound = outbound
+
+    async def drain(self) -> None:
+        """At end of input: let requests still running answer (bounded) before the SDK sees the end."""
+        with anyio.move_on_after(DRAIN_SECONDS):
+            while self._outbound.in_flight:
+                await anyio.sleep(0.01)
+
+    async def deliver(self, lines: Iterable[bytes | None]) -> None:
+        for line in lines:
+            if line is None:
+                await self._outbound.send_error(
+                    _error(None, INVALID_REQUEST, f"message larger than {MAX_LINE_BYTES} bytes")
+                )
                 continue
-            error = rejection(line)
-            if error is None:
-                yield line
+            text = line.decode("utf-8", "replace")
+            if not text.strip():
                 continue
-            await self._ready.wait()
-            await self._write_stream.send(SessionMessage(error))
+            try:
+                message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+            except ValidationError:
+                error = classify_bad_line(text)
+                if error is not None:
+                    await self._outbound.send_error(error)
+                continue
+            if isinstance(message, types.JSONRPCRequest):
+                self._outbound.in_flight.add(message.id)
+            await self._to_sdk.send(SessionMessage(message))
 
 
-def _detach_stdin() -> TextIOWrapper:
-    """Read the protocol from a private copy of fd 0 and point fd 0 at /dev/null for child processes."""
-    private = os.dup(0)
+class _Outbound:
+    """Writes messages to the output pipe on the event loop (or straight to a file), in order."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._writer: asyncio.StreamWriter | None = None
+        self._lock = anyio.Lock()
+        self.in_flight: set[str | int] = set()  # requests passed to the SDK and not answered yet
+
+    async def open(self) -> None:
+        loop = asyncio.get_running_loop()
+        if os.isatty(self._fd):  # the loop would leave the terminal non-blocking for the shell after us
+            return
+        try:
+            transport, protocol = await loop.connect_write_pipe(
+                asyncio.streams.FlowControlMixin, os.fdopen(self._fd, "wb", buffering=0, closefd=False)
+            )
+        except ValueError:  # a regular file: plain blocking writes are fine there
+            return
+        self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
+
+    async def send(self, session_message: SessionMessage) -> None:
+        message = session_message.message
+        if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+            self.in_flight.discard(message.id)
+        await self._write(message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+
+    async def send_error(self, error: JSONRPCError) -> None:
+        await self._write(error.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+
+    async def _write(self, data: bytes) -> None:
+        async with self._lock:
+            if self._writer is None:
+                await anyio.to_thread.run_sync(_write_all, self._fd, data)
+                return
+            self._writer.write(data)
+            await self._writer.drain()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+async def _read_loop(fd: int, splitter: LineSplitter, inbound: _Inbound) -> None:
+    """Feed `inbound` from `fd` until end of file: on the loop for a pipe, through a thread for a file."""
+    loop = asyncio.get_running_loop()
+    chunks: asyncio.Queue[bytes] = asyncio.Queue(maxsize=64)
+    eof = b""
+
+    class Reader(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.transport = transport
+
+        def data_received(self, data: bytes) -> None:
+            chunks.put_nowait(data)
+            if chunks.full():
+                self.transport.pause_reading()  # type: ignore[attr-defined]
+
+        def eof_received(self) -> None:
+            chunks.put_nowait(eof)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            with suppress(asyncio.QueueFull):
+                chunks.put_nowait(eof)
+
+    reader: Reader | None = None
+    try:
+        if os.isatty(fd):  # the loop would leave the terminal non-blocking for the shell after us
+            raise ValueError("a terminal")
+        _, reader = await loop.connect_read_pipe(Reader, os.fdopen(fd, "rb", buffering=0, closefd=False))
+    except ValueError:  # a regular file or a terminal
+        threading.Thread(target=_read_file, args=(fd, loop, chunks), daemon=True, name="stdio-reader").start()
+    while True:
+        data = await chunks.get()
+        if reader is not None and chunks.qsize() < 8:
+            reader.transport.resume_reading()  # type: ignore[attr-defined]
+        if data is eof:
+            break
+        await inbound.deliver(splitter.feed(data))
+
+
+def _read_file(fd: int, loop: asyncio.AbstractEventLoop, chunks: asyncio.Queue[bytes]) -> None:
+    while True:
+        data = os.read(fd, READ_CHUNK)
+        asyncio.run_coroutine_threadsafe(chunks.put(data), loop).result()
+        if not data:
+            return
+
+
+def claim_standard_streams() -> tuple[int, int]:
+    """Private copies of fds 0 and 1 for the protocol; fd 0 then reads /dev/null and fd 1 writes to stderr."""
+    protocol_in = os.dup(0)
+    protocol_out = os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    return TextIOWrapper(os.fdopen(private, "rb", closefd=True), encoding="utf-8", errors="replace")
+    os.dup2(2, 1)
+    for fd in (protocol_in, protocol_out):
+        os.set_inheritable(fd, False)
+    return protocol_in, protocol_out
 
 
 async def run_stdio(server: MCPServer) -> None:
-    """Serve `server` on stdin/stdout until the client closes stdin."""
+    """Serve `server` on stdin/stdout until the client closes its end (and its running requests answered)."""
     if sys.stdin is None:  # pragma: no cover - started without a stdin
         raise RuntimeError("stdio transport needs a standard input")
-    lines = _GuardedLines(anyio.wrap_file(_detach_stdin()))
+    read_fd, write_fd = claim_standard_streams()
+    to_sdk, from_client = create_context_streams[SessionMessage | Exception](0)
+    to_client, from_sdk = create_context_streams[SessionMessage](0)
+    outbound = _Outbound(write_fd)
+    await outbound.open()
+    inbound = _Inbound(to_sdk, outbound)
     lowlevel = server._lowlevel_server  # the SDK exposes no public run() taking streams on MCPServer
-    async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
-        lines.attach(write_stream)
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+    async def read() -> None:
+        async with to_sdk:
+            await _read_loop(read_fd, LineSplitter(), inbound)
+            await inbound.drain()
+
+    writer_done = anyio.Event()
+
+    async def write() -> None:
+        try:
+            async with from_sdk:
+                async for session_message in from_sdk:
+                    await outbound.send(session_message)
+        except (OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            group.cancel_scope.cancel()  # the client closed its end: nobody is left to answer
+        finally:
+            writer_done.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(read)
+        group.start_soon(write)
+        await lowlevel.run(from_client, to_client, lowlevel.create_initialization_options())
+        await to_client.aclose()  # the writer flushes what the SDK already sent, then ends
+        await writer_done.wait()
+        group.cancel_scope.cancel()
