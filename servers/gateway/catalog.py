@@ -22,6 +22,8 @@ from mcp_sections.shared.registry import BUILTIN_SECTIONS, load_section
 from .settings import ExternalSection, GatewaySettings
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from mcp_sections.shared.sections import Section
 
     from .validation import ArgumentChecker
@@ -37,6 +39,7 @@ class SectionTool:
     """One tool of a section: its definition, and the argument checker built on its first call."""
 
     definition: dict[str, Any]
+    input_model: type[BaseModel] | None = None  # a built-in tool's own input model (its schema's source)
     _checker: ArgumentChecker | None = field(default=None, repr=False)
 
     @property
@@ -47,7 +50,7 @@ class SectionTool:
         if self._checker is None:
             from .validation import ArgumentChecker
 
-            self._checker = ArgumentChecker(self.name, self.definition.get("inputSchema") or {})
+            self._checker = ArgumentChecker(self.name, self.definition.get("inputSchema") or {}, self.input_model)
         return self._checker
 
 
@@ -141,7 +144,8 @@ class SectionEntry:
             definitions = self.definitions(settings)
             if definitions is None:
                 return None
-            self._tools = {definition["name"]: SectionTool(definition) for definition in definitions}
+            models = {spec.name: spec.input_model for spec in self.declaration.specs} if self.declaration else {}
+            self._tools = {tool["name"]: SectionTool(tool, models.get(tool["name"])) for tool in definitions}
         return self._tools
 
 

@@ -135,6 +135,11 @@ class SectionLauncher:
         started = False
         try:
             async with self._client() as client:
+                if self.entry.external is None:
+                    # A built-in section's structured results are its pydantic output models, dumped: checking
+                    # them again with jsonschema here cost more than the rest of the hop. Third-party sections
+                    # are still checked; the gateway forwards results unchanged either way.
+                    client.session.validate_tool_result = _built_in_result  # type: ignore[method-assign]
                 listing = await client.list_tools()
                 self.entry.remember_definitions(
                     [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listing.tools]
@@ -303,6 +308,10 @@ async def _http_with_headers(url: str, headers: dict[str, str]) -> AsyncIterator
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
+
+
+async def _built_in_result(name: str, result: CallToolResult) -> None:
+    """Accepts a built-in section's result as it is (see `_hold`)."""
 
 
 def _describe(exc: BaseException) -> str:
