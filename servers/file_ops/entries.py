@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
+import math
 import os
 import shutil
 import stat
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
@@ -30,7 +32,13 @@ def kind_of(mode: int) -> str:
 
 
 def iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    """A POSIX time as ISO 8601 UTC to the second (`2026-11-23T08:45:00Z`)."""
+    return _iso_second(math.floor(timestamp))
+
+
+@functools.lru_cache(maxsize=4096)  # files written together share their second: a listing formats few
+def _iso_second(second: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
 
 
 def link_target_shown(guard: PathGuard, link: Path | str) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 from typing import Any, Literal
 
 from mcp_types import ImageContent
@@ -28,13 +29,17 @@ class CompactItem(ToolResult):
 
     @model_serializer(mode="wrap")
     def _compact(self, handler: Any):  # no return annotation: the JSON schema stays the fields' own
-        data = handler(self)
-        fields = type(self).model_fields
+        required = _required_fields(type(self))
         return {
             key: value
-            for key, value in data.items()
-            if not (value is None or value is False or value == []) or fields[key].is_required()
+            for key, value in handler(self).items()
+            if key in required or not (value is None or value is False or value == [])
         }
+
+
+@functools.cache
+def _required_fields(model: type[ToolResult]) -> frozenset[str]:
+    return frozenset(name for name, field in model.__pydantic_fields__.items() if field.is_required())
 
 
 def _path_field(description: str = PATH_DESCRIPTION, default: str | None = None) -> Any:
