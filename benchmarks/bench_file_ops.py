@@ -5,7 +5,9 @@ Run: python -m benchmarks.bench_file_ops [--files 50000] [--calls 200] [--starts
 Generates a tree of `--files` files (plus one directory of 10,000 entries), installs the reference server
 with npm into a temporary directory, and prints one table: cold start (spawn → tools/list answered),
 read_file p50/p95, listing the 10,000-entry directory, glob `**/*.py`, and a literal content search (the
-reference server has no content search: `grep -rlF` and, if installed, `rg -lF` are shown instead).
+reference server has no content search: `grep -rlF` and, if installed, `rg -lF` are shown instead). A third
+column, "floor", runs benchmarks/sdk_file_server.py: the least a Python server on the `mcp` SDK can do (cold
+start and read_file only).
 Needs node and npm on PATH and access to the npm registry. Not part of the test suite.
 """
 
@@ -147,9 +149,13 @@ async def main(files: int, calls: int, starts: int) -> None:
         searches = {
             "ours": lambda client, i: client.call_tool("search_files", {"pattern": NEEDLE, "max_results": 1000}),
         }
-        rows: list[tuple[str, str, str]] = []
-        results: dict[str, dict[str, float | None]] = {"ours": {}, "reference": {}}
-        subjects = (("ours", ours), ("reference", reference))
+        rows: list[tuple[str, str, str, str]] = []
+        results: dict[str, dict[str, float | None]] = {"ours": {}, "reference": {}, "floor": {}}
+        floor = [sys.executable, str(Path(__file__).resolve().parent / "sdk_file_server.py")]
+        reads["floor"] = lambda client, i: client.call_tool(
+            "read_text_file", {"path": str(root / sample[i % len(sample)])}
+        )
+        subjects = (("ours", ours), ("reference", reference), ("floor", floor))
         # metric by metric, both servers back to back: a busy machine skews both sides alike
         for label, argv in subjects:
             print(f"cold start: {label} ...", file=sys.stderr)
@@ -160,6 +166,7 @@ async def main(files: int, calls: int, starts: int) -> None:
             read = await timed_calls(argv, env, calls, reads[label])
             results[label]["read_file p50 (ms)"] = percentile(read, 0.5)
             results[label]["read_file p95 (ms)"] = percentile(read, 0.95)
+        subjects = subjects[:2]  # the floor server only reads
         for label, argv in subjects:
             print(f"listing: {label} ...", file=sys.stderr)
             results[label]["list 10,000 entries (ms)"] = median(await timed_calls(argv, env, 3, listings[label]))
@@ -177,13 +184,21 @@ async def main(files: int, calls: int, starts: int) -> None:
         grep = shell_ms(["grep", "-rlF", NEEDLE, str(root)])
         ripgrep = shell_ms(["rg", "-lF", NEEDLE, str(root)])
         for metric in results["ours"]:
-            rows.append((metric, fmt(results["ours"][metric]), fmt(results["reference"].get(metric))))
+            rows.append(
+                (
+                    metric,
+                    fmt(results["ours"][metric]),
+                    fmt(results["reference"].get(metric)),
+                    fmt(results["floor"].get(metric)),
+                )
+            )
         print()
         print(f"tree: {len(created):,} files ({FLAT_ENTRIES:,} in one directory); {calls} reads; {os.cpu_count()} CPUs")
+        print("floor: benchmarks/sdk_file_server.py, a bare Python SDK server reading files with no checks at all")
         width = max(len(row[0]) for row in rows) + 2
-        print(f"{'metric':<{width}} {'file_ops':>12} {'reference':>12}")
-        for metric, mine, theirs in rows:
-            print(f"{metric:<{width}} {mine:>12} {theirs:>12}")
+        print(f"{'metric':<{width}} {'file_ops':>12} {'reference':>12} {'floor':>12}")
+        for metric, mine, theirs, bare in rows:
+            print(f"{metric:<{width}} {mine:>12} {theirs:>12} {bare:>12}")
         print(f"{'grep -rlF (ms)':<{width}} {fmt(grep):>12}")
         print(f"{'rg -lF (ms)':<{width}} {fmt(ripgrep):>12}")
         print("reference: no content-search tool (it only globs file names).")

@@ -17,6 +17,8 @@ Run: python -m benchmarks.bench_gateway [--starts 5] [--calls 300]
    server (`create_proxy` mounted on a `FastMCP`, see benchmarks/fastmcp_proxy.py), all over stdio with the
    official `mcp` client, interleaved call by call so machine noise hits every path alike. Targets, per gateway
    mode: gateway p50 and p95 ≤ 1.5× direct; the fastmcp proxy ≥ 3× slower than the gateway (p50 and p95).
+   A floor row shows what any SDK-based process hop costs at least: `benchmarks/sdk_forwarder.py`, a bare
+   SDK server whose one tool forwards the call over a kept-open SDK client and returns the result as-is.
 3. Cold start: spawn → initialize → tools/list of the gateway (both modes) beside `serve calculator`, and the
    first `call_section_tool` into the not-yet-started calculator (the default mode spawns the section, the
    in-process mode imports it) beside the first call on a fresh `serve calculator`. No target in the issue:
@@ -263,6 +265,16 @@ def fastmcp_subject(data_dir: str) -> Subject | None:
     return Subject(label, argv, "calculator_calculator_binary", ADD)
 
 
+def forwarder_subject(data_dir: str) -> Subject:
+    argv = [
+        sys.executable,
+        str(ROOT / "benchmarks" / "sdk_forwarder.py"),
+        *cli("serve", "calculator", "--data-dir", data_dir),
+    ]
+    arguments = {"tool": "calculator_binary", "arguments": ADD}
+    return Subject("floor: bare SDK forwarder (benchmarks/sdk_forwarder.py)", argv, "forward", arguments)
+
+
 async def checked_call(client: Client, subject: Subject) -> Any:
     result = await client.call_tool(subject.tool, subject.arguments)
     if result.is_error or (result.structured_content or {}).get("result") != 3:
@@ -339,6 +351,7 @@ async def hop_cost(data_dir: str, calls: int) -> dict[str, tuple[float, float] |
         "direct": direct_subject(data_dir),
         "gateway": gateway_subject(data_dir),
         "in_process": in_process_subject(data_dir),
+        "floor": forwarder_subject(data_dir),
     }
     proxy = fastmcp_subject(data_dir)
     if proxy is not None:
@@ -367,7 +380,8 @@ async def hop_cost(data_dir: str, calls: int) -> dict[str, tuple[float, float] |
     direct = stats["direct"]
     assert direct is not None
     rows: list[list[Any]] = []
-    for key, label in (("direct", None), ("gateway", None), ("in_process", None), ("fastmcp", "fastmcp proxy")):
+    keys = (("direct", None), ("floor", None), ("gateway", None), ("in_process", None), ("fastmcp", "fastmcp proxy"))
+    for key, label in keys:
         measured = stats[key]
         if measured is None:
             rows.append([f"{label}: {SKIP_FASTMCP}", "", "", "", "", ""])
@@ -433,9 +447,12 @@ async def cold_start(data_dir: str, starts: int) -> None:
 
 
 def hop_verdicts(stats: dict[str, tuple[float, float] | None]) -> list[list[Any]]:
-    direct, proxy = stats["direct"], stats["fastmcp"]
-    assert direct is not None
-    rows = []
+    direct, proxy, floor = stats["direct"], stats["fastmcp"], stats["floor"]
+    assert direct is not None and floor is not None
+    rows = [  # what any SDK-based process hop costs at least: if this fails too, the target needs another stack
+        [f"hop (floor): bare SDK forwarder {name} vs direct", f"{floor[index] / direct[index]:.2f}x", "(info)", ""]
+        for index, name in ((0, "p50"), (1, "p95"))
+    ]
     for key, mode in (("gateway", "subprocess"), ("in_process", "in-process")):
         gateway = stats[key]
         assert gateway is not None
