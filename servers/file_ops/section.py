@@ -396,6 +396,7 @@ async def search_files(params: SearchFilesInput, state: FileOpsState, ctx: ToolC
         max_file_bytes=settings.max_search_file_bytes,
         max_entries=settings.walk_max_entries,
         timeout_seconds=settings.search_timeout_seconds,
+        engine=settings.search_engine,
     )
     return SearchFilesResult.model_validate({**vars(outcome), "matches": [vars(match) for match in outcome.matches]})
 

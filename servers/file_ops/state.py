@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
@@ -53,6 +53,11 @@ class FileOpsSettings(SectionSettings):
         default=4 * 1024 * 1024, ge=1024, description="Files larger than this are skipped by search_files."
     )
     search_timeout_seconds: float = Field(default=20.0, gt=0, le=600, description="Time budget of one search.")
+    search_engine: Literal["auto", "python"] = Field(
+        default="auto",
+        description="auto: search_files lets ripgrep (`rg` on the fixed search path) pick the files to search "
+        "when it can do so exactly, same results; python: always the Python walk.",
+    )
     walk_max_entries: int = Field(
         default=500_000, ge=1000, description="Most directory entries one glob/search/tree walk visits."
     )

@@ -225,6 +225,18 @@ class WalkStats:
     skipped_links: int = 0
 
 
+def left_out(
+    guard: PathGuard, name: str, rel: str, *, include_hidden: bool, gitignore: bool, exclude: list[str]
+) -> bool:
+    """The walk's rules for one entry, by its name and path relative to the base (.gitignore aside)."""
+    return (
+        (not include_hidden and name.startswith("."))
+        or (name in ALWAYS_SKIPPED and (gitignore or not include_hidden))
+        or guard.is_denied_name(name)
+        or bool(exclude and name_matches(name, rel, exclude))
+    )
+
+
 def walk(
     guard: PathGuard,
     base: str,
@@ -276,18 +288,12 @@ def walk(
         if deadline is not None and stats.visited % 256 == 0 and time.monotonic() > deadline:
             stats.timed_out = True
             return
-        if not include_hidden and name.startswith("."):
-            continue
-        if name in ALWAYS_SKIPPED and (gitignore or not include_hidden):
-            continue
         rel = f"{rel_dir}/{name}" if rel_dir else name
-        if guard.is_denied_name(name):
-            continue
-        path = os.path.join(directory, name)
-        if exclude and name_matches(name, rel, exclude):
+        if left_out(guard, name, rel, include_hidden=include_hidden, gitignore=gitignore, exclude=exclude):
             continue
         if gitignore and ignore.ignored(rel, is_dir):
             continue
+        path = os.path.join(directory, name)
         if is_link and guard.entry_escapes(path):
             stats.skipped_links += 1
             continue
