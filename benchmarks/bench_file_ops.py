@@ -7,7 +7,7 @@ with npm into a temporary directory, and prints one table: cold start (spawn →
 read_file p50/p95, listing the 10,000-entry directory, glob `**/*.py`, and a literal content search (the
 reference server has no content search: `grep -rlF` and, if installed, `rg -lF` are shown instead). A third
 column, "floor", runs benchmarks/sdk_file_server.py: the least a Python server on the `mcp` SDK can do (cold
-start and read_file only).
+start, read_file and listing only).
 Needs node and npm on PATH and access to the npm registry. Not part of the test suite.
 """
 
@@ -166,13 +166,14 @@ async def main(files: int, calls: int, starts: int) -> None:
             read = await timed_calls(argv, env, calls, reads[label])
             results[label]["read_file p50 (ms)"] = percentile(read, 0.5)
             results[label]["read_file p95 (ms)"] = percentile(read, 0.95)
-        subjects = subjects[:2]  # the floor server only reads
+        listings["floor"] = lambda client, i: client.call_tool("list_directory", {"path": str(root / "flat")})
         for label, argv in subjects:
             print(f"listing: {label} ...", file=sys.stderr)
             results[label]["list 10,000 entries (ms)"] = median(await timed_calls(argv, env, 3, listings[label]))
             results[label]["  same, no client schema check (ms)"] = median(
                 await timed_calls(argv, env, 3, listings[label], validate=False)
             )
+        subjects = subjects[:2]  # the floor server only reads and lists
         for label, argv in subjects:
             print(f"glob: {label} ...", file=sys.stderr)
             results[label]["glob **/*.py (ms)"] = median(await timed_calls(argv, env, 3, globs[label]))
@@ -194,7 +195,9 @@ async def main(files: int, calls: int, starts: int) -> None:
             )
         print()
         print(f"tree: {len(created):,} files ({FLAT_ENTRIES:,} in one directory); {calls} reads; {os.cpu_count()} CPUs")
-        print("floor: benchmarks/sdk_file_server.py, a bare Python SDK server reading files with no checks at all")
+        print(
+            "floor: benchmarks/sdk_file_server.py, a bare Python SDK server reading and listing with no checks at all"
+        )
         width = max(len(row[0]) for row in rows) + 2
         print(f"{'metric':<{width}} {'file_ops':>12} {'reference':>12} {'floor':>12}")
         for metric, mine, theirs, bare in rows:
