@@ -35,6 +35,7 @@ from pydantic import ValidationError
 MAX_LINE_BYTES = 16 * 1024 * 1024
 READ_CHUNK = 256 * 1024
 DRAIN_SECONDS = 30.0  # after the client closes stdin, how long requests still running may take to answer
+_LONG_LIVED = frozenset({"subscriptions/listen"})  # open until the connection ends: nothing to wait for
 
 
 def rejection(line: str | bytes) -> JSONRPCError | None:
@@ -133,8 +134,12 @@ class _Inbound:
                 if error is not None:
                     await self._outbound.send_error(error)
                 continue
-            if isinstance(message, types.JSONRPCRequest):
+            if isinstance(message, types.JSONRPCRequest) and message.method not in _LONG_LIVED:
                 self._outbound.in_flight.add(message.id)
+            elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+                cancelled = (message.params or {}).get("requestId")
+                if isinstance(cancelled, str | int):
+                    self._outbound.in_flight.discard(cancelled)  # a cancelled request is never answered
             await self._to_sdk.send(SessionMessage(message))
 
 

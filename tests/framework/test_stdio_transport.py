@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from mcp_sections.shared.stdio import MAX_LINE_BYTES, LineSplitter
@@ -93,3 +94,32 @@ def test_a_client_that_stops_reading_does_not_crash_the_server() -> None:
     process.stdin.close()
     assert process.wait(timeout=30) == 0
     assert b"Traceback" not in process.stderr.read()  # type: ignore[union-attr]
+
+
+def test_a_cancelled_request_does_not_hold_the_server_open_after_stdin_closes(tmp_path: Path) -> None:
+    """Closing stdin waits for running requests to answer, but never for one the client cancelled."""
+    env = {**ENV, "MCP_SECTIONS_SHELL_OPS_ALLOWED_PROGRAMS": "sleep"}
+    sleep = {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "tools/call",
+        "params": {"name": "run_command", "arguments": {"command": ["sleep", "60"]}},
+    }
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}
+    process = subprocess.Popen(
+        [*cli_command(), "serve", "shell_ops", "--root", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(_lines(INITIALIZE, INITIALIZED, sleep))
+    process.stdin.flush()
+    assert json.loads(process.stdout.readline())["id"] == "init"
+    time.sleep(1)  # the command is running
+    started = time.monotonic()
+    process.stdin.write(_lines(cancel))
+    process.stdin.close()
+    assert process.wait(timeout=20) == 0
+    assert time.monotonic() - started < 10
+    assert b'"id":5' not in process.stdout.read()
