@@ -154,7 +154,7 @@ class _Outbound:
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
-        if os.isatty(self._fd):  # the loop would leave the terminal non-blocking for the shell after us
+        if not _loop_can_watch(self._fd):
             return
         try:
             transport, protocol = await loop.connect_write_pipe(
@@ -180,6 +180,12 @@ class _Outbound:
                 return
             self._writer.write(data)
             await self._writer.drain()
+
+
+def _loop_can_watch(fd: int) -> bool:
+    """Whether the event loop should serve `fd`: not on Windows (its loop serves console and pipe handles
+    differently), and not a terminal (the loop would leave it non-blocking for the shell after us)."""
+    return sys.platform != "win32" and not os.isatty(fd)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -212,8 +218,8 @@ async def _read_loop(fd: int, splitter: LineSplitter, inbound: _Inbound) -> None
 
     reader: Reader | None = None
     try:
-        if os.isatty(fd):  # the loop would leave the terminal non-blocking for the shell after us
-            raise ValueError("a terminal")
+        if not _loop_can_watch(fd):
+            raise ValueError("served through a thread")
         _, reader = await loop.connect_read_pipe(Reader, os.fdopen(fd, "rb", buffering=0, closefd=False))
     except ValueError:  # a regular file or a terminal
         threading.Thread(target=_read_file, args=(fd, loop, chunks), daemon=True, name="stdio-reader").start()

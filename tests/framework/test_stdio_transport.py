@@ -123,3 +123,28 @@ def test_a_cancelled_request_does_not_hold_the_server_open_after_stdin_closes(tm
     assert process.wait(timeout=20) == 0
     assert time.monotonic() - started < 10
     assert b'"id":5' not in process.stdout.read()
+
+
+def test_a_terminal_for_stdout_is_served_and_left_blocking() -> None:
+    """A terminal is written through a thread: the event loop would leave it non-blocking for the shell."""
+    import pty
+
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen([*cli_command(), "serve", "calculator"], stdin=subprocess.PIPE, stdout=terminal, env=ENV)
+    probe = os.dup(terminal)  # shares the terminal's open file description, and so its O_NONBLOCK flag
+    os.close(terminal)
+    assert process.stdin is not None
+    process.stdin.write(_lines(INITIALIZE, INITIALIZED, ADD))
+    process.stdin.flush()
+    received = b""
+    while b'"id":2' not in received:
+        chunk = os.read(controller, 65536)
+        assert chunk, "the terminal closed before the reply"
+        received += chunk
+    process.stdin.close()
+    assert process.wait(timeout=30) == 0
+    assert os.get_blocking(probe)
+    os.close(probe)
+    os.close(controller)
+    replies = [json.loads(line) for line in received.replace(b"\r\n", b"\n").splitlines() if line.strip()]
+    assert replies[-1]["result"]["structuredContent"]["result"] == 5
