@@ -22,8 +22,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-APP_NAME = "mcp-sections"
-CONFIG_ENV = "MCP_SECTIONS_CONFIG"
+from mcp_sections.shared.locations import APP_NAME, default_cache_dir, find_config_file
 
 _file_layer: ContextVar[dict[str, Any] | None] = ContextVar("_file_layer", default=None)
 
@@ -132,23 +131,6 @@ class SectionSettings(LayeredSettings):
 
 
 SectionSettingsT = TypeVar("SectionSettingsT", bound=SectionSettings)
-
-
-def default_cache_dir() -> Path:
-    """`MCP_SECTIONS_CACHE_DIR`, else the platform's user cache directory."""
-    if env := os.environ.get("MCP_SECTIONS_CACHE_DIR"):
-        return Path(env).expanduser().resolve()
-    return Path(platformdirs.user_cache_dir(APP_NAME))
-
-
-def find_config_file(explicit: Path | None) -> Path | None:
-    """The config file to read: an explicit path must exist; the default location is optional."""
-    if explicit is not None:
-        return explicit.expanduser()
-    if env := os.environ.get(CONFIG_ENV):
-        return Path(env).expanduser()
-    default = Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
-    return default if default.is_file() else None
 
 
 def load_settings(config_file: Path | None = None, **cli: Any) -> Settings:

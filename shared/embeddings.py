@@ -457,7 +457,7 @@ def _gpu_visible() -> bool:
 
 def _default_onnx_dir() -> Path:
     """`<cache dir>/models`: exports are derived from the model alone, so every data directory shares them."""
-    from mcp_sections.shared.config import default_cache_dir
+    from mcp_sections.shared.locations import default_cache_dir
 
     return default_cache_dir() / "models"
 

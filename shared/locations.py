@@ -1,0 +1,32 @@
+"""Where the project's files live by default: the config file and the cache directory (stdlib + platformdirs).
+
+Kept apart from `config.py` (pydantic) so that the start-up preface can find them before anything heavy
+is imported.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "mcp-sections"
+CONFIG_ENV = "MCP_SECTIONS_CONFIG"
+
+
+def default_cache_dir() -> Path:
+    """`MCP_SECTIONS_CACHE_DIR`, else the platform's user cache directory."""
+    if env := os.environ.get("MCP_SECTIONS_CACHE_DIR"):
+        return Path(env).expanduser().resolve()
+    return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+def find_config_file(explicit: Path | None) -> Path | None:
+    """The config file to read: an explicit path must exist; the default location is optional."""
+    if explicit is not None:
+        return explicit.expanduser()
+    if env := os.environ.get(CONFIG_ENV):
+        return Path(env).expanduser()
+    default = Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+    return default if default.is_file() else None
