@@ -17,6 +17,8 @@ from mcp_sections.shared.registry import BUILTIN_SECTIONS, UnknownSection, all_s
 if TYPE_CHECKING:  # pragma: no cover
     from mcp.server.mcpserver import MCPServer
 
+    from mcp_sections.shared.preface import Handover
+
 
 def _add_settings_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -114,7 +116,7 @@ def _configure_logging(level: str) -> None:
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
 
-def _run(server: MCPServer, settings: Settings, args: argparse.Namespace) -> int:
+def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, handover: Handover | None = None) -> int:
     """Serve on the transport of the flags; over HTTP, the flags' extra hosts and origins add to the settings'."""
     from mcp_sections.shared.server import serve
 
@@ -125,17 +127,26 @@ def _run(server: MCPServer, settings: Settings, args: argparse.Namespace) -> int
         args.port,
         [*settings.allowed_hosts, *args.allowed_hosts],
         [*settings.allowed_origins, *args.allowed_origins],
+        handover,
     )
     return 0
 
 
-def _serve(args: argparse.Namespace) -> int:
+def prepare(argv: list[str]) -> None:
+    """What `serve <section>` imports (the SDK, the section): run by the start-up preface in the background."""
+    from mcp_sections.shared import server, stdio  # noqa: F401
+
+    if len(argv) > 1:
+        load_section(argv[1])
+
+
+def _serve(args: argparse.Namespace, handover: Handover | None = None) -> int:
     from mcp_sections.shared.server import build_server
 
     settings = _settings_from(args)
     section = load_section(args.section)
     server, _ = build_server(section, section.runtime(settings))
-    return _run(server, settings, args)
+    return _run(server, settings, args, handover)
 
 
 def _gateway(args: argparse.Namespace) -> int:
@@ -178,11 +189,12 @@ def tool_definitions(section_id: str) -> list[dict[str, Any]]:
     return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, handover: Handover | None = None) -> int:
+    """The CLI; `handover` comes from the start-up preface (`shared/preface.py`), which runs first."""
     args = build_parser().parse_args(argv)
     try:
         if args.command == "serve":
-            return _serve(args)
+            return _serve(args, handover)
         if args.command == "list":
             return _list(args)
         if args.command == "gateway":

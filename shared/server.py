@@ -21,6 +21,7 @@ from mcp_sections.shared.about import package_version
 from mcp_sections.shared.asking import asking_tool
 from mcp_sections.shared.calls import failure_result, missing_dependency, run_tool
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.preface import Handover
 from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, raw_tool, sdk_annotations
 from mcp_sections.shared.sections import Section, SectionRuntime
 from mcp_sections.shared.tools import ToolContext, ToolSpec, UserAnswer
@@ -203,13 +204,22 @@ def transport_security(
 
 
 def serve(
-    server: MCPServer, transport: str, host: str, port: int, extra_hosts: list[str], extra_origins: list[str]
+    server: MCPServer,
+    transport: str,
+    host: str,
+    port: int,
+    extra_hosts: list[str],
+    extra_origins: list[str],
+    handover: Handover | None = None,
 ) -> None:
-    """Run until the client disconnects (stdio) or the process is stopped (http)."""
+    """Run until the client disconnects (stdio) or the process is stopped (http).
+
+    `handover`: what the start-up preface read and answered on stdio before this server existed.
+    """
     if transport == "stdio":
         from mcp_sections.shared.stdio import run_stdio
 
-        anyio.run(run_stdio, server)
+        anyio.run(run_stdio, server, handover)
         return
     server.run(
         "streamable-http",

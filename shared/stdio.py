@@ -32,6 +32,8 @@ from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCResponse
 from pydantic import ValidationError
 
+from mcp_sections.shared.preface import Handover, StartupRecorder
+
 MAX_LINE_BYTES = 16 * 1024 * 1024
 READ_CHUNK = 256 * 1024
 DRAIN_SECONDS = 30.0  # after the client closes stdin, how long requests still running may take to answer
@@ -107,9 +109,15 @@ class LineSplitter:
 class _Inbound:
     """Parses lines and passes messages to the SDK, or answers a bad line itself."""
 
-    def __init__(self, to_sdk: ContextSendStream[SessionMessage | Exception], outbound: _Outbound) -> None:
+    def __init__(
+        self,
+        to_sdk: ContextSendStream[SessionMessage | Exception],
+        outbound: _Outbound,
+        recorder: StartupRecorder | None,
+    ) -> None:
         self._to_sdk = to_sdk
         self._outbound = outbound
+        self._recorder = recorder
 
     async def drain(self) -> None:
         """At end of input: let requests still running answer (bounded) before the SDK sees the end."""
@@ -134,8 +142,11 @@ class _Inbound:
                 if error is not None:
                     await self._outbound.send_error(error)
                 continue
-            if isinstance(message, types.JSONRPCRequest) and message.method not in _LONG_LIVED:
-                self._outbound.in_flight.add(message.id)
+            if isinstance(message, types.JSONRPCRequest):
+                if message.method not in _LONG_LIVED:
+                    self._outbound.in_flight.add(message.id)
+                if self._recorder is not None:
+                    self._recorder.request(message.id, message.method, message.params)
             elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
                 cancelled = (message.params or {}).get("requestId")
                 if isinstance(cancelled, str | int):
@@ -146,8 +157,9 @@ class _Inbound:
 class _Outbound:
     """Writes messages to the output pipe on the event loop (or straight to a file), in order."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, handover: Handover) -> None:
         self._fd = fd
+        self._handover = handover
         self._writer: asyncio.StreamWriter | None = None
         self._lock = anyio.Lock()
         self.in_flight: set[str | int] = set()  # requests passed to the SDK and not answered yet
@@ -166,9 +178,15 @@ class _Outbound:
 
     async def send(self, session_message: SessionMessage) -> None:
         message = session_message.message
+        data = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
             self.in_flight.discard(message.id)
-        await self._write(message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+            if isinstance(message, JSONRPCResponse) and self._handover.recorder is not None:
+                self._handover.recorder.response(message.id, data)
+            if message.id in self._handover.answered:  # the start-up preface already wrote this answer
+                self._handover.answered.discard(message.id)
+                return
+        await self._write(data + b"\n")
 
     async def send_error(self, error: JSONRPCError) -> None:
         await self._write(error.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
@@ -253,21 +271,28 @@ def claim_standard_streams() -> tuple[int, int]:
     return protocol_in, protocol_out
 
 
-async def run_stdio(server: MCPServer) -> None:
-    """Serve `server` on stdin/stdout until the client closes its end (and its running requests answered)."""
+async def run_stdio(server: MCPServer, handover: Handover | None = None) -> None:
+    """Serve `server` on stdin/stdout until the client closes its end (and its running requests answered).
+
+    `handover` is what the start-up preface (`shared/preface.py`) read and answered before the server existed.
+    """
     if sys.stdin is None:  # pragma: no cover - started without a stdin
         raise RuntimeError("stdio transport needs a standard input")
+    handover = handover or Handover()
     read_fd, write_fd = claim_standard_streams()
     to_sdk, from_client = create_context_streams[SessionMessage | Exception](0)
     to_client, from_sdk = create_context_streams[SessionMessage](0)
-    outbound = _Outbound(write_fd)
+    outbound = _Outbound(write_fd, handover)
     await outbound.open()
-    inbound = _Inbound(to_sdk, outbound)
+    inbound = _Inbound(to_sdk, outbound, handover.recorder)
     lowlevel = server._lowlevel_server  # the SDK exposes no public run() taking streams on MCPServer
 
     async def read() -> None:
         async with to_sdk:
-            await _read_loop(read_fd, LineSplitter(), inbound)
+            await inbound.deliver(handover.lines)
+            splitter = LineSplitter()
+            await inbound.deliver(splitter.feed(handover.pending))
+            await _read_loop(read_fd, splitter, inbound)
             await inbound.drain()
 
     writer_done = anyio.Event()
