@@ -280,11 +280,12 @@ class _Preface:
         else:
             return False
         self._handover.answered.add(request_id)
-        _write_all(1, json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode() + b"\n")
+        write_all(1, json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode() + b"\n")
         return True
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to a blocking descriptor."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]

@@ -32,21 +32,12 @@ from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCResponse
 from pydantic import ValidationError
 
-from mcp_sections.shared.preface import Handover, StartupRecorder
+from mcp_sections.shared.preface import Handover, StartupRecorder, write_all
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 READ_CHUNK = 256 * 1024
 DRAIN_SECONDS = 30.0  # after the client closes stdin, how long requests still running may take to answer
 _LONG_LIVED = frozenset({"subscriptions/listen"})  # open until the connection ends: nothing to wait for
-
-
-def rejection(line: str | bytes) -> JSONRPCError | None:
-    """None if `line` is a well-formed JSON-RPC message, else the error to send back."""
-    try:
-        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        return None
-    except ValidationError:
-        return classify_bad_line(line)
 
 
 def classify_bad_line(line: str | bytes) -> JSONRPCError | None:
@@ -194,7 +185,7 @@ class _Outbound:
     async def _write(self, data: bytes) -> None:
         async with self._lock:
             if self._writer is None:
-                await anyio.to_thread.run_sync(_write_all, self._fd, data)
+                await anyio.to_thread.run_sync(write_all, self._fd, data)
                 return
             self._writer.write(data)
             await self._writer.drain()
@@ -204,12 +195,6 @@ def _loop_can_watch(fd: int) -> bool:
     """Whether the event loop should serve `fd`: not on Windows (its loop serves console and pipe handles
     differently), and not a terminal (the loop would leave it non-blocking for the shell after us)."""
     return sys.platform != "win32" and not os.isatty(fd)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 async def _read_loop(fd: int, splitter: LineSplitter, inbound: _Inbound) -> None:
