@@ -190,8 +190,8 @@ class SectionListing:
 
 def section_listings() -> list[SectionListing]:
     """Every built-in section; `tools` is its served tools/list when its extra is installed, else empty."""
-    from mcp_sections.shared.cli import tool_definitions
-    from mcp_sections.shared.registry import BUILTIN_SECTIONS, load_section
+    from mcp_sections.servers.cli import tool_definitions
+    from mcp_sections.servers.registry import BUILTIN_SECTIONS, load_section
 
     extras = _extras()
     listings = []

@@ -296,11 +296,11 @@ def main() -> int:
     argv = sys.argv[1:]
 
     def load() -> None:
-        from mcp_sections.shared import cli
+        from mcp_sections.servers import cli
 
         cli.prepare(argv)
 
     handover = answer_early(argv, load)
-    from mcp_sections.shared.cli import main as cli_main
+    from mcp_sections.servers.cli import main as cli_main
 
     return cli_main(argv, handover=handover)

@@ -11,7 +11,7 @@ from pydantic_settings import SettingsConfigDict
 from mcp_sections.shared.config import SectionSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
 from mcp_sections.shared.sections import SectionRuntime
-from mcp_sections.shared.workers import (
+from mcp_sections.servers.calculator.workers import (
     WorkerCrashed,
     WorkerError,
     WorkerMemoryError,

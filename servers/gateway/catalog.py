@@ -1,6 +1,6 @@
 """What sections the gateway knows, and their tool definitions, without starting any process.
 
-Built-in sections come from `shared.registry` declarations: their metadata and full tool definitions are
+Built-in sections come from `servers.registry` declarations: their metadata and full tool definitions are
 computed from the `Section` object (the same `tools/list` the section would serve). A declaration is
 imported the first time something needs it (its name, its tools, a call), not when the gateway starts:
 the gateway's own start-up and `tools/list` import no section. Third-party sections
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_sections.shared.config import Settings
-from mcp_sections.shared.registry import BUILTIN_SECTIONS, load_section
+from mcp_sections.servers.registry import BUILTIN_SECTIONS, load_section
 
 from .settings import ExternalSection, GatewaySettings
 

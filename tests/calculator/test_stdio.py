@@ -245,7 +245,7 @@ def test_start_up_imports_no_sympy() -> None:
     script = """
 import asyncio, json, sys
 from mcp_sections.shared.config import Settings
-from mcp_sections.shared.registry import load_section
+from mcp_sections.servers.registry import load_section
 from mcp_sections.shared.server import build_server
 section = load_section("calculator")
 server, _ = build_server(section, section.runtime(Settings.load()))

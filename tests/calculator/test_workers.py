@@ -1,4 +1,4 @@
-"""shared/workers.py: the generic killable worker process (targets from the standard library)."""
+"""servers/calculator/workers.py: the generic killable worker process (targets from the standard library)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from mcp_sections.shared.errors import ToolFailure
-from mcp_sections.shared.workers import (
+from mcp_sections.servers.calculator.workers import (
     WorkerCrashed,
     WorkerError,
     WorkerMemoryError,

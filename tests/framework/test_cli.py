@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from mcp_sections.shared.registry import BUILTIN_SECTIONS
+from mcp_sections.servers.registry import BUILTIN_SECTIONS
 from tests.stdio import cli_command
 
 

@@ -41,7 +41,7 @@ def test_compose_file_is_valid_and_publishes_only_loopback() -> None:
 
 
 def test_every_built_in_section_used_by_compose_exists() -> None:
-    from mcp_sections.shared.registry import BUILTIN_SECTIONS
+    from mcp_sections.servers.registry import BUILTIN_SECTIONS
 
     config = (ROOT / "docker" / "gateway.toml").read_text(encoding="utf-8")
     for line in config.splitlines():

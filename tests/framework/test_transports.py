@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_sections.shared.registry import BUILTIN_SECTIONS
+from mcp_sections.servers.registry import BUILTIN_SECTIONS
 from tests.stdio import cli_command, section_client
 
 HEAVY_MODULES = ("torch", "sentence_transformers", "playwright", "neo4j", "sympy", "transformers")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mcp import Client
 
-from mcp_sections.shared.registry import load_section
+from mcp_sections.servers.registry import load_section
 from tests.stdio import server_parameters
 
 REPO = Path(__file__).resolve().parents[2]

@@ -41,7 +41,7 @@ def config_with_two_demos(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 @pytest.mark.anyio
 async def test_exposed_tools_are_listed_in_a_fixed_order(tmp_path: Path, mode: str) -> None:
-    from mcp_sections.shared.registry import load_section
+    from mcp_sections.servers.registry import load_section
 
     todo_tools = [spec.name for spec in load_section("todo").specs]
     config = config_with_two_demos(tmp_path)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_sections.shared.registry import BUILTIN_SECTIONS
+from mcp_sections.servers.registry import BUILTIN_SECTIONS
 from tests.gateway.helpers import (
     builtin_available,
     demo_section_table,

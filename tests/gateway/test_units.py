@@ -16,7 +16,7 @@ from mcp_sections.servers.gateway.validation import validate_arguments
 from mcp_sections.shared.agents.providers import Message, ToolCall, ToolDef, provider_from_config
 from mcp_sections.shared.config import ConfigError, load_settings
 from mcp_sections.shared.errors import ToolFailure
-from mcp_sections.shared.registry import BUILTIN_SECTIONS
+from mcp_sections.servers.registry import BUILTIN_SECTIONS
 from tests.gateway.helpers import builtin_available
 
 # -- project info ------------------------------------------------------------------------------------
@@ -132,9 +132,9 @@ def test_catalog_lists_builtins_then_third_party_in_order() -> None:
 
 @pytest.mark.skipif(not builtin_available("todo"), reason="the todo section is not importable")
 def test_declared_definitions_equal_the_sections_own_tools_list() -> None:
-    from mcp_sections.shared.cli import tool_definitions
+    from mcp_sections.servers.cli import tool_definitions
     from mcp_sections.shared.config import Settings
-    from mcp_sections.shared.registry import load_section
+    from mcp_sections.servers.registry import load_section
 
     assert declaration_definitions(load_section("todo"), Settings.load()) == tool_definitions("todo")
 

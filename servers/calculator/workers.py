@@ -51,7 +51,7 @@ logger = logging.getLogger("mcp_sections.workers")
 
 _HEADER = struct.Struct(">Q")
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
-_CHILD_ENTRY = "from mcp_sections.shared.workers import child_main; child_main()"
+_CHILD_ENTRY = "from mcp_sections.servers.calculator.workers import child_main; child_main()"
 
 
 class WorkerError(RuntimeError):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_sections.shared.about import package_version
 from mcp_sections.shared.config import ConfigError, Settings, load_settings
-from mcp_sections.shared.registry import BUILTIN_SECTIONS, UnknownSection, all_sections, load_section
+from mcp_sections.servers.registry import BUILTIN_SECTIONS, UnknownSection, all_sections, load_section
 
 if TYPE_CHECKING:  # pragma: no cover
     from mcp.server.mcpserver import MCPServer
