@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Makes the secrets compose.yaml reads, once: random values in docker/secrets/ (git-ignored), mode 0600.
+# An existing file is kept, so re-running never rotates a secret under running containers.
+set -euo pipefail
+dir="${1:-$(dirname "$0")/../docker/secrets}"
+mkdir -p "$dir"
+umask 077
+random() { python3 -c 'import secrets; print(secrets.token_urlsafe(32))'; }
+[ -s "$dir/mcp_token" ] || random > "$dir/mcp_token"
+if [ ! -s "$dir/neo4j_password" ]; then
+    password="$(random)"
+    printf '%s\n' "$password" > "$dir/neo4j_password"
+    printf 'neo4j/%s\n' "$password" > "$dir/neo4j_auth"
+fi
+[ -s "$dir/searxng.env" ] || printf 'SEARXNG_SECRET=%s\n' "$(random)" > "$dir/searxng.env"
+# The containers run as uid 10001 and read the token through the compose secret mount.
+chmod 0644 "$dir/mcp_token" "$dir/neo4j_password" 2>/dev/null || true
+echo "compose secrets in $dir (the gateway's bearer token: $dir/mcp_token)"

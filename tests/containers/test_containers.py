@@ -1,0 +1,148 @@
+"""The container files, checked without a Docker engine: hadolint, Docker Compose v2's own validation of
+compose.yaml against the Compose Specification, and the hardened profile on every service."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_sections.servers.registry import BUILTIN_SECTIONS
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "docker" / "Dockerfile"
+
+# Where the workspace is mounted, and how: the sections that write files, those that only read them.
+WORKSPACE_WRITERS = {"file_ops", "shell_ops", "media_ops"}
+WORKSPACE_READERS = {"rag_ops", "gateway"}
+# Sections that reach outside the compose network (remote providers, the web).
+EGRESS = {"web_ops", "media_ops", "gateway", "searxng"}
+THIRD_PARTY = {"searxng", "neo4j"}
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    if found is None:
+        pytest.skip(f"{name} is not installed (`make setup` installs it)")
+    return found
+
+
+def dockerfile_targets() -> dict[str, str]:
+    """Each build stage's name → the stage it starts from."""
+    stages: dict[str, str] = {}
+    for match in re.finditer(r"^FROM\s+(\S+)\s+AS\s+(\S+)\s*$", DOCKERFILE.read_text(encoding="utf-8"), re.M):
+        stages[match.group(2)] = match.group(1)
+    return stages
+
+
+@pytest.fixture(scope="module")
+def compose(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`docker compose config` of a copy of the project files with freshly made secrets."""
+    compose_bin = _tool("docker-compose")
+    version = subprocess.run([compose_bin, "version"], capture_output=True, text=True, timeout=30).stdout
+    if "v2." not in version:
+        pytest.skip(f"Docker Compose v2 is needed to validate against the Compose Specification: {version.strip()}")
+    work = tmp_path_factory.mktemp("compose")
+    shutil.copy(ROOT / "compose.yaml", work / "compose.yaml")
+    shutil.copytree(ROOT / "docker", work / "docker", ignore=shutil.ignore_patterns("secrets"))
+    subprocess.run(
+        ["bash", str(ROOT / "scripts" / "compose-secrets.sh"), str(work / "docker" / "secrets")],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    result = subprocess.run(
+        [compose_bin, "-f", "compose.yaml", "--profile", "neo4j", "config", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=work,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_dockerfile_passes_hadolint() -> None:
+    result = subprocess.run([_tool("hadolint"), str(DOCKERFILE)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_base_image_is_pinned_by_digest_and_final_stages_have_no_build_tools() -> None:
+    text = DOCKERFILE.read_text(encoding="utf-8")
+    assert re.search(r"^ARG PYTHON_IMAGE=\S+@sha256:[0-9a-f]{64}$", text, re.M)
+    assert not re.search(r"apt-get install[^\n]*\b(gcc|g\+\+|build-essential|make)\b", text)
+
+
+def test_every_section_has_an_image_target_and_a_service(compose: dict[str, Any]) -> None:
+    targets = dockerfile_targets()
+    for section_id in [*BUILTIN_SECTIONS, "gateway"]:
+        assert section_id in targets, f"docker/Dockerfile has no target {section_id}"
+        service = compose["services"].get(section_id)
+        assert service is not None, f"compose.yaml has no service {section_id}"
+        assert service["build"]["target"] == section_id
+
+
+def test_the_gateway_reaches_every_section_with_the_token() -> None:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "docker" / "gateway.toml").read_text(encoding="utf-8"))
+    sections = config["gateway"]["sections"]
+    assert set(sections) == set(BUILTIN_SECTIONS)
+    for section_id, entry in sections.items():
+        assert entry["url"] == f"http://{section_id}:8000/mcp"
+        assert entry["auth_token_file"] == "/run/secrets/mcp_token"
+
+
+@pytest.mark.parametrize("name", [*BUILTIN_SECTIONS, "gateway"])
+def test_every_service_runs_the_hardened_profile(compose: dict[str, Any], name: str) -> None:
+    service = compose["services"][name]
+    assert service["read_only"] is True
+    assert any(entry.startswith("/tmp") for entry in service["tmpfs"])
+    assert service["cap_drop"] == ["ALL"] and not service.get("cap_add")
+    assert "no-new-privileges:true" in service["security_opt"]
+    assert service["user"] == "10001:10001"
+    assert service["mem_limit"] and service["cpus"] and service["pids_limit"]
+    assert service["healthcheck"]["test"][-1] == "mcp_sections.servers.healthcheck"
+    command = service["command"]
+    assert "--auth-token-file" in command, "a section bound beyond loopback must require the bearer token"
+
+
+@pytest.mark.parametrize("name", [*BUILTIN_SECTIONS, "gateway", *THIRD_PARTY])
+def test_networks_and_mounts_are_least_privilege(compose: dict[str, Any], name: str) -> None:
+    service = compose["services"][name]
+    networks = set(service["networks"])
+    internal = {key for key, value in compose["networks"].items() if value.get("internal")}
+    if name in EGRESS:
+        assert networks - internal, f"{name} needs a network with a route out"
+    else:
+        assert networks <= internal, f"{name} must sit on internal networks only, not {networks - internal}"
+    workspace = [mount for mount in service.get("volumes", []) if mount["target"] == "/workspace"]
+    if name in WORKSPACE_WRITERS:
+        assert workspace and not workspace[0].get("read_only")
+    elif name in WORKSPACE_READERS:
+        assert workspace and workspace[0].get("read_only") is True
+    else:
+        assert not workspace, f"{name} has no use for the workspace"
+    for mount in service.get("volumes", []):
+        if mount["target"] != "/workspace" and mount["type"] == "bind":
+            assert mount.get("read_only"), f"{name}: bind mount {mount['target']} must be read-only"
+
+
+def test_only_the_gateway_is_published_and_only_on_loopback(compose: dict[str, Any]) -> None:
+    published = {name: service["ports"] for name, service in compose["services"].items() if service.get("ports")}
+    assert set(published) == {"gateway"}
+    assert all(port["host_ip"] == "127.0.0.1" for port in published["gateway"])
+
+
+def test_no_secret_has_a_default(compose: dict[str, Any]) -> None:
+    text = (ROOT / "compose.yaml").read_text(encoding="utf-8")
+    assert not re.search(r"PASSWORD:-|SECRET:-|TOKEN:-", text)
+    neo4j = compose["services"]["neo4j"]["environment"]
+    assert "NEO4J_AUTH" not in neo4j and neo4j["NEO4J_AUTH_FILE"] == "/run/secrets/neo4j_auth"
+    assert compose["services"]["rag_ops"]["environment"]["NEO4J_PASSWORD_FILE"] == "/run/secrets/neo4j_password"
