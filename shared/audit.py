@@ -1,0 +1,125 @@
+"""The audit log: one JSON line per tool call, under `<data dir>/audit/<server>.jsonl`, rotated by size.
+
+A line says who called what and how it ended, never what was said: section, tool, caller depth and agent id
+(set by the gateway for its sub-agents, in the request's `_meta`), a SHA-256 digest of the canonical arguments,
+the outcome code (`OK` or an error code), the duration and, when a call fails, its message with secrets masked.
+Each server process writes its own file (one writer per file: rotation needs no cross-process lock);
+`mcp-sections audit` merges them in time order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("mcp_sections.audit")
+
+MAX_BYTES = 10 * 1024 * 1024
+BACKUPS = 5
+META_DEPTH = "mcp-sections/depth"
+META_AGENT = "mcp-sections/agent-id"
+
+
+def argument_digest(arguments: Mapping[str, Any] | None) -> str:
+    """SHA-256 of the arguments as canonical JSON: equal calls share a digest, no value is revealed."""
+    canonical = json.dumps(arguments or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    server: str
+    tool: str
+    outcome: str
+    duration_ms: float
+    arguments_digest: str
+    depth: int = 0
+    agent_id: str | None = None
+    message: str | None = None
+
+    def as_json(self) -> str:
+        line: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z",
+            "server": self.server,
+            "tool": self.tool,
+            "depth": self.depth,
+            "agent_id": self.agent_id,
+            "arguments_digest": self.arguments_digest,
+            "outcome": self.outcome,
+            "duration_ms": round(self.duration_ms, 2),
+        }
+        if self.message:
+            line["message"] = self.message[:500]
+        return json.dumps(line, ensure_ascii=False)
+
+
+class AuditLog:
+    """Appends records to one file, rotating it at `max_bytes` (keeps `backups` older files)."""
+
+    def __init__(self, directory: Path, server: str, *, max_bytes: int = MAX_BYTES, backups: int = BACKUPS) -> None:
+        self.path = directory / f"{server}.jsonl"
+        self._max_bytes = max_bytes
+        self._backups = backups
+        self._lock = threading.Lock()
+        self._broken = False
+
+    def write(self, record: AuditRecord) -> None:
+        """Never raises: an unwritable audit directory is logged once and the call goes on."""
+        if self._broken:
+            return
+        line = (mask(record.as_json()) + "\n").encode("utf-8", "replace")
+        with self._lock:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                if self.path.exists() and self.path.stat().st_size + len(line) > self._max_bytes:
+                    self._rotate()
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    os.write(fd, line)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                self._broken = True
+                logger.warning("audit log %s is not writable (%s); calls are no longer audited", self.path, exc)
+
+    def _rotate(self) -> None:
+        for index in range(self._backups - 1, 0, -1):
+            older = self.path.with_suffix(f".jsonl.{index}")
+            if older.exists():
+                older.replace(self.path.with_suffix(f".jsonl.{index + 1}"))
+        self.path.replace(self.path.with_suffix(".jsonl.1"))
+
+
+def mask(text: str) -> str:
+    """Secret values masked with the suite's one detector (imported lazily: it is not needed to start)."""
+    try:
+        from mcp_sections.shared.secrets import mask_secrets
+    except ImportError:  # pragma: no cover - the detector module is part of the package
+        return text
+    return mask_secrets(text)
+
+
+def read_records(directory: Path, server: str | None = None) -> Iterator[dict[str, Any]]:
+    """Every record under `directory` (rotated files included), oldest first."""
+    pattern = f"{server}.jsonl*" if server else "*.jsonl*"
+    records: list[dict[str, Any]] = []
+    for path in directory.glob(pattern):
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                continue
+    records.sort(key=lambda record: str(record.get("time", "")))
+    yield from records

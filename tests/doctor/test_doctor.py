@@ -1,0 +1,47 @@
+"""`mcp-sections doctor`: real probes on this machine, and what it says when something is missing."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_sections.servers import doctor
+from mcp_sections.servers.registry import BUILTIN_SECTIONS
+
+
+def test_every_registered_section_has_its_checks() -> None:
+    assert set(BUILTIN_SECTIONS) <= set(doctor.REQUIREMENTS)
+
+
+def test_a_missing_program_makes_the_section_unavailable_and_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    report = doctor.check_section("shell_ops")
+    assert report.status == "unavailable"
+    assert any("apt-get install bubblewrap" in line for line in report.problems)
+
+
+def test_an_optional_miss_only_degrades(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(
+        doctor.REQUIREMENTS,
+        "todo",
+        [doctor.Requirement("a fast engine", doctor.program("no-such-program-xyz"), "install it", optional=True)],
+    )
+    report = doctor.check_section("todo")
+    assert report.status == "degraded" and report.hints == ["program 'no-such-program-xyz' not found — install it"]
+
+
+def test_missing_python_module_is_reported() -> None:
+    assert doctor.module("no_such_module_xyz")() == "Python module 'no_such_module_xyz' is not installed"
+    assert doctor.module("json")() is None
+
+
+def test_neo4j_is_probed_only_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MCP_SECTIONS_RAG_OPS_BACKEND", raising=False)
+    assert doctor.neo4j_reachable() is None
+    monkeypatch.setenv("MCP_SECTIONS_RAG_OPS_BACKEND", "neo4j")
+    monkeypatch.delenv("NEO4J_URI", raising=False)
+    assert doctor.neo4j_reachable() == "backend = neo4j but NEO4J_URI is not set"
+
+
+def test_render_lists_every_section() -> None:
+    text = doctor.render(doctor.check_all(["calculator", "todo"]))
+    assert text.splitlines()[0].startswith("SECTION") and "calculator" in text and "todo" in text
