@@ -1,23 +1,25 @@
-"""`mcp-sections`: serve a section, list the sections, print a section's tool definitions."""
+"""`mcp-sections`: serve a section or the gateway, list the sections, print tool definitions, check the machine
+(`doctor`), read the audit log. The composition root: the one place that knows every section."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import errno
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcp_sections.servers.registry import BUILTIN_SECTIONS, UnknownSection, all_sections, load_section
 from mcp_sections.shared.about import package_version
 from mcp_sections.shared.config import ConfigError, Settings, load_settings
-from mcp_sections.servers.registry import BUILTIN_SECTIONS, UnknownSection, all_sections, load_section
 
 if TYPE_CHECKING:  # pragma: no cover
     from mcp.server.mcpserver import MCPServer
-
-    from mcp_sections.shared.preface import Handover
 
 
 def _add_settings_flags(parser: argparse.ArgumentParser) -> None:
@@ -36,10 +38,27 @@ def _add_settings_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port number (1-65535)")
+    return value
+
+
 def _add_transport_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    parser.add_argument("--port", type=_port, default=8000, help="HTTP port (default 8000)")
+    parser.add_argument(
+        "--auth-token-file",
+        type=Path,
+        metavar="FILE",
+        help="HTTP: require `Authorization: Bearer <token>` with the token in FILE (env MCP_SECTIONS_AUTH_TOKEN_FILE; "
+        "required when binding beyond loopback)",
+    )
     parser.add_argument(
         "--allowed-host",
         action="append",
@@ -73,6 +92,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     tools = commands.add_parser("tools", help="print a section's tools/list definitions as JSON")
     tools.add_argument("section", choices=sorted(BUILTIN_SECTIONS))
+
+    doctor = commands.add_parser("doctor", help="check, per section, whether it can run here and what to install")
+    doctor.add_argument("section", nargs="*", help="section ids (default: all)")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+
+    audit = commands.add_parser("audit", help="show the audit log of tool calls (newest last)")
+    _add_settings_flags(audit)
+    audit.add_argument("--server", help="only this section (or `gateway`)")
+    audit.add_argument("--tail", type=int, default=50, help="how many records (default 50; 0 for all)")
+    audit.add_argument("--json", action="store_true", help="one JSON object per line")
 
     gateway = commands.add_parser(
         "gateway", help="run the gateway: lists the sections, forwards calls to them, runs sub-agents"
@@ -116,10 +145,12 @@ def _configure_logging(level: str) -> None:
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
 
-def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, handover: Handover | None = None) -> int:
+def _run(server: MCPServer, settings: Settings, args: argparse.Namespace) -> int:
     """Serve on the transport of the flags; over HTTP, the flags' extra hosts and origins add to the settings'."""
+    from mcp_sections.shared.http_auth import resolve_token
     from mcp_sections.shared.server import serve
 
+    token = resolve_token(args.auth_token_file, args.host) if args.transport == "http" else None
     serve(
         server,
         args.transport,
@@ -127,26 +158,18 @@ def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, handov
         args.port,
         [*settings.allowed_hosts, *args.allowed_hosts],
         [*settings.allowed_origins, *args.allowed_origins],
-        handover,
+        token,
     )
     return 0
 
 
-def prepare(argv: list[str]) -> None:
-    """What `serve <section>` imports (the SDK, the section): run by the start-up preface in the background."""
-    from mcp_sections.shared import server, stdio  # noqa: F401
-
-    if len(argv) > 1:
-        load_section(argv[1])
-
-
-def _serve(args: argparse.Namespace, handover: Handover | None = None) -> int:
+def _serve(args: argparse.Namespace) -> int:
     from mcp_sections.shared.server import build_server
 
     settings = _settings_from(args)
     section = load_section(args.section)
     server, _ = build_server(section, section.runtime(settings))
-    return _run(server, settings, args, handover)
+    return _run(server, settings, args)
 
 
 def _gateway(args: argparse.Namespace) -> int:
@@ -189,25 +212,73 @@ def tool_definitions(section_id: str) -> list[dict[str, Any]]:
     return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
 
 
-def main(argv: list[str] | None = None, handover: Handover | None = None) -> int:
-    """The CLI; `handover` comes from the start-up preface (`shared/preface.py`), which runs first."""
+def _doctor(args: argparse.Namespace) -> int:
+    from mcp_sections.servers.doctor import check_all, render
+
+    unknown = sorted(set(args.section) - set(BUILTIN_SECTIONS))
+    if unknown:
+        raise UnknownSection(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(sorted(BUILTIN_SECTIONS))}")
+    reports = check_all(args.section or list(BUILTIN_SECTIONS))
+    if args.json:
+        print(json.dumps({"sections": [report.as_dict() for report in reports]}, indent=2))
+    else:
+        print(render(reports))
+    return 0 if all(report.status != "unavailable" for report in reports) else 1
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from mcp_sections.shared.audit import read_records
+
+    settings = _settings_from(args)
+    records = list(read_records(settings.data_dir / "audit", args.server))
+    if args.tail > 0:
+        records = records[-args.tail :]
+    for record in records:
+        if args.json:
+            print(json.dumps(record, ensure_ascii=False))
+            continue
+        who = f"depth {record.get('depth', 0)}" + (f" {record['agent_id']}" if record.get("agent_id") else "")
+        print(
+            f"{record.get('time', '?')}  {record.get('server', '?')}.{record.get('tool', '?')}  "
+            f"{record.get('outcome', '?')}  {record.get('duration_ms', 0)} ms  {who}  "
+            f"{record.get('arguments_digest', '')}"
+        )
+    return 0
+
+
+COMMANDS = {"serve": _serve, "list": _list, "gateway": _gateway, "doctor": _doctor, "audit": _audit}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The `mcp-sections` command."""
+    from mcp_sections.shared.http_auth import AuthConfigError
+
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "serve":
-            return _serve(args, handover)
-        if args.command == "list":
-            return _list(args)
-        if args.command == "gateway":
-            return _gateway(args)
         if args.command == "tools":
             print(json.dumps(tool_definitions(args.section), indent=2))
             return 0
-    except (ConfigError, UnknownSection) as exc:
+        return COMMANDS[args.command](args)
+    except (ConfigError, UnknownSection, AuthConfigError) as exc:
         print(f"mcp-sections: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError) or exc.errno == errno.EPIPE:
+            return _reader_went_away()
+        if exc.errno == errno.EADDRINUSE:
+            print(f"mcp-sections: cannot listen: {exc.strerror} (choose another --port)", file=sys.stderr)
+            return 2
+        raise
     except KeyboardInterrupt:
         return 130
-    return 2
+
+
+def _reader_went_away() -> int:
+    """`mcp-sections tools X | head`: the reader closed the pipe; stop quietly, as Unix tools do."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 0
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import os
 import tomllib
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 import platformdirs
 from pydantic import Field, field_validator
@@ -54,9 +54,24 @@ class LayeredSettings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings, _FileLayer(settings_cls))
 
+    # Keys of the config-file table that belong to another reader (e.g. `[gateway]` at the top level).
+    other_file_keys: ClassVar[frozenset[str]] = frozenset()
+
     @classmethod
-    def load(cls, file_table: dict[str, Any] | None = None, **overrides: Any) -> Self:
-        """Build the settings from a config-file table and explicit overrides (None values are ignored)."""
+    def load(cls, file_table: dict[str, Any] | None = None, *, where: str = "", **overrides: Any) -> Self:
+        """Build the settings from a config-file table and explicit overrides (None values are ignored).
+
+        A key of the table that is no setting (a typo such as `max_depht`) is refused with the valid keys,
+        rather than silently ignored; `where` names the table in that message (e.g. `[sections.todo]`).
+        """
+        unknown = sorted(set(file_table or {}) - set(cls.model_fields) - cls.other_file_keys)
+        if unknown:
+            valid = ", ".join(sorted((set(cls.model_fields) | cls.other_file_keys) - {"config_file"}))
+            place = where or f"the {cls.__name__} table"
+            raise ConfigError(
+                f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in {place} of "
+                f"the config file; valid keys: {valid}"
+            )
         token = _file_layer.set(file_table or {})
         try:
             return cls(**{key: value for key, value in overrides.items() if value is not None})
@@ -81,6 +96,7 @@ class Settings(LayeredSettings):
     """Global settings shared by every section and the gateway."""
 
     model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_", extra="ignore", env_ignore_empty=True)
+    other_file_keys: ClassVar[frozenset[str]] = frozenset({"gateway"})  # read by servers/gateway/settings.py
 
     data_dir: Path = Field(
         default_factory=lambda: Path(platformdirs.user_data_dir(APP_NAME)),
@@ -123,7 +139,7 @@ class Settings(LayeredSettings):
 
     def section_settings(self, model: type[SectionSettingsT], section_id: str) -> SectionSettingsT:
         """The typed settings of one section: its config-file table, then `MCP_SECTIONS_<ID>_*`."""
-        return model.load(self.sections.get(section_id, {}))
+        return model.load(self.sections.get(section_id, {}), where=f"[sections.{section_id}]")
 
 
 class SectionSettings(LayeredSettings):
@@ -145,7 +161,7 @@ def load_settings(config_file: Path | None = None, **cli: Any) -> Settings:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
         table["config_file"] = path
-    return Settings.load(table, **cli)
+    return Settings.load(table, where="the top level", **cli)
 
 
 class ConfigError(Exception):

@@ -1,4 +1,13 @@
-"""The SDK adapter layer: raw-argument SDK tools, annotations, and `ToolContext` over the SDK's context."""
+"""The SDK adapter: the one module that touches the `mcp` SDK's private API.
+
+Raw-argument SDK tools, annotations, `ToolContext` over the SDK's context, and the stream pair and low-level
+server our stdio transport drives. Private SDK names used here, and only here (each is pinned by
+`tests/framework/test_sdk_contract.py`, which names the symbol when an SDK release changes it):
+- `mcp.shared._context_streams.create_context_streams`: the memory streams the SDK's session reads;
+- `MCPServer._lowlevel_server`: the SDK exposes no public way to run an `MCPServer` on given streams;
+- `ServerSession._connection`: the per-connection key of the client-roots cache;
+- `ArgModelBase.model_dump_one_level`: overridden so raw arguments reach our own validation untouched.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +17,12 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mcp.server.mcpserver import Context
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.message import SessionMessage
 from mcp_types import (
     CallToolResult,
     ClientCapabilities,
@@ -27,6 +38,24 @@ from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.tools import ToolContext, ToolSpec
 
 logger = logging.getLogger("mcp_sections.sdk_tools")
+
+MessageSendStream = ContextSendStream[Any]
+MessageReceiveStream = ContextReceiveStream[Any]
+
+
+def message_streams() -> tuple[MessageSendStream, MessageReceiveStream]:
+    """An unbuffered stream pair of `SessionMessage`s (or exceptions), the kind the SDK's session reads."""
+    return create_context_streams[SessionMessage | Exception](0)
+
+
+def lowlevel_server(server: MCPServer) -> Any:
+    """The low-level server inside an `MCPServer` (its `run(read, write, options)` takes our streams)."""
+    return server._lowlevel_server
+
+
+def connection_key(session: Any) -> Any:
+    """An object that lives as long as the client's connection (None when the SDK has none to offer)."""
+    return getattr(session, "_connection", None)
 
 
 def uses_input_required(context: Context) -> bool:
@@ -53,7 +82,7 @@ class SdkToolContext:
         session = self._context.request_context.session
         if not session.check_client_capability(ClientCapabilities(roots=RootsCapability())):
             return None
-        connection = getattr(session, "_connection", None)
+        connection = connection_key(session)
         cached = _client_roots_cache.get(connection, _UNKNOWN) if connection is not None else _UNKNOWN
         if cached is not _UNKNOWN:
             return None if cached is None else list(cached)
@@ -123,7 +152,7 @@ class ForgetRootsOnChange:
 
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
         if getattr(ctx, "method", None) == "notifications/roots/list_changed":
-            connection = getattr(getattr(ctx, "session", None), "_connection", None)
+            connection = connection_key(getattr(ctx, "session", None))
             if connection is not None:
                 _client_roots_cache.pop(connection, None)
                 _roots_generation[connection] = _roots_generation.get(connection, 0) + 1

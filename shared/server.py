@@ -21,7 +21,6 @@ from mcp_sections.shared.about import package_version
 from mcp_sections.shared.asking import asking_tool
 from mcp_sections.shared.calls import failure_result, missing_dependency, run_tool
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.preface import Handover
 from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, raw_tool, sdk_annotations
 from mcp_sections.shared.sections import Section, SectionRuntime
 from mcp_sections.shared.tools import ToolContext, ToolSpec, UserAnswer
@@ -210,20 +209,35 @@ def serve(
     port: int,
     extra_hosts: list[str],
     extra_origins: list[str],
-    handover: Handover | None = None,
+    auth_token: str | None = None,
 ) -> None:
     """Run until the client disconnects (stdio) or the process is stopped (http).
 
-    `handover`: what the start-up preface read and answered on stdio before this server existed.
+    Over HTTP, `auth_token` (required by the caller beyond loopback, see `shared.http_auth`) guards every request.
     """
     if transport == "stdio":
         from mcp_sections.shared.stdio import run_stdio
 
-        anyio.run(run_stdio, server, handover)
+        anyio.run(run_stdio, server)
         return
-    server.run(
-        "streamable-http",
-        host=host,
-        port=port,
-        transport_security=transport_security(host, port, extra_hosts, extra_origins),
-    )
+    anyio.run(serve_http, server, host, port, transport_security(host, port, extra_hosts, extra_origins), auth_token)
+
+
+async def serve_http(
+    server: MCPServer, host: str, port: int, security: TransportSecuritySettings, auth_token: str | None
+) -> None:
+    """Streamable HTTP on `host:port` at `/mcp`, behind the bearer token when one is given."""
+    import sys
+
+    import uvicorn
+
+    from mcp_sections.shared.http_auth import BearerAuth
+
+    app: Any = server.streamable_http_app(transport_security=security, host=host)
+    if auth_token is not None:
+        app = BearerAuth(app, auth_token)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    shown = f"[{host}]" if ":" in host else host
+    auth = "bearer token required" if auth_token else "no authentication (loopback only)"
+    print(f"mcp-sections: serving Streamable HTTP on http://{shown}:{port}/mcp ({auth})", file=sys.stderr, flush=True)
+    await uvicorn.Server(config).serve()

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
+import stat
 import sys
 import threading
 from collections.abc import Iterable
@@ -27,21 +29,37 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server.mcpserver import MCPServer
-from mcp.shared._context_streams import ContextSendStream, create_context_streams
 from mcp.shared.message import SessionMessage
-from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCResponse
+from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCResponse
 from pydantic import ValidationError
 
-from mcp_sections.shared.preface import Handover, StartupRecorder, write_all
+from mcp_sections.shared.sdk_tools import MessageSendStream, lowlevel_server, message_streams
+
+logger = logging.getLogger("mcp_sections.stdio")
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 READ_CHUNK = 256 * 1024
 DRAIN_SECONDS = 30.0  # after the client closes stdin, how long requests still running may take to answer
 _LONG_LIVED = frozenset({"subscriptions/listen"})  # open until the connection ends: nothing to wait for
+MAX_ID = 2**63 - 1  # request ids are strings or integers that every peer can represent
+
+
+def valid_request_id(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -MAX_ID - 1 <= value <= MAX_ID
+    return isinstance(value, str)
+
+
+def is_response(decoded: dict[str, Any]) -> bool:
+    """A client's answer to a request of ours: never answered back, even when malformed."""
+    return "method" not in decoded and "id" in decoded and ("result" in decoded or "error" in decoded)
 
 
 def classify_bad_line(line: str | bytes) -> JSONRPCError | None:
-    """The error for a line pydantic rejected (None for a notification whose only fault is unknown fields)."""
+    """The error for a line pydantic rejected; None when nothing may be answered (a notification whose only
+    fault is unknown fields, or a malformed response object from the client)."""
     try:
         decoded = json.loads(line)
     except (ValueError, RecursionError):
@@ -50,18 +68,42 @@ def classify_bad_line(line: str | bytes) -> JSONRPCError | None:
         return _error(
             None, INVALID_REQUEST, "Invalid Request: expected one JSON-RPC object (batches are not supported)"
         )
+    if is_response(decoded):
+        return None
+    request_id = decoded.get("id")
+    if "id" in decoded and not valid_request_id(request_id):
+        return _error(None, INVALID_REQUEST, "Invalid Request: `id` must be a string or an integer")
     try:
         types.jsonrpc_message_adapter.validate_python(decoded, by_name=False)
-    except ValidationError:
-        request_id = decoded.get("id")
-        valid_id = request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
-        if valid_id is None and "id" not in decoded and "method" in decoded:
-            return None if isinstance(decoded.get("method"), str) else _error(None, INVALID_REQUEST, "Invalid Request")
-        return _error(valid_id, INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC 2.0 message")
+    except (ValidationError, RecursionError):
+        if "id" not in decoded and isinstance(decoded.get("method"), str):
+            return None  # a notification: never answered
+        return _error(request_id, INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC 2.0 message")
+    if "id" not in decoded:
+        return None
+    # Valid once decoded by Python's json but not by pydantic's: e.g. a lone surrogate ("\ud800") in a string.
+    return _error(request_id, PARSE_ERROR, "Parse error: the line holds a string that is not valid Unicode")
+
+
+def misread_notification(text: str) -> JSONRPCError | None:
+    """A line that parsed as a notification although it carries an `id` (true, {}, 1.5, null...): invalid."""
+    if '"id"' not in text:
+        return None
+    try:
+        decoded = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(decoded, dict) and "id" in decoded:
+        return _error(None, INVALID_REQUEST, "Invalid Request: `id` must be a string or an integer")
     return None
 
 
 def _error(request_id: Any, code: int, message: str) -> JSONRPCError:
+    if isinstance(request_id, str):
+        try:
+            request_id.encode("utf-8")
+        except UnicodeEncodeError:  # an id holding a lone surrogate cannot be echoed back
+            request_id = None
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
 
 
@@ -100,15 +142,9 @@ class LineSplitter:
 class _Inbound:
     """Parses lines and passes messages to the SDK, or answers a bad line itself."""
 
-    def __init__(
-        self,
-        to_sdk: ContextSendStream[SessionMessage | Exception],
-        outbound: _Outbound,
-        recorder: StartupRecorder | None,
-    ) -> None:
+    def __init__(self, to_sdk: MessageSendStream, outbound: _Outbound) -> None:
         self._to_sdk = to_sdk
         self._outbound = outbound
-        self._recorder = recorder
 
     async def drain(self) -> None:
         """At end of input: let requests still running answer (bounded) before the SDK sees the end."""
@@ -118,39 +154,53 @@ class _Inbound:
 
     async def deliver(self, lines: Iterable[bytes | None]) -> None:
         for line in lines:
-            if line is None:
-                await self._outbound.send_error(
-                    _error(None, INVALID_REQUEST, f"message larger than {MAX_LINE_BYTES} bytes")
-                )
-                continue
-            text = line.decode("utf-8", "replace")
-            if not text.strip():
-                continue
             try:
-                message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
-            except ValidationError:
-                error = classify_bad_line(text)
-                if error is not None:
-                    await self._outbound.send_error(error)
-                continue
-            if isinstance(message, types.JSONRPCRequest):
-                if message.method not in _LONG_LIVED:
-                    self._outbound.in_flight.add(message.id)
-                if self._recorder is not None:
-                    self._recorder.request(message.id, message.method, message.params)
-            elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
-                cancelled = (message.params or {}).get("requestId")
-                if isinstance(cancelled, str | int):
-                    self._outbound.in_flight.discard(cancelled)  # a cancelled request is never answered
-            await self._to_sdk.send(SessionMessage(message))
+                await self._deliver_one(line)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                raise
+            except Exception:  # one bad line must never stop the server: answer it and go on
+                logger.exception("could not handle an input line")
+                await self._outbound.send_error(_error(None, INTERNAL_ERROR, "Internal error handling this message"))
+
+    async def _deliver_one(self, line: bytes | None) -> None:
+        if line is None:
+            await self._outbound.send_error(
+                _error(None, INVALID_REQUEST, f"message larger than {MAX_LINE_BYTES} bytes")
+            )
+            return
+        text = line.decode("utf-8", "replace")
+        if not text.strip():
+            return
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+        except ValidationError:
+            error = classify_bad_line(text)
+            if error is not None:
+                await self._outbound.send_error(error)
+            return
+        if isinstance(message, types.JSONRPCRequest):
+            if not valid_request_id(message.id):
+                await self._outbound.send_error(
+                    _error(None, INVALID_REQUEST, "Invalid Request: `id` must be a string or an integer")
+                )
+                return
+            if message.method not in _LONG_LIVED:
+                self._outbound.in_flight.add(message.id)
+        elif isinstance(message, types.JSONRPCNotification) and (error := misread_notification(text)):
+            await self._outbound.send_error(error)
+            return
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            cancelled = (message.params or {}).get("requestId")
+            if isinstance(cancelled, str | int):
+                self._outbound.in_flight.discard(cancelled)  # a cancelled request is never answered
+        await self._to_sdk.send(SessionMessage(message))
 
 
 class _Outbound:
     """Writes messages to the output pipe on the event loop (or straight to a file), in order."""
 
-    def __init__(self, fd: int, handover: Handover) -> None:
+    def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._handover = handover
         self._writer: asyncio.StreamWriter | None = None
         self._lock = anyio.Lock()
         self.in_flight: set[str | int] = set()  # requests passed to the SDK and not answered yet
@@ -163,7 +213,7 @@ class _Outbound:
             transport, protocol = await loop.connect_write_pipe(
                 asyncio.streams.FlowControlMixin, os.fdopen(self._fd, "wb", buffering=0, closefd=False)
             )
-        except ValueError:  # a regular file: plain blocking writes are fine there
+        except (ValueError, OSError):  # a regular file or a device: plain blocking writes are fine there
             return
         self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
 
@@ -172,11 +222,6 @@ class _Outbound:
         data = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
             self.in_flight.discard(message.id)
-            if isinstance(message, JSONRPCResponse) and self._handover.recorder is not None:
-                self._handover.recorder.response(message.id, data)
-            if message.id in self._handover.answered:  # the start-up preface already wrote this answer
-                self._handover.answered.discard(message.id)
-                return
         await self._write(data + b"\n")
 
     async def send_error(self, error: JSONRPCError) -> None:
@@ -192,9 +237,16 @@ class _Outbound:
 
 
 def _loop_can_watch(fd: int) -> bool:
-    """Whether the event loop should serve `fd`: not on Windows (its loop serves console and pipe handles
-    differently), and not a terminal (the loop would leave it non-blocking for the shell after us)."""
-    return sys.platform != "win32" and not os.isatty(fd)
+    """Whether the event loop should serve `fd`: only a pipe or a socket, and not on Windows (its loop serves
+    console and pipe handles differently). Regular files, terminals (the loop would leave them non-blocking for
+    the shell after us) and devices epoll refuses (`/dev/null`) are served through a thread."""
+    if sys.platform == "win32":
+        return False
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 async def _read_loop(fd: int, splitter: LineSplitter, inbound: _Inbound) -> None:
@@ -224,7 +276,7 @@ async def _read_loop(fd: int, splitter: LineSplitter, inbound: _Inbound) -> None
         if not _loop_can_watch(fd):
             raise ValueError("served through a thread")
         _, reader = await loop.connect_read_pipe(Reader, os.fdopen(fd, "rb", buffering=0, closefd=False))
-    except ValueError:  # a regular file or a terminal
+    except (ValueError, OSError):  # a regular file, a terminal, or a device epoll refuses (/dev/null)
         threading.Thread(target=_read_file, args=(fd, loop, chunks), daemon=True, name="stdio-reader").start()
     while True:
         data = await chunks.get()
@@ -256,28 +308,28 @@ def claim_standard_streams() -> tuple[int, int]:
     return protocol_in, protocol_out
 
 
-async def run_stdio(server: MCPServer, handover: Handover | None = None) -> None:
-    """Serve `server` on stdin/stdout until the client closes its end (and its running requests answered).
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to a blocking descriptor."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
-    `handover` is what the start-up preface (`shared/preface.py`) read and answered before the server existed.
-    """
+
+async def run_stdio(server: MCPServer) -> None:
+    """Serve `server` on stdin/stdout until the client closes its end (and its running requests answered)."""
     if sys.stdin is None:  # pragma: no cover - started without a stdin
         raise RuntimeError("stdio transport needs a standard input")
-    handover = handover or Handover()
     read_fd, write_fd = claim_standard_streams()
-    to_sdk, from_client = create_context_streams[SessionMessage | Exception](0)
-    to_client, from_sdk = create_context_streams[SessionMessage](0)
-    outbound = _Outbound(write_fd, handover)
+    to_sdk, from_client = message_streams()
+    to_client, from_sdk = message_streams()
+    outbound = _Outbound(write_fd)
     await outbound.open()
-    inbound = _Inbound(to_sdk, outbound, handover.recorder)
-    lowlevel = server._lowlevel_server  # the SDK exposes no public run() taking streams on MCPServer
+    inbound = _Inbound(to_sdk, outbound)
+    lowlevel = lowlevel_server(server)
 
     async def read() -> None:
         async with to_sdk:
-            await inbound.deliver(handover.lines)
-            splitter = LineSplitter()
-            await inbound.deliver(splitter.feed(handover.pending))
-            await _read_loop(read_fd, splitter, inbound)
+            await _read_loop(read_fd, LineSplitter(), inbound)
             await inbound.drain()
 
     writer_done = anyio.Event()

@@ -118,8 +118,10 @@ class SectionLauncher:
     def _client(self) -> Client:
         target = self._target()
         mode = self.entry.external.protocol if self.entry.external else "legacy"
-        if isinstance(target, str) and self.entry.external and self.entry.external.headers:
-            target = _http_with_headers(target, self.entry.external.headers)  # type: ignore[assignment]
+        if isinstance(target, str) and self.entry.external:
+            headers = self.entry.external.http_headers()
+            if headers:
+                target = _http_with_headers(target, headers)  # type: ignore[assignment]
         return Client(target, mode=mode, read_timeout_seconds=STARTUP_TIMEOUT_SECONDS)
 
     async def probe_definitions(self) -> list[dict[str, Any]]:

@@ -82,13 +82,26 @@ class ExternalSection(BaseModel):
     cwd: str | None = None
     url: str | None = Field(default=None, description="Streamable HTTP endpoint of the server.")
     headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers (e.g. authorization).")
+    auth_token_file: Path | None = Field(
+        default=None, description="HTTP: send `Authorization: Bearer <the file's content>` (e.g. a compose secret)."
+    )
     protocol: Literal["auto", "legacy"] = "auto"
 
     @model_validator(mode="after")
     def _one_target(self) -> ExternalSection:
         if (self.command is None) == (self.url is None):
             raise ValueError("set exactly one of `command` (stdio) or `url` (Streamable HTTP)")
+        if self.auth_token_file is not None and self.url is None:
+            raise ValueError("`auth_token_file` applies to a `url` section only")
         return self
+
+    def http_headers(self) -> dict[str, str]:
+        """The headers sent to a Streamable HTTP section: `headers`, plus the bearer token from its file."""
+        if self.auth_token_file is None:
+            return dict(self.headers)
+        from mcp_sections.shared.http_auth import read_token_file
+
+        return {**self.headers, "Authorization": f"Bearer {read_token_file(self.auth_token_file)}"}
 
 
 class ModelSettings(LayeredSettings):
@@ -174,8 +187,8 @@ def load_gateway_settings(settings: Settings, **overrides: Any) -> GatewaySettin
     table = dict(gateway_table(settings))
     model_table = table.pop("model", {}) or {}
     try:
-        model = ModelSettings.load(model_table)
-        return GatewaySettings.load(table, model=model, **overrides)
+        model = ModelSettings.load(model_table, where="[gateway.model]")
+        return GatewaySettings.load(table, where="[gateway]", model=model, **overrides)
     except ValueError as exc:
         where = settings.config_file or "the environment"
         raise ConfigError(f"invalid gateway settings (from {where}): {exc}") from None

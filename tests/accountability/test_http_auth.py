@@ -1,0 +1,152 @@
+"""Bearer-token authentication on Streamable HTTP, through real server processes and the official client."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from mcp import Client
+
+from mcp_sections.shared.http_auth import AuthConfigError, resolve_token
+from tests.stdio import cli_command
+
+TOKEN = "test-token-0123456789abcdef"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def http_section(args: list[str], env: dict[str, str] | None = None) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    port = _free_port()
+    process = subprocess.Popen(
+        [*cli_command(), *args, "--transport", "http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "MCP_SECTIONS_WARM_UP": "0", **(env or {})},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+            time.sleep(0.1)
+        yield port, process
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _post(port: int, headers: dict[str, str]) -> tuple[int, dict[str, str]]:
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        }
+    )
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request(
+        "POST",
+        "/mcp",
+        body=body,
+        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers},
+    )
+    response = connection.getresponse()
+    response.read()
+    return response.status, dict(response.getheaders())
+
+
+@pytest.fixture
+def token_file(tmp_path: Path) -> Path:
+    path = tmp_path / "token"
+    path.write_text(TOKEN + "\n", encoding="utf-8")
+    return path
+
+
+def test_requests_without_the_token_get_401_and_the_listen_line_is_printed(token_file: Path) -> None:
+    with http_section(["serve", "calculator", "--auth-token-file", str(token_file)]) as (port, process):
+        status, headers = _post(port, {})
+        assert status == 401 and headers.get("www-authenticate", "").startswith("Bearer")
+        assert _post(port, {"Authorization": "Bearer wrong-token-wrong-token"})[0] == 401
+        assert _post(port, {"Authorization": f"Bearer {TOKEN}"})[0] == 200
+        process.terminate()
+        _, err = process.communicate(timeout=10)
+    assert f"serving Streamable HTTP on http://127.0.0.1:{port}/mcp (bearer token required)" in err.decode()
+    assert TOKEN not in err.decode()
+
+
+@pytest.mark.anyio
+async def test_the_official_client_calls_tools_with_the_token(token_file: Path) -> None:
+    with http_section(["serve", "calculator"], env={"MCP_SECTIONS_AUTH_TOKEN_FILE": str(token_file)}) as (port, _):
+        http = httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with http, Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client:
+            result = await client.call_tool("calculator_binary", {"operation": "add", "a": 2, "b": 3})
+        assert not result.is_error and result.structured_content["result"] == 5
+
+
+@pytest.mark.anyio
+async def test_the_gateway_reaches_a_token_protected_section(token_file: Path, tmp_path: Path) -> None:
+    with http_section(["serve", "calculator", "--auth-token-file", str(token_file)]) as (port, _):
+        config = tmp_path / "gateway.toml"
+        config.write_text(
+            f'[gateway.sections.calculator]\nurl = "http://127.0.0.1:{port}/mcp"\nauth_token_file = "{token_file}"\n',
+            encoding="utf-8",
+        )
+        from mcp.client.stdio import StdioServerParameters
+
+        params = StdioServerParameters(
+            command=cli_command()[0], args=[*cli_command()[1:], "gateway", "--config", str(config)]
+        )
+        async with Client(params, mode="legacy") as client:
+            result = await client.call_tool(
+                "call_section_tool",
+                {
+                    "section": "calculator",
+                    "tool": "calculator_binary",
+                    "arguments": {"operation": "add", "a": 1, "b": 2},
+                },
+            )
+        assert not result.is_error, result.content
+
+
+def test_binding_beyond_loopback_without_a_token_is_refused() -> None:
+    result = subprocess.run(
+        [*cli_command(), "serve", "calculator", "--transport", "http", "--host", "0.0.0.0", "--port", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={key: value for key, value in os.environ.items() if not key.startswith("MCP_SECTIONS_AUTH")},
+    )
+    assert result.returncode == 2
+    assert "--auth-token-file" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_token_rules(tmp_path: Path) -> None:
+    assert resolve_token(None, "127.0.0.1", {}) is None
+    assert resolve_token(None, "::1", {"MCP_SECTIONS_AUTH_TOKEN": TOKEN}) == TOKEN
+    short = tmp_path / "short"
+    short.write_text("abc", encoding="utf-8")
+    with pytest.raises(AuthConfigError, match="shorter"):
+        resolve_token(short, "127.0.0.1", {})
+    with pytest.raises(AuthConfigError, match="cannot read"):
+        resolve_token(tmp_path / "missing", "127.0.0.1", {})
+    with pytest.raises(AuthConfigError, match="reachable from other machines"):
+        resolve_token(None, "10.0.0.5", {})

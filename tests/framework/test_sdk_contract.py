@@ -1,0 +1,73 @@
+"""The private corners of the `mcp` SDK that `shared/sdk_tools.py` relies on (and nothing else does).
+
+When an SDK release moves one of them, the test that fails names the symbol, so the fix starts in the right place.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ADAPTER = ROOT / "shared" / "sdk_tools.py"
+
+
+def test_create_context_streams_still_exists() -> None:
+    module = importlib.import_module("mcp.shared._context_streams")
+    assert callable(getattr(module, "create_context_streams", None)), (
+        "SDK changed: mcp.shared._context_streams.create_context_streams is gone (used by shared/sdk_tools.py)"
+    )
+    assert hasattr(module, "ContextSendStream") and hasattr(module, "ContextReceiveStream"), (
+        "SDK changed: mcp.shared._context_streams.ContextSendStream / ContextReceiveStream"
+    )
+
+
+def test_mcpserver_keeps_its_lowlevel_server_with_run_on_streams() -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer(name="contract")
+    lowlevel = getattr(server, "_lowlevel_server", None)
+    assert lowlevel is not None, "SDK changed: MCPServer._lowlevel_server is gone (used by shared/sdk_tools.py)"
+    parameters = list(inspect.signature(lowlevel.run).parameters)
+    assert parameters[:3] == ["read_stream", "write_stream", "initialization_options"], (
+        f"SDK changed: MCPServer._lowlevel_server.run{parameters} no longer takes (read, write, options)"
+    )
+    assert callable(lowlevel.create_initialization_options)
+
+
+def test_server_session_keeps_a_connection_attribute() -> None:
+    from mcp.server.session import ServerSession
+
+    source = inspect.getsource(ServerSession)
+    assert re.search(r"self\._connection\b", source), (
+        "SDK changed: ServerSession._connection is gone (the client-roots cache key in shared/sdk_tools.py)"
+    )
+
+
+def test_arg_model_base_keeps_model_dump_one_level() -> None:
+    from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+
+    assert callable(getattr(ArgModelBase, "model_dump_one_level", None)), (
+        "SDK changed: ArgModelBase.model_dump_one_level is gone (overridden by RawArguments in shared/sdk_tools.py)"
+    )
+    assert "model_dump_one_level" in inspect.getsource(FuncMetadata), (
+        "SDK changed: FuncMetadata no longer calls model_dump_one_level, so RawArguments would not be used"
+    )
+
+
+@pytest.mark.parametrize("private", ["_context_streams", "_lowlevel_server", "_connection", "model_dump_one_level"])
+def test_private_sdk_names_are_used_in_the_adapter_only(private: str) -> None:
+    pattern = re.compile(rf"(?<!\w){private}\b")
+    own = re.compile(rf"(self|cls)\.{private}\b|def \w*{private}")
+    users = sorted(
+        path.relative_to(ROOT).as_posix()
+        for folder in ("shared", "servers")
+        for path in (ROOT / folder).rglob("*.py")
+        if any(pattern.search(line) and not own.search(line) for line in path.read_text(encoding="utf-8").splitlines())
+    )
+    assert users == ["shared/sdk_tools.py"], f"{private} is used outside the SDK adapter: {users}"
+    assert ADAPTER.exists()
