@@ -8,9 +8,6 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from mcp_sections.shared.config import SectionSettings
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
-from mcp_sections.shared.sections import SectionRuntime
 from mcp_sections.servers.calculator.workers import (
     WorkerCrashed,
     WorkerError,
@@ -20,6 +17,9 @@ from mcp_sections.servers.calculator.workers import (
     WorkerTaskError,
     WorkerTimeout,
 )
+from mcp_sections.shared.config import SectionSettings
+from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
+from mcp_sections.shared.sections import SectionRuntime
 
 logger = logging.getLogger("mcp_sections.calculator")
 

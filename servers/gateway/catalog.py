@@ -16,8 +16,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from mcp_sections.shared.config import Settings
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, load_section
+from mcp_sections.shared.config import Settings
 
 from .settings import ExternalSection, GatewaySettings
 

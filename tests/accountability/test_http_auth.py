@@ -57,7 +57,11 @@ def _post(port: int, headers: dict[str, str]) -> tuple[int, dict[str, str]]:
             "jsonrpc": "2.0",
             "id": 1,
             "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
         }
     )
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from mcp_sections.servers.calculator.state import CalculatorSettings, CalculatorState
+from mcp_sections.servers.calculator.workers import WorkerProcess
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.errors import ToolFailure
-from mcp_sections.servers.calculator.workers import WorkerProcess
 
 
 def test_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from mcp_sections.shared.errors import ToolFailure
 from mcp_sections.servers.calculator.workers import (
     WorkerCrashed,
     WorkerError,
@@ -18,6 +17,7 @@ from mcp_sections.servers.calculator.workers import (
     WorkerStartError,
     WorkerTimeout,
 )
+from mcp_sections.shared.errors import ToolFailure
 
 
 @pytest.fixture(scope="module")

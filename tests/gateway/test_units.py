@@ -13,10 +13,10 @@ from mcp_sections.servers.gateway.catalog import build_catalog, declaration_defi
 from mcp_sections.servers.gateway.context import git_info, project_info
 from mcp_sections.servers.gateway.settings import GatewaySettings, ModelSettings, load_gateway_settings
 from mcp_sections.servers.gateway.validation import validate_arguments
+from mcp_sections.servers.registry import BUILTIN_SECTIONS
 from mcp_sections.shared.agents.providers import Message, ToolCall, ToolDef, provider_from_config
 from mcp_sections.shared.config import ConfigError, load_settings
 from mcp_sections.shared.errors import ToolFailure
-from mcp_sections.servers.registry import BUILTIN_SECTIONS
 from tests.gateway.helpers import builtin_available
 
 # -- project info ------------------------------------------------------------------------------------
@@ -133,8 +133,8 @@ def test_catalog_lists_builtins_then_third_party_in_order() -> None:
 @pytest.mark.skipif(not builtin_available("todo"), reason="the todo section is not importable")
 def test_declared_definitions_equal_the_sections_own_tools_list() -> None:
     from mcp_sections.servers.cli import tool_definitions
-    from mcp_sections.shared.config import Settings
     from mcp_sections.servers.registry import load_section
+    from mcp_sections.shared.config import Settings
 
     assert declaration_definitions(load_section("todo"), Settings.load()) == tool_definitions("todo")
 
@@ -262,7 +262,8 @@ def test_gateway_start_imports_no_section_and_no_jsonschema() -> None:
         "from mcp_sections.shared.config import Settings\n"
         "build_gateway_server(Settings.load(), GatewaySettings.load({}))\n"
         "loaded = [m for m in sys.modules if m == 'jsonschema' or m.startswith('mcp_sections.servers.')]\n"
-        "print(sorted(m for m in loaded if not m.startswith(('mcp_sections.servers.gateway', 'mcp_sections.servers.registry'))))\n"
+        "composition = ('mcp_sections.servers.gateway', 'mcp_sections.servers.registry')\n"
+        "print(sorted(m for m in loaded if not m.startswith(composition)))\n"
     )
     output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "[]"
