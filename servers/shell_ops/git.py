@@ -3,7 +3,7 @@
 Every git process (ours and `run_command`'s) is `git <hardening -c ...> --no-pager <global options> ...`
 where the hardening pins core.fsmonitor, core.hooksPath, the pager, editors, ssh, gpg and credential
 helpers, and gives every diff/filter/merge/trailer driver named by the repository config a harmless
-value (see `shared.guards.commands.git_hardening_args`). The environment (processes.child_environment)
+value (see `servers.shell_ops.policies.git.git_hardening_args`). The environment (processes.child_environment)
 adds GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/dev/null, GIT_PAGER=cat, no GIT_EXTERNAL_DIFF.
 
 This module builds argvs and parses porcelain output; it runs processes only through the `run`
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp_sections.servers.shell_ops.policies.git import git_hardening_args, unsafe_git_config_names
 from mcp_sections.servers.shell_ops.processes import ProcessResult
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.commands import git_hardening_args, unsafe_git_config_names
 from mcp_sections.shared.guards.paths import PathGuard
 
 Run = Callable[[list[str], Path], Awaitable[ProcessResult]]

@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from mcp_sections.servers.shell_ops import git, npm
+from mcp_sections.servers.shell_ops.policies.allow_list import NEVER_ALLOWED
+from mcp_sections.servers.shell_ops.policies.git import split_git_args
+from mcp_sections.servers.shell_ops.policies.guard import CommandGuard
 from mcp_sections.servers.shell_ops.processes import ProcessResult, SpawnError, child_environment, run_process
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
-from mcp_sections.shared.guards.commands import NEVER_ALLOWED, CommandGuard, split_git_args
 from mcp_sections.shared.guards.paths import PathGuard
 
 logger = logging.getLogger("mcp_sections.shell_ops")

@@ -8,8 +8,9 @@ from typing import Annotated
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
+from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS, check_allow_list
 from mcp_sections.shared.config import SectionSettings
-from mcp_sections.shared.guards.commands import DEFAULT_ALLOWED_PROGRAMS, DEFAULT_SEARCH_PATH, check_allow_list
+from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
 
 
 class ShellOpsSettings(SectionSettings):

@@ -7,16 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS, check_allow_list
+from mcp_sections.servers.shell_ops.policies.git import git_hardening_args
+from mcp_sections.servers.shell_ops.policies.guard import CommandGuard
+from mcp_sections.servers.shell_ops.policies.npm import check_npm_script_name
+from mcp_sections.servers.shell_ops.policies.syntax import split_command
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.commands import (
-    DEFAULT_ALLOWED_PROGRAMS,
-    CommandGuard,
-    check_allow_list,
-    check_npm_script_name,
-    git_hardening_args,
-    split_command,
-)
 from mcp_sections.shared.guards.paths import PathGuard
 
 
@@ -308,7 +305,7 @@ def test_split_command_keeps_quoted_words() -> None:
 
 
 def test_driver_names_that_cannot_be_overridden_are_reported() -> None:
-    from mcp_sections.shared.guards.commands import unsafe_git_config_names
+    from mcp_sections.servers.shell_ops.policies.git import unsafe_git_config_names
 
     names = ["filter.a=b.clean", "filter.ok.clean", "url.https://x=y.insteadof", "diff.x\ty.textconv"]
     assert unsafe_git_config_names(names) == ["filter.a=b.clean", "diff.x\ty.textconv"]

@@ -1,0 +1,75 @@
+"""Which programs shell_ops may run: the default allow-list with the reason for each, the programs never
+allowed whatever the configuration says, and the check of a configured allow-list."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from mcp_sections.servers.shell_ops.policies.syntax import words
+
+#: The default allow-list, each entry with the reason it is there (shown by `list_safe_commands`).
+DEFAULT_ALLOWED_PROGRAMS: dict[str, str] = {
+    "ls": "lists directories; no option runs code or writes files",
+    "cat": "prints files; read-only",
+    "head": "prints the start of files; read-only",
+    "tail": "prints the end of files; read-only (`-f` ends at the timeout)",
+    "wc": "counts lines/words/bytes; read-only",
+    "grep": "searches text; read-only (`-f FILE` is path-confined, -R refused: it follows symlinks)",
+    "rg": "ripgrep; read-only once `--pre` (runs a program per file) is refused",
+    "find": "finds files; read-only once -exec/-ok/-delete/-fprint* and symlink following are refused",
+    "sort": "sorts text; read-only once -o/--output, --compress-program and -T are refused",
+    "diff": "compares files; read-only (symbolic links are not followed)",
+    "stat": "file metadata; read-only",
+    "du": "disk usage; read-only",
+    "jq": "JSON queries; its language cannot run programs or write files (modules, which read any path, are refused)",
+    "git": "version control: local subcommands only, hardened so repository config runs nothing",
+    "python3": "runs project scripts and allow-listed modules (pytest, unittest, ...); `-c` is refused",
+    "python": "same policy as python3",
+    "node": "runs project scripts; -e/--eval/-p/--require/--import/--inspect and other flags are refused",
+    "npm": "only `npm run`/`npm test`/`npm ls`, with lifecycle scripts disabled and the script shell pinned",
+    "pytest": "runs the project's tests; -o/--override-ini, -p (except `no:`), --pdb are refused",
+    "ruff": "Python linter/formatter; writes only files inside the roots",
+    "make": "runs the project's Makefile; variable overrides (`X=...`) and --eval are refused",
+}
+
+#: Never allowed, not even through configuration: they exist to run other programs or evaluate code.
+NEVER_ALLOWED: dict[str, str] = {
+    **dict.fromkeys(
+        ("sh", "bash", "dash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish", "ash", "rbash", "pwsh", "powershell"),
+        "a shell: it interprets its arguments as code",
+    ),
+    **dict.fromkeys(("busybox", "toybox"), "a multi-call binary that includes a shell"),
+    **dict.fromkeys(
+        words(
+            "env xargs sudo su doas pkexec runuser nohup timeout nice ionice chrt taskset setsid stdbuf unbuffer "
+            "script time command exec eval builtin watch flock chroot unshare nsenter systemd-run strace ltrace "
+            "gdb parallel at batch crontab npx ssh rsync socat nc ncat"
+        ),
+        "a wrapper that runs another program (or a remote one): it would bypass the allow-list",
+    ),
+    **dict.fromkeys(
+        ("awk", "gawk", "mawk", "nawk", "sed", "ed", "ex", "vi", "vim", "nvim", "emacs", "less", "more", "man", "dc"),
+        "its scripts are code (system(), `e`, `w file`, `!cmd`), so arguments cannot be made safe",
+    ),
+    **dict.fromkeys(
+        words("php lua luajit Rscript tclsh wish osascript deno bun java jshell pip pip3"),
+        "an interpreter or installer without an argument policy here",
+    ),
+}
+
+
+def check_allow_list(programs: Iterable[str]) -> list[str]:
+    """Validate a configured allow-list: bare names only, nothing from NEVER_ALLOWED (ValueError)."""
+    result: list[str] = []
+    for program in programs:
+        name = program.strip()
+        if not name:
+            continue
+        if "/" in name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}", name):
+            raise ValueError(f"allowed program {name!r} must be a bare program name (no path)")
+        if name in NEVER_ALLOWED:
+            raise ValueError(f"program {name!r} can never be allowed: {NEVER_ALLOWED[name]}")
+        if name not in result:
+            result.append(name)
+    return result

@@ -1,0 +1,40 @@
+"""What an argument policy is: a function from (arguments, context) to the checked arguments, or a refusal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcp_sections.servers.shell_ops.policies.syntax import denied, find_flag
+
+
+@dataclass(frozen=True)
+class PolicyContext:
+    """What a policy may use: the working directory and the path confinement check."""
+
+    program: str
+    cwd: Path
+    confine: Callable[[str], Path]
+    denied: Callable[[str], bool] = lambda relative: False
+    """Whether a path relative to a repository or root matches the deny globs (`HEAD:.env` names one)."""
+
+
+Policy = Callable[[list[str], PolicyContext], list[str]]
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    name: str
+    summary: str
+    refused: tuple[str, ...] = ()
+    check: Policy | None = field(default=None, repr=False)
+
+
+def _refuse_flags(program: str, long_flags: Sequence[str] = (), short_flags: str = "", why: str = "") -> Policy:
+    def check(args: list[str], ctx: PolicyContext) -> list[str]:
+        if hit := find_flag(args, long_flags, short_flags):
+            raise denied(f"{program} {hit} is refused by the command policy ({why}).")
+        return args
+
+    return check

@@ -1,0 +1,485 @@
+"""The argument policy of each allow-listed program (git and npm have modules of their own), and `policy_for`."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from mcp_sections.servers.shell_ops.policies.git import GIT_REFUSED_FLAGS, GIT_REFUSED_SUBCOMMANDS, policy_git
+from mcp_sections.servers.shell_ops.policies.npm import NPM_REFUSED, NPM_SUBCOMMANDS, policy_npm
+from mcp_sections.servers.shell_ops.policies.policy import Policy, PolicyContext, PolicyInfo
+from mcp_sections.servers.shell_ops.policies.syntax import denied, find_flag, invalid, short_cluster, words
+from mcp_sections.shared.errors import ToolFailure
+
+
+def _policy_find(args: list[str], ctx: PolicyContext) -> list[str]:
+    refused = {
+        "-exec": "runs a program",
+        "-execdir": "runs a program",
+        "-ok": "runs a program",
+        "-okdir": "runs a program",
+        "-delete": "deletes files",
+        "-fprint": "writes a file",
+        "-fprint0": "writes a file",
+        "-fprintf": "writes a file",
+        "-fls": "writes a file",
+        "-L": "follows symbolic links, possibly out of the roots",
+        "-follow": "follows symbolic links, possibly out of the roots",
+    }
+    for arg in args:
+        if arg in refused:
+            raise denied(f"find {arg} is refused by the command policy ({refused[arg]}); use find only to list.")
+    return args
+
+
+def _policy_rg(args: list[str], ctx: PolicyContext) -> list[str]:
+    if hit := find_flag(args, ("--pre", "--pre-glob", "--search-zip"), "z"):
+        raise denied(f"rg {hit} is refused by the command policy (it runs a program on each file).")
+    if hit := find_flag(args, ("--follow",), "L"):
+        raise denied(f"rg {hit} is refused by the command policy (it follows symbolic links out of the roots).")
+    return args
+
+
+def _policy_grep(args: list[str], ctx: PolicyContext) -> list[str]:
+    if hit := find_flag(args, ("--dereference-recursive",), "R"):
+        raise denied(
+            f"grep {hit} is refused by the command policy (it follows symbolic links out of the roots); use -r."
+        )
+    return args
+
+
+def _policy_diff(args: list[str], ctx: PolicyContext) -> list[str]:
+    return ["--no-dereference", *args]  # recursive diffs never read through symbolic links
+
+
+def _policy_sort(args: list[str], ctx: PolicyContext) -> list[str]:
+    if hit := find_flag(args, ("--output", "--compress-program", "--temporary-directory"), "oT"):
+        raise denied(f"sort {hit} is refused by the command policy (it writes files or runs a program).")
+    return args
+
+
+def _policy_tar(args: list[str], ctx: PolicyContext) -> list[str]:
+    long_flags = (
+        "--to-command",
+        "--use-compress-program",
+        "--checkpoint-action",
+        "--info-script",
+        "--new-volume-script",
+        "--rsh-command",
+        "--rmt-command",
+        "--absolute-names",
+    )
+    if hit := find_flag(args, long_flags, "IFP"):
+        raise denied(f"tar {hit} is refused by the command policy (it runs a program or escapes the roots).")
+    return args
+
+
+def _policy_make(args: list[str], ctx: PolicyContext) -> list[str]:
+    for arg in args:
+        if not arg.startswith("-") and "=" in arg:
+            raise denied(
+                f"make variable override {arg.split('=', 1)[0]}=... is refused by the command policy "
+                "(overrides such as SHELL= or CC= inject commands); put variables in the Makefile."
+            )
+    if hit := find_flag(args, ("--eval",), "E"):
+        raise denied(f"make {hit} is refused by the command policy (it evaluates makefile text given inline).")
+    return args
+
+
+def _policy_pytest(args: list[str], ctx: PolicyContext) -> list[str]:
+    if hit := find_flag(args, ("--override-ini", "--pdb", "--pdbcls", "--trace"), "o"):
+        raise denied(
+            f"pytest {hit} is refused by the command policy (ini overrides can move caches/output outside the "
+            "roots; debuggers are interactive)."
+        )
+    for index, arg in enumerate(args):
+        value = None
+        if arg == "-p" and index + 1 < len(args):
+            value = args[index + 1]
+        elif arg.startswith("-p") and not arg.startswith("--"):
+            value = arg[2:]
+        if value is not None and not value.startswith("no:"):
+            raise denied(
+                "pytest -p PLUGIN is refused by the command policy except `-p no:NAME` (it imports a module); "
+                "configure plugins in the project's pytest config."
+            )
+    return args
+
+
+PYTHON_MODULES = ("pytest", "unittest", "doctest", "json.tool", "py_compile", "compileall")
+_PYTHON_SIMPLE = set("BbdEhiIOPqsSuvVx")
+_PYTHON_LONG_OK = ("--version", "--help")
+
+
+def _policy_python(args: list[str], ctx: PolicyContext) -> list[str]:
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            index += 1
+            break
+        if arg == "-":
+            raise denied("python3 - (a program read from standard input) is refused by the command policy.")
+        if arg.startswith("--"):
+            if arg not in _PYTHON_LONG_OK:
+                raise denied(f"python3 {arg} is refused by the command policy (only --version/--help are allowed).")
+            index += 1
+            continue
+        if not arg.startswith("-"):
+            break
+        cluster = arg[1:]
+        for position, letter in enumerate(cluster):
+            if letter in _PYTHON_SIMPLE:
+                continue
+            rest = cluster[position + 1 :]
+            if letter in "WX":
+                if not rest:
+                    index += 1  # the value is the next argument
+                break
+            if letter == "m":
+                module = rest or (args[index + 1] if index + 1 < len(args) else "")
+                if module not in PYTHON_MODULES:
+                    raise denied(
+                        f"python3 -m {module or '(missing)'} is refused by the command policy; allowed modules: "
+                        f"{', '.join(PYTHON_MODULES)}. Run project scripts by path instead."
+                    )
+                following = args[index + (1 if rest else 2) :]
+                if module == "pytest":
+                    _policy_pytest(list(following), ctx)
+                return args
+            if letter == "c":
+                raise denied(
+                    "python3 -c (inline code) is refused by the command policy; write the code to a file inside "
+                    "the roots and run it by path."
+                )
+            raise denied(f"python3 -{letter} is refused by the command policy (unknown or unsupported option).")
+        index += 1
+    if index < len(args):
+        script = args[index]
+        if script == "-":
+            raise denied("python3 - (a program read from standard input) is refused by the command policy.")
+        ctx.confine(script)
+    return args
+
+
+_NODE_FLAGS_OK = words(
+    "--version -v --help -h --check -c --test --no-warnings --trace-warnings --trace-uncaught "
+    "--enable-source-maps --pending-deprecation --no-deprecation --throw-deprecation "
+    "--experimental-vm-modules"
+)
+_NODE_VALUE_FLAGS_OK = ("--stack-trace-limit", "--max-old-space-size", "--test-reporter", "--test-name-pattern")
+
+
+def _policy_node(args: list[str], ctx: PolicyContext) -> list[str]:
+    for index, arg in enumerate(args):
+        if arg == "--":
+            rest = args[index + 1 :]
+            if rest:
+                ctx.confine(rest[0])
+            return args
+        if arg == "-":
+            raise denied("node - (a program read from standard input) is refused by the command policy.")
+        if not arg.startswith("-"):
+            ctx.confine(arg)
+            return args  # the script; what follows are the script's own arguments
+        name = arg.split("=", 1)[0]
+        if arg in _NODE_FLAGS_OK or ("=" in arg and name in _NODE_VALUE_FLAGS_OK):
+            continue
+        raise denied(
+            f"node {name} is refused by the command policy (inline code such as -e/--eval/-p, preloading "
+            "with -r/--import/--loader, debuggers and environment files are not allowed); run a script file "
+            "inside the roots."
+        )
+    return args
+
+
+def _interpreter_policy(program: str, allowed: str) -> Policy:
+    def check(args: list[str], ctx: PolicyContext) -> list[str]:
+        for arg in args:
+            if arg == "--":
+                break
+            if not arg.startswith("-"):
+                ctx.confine(arg)
+                break
+            cluster = short_cluster(arg)
+            if arg in ("--version", "--help") or (cluster and all(letter in allowed for letter in cluster)):
+                continue
+            raise denied(
+                f"{program} {arg} is refused by the command policy (inline code, module loading, in-place "
+                "editing and debuggers are not allowed); run a script file inside the roots."
+            )
+        return args
+
+    return check
+
+
+#: The module directives and builtins as keywords (not `.include`, `$import` or the string "include").
+_JQ_MODULE_WORDS = re.compile(r"(?<![.$\w\"])(?:import|include|modulemeta|get_search_list)\b")
+_JQ_TWO_VALUES = ("--arg", "--argjson", "--slurpfile", "--rawfile")
+_JQ_ONE_VALUE = ("--indent", "--library-path", "-L")
+_JQ_MAX_PROGRAM_FILE = 1024 * 1024
+
+
+def _policy_jq(args: list[str], ctx: PolicyContext) -> list[str]:
+    """jq without modules: `import "x" as $x {search: "/anywhere"}` reads `/anywhere/x.json` and `include`
+    quotes lines of any `.jq` file in its syntax error, whatever the path confinement of the arguments says.
+
+    The program is the first positional argument, or with `-f` a file (jq 1.6 takes the first positional as the
+    file, 1.7 the argument after `-f`): with `-f`, every file argument is scanned, inputs included."""
+    positional: list[str] = []
+    from_file = False
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg in ("--args", "--jsonargs"):
+            break  # the rest are positional values for $ARGS, never read as files or programs
+        if arg in _JQ_TWO_VALUES:
+            index += 3
+            continue
+        if arg in _JQ_ONE_VALUE:
+            index += 2
+            continue
+        if arg == "--from-file" or (short_cluster(arg) and "f" in arg[1:]):
+            from_file = True
+        elif not arg.startswith("-"):
+            positional.append(arg)
+        index += 1
+    programs = positional[:1]
+    if from_file:
+        programs = [_jq_program_file(arg, ctx) for arg in positional]
+    for program in programs:
+        if match := _JQ_MODULE_WORDS.search(program):
+            raise denied(
+                f"jq {match.group(0)} is refused by the command policy (jq modules are read from any directory, "
+                "outside the roots too); write the filter inline or in a file without imports."
+            )
+    return args
+
+
+def _jq_program_file(arg: str, ctx: PolicyContext) -> str:
+    path = ctx.confine(arg)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(_JQ_MAX_PROGRAM_FILE).decode("utf-8", errors="replace")
+    except OSError:
+        return ""  # missing or not a file: jq reports it itself
+
+
+RUFF_SUBCOMMANDS = ("check", "format", "rule", "config", "linter", "version", "help", "clean")
+_RUFF_CONFIG_NAMES = ("ruff.toml", ".ruff.toml", "pyproject.toml")
+_RUFF_SCAN_LIMIT = 5000
+
+
+def _policy_ruff(args: list[str], ctx: PolicyContext) -> list[str]:
+    """ruff with its cache off and every configuration it may load (`extend` chains) inside the roots.
+
+    A project's ruff config is the agent's to write: `cache-dir` would make ruff create directories and
+    files anywhere, and `extend = "/etc/passwd"` makes ruff quote the lines of that file in its parse error.
+    """
+    if hit := find_flag(args, ("--cache-dir",)):
+        raise denied(f"ruff {hit} is refused by the command policy (the cache is off; it would write outside).")
+    positional = [arg for arg in args if not arg.startswith("-")]
+    sub = positional[0] if positional else None
+    if sub is None:
+        if args and all(arg in ("--version", "-V", "--help", "-h") for arg in args):
+            return args
+        raise invalid(f'ruff needs a subcommand ({", ".join(RUFF_SUBCOMMANDS)}), e.g. ["ruff", "check", "."].')
+    if sub not in RUFF_SUBCOMMANDS:
+        raise denied(f"ruff {sub[:40]} is refused by the command policy; allowed: {', '.join(RUFF_SUBCOMMANDS)}.")
+    if sub not in ("check", "format"):
+        return args
+    for config in _ruff_configs(args[args.index(sub) + 1 :], ctx):
+        _confine_ruff_extends(config, ctx)
+    position = args.index(sub) + 1
+    return [*args[:position], "--no-cache", *args[position:]]
+
+
+def _ruff_configs(rest: Sequence[str], ctx: PolicyContext) -> list[Path]:
+    """Config files ruff may read: `--config FILE`, those in the ancestors (inside the roots) of cwd and of each
+    path argument, and those below them."""
+    found: list[Path] = []
+    starts = [ctx.cwd]
+    for index, arg in enumerate(rest):
+        value = arg.split("=", 1)[1] if arg.startswith("--config=") else None
+        if arg == "--config" and index + 1 < len(rest):
+            value = rest[index + 1]
+        if value is not None and "=" not in value:
+            found.append(ctx.confine(value))
+        elif not arg.startswith("-") and (index == 0 or rest[index - 1] != "--config"):
+            path = ctx.confine(arg)
+            if path.exists():
+                starts.append(path if path.is_dir() else path.parent)
+    starts = list(dict.fromkeys(starts))
+    for start in starts:
+        folder = start
+        while True:
+            found += [folder / name for name in _RUFF_CONFIG_NAMES if (folder / name).is_file()]
+            parent = folder.parent
+            if parent == folder or not _inside(parent, ctx):
+                break
+            folder = parent
+    walks = itertools.chain.from_iterable(os.walk(start) for start in starts)
+    for visited, (directory, dirnames, filenames) in enumerate(walks):
+        if visited > _RUFF_SCAN_LIMIT:
+            raise denied(
+                "ruff: the directory tree is too large to check its configuration files; run it on a subfolder."
+            )
+        dirnames[:] = [name for name in dirnames if name not in (".git", "node_modules", ".venv", "__pycache__")]
+        found += [Path(directory) / name for name in _RUFF_CONFIG_NAMES if name in filenames]
+    return list(dict.fromkeys(found))
+
+
+def _inside(path: Path, ctx: PolicyContext) -> bool:
+    try:
+        ctx.confine(str(path))
+    except ToolFailure:
+        return False
+    return True
+
+
+def _confine_ruff_extends(config: Path, ctx: PolicyContext, depth: int = 0) -> None:
+    import tomllib
+
+    if depth > 10:
+        raise denied("ruff: the configuration `extend` chain is too long.")
+    checked = ctx.confine(str(config))
+    try:
+        data = tomllib.loads(checked.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return  # ruff reports the project's own broken file; it quotes only that file
+    table = data.get("tool", {}).get("ruff", {}) if checked.name == "pyproject.toml" else data
+    extend = table.get("extend") if isinstance(table, dict) else None
+    if extend is None:
+        return
+    if not isinstance(extend, str):
+        return
+    target = os.path.join(checked.parent, os.path.expanduser(extend))
+    try:
+        nested = ctx.confine(target)
+    except ToolFailure:
+        raise denied(
+            f"ruff: {config.name} extends {extend[:120]!r}, which is outside the allowed roots or a protected file; "
+            "ruff is not run on this configuration."
+        ) from None
+    if nested.is_file():
+        _confine_ruff_extends(nested, ctx, depth + 1)
+
+
+def _policy_generic(args: list[str], ctx: PolicyContext) -> list[str]:
+    return args
+
+
+POLICIES: dict[str, PolicyInfo] = {
+    "git": PolicyInfo(
+        "git",
+        "local subcommands only (no network, no aliases); `-c`/--config-env and other global options refused; "
+        "`--no-ext-diff --no-textconv` injected for diff/log/show; run with hardening config (fsmonitor, hooks, "
+        "pager, editor, ssh, gpg, diff/filter/merge drivers of the repository config neutralised); the "
+        "repository itself must be inside the roots; `git config` is read-only",
+        (
+            "-c",
+            "--config-env",
+            "--exec-path",
+            *GIT_REFUSED_FLAGS,
+            "grep -O",
+            "rebase -x/-i",
+            "clone/fetch -u",
+            *(f"git {name}" for name in GIT_REFUSED_SUBCOMMANDS),
+        ),
+        policy_git,
+    ),
+    "find": PolicyInfo(
+        "find",
+        "listing only",
+        ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls", "-L", "-follow"),
+        _policy_find,
+    ),
+    "rg": PolicyInfo(
+        "rg",
+        "no preprocessors, no symlink following",
+        ("--pre", "--pre-glob", "-z/--search-zip", "-L/--follow"),
+        _policy_rg,
+    ),
+    "grep": PolicyInfo("grep", "no symlink following", ("-R/--dereference-recursive",), _policy_grep),
+    "diff": PolicyInfo("diff", "`--no-dereference` always added", (), _policy_diff),
+    "sort": PolicyInfo(
+        "sort", "output to stdout only", ("-o/--output", "--compress-program", "-T/--temporary-directory"), _policy_sort
+    ),
+    "tar": PolicyInfo(
+        "tar",
+        "no programs run by tar (not on the default allow-list)",
+        ("--to-command", "--use-compress-program/-I", "--checkpoint-action", "--info-script/-F", "--rsh-command"),
+        _policy_tar,
+    ),
+    "make": PolicyInfo("make", "runs the project's own Makefile", ("VAR=value overrides", "-E/--eval"), _policy_make),
+    "pytest": PolicyInfo(
+        "pytest",
+        "runs the project's tests",
+        ("-o/--override-ini", "-p PLUGIN (except -p no:NAME)", "--pdb", "--pdbcls", "--trace"),
+        _policy_pytest,
+    ),
+    "python": PolicyInfo(
+        "python",
+        f"options before the script limited to -{''.join(sorted(_PYTHON_SIMPLE))} -W -X; the script must be "
+        f"inside the roots; -m only for {', '.join(PYTHON_MODULES)} (pytest's policy applies to -m pytest)",
+        ("-c", "-m (other modules)", "- (stdin)", "other long options"),
+        _policy_python,
+    ),
+    "node": PolicyInfo(
+        "node",
+        "options before the script limited to " + ", ".join((*_NODE_FLAGS_OK, *_NODE_VALUE_FLAGS_OK)),
+        ("-e/--eval", "-p/--print", "-r/--require", "--import", "--loader", "-i", "--inspect*", "--env-file", "-"),
+        _policy_node,
+    ),
+    "perl": PolicyInfo(
+        "perl",
+        "options before the script limited to -w -W -X -c -T -t -v (not on the default allow-list)",
+        ("-e", "-E", "-M/-m", "-n/-p", "-i", "-d", "-x", "-I"),
+        _interpreter_policy("perl", "wWXcTtv"),
+    ),
+    "ruby": PolicyInfo(
+        "ruby",
+        "options before the script limited to -w -W -c -v (not on the default allow-list)",
+        ("-e", "-r", "-n/-p", "-i", "-x", "-I", "-C"),
+        _interpreter_policy("ruby", "wWcv"),
+    ),
+    "npm": PolicyInfo(
+        "npm",
+        "subcommands " + ", ".join(NPM_SUBCOMMANDS) + "; `--ignore-scripts --script-shell=/bin/sh` always added "
+        "(pre/post hooks never run); lifecycle script names refused",
+        ("install/ci/exec/publish/config/...", *NPM_REFUSED),
+        policy_npm,
+    ),
+    "ruff": PolicyInfo(
+        "ruff",
+        "check/format run with `--no-cache`; every config file ruff may load (and its `extend` chain) must lie "
+        "inside the roots",
+        ("--cache-dir", "`extend` outside the roots", "server/analyze"),
+        _policy_ruff,
+    ),
+    "jq": PolicyInfo(
+        "jq",
+        "filters only: no modules (`import`, `include`, `modulemeta`, in the program or a -f file)",
+        ("import", "include", "modulemeta", "get_search_list"),
+        _policy_jq,
+    ),
+    "generic": PolicyInfo("generic", "no option runs code; path arguments confined to the roots", (), _policy_generic),
+}
+
+
+def policy_for(program: str) -> PolicyInfo:
+    """The argument policy of a program name (interpreters by family: python3.12 → python)."""
+    if program in POLICIES:
+        return POLICIES[program]
+    if re.fullmatch(r"python[0-9.]*", program):
+        return POLICIES["python"]
+    if program in ("nodejs",):
+        return POLICIES["node"]
+    if re.fullmatch(r"perl[0-9.]*", program):
+        return POLICIES["perl"]
+    if re.fullmatch(r"ruby[0-9.]*", program):
+        return POLICIES["ruby"]
+    return POLICIES["generic"]
