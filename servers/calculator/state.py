@@ -80,9 +80,7 @@ class CalculatorState:
         except WorkerCrashed as exc:
             logger.warning("calculator worker crashed: %s", exc)
             raise ToolFailure(
-                ErrorCode.EXECUTION_FAILED,
-                "the computation process stopped unexpectedly (probably out of memory) and was restarted. "
-                "Use smaller inputs or split the computation, then retry.",
+                ErrorCode.EXECUTION_FAILED, crash_message(exc.status, self.settings.memory_limit_mb)
             ) from None
         except WorkerStartError as exc:
             logger.error("calculator worker could not start: %s", exc)
@@ -113,3 +111,18 @@ def open_state(runtime: SectionRuntime) -> CalculatorState:
 
 def warm_up(state: CalculatorState) -> None:
     state.warm_up()
+
+
+def crash_message(status: str, memory_limit_mb: int) -> str:
+    """What is known about a worker that died mid-call, and what the caller can do."""
+    known = f"the computation process ended unexpectedly ({status}) and was restarted"
+    if "SIGKILL" in status:
+        cause = (
+            "; SIGKILL comes from outside the process (the system's out-of-memory killer, a container limit or an "
+            f"operator) — the worker's own {memory_limit_mb} MiB cap was not reported as reached"
+        )
+    elif "SIGSEGV" in status or "SIGABRT" in status:
+        cause = "; the math library crashed on this input"
+    else:
+        cause = ""
+    return f"{known}{cause}. Retry once; if it happens again, use smaller inputs or split the computation."

@@ -63,7 +63,14 @@ class WorkerTimeout(WorkerError, TimeoutError):
 
 
 class WorkerCrashed(WorkerError):
-    """The child died during the call (signal, exit, out of memory); it was replaced."""
+    """The child died during the call (signal, exit, out of memory); it was replaced.
+
+    `status` says what is known of how it ended: "killed by SIGKILL", "exit status 3"...
+    """
+
+    def __init__(self, message: str, status: str = "unknown") -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class WorkerMemoryError(WorkerError, MemoryError):
@@ -161,7 +168,7 @@ class WorkerProcess:
             except _Closed:
                 status = self._describe_exit()
                 self._replace("crash")
-                raise WorkerCrashed(f"worker {self.name} died during {target} ({status})") from None
+                raise WorkerCrashed(f"worker {self.name} died during {target} ({status})", status) from None
             except _BadReply as exc:
                 raise WorkerTaskError(
                     "UnreadableReply", f"the reply of {target} could not be unpickled: {exc}"

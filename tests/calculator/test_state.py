@@ -56,3 +56,14 @@ def test_timeout_memory_and_crash_codes(monkeypatch: pytest.MonkeyPatch) -> None
         assert state.worker.run("math:factorial", 5) == 120  # the replacement child answers
     finally:
         state.close()
+
+
+def test_a_killed_worker_is_described_by_what_is_known() -> None:
+    from mcp_sections.servers.calculator.state import crash_message
+
+    killed = crash_message("killed by SIGKILL", 512)
+    assert "killed by SIGKILL" in killed and "512 MiB cap was not reported as reached" in killed
+    assert "probably" not in killed
+    exited = crash_message("exit status 5", 512)
+    assert exited.startswith("the computation process ended unexpectedly (exit status 5)")
+    assert "out-of-memory" not in exited
