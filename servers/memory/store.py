@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
 import uuid
@@ -34,6 +33,7 @@ from mcp_sections.shared.embeddings import (
     to_blob,
 )
 from mcp_sections.shared.errors import invalid_input, not_found
+from mcp_sections.shared.fulltext import match_expression
 from mcp_sections.shared.store.sqlite import Database
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,63 +108,6 @@ MIGRATIONS = (
 )
 
 _COLUMNS = "pk, id, type, content, content_hash, metadata, tags, workflow_id, created_at, updated_at, embedding_model"
-_WORD = re.compile(r"\w+", re.UNICODE)
-STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "do",
-        "does",
-        "did",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "so",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-    ]
-)
 
 
 def _now() -> str:
@@ -646,12 +589,9 @@ class MemoryStore:
         limit: int,
     ) -> list[tuple[int, float]]:
         """BM25 over content and tags: any query word matches (stemmed); best first, score > 0."""
-        words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
-        meaningful = [word for word in words if word not in STOPWORDS]
-        words = (meaningful or words)[:32]  # stop words add cost (every row matches) but no ranking signal
-        if not words:
+        match = match_expression(query)
+        if match is None:
             return []
-        match = " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
         where, args = self._filters(workflows, type_filter, tags)
         rows = connection.execute(
             "SELECT m.pk AS pk, bm25(memories_fts) AS rank "

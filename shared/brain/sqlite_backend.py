@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -36,6 +35,7 @@ from mcp_sections.shared.brain.model import (
     project_node_id,
 )
 from mcp_sections.shared.embeddings import EMBEDDING_CACHE_SCHEMA
+from mcp_sections.shared.fulltext import match_expression
 from mcp_sections.shared.store.sqlite import Database
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -137,52 +137,8 @@ END;
     + EMBEDDING_CACHE_SCHEMA,
 )
 
-STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "do",
-        "does",
-        "for",
-        "from",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "with",
-        "my",
-        "me",
-        "we",
-        "you",
-        "your",
-        "can",
-        "find",
-        "show",
-        "code",
-    ]
-)
+#: Words that say how to ask rather than what to find, on top of the common stop words.
+QUERY_STOPWORDS = ("find", "show", "code")
 MAX_QUERY_TERMS = 24
 BM25_WEIGHTS = "8.0, 4.0, 2.0, 1.0"  # name, keywords, path, content
 MAX_WALK_ROWS = 20_000
@@ -190,13 +146,8 @@ _BATCH = 500
 
 
 def fts_query(text: str) -> str | None:
-    """A safe FTS5 MATCH expression: each word quoted (no operator injection), OR-ed, stopwords dropped."""
-    words = [w.lower() for w in re.findall(r"\w+", text)]
-    terms = list(dict.fromkeys(w for w in words if w not in STOPWORDS)) or list(dict.fromkeys(words))
-    terms = terms[:MAX_QUERY_TERMS]
-    if not terms:
-        return None
-    return " OR ".join(f'"{term}"' for term in terms)
+    """A safe FTS5 MATCH expression for a brain query (see `shared.fulltext`)."""
+    return match_expression(text, max_terms=MAX_QUERY_TERMS, extra_stopwords=QUERY_STOPWORDS)
 
 
 def _chunks(items: Sequence[Any], size: int = _BATCH) -> Iterator[Sequence[Any]]:
