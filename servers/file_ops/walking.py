@@ -6,15 +6,16 @@ import fnmatch
 import functools
 import os
 import re
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mcp_sections.shared import globs
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
-from mcp_sections.shared.gitignore import gitignore_lines
+from mcp_sections.shared.gitignore import IgnoreRule, is_ignored, read_gitignore, rules_down_to
 from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.walking import Entry, WalkStats
+from mcp_sections.shared.walking import walk as walk_entries
 
 ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn"})
 
@@ -157,72 +158,21 @@ def name_matches(name: str, rel: str, patterns: list[str]) -> bool:
 # -- .gitignore ----------------------------------------------------------------------------------------
 
 
-@dataclass
-class _IgnoreRule:
-    regex: globs.GlobPattern
-    negated: bool
-    directory_only: bool
-
-
-@dataclass
+@dataclass(frozen=True)
 class GitIgnore:
-    """The .gitignore rules in force in one directory (its own plus its parents'), git's semantics
-    for the common cases: negation, directory-only rules, anchored rules, `**`."""
+    """The .gitignore rules in force in one directory: its parents' and its own (`shared.gitignore`)."""
 
-    rules: list[tuple[str, _IgnoreRule]] = field(default_factory=list)
+    rules: tuple[IgnoreRule, ...] = ()
 
     def child(self, directory: str, rel_dir: str) -> GitIgnore:
-        path = os.path.join(directory, ".gitignore")
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read(1_000_000)
-        except OSError:
-            return self
-        rules = list(self.rules)
-        for line in gitignore_lines(text):
-            pattern = line.pattern if line.anchored else f"**/{line.pattern}"
-            try:
-                regex = glob_regex(pattern)
-            except ToolFailure:
-                continue
-            rules.append((rel_dir, _IgnoreRule(regex, line.negated, line.directory_only)))
-        return GitIgnore(rules)
+        own = read_gitignore(directory, rel_dir)
+        return GitIgnore((*self.rules, *own)) if own else self
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
-        result = False
-        for base, rule in self.rules:
-            if rule.directory_only and not is_dir:
-                continue
-            if base:
-                if not rel.startswith(base + "/"):
-                    continue
-                local = rel[len(base) + 1 :]
-            else:
-                local = rel
-            if rule.regex.match(local):
-                result = not rule.negated
-        return result
+        return is_ignored(self.rules, rel, is_dir)
 
 
 # -- the walk -----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Entry:
-    path: str  # absolute
-    rel: str  # relative to the walk's base, posix
-    name: str
-    is_dir: bool
-    is_symlink: bool
-    depth: int
-
-
-@dataclass
-class WalkStats:
-    visited: int = 0
-    truncated: bool = False
-    timed_out: bool = False
-    skipped_links: int = 0
 
 
 def left_out(
@@ -250,79 +200,25 @@ def walk(
     stats: WalkStats | None = None,
     start_rel: str = "",
 ) -> Iterator[Entry]:
-    """Entries below `base` (a checked directory), depth-first, each directory sorted by name.
+    """Entries below `base` (a checked directory), depth-first, each directory sorted by name (`shared.walking`).
 
-    Symlinked directories are never descended (so no loop and no escape); symlinks are yielded as
-    entries, and skipped when they lead outside the roots. Entries matching a deny glob are skipped.
+    Symlinked directories are never descended; symlinks are yielded as entries, and skipped when they lead
+    outside the roots. Entries matching a deny glob, hidden ones (unless asked), VCS directories and
+    `exclude` matches are left out.
     """
-    stats = stats if stats is not None else WalkStats()
-    exclude = exclude or []
-    ignore_root = GitIgnore()
-    start = os.path.join(base, start_rel) if start_rel else base
-    if gitignore:
-        # rules of the directories between base and start apply too
-        current = base
-        rel_dir = ""
-        ignore_root = ignore_root.child(base, "")
-        for part in [p for p in start_rel.split("/") if p]:
-            current = os.path.join(current, part)
-            rel_dir = f"{rel_dir}/{part}" if rel_dir else part
-            ignore_root = ignore_root.child(current, rel_dir)
-    first = _sorted_entries(start)
-    if first is None:
-        return
-    stack: list[tuple[str, Iterator[tuple[str, bool, bool]], str, int, GitIgnore]] = [
-        (start, iter(first), start_rel, 0, ignore_root)
-    ]
-    while stack:
-        directory, iterator, rel_dir, depth, ignore = stack[-1]
-        item = next(iterator, None)
-        if item is None:
-            stack.pop()
-            continue
-        name, is_dir, is_link = item
-        stats.visited += 1
-        if stats.visited > max_entries:
-            stats.truncated = True
-            return
-        if deadline is not None and stats.visited % 256 == 0 and time.monotonic() > deadline:
-            stats.timed_out = True
-            return
-        rel = f"{rel_dir}/{name}" if rel_dir else name
-        if left_out(guard, name, rel, include_hidden=include_hidden, gitignore=gitignore, exclude=exclude):
-            continue
-        if gitignore and ignore.ignored(rel, is_dir):
-            continue
-        path = os.path.join(directory, name)
-        if is_link and guard.entry_escapes(path):
-            stats.skipped_links += 1
-            continue
-        yield Entry(path, rel, name, is_dir, is_link, depth + 1)
-        if is_dir and (max_depth is None or depth + 1 < max_depth):
-            children = _sorted_entries(path)
-            if children is not None:
-                child_ignore = ignore.child(path, rel) if gitignore else ignore
-                stack.append((path, iter(children), rel, depth + 1, child_ignore))
+    excluded = exclude or []
 
+    def skip(name: str, rel: str, is_dir: bool) -> bool:
+        return left_out(guard, name, rel, include_hidden=include_hidden, gitignore=gitignore, exclude=excluded)
 
-_DIRECTORY_FLAGS = (
-    os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-)
-
-
-def _sorted_entries(directory: str) -> list[tuple[str, bool, bool]] | None:
-    """(name, is_dir, is_symlink) of a directory's entries, sorted; the directory itself is opened with
-    O_NOFOLLOW, so a directory swapped for a symlink during the walk is not listed."""
-    try:
-        fd = os.open(directory, _DIRECTORY_FLAGS)
-    except OSError:
-        return None
-    try:
-        with os.scandir(fd) as iterator:
-            items = [(item.name, item.is_dir(follow_symlinks=False), item.is_symlink()) for item in iterator]
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    items.sort()
-    return items
+    return walk_entries(
+        base,
+        start_rel=start_rel,
+        ignore_rules=rules_down_to(base, start_rel) if gitignore else None,
+        skip=skip,
+        escapes=guard.entry_escapes,
+        max_depth=max_depth,
+        max_entries=max_entries,
+        deadline=deadline,
+        stats=stats,
+    )

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from mcp_sections.shared import globs
 from mcp_sections.shared.brain.model import (
     Edge,
     FileRecord,
@@ -36,8 +35,10 @@ from mcp_sections.shared.brain.model import (
     split_identifier,
     text_hash,
 )
-from mcp_sections.shared.gitignore import gitignore_lines
+from mcp_sections.shared.gitignore import rules_down_to
 from mcp_sections.shared.guards.paths import SECRET_FILE_GLOBS
+from mcp_sections.shared.walking import WalkStats as WalkerStats
+from mcp_sections.shared.walking import walk
 
 MAX_FILE_BYTES = 1_000_000
 MAX_SCOPE_CHARS = 20_000
@@ -224,91 +225,6 @@ def holds_private_key(data: bytes) -> bool:
     return _PRIVATE_KEY.search(data) is not None
 
 
-# ---- .gitignore ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class IgnoreRule:
-    base: str  # directory of the .gitignore, relative to the walk root ('' for the root)
-    regex: globs.GlobPattern
-    negate: bool
-    dir_only: bool
-    anchored: bool
-    prefix: str = ""  # for a .gitignore above the walk root: the path from its directory down to the root + "/"
-
-
-def _glob_tokens(glob: str) -> list[globs.Token]:
-    """A .gitignore glob as `shared.globs` tokens (matched without catastrophic backtracking)."""
-    out: list[globs.Token] = []
-    i = 0
-    while i < len(glob):
-        c = glob[i]
-        if glob.startswith("**/", i):
-            out.append(globs.Token(globs.DIRS))
-            i += 3
-        elif glob.startswith("/**", i) and i + 3 == len(glob):
-            out += [globs.lit("/"), globs.Token(globs.ANY)]
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(globs.Token(globs.ANY))
-            i += 2
-        elif c == "*":
-            out.append(globs.Token(globs.STAR))
-            i += 1
-        elif c == "?":
-            out.append(globs.Token("one"))
-            i += 1
-        elif c == "[":
-            end = glob.find("]", i + 1)
-            if end == -1:
-                out.append(globs.lit(c))
-                i += 1
-            else:
-                body = glob[i + 1 : end].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                re.compile(f"[{body}]")  # re.error: the rule is skipped
-                out.append(globs.cls(body))
-                i = end + 1
-        elif c == "\\" and i + 1 < len(glob):
-            out.append(globs.lit(glob[i + 1]))
-            i += 2
-        else:
-            out.append(globs.lit(c))
-            i += 1
-    return out
-
-
-def parse_gitignore(text: str, base: str, prefix: str = "") -> list[IgnoreRule]:
-    rules = []
-    for line in gitignore_lines(text):
-        try:
-            regex = globs.GlobPattern([_glob_tokens(line.pattern)], line.pattern)
-        except re.error:
-            continue
-        rules.append(IgnoreRule(base, regex, line.negated, line.directory_only, line.anchored, prefix))
-    return rules
-
-
-def is_ignored(rules: Sequence[IgnoreRule], rel: str, is_dir: bool) -> bool:
-    """Last matching rule wins (git semantics, per path; parents are pruned by the walk)."""
-    ignored = False
-    name = rel.rsplit("/", 1)[-1]
-    for rule in rules:
-        if rule.dir_only and not is_dir:
-            continue
-        if rule.base:
-            if not rel.startswith(rule.base + "/"):
-                continue
-            local = rel[len(rule.base) + 1 :]
-        else:
-            local = rule.prefix + rel
-        target = local if rule.anchored else name
-        if rule.regex.match(target):
-            ignored = not rule.negate
-    return ignored
-
-
 # ---- the walk --------------------------------------------------------------------------------------
 
 
@@ -333,56 +249,6 @@ class WalkStats:
         return dict(self.__dict__)
 
 
-def _ancestor_rules(root: str, max_levels: int = 20) -> list[IgnoreRule]:
-    """Rules of the .gitignore files above `root` up to its git work tree's top (none outside a git tree)."""
-    ancestors: list[str] = []
-    current = os.path.abspath(root)
-    for _ in range(max_levels):
-        if os.path.exists(os.path.join(current, ".git")):
-            break
-        parent = os.path.dirname(current)
-        if parent == current:
-            return []
-        current = parent
-        ancestors.append(current)
-    else:
-        return []
-    rules: list[IgnoreRule] = []
-    for ancestor in reversed(ancestors):
-        prefix = os.path.relpath(root, ancestor).replace(os.sep, "/") + "/"
-        path = os.path.join(ancestor, ".gitignore")
-        try:
-            if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) <= 1_000_000:
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    rules += parse_gitignore(handle.read(), "", prefix)
-        except OSError:
-            continue
-    return rules
-
-
-def _gitignore_rules_down_to(root: str, start_rel: str) -> list[IgnoreRule]:
-    """Rules of the .gitignore files above the project root (inside its git tree), of the project root, and of
-    every directory down to `start_rel`."""
-    rules: list[IgnoreRule] = _ancestor_rules(root)
-    parts = [p for p in start_rel.split("/") if p] if start_rel else []
-    for depth in range(len(parts)):
-        base = "/".join(parts[:depth])
-        rules += _read_gitignore(os.path.join(root, *parts[:depth]), base)
-    return rules
-
-
-def _read_gitignore(directory: str, base: str) -> list[IgnoreRule]:
-    path = os.path.join(directory, ".gitignore")
-    try:
-        info = os.lstat(path)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > 1_000_000:
-            return []
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return parse_gitignore(handle.read(), base)
-    except OSError:
-        return []
-
-
 def walk_tree(
     root: str,
     start_rel: str = "",
@@ -392,66 +258,53 @@ def walk_tree(
     stats: WalkStats | None = None,
     extra_secret: Callable[[str], bool] | None = None,
 ) -> Iterator[WalkEntry]:
-    """Files under `root/start_rel` worth ingesting, sorted, with the filters of the module docstring.
+    """Files under `root/start_rel` worth ingesting, sorted, with the filters of the module docstring
+    (on the suite's one walker, `shared.walking`, with the .gitignore files of the whole git tree).
 
     `excluded`: relative directories skipped entirely (sub-directories that are projects of their own).
     """
     stats = stats if stats is not None else WalkStats()
     excluded_set = {e.strip("/") for e in excluded if e.strip("/")}
-    start_abs = os.path.join(root, *start_rel.split("/")) if start_rel else root
-    base_rules = _gitignore_rules_down_to(root, start_rel)
-    stack: list[tuple[str, str, list[IgnoreRule]]] = [(start_abs, start_rel, base_rules)]
-    while stack:
-        directory, rel_dir, inherited = stack.pop()
-        rules = inherited + _read_gitignore(directory, rel_dir)
+
+    def skip(name: str, rel: str, is_dir: bool) -> bool:
+        lowered = name.lower()
+        if is_dir:
+            if lowered in SKIP_DIRS or any(fnmatch.fnmatchcase(lowered, g) for g in SKIP_DIR_GLOBS):
+                stats.skipped_ignored += 1
+                return True
+            if rel in excluded_set:
+                stats.skipped_projects += 1
+                return True
+            return False
+        if is_secret_name(name) or (extra_secret is not None and extra_secret(name)):
+            stats.skipped_secret += 1
+            return True
+        if lowered in SKIP_FILES or any(fnmatch.fnmatchcase(lowered, g) for g in SKIP_FILE_GLOBS):
+            stats.skipped_ignored += 1
+            return True
+        return False
+
+    walked = WalkerStats()
+    for entry in walk(
+        root, start_rel=start_rel, ignore_rules=rules_down_to(root, start_rel, ancestors=True), skip=skip, stats=walked
+    ):
+        if entry.is_dir:
+            continue
         try:
-            with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            info = os.lstat(entry.path)
         except OSError:
             continue
-        subdirs = []
-        for entry in entries:
-            name = entry.name
-            rel = f"{rel_dir}/{name}" if rel_dir else name
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISLNK(info.st_mode):
-                stats.skipped_other += 1
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                lowered = name.lower()
-                if lowered in SKIP_DIRS or any(fnmatch.fnmatchcase(lowered, g) for g in SKIP_DIR_GLOBS):
-                    stats.skipped_ignored += 1
-                elif rel in excluded_set:
-                    stats.skipped_projects += 1
-                elif is_ignored(rules, rel, True):
-                    stats.skipped_ignored += 1
-                else:
-                    subdirs.append((entry.path, rel, rules))
-                continue
-            if not stat.S_ISREG(info.st_mode):
-                stats.skipped_other += 1
-                continue
-            if is_secret_name(name) or (extra_secret is not None and extra_secret(name)):
-                stats.skipped_secret += 1
-                continue
-            lowered = name.lower()
-            if lowered in SKIP_FILES or any(fnmatch.fnmatchcase(lowered, g) for g in SKIP_FILE_GLOBS):
-                stats.skipped_ignored += 1
-                continue
-            if is_ignored(rules, rel, False):
-                stats.skipped_ignored += 1
-                continue
-            if posixpath.splitext(lowered)[1] in BINARY_EXTENSIONS:
-                stats.skipped_binary += 1
-                continue
-            if info.st_size > max_file_bytes:
-                stats.skipped_large += 1
-                continue
-            yield WalkEntry(entry.path, rel, info.st_size, info.st_mtime_ns)
-        stack.extend(reversed(subdirs))
+        if not stat.S_ISREG(info.st_mode):  # symbolic links (never followed), devices, sockets, fifos
+            stats.skipped_other += 1
+            continue
+        if posixpath.splitext(entry.name.lower())[1] in BINARY_EXTENSIONS:
+            stats.skipped_binary += 1
+            continue
+        if info.st_size > max_file_bytes:
+            stats.skipped_large += 1
+            continue
+        yield WalkEntry(entry.path, entry.rel, info.st_size, info.st_mtime_ns)
+    stats.skipped_ignored += walked.skipped_ignored
 
 
 # ---- parsing ---------------------------------------------------------------------------------------
