@@ -25,7 +25,13 @@ from mcp_types import CallToolResult
 
 from mcp_sections.shared.calls import failure_result, parse_arguments
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.sdk_tools import RawArguments, SdkToolContext, sdk_annotations, uses_input_required
+from mcp_sections.shared.sdk_tools import (
+    RawArguments,
+    SdkToolContext,
+    sdk_annotations,
+    spec_schemas,
+    uses_input_required,
+)
 from mcp_sections.shared.tools import ToolContext, ToolSpec, UserAnswer
 
 logger = logging.getLogger("mcp_sections.asking")
@@ -201,15 +207,14 @@ def asking_tool(
         return await call(arguments, SdkToolContext(context), answer)
 
     resolved = {"answer": (Resolve(question), True)}
+    input_schema, output_schema = spec_schemas(spec)
     return _AskingTool(
         fn=invoke,
         name=spec.name,
         title=spec.title,
         description=spec.description,
-        parameters=spec.input_model.model_json_schema(),
-        fn_metadata=FuncMetadata(
-            arg_model=RawArguments, output_schema=spec.output_model.model_json_schema(mode="serialization")
-        ),
+        parameters=input_schema,
+        fn_metadata=FuncMetadata(arg_model=RawArguments, output_schema=output_schema),
         is_async=True,
         context_kwarg="context",
         resolved_params=resolved,

@@ -200,10 +200,60 @@ def raw_tool(
     )
 
 
-def sdk_annotations(spec: ToolSpec) -> ToolAnnotations:
+def spec_schemas(spec: ToolSpec, *, lean: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The input and output JSON Schemas of a declared tool (`lean`: compacted, see `shared.schemas`)."""
+    input_schema = spec.input_model.model_json_schema()
+    output_schema = spec.output_model.model_json_schema(mode="serialization")
+    if not lean:
+        return input_schema, output_schema
+    from mcp_sections.shared.schemas import lean_schema
+
+    return lean_schema(input_schema), lean_schema(output_schema, descriptions=False)
+
+
+def spec_tool(
+    spec: ToolSpec,
+    call: Callable[[dict[str, Any], ToolContext], Awaitable[CallToolResult]],
+    *,
+    lean: bool = False,
+    publish_output: bool = True,
+) -> Tool:
+    """The one builder of an SDK tool from a declared tool: name, title, description, schemas, annotations.
+
+    `publish_output=False` for a tool whose results are not its own model (the gateway's forwarding tool).
+    """
+    input_schema, output_schema = spec_schemas(spec, lean=lean)
+    return raw_tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=input_schema,
+        output_schema=output_schema if publish_output else None,
+        annotations=sdk_annotations(spec, with_title=not lean),
+        call=call,
+    )
+
+
+def tool_definition(tool: Tool) -> dict[str, Any]:
+    """A tool's `tools/list` entry, exactly as a server publishes it."""
+    entry = {
+        "name": tool.name,
+        "title": tool.title,
+        "description": tool.description,
+        "inputSchema": tool.parameters,
+        "outputSchema": tool.output_schema,
+        "annotations": tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if tool.annotations
+        else None,
+    }
+    return {key: value for key, value in entry.items() if value is not None}
+
+
+def sdk_annotations(spec: ToolSpec, *, with_title: bool = True) -> ToolAnnotations:
+    """MCP annotations of a declared tool (`with_title=False`: the title is the tool's own `title` already)."""
     hints = spec.annotations
     return ToolAnnotations(
-        title=spec.title,
+        title=spec.title if with_title else None,
         read_only_hint=hints.read_only,
         destructive_hint=hints.destructive,
         idempotent_hint=hints.idempotent,

@@ -21,7 +21,7 @@ from mcp_sections.shared.about import package_version
 from mcp_sections.shared.asking import asking_tool
 from mcp_sections.shared.calls import failure_result, missing_dependency, run_tool
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, raw_tool, sdk_annotations
+from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, spec_tool
 from mcp_sections.shared.sections import Section, SectionRuntime
 from mcp_sections.shared.tools import ToolContext, ToolSpec, UserAnswer
 
@@ -114,18 +114,7 @@ def sdk_tool(spec: ToolSpec, state: SectionState, extra: str | None = None) -> T
 
     if spec.asks_user is not None:
         return asking_tool(spec, state, call)
-    return raw_tool(
-        name=spec.name,
-        title=spec.title,
-        description=spec.description,
-        input_schema=spec.input_model.model_json_schema(),
-        output_schema=spec.output_model.model_json_schema(mode="serialization"),
-        annotations=sdk_annotations(spec),
-        call=call,
-    )
-
-
-_sdk_tool = sdk_tool
+    return spec_tool(spec, call)
 
 
 def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, SectionState]:

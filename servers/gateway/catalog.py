@@ -151,32 +151,9 @@ class SectionEntry:
 
 def declaration_definitions(section: Section, settings: Settings) -> list[dict[str, Any]]:
     """The `tools/list` of a declared section, exactly as its server publishes it, without a process."""
-    from mcp_sections.shared.sdk_tools import raw_tool, sdk_annotations
+    from mcp_sections.shared.sdk_tools import spec_tool, tool_definition
 
-    definitions = []
-    for spec in section.specs:
-        tool = raw_tool(
-            name=spec.name,
-            title=spec.title,
-            description=spec.description,
-            input_schema=spec.input_model.model_json_schema(),
-            output_schema=spec.output_model.model_json_schema(mode="serialization"),
-            annotations=sdk_annotations(spec),
-            call=_never_called,
-        )
-        definitions.append(
-            {
-                "name": tool.name,
-                "title": tool.title,
-                "description": tool.description,
-                "inputSchema": tool.parameters,
-                "outputSchema": tool.output_schema,
-                "annotations": tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
-                if tool.annotations
-                else None,
-            }
-        )
-    return [{key: value for key, value in item.items() if value is not None} for item in definitions]
+    return [tool_definition(spec_tool(spec, _never_called)) for spec in section.specs]
 
 
 async def _never_called(arguments: dict[str, Any], ctx: Any) -> Any:  # pragma: no cover

@@ -20,6 +20,7 @@ from mcp_sections.shared.about import package_version
 from mcp_sections.shared.calls import failure_result, run_tool
 from mcp_sections.shared.config import ConfigError, Settings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, not_found, permission_denied
+from mcp_sections.shared.sdk_tools import spec_schemas
 from mcp_sections.shared.tools import ToolContext, ToolSpec, spec_of
 
 from . import context as context_info
@@ -39,7 +40,6 @@ from .models import (
     SectionStatus,
     WorkingDirectoryResult,
 )
-from .schemas import lean_schema
 from .scope import CLIENT_SCOPE, AgentScope, CallScope
 from .section import GATEWAY_TOOLS
 from .settings import GatewaySettings
@@ -53,24 +53,13 @@ AGENT_SECTIONS = frozenset({"orchestration"})  # built-in sections that run sub-
 SHUTDOWN_GRACE_SECONDS = 10.0
 
 
-def own_annotations(spec: ToolSpec) -> dict[str, bool]:
-    """MCP annotations of a gateway tool (its title is already the tool's `title`, not repeated here)."""
-    hints = spec.annotations
-    return {
-        "readOnlyHint": hints.read_only,
-        "destructiveHint": hints.destructive,
-        "idempotentHint": hints.idempotent,
-        "openWorldHint": hints.open_world,
-    }
-
-
 @functools.cache
 def _own_tool_definition(name: str) -> dict[str, Any]:
     spec = GATEWAY_SPECS[name]
     return {
         "name": name,
         "description": spec.description,
-        "inputSchema": lean_schema(spec.input_model.model_json_schema()),
+        "inputSchema": spec_schemas(spec, lean=True)[0],
     }
 
 

@@ -15,12 +15,11 @@ from mcp_types import CallToolResult, ToolAnnotations
 
 from mcp_sections.shared.about import package_version
 from mcp_sections.shared.config import Settings
-from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, raw_tool
+from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, raw_tool, spec_tool
 from mcp_sections.shared.server import UnknownToolAsNotFound
 from mcp_sections.shared.tools import ToolContext
 
-from .core import FORWARD_TOOL, GATEWAY_SPECS, Gateway, Route, own_annotations
-from .schemas import lean_schema
+from .core import FORWARD_TOOL, GATEWAY_SPECS, Gateway, Route
 from .settings import GatewaySettings
 
 INSTRUCTIONS = (
@@ -44,17 +43,7 @@ def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[M
     for name in gateway.own_tool_names():
         spec = GATEWAY_SPECS[name]
         tools.append(
-            raw_tool(
-                name=spec.name,
-                title=spec.title,
-                description=spec.description,
-                input_schema=lean_schema(spec.input_model.model_json_schema()),
-                output_schema=None
-                if spec.name == FORWARD_TOOL
-                else lean_schema(spec.output_model.model_json_schema(mode="serialization"), descriptions=False),
-                annotations=ToolAnnotations.model_validate(own_annotations(spec)),
-                call=_dispatch(gateway, spec.name),
-            )
+            spec_tool(spec, _dispatch(gateway, spec.name), lean=True, publish_output=spec.name != FORWARD_TOOL)
         )
     tools += [_exposed_tool(gateway, route) for route in gateway.exposed.values()]
     server = MCPServer(

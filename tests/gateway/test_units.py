@@ -273,7 +273,7 @@ def test_lean_schemas_accept_and_refuse_what_the_pydantic_ones_do() -> None:
     from jsonschema import Draft202012Validator
 
     from mcp_sections.servers.gateway.core import GATEWAY_SPECS
-    from mcp_sections.servers.gateway.schemas import lean_schema
+    from mcp_sections.shared.schemas import lean_schema
 
     plan = GATEWAY_SPECS["plan_actions"]
     full_in, full_out = plan.input_model.model_json_schema(), plan.output_model.model_json_schema(mode="serialization")

@@ -1,11 +1,12 @@
-"""Lean JSON Schemas for the gateway's own tools: the same constraints in fewer tokens.
+"""Lean JSON Schemas: the same constraints in fewer tokens (the gateway's own tools use them).
 
 The gateway's `tools/list` sits in the model's context on every turn, so its own tools' schemas are compacted
 (the sections' schemas, served by `describe_section` or `--expose`, are never touched):
 - no `title`s (pydantic derives them from the field and class names the schema already shows);
 - `$defs` inlined where used once-or-more and not recursive, so there are no nested definitions to follow;
-- `anyOf: [X, {"type": "null"}]` of a simple type becomes `"type": [X, "null"]`, and `"default": null` goes
-  (a field absent from `required` is optional already);
+- `"default": null` goes (a field absent from `required` is optional already); nullable values keep pydantic's
+  `anyOf: [X, {"type": "null"}]` form, which every client reads (a `type: [X, "null"]` list is legal JSON
+  Schema but some clients reject it or drop the constraint: the MCP Inspector's portability check flags it);
 - output schemas keep their structure and types but no per-field descriptions (the tool's description says
   what comes back, and the text content repeats it).
 Every change keeps what validates: a result that matched the pydantic schema matches the lean one.
@@ -52,7 +53,7 @@ def _lean(node: Any, definitions: dict[str, Any], descriptions: bool, seen: tupl
             result[key] = _lean(value, definitions, descriptions, seen)
         else:
             result[key] = value
-    return _nullable_as_type_list(result)
+    return result
 
 
 def _all_inlinable(definitions: dict[str, Any]) -> bool:
@@ -73,20 +74,3 @@ def _refers_to(target: str, node: Any, definitions: dict[str, Any], seen: tuple[
         if name not in seen and name in definitions:
             return _refers_to(target, definitions[name], definitions, (*seen, name))
     return any(_refers_to(target, value, definitions, seen) for value in node.values())
-
-
-def _nullable_as_type_list(node: dict[str, Any]) -> dict[str, Any]:
-    """`anyOf: [{"type": T, ...}, {"type": "null"}]` → `{"type": [T, "null"], ...}` when nothing else differs."""
-    options = node.get("anyOf")
-    if not isinstance(options, list) or len(options) != 2 or {"type": "null"} not in options:
-        return node
-    other = options[0] if options[1] == {"type": "null"} else options[1]
-    if not isinstance(other, dict) or not isinstance(other.get("type"), str) or {"enum", "const"} & set(other):
-        return node
-    if set(other) & (set(node) - {"anyOf"}):
-        return node
-    # only keywords that apply to the non-null type alone may move (they ignore null instances anyway)
-    merged = {key: value for key, value in node.items() if key != "anyOf"}
-    merged.update(other)
-    merged["type"] = [other["type"], "null"]
-    return merged
