@@ -461,7 +461,7 @@ class Brain:
         from urllib.parse import urlparse
 
         from mcp_sections.shared.brain.model import Edge, Ref, node_id
-        from mcp_sections.shared.brain.parsing import Builder, _chunk_text
+        from mcp_sections.shared.brain.parsing import Builder, chunk_text
 
         parsed_url = urlparse(url)
         if parsed_url.scheme not in ("http", "https") or not parsed_url.netloc:
@@ -491,7 +491,7 @@ class Brain:
         builder.file.embed_text = f"{title}\n{text[:600]}"
         builder.edges = [Edge(page_id, "IN_PROJECT", project_node_id(pid))]
         if len(text) > 4000:
-            _chunk_text(builder, text, prose=True)
+            chunk_text(builder, text, prose=True)
         builder.refs = [Ref(page_id, "link", link.split("#", 1)[0]) for link in links[:500]]
         parsed = builder.done()
         parsed.nodes[0].embed_text = f"{title}\n{text[:600]}"

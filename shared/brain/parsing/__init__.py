@@ -1,0 +1,42 @@
+"""From files to graph records: directory walking with filters, and real parsers per language.
+
+- Python: the standard `ast` module. JavaScript, TypeScript/TSX, Go, Rust, Java: tree-sitter grammars
+  from PyPI (`pip install 'mcp-sections[rag]'`), imported lazily; when a grammar is missing the file is
+  indexed as plain text chunks. Markdown: split by ATX headings (fenced code ignored). Other text files:
+  chunks of ~1,500 characters on line boundaries.
+- The walk honours `.gitignore` files (from the project root down), skips vendored/build directories,
+  binary files, lock/minified files, symbolic links and secrets (`.env*`, keys, `*.pem`, files holding a
+  private key block), never following links out of the tree.
+- What gets embedded is chosen here: a compact text per scope (path, kind, qualified name, signature,
+  docstring, first lines), per document section (heading path + first lines) and per prose chunk.
+
+Modules: `files` (what is read, the filtered walk), `builder` (records in the making, embed texts, chunks),
+`parse` (the dispatch by language), `python_code`, `grammars` (tree-sitter languages), `markdown_docs`.
+"""
+
+from mcp_sections.shared.brain.parsing.builder import Builder, chunk_text
+from mcp_sections.shared.brain.parsing.files import (
+    LANGUAGES,
+    WalkEntry,
+    WalkStats,
+    holds_private_key,
+    is_secret_name,
+    looks_binary,
+    walk_tree,
+)
+from mcp_sections.shared.brain.parsing.grammars import tree_sitter_available
+from mcp_sections.shared.brain.parsing.parse import parse_file
+
+__all__ = [
+    "LANGUAGES",
+    "Builder",
+    "WalkEntry",
+    "WalkStats",
+    "chunk_text",
+    "holds_private_key",
+    "is_secret_name",
+    "looks_binary",
+    "parse_file",
+    "tree_sitter_available",
+    "walk_tree",
+]

@@ -1,0 +1,172 @@
+"""Graph records of one file in the making (`Builder`), the compact texts that get embedded, and plain-text
+chunking for files no parser reads."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+
+from mcp_sections.shared.brain.model import (
+    Edge,
+    FileRecord,
+    Node,
+    ParsedFile,
+    Ref,
+    node_id,
+    project_node_id,
+    split_identifier,
+)
+from mcp_sections.shared.brain.parsing.files import (
+    CHUNK_CHARS,
+    MAX_CHUNKS_PER_FILE,
+    MAX_EMBED_CHARS,
+    MAX_REFS_PER_SCOPE,
+    MAX_SCOPE_CHARS,
+    TRIVIAL_LINES,
+)
+
+# ---- parsing ---------------------------------------------------------------------------------------
+
+
+class Builder:
+    """Collects the nodes, edges and references of one file."""
+
+    def __init__(self, project_id: str, rel: str, language: str, data_hash: str, size: int, mtime_ns: int) -> None:
+        self.project_id = project_id
+        self.rel = rel
+        self.language = language
+        self.file_id = node_id(project_id, "File", rel)
+        self.record = FileRecord(rel, data_hash, size, mtime_ns, self.file_id)
+        self.file = Node(
+            id=self.file_id,
+            label="File",
+            project_id=project_id,
+            name=posixpath.basename(rel),
+            path=rel,
+            file_id=self.file_id,
+            keywords=" ".join(split_identifier(rel)),
+            props={"language": language, "hash": data_hash, "size": size},
+        )
+        self.nodes: list[Node] = [self.file]
+        self.edges: list[Edge] = [Edge(self.file_id, "IN_PROJECT", project_node_id(project_id))]
+        self.refs: list[Ref] = []
+        self._seen: set[str] = set()
+
+    def unique(self, qualname: str) -> str:
+        candidate, n = qualname, 1
+        while candidate in self._seen:
+            n += 1
+            candidate = f"{qualname}#{n}"
+        self._seen.add(candidate)
+        return candidate
+
+    def scope(
+        self,
+        *,
+        parent: str,
+        kind: str,
+        name: str,
+        qualname: str,
+        signature: str,
+        docstring: str,
+        start: int,
+        end: int,
+        content: str,
+        calls: Sequence[str] = (),
+    ) -> str:
+        qualname = self.unique(qualname)
+        sid = node_id(self.project_id, "Scope", self.rel, qualname)
+        doc = docstring.strip()
+        lines = content.splitlines()
+        embed = None
+        if doc or len(lines) > TRIVIAL_LINES:  # trivial undocumented scopes: text search only
+            embed = compact_embed_text(self.rel, kind, qualname, signature, doc, lines)
+        self.nodes.append(
+            Node(
+                id=sid,
+                label="Scope",
+                project_id=self.project_id,
+                name=name,
+                path=self.rel,
+                file_id=self.file_id,
+                start_line=start,
+                end_line=end,
+                content=content[:MAX_SCOPE_CHARS],
+                keywords=" ".join([qualname, *split_identifier(qualname), *split_identifier(signature)[:30]]),
+                embed_text=embed,
+                props={
+                    "kind": kind,
+                    "qualname": qualname,
+                    "signature": signature[:300],
+                    "docstring": doc[:1000],
+                    "language": self.language,
+                    "parent": None if parent == self.file_id else parent,
+                },
+            )
+        )
+        self.edges.append(Edge(parent, "DEFINES", sid))
+        for call in list(dict.fromkeys(c for c in calls if c and c != name))[:MAX_REFS_PER_SCOPE]:
+            self.refs.append(Ref(sid, "call", call))
+        return sid
+
+    def imports(self, targets: Sequence[str]) -> None:
+        unique = list(dict.fromkeys(t for t in targets if t))
+        self.file.props["imports"] = unique[:200]
+        for target in unique[:200]:
+            self.refs.append(Ref(self.file_id, "import", target))
+
+    def done(self) -> ParsedFile:
+        summary = self.file.props.pop("summary", "")
+        if summary:
+            self.file.content = summary[:2000]
+            self.file.embed_text = f"{posixpath.basename(self.rel)}: {first_paragraph(summary)}"[:MAX_EMBED_CHARS]
+        return ParsedFile(self.record, self.nodes, self.edges, self.refs)
+
+
+def first_paragraph(text: str, limit: int = 160) -> str:
+    paragraph = text.strip().split("\n\n", 1)[0]
+    return " ".join(paragraph.split())[:limit]
+
+
+def compact_embed_text(rel: str, kind: str, qualname: str, signature: str, doc: str, lines: Sequence[str]) -> str:
+    """`passwords.py method LoginService.login(self, user, ...): Log a user in ...` (≤ MAX_EMBED_CHARS)."""
+    params = signature[signature.find("(") :] if "(" in signature else ""
+    header = f"{posixpath.basename(rel)} {kind} {qualname}{params[:70]}"
+    if doc:
+        detail = first_paragraph(doc)
+    else:
+        detail = " ".join(" ".join(line.split()) for line in lines[1:4] if line.strip())[:100]
+    return f"{header}: {detail}"[:MAX_EMBED_CHARS]
+
+
+def chunk_text(builder: Builder, text: str, *, prose: bool) -> None:
+    chunks, current = [], []
+    size = 0
+    start_line = 1
+    line_no = 0
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        current.append(line)
+        size += len(line) + 1
+        if size >= CHUNK_CHARS:
+            chunks.append((start_line, line_no, "\n".join(current)))
+            current, size, start_line = [], 0, line_no + 1
+    if current and "".join(current).strip():
+        chunks.append((start_line, line_no, "\n".join(current)))
+    for index, (start, end, content) in enumerate(chunks[:MAX_CHUNKS_PER_FILE]):
+        cid = node_id(builder.project_id, "Chunk", builder.rel, str(index))
+        builder.nodes.append(
+            Node(
+                id=cid,
+                label="Chunk",
+                project_id=builder.project_id,
+                name=f"{builder.file.name}#{index}",
+                path=builder.rel,
+                file_id=builder.file_id,
+                start_line=start,
+                end_line=end,
+                content=content,
+                embed_text=" ".join(content.split())[:MAX_EMBED_CHARS] if prose and content.strip() else None,
+                props={"index": index},
+            )
+        )
+        builder.edges.append(Edge(builder.file_id, "CONTAINS", cid))

@@ -1,0 +1,36 @@
+"""One file's bytes to graph records: the parser of its language, plain chunks when it has none or fails."""
+
+from __future__ import annotations
+
+import posixpath
+
+from mcp_sections.shared.brain.model import (
+    ParsedFile,
+    text_hash,
+)
+from mcp_sections.shared.brain.parsing.builder import Builder, chunk_text
+from mcp_sections.shared.brain.parsing.files import PROSE_EXTENSIONS, language_of
+from mcp_sections.shared.brain.parsing.grammars import TREE_SITTER_LANGUAGES, parse_tree_sitter, ts_parser
+from mcp_sections.shared.brain.parsing.markdown_docs import parse_markdown
+from mcp_sections.shared.brain.parsing.python_code import parse_python
+
+
+def parse_file(project_id: str, rel: str, data: bytes, mtime_ns: int = 0) -> ParsedFile:
+    """Parse one file's bytes (already known to be text) into graph records."""
+    text = data.decode("utf-8", errors="replace")
+    language = language_of(rel)
+    builder = Builder(project_id, rel, language, text_hash(data), len(data), mtime_ns)
+    try:
+        if language == "python":
+            parse_python(builder, text)
+        elif language in TREE_SITTER_LANGUAGES and ts_parser(language) is not None:
+            parse_tree_sitter(builder, text, data, language)
+        elif language == "markdown":
+            parse_markdown(builder, text)
+        else:
+            chunk_text(builder, text, prose=posixpath.splitext(rel)[1].lower() in PROSE_EXTENSIONS)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        builder = Builder(project_id, rel, language, text_hash(data), len(data), mtime_ns)
+        builder.file.props["parse_error"] = True
+        chunk_text(builder, text, prose=False)
+    return builder.done()

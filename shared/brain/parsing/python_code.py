@@ -1,0 +1,163 @@
+"""Python, read with the standard `ast` module: modules, classes, functions, imports, calls."""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+from collections.abc import Sequence
+
+from mcp_sections.shared.brain.parsing.builder import Builder
+from mcp_sections.shared.brain.parsing.files import MAX_SCOPES_PER_FILE
+
+# ---- Python (ast) ------------------------------------------------------------------------------------
+
+
+def python_module_name(rel: str) -> str:
+    stem = rel[: -len(posixpath.splitext(rel)[1])] if "." in posixpath.basename(rel) else rel
+    parts = stem.split("/")
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    if parts and parts[0] in ("src", "lib") and len(parts) > 1:
+        parts = parts[1:]
+    return ".".join(parts)
+
+
+def _scan_python(tree: ast.Module) -> tuple[dict[int, list[str]], list[ast.Import | ast.ImportFrom]]:
+    """One pass: the names called inside each definition / top-level statement (keyed by `id(node)`,
+    not descending into nested definitions) and every import statement."""
+    calls: dict[int, list[str]] = {}
+    imports: list[ast.Import | ast.ImportFrom] = []
+    stack: list[tuple[ast.AST, int]] = [(stmt, id(stmt)) for stmt in tree.body]
+    while stack:
+        node, owner = stack.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            imports.append(node)
+            continue
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if name:
+                calls.setdefault(owner, []).append(name)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                stack.append((child, id(child)))
+            else:
+                stack.append((child, owner))
+    return calls, imports
+
+
+def _python_signature(item: ast.AST) -> str:
+    if isinstance(item, ast.ClassDef):
+        bases = ", ".join(ast.unparse(b) for b in item.bases)
+        return f"class {item.name}({bases})" if bases else f"class {item.name}"
+    assert isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+    prefix = "async def" if isinstance(item, ast.AsyncFunctionDef) else "def"
+    returns = f" -> {ast.unparse(item.returns)}" if item.returns else ""
+    return f"{prefix} {item.name}({ast.unparse(item.args)}){returns}"
+
+
+def parse_python(builder: Builder, text: str) -> None:
+    tree = ast.parse(text)
+    lines = text.splitlines()
+    module = python_module_name(builder.rel)
+    builder.file.props["module"] = module
+    builder.file.props["summary"] = ast.get_docstring(tree) or ""
+    package = module if builder.rel.endswith("__init__.py") else module.rpartition(".")[0]
+
+    calls_of, import_nodes = _scan_python(tree)
+    imports: list[str] = []
+    for item in import_nodes:
+        if isinstance(item, ast.Import):
+            imports += [alias.name for alias in item.names]
+        elif isinstance(item, ast.ImportFrom):
+            base = item.module or ""
+            if item.level:
+                anchor = package.split(".") if package else []
+                anchor = anchor[: len(anchor) - (item.level - 1)] if item.level > 1 else anchor
+                base = ".".join([*anchor, *([base] if base else [])])
+            if item.module is None:
+                imports += [f"{base}.{alias.name}" if base else alias.name for alias in item.names]
+            else:
+                imports.append(base)
+    builder.imports(imports)
+
+    def source(item: ast.AST) -> tuple[int, int, str]:
+        start = min([item.lineno, *(d.lineno for d in getattr(item, "decorator_list", []))])
+        end = item.end_lineno or item.lineno
+        return start, end, "\n".join(lines[start - 1 : end])
+
+    count = 0
+
+    def visit(body: Sequence[ast.stmt], parent: str, prefix: str, in_class: bool) -> None:
+        nonlocal count
+        for item in body:
+            if count >= MAX_SCOPES_PER_FILE:
+                return
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                count += 1
+                start, end, content = source(item)
+                is_class = isinstance(item, ast.ClassDef)
+                kind = "class" if is_class else ("method" if in_class else "function")
+                qualname = f"{prefix}.{item.name}" if prefix else item.name
+                sid = builder.scope(
+                    parent=parent,
+                    kind=kind,
+                    name=item.name,
+                    qualname=qualname,
+                    signature=_python_signature(item),
+                    docstring=ast.get_docstring(item) or "",
+                    start=start,
+                    end=end,
+                    content=content,
+                    calls=[] if is_class else calls_of.get(id(item), []),
+                )
+                visit(item.body, sid, qualname, is_class)
+
+    visit(tree.body, builder.file_id, "", False)
+
+    # Module-level blocks: runs of top-level statements that are neither definitions nor imports.
+    run: list[ast.stmt] = []
+
+    def flush() -> None:
+        if not run:
+            return
+        first, last = run[0], run[-1]
+        start, end = first.lineno, last.end_lineno or last.lineno
+        name = _block_name(first)
+        calls = [c for stmt in run for c in calls_of.get(id(stmt), [])]
+        builder.scope(
+            parent=builder.file_id,
+            kind="block",
+            name=name,
+            qualname=name,
+            signature=lines[start - 1].strip()[:200] if start - 1 < len(lines) else "",
+            docstring="",
+            start=start,
+            end=end,
+            content="\n".join(lines[start - 1 : end]),
+            calls=calls,
+        )
+        run.clear()
+
+    body = tree.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+        body = body[1:]  # the module docstring
+    for item in body:
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom):
+            flush()
+        else:
+            run.append(item)
+    flush()
+
+
+def _block_name(stmt: ast.stmt) -> str:
+    target: ast.AST | None = None
+    if isinstance(stmt, ast.Assign) and stmt.targets:
+        target = stmt.targets[0]
+    elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
+        target = stmt.target
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(stmt, ast.If) and "__main__" in ast.unparse(stmt.test):
+        return "__main__"
+    return f"block@L{stmt.lineno}"
