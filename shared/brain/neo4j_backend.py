@@ -572,7 +572,7 @@ class Neo4jBrainStore:
         return int(removed)
 
     def relink(self, project_id: str) -> int:
-        from mcp_sections.shared.brain.sqlite_backend import _resolve_module
+        from mcp_sections.shared.brain.sqlite_rows import resolve_module
 
         modules: dict[str, str] = {}
         paths: dict[str, str] = {}
@@ -583,7 +583,7 @@ class Neo4jBrainStore:
         imports, links = [], []
         for row in self._read(REFERENCES, project=project_id):
             for target in row["imports"] or []:
-                dst = _resolve_module(target, modules)
+                dst = resolve_module(target, modules)
                 if dst and dst != row["id"]:
                     imports.append({"src": row["id"], "dst": dst, "derived": True})
             for target in row["links"] or []:
@@ -651,7 +651,7 @@ class Neo4jBrainStore:
     def text_search(
         self, query: str, project_ids: Sequence[str] | None, labels: Sequence[str] | None, limit: int
     ) -> list[tuple[str, float]]:
-        from mcp_sections.shared.brain.sqlite_backend import fts_query
+        from mcp_sections.shared.brain.sqlite_rows import fts_query
 
         match = fts_query(query)
         if match is None:

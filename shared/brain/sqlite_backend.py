@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,137 +34,26 @@ from mcp_sections.shared.brain.model import (
     check_project_fields,
     project_node_id,
 )
-from mcp_sections.shared.embeddings import EMBEDDING_CACHE_SCHEMA
-from mcp_sections.shared.fulltext import match_expression
 from mcp_sections.shared.store.sqlite import Database
 
 if TYPE_CHECKING:  # pragma: no cover
-    import numpy as np
-
-MIGRATIONS: tuple[str, ...] = (
-    """
-CREATE TABLE projects (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    root TEXT NOT NULL,
-    type TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    last_accessed REAL NOT NULL,
-    last_ingest REAL,
-    auto_cleanup INTEGER NOT NULL DEFAULT 0,
-    retention_days REAL NOT NULL DEFAULT 30,
-    node_count INTEGER NOT NULL DEFAULT 0,
-    status TEXT NOT NULL DEFAULT 'new',
-    needs_relink INTEGER NOT NULL DEFAULT 0,
-    vectors_version INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE nodes (
-    id TEXT PRIMARY KEY,
-    label TEXT NOT NULL,
-    project_id TEXT NOT NULL,
-    name TEXT NOT NULL,
-    path TEXT NOT NULL DEFAULT '',
-    file_id TEXT,
-    start_line INTEGER,
-    end_line INTEGER,
-    content TEXT NOT NULL DEFAULT '',
-    keywords TEXT NOT NULL DEFAULT '',
-    embed_text TEXT,
-    embed_hash TEXT,
-    props TEXT NOT NULL DEFAULT '{}'
-);
-CREATE INDEX nodes_project_label_name ON nodes(project_id, label, name);
-CREATE INDEX nodes_project_path ON nodes(project_id, path);
-CREATE INDEX nodes_file ON nodes(file_id);
-CREATE INDEX nodes_label_name ON nodes(label, name);
-CREATE TABLE edges (
-    src TEXT NOT NULL,
-    type TEXT NOT NULL,
-    dst TEXT NOT NULL,
-    project_id TEXT NOT NULL,
-    file_id TEXT,
-    derived INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (src, type, dst)
-) WITHOUT ROWID;
-CREATE INDEX edges_dst ON edges(dst, type);
-CREATE INDEX edges_project ON edges(project_id, derived);
-CREATE INDEX edges_file ON edges(file_id);
-CREATE TABLE refs (
-    src TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    target TEXT NOT NULL,
-    project_id TEXT NOT NULL,
-    file_id TEXT NOT NULL
-);
-CREATE INDEX refs_project ON refs(project_id, kind);
-CREATE INDEX refs_file ON refs(file_id);
-CREATE TABLE files (
-    project_id TEXT NOT NULL,
-    path TEXT NOT NULL,
-    hash TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    node_id TEXT NOT NULL,
-    PRIMARY KEY (project_id, path)
-) WITHOUT ROWID;
-CREATE TABLE vectors (
-    node_id TEXT PRIMARY KEY,
-    project_id TEXT NOT NULL,
-    label TEXT NOT NULL,
-    model TEXT NOT NULL,
-    embed_hash TEXT NOT NULL,
-    vector BLOB NOT NULL
-);
-CREATE INDEX vectors_project ON vectors(project_id, model);
-CREATE VIRTUAL TABLE nodes_fts USING fts5(
-    name, keywords, path, content, content='nodes', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER nodes_ai AFTER INSERT ON nodes BEGIN
-    INSERT INTO nodes_fts(rowid, name, keywords, path, content)
-    VALUES (new.rowid, new.name, new.keywords, new.path, new.content);
-END;
-CREATE TRIGGER nodes_ad AFTER DELETE ON nodes BEGIN
-    INSERT INTO nodes_fts(nodes_fts, rowid, name, keywords, path, content)
-    VALUES ('delete', old.rowid, old.name, old.keywords, old.path, old.content);
-END;
-CREATE TRIGGER nodes_au AFTER UPDATE ON nodes BEGIN
-    INSERT INTO nodes_fts(nodes_fts, rowid, name, keywords, path, content)
-    VALUES ('delete', old.rowid, old.name, old.keywords, old.path, old.content);
-    INSERT INTO nodes_fts(rowid, name, keywords, path, content)
-    VALUES (new.rowid, new.name, new.keywords, new.path, new.content);
-END;
-"""
-    + EMBEDDING_CACHE_SCHEMA,
+    pass
+from mcp_sections.shared.brain.sqlite_rows import (
+    BM25_WEIGHTS,
+    MAX_WALK_ROWS,
+    chunks,
+    fts_query,
+    node_from_row,
+    placeholders,
+    project_from_row,
+    resolve_module,
+    under,
 )
-
-#: Words that say how to ask rather than what to find, on top of the common stop words.
-QUERY_STOPWORDS = ("find", "show", "code")
-MAX_QUERY_TERMS = 24
-BM25_WEIGHTS = "8.0, 4.0, 2.0, 1.0"  # name, keywords, path, content
-MAX_WALK_ROWS = 20_000
-_BATCH = 500
+from mcp_sections.shared.brain.sqlite_schema import MIGRATIONS
+from mcp_sections.shared.brain.sqlite_vectors import SQLiteVectors
 
 
-def fts_query(text: str) -> str | None:
-    """A safe FTS5 MATCH expression for a brain query (see `shared.fulltext`)."""
-    return match_expression(text, max_terms=MAX_QUERY_TERMS, extra_stopwords=QUERY_STOPWORDS)
-
-
-def _chunks(items: Sequence[Any], size: int = _BATCH) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def _marks(count: int) -> str:
-    return ",".join("?" * count)
-
-
-def _under(column: str) -> str:
-    """SQL condition: `column` equals ? or lies under ? + '/' (component-wise, no LIKE wildcards)."""
-    return f"({column} = ? OR substr({column}, 1, length(?) + 1) = ? || '/')"
-
-
-class SQLiteBrainStore:
+class SQLiteBrainStore(SQLiteVectors):
     """`BrainStore` over one SQLite file."""
 
     backend = "sqlite"
@@ -210,12 +99,12 @@ class SQLiteBrainStore:
     def get_project(self, project_id: str) -> Project | None:
         with self.database.read() as db:
             row = db.execute("SELECT * FROM projects WHERE id = ?", (project_id,)).fetchone()
-        return _project(row) if row else None
+        return project_from_row(row) if row else None
 
     def list_projects(self) -> list[Project]:
         with self.database.read() as db:
             rows = db.execute("SELECT * FROM projects ORDER BY last_accessed DESC").fetchall()
-        return [_project(row) for row in rows]
+        return [project_from_row(row) for row in rows]
 
     def update_project(self, project_id: str, **fields: Any) -> None:
         check_project_fields(fields)
@@ -240,7 +129,7 @@ class SQLiteBrainStore:
         with self.database.read() as db:
             if prefix:
                 rows = db.execute(
-                    f"SELECT * FROM files WHERE project_id = ? AND {_under('path')}",
+                    f"SELECT * FROM files WHERE project_id = ? AND {under('path')}",
                     (project_id, prefix, prefix, prefix),
                 ).fetchall()
             else:
@@ -325,9 +214,9 @@ class SQLiteBrainStore:
         )
         # Vectors stay valid only for nodes that still exist with the same embedded text.
         dropped = 0
-        for chunk in _chunks(old_ids):
+        for chunk in chunks(old_ids):
             dropped += db.execute(
-                f"DELETE FROM vectors WHERE node_id IN ({_marks(len(chunk))}) AND NOT EXISTS "
+                f"DELETE FROM vectors WHERE node_id IN ({placeholders(len(chunk))}) AND NOT EXISTS "
                 "(SELECT 1 FROM nodes n WHERE n.id = vectors.node_id AND n.embed_hash = vectors.embed_hash)",
                 list(chunk),
             ).rowcount
@@ -340,8 +229,8 @@ class SQLiteBrainStore:
         for file_id in file_ids:
             db.execute("DELETE FROM edges WHERE file_id = ?", (file_id,))
             db.execute("DELETE FROM refs WHERE file_id = ?", (file_id,))
-        for chunk in _chunks(ids):
-            marks = _marks(len(chunk))
+        for chunk in chunks(ids):
+            marks = placeholders(len(chunk))
             db.execute(f"DELETE FROM edges WHERE src IN ({marks})", list(chunk))
             db.execute(f"DELETE FROM edges WHERE dst IN ({marks})", list(chunk))
             removed += db.execute(f"DELETE FROM nodes WHERE id IN ({marks})", list(chunk)).rowcount
@@ -355,14 +244,14 @@ class SQLiteBrainStore:
         removed = 0
         with self.database.write() as db:
             records: list[tuple[str, str]] = []
-            for chunk in _chunks(paths):
+            for chunk in chunks(paths):
                 records += db.execute(
-                    f"SELECT path, node_id FROM files WHERE project_id = ? AND path IN ({_marks(len(chunk))})",
+                    f"SELECT path, node_id FROM files WHERE project_id = ? AND path IN ({placeholders(len(chunk))})",
                     [project_id, *chunk],
                 ).fetchall()
             for prefix in prefixes:
                 records += db.execute(
-                    f"SELECT path, node_id FROM files WHERE project_id = ? AND {_under('path')}",
+                    f"SELECT path, node_id FROM files WHERE project_id = ? AND {under('path')}",
                     (project_id, prefix, prefix, prefix),
                 ).fetchall()
             # Nodes without a file record (inline snippets, web pages) are matched by their path too.
@@ -385,7 +274,7 @@ class SQLiteBrainStore:
                 ids = [
                     r[0]
                     for r in db.execute(
-                        f"SELECT id FROM nodes WHERE project_id = ? AND label != 'Project' AND {_under('path')}",
+                        f"SELECT id FROM nodes WHERE project_id = ? AND label != 'Project' AND {under('path')}",
                         (project_id, prefix, prefix, prefix),
                     )
                 ]
@@ -432,7 +321,7 @@ class SQLiteBrainStore:
                     target = paths.get(ref["target"])
                     kind = "LINKS_TO"
                 else:
-                    target = _resolve_module(ref["target"], modules)
+                    target = resolve_module(ref["target"], modules)
                     kind = "IMPORTS"
                 if target and target != ref["src"]:
                     rows.append((ref["src"], kind, target, project_id))
@@ -456,9 +345,9 @@ class SQLiteBrainStore:
     def get_nodes(self, ids: Sequence[str]) -> list[Node]:
         found: dict[str, Node] = {}
         with self.database.read() as db:
-            for chunk in _chunks(list(ids)):
-                for row in db.execute(f"SELECT * FROM nodes WHERE id IN ({_marks(len(chunk))})", list(chunk)):
-                    found[row["id"]] = _node(row)
+            for chunk in chunks(list(ids)):
+                for row in db.execute(f"SELECT * FROM nodes WHERE id IN ({placeholders(len(chunk))})", list(chunk)):
+                    found[row["id"]] = node_from_row(row)
         return [found[i] for i in ids if i in found]
 
     def query_entities(self, flt: EntityFilter) -> tuple[list[Node], int]:
@@ -481,10 +370,10 @@ class SQLiteBrainStore:
                 )
                 params += [needle, needle] if flt.name_match == "prefix" else [needle]
         if flt.path_prefix:
-            where.append(_under("path"))
+            where.append(under("path"))
             params += [flt.path_prefix] * 3
         if flt.project_ids is not None:
-            where.append(f"project_id IN ({_marks(len(flt.project_ids))})" if flt.project_ids else "0")
+            where.append(f"project_id IN ({placeholders(len(flt.project_ids))})" if flt.project_ids else "0")
             params += list(flt.project_ids)
         for key, value in flt.properties.items():
             if key not in ALL_PROPERTIES:
@@ -498,13 +387,13 @@ class SQLiteBrainStore:
                 f"SELECT * FROM nodes WHERE {clause} ORDER BY project_id, path, start_line, id LIMIT ? OFFSET ?",
                 [*params, flt.limit, flt.offset],
             ).fetchall()
-        return [_node(row) for row in rows], total
+        return [node_from_row(row) for row in rows], total
 
     def neighbors(
         self, node_id: str, types: Sequence[str], direction: str, depth: int, limit: int
     ) -> tuple[list[tuple[Node, int]], list[Edge]]:
         types = [t for t in types if t in RELATIONSHIPS] or list(RELATIONSHIPS)
-        tmarks = _marks(len(types))
+        tmarks = placeholders(len(types))
         steps = []
         params: list[Any] = [node_id]
         if direction in ("out", "both"):
@@ -530,12 +419,12 @@ class SQLiteBrainStore:
             depths = {row["id"]: row["depth"] for row in found}
             ids = list(depths)
             rows = {}
-            for chunk in _chunks(ids):
-                for row in db.execute(f"SELECT * FROM nodes WHERE id IN ({_marks(len(chunk))})", list(chunk)):
-                    rows[row["id"]] = _node(row)
+            for chunk in chunks(ids):
+                for row in db.execute(f"SELECT * FROM nodes WHERE id IN ({placeholders(len(chunk))})", list(chunk)):
+                    rows[row["id"]] = node_from_row(row)
             edges: list[Edge] = []
-            for chunk in _chunks(ids):
-                marks = _marks(len(chunk))
+            for chunk in chunks(ids):
+                marks = placeholders(len(chunk))
                 for row in db.execute(
                     f"SELECT src, type, dst FROM edges WHERE src IN ({marks}) AND type IN ({tmarks})",
                     [*chunk, *types],
@@ -548,7 +437,7 @@ class SQLiteBrainStore:
     def schema(self, project_ids: Sequence[str] | None = None) -> dict[str, Any]:
         where, params = "", []
         if project_ids is not None:
-            where = f"WHERE project_id IN ({_marks(len(project_ids))})" if project_ids else "WHERE 0"
+            where = f"WHERE project_id IN ({placeholders(len(project_ids))})" if project_ids else "WHERE 0"
             params = list(project_ids)
         with self.database.read() as db:
             labels = {
@@ -577,10 +466,10 @@ class SQLiteBrainStore:
         where: list[str] = []
         params: list[Any] = []
         if project_ids is not None:
-            where.append(f"n.project_id IN ({_marks(len(project_ids))})" if project_ids else "0")
+            where.append(f"n.project_id IN ({placeholders(len(project_ids))})" if project_ids else "0")
             params += list(project_ids)
         if labels:
-            where.append(f"n.label IN ({_marks(len(labels))})")
+            where.append(f"n.label IN ({placeholders(len(labels))})")
             params += list(labels)
         else:
             where.append("n.label != 'Project'")
@@ -609,11 +498,11 @@ class SQLiteBrainStore:
         needle = text.lower()
         kept: set[str] = set()
         with self.database.read() as db:
-            for chunk in _chunks(list(ids)):
+            for chunk in chunks(list(ids)):
                 kept.update(
                     row[0]
                     for row in db.execute(
-                        f"SELECT id FROM nodes WHERE id IN ({_marks(len(chunk))}) AND (instr(lower(name), ?) > 0 "
+                        f"SELECT id FROM nodes WHERE id IN ({placeholders(len(chunk))}) AND (instr(lower(name), ?) > 0 "
                         "OR instr(lower(path), ?) > 0 OR instr(lower(content), ?) > 0)",
                         [*chunk, needle, needle, needle],
                     )
@@ -621,165 +510,7 @@ class SQLiteBrainStore:
         return kept
 
     # ---- embeddings ---------------------------------------------------------------------------------
-    def pending_embeddings(
-        self, model: str, limit: int, project_ids: Sequence[str] | None = None
-    ) -> list[tuple[str, str, str]]:
-        """(node id, embed text, embed hash) of nodes without a current vector: scopes first, newest projects first."""
-        where, params = self._pending_where(model, project_ids)
-        sql = (
-            f"SELECT n.id, n.embed_text, n.embed_hash FROM nodes n LEFT JOIN vectors v ON v.node_id = n.id "
-            f"JOIN projects p ON p.id = n.project_id WHERE {where} "
-            "ORDER BY p.last_ingest DESC, CASE n.label WHEN 'Scope' THEN 0 WHEN 'DocumentSection' THEN 1 ELSE 2 END, "
-            "n.rowid LIMIT ?"
-        )
-        with self.database.read() as db:
-            rows = db.execute(sql, [*params, limit]).fetchall()
-        return [(row[0], row[1], row[2]) for row in rows]
 
-    def count_pending(self, model: str, project_ids: Sequence[str] | None = None) -> int:
-        where, params = self._pending_where(model, project_ids)
-        with self.database.read() as db:
-            return db.execute(
-                f"SELECT count(*) FROM nodes n LEFT JOIN vectors v ON v.node_id = n.id WHERE {where}", params
-            ).fetchone()[0]
-
-    @staticmethod
-    def _pending_where(model: str, project_ids: Sequence[str] | None) -> tuple[str, list[Any]]:
-        where = "n.embed_hash IS NOT NULL AND (v.node_id IS NULL OR v.model != ? OR v.embed_hash != n.embed_hash)"
-        params: list[Any] = [model]
-        if project_ids is not None:
-            where += f" AND n.project_id IN ({_marks(len(project_ids))})" if project_ids else " AND 0"
-            params += list(project_ids)
-        return where, params
-
-    def put_vectors(self, model: str, items: Sequence[tuple[str, str, np.ndarray]]) -> int:
-        """Store vectors for (node id, embed hash, vector); skipped when the node's text changed meanwhile."""
-        import numpy as np
-
-        written = 0
-        with self.database.write() as db:
-            projects: set[str] = set()
-            for node, embed_hash, vector in items:
-                blob = np.asarray(vector, dtype="<f4").tobytes()
-                row = db.execute(
-                    "INSERT INTO vectors(node_id, project_id, label, model, embed_hash, vector) "
-                    "SELECT id, project_id, label, ?, embed_hash, ? FROM nodes WHERE id = ? AND embed_hash = ? "
-                    "ON CONFLICT(node_id) DO UPDATE SET model=excluded.model, embed_hash=excluded.embed_hash, "
-                    "vector=excluded.vector, project_id=excluded.project_id, label=excluded.label "
-                    "RETURNING project_id",
-                    (model, blob, node, embed_hash),
-                ).fetchone()
-                if row is not None:
-                    projects.add(row[0])
-                    written += 1
-            for project in projects:
-                db.execute("UPDATE projects SET vectors_version = vectors_version + 1 WHERE id = ?", (project,))
-        return written
-
-    def vector_search(
-        self,
-        model: str,
-        query: np.ndarray,
-        project_ids: Sequence[str] | None,
-        labels: Sequence[str] | None,
-        limit: int,
-    ) -> list[tuple[str, float]]:
-        """Exact cosine top-k: one matrix-vector product over the in-memory vectors of every project."""
-        import numpy as np
-
-        with self.database.read() as db:
-            versions = {r[0]: r[1] for r in db.execute("SELECT id, vectors_version FROM projects")}
-        ids, label_array, matrix, spans = self._combined(model, versions)
-        query = np.asarray(query, dtype=np.float32)
-        if matrix.shape[0] == 0 or matrix.shape[1] != query.shape[0]:
-            return []
-        if project_ids is None:
-            scores = matrix @ query
-        else:
-            wanted = [spans[p] for p in project_ids if p in spans and spans[p][1] > spans[p][0]]
-            if not wanted:
-                return []
-            # rows of one project are contiguous: score only the requested ranges
-            parts = [(start, matrix[start:end] @ query) for start, end in sorted(wanted)]
-            scores = np.concatenate([part for _, part in parts])
-            index = np.concatenate([np.arange(start, start + len(part)) for start, part in parts])
-            ids, label_array = ids[index], label_array[index]
-        if labels:
-            scores = np.where(np.isin(label_array, list(labels)), scores, -np.inf)
-        k = min(limit, scores.shape[0])
-        top = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
-        top = top[np.isfinite(scores[top])]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(str(ids[i]), float(scores[i])) for i in top]
-
-    def _combined(self, model: str, versions: dict[str, int]) -> tuple[Any, Any, Any, dict[str, tuple[int, int]]]:
-        """All projects' vectors as one contiguous matrix (rows grouped by project), rebuilt only for the
-        projects whose `vectors_version` moved since they were loaded (by this or another process)."""
-        import numpy as np
-
-        with self._matrix_lock:
-            cached = self._matrices.get(("*", model))
-            if cached is not None and cached[0] == versions:
-                return cached[1], cached[2], cached[3], cached[4]
-            previous: dict[str, tuple[Any, Any, Any]] = cached[5] if cached is not None else {}
-            parts: dict[str, tuple[Any, Any, Any]] = {}
-            for project, version in versions.items():
-                old = previous.get(project)
-                if old is not None and cached is not None and cached[0].get(project) == version:
-                    parts[project] = old
-                else:
-                    parts[project] = self._load_vectors(model, project)
-            order = sorted(parts)
-            spans: dict[str, tuple[int, int]] = {}
-            position = 0
-            for project in order:
-                spans[project] = (position, position + parts[project][2].shape[0])
-                position = spans[project][1]
-            non_empty = [parts[p][2] for p in order if parts[p][2].shape[0]]
-            dims = {m.shape[1] for m in non_empty}
-            if non_empty and len(dims) == 1:
-                matrix = np.concatenate(non_empty)
-            else:
-                matrix = np.zeros((0, 0), dtype=np.float32)
-                spans = {p: (0, 0) for p in order}
-            ids = np.concatenate([parts[p][0] for p in order]) if order else np.array([], dtype=object)
-            label_array = np.concatenate([parts[p][1] for p in order]) if order else np.array([], dtype=object)
-            # keep per-project pieces as views into the combined matrix (no second copy in memory)
-            pieces = {p: (parts[p][0], parts[p][1], matrix[spans[p][0] : spans[p][1]]) for p in order}
-            self._matrices[("*", model)] = (dict(versions), ids, label_array, matrix, spans, pieces)
-            return ids, label_array, matrix, spans
-
-    def _load_vectors(self, model: str, project: str) -> tuple[Any, Any, Any]:
-        import numpy as np
-
-        with self.database.read() as db:
-            rows = db.execute(
-                "SELECT node_id, label, vector FROM vectors WHERE project_id = ? AND model = ? ORDER BY node_id",
-                (project, model),
-            ).fetchall()
-        ids = np.array([r[0] for r in rows], dtype=object)
-        labels = np.array([r[1] for r in rows], dtype=object)
-        if rows:
-            matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), -1)
-        else:
-            matrix = np.zeros((0, 0), dtype=np.float32)
-        return ids, labels, matrix
-
-    def preload(self, model: str, project_id: str) -> int:
-        """Load the vectors into memory now (load_project); returns how many the project has."""
-        with self.database.read() as db:
-            versions = {r[0]: r[1] for r in db.execute("SELECT id, vectors_version FROM projects")}
-        spans = self._combined(model, versions)[3]
-        start, end = spans.get(project_id, (0, 0))
-        return end - start
-
-    def unload(self, project_id: str) -> None:
-        """Nothing to free per project: vectors live in one shared matrix, rebuilt on change."""
-
-    def _drop_matrices(self, project_id: str) -> None:
-        """A deleted project: the next search rebuilds the combined matrix without it."""
-
-    # ---- maintenance --------------------------------------------------------------------------------
     def gc(self) -> dict[str, int]:
         """Remove rows that point at nothing: nodes of unknown projects, dangling edges/refs/vectors/files,
         and cached embeddings no current node uses."""
@@ -811,56 +542,3 @@ class SQLiteBrainStore:
             if path.exists():
                 total += path.stat().st_size
         return total
-
-
-def _resolve_module(target: str, modules: dict[str, str]) -> str | None:
-    """Best-effort import resolution: exact module key, then shorter dotted/slashed suffixes."""
-    if target in modules:
-        return modules[target]
-    for sep in (".", "/"):
-        if sep in target:
-            parts = target.split(sep)
-            for start in range(1, len(parts)):
-                candidate = sep.join(parts[start:])
-                if candidate in modules:
-                    return modules[candidate]
-            # `from pkg.mod import name`: the module may be the prefix
-            for end in range(len(parts) - 1, 0, -1):
-                candidate = sep.join(parts[:end])
-                if candidate in modules:
-                    return modules[candidate]
-    return None
-
-
-def _project(row: sqlite3.Row) -> Project:
-    return Project(
-        id=row["id"],
-        name=row["name"],
-        root=row["root"],
-        type=row["type"],
-        created_at=row["created_at"],
-        last_accessed=row["last_accessed"],
-        last_ingest=row["last_ingest"],
-        auto_cleanup=bool(row["auto_cleanup"]),
-        retention_days=row["retention_days"],
-        node_count=row["node_count"],
-        status=row["status"],
-        needs_relink=bool(row["needs_relink"]),
-    )
-
-
-def _node(row: sqlite3.Row) -> Node:
-    return Node(
-        id=row["id"],
-        label=row["label"],
-        project_id=row["project_id"],
-        name=row["name"],
-        path=row["path"],
-        file_id=row["file_id"],
-        start_line=row["start_line"],
-        end_line=row["end_line"],
-        content=row["content"],
-        keywords=row["keywords"],
-        embed_text=row["embed_text"],
-        props=json.loads(row["props"] or "{}"),
-    )
