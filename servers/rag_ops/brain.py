@@ -22,16 +22,16 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp_sections.servers.rag_ops.search import BrainSearch
+from mcp_sections.shared.brain.embedding_jobs import EmbeddingJobs, Progress
 from mcp_sections.shared.brain.model import (
-    LABELS,
     Node,
     Project,
-    project_node_id,
     slugify,
     text_hash,
     valid_project_id,
@@ -45,20 +45,16 @@ from mcp_sections.shared.brain.parsing import (
     parse_file,
     walk_tree,
 )
+from mcp_sections.shared.brain.web_pages import INLINE_MTIME, store_web_page
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, not_found, permission_denied
 
 logger = logging.getLogger("mcp_sections.rag_ops")
 
-Progress = Callable[[int, int, str], None]
 
 FLUSH_FILES = 40
 FLUSH_SECONDS = 0.5
 PROGRESS_SECONDS = 0.2
-EMBED_BATCH = 32
-RRF_K = 60
-SCOPE_KINDS = ("function", "method", "class", "interface", "struct", "enum", "trait", "impl", "type", "block")
 SNIPPETS_PROJECT = "snippets"
-INLINE_MTIME = -1  # file records of inline snippets (ingest_code): never "removed" by a directory walk
 
 
 @dataclass
@@ -81,7 +77,7 @@ class IngestReport:
     seconds: float = 0.0
 
 
-class Brain:
+class Brain(EmbeddingJobs, BrainSearch):
     """One brain over a store; thread-safe (tools run in worker threads)."""
 
     def __init__(
@@ -102,29 +98,18 @@ class Brain:
         self.max_file_bytes = max_file_bytes
         self.max_files = max_files
         self.retention_days = retention_days
-        self.embedding_wait_seconds = embedding_wait_seconds
         self.active: str | None = None
         self.loaded: set[str] = set()
         self._guard = _make_guard(self.roots)
         self._ingest_lock = threading.Lock()
-        self._embed_lock = threading.Lock()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._worker: threading.Thread | None = None
-        self.embedded_by_model = 0
         self._executor: Any = None
         self._executor_lock = threading.Lock()
         self._heal()
-        if background_embeddings and embedding_service is not None:
-            self._worker = threading.Thread(target=self._embed_loop, name="brain-embeddings", daemon=True)
-            self._worker.start()
+        self.start_embedding_jobs(background=background_embeddings, wait_seconds=embedding_wait_seconds)
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def close(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._worker is not None:
-            self._worker.join(timeout=5)
+        self.stop_embedding_jobs()
         if self._executor is not None:
             self._executor.shutdown(wait=True)
         self.store.close()
@@ -135,10 +120,6 @@ class Brain:
             if project.needs_relink or project.status == "ingesting":
                 self.store.relink(project.id)
                 self.store.refresh_counts(project.id)
-
-    @property
-    def model_key(self) -> str | None:
-        return self.embeddings.model_key if self.embeddings is not None else None
 
     # ---- paths ----------------------------------------------------------------------------------
     def resolve_path(self, path: str, *, must_exist: bool = True) -> Path:
@@ -411,7 +392,7 @@ class Brain:
             report.skipped = stats.as_dict()
         if self.model_key:
             report.embeddings_pending = self.store.count_pending(self.model_key, [project.id])
-        self._wake.set()
+        self.wake()
         report.seconds = round(time.perf_counter() - started, 3)
         return report
 
@@ -451,55 +432,18 @@ class Brain:
             self.store.relink(project.id)
             self.store.refresh_counts(project.id)
             self.store.update_project(project.id, last_accessed=time.time(), status="ready")
-        self._wake.set()
+        self.wake()
         return project, parsed
 
     def ingest_web_page(
         self, url: str, title: str, text: str, links: Sequence[str] = (), project_id: str | None = None
     ) -> tuple[Project, Any]:
-        """A fetched web page as a WebPage node (+ chunks, LINKS_TO other ingested pages) in a web-crawl project."""
-        from urllib.parse import urlparse
-
-        from mcp_sections.shared.brain.model import Edge, Ref, node_id
-        from mcp_sections.shared.brain.parsing import Builder, chunk_text
-
-        parsed_url = urlparse(url)
-        if parsed_url.scheme not in ("http", "https") or not parsed_url.netloc:
-            raise invalid_input("url must be an absolute http(s) URL.")
-        pid = project_id or f"web-{slugify(parsed_url.netloc, 50)}"
-        if self.store.get_project(pid) is None:
-            self.store.upsert_project(
-                Project(
-                    id=pid,
-                    name=parsed_url.netloc,
-                    root=f"{parsed_url.scheme}://{parsed_url.netloc}/",
-                    type="web-crawl",
-                    auto_cleanup=True,
-                    retention_days=self.retention_days,
-                )
-            )
-        data = text.encode("utf-8", "surrogatepass")
-        builder = Builder(pid, url, "html", text_hash(data), len(data), INLINE_MTIME)
-        page_id = node_id(pid, "WebPage", url)
-        builder.file.id = builder.file_id = page_id
-        builder.record.node_id = page_id
-        builder.file.label = "WebPage"
-        builder.file.name = title[:200] or url
-        builder.file.file_id = page_id
-        builder.file.content = text[:4000]
-        builder.file.props = {"url": url, "title": title[:300], "fetched_at": time.time()}
-        builder.file.embed_text = f"{title}\n{text[:600]}"
-        builder.edges = [Edge(page_id, "IN_PROJECT", project_node_id(pid))]
-        if len(text) > 4000:
-            chunk_text(builder, text, prose=True)
-        builder.refs = [Ref(page_id, "link", link.split("#", 1)[0]) for link in links[:500]]
-        parsed = builder.done()
-        parsed.nodes[0].embed_text = f"{title}\n{text[:600]}"
+        """A fetched web page as a WebPage node (`shared.brain.web_pages`), embedded in the background."""
         with self._ingest_lock:
-            self.store.replace_files(pid, [parsed])
-            self.store.relink(pid)
-            self.store.refresh_counts(pid)
-        self._wake.set()
+            pid, parsed = store_web_page(
+                self.store, url, title, text, links, project_id, retention_days=self.retention_days
+            )
+        self.wake()
         return self.project(pid), parsed
 
     # ---- forgetting -----------------------------------------------------------------------------
@@ -613,183 +557,6 @@ class Brain:
         schema["embedding_status"] = self.embedding_status()
         return schema
 
-    def embedding_status(self) -> str:
-        if self.embeddings is None:
-            return "disabled"
-        return self.embeddings.embedder.describe()
-
-    # ---- embeddings -----------------------------------------------------------------------------
-    def _embed_loop(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait(timeout=10)
-            self._wake.clear()
-            if self._stop.is_set():
-                return
-            embedder = self.embeddings.embedder
-            if not embedder.ready:
-                if str(embedder.status) == "not_loaded" and self.store.count_pending(self.model_key) > 0:
-                    embedder.start_loading()
-                    embedder.on_ready(self._wake.set)
-                continue
-            try:
-                while not self._stop.is_set() and self.embed_pending(max_batches=4) > 0:
-                    pass
-            except Exception:  # the next wake-up retries; searches fall back to text meanwhile
-                logger.warning("background embedding failed", exc_info=True)
-                time.sleep(2)
-
-    def embed_pending(
-        self, project_ids: Sequence[str] | None = None, max_batches: int | None = None, batch: int = EMBED_BATCH
-    ) -> int:
-        """Embed up to `max_batches` batches of pending nodes; returns how many vectors were written."""
-        written = 0
-        batches = 0
-        model = self.model_key
-        while max_batches is None or batches < max_batches:
-            with self._embed_lock:
-                pending = self.store.pending_embeddings(model, batch, project_ids)
-                if not pending:
-                    break
-                before = self.embeddings.model_calls
-                vectors = self.embeddings.embed([text for _, text, _ in pending])
-                self.embedded_by_model += self.embeddings.model_calls - before
-                written += self.store.put_vectors(
-                    model, [(nid, digest, vectors[i]) for i, (nid, _, digest) in enumerate(pending)]
-                )
-            batches += 1
-        return written
-
-    def wait_for_model(self, timeout: float | None = None) -> bool:
-        if self.embeddings is None:
-            return False
-        embedder = self.embeddings.embedder
-        if embedder.ready:
-            return True
-        if str(embedder.status) == "failed":
-            return False
-        return embedder.wait_ready(self.embedding_wait_seconds if timeout is None else timeout)
-
-    def generate_embeddings(
-        self, project_ids: Sequence[str] | None, max_seconds: float, progress: Progress | None = None
-    ) -> dict[str, Any]:
-        if self.embeddings is None:
-            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "embeddings are disabled in this configuration.")
-        if not self.wait_for_model():
-            raise ToolFailure(
-                ErrorCode.DEPENDENCY_ERROR,
-                f"{self.embedding_status()}; text search keeps working. Install 'mcp-sections[rag]' or retry later.",
-            )
-        model = self.model_key
-        total = self.store.count_pending(model, project_ids)
-        deadline = time.monotonic() + max_seconds
-        before_model = self.embedded_by_model
-        done = 0
-        while time.monotonic() < deadline:
-            count = self.embed_pending(project_ids, max_batches=1)
-            if count == 0 and self.store.count_pending(model, project_ids) == 0:
-                break
-            done += count
-            if progress is not None:
-                progress(done, total, f"{done}/{total} embeddings")
-        remaining = self.store.count_pending(model, project_ids)
-        return {
-            "embedded": done,
-            "computed_by_model": self.embedded_by_model - before_model,
-            "pending": remaining,
-            "complete": remaining == 0,
-            "model": model,
-        }
-
-    # ---- search ---------------------------------------------------------------------------------
-    def _searcher(self) -> Any:
-        with self._executor_lock:
-            if self._executor is None:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="brain-search")
-            return self._executor
-
-    def semantic_hits(
-        self, query: str, project_ids: list[str] | None, labels: list[str] | None, limit: int
-    ) -> tuple[list[tuple[str, float]], str | None]:
-        """Vector hits, or ([], reason) when no model can answer."""
-        if self.embeddings is None:
-            return [], "embeddings are disabled"
-        if not self.wait_for_model():
-            return [], self.embedding_status()
-        vector = self.embeddings.embed_query(query)
-        return self.store.vector_search(self.model_key, vector, project_ids, labels, limit), None
-
-    def search(
-        self,
-        query: str,
-        *,
-        project_ids: list[str] | None,
-        types: Sequence[str] | None,
-        semantic: bool,
-        text: bool = True,
-        text_match: str | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        project_types: Sequence[str] | None = None,
-        min_score: float | None = None,
-    ) -> dict[str, Any]:
-        """Hybrid search: vector and full-text candidates fused by reciprocal rank (RRF)."""
-        labels, kinds = _split_types(types)
-        projects = {p.id: p for p in self.store.list_projects()}
-        if project_types:
-            allowed = [pid for pid, p in projects.items() if p.type in project_types]
-            project_ids = [pid for pid in (project_ids or allowed) if pid in allowed]
-        pool = (offset + limit) * 4 + 20
-        semantic_hits: list[tuple[str, float]] = []
-        note = None
-        # the full-text query runs in a helper thread while the vectors are scored here (both release the GIL)
-        pending_text = (
-            self._searcher().submit(self.store.text_search, query, project_ids, labels, pool) if text else None
-        )
-        if semantic:
-            semantic_hits, reason = self.semantic_hits(query, project_ids, labels, pool)
-            if reason:
-                note = f"semantic search unavailable ({reason}); results come from text search only"
-                if pending_text is None:
-                    pending_text = self._searcher().submit(self.store.text_search, query, project_ids, labels, pool)
-                text = True
-            if min_score is not None:
-                semantic_hits = [(nid, s) for nid, s in semantic_hits if s >= min_score]
-        text_hits = pending_text.result() if pending_text is not None else []
-        fused: dict[str, dict[str, Any]] = {}
-        for source, hits in (("semantic", semantic_hits), ("text", text_hits)):
-            for rank, (nid, raw) in enumerate(hits):
-                entry = fused.setdefault(nid, {"score": 0.0, "matched_by": [], "similarity": None, "bm25": None})
-                entry["score"] += 1.0 / (RRF_K + rank + 1)
-                entry["matched_by"].append(source)
-                entry["similarity" if source == "semantic" else "bm25"] = round(raw, 4)
-        candidates = sorted(fused, key=lambda nid: -fused[nid]["score"])
-        if text_match:
-            keep = self.store.filter_text_match(candidates, text_match)
-            candidates = [nid for nid in candidates if nid in keep]
-        if kinds:  # scope kinds live in the node properties: read every candidate
-            nodes = {n.id: n for n in self.store.get_nodes(candidates)}
-            candidates = [nid for nid in candidates if nid in nodes and nodes[nid].props.get("kind") in kinds]
-        else:  # read only the page
-            nodes = {n.id: n for n in self.store.get_nodes(candidates[offset : offset + limit])}
-        page = [nid for nid in candidates[offset : offset + limit] if nid in nodes]
-        results = []
-        for nid in page:
-            item = self.describe(nodes[nid], projects, round(fused[nid]["score"], 6))
-            item["matched_by"] = fused[nid]["matched_by"]
-            item["similarity"] = fused[nid]["similarity"]
-            item["snippet"] = _snippet(nodes[nid], query)
-            results.append(item)
-        searched = project_ids if project_ids is not None else sorted(projects)
-        return {
-            "results": results,
-            "total_count": len(candidates),
-            "searched_projects": searched,
-            "mode": "hybrid" if semantic and not note and text else ("semantic" if semantic and not note else "text"),
-            "note": note,
-        }
-
 
 # ---- helpers -------------------------------------------------------------------------------------
 
@@ -840,40 +607,6 @@ def _single_entry(path: str, rel: str, info: os.stat_result) -> Any:
     from mcp_sections.shared.brain.parsing import WalkEntry
 
     return WalkEntry(path, rel, info.st_size, info.st_mtime_ns)
-
-
-def _split_types(types: Sequence[str] | None) -> tuple[list[str] | None, set[str]]:
-    """`types` may name labels (Scope, File, ...) or scope kinds (function, class, ...)."""
-    if not types:
-        return None, set()
-    by_lower = {label.lower(): label for label in LABELS}
-    labels: list[str] = []
-    kinds: set[str] = set()
-    for item in types:
-        lowered = item.strip().lower()
-        if lowered in by_lower:
-            labels.append(by_lower[lowered])
-        elif lowered in SCOPE_KINDS:
-            kinds.add(lowered)
-            labels.append("Scope")
-        else:
-            raise invalid_input(
-                f"unknown type {item!r}; use labels {', '.join(LABELS)} or scope kinds {', '.join(SCOPE_KINDS)}."
-            )
-    return list(dict.fromkeys(labels)), kinds
-
-
-def _snippet(node: Node, query: str, width: int = 240) -> str:
-    if node.label == "Scope":
-        doc = (node.props.get("docstring") or "").strip().splitlines()
-        head = node.props.get("signature") or node.name
-        return (head + (" — " + doc[0] if doc else ""))[:width]
-    content = node.content or node.name
-    lowered = content.lower()
-    positions = [lowered.find(w.lower()) for w in query.split() if len(w) > 2]
-    positions = [p for p in positions if p >= 0]
-    start = max(0, min(positions) - 60) if positions else 0
-    return " ".join(content[start : start + width].split())
 
 
 def project_summary(project: Project, brain: Brain) -> dict[str, Any]:

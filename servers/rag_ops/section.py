@@ -89,7 +89,7 @@ def warm_up(brain: Any) -> None:
     (an empty brain loads it at its first ingest instead: no model cost for sessions that never use it)."""
     if brain.embeddings is not None and brain.store.schema()["embeddable"] > 0:
         brain.embeddings.embedder.start_loading()
-        brain.embeddings.embedder.on_ready(brain._wake.set)
+        brain.embeddings.embedder.on_ready(brain.wake)
 
 
 def _progress(ctx: ToolContext | None) -> Callable[[int, int, str], None] | None:
