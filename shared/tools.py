@@ -32,7 +32,13 @@ class ToolInput(BaseModel):
 
 
 class ToolResult(BaseModel):
-    """Base of every tool output model. `render_text` is the short text shown beside the structured data."""
+    """Base of every tool output model. `render_text` is the short text shown beside the structured data.
+
+    Built from the domain code's outcome objects with `Result.model_validate(outcome)` (attributes are read
+    by field name), never copied field by field.
+    """
+
+    model_config = ConfigDict(from_attributes=True)
 
     def render_text(self) -> str:
         return json.dumps(self.model_dump(mode="json", exclude_none=True), ensure_ascii=False)

@@ -198,7 +198,10 @@ class ListDirectoryInput(ToolInput):
     show_hidden: bool = Field(default=False, description="Include entries whose name starts with '.'.")
     sort_by: Literal["name", "size", "modified", "type"] = Field(default="name", description="Sort key.")
     reverse: bool = Field(default=False, description="Reverse the order.")
-    limit: int = Field(default=2000, ge=1, le=20_000, description="Most entries returned.")
+    limit: int = Field(default=200, ge=1, le=5_000, description="Entries per page (continue with `cursor`).")
+    cursor: str | None = Field(
+        default=None, max_length=200, description="`next_cursor` of the previous page, to continue the listing."
+    )
 
 
 class DirectoryEntry(CompactItem):
@@ -213,11 +216,17 @@ class DirectoryEntry(CompactItem):
 class ListDirectoryResult(ToolResult):
     path: str
     entries: list[DirectoryEntry]
-    total_entries: int
-    truncated: bool
+    total_entries: int = Field(description="Entries in the directory (all pages).")
+    truncated: bool = Field(description="The directory holds more entries than the server lists at all.")
+    next_cursor: str | None = Field(default=None, description="Pass as `cursor` for the next page; absent at the end.")
 
     def render_text(self) -> str:
-        lines = [f"{self.path} ({self.total_entries} entries{', truncated' if self.truncated else ''})"]
+        shown = (
+            f"{len(self.entries)} of {self.total_entries} entries"
+            if self.next_cursor
+            else f"{self.total_entries} entries"
+        )
+        lines = [f"{self.path} ({shown}{', truncated' if self.truncated else ''})"]
         for entry in self.entries:
             if entry.type == "directory":
                 lines.append(f"[DIR]  {entry.name}/")
@@ -227,16 +236,22 @@ class ListDirectoryResult(ToolResult):
                 lines.append(f"[FILE] {entry.name} ({entry.size_bytes} bytes)")
             else:
                 lines.append(f"[OTHER] {entry.name}")
+        if self.next_cursor:
+            lines.append(f"[more: call again with cursor={self.next_cursor}]")
         return "\n".join(lines)
 
 
 class DirectoryTreeInput(ToolInput):
     path: str = _path_field(default=".")
     max_depth: int = Field(default=3, ge=1, le=20, description="How many directory levels to descend.")
-    max_entries: int = Field(default=500, ge=1, le=10_000, description="Most entries returned.")
+    max_entries: int = Field(default=10_000, ge=1, le=10_000, description="Most entries walked (all pages).")
     exclude: list[str] = GLOB_LIST
     show_hidden: bool = Field(default=False, description="Include entries whose name starts with '.'.")
     respect_gitignore: bool = Field(default=True, description="Skip what .gitignore files ignore (and .git).")
+    limit: int = Field(default=300, ge=1, le=5_000, description="Entries per page (continue with `cursor`).")
+    cursor: str | None = Field(
+        default=None, max_length=200, description="`next_cursor` of the previous page, to continue the listing."
+    )
 
 
 class TreeEntry(CompactItem):
@@ -249,7 +264,9 @@ class TreeEntry(CompactItem):
 class DirectoryTreeResult(ToolResult):
     path: str
     entries: list[TreeEntry]
-    truncated: bool
+    total_entries: int = Field(description="Entries in the tree as walked (all pages).")
+    truncated: bool = Field(description="The walk stopped at `max_entries`: the tree holds more.")
+    next_cursor: str | None = Field(default=None, description="Pass as `cursor` for the next page; absent at the end.")
 
     def render_text(self) -> str:
         lines = [self.path]
@@ -257,8 +274,10 @@ class DirectoryTreeResult(ToolResult):
             name = entry.path.rsplit("/", 1)[-1]
             suffix = "/" if entry.type == "directory" else " ->" if entry.type == "symlink" else ""
             lines.append("  " * entry.depth + name + suffix)
+        if self.next_cursor:
+            lines.append(f"[{len(self.entries)} of {self.total_entries} entries; more with cursor={self.next_cursor}]")
         if self.truncated:
-            lines.append("[truncated: raise max_entries, lower max_depth or add exclude patterns]")
+            lines.append("[truncated: lower max_depth or add exclude patterns]")
         return "\n".join(lines)
 
 
@@ -274,20 +293,27 @@ class GlobFilesInput(ToolInput):
     include_hidden: bool = Field(default=False, description="Match entries whose name starts with '.'.")
     include_directories: bool = Field(default=False, description="Also return matching directories.")
     exclude: list[str] = GLOB_LIST
-    max_results: int = Field(default=1000, ge=1, le=20_000, description="Most paths returned.")
+    max_results: int = Field(default=20_000, ge=1, le=20_000, description="Most matches collected (all pages).")
+    limit: int = Field(default=300, ge=1, le=5_000, description="Matches per page (continue with `cursor`).")
+    cursor: str | None = Field(
+        default=None, max_length=200, description="`next_cursor` of the previous page, to continue the listing."
+    )
 
 
 class GlobFilesResult(ToolResult):
     base: str = Field(description="Directory the returned paths are relative to.")
     pattern: str
     matches: list[str]
-    count: int
-    truncated: bool
+    count: int = Field(description="Matches on this page.")
+    total_matches: int = Field(description="Matches found (all pages).")
+    truncated: bool = Field(description="Collection stopped at `max_results` or the walk's entry cap.")
     timed_out: bool
+    next_cursor: str | None = Field(default=None, description="Pass as `cursor` for the next page; absent at the end.")
 
     def render_text(self) -> str:
-        header = f"{self.count} match(es) under {self.base}" + (" (truncated)" if self.truncated else "")
-        return "\n".join([header, *self.matches])
+        header = f"{self.total_matches} match(es) under {self.base}" + (" (truncated)" if self.truncated else "")
+        more = [f"[{self.count} shown; more with cursor={self.next_cursor}]"] if self.next_cursor else []
+        return "\n".join([header, *self.matches, *more])
 
 
 class SearchFilesInput(ToolInput):

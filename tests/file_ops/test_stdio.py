@@ -247,7 +247,20 @@ async def test_list_directory_and_tree(client: Client, root: Path) -> None:
     assert entries["escape"]["link_target"] == "(outside the allowed roots)"
     data = await call(client, "list_directory", path="listing", show_hidden=True, sort_by="size", reverse=True)
     assert data["entries"][0]["name"] == "large.txt" and ".hidden" in {e["name"] for e in data["entries"]}
-    assert (await call(client, "list_directory", path="listing", limit=2))["truncated"] is True
+    first = await call(client, "list_directory", path="listing", limit=2, show_hidden=True)
+    assert len(first["entries"]) == 2 and first["total_entries"] == 6 and not first["truncated"]
+    pages = [first]
+    while pages[-1].get("next_cursor"):
+        pages.append(
+            await call(
+                client, "list_directory", path="listing", limit=2, show_hidden=True, cursor=pages[-1]["next_cursor"]
+            )
+        )
+    paged = [entry["name"] for page in pages for entry in page["entries"]]
+    whole = await call(client, "list_directory", path="listing", show_hidden=True)
+    assert paged == [entry["name"] for entry in whole["entries"]] and len(pages) == 3
+    message = await fail(client, "list_directory", "INVALID_INPUT", path="listing", cursor=first["next_cursor"])
+    assert "other arguments" in message  # the cursor of a listing with show_hidden=true
     await fail(client, "list_directory", "INVALID_INPUT", path="listing/small.txt")
 
     tree = await call(client, "directory_tree", path="listing", max_depth=1)
@@ -256,6 +269,10 @@ async def test_list_directory_and_tree(client: Client, root: Path) -> None:
     paths = [entry["path"] for entry in tree["entries"]]
     assert "dir/inner/deep.txt" in paths and "large.txt" not in paths and "link/inner" not in paths
     assert (await call(client, "directory_tree", path="listing", max_entries=2))["truncated"] is True
+    paged_tree = await call(client, "directory_tree", path="listing", limit=2)
+    assert len(paged_tree["entries"]) == 2 and paged_tree["total_entries"] == len(tree["entries"]) + 1
+    rest = await call(client, "directory_tree", path="listing", limit=100, cursor=paged_tree["next_cursor"])
+    assert rest.get("next_cursor") is None and len(rest["entries"]) == paged_tree["total_entries"] - 2
 
 
 @pytest.mark.anyio
