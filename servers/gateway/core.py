@@ -25,6 +25,7 @@ from mcp_sections.shared.tools import ToolContext, ToolSpec, spec_of
 
 from . import context as context_info
 from .catalog import SectionEntry, SectionTool, build_catalog
+from .hosted import HostedOrchestration, hosted
 from .inprocess import InProcessLauncher, in_process_refusal
 from .launchers import STARTUP_TIMEOUT_SECONDS, SectionLauncher
 from .models import (
@@ -88,9 +89,9 @@ class Gateway:
             if refusal is not None:
                 raise ConfigError(f"section {section_id!r} cannot run in the gateway's process: {refusal}.")
         self.launchers: dict[str, SectionLauncher | InProcessLauncher] = {
-            entry.id: (InProcessLauncher if entry.id in gateway.in_process else SectionLauncher)(
-                entry, settings, gateway
-            )
+            entry.id: HostedOrchestration(entry, settings, gateway, self)
+            if hosted(entry)
+            else (InProcessLauncher if entry.id in gateway.in_process else SectionLauncher)(entry, settings, gateway)
             for entry in self.catalog.values()
         }
         for section_id in gateway.expose:

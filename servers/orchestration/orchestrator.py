@@ -1,8 +1,13 @@
 """The orchestration host: permanent agents, sub-agents on the shared agent runtime, and their sections.
 
-Sub-agents run on `shared.agents.runtime.AgentRuntime`, the runtime of the gateway's plan_actions. Their
-section tools are reached the way the gateway reaches them (`servers.gateway` catalog and launchers: one
-subprocess per section, started on first use, restarted when it dies). Rules:
+Sub-agents run on `shared.agents.runtime.AgentRuntime`, the runtime of the gateway's plan_actions.
+- Behind a gateway (the default: the gateway hosts this section in its own process, `servers/gateway/hosted.py`)
+  the orchestrator is given the gateway itself: its section processes, its slot pool, its depth rules. One
+  `max_subagents` bounds plan_actions and spawn_agent together, and no section runs twice.
+- Served on its own (`mcp-sections serve orchestration`, its own container), it builds a gateway of its own
+  (`servers.gateway` catalog and launchers: one subprocess per section, started on first use, restarted
+  when it dies).
+Rules:
 - one slot pool (`max_subagents`) for spawn_agent, delegate_task and parallel_tasks, taken without waiting;
 - depth is kept here (the client is 0; a sub-agent is its parent + 1); orchestration tools are offered to a
   sub-agent only while its depth is below `max_depth`;
@@ -81,17 +86,20 @@ class Limits:
 
 
 class Orchestrator:
-    def __init__(self, settings: Settings, config: OrchestrationSettings) -> None:
+    def __init__(self, settings: Settings, config: OrchestrationSettings, host_gateway: Any | None = None) -> None:
+        """`host_gateway`: the gateway this section runs inside (its sections, slots and limits are used)."""
         from mcp_sections.servers.gateway.core import Gateway
         from mcp_sections.servers.gateway.settings import load_gateway_settings
 
         from .questions import CircuitBreaker
 
-        gateway_settings = load_gateway_settings(settings, expose=[])
+        gateway_settings = (
+            host_gateway.config if host_gateway is not None else load_gateway_settings(settings, expose=[])
+        )
         self.settings = settings
         self.config = Limits(
-            max_depth=config.max_depth,
-            max_subagents=config.max_subagents,
+            max_depth=gateway_settings.max_depth if host_gateway is not None else config.max_depth,
+            max_subagents=gateway_settings.max_subagents if host_gateway is not None else config.max_subagents,
             agent_max_turns=config.agent_max_turns,
             agent_max_tool_calls=config.agent_max_tool_calls,
             agent_max_tokens=config.agent_max_tokens,
@@ -99,13 +107,18 @@ class Orchestrator:
             model=gateway_settings.model,
         )
         self.section_config = config
-        self.sections = Gateway(settings, gateway_settings)  # catalog + launchers + validated forwarding
-        self.runtime = AgentRuntime(self)
+        self._owns_sections = host_gateway is None
+        # catalog + launchers + validated forwarding: the hosting gateway's, or one of its own
+        self.sections = host_gateway if host_gateway is not None else Gateway(settings, gateway_settings)
+        self.runtime = AgentRuntime(self, slots=host_gateway.agents.slots if host_gateway is not None else None)
         self.breaker = CircuitBreaker(config.ask_breaker_threshold, config.ask_cooldown_seconds)
         self.client = CallState(self, Caller())
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[CallState]:
+        if not self._owns_sections:  # the hosting gateway runs its sections
+            yield self.client
+            return
         async with self.sections.running():
             yield self.client
 

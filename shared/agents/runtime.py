@@ -294,9 +294,17 @@ class _Runner:
 
 
 class AgentRuntime:
-    def __init__(self, host: ToolHost, provider_factory: Callable[[Any], ModelProvider] | None = None) -> None:
+    def __init__(
+        self,
+        host: ToolHost,
+        provider_factory: Callable[[Any], ModelProvider] | None = None,
+        *,
+        slots: SlotPool | None = None,
+    ) -> None:
+        """`slots`: the pool of another runtime to share (orchestration hosted by a gateway takes the gateway's,
+        so `max_subagents` bounds every sub-agent of the gateway, whichever tool started it)."""
         self.host = host
-        self.slots = SlotPool(host.config.max_subagents)
+        self.slots = slots if slots is not None else SlotPool(host.config.max_subagents)
         self._provider_factory = provider_factory  # None: per call, sampling or HTTP (shared.agents.sampling)
         self._ids = itertools.count(1)
         self.live: dict[str, LiveAgent] = {}

@@ -420,3 +420,35 @@ async def test_behind_the_gateway(workdir: Path, model: ScriptedModel) -> None:
         question = {**forwarded, "tool": "ask_user", "arguments": {"question": "Anyone?"}}
         code, message = error_of(await gateway.call_tool("call_section_tool", question))
         assert code == "DEPENDENCY_ERROR" and "elicitation" in message
+
+
+@pytest.mark.anyio
+async def test_one_slot_pool_behind_the_gateway(workdir: Path, model: ScriptedModel) -> None:
+    """3 plan_actions and 3 spawn_agent at once through one gateway: never more than max_subagents (3) run."""
+    from tests.gateway.helpers import gateway_client
+
+    args = ["--config", str(workdir / "config.toml"), "--data-dir", str(workdir / "gateway-one-pool")]
+    async with gateway_client(*args, env=KEY, cwd=workdir) as gateway:
+        model.peak_in_flight = 0
+        outcomes: list[tuple[str, str | None]] = []
+
+        async def plan(n: int) -> None:
+            result = await gateway.call_tool("plan_actions", {"goal": f"[script:slow] plan {n}", "sections": ["demo"]})
+            outcomes.append(("plan_actions", None if not result.is_error else error_of(result)[0]))
+
+        async def spawn(n: int) -> None:
+            forwarded = {"section": "orchestration", "tool": "spawn_agent"}
+            arguments = {"name": f"spawned {n}", "prompt": "[script:slow] spawn", "sections": ["demo"]}
+            result = await gateway.call_tool("call_section_tool", {**forwarded, "arguments": arguments})
+            outcomes.append(("spawn_agent", None if not result.is_error else error_of(result)[0]))
+
+        async with anyio.create_task_group() as group:
+            for n in range(3):
+                group.start_soon(plan, n)
+                group.start_soon(spawn, n)
+        assert model.peak_in_flight <= 3, f"{model.peak_in_flight} sub-agents ran at once behind one gateway"
+        refused = [code for _, code in outcomes if code is not None]
+        assert len(outcomes) == 6 and len(refused) >= 3 and set(refused) == {"MAX_LIMIT_EXCEEDED"}
+        listing = data_of(await gateway.call_tool("list_tool_sections", {}))
+        states = {section["id"]: section["state"] for section in listing["sections"]}
+        assert states.get("demo") == "running"  # one demo process, shared by both kinds of sub-agent

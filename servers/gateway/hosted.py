@@ -1,0 +1,89 @@
+"""The orchestration section hosted by the gateway: one agent runtime per gateway.
+
+Launched as a subprocess, orchestration would build a second gateway inside itself: a second copy of every
+section process and a second pool of sub-agent slots (3 plan_actions + 3 spawn_agent = 6 sub-agents, although
+`max_subagents` bounds them "across all callers"). Hosted here instead, its tools run in the gateway's process
+on an `Orchestrator` given the gateway itself: the same section processes, the same slot pool (shared with
+plan_actions), the same depth limit. Calls go through the same path as in-process sections (`run_tool` on
+the section's declared tools), so results and error codes are those of `mcp-sections serve orchestration`.
+A `[gateway.sections.orchestration]` table (e.g. a container) opts out: that server then runs on its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_sections.shared.calls import failure_result
+from mcp_sections.shared.config import Settings
+from mcp_sections.shared.errors import ErrorCode, ToolFailure
+
+from .catalog import SectionEntry
+from .inprocess import InProcessLauncher
+from .settings import GatewaySettings
+
+HOSTED_SECTIONS = frozenset({"orchestration"})
+
+
+def hosted(entry: SectionEntry) -> bool:
+    """Whether the gateway hosts this section on its own runtime."""
+    return entry.id in HOSTED_SECTIONS and entry.builtin and entry.external is None  # loaded on first use only
+
+
+class _CallerState:
+    """What `InProcessLauncher` expects of a section's state: the orchestrator's client scope, always open."""
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    async def for_call(self, tool_name: str, extra: str | None) -> Any:
+        return self._value
+
+    def close(self) -> None:
+        pass
+
+
+class HostedOrchestration(InProcessLauncher):
+    """The orchestration section on the gateway's own runtime (see the module docstring)."""
+
+    def __init__(self, entry: SectionEntry, settings: Settings, gateway: GatewaySettings, host: Any) -> None:
+        super().__init__(entry, settings, gateway)
+        self._host = host
+
+    def _open(self) -> tuple[Any, dict[str, Any]]:
+        if self._state is None or self._specs is None:
+            from mcp_sections.servers.orchestration.orchestrator import Orchestrator
+
+            section = self.entry.declaration
+            if section is None:
+                raise ToolFailure(
+                    ErrorCode.DEPENDENCY_ERROR,
+                    f"section {self.entry.id!r} cannot be loaded ({self.entry.load_error}); check its install.",
+                )
+            try:
+                runtime = section.runtime(self._settings)
+            except Exception as exc:
+                self.state, self.last_error = "failed", f"{type(exc).__name__}: {str(exc)[:300]}"
+                raise ToolFailure(
+                    ErrorCode.DEPENDENCY_ERROR,
+                    f"section {self.entry.id!r} could not be started: {self.last_error}. Fix its [sections."
+                    f"{self.entry.id}] settings and restart the gateway.",
+                ) from None
+            orchestrator = Orchestrator(self._settings, runtime.section_settings, host_gateway=self._host)
+            self._specs = {spec.name: spec for spec in section.specs}
+            self._state = _CallerState(orchestrator.client)  # type: ignore[assignment]
+            self.state = "running"
+            self.starts += 1
+        return self._state, self._specs
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], progress: Any = None) -> Any:
+        _, specs = self._open()
+        spec = specs.get(name)
+        if spec is not None and spec.asks_user is not None:  # the gateway does not relay elicitation to its client
+            return failure_result(
+                ToolFailure(
+                    ErrorCode.DEPENDENCY_ERROR,
+                    f"{name} must ask the user, but the gateway does not relay MCP elicitation to its client. Ask "
+                    "the user yourself, or connect the orchestration section directly to a client with elicitation.",
+                )
+            )
+        return await super().call_tool(name, arguments, progress)
