@@ -17,6 +17,7 @@ import anyio.to_thread
 from mcp_types import CallToolResult
 
 from mcp_sections.shared.about import package_version
+from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ScopedState
 from mcp_sections.shared.calls import failure_result, run_tool
 from mcp_sections.shared.config import ConfigError, Settings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, not_found, permission_denied
@@ -41,7 +42,6 @@ from .models import (
     SectionStatus,
     WorkingDirectoryResult,
 )
-from .scope import CLIENT_SCOPE, AgentScope, CallScope
 from .section import GATEWAY_TOOLS
 from .settings import GatewaySettings
 
@@ -78,6 +78,7 @@ class Gateway:
     def __init__(self, settings: Settings, gateway: GatewaySettings) -> None:
         self.settings = settings
         self.config = gateway
+        self.limits = AgentLimits.of(gateway)
         self.catalog: dict[str, SectionEntry] = build_catalog(gateway)
         for section_id in gateway.in_process:
             entry = self.catalog.get(section_id)
@@ -169,7 +170,7 @@ class Gateway:
         if spec is not None:
             if name == FORWARD_TOOL:
                 return await self._forward_call(arguments, ctx)
-            return await run_tool(spec, arguments, CallScope(self, scope), ctx)
+            return await run_tool(spec, arguments, ScopedState(self, scope), ctx)
         route = self.exposed.get(name)
         if route is not None:
             return await self.forward(route.section, route.tool, arguments, ctx)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mcp_sections.shared.agents.scope import ScopedState
 from mcp_sections.shared.tools import READ_ONLY, Annotations, ToolContext, tool
 
 from .models import (
@@ -18,27 +19,28 @@ from .models import (
     ProjectInfoResult,
     WorkingDirectoryResult,
 )
-from .scope import CallScope
 
 OPEN_WORLD = Annotations(read_only=False, destructive=True, idempotent=False, open_world=True)
 
 
 @tool(name="list_tool_sections", title="List tool sections", annotations=READ_ONLY)
-async def list_tool_sections(params: NoInput, state: CallScope) -> ListSectionsResult:
+async def list_tool_sections(params: NoInput, state: ScopedState) -> ListSectionsResult:
     """List the tool sections (groups of tools): id, name, description, tool names and state. Starts
     nothing. Then: describe_section for schemas, call_section_tool to run a tool, plan_actions to delegate."""
-    return await state.gateway.list_sections(state.scope)
+    return await state.host.list_sections(state.scope)
 
 
 @tool(name="describe_section", title="Describe a section's tools", annotations=READ_ONLY)
-async def describe_section(params: DescribeSectionInput, state: CallScope) -> DescribeSectionResult:
+async def describe_section(params: DescribeSectionInput, state: ScopedState) -> DescribeSectionResult:
     """One section's full tool definitions (inputSchema, outputSchema, annotations), to use with
     call_section_tool. A built-in section is described without starting it."""
-    return await state.gateway.describe_section(params.section)
+    return await state.host.describe_section(params.section)
 
 
 @tool(name="call_section_tool", title="Call a section's tool", annotations=OPEN_WORLD)
-async def call_section_tool(params: CallSectionToolInput, state: CallScope, ctx: ToolContext) -> CallSectionToolResult:
+async def call_section_tool(
+    params: CallSectionToolInput, state: ScopedState, ctx: ToolContext
+) -> CallSectionToolResult:
     """Run one tool of a section and return its own result unchanged. `arguments` are checked
     against the tool's inputSchema first (INVALID_INPUT names the field). A section that is down gives
     DEPENDENCY_ERROR and restarts on the next call. Effects: see the called tool's annotations."""
@@ -46,33 +48,33 @@ async def call_section_tool(params: CallSectionToolInput, state: CallScope, ctx:
 
 
 @tool(name="plan_actions", title="Delegate to a sub-agent", annotations=OPEN_WORLD)
-async def plan_actions(params: PlanActionsInput, state: CallScope, ctx: ToolContext) -> PlanActionsResult:
+async def plan_actions(params: PlanActionsInput, state: ScopedState, ctx: ToolContext) -> PlanActionsResult:
     """Delegate a task to a sub-agent (run by the gateway on [gateway.model]) that gets exactly
     the tools of `sections`. The goal must be complete: the sub-agent sees nothing else. Each of `actions` gets
     its own sub-agent, sequential or parallel; few run at once (MAX_LIMIT_EXCEEDED beyond). Returns a markdown
     report citing the tool behind each fact, with metrics and a status per action."""
-    return await state.gateway.plan_actions(params, state.scope, ctx)
+    return await state.host.plan_actions(params, state.scope, ctx)
 
 
 @tool(name="get_working_directory", title="Working directory and roots", annotations=READ_ONLY)
-async def get_working_directory(params: NoInput, state: CallScope, ctx: ToolContext) -> WorkingDirectoryResult:
+async def get_working_directory(params: NoInput, state: ScopedState, ctx: ToolContext) -> WorkingDirectoryResult:
     """The gateway's current directory, the allowed roots (the first is the default)
     and the MCP client's roots, if any."""
-    return await state.gateway.working_directory(ctx)
+    return await state.host.working_directory(ctx)
 
 
 @tool(name="get_environment_info", title="Environment information", annotations=READ_ONLY)
-async def get_environment_info(params: NoInput, state: CallScope, ctx: ToolContext) -> EnvironmentInfoResult:
+async def get_environment_info(params: NoInput, state: ScopedState, ctx: ToolContext) -> EnvironmentInfoResult:
     """OS, Python, gateway version, each section's state, the sub-agent model (and
     whether its API-key variable is set, never the key) and the sub-agent limits."""
-    return state.gateway.environment_info(ctx)
+    return state.host.environment_info(ctx)
 
 
 @tool(name="get_project_info", title="Project information", annotations=READ_ONLY)
-def get_project_info(params: ProjectInfoInput, state: CallScope) -> ProjectInfoResult:
+def get_project_info(params: ProjectInfoInput, state: ScopedState) -> ProjectInfoResult:
     """Project type (python, node, rust, go, ...), name, version and description from the
     manifests in a directory, and its git branch. Default: the first root, else the current directory."""
-    return state.gateway.project_info(params.path)
+    return state.host.project_info(params.path)
 
 
 GATEWAY_TOOLS = (

@@ -21,7 +21,6 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -29,6 +28,7 @@ from mcp_types import CallToolResult
 
 from mcp_sections.shared.agents.providers import ToolDef
 from mcp_sections.shared.agents.runtime import AgentRun, AgentRuntime, AgentTask, Metrics
+from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ScopedState
 from mcp_sections.shared.calls import failure_result, run_tool
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.errors import (
@@ -50,41 +50,6 @@ AGENT_SECTIONS = frozenset({SECTION_ID})
 SUBAGENT_TOOLS = ("spawn_agent", "delegate_task", "parallel_tasks", "list_children", "terminate_agent", "list_agents")
 
 
-@dataclass(frozen=True)
-class Caller:
-    """Who calls an orchestration tool: the client (depth 0) or a sub-agent. Never built from arguments."""
-
-    depth: int = 0
-    agent_id: str | None = None
-    tool_names: tuple[str, ...] | None = None  # None: the client, who may use every section
-    profile: str | None = None  # the permanent agent this sub-agent runs as, if any
-
-    @property
-    def is_client(self) -> bool:
-        return self.agent_id is None
-
-
-@dataclass(frozen=True)
-class CallState:
-    """The `state` orchestration tools receive: the orchestrator and who calls."""
-
-    orchestrator: Orchestrator
-    caller: Caller
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What the agent runtime reads (`AgentLimits`)."""
-
-    max_depth: int
-    max_subagents: int
-    agent_max_turns: int
-    agent_max_tool_calls: int
-    agent_max_tokens: int
-    agent_max_seconds: float
-    model: Any
-
-
 class Orchestrator:
     def __init__(self, settings: Settings, config: OrchestrationSettings, host_gateway: Any | None = None) -> None:
         """`host_gateway`: the gateway this section runs inside (its sections, slots and limits are used)."""
@@ -97,7 +62,7 @@ class Orchestrator:
             host_gateway.config if host_gateway is not None else load_gateway_settings(settings, expose=[])
         )
         self.settings = settings
-        self.config = Limits(
+        self.limits = AgentLimits(
             max_depth=gateway_settings.max_depth if host_gateway is not None else config.max_depth,
             max_subagents=gateway_settings.max_subagents if host_gateway is not None else config.max_subagents,
             agent_max_turns=config.agent_max_turns,
@@ -112,10 +77,10 @@ class Orchestrator:
         self.sections = host_gateway if host_gateway is not None else Gateway(settings, gateway_settings)
         self.runtime = AgentRuntime(self, slots=host_gateway.agents.slots if host_gateway is not None else None)
         self.breaker = CircuitBreaker(config.ask_breaker_threshold, config.ask_cooldown_seconds)
-        self.client = CallState(self, Caller())
+        self.client = ScopedState(self, CLIENT_SCOPE)
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator[CallState]:
+    async def running(self) -> AsyncIterator[ScopedState]:
         if not self._owns_sections:  # the hosting gateway runs its sections
             yield self.client
             return
@@ -137,17 +102,17 @@ class Orchestrator:
         return {"name": name, "description": spec.description, "inputSchema": spec.input_model.model_json_schema()}
 
     def agent_host_tools(self, depth: int) -> list[str]:
-        return list(SUBAGENT_TOOLS) if depth < self.config.max_depth else []
+        return list(SUBAGENT_TOOLS) if depth < self.limits.max_depth else []
 
-    def agent_scope(self, depth: int, agent_id: str, tool_names: tuple[str, ...]) -> Caller:
+    def agent_scope(self, depth: int, agent_id: str, tool_names: tuple[str, ...]) -> AgentScope:
         live = self.runtime.live.get(agent_id)
-        return Caller(depth=depth, agent_id=agent_id, tool_names=tool_names, profile=live.profile if live else None)
+        return AgentScope(depth=depth, agent_id=agent_id, tool_names=tool_names, profile=live.profile if live else None)
 
     async def call(self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: Any) -> CallToolResult:
         spec = _specs().get(name)
         if spec is None:
             return failure_result(not_found(f"unknown tool {name[:80]!r}"))
-        return await run_tool(spec, arguments, CallState(self, scope), ctx)
+        return await run_tool(spec, arguments, ScopedState(self, scope), ctx)
 
     # -- building one sub-agent ---------------------------------------------------------------------------
 
@@ -158,18 +123,18 @@ class Orchestrator:
             raise not_found(f"Agent not found: {agent_id[:64]!r}; permanent agents: {known} (see list_agents).")
         return agent
 
-    def visible_agents(self, caller: Caller) -> dict[str, PermanentAgent]:
+    def visible_agents(self, caller: AgentScope) -> dict[str, PermanentAgent]:
         """Permanent agents the caller may delegate to (never itself)."""
         return {key: agent for key, agent in self.section_config.agents.items() if key != caller.profile}
 
-    def check_depth(self, caller: Caller) -> int:
-        if caller.depth >= self.config.max_depth:
+    def check_depth(self, caller: AgentScope) -> int:
+        if caller.depth >= self.limits.max_depth:
             raise limit_exceeded(
-                f"sub-agents may not be deeper than {self.config.max_depth}; do this task with your own tools."
+                f"sub-agents may not be deeper than {self.limits.max_depth}; do this task with your own tools."
             )
         return caller.depth + 1
 
-    def caller_sections(self, caller: Caller) -> list[str]:
+    def caller_sections(self, caller: AgentScope) -> list[str]:
         """The sections whose tools the caller has (every section for the client)."""
         if caller.tool_names is None:
             return [section for section in self.sections.catalog if section not in AGENT_SECTIONS]
@@ -182,7 +147,7 @@ class Orchestrator:
 
     async def build_task(
         self,
-        caller: Caller,
+        caller: AgentScope,
         *,
         name: str,
         prompt: str,
@@ -212,7 +177,7 @@ class Orchestrator:
                     f"yours are: {', '.join(own_sections) or 'none'}."
                 )
         provider = self.runtime.provider(
-            self.config.model.model_copy(update={"model": model}) if model else self.config.model
+            self.limits.model.model_copy(update={"model": model}) if model else self.limits.model
         )
         routes = await self.agent_routes(sections)
         if tools is not None:
@@ -246,7 +211,7 @@ class Orchestrator:
             label=f"depth {depth} · {name} · ",
         )
 
-    async def permanent_task(self, caller: Caller, agent_id: str, prompt: str, kind: str) -> AgentTask:
+    async def permanent_task(self, caller: AgentScope, agent_id: str, prompt: str, kind: str) -> AgentTask:
         if caller.profile is not None and agent_id == caller.profile:
             raise permission_denied(
                 f"agent {agent_id!r} cannot delegate to itself; do the task yourself or pick another agent."
@@ -330,7 +295,7 @@ class Orchestrator:
         results = [(agent_id, outcome) for (agent_id, _), outcome in zip(tasks, outcomes, strict=True)]
         return results, total  # type: ignore[return-value]
 
-    def terminate(self, caller: Caller, child_id: str) -> str:
+    def terminate(self, caller: AgentScope, child_id: str) -> str:
         allowed = {agent.id: agent for agent in self.runtime.descendants(caller.agent_id)}
         agent = allowed.get(child_id)
         if agent is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from mcp_sections.shared.agents.scope import ScopedState
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
 from mcp_sections.shared.sections import Section, SectionRuntime
 from mcp_sections.shared.tools import (
@@ -39,7 +40,6 @@ from .models import (
     TerminateAgentInput,
     TerminateAgentResult,
 )
-from .orchestrator import CallState
 from .settings import OrchestrationSettings
 
 ASKS_USER = Annotations(read_only=True, destructive=False, idempotent=False, open_world=True)
@@ -60,18 +60,18 @@ def _report(run: object) -> str:
 
 
 @tool(name="spawn_agent", title="Spawn a sub-agent", annotations=OPEN_WORLD)
-async def spawn_agent(params: SpawnAgentInput, state: CallState, ctx: ToolContext) -> SpawnAgentResult:
+async def spawn_agent(params: SpawnAgentInput, state: ScopedState, ctx: ToolContext) -> SpawnAgentResult:
     """Create a temporary sub-agent, run it on one task and return its markdown report with metrics
     (duration_ms, tokens, tool_calls). "Prompt in, report out": the sub-agent sees ONLY `prompt` (plus your
     optional `system_prompt`) and the tools of `sections` (optionally narrowed to `tools`) — never more than
     you have. It is removed when done. At most 3 sub-agents run at once, shared with delegate_task and
     parallel_tasks (MAX_LIMIT_EXCEEDED beyond; see list_children). Needs a model in [gateway.model]
     (DEPENDENCY_ERROR says how otherwise)."""
-    orchestrator, caller = state.orchestrator, state.caller
-    if params.provider is not None and params.provider != orchestrator.config.model.provider:
+    orchestrator, caller = state.host, state.scope
+    if params.provider is not None and params.provider != orchestrator.limits.model.provider:
         raise invalid_input(
             f"provider {params.provider!r} is not configured; the configured provider is "
-            f"{orchestrator.config.model.provider!r} ([gateway.model]). Omit `provider`."
+            f"{orchestrator.limits.model.provider!r} ([gateway.model]). Omit `provider`."
         )
     task = await orchestrator.build_task(
         caller,
@@ -96,11 +96,11 @@ async def spawn_agent(params: SpawnAgentInput, state: CallState, ctx: ToolContex
 
 
 @tool(name="list_children", title="List running sub-agents", annotations=READ_ONLY)
-async def list_children(params: NoInput, state: CallState) -> ListChildrenResult:
+async def list_children(params: NoInput, state: ScopedState) -> ListChildrenResult:
     """The sub-agents running now (yours: for a sub-agent, the ones it started) with their id, name, kind
     (spawn, delegate, parallel), depth, parent and start time, and how many slots remain free (the limit is
     shared by spawn_agent, delegate_task and parallel_tasks)."""
-    orchestrator = state.orchestrator
+    orchestrator = state.host
     children = [
         ChildInfo(
             id=agent.id,
@@ -110,7 +110,7 @@ async def list_children(params: NoInput, state: CallState) -> ListChildrenResult
             parent=agent.parent,
             started_at=agent.started_at,
         )
-        for agent in orchestrator.runtime.descendants(state.caller.agent_id)
+        for agent in orchestrator.runtime.descendants(state.scope.agent_id)
     ]
     return ListChildrenResult(
         children=children,
@@ -121,24 +121,24 @@ async def list_children(params: NoInput, state: CallState) -> ListChildrenResult
 
 
 @tool(name="terminate_agent", title="Stop a running sub-agent", annotations=OVERWRITE)
-async def terminate_agent(params: TerminateAgentInput, state: CallState) -> TerminateAgentResult:
+async def terminate_agent(params: TerminateAgentInput, state: ScopedState) -> TerminateAgentResult:
     """Stop a running sub-agent (and the sub-agents it started) now. The call that started it returns at
     once with status `terminated` and what the sub-agent had done; its slot is freed. Unknown or finished
     id → NOT_FOUND listing the running ones."""
-    name = state.orchestrator.terminate(state.caller, params.child_id)
+    name = state.host.terminate(state.scope, params.child_id)
     return TerminateAgentResult(
         success=True, child_id=params.child_id, message=f"Sub-agent {name!r} ({params.child_id}) terminated."
     )
 
 
 @tool(name="delegate_task", title="Delegate to a permanent agent", annotations=OPEN_WORLD)
-async def delegate_task(params: DelegateTaskInput, state: CallState, ctx: ToolContext) -> DelegateTaskResult:
+async def delegate_task(params: DelegateTaskInput, state: ScopedState, ctx: ToolContext) -> DelegateTaskResult:
     """Run a task on a permanent agent from the configuration (see list_agents): it works with its own
     instructions, sections and model, and returns a markdown report with metrics. "Prompt in, report out":
     give the COMPLETE task in `prompt`. An agent never delegates to itself (PERMISSION_DENIED), and never
     gets tools its caller lacks. Uses one of the sub-agent slots shared with spawn_agent and parallel_tasks."""
-    orchestrator = state.orchestrator
-    task = await orchestrator.permanent_task(state.caller, params.agent_id, params.prompt, "delegate")
+    orchestrator = state.host
+    task = await orchestrator.permanent_task(state.scope, params.agent_id, params.prompt, "delegate")
     run = await orchestrator.run_one(task, ctx)
     return DelegateTaskResult(
         success=run.status == "completed",
@@ -152,10 +152,10 @@ async def delegate_task(params: DelegateTaskInput, state: CallState, ctx: ToolCo
 
 
 @tool(name="list_agents", title="List permanent agents", annotations=READ_ONLY)
-async def list_agents(params: NoInput, state: CallState) -> ListAgentsResult:
+async def list_agents(params: NoInput, state: ScopedState) -> ListAgentsResult:
     """The permanent agents delegate_task and parallel_tasks can use (never the caller itself): id, name,
     description, capabilities, sections and model; plus the free sub-agent slots."""
-    orchestrator = state.orchestrator
+    orchestrator = state.host
     agents = [
         AgentInfo(
             id=agent_id,
@@ -163,31 +163,31 @@ async def list_agents(params: NoInput, state: CallState) -> ListAgentsResult:
             description=agent.description,
             capabilities=agent.capabilities,
             sections=agent.sections,
-            model=agent.model or orchestrator.config.model.model,
+            model=agent.model or orchestrator.limits.model.model,
         )
-        for agent_id, agent in orchestrator.visible_agents(state.caller).items()
+        for agent_id, agent in orchestrator.visible_agents(state.scope).items()
     ]
     return ListAgentsResult(agents=agents, count=len(agents), remaining_slots=orchestrator.remaining_slots)
 
 
 @tool(name="parallel_tasks", title="Run tasks in parallel", annotations=OPEN_WORLD)
-async def parallel_tasks(params: ParallelTasksInput, state: CallState, ctx: ToolContext) -> ParallelTasksResult:
+async def parallel_tasks(params: ParallelTasksInput, state: ScopedState, ctx: ToolContext) -> ParallelTasksResult:
     """execute_batch: run up to 3 independent tasks at the same time, each on a permanent agent (see
     list_agents), and wait for all of them; total time ≈ the slowest task. Returns, per task, success,
     report, error and metrics, plus an aggregated markdown report. One task failing (unknown agent, model
     error, budget) does not stop the others: the result says which failed (`completion`: all/some/none).
     Needs one free slot per runnable task (MAX_LIMIT_EXCEEDED otherwise, nothing started)."""
-    orchestrator = state.orchestrator
+    orchestrator = state.host
     limit = min(orchestrator.section_config.max_batch, orchestrator.runtime.slots.size)
     if len(params.tasks) > limit:
         raise invalid_input(f"at most {limit} tasks per batch; split the work into several parallel_tasks calls.")
-    orchestrator.check_depth(state.caller)
+    orchestrator.check_depth(state.scope)
     orchestrator.runtime.provider()  # no model: one DEPENDENCY_ERROR for the batch, not one per task
     built = []
     for item in params.tasks:
         try:
             built.append(
-                (item.agent_id, await orchestrator.permanent_task(state.caller, item.agent_id, item.prompt, "parallel"))
+                (item.agent_id, await orchestrator.permanent_task(state.scope, item.agent_id, item.prompt, "parallel"))
             )
         except ToolFailure as failure:
             built.append((item.agent_id, failure))
@@ -232,16 +232,16 @@ async def parallel_tasks(params: ParallelTasksInput, state: CallState, ctx: Tool
     )
 
 
-def _question(params: AskUserInput, state: CallState) -> UserQuestion:
+def _question(params: AskUserInput, state: ScopedState) -> UserQuestion:
     from .questions import form_of, message_of
 
-    state.orchestrator.breaker.check()
-    timeout = state.orchestrator.section_config.ask_timeout_seconds
+    state.host.breaker.check()
+    timeout = state.host.section_config.ask_timeout_seconds
     return UserQuestion(message=message_of(params), schema=form_of(params), timeout_seconds=timeout)
 
 
 @tool(name="ask_user", title="Ask the user a question", annotations=ASKS_USER, asks_user=_question)
-async def ask_user(params: AskUserInput, state: CallState, answer: UserAnswer) -> AskUserResult:
+async def ask_user(params: AskUserInput, state: ScopedState, answer: UserAnswer) -> AskUserResult:
     """Ask the human user a question and wait for the answer (MCP elicitation): `checkbox` (choose among
     `options`), `text` (free answer) or `mixed` (options plus text). Use it only when you cannot go on
     without the user's decision. The user may decline or cancel (status says so). No answer within the
@@ -249,7 +249,7 @@ async def ask_user(params: AskUserInput, state: CallState, answer: UserAnswer) -
     (DEPENDENCY_ERROR with retry_after_seconds). A client without elicitation → DEPENDENCY_ERROR."""
     from .questions import result_of
 
-    breaker = state.orchestrator.breaker
+    breaker = state.host.breaker
     if answer.action == "timeout":
         opened = breaker.timed_out()
         pause = (
@@ -260,7 +260,7 @@ async def ask_user(params: AskUserInput, state: CallState, answer: UserAnswer) -
         )
         raise ToolFailure(
             ErrorCode.TIMEOUT,
-            f"the user did not answer within {state.orchestrator.section_config.ask_timeout_seconds:g} s; "
+            f"the user did not answer within {state.host.section_config.ask_timeout_seconds:g} s; "
             f"continue without the answer, or ask later.{pause}",
         )
     breaker.answered()
@@ -279,7 +279,7 @@ SUBAGENT_SPECS: dict[str, ToolSpec] = {
 
 
 @asynccontextmanager
-async def _lifespan(runtime: SectionRuntime) -> AsyncIterator[CallState]:
+async def _lifespan(runtime: SectionRuntime) -> AsyncIterator[ScopedState]:
     from .orchestrator import Orchestrator
 
     config = runtime.section_settings

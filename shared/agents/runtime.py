@@ -34,6 +34,7 @@ from mcp_types import CallToolResult
 
 from mcp_sections.shared.agents.providers import Message, ModelProvider, ToolCall, ToolDef
 from mcp_sections.shared.agents.sampling import select_provider
+from mcp_sections.shared.agents.scope import AgentLimits
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
 from mcp_sections.shared.tools import ToolContext
 
@@ -68,20 +69,10 @@ class Route(Protocol):
     definition: dict[str, Any]
 
 
-class AgentLimits(Protocol):
-    max_depth: int
-    max_subagents: int
-    agent_max_turns: int
-    agent_max_tool_calls: int
-    agent_max_tokens: int
-    agent_max_seconds: float
-    model: Any
-
-
 class ToolHost(Protocol):
     """What the runtime needs from the gateway."""
 
-    config: AgentLimits
+    limits: AgentLimits
 
     async def agent_routes(self, section_ids: list[str]) -> dict[str, Route]: ...
 
@@ -304,7 +295,7 @@ class AgentRuntime:
         """`slots`: the pool of another runtime to share (orchestration hosted by a gateway takes the gateway's,
         so `max_subagents` bounds every sub-agent of the gateway, whichever tool started it)."""
         self.host = host
-        self.slots = slots if slots is not None else SlotPool(host.config.max_subagents)
+        self.slots = slots if slots is not None else SlotPool(host.limits.max_subagents)
         self._provider_factory = provider_factory  # None: per call, sampling or HTTP (shared.agents.sampling)
         self._ids = itertools.count(1)
         self.live: dict[str, LiveAgent] = {}
@@ -312,7 +303,7 @@ class AgentRuntime:
     def provider(self, model_config: Any | None = None, ctx: ToolContext | None = None) -> ModelProvider:
         """The model provider of `model_config` (default: the host's) for a call with `ctx` (MCP sampling needs
         the client's call); DEPENDENCY_ERROR when none is configured or usable."""
-        config = model_config if model_config is not None else self.host.config.model
+        config = model_config if model_config is not None else self.host.limits.model
         if self._provider_factory is not None:
             return self._provider_factory(config)
         return select_provider(config, ctx)
@@ -333,7 +324,7 @@ class AgentRuntime:
         self, request: PlanRequest, depth: int, ctx: ToolContext | None, parent: str | None = None
     ) -> PlanOutcome:
         """Run the sub-agent(s) of one plan_actions call made at `depth` (the caller's, kept by the gateway)."""
-        limits = self.host.config
+        limits = self.host.limits
         if depth >= limits.max_depth:
             raise limit_exceeded(
                 f"sub-agents may not be deeper than {limits.max_depth}; solve this task with your own tools."
@@ -484,7 +475,7 @@ class AgentRuntime:
     async def _run_agent(
         self, task: AgentTask, agent_id: str, ctx: ToolContext | None, progress: ProgressFn
     ) -> AgentRun:
-        limits = self.host.config
+        limits = self.host.limits
         provider, routes, depth, prefix = task.provider, task.routes, task.depth, task.label
         names = tuple(tool.name for tool in task.tools)
         tools = task.tools
