@@ -196,7 +196,8 @@ class Gateway:
                 raise not_found(f"section {section_id!r} has no tool {tool[:80]!r}; its tools are: {', '.join(tools)}.")
             checked = section_tool.checker().check(arguments)
             progress = ctx.report_progress if ctx is not None else None
-            return await self.launchers[section_id].call_tool(tool, checked, progress)
+            read_only = bool((section_tool.definition.get("annotations") or {}).get("readOnlyHint"))
+            return await self.launchers[section_id].call_tool(tool, checked, progress, read_only)
         except ToolFailure as failure:
             return failure_result(failure)
 
@@ -235,7 +236,7 @@ class Gateway:
     def section_info(self, entry: SectionEntry) -> SectionInfo:
         launcher = self.launchers[entry.id]
         tools = entry.declared_tools
-        failed = entry.load_error or (launcher.last_error if launcher.state == "failed" else None)
+        failed = entry.load_error or (launcher.last_error if launcher.state in ("failed", "stopped") else None)
         return SectionInfo(
             id=entry.id,
             name=entry.name,

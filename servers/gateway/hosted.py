@@ -75,7 +75,9 @@ class HostedOrchestration(InProcessLauncher):
             self.starts += 1
         return self._state, self._specs
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], progress: Any = None) -> Any:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], progress: Any = None, read_only: bool = False
+    ) -> Any:
         _, specs = self._open()
         spec = specs.get(name)
         if spec is not None and spec.asks_user is not None:  # the gateway does not relay elicitation to its client

@@ -129,7 +129,7 @@ class InProcessLauncher:
         return await self.list_tools()
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], progress: ProgressCallback | None = None
+        self, name: str, arguments: dict[str, Any], progress: ProgressCallback | None = None, read_only: bool = False
     ) -> CallToolResult:
         """What `sdk_tool` does in the section's server: open the state, then `run_tool`."""
         state, specs = self._open()

@@ -38,8 +38,12 @@ from .settings import GatewaySettings
 
 logger = logging.getLogger("mcp_sections.gateway.launchers")
 
-State = Literal["not_started", "starting", "running", "failed"]
+State = Literal["not_started", "starting", "running", "stopped", "failed"]  # stopped: ended while idle
 STARTUP_TIMEOUT_SECONDS = 60.0
+WATCH_SECONDS = 2.0  # how often an idle section's connection is checked (a ping), so a dead one is seen
+IDLE_CHECK_SECONDS = 1.0  # a call after this much idleness first checks that the section is still there
+PING_TIMEOUT_SECONDS = 5.0
+CLOSED = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)  # the transport is gone
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
 
 # Environment a built-in section inherits from the gateway: its own settings, never the gateway's
@@ -98,6 +102,8 @@ class SectionLauncher:
         self.state: State = "not_started"  # a built-in that cannot be imported shows as failed (Gateway.section_info)
         self.last_error: str | None = None
         self.starts = 0
+        self._in_flight = 0
+        self._last_used = time.monotonic()
 
     def attach(self, task_group: TaskGroup) -> None:
         self._task_group = task_group
@@ -149,7 +155,10 @@ class SectionLauncher:
                 connection = _Connection(client=client, stop=anyio.Event(), started_at=time.monotonic())
                 started = True
                 task_status.started(connection)
-                await connection.stop.wait()
+                async with anyio.create_task_group() as watching:
+                    watching.start_soon(self._watch, client)
+                    await connection.stop.wait()
+                    watching.cancel_scope.cancel()
         except Exception:
             if not started:
                 raise
@@ -221,6 +230,41 @@ class SectionLauncher:
         connection.stop.set()
         self._failed(reason)
 
+    async def _watch(self, client: Client) -> None:
+        """While the connection is idle, ping it now and then: a section that died while idle is seen at once
+        (`list_tool_sections` stops showing it as running, and the next call starts a new one)."""
+        while True:
+            await anyio.sleep(WATCH_SECONDS)
+            if self._in_flight == 0 and not await self._alive(client):
+                self._lost(client)
+                return
+
+    async def _alive(self, client: Client) -> bool:
+        try:
+            with anyio.fail_after(PING_TIMEOUT_SECONDS):
+                await client.send_ping()
+        except (
+            MCPError,
+            TimeoutError,
+            anyio.ClosedResourceError,
+            anyio.BrokenResourceError,
+            anyio.EndOfStream,
+            OSError,
+        ):
+            return False
+        return True
+
+    def _lost(self, client: Client) -> None:
+        """The section ended while no call was running: not a start failure, so no restart back-off."""
+        connection = self._connection
+        if connection is None or connection.client is not client:
+            return
+        self._connection = None
+        connection.stop.set()
+        self.state = "stopped"
+        self.last_error = "the section's process ended while idle"
+        logger.warning("section %s ended while idle; it starts again on the next call", self.entry.id)
+
     def _fix_hint(self) -> str:
         external = self.entry.external
         if external is None:
@@ -247,34 +291,55 @@ class SectionLauncher:
         return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listing.tools]
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], progress: ProgressCallback | None = None
+        self, name: str, arguments: dict[str, Any], progress: ProgressCallback | None = None, read_only: bool = False
     ) -> CallToolResult:
-        """Forward one call; the section's result comes back unchanged, transport failures as ToolFailure."""
-        client = await self.ensure_running()
+        """Forward one call; the section's result comes back unchanged, transport failures as ToolFailure.
+
+        A call never reaches a section that died while idle: after `IDLE_CHECK_SECONDS` without calls the
+        connection is pinged first, and a new process is started if it is gone. A read-only call whose section
+        dies while handling it is sent once more to a new process (it changed nothing); any other call then
+        fails with DEPENDENCY_ERROR saying that it may have run.
+        """
 
         async def on_progress(value: float, total: float | None, message: str | None) -> None:
             if progress is not None:
                 await progress(value, total, message)
 
-        try:
-            result = await client.call_tool(
-                name,
-                arguments,
-                read_timeout_seconds=self._gateway.call_timeout_seconds,
-                progress_callback=on_progress,
-            )
-        except MCPError as exc:
-            raise self._call_failure(exc, name, client) from None
-        except RuntimeError as exc:  # the client refused the result (e.g. it breaks the tool's output schema)
-            raise ToolFailure(
-                ErrorCode.DEPENDENCY_ERROR,
-                f"section {self.entry.id!r} returned an invalid result for {name}: {str(exc)[:300]}",
-            ) from None
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as exc:
-            self._drop(_describe(exc), client)
-            raise self._died(name) from None
-        self._failures = 0
-        return result
+        for attempt in (1, 2):
+            client = await self.ensure_running()
+            idle = time.monotonic() - self._last_used > IDLE_CHECK_SECONDS and self._in_flight == 0
+            if idle and not await self._alive(client):
+                self._lost(client)
+                client = await self.ensure_running()
+            self._in_flight += 1
+            try:
+                result = await client.call_tool(
+                    name,
+                    arguments,
+                    read_timeout_seconds=self._gateway.call_timeout_seconds,
+                    progress_callback=on_progress,
+                )
+            except MCPError as exc:
+                failure = self._call_failure(exc, name, client)
+                if exc.code == CONNECTION_CLOSED and read_only and attempt == 1:
+                    continue
+                raise failure from None
+            except RuntimeError as exc:  # the client refused the result (e.g. it breaks the tool's output schema)
+                raise ToolFailure(
+                    ErrorCode.DEPENDENCY_ERROR,
+                    f"section {self.entry.id!r} returned an invalid result for {name}: {str(exc)[:300]}",
+                ) from None
+            except CLOSED as exc:
+                self._drop(_describe(exc), client)
+                if read_only and attempt == 1:
+                    continue
+                raise self._died(name) from None
+            finally:
+                self._in_flight -= 1
+                self._last_used = time.monotonic()
+            self._failures = 0
+            return result
+        raise self._died(name)
 
     def _call_failure(self, exc: MCPError, what: str, client: Client) -> ToolFailure:
         if exc.code == CONNECTION_CLOSED:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from mcp_sections.shared.tools import ToolInput, ToolResult
 
 SECTION_ID_PATTERN = r"^[a-z][a-z0-9_]{1,39}$"
-SectionState = Literal["not_started", "starting", "running", "failed"]
+SectionState = Literal["not_started", "starting", "running", "stopped", "failed"]  # stopped: ended while idle
 
 
 class NoInput(ToolInput):

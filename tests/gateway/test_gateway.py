@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -186,19 +188,29 @@ async def test_third_party_section_starts_on_use_and_forwards_progress(client: C
 
 
 @pytest.mark.anyio
-async def test_killed_section_gives_dependency_error_then_recovers(client: Client, workdir: Path) -> None:
+async def test_a_section_killed_while_idle_is_seen_and_calls_never_reach_it(client: Client, workdir: Path) -> None:
     arguments = {"workflow_id": "wf_gateway"}
     await call(client, "call_section_tool", section="todo", tool="todo_list", arguments=arguments)
     killed = kill_processes(todo_marker(workdir))
     assert killed
-    message = await fail(
-        client, "call_section_tool", "DEPENDENCY_ERROR", section="todo", tool="todo_list", arguments=arguments
-    )
-    assert "todo" in message and "restart" in message
-    listing = await call(client, "call_section_tool", section="todo", tool="todo_list", arguments=arguments)
-    assert listing  # the section is back, with its data
+    # a read-only call right after the kill: it never ran on the dead process, so it is sent to a new one
+    assert await call(client, "call_section_tool", section="todo", tool="todo_list", arguments=arguments) is not None
     alive = section_processes(todo_marker(workdir))
     assert alive and not set(alive) & set(killed)
+    # killed while idle: list_tool_sections stops showing it as running within a few seconds
+    killed = kill_processes(todo_marker(workdir))
+    deadline = time.monotonic() + 10
+    state = "running"
+    while state == "running" and time.monotonic() < deadline:
+        await anyio.sleep(0.5)
+        sections = {s["id"]: s for s in (await call(client, "list_tool_sections"))["sections"]}
+        state = sections["todo"]["state"]
+    assert state == "stopped" and "idle" in sections["todo"]["error"]
+    # the next call, even one that writes, starts a new process: it never reaches the dead one
+    created = await call(
+        client, "call_section_tool", section="todo", tool="todo_create", arguments={**arguments, "name": "after"}
+    )
+    assert created and not set(section_processes(todo_marker(workdir))) & set(killed)
     # other sections and the gateway itself were never affected
     assert (await call(client, "call_section_tool", section="demo", tool="demo_sum", arguments={"numbers": [2]}))[
         "total"
