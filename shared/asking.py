@@ -11,7 +11,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
@@ -199,7 +199,7 @@ def asking_tool(
         if isinstance(answer, AcceptedElicitation):
             content = answer.data.model_dump(mode="json") if hasattr(answer.data, "model_dump") else answer.data
             return await call(arguments, ctx, UserAnswer(action="accept", content=content, waited_seconds=waited))
-        action = "decline" if isinstance(answer, DeclinedElicitation) else "cancel"
+        action: Literal["decline", "cancel"] = "decline" if isinstance(answer, DeclinedElicitation) else "cancel"
         assert isinstance(answer, DeclinedElicitation | CancelledElicitation)
         return await call(arguments, ctx, UserAnswer(action=action, waited_seconds=waited))
 

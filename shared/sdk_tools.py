@@ -121,7 +121,8 @@ class SdkToolContext:
         session = self._context.request_context.session
         with warnings.catch_warnings():  # deprecated by 2026-07-28 (SEP-2577), still the way on 2025-11-25
             warnings.simplefilter("ignore", MCPDeprecationWarning)
-            request = session.create_message(
+            create_message: Any = session.create_message  # its overloads cannot see that `tools` is optional here
+            request = create_message(
                 params.messages,
                 max_tokens=params.max_tokens,
                 system_prompt=params.system_prompt,

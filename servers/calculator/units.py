@@ -163,7 +163,11 @@ def unit_table() -> dict[str, Any]:
 
 def unit_names() -> dict[str, Callable[[], Any]]:
     """The table as name → factory, the shape `expressions.Grammar.names` expects."""
-    return {name: (lambda value=value: value) for name, value in unit_table().items()}
+
+    def factory(value: Any) -> Callable[[], Any]:
+        return lambda: value
+
+    return {name: factory(value) for name, value in unit_table().items()}
 
 
 UNIT_NAMES_DOC = (

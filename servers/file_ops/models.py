@@ -15,7 +15,7 @@ PATH_DESCRIPTION = (
     "File or directory path: absolute, or relative to the first allowed root (never to the server's working "
     "directory). Must lie inside the allowed roots (see list_allowed_roots)."
 )
-GLOB_LIST = Field(
+GLOB_LIST: Any = Field(
     default_factory=list,
     max_length=50,
     description="Glob patterns; a pattern without '/' matches entry names (e.g. 'node_modules', '*.min.js'), "

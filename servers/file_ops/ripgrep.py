@@ -222,7 +222,7 @@ def _atom_source(op: Any, value: Any) -> str:
         return f"\\U{value:08x}"
     if op == constants.NOT_LITERAL:
         return f"[^\\U{value:08x}]"
-    parts = []
+    parts: list[str] = []
     for kind, item in value:
         if kind == constants.NEGATE:
             parts.insert(0, "^")
@@ -303,10 +303,10 @@ class _Replay:
         parts = rel.split("/")
         if any(part in ("", ".", "..") for part in parts):
             return False
-        rules = {"include_hidden": self.include_hidden, "gitignore": self.gitignore, "exclude": self.exclude}
         for index, name in enumerate(parts):
             sub = "/".join(parts[: index + 1])
-            if left_out(self.guard, name, sub, **rules):
+            hidden, ignoring, exclude = self.include_hidden, self.gitignore, self.exclude
+            if left_out(self.guard, name, sub, include_hidden=hidden, gitignore=ignoring, exclude=exclude):
                 return False
             if self.gitignore and self._ignore("/".join(parts[:index])).ignored(sub, index < len(parts) - 1):
                 return False

@@ -198,7 +198,7 @@ def edit_file(guard: PathGuard, path: str, edits: list[Edit], *, dry_run: bool, 
 
 
 def _line_numbers(text: str, needle: str, most: int = 10) -> list[int]:
-    numbers = []
+    numbers: list[int] = []
     start = 0
     while len(numbers) < most:
         index = text.find(needle, start)

@@ -52,6 +52,7 @@ class HostedOrchestration(InProcessLauncher):
     def _open(self) -> tuple[Any, dict[str, Any]]:
         if self._state is None or self._specs is None:
             from mcp_sections.servers.orchestration.orchestrator import Orchestrator
+            from mcp_sections.servers.orchestration.settings import OrchestrationSettings
 
             section = self.entry.declaration
             if section is None:
@@ -68,7 +69,9 @@ class HostedOrchestration(InProcessLauncher):
                     f"section {self.entry.id!r} could not be started: {self.last_error}. Fix its [sections."
                     f"{self.entry.id}] settings and restart the gateway.",
                 ) from None
-            orchestrator = Orchestrator(self._settings, runtime.section_settings, host_gateway=self._host)
+            config = runtime.section_settings
+            assert isinstance(config, OrchestrationSettings)
+            orchestrator = Orchestrator(self._settings, config, host_gateway=self._host)
             self._specs = {spec.name: spec for spec in section.specs}
             self._state = _CallerState(orchestrator.client)  # type: ignore[assignment]
             self.state = "running"

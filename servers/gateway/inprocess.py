@@ -78,6 +78,9 @@ class _SectionContext:
     def sampling_unavailable(self, tools: bool = False) -> str | None:
         return "the MCP client did not declare the `sampling` capability"  # the gateway's client connection does not
 
+    async def sample(self, params: Any) -> Any:
+        raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "sampling is not available to a section inside the gateway")
+
 
 class InProcessLauncher:
     """Same surface as `SectionLauncher`, for a built-in section run inside the gateway."""

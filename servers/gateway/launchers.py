@@ -301,9 +301,11 @@ class SectionLauncher:
         fails with DEPENDENCY_ERROR saying that it may have run.
         """
 
-        async def on_progress(value: float, total: float | None, message: str | None) -> None:
-            if progress is not None:
-                await progress(value, total, message)
+        forward_progress = progress
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            if forward_progress is not None:
+                await forward_progress(progress, total, message)
 
         for attempt in (1, 2):
             client = await self.ensure_running()

@@ -14,6 +14,7 @@ IMMEDIATE` writers, busy timeout, `synchronous=FULL`: a committed memory survive
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import threading
@@ -449,9 +450,11 @@ class MemoryStore:
         return [Memory.of(row, self.model_key) for row in rows], total
 
     @staticmethod
-    def _filters(workflows: tuple[str, ...], type_filter: str | None, tags: Sequence[str] | None) -> tuple[str, list]:
+    def _filters(
+        workflows: tuple[str, ...], type_filter: str | None, tags: Sequence[str] | None
+    ) -> tuple[str, builtins.list[Any]]:
         clauses = [f"m.workflow_id IN ({','.join('?' * len(workflows))})"]
-        args: list[Any] = list(workflows)
+        args: builtins.list[Any] = list(workflows)
         if type_filter is not None:
             clauses.append("m.type = ?")
             args.append(type_filter)
@@ -474,7 +477,7 @@ class MemoryStore:
         mode: SearchMode = "vector",
     ) -> SearchOutcome:
         workflows = visible_workflows(workflow_id, scope)
-        notes: list[str] = []
+        notes: builtins.list[str] = []
         query_vector = None
         reason = None
         if self.embeddings is not None:
@@ -587,7 +590,7 @@ class MemoryStore:
         type_filter: str | None,
         tags: Sequence[str] | None,
         limit: int,
-    ) -> list[tuple[int, float]]:
+    ) -> builtins.list[tuple[int, float]]:
         """BM25 over content and tags: any query word matches (stemmed); best first, score > 0."""
         match = match_expression(query)
         if match is None:
@@ -621,7 +624,7 @@ class MemoryStore:
         content: str | None = None,
         metadata: dict[str, Any] | None = None,
         tags: Sequence[str] | None = None,
-    ) -> tuple[Memory, list[str], bool | None]:
+    ) -> tuple[Memory, builtins.list[str], bool | None]:
         """Returns (memory, changed fields, embedding_generated or None if content did not change)."""
         with self.db.read() as connection:
             current = self._visible_row(connection, memory_id, workflow_id)
@@ -631,7 +634,9 @@ class MemoryStore:
             vector = self._try_embed(content or "")
         with self.db.write() as connection:
             row = self._visible_row(connection, memory_id, workflow_id)
-            sets, args, changed = ["updated_at = ?"], [_now()], []
+            sets: builtins.list[str] = ["updated_at = ?"]
+            args: builtins.list[Any] = [_now()]
+            changed: builtins.list[str] = []
             if content is not None and content != row["content"]:
                 sets += ["content = ?", "content_hash = ?", "embedding = ?", "embedding_model = ?"]
                 args += [

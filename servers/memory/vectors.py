@@ -142,6 +142,7 @@ class VectorIndex:
                     newly_pending.append(pk)
                 continue
             workflow_id, kind, blob = entry
+            assert blob is not None  # checked above: entries without a vector of this width are pending
             self.pending.pop(pk, None)
             vector = from_blob(blob, self.dimension)
             code, kind_code = self.workflow_code(workflow_id), type_code.get(kind, -1)

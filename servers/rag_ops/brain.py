@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_sections.servers.rag_ops.search import BrainSearch
-from mcp_sections.shared.brain.embedding_jobs import EmbeddingJobs, Progress
+from mcp_sections.shared.brain.embedding_jobs import Progress
 from mcp_sections.shared.brain.model import (
     Node,
     Project,
@@ -77,7 +77,7 @@ class IngestReport:
     seconds: float = 0.0
 
 
-class Brain(EmbeddingJobs, BrainSearch):
+class Brain(BrainSearch):
     """One brain over a store; thread-safe (tools run in worker threads)."""
 
     def __init__(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from mcp_sections.shared.brain.embedding_jobs import EmbeddingJobs
 from mcp_sections.shared.brain.model import LABELS, Node
 from mcp_sections.shared.errors import invalid_input
 
@@ -12,13 +13,16 @@ RRF_K = 60
 SCOPE_KINDS = ("function", "method", "class", "interface", "struct", "enum", "trait", "impl", "type", "block")
 
 
-class BrainSearch:
-    """Search over the brain (a mixin of `Brain`: it uses `store`, `embeddings`, `describe`)."""
+class BrainSearch(EmbeddingJobs):
+    """Search over the brain (the searching half of `Brain`, which provides `describe`)."""
 
     store: Any
     embeddings: Any
     _executor: Any
     _executor_lock: Any
+
+    def describe(self, node: Node, projects: dict[str, Any] | None = None, score: float | None = None) -> dict:
+        raise NotImplementedError
 
     def _searcher(self) -> Any:
         with self._executor_lock:

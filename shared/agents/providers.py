@@ -38,13 +38,22 @@ HOW_TO_CONFIGURE = HOW_TO_CONFIGURE_HTTP + (
 
 
 class ModelConfig(Protocol):
-    provider: str | None  # openai | anthropic | sampling (shared.agents.sampling)
-    model: str | None
-    base_url: str | None
-    api_key_env: str | None
-    max_output_tokens: int
-    temperature: float | None
-    timeout_seconds: float
+    """What a provider reads of `[gateway.model]` (read-only, so any settings object with these fields fits)."""
+
+    @property
+    def provider(self) -> str | None: ...  # openai | anthropic | sampling (shared.agents.sampling)
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def base_url(self) -> str | None: ...
+    @property
+    def api_key_env(self) -> str | None: ...
+    @property
+    def max_output_tokens(self) -> int: ...
+    @property
+    def temperature(self) -> float | None: ...
+    @property
+    def timeout_seconds(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -303,7 +312,8 @@ class AnthropicProvider(_HttpProvider):
         if self._api_key:
             headers["x-api-key"] = self._api_key
         data = await self._post("/v1/messages", self.request_body(system, messages, tools), headers)
-        texts, calls = [], []
+        texts: list[str] = []
+        calls: list[ToolCall] = []
         for block in data.get("content") or []:
             if block.get("type") == "text":
                 texts.append(block.get("text") or "")

@@ -231,7 +231,7 @@ class _Progress:
 class _AgentToolContext:
     """The ToolContext a sub-agent's tool calls run with: progress goes to the client's plan_actions call."""
 
-    def __init__(self, parent: ToolContext | None, progress: _Progress, prefix: str) -> None:
+    def __init__(self, parent: ToolContext | None, progress: Callable[[str], Awaitable[None]], prefix: str) -> None:
         self._parent = parent
         self._progress = progress
         self._prefix = prefix

@@ -75,7 +75,9 @@ def sampling_mode(config: ModelConfig) -> SamplingMode:
     if config.provider == "sampling":
         return "only"
     mode = getattr(config, "sampling", None) or "off"
-    return mode if mode in ("prefer", "fallback") else "off"
+    if mode == "prefer":
+        return "prefer"
+    return "fallback" if mode == "fallback" else "off"
 
 
 def http_configured(config: ModelConfig) -> bool:
@@ -92,7 +94,7 @@ def sampling_unavailable(ctx: ToolContext | None, tools: bool) -> str | None:
 def choose_model(config: ModelConfig, ctx: ToolContext | None, tools: bool = True) -> ModelChoice:
     """Which model this call's sub-agents run on (see the module docstring); never raises."""
     mode = sampling_mode(config)
-    http = "http" if http_configured(config) else "none"
+    http: Literal["http", "none"] = "http" if http_configured(config) else "none"
     if mode == "off":
         return ModelChoice(kind=http, mode=mode)
     if mode == "fallback" and http == "http":
@@ -170,7 +172,7 @@ class SamplingProvider:
 def sampling_messages(messages: list[Message]) -> list[SamplingMessage]:
     """The runtime's conversation as sampling messages; consecutive tool results share one user message."""
     wire: list[SamplingMessage] = []
-    pending: list[ToolResultContent] = []
+    pending: list[Any] = []  # tool results, sent as one user message
     for message in messages:
         if message.role == "tool":
             pending.append(

@@ -753,7 +753,7 @@ class Neo4jBrainStore:
 
                 def work(tx: Any) -> tuple[list[dict[str, Any]], bool]:
                     result = tx.run(neo4j.Query(query, timeout=timeout), parameters)
-                    rows = []
+                    rows: list[dict[str, Any]] = []
                     for record in result:
                         if len(rows) == limit:
                             return rows, True
@@ -825,7 +825,7 @@ def _project(data: Any) -> Project:
     props = dict(data)
     return Project(
         id=props["project_id"],
-        name=props.get("name", props["project_id"]),
+        name=str(props.get("name") or props["project_id"]),
         root=props.get("root", ""),
         type=props.get("type", "project"),
         created_at=float(props.get("created_at") or time.time()),

@@ -60,7 +60,7 @@ class SQLiteBrainStore(SQLiteVectors):
 
     def __init__(self, path: Path) -> None:
         self.database = Database(path, MIGRATIONS)
-        self._matrices: dict[tuple[str, str], tuple[int, Any, Any, Any]] = {}
+        self._matrices: dict[tuple[str, str], tuple[Any, ...]] = {}
         self._matrix_lock = threading.Lock()
 
     def close(self) -> None:
@@ -351,7 +351,8 @@ class SQLiteBrainStore(SQLiteVectors):
         return [found[i] for i in ids if i in found]
 
     def query_entities(self, flt: EntityFilter) -> tuple[list[Node], int]:
-        where, params = ["1 = 1"], []
+        where: list[str] = ["1 = 1"]
+        params: list[Any] = []
         if flt.label is not None:
             if flt.label not in LABELS:
                 raise ValueError(f"unknown label {flt.label!r}")

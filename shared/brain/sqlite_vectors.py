@@ -18,7 +18,7 @@ class SQLiteVectors:
     """The vector half of `SQLiteBrainStore` (a mixin: it uses the store's `database`)."""
 
     database: Database
-    _matrices: dict[tuple[str, str], tuple[int, Any, Any, Any]]
+    _matrices: dict[tuple[str, str], tuple[Any, ...]]  # (project or "*", model) -> (version(s), ids, labels, matrix...)
     _matrix_lock: threading.Lock
 
     def pending_embeddings(

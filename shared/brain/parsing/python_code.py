@@ -66,22 +66,22 @@ def parse_python(builder: Builder, text: str) -> None:
 
     calls_of, import_nodes = _scan_python(tree)
     imports: list[str] = []
-    for item in import_nodes:
-        if isinstance(item, ast.Import):
-            imports += [alias.name for alias in item.names]
-        elif isinstance(item, ast.ImportFrom):
-            base = item.module or ""
-            if item.level:
+    for node in import_nodes:
+        if isinstance(node, ast.Import):
+            imports += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
                 anchor = package.split(".") if package else []
-                anchor = anchor[: len(anchor) - (item.level - 1)] if item.level > 1 else anchor
+                anchor = anchor[: len(anchor) - (node.level - 1)] if node.level > 1 else anchor
                 base = ".".join([*anchor, *([base] if base else [])])
-            if item.module is None:
-                imports += [f"{base}.{alias.name}" if base else alias.name for alias in item.names]
+            if node.module is None:
+                imports += [f"{base}.{alias.name}" if base else alias.name for alias in node.names]
             else:
                 imports.append(base)
     builder.imports(imports)
 
-    def source(item: ast.AST) -> tuple[int, int, str]:
+    def source(item: ast.stmt) -> tuple[int, int, str]:
         start = min([item.lineno, *(d.lineno for d in getattr(item, "decorator_list", []))])
         end = item.end_lineno or item.lineno
         return start, end, "\n".join(lines[start - 1 : end])
@@ -139,7 +139,7 @@ def parse_python(builder: Builder, text: str) -> None:
         )
         run.clear()
 
-    body = tree.body
+    body: list[ast.stmt] = tree.body
     if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
         body = body[1:]  # the module docstring
     for item in body:
