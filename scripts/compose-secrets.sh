@@ -12,7 +12,6 @@ if [ ! -s "$dir/neo4j_password" ]; then
     printf '%s\n' "$password" > "$dir/neo4j_password"
     printf 'neo4j/%s\n' "$password" > "$dir/neo4j_auth"
 fi
-[ -s "$dir/searxng.env" ] || printf 'SEARXNG_SECRET=%s\n' "$(random)" > "$dir/searxng.env"
 # The containers run as uid 10001 and read the token through the compose secret mount.
 chmod 0644 "$dir/mcp_token" "$dir/neo4j_password" 2>/dev/null || true
 echo "compose secrets in $dir (the gateway's bearer token: $dir/mcp_token)"

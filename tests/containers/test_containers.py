@@ -19,11 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
 
 # Where the workspace is mounted, and how: the sections that write files, those that only read them.
-WORKSPACE_WRITERS = {"file_ops", "shell_ops", "media_ops"}
+WORKSPACE_WRITERS = {"file_ops", "shell_ops"}
 WORKSPACE_READERS = {"rag_ops", "gateway"}
 # Sections that reach outside the compose network (remote providers, the web).
-EGRESS = {"web_ops", "media_ops", "gateway", "searxng"}
-THIRD_PARTY = {"searxng", "neo4j"}
+EGRESS = {"gateway"}
+THIRD_PARTY = {"neo4j"}
 
 
 def _tool(name: str) -> str:
