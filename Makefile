@@ -3,8 +3,10 @@
 
 EXTRAS ?= all,dev,neo4j-test
 
-run: setup                 ## set up, then run the gateway on the embedded defaults (stdio, current directory)
-	.venv/bin/mcp-sections gateway --root "$(CURDIR)"
+PORT ?= 8765
+
+run: setup                 ## set up, then serve the gateway on http://127.0.0.1:$(PORT)/mcp over this directory
+	.venv/bin/mcp-sections gateway --root "$(CURDIR)" --transport http --port $(PORT)
 
 setup:                     ## system packages, .venv with CPU torch and every extra
 	scripts/setup.sh "$(EXTRAS)"

@@ -63,7 +63,10 @@ class Orchestrator:
         )
         self.settings = settings
         self.limits = AgentLimits(
-            max_depth=gateway_settings.max_depth if host_gateway is not None else config.max_depth,
+            # hosted: never deeper than the gateway allows, and no deeper than this section's own setting
+            max_depth=min(config.max_depth, gateway_settings.max_depth)
+            if host_gateway is not None
+            else config.max_depth,
             max_subagents=gateway_settings.max_subagents if host_gateway is not None else config.max_subagents,
             agent_max_turns=config.agent_max_turns,
             agent_max_tool_calls=config.agent_max_tool_calls,
