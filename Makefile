@@ -1,7 +1,7 @@
 # The commands of the README. A fresh machine needs only Python 3.11+ (and apt for the system packages).
 .PHONY: run setup test lint typecheck compose-secrets compose-check
 
-EXTRAS ?= all,dev,neo4j-test
+EXTRAS ?= all,dev
 
 PORT ?= 8765
 

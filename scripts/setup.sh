@@ -1,21 +1,19 @@
 #!/usr/bin/env bash
 # Sets up everything mcp-sections needs on a fresh machine, idempotently:
-#   - system packages (Debian/Ubuntu, when run as root or with sudo): bubblewrap (shell_ops' sandbox), git,
-#     ripgrep, Chromium (web_ops), Mesa's OSMesa (media_ops' 3D renders), docker-compose/hadolint for checks;
-#   - .venv with a CPU build of torch (a bare `torch` pulls a multi-GB CUDA build) and the project with every extra;
-#   - pyrender without its PyOpenGL pin (3.1.0 cannot render headless on current Mesa).
-# Usage: scripts/setup.sh [EXTRAS]   (default: all,dev,neo4j-test)
+#   - system packages (Debian/Ubuntu, when run as root or with sudo): bubblewrap, git, ripgrep (search_files'
+#     fast engine), util-linux's setpriv (the container entrypoint tests run as the images' user);
+#   - .venv with a CPU build of torch (a bare `torch` pulls a multi-GB CUDA build) and the project with every extra.
+# Usage: scripts/setup.sh [EXTRAS]   (default: all,dev)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-EXTRAS="${1:-all,dev,neo4j-test}"
+EXTRAS="${1:-all,dev}"
 PYTHON="${PYTHON:-python3}"
 
 need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)
-[ -x /usr/lib/chromium/chromium ] || need+=(chromium)
-ldconfig -p 2>/dev/null | grep -q libOSMesa || need+=(libosmesa6)
+command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 if [ "${#need[@]}" -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo -n"
@@ -44,10 +42,4 @@ case ",$EXTRAS," in
     ;;
 esac
 pip install --quiet -e ".[${EXTRAS}]"
-case ",$EXTRAS," in
-*,all,*|*,media,*)
-    pip install --quiet --no-deps pyrender==0.1.45
-    pip install --quiet "PyOpenGL>=3.1.10" freetype-py imageio networkx pyglet scipy six
-    ;;
-esac
 echo "setup: done (. .venv/bin/activate; mcp-sections doctor)"
