@@ -1,8 +1,9 @@
 """The audit log: one JSON line per tool call, under `<data dir>/audit/<server>.jsonl`, rotated by size.
 
 A line says who called what and how it ended, never what was said: section, tool, caller depth and agent id
-(set by the gateway for its sub-agents, in the request's `_meta`), a SHA-256 digest of the canonical arguments,
-the outcome code (`OK` or an error code), the duration and, when a call fails, its message with secrets masked.
+(0 and none for now: the gateway does not yet pass its sub-agents' scope to sections), a SHA-256 digest of the
+canonical arguments (no argument value is stored), the outcome code (`OK` or an error code), the duration and,
+when a call fails, the first 500 characters of its error message.
 Each server process writes its own file (one writer per file: rotation needs no cross-process lock);
 `mcp-sections audit` merges them in time order.
 """
@@ -65,6 +66,7 @@ class AuditLog:
     """Appends records to one file, rotating it at `max_bytes` (keeps `backups` older files)."""
 
     def __init__(self, directory: Path, server: str, *, max_bytes: int = MAX_BYTES, backups: int = BACKUPS) -> None:
+        self.server = server
         self.path = directory / f"{server}.jsonl"
         self._max_bytes = max_bytes
         self._backups = backups
@@ -75,7 +77,7 @@ class AuditLog:
         """Never raises: an unwritable audit directory is logged once and the call goes on."""
         if self._broken:
             return
-        line = (mask(record.as_json()) + "\n").encode("utf-8", "replace")
+        line = (record.as_json() + "\n").encode("utf-8", "replace")
         with self._lock:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -90,21 +92,29 @@ class AuditLog:
                 self._broken = True
                 logger.warning("audit log %s is not writable (%s); calls are no longer audited", self.path, exc)
 
+    def record(self, tool: str, arguments: Mapping[str, Any] | None, result: Any, duration_ms: float) -> None:
+        """One call's record from its MCP result (`isError` and the `error_code` of its structured content)."""
+        structured = getattr(result, "structured_content", None) or {}
+        failed = bool(getattr(result, "is_error", False))
+        outcome = str(structured.get("error_code") or "ERROR") if failed else "OK"
+        message = str(structured.get("error") or "") if failed else None
+        self.write(
+            AuditRecord(
+                server=self.server,
+                tool=tool,
+                outcome=outcome,
+                duration_ms=duration_ms,
+                arguments_digest=argument_digest(arguments),
+                message=message,
+            )
+        )
+
     def _rotate(self) -> None:
         for index in range(self._backups - 1, 0, -1):
             older = self.path.with_suffix(f".jsonl.{index}")
             if older.exists():
                 older.replace(self.path.with_suffix(f".jsonl.{index + 1}"))
         self.path.replace(self.path.with_suffix(".jsonl.1"))
-
-
-def mask(text: str) -> str:
-    """Secret values masked with the suite's one detector (imported lazily: it is not needed to start)."""
-    try:
-        from mcp_sections.shared.secrets import mask_secrets
-    except ImportError:  # pragma: no cover - the detector module is part of the package
-        return text
-    return mask_secrets(text)
 
 
 def read_records(directory: Path, server: str | None = None) -> Iterator[dict[str, Any]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -19,6 +20,7 @@ from mcp_types import (
 
 from mcp_sections.shared.about import package_version
 from mcp_sections.shared.asking import asking_tool
+from mcp_sections.shared.audit import AuditLog
 from mcp_sections.shared.calls import failure_result, missing_dependency, run_tool
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, spec_tool
@@ -99,18 +101,23 @@ class SectionState:
             self._value = None
 
 
-def sdk_tool(spec: ToolSpec, state: SectionState, extra: str | None = None) -> Tool:
+def sdk_tool(spec: ToolSpec, state: SectionState, extra: str | None = None, audit: AuditLog | None = None) -> Tool:
     """The SDK tool of one declared tool; `state` is anything with `async aget()` (the section's state).
 
-    `extra` is the pip extra named when a library is missing.
+    `extra` is the pip extra named when a library is missing; `audit` records every call (`shared.audit`).
     """
 
     async def call(arguments: dict[str, Any], ctx: ToolContext, answer: UserAnswer | None = None) -> CallToolResult:
+        started = time.perf_counter()
         try:
             value = await state.for_call(spec.name, extra)
         except ToolFailure as failure:
-            return failure_result(failure)
-        return await run_tool(spec, arguments, value, ctx, extra, answer)
+            result = failure_result(failure)
+        else:
+            result = await run_tool(spec, arguments, value, ctx, extra, answer)
+        if audit is not None:
+            audit.record(spec.name, arguments, result, (time.perf_counter() - started) * 1000)
+        return result
 
     if spec.asks_user is not None:
         return asking_tool(spec, state, call)
@@ -120,6 +127,7 @@ def sdk_tool(spec: ToolSpec, state: SectionState, extra: str | None = None) -> T
 def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, SectionState]:
     """The MCP server of one section, and its lazily opened state."""
     state = SectionState(section, runtime)
+    audit = AuditLog(runtime.settings.data_dir / "audit", section.id)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
@@ -137,7 +145,7 @@ def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, 
         description=section.description,
         instructions=section.instructions,
         version=package_version(),
-        tools=[sdk_tool(spec, state, section.extra) for spec in section.specs],
+        tools=[sdk_tool(spec, state, section.extra, audit) for spec in section.specs],
         lifespan=lifespan,
         log_level=runtime.settings.log_level,
     )

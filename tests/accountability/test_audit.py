@@ -1,0 +1,43 @@
+"""The audit log: every tool call of a real server leaves one JSON line; `mcp-sections audit` shows them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mcp_sections.shared.audit import AuditLog, AuditRecord, argument_digest, read_records
+from tests.stdio import call, cli_command, fail, section_client
+
+
+@pytest.mark.anyio
+async def test_calls_are_audited_without_their_arguments(tmp_path: Path) -> None:
+    async with section_client("calculator", "--data-dir", str(tmp_path)) as client:
+        await call(client, "calculator_binary", operation="add", a=40, b=2)
+        await fail(client, "calculator_binary", "VALIDATION_FAILED", operation="divide", a=1, b=0)
+    records = list(read_records(tmp_path / "audit"))
+    assert [(r["server"], r["tool"], r["outcome"]) for r in records] == [
+        ("calculator", "calculator_binary", "OK"),
+        ("calculator", "calculator_binary", "VALIDATION_FAILED"),
+    ]
+    assert records[0]["arguments_digest"] == argument_digest({"operation": "add", "a": 40, "b": 2})
+    assert "40" not in json.dumps(records[0]) and records[0]["duration_ms"] >= 0
+    shown = subprocess.run(
+        [*cli_command(), "audit", "--data-dir", str(tmp_path), "--json"], capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0 and len(shown.stdout.splitlines()) == 2
+
+
+def test_the_log_rotates_and_an_unwritable_directory_never_fails_a_call(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "audit", "todo", max_bytes=400, backups=2)
+    record = AuditRecord(server="todo", tool="todo_list", outcome="OK", duration_ms=1.0, arguments_digest="sha256:x")
+    for _ in range(20):
+        log.write(record)
+    files = sorted(path.name for path in (tmp_path / "audit").iterdir())
+    assert files == ["todo.jsonl", "todo.jsonl.1", "todo.jsonl.2"]
+    assert len(list(read_records(tmp_path / "audit"))) <= 3 * (400 // 150 + 1)
+    blocked = tmp_path / "file-not-dir"
+    blocked.write_text("", encoding="utf-8")
+    AuditLog(blocked / "audit", "todo").write(record)  # logged once, never raised
