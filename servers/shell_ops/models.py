@@ -44,9 +44,13 @@ class CommandResult(ToolResult):
     executable: str = Field(description="The absolute program that ran (resolved on the server's fixed PATH).")
     args: list[str] = Field(description="Its arguments as run (hardening options git/npm receive are not shown).")
     cwd: str
+    sandbox: Literal["bubblewrap", "off"] = Field(description="How the program was confined by the OS.")
+    warning: str | None = Field(default=None, description="Set when the program ran without an OS sandbox.")
 
     def render_text(self) -> str:
         head = f"exit {self.exit_code} in {self.duration_ms} ms ({self.executable} in {self.cwd})"
+        if self.warning:
+            head = f"WARNING: {self.warning}\n{head}"
         parts = [head]
         if self.stdout:
             parts.append("--- stdout ---\n" + self.stdout.rstrip("\n"))
@@ -195,6 +199,13 @@ class ProgramPolicy(BaseModel):
     refused: list[str] = Field(description="Flags/subcommands the policy refuses.")
 
 
+class SandboxInfo(ToolResult):
+    kind: Literal["bubblewrap", "off", "unavailable"]
+    executable: str | None = None
+    warning: str | None = None
+    why: str = ""
+
+
 class ListSafeCommandsResult(ToolResult):
     programs: list[ProgramPolicy]
     never_allowed: dict[str, str] = Field(description="Programs refused whatever the configuration (and why).")
@@ -204,3 +215,4 @@ class ListSafeCommandsResult(ToolResult):
     max_timeout_seconds: float
     max_output_bytes: int
     rules: list[str]
+    sandbox: SandboxInfo = Field(description="The OS sandbox every program runs in, or why none can run.")

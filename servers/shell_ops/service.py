@@ -18,6 +18,7 @@ from mcp_sections.servers.shell_ops.processes import ProcessResult, SpawnError, 
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
 from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.sandbox import Confinement, Sandbox, detect
 
 logger = logging.getLogger("mcp_sections.shell_ops")
 
@@ -56,6 +57,17 @@ class ShellOps:
         if settings.git_author_email:
             extra["GIT_AUTHOR_EMAIL"] = extra["GIT_COMMITTER_EMAIL"] = settings.git_author_email
         self.env = child_environment(search_path=search_path, home=self.home, extra=extra)
+        self._sandbox: Sandbox | None = None
+
+    def sandbox(self) -> Sandbox:
+        """The sandbox every program runs in (detected on first use; DEPENDENCY_ERROR when none can run)."""
+        if self._sandbox is None:
+            self._sandbox = detect(self.settings.sandbox)
+        return self._sandbox
+
+    def confinement(self) -> Confinement:
+        """What a program sees: the roots (writable: commands may build, format, commit) and its private HOME."""
+        return Confinement(writable=(*self.paths.roots, self.home))
 
     def _trusted_search_path(self, search_path: str) -> str:
         """The configured search path minus directories inside the roots (the agent could plant programs there)."""
@@ -91,10 +103,20 @@ class ShellOps:
         max_output: int,
         progress: Progress = None,
         env: dict[str, str] | None = None,
+        confine: bool = True,
     ) -> ProcessResult:
+        """Run one checked program inside the OS sandbox (`confine=False` only for the hardened git probes that
+        inspect a repository before anything runs in it: they must see where its config and objects point)."""
+        if not os.access(argv[0], os.X_OK):  # inside the sandbox this would only be bwrap's exit status
+            raise ToolFailure(
+                ErrorCode.EXECUTION_FAILED,
+                f"{os.path.basename(argv[0])} could not be started (not an executable file); check that the program "
+                "is installed.",
+            )
+        confined = self.sandbox().wrap(argv, cwd, self.confinement()) if confine else argv
         try:
             return await run_process(
-                argv, cwd=cwd, env=env or self.env, timeout=timeout, max_output_bytes=max_output, progress=progress
+                confined, cwd=cwd, env=env or self.env, timeout=timeout, max_output_bytes=max_output, progress=progress
             )
         except SpawnError as exc:
             raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{exc}; check that the program is installed.") from None
@@ -133,6 +155,8 @@ class ShellOps:
             "executable": executable,
             "args": list(args),
             "cwd": self.paths.relative(cwd),
+            "sandbox": self.sandbox().kind,
+            "warning": self.sandbox().warning,
         }
 
     # -- tools ------------------------------------------------------------------------------------------
@@ -157,7 +181,10 @@ class ShellOps:
         return self._result(checked.executable, checked.args, checked.cwd, result)
 
     async def _git_probe(self, argv: list[str], cwd: Path) -> ProcessResult:
-        return await self._run(argv, cwd, timeout=GIT_QUERY_TIMEOUT, max_output=1024 * 1024)
+        # Outside the sandbox on purpose: a repository whose .git file, alternates or config includes lead out of
+        # the roots must be seen (and refused), not hidden. These probes are hardened git plumbing (no hooks,
+        # pager, fsmonitor, external programs) and their output never reaches the caller.
+        return await self._run(argv, cwd, timeout=GIT_QUERY_TIMEOUT, max_output=1024 * 1024, confine=False)
 
     async def run_npm_script(
         self, script: str, args: list[str], cwd: str | None, timeout_seconds: float | None, progress: Progress
@@ -308,7 +335,14 @@ class ShellOps:
             "max_timeout_seconds": self.settings.max_timeout_seconds,
             "max_output_bytes": self.settings.max_output_bytes,
             "rules": RULES,
+            "sandbox": self._sandbox_report(),
         }
+
+    def _sandbox_report(self) -> dict[str, Any]:
+        try:
+            return self.sandbox().describe()
+        except ToolFailure as failure:
+            return {"kind": "unavailable", "executable": None, "warning": failure.message, "why": failure.message}
 
 
 def git_failure(what: str, result: ProcessResult) -> ToolFailure:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
@@ -34,6 +34,11 @@ class ShellOpsSettings(SectionSettings):
     )
     git_author_name: str | None = Field(default=None, description="GIT_AUTHOR_NAME/GIT_COMMITTER_NAME for children.")
     git_author_email: str | None = Field(default=None, description="GIT_AUTHOR_EMAIL/GIT_COMMITTER_EMAIL.")
+    sandbox: Literal["auto", "bubblewrap", "off"] = Field(
+        default="auto",
+        description="Confinement of every program by the OS (shared/sandbox.py): auto/bubblewrap refuse to run "
+        "commands without a working bubblewrap; off runs them unconfined and says so in every result.",
+    )
 
     @field_validator("allowed_programs", mode="before")
     @classmethod

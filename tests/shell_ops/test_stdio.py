@@ -20,7 +20,7 @@ CAP = 8192
 
 SPAWNER = """
 import subprocess, sys, time
-child = subprocess.Popen(["sleep", "60"])
+child = subprocess.Popen(["sleep", sys.argv[2]])
 open(sys.argv[1], "w").write(str(child.pid))
 print("started", flush=True)
 time.sleep(60)
@@ -161,29 +161,39 @@ async def test_progress_is_reported_for_long_runs(client: Client) -> None:
 @pytest.mark.anyio
 async def test_timeout_kills_the_whole_process_group(client: Client, root: Path) -> None:
     pid_file = root / "grandchild.pid"
+    seconds = f"{60 + time.monotonic_ns() % 1000}"  # a `sleep` no other test starts
     started = time.monotonic()
     error = await fail(
         client,
         "run_command",
         "TIMEOUT",
-        command=["python3", "tools/spawner.py", "grandchild.pid"],
+        command=["python3", "tools/spawner.py", "grandchild.pid", seconds],
         timeout_seconds=2.5,
     )
     assert time.monotonic() - started < 10
     assert error["details"]["timed_out"] is True and "started" in error["details"]["stdout_tail"]
-    grandchild = int(pid_file.read_text())
+    assert pid_file.exists()  # the grandchild started (its pid is the sandbox's own: found by its command line)
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _alive(grandchild):
+    while time.monotonic() < deadline and _running(["sleep", seconds]):
         time.sleep(0.05)
-    assert not _alive(grandchild), "the grandchild `sleep 60` survived the timeout"
+    assert not _running(["sleep", seconds]), "the grandchild `sleep` survived the timeout"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
+def _running(argv: list[str]) -> list[int]:
+    """Host pids of live processes with exactly this command line."""
+    wanted = "\0".join(argv).encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "cmdline").read_bytes() == wanted:
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state not in ("Z", "X"):
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
 
 
 @pytest.mark.anyio

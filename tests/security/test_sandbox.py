@@ -1,0 +1,112 @@
+"""The OS sandbox around every program shell_ops runs: what an allowed program does cannot leave the roots.
+
+The attack the argument rules could not stop: write a script with file_ops, run it with python3. Inside the
+bubblewrap sandbox it sees only the system directories (read-only), the roots and a private /tmp.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from mcp_sections.shared import sandbox as sandbox_module
+from mcp_sections.shared.errors import ToolFailure
+from tests.stdio import call, section_client
+
+pytestmark = pytest.mark.skipif(
+    sandbox_module.shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin") is None,
+    reason="bubblewrap is not installed (apt-get install bubblewrap); shell_ops refuses commands without it",
+)
+
+SECRET = "sandbox-canary-7f3a9c"
+SCRIPT = """
+import os, pathlib, socket, sys
+outside, home = pathlib.Path(OUTSIDE), pathlib.Path(HOME)  # written into the script: no argument to check
+for probe in (outside / "secret.txt", home / ".ssh" / "id_rsa", pathlib.Path("/root")):
+    print("read", probe, "visible" if probe.exists() else "absent")
+try:
+    (outside / "planted.txt").write_text("x")
+    print("write outside: ok")
+except OSError as exc:
+    print("write outside: refused", type(exc).__name__)
+pathlib.Path("inside.txt").write_text("x")
+print("write inside: ok")
+try:
+    socket.create_connection(("127.0.0.1", 9), timeout=1)
+    print("network: reachable")
+except OSError as exc:
+    print("network: none", type(exc).__name__)
+print("pid", os.getpid())
+"""
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("sandbox-world")
+    root, outside = base / "root", base / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET, encoding="utf-8")
+    script = SCRIPT.replace("OUTSIDE", repr(str(outside))).replace("HOME", repr(str(Path.home())))
+    (root / "attack.py").write_text(script, encoding="utf-8")  # what file_ops' write_file would have written
+    return {"base": base, "root": root, "outside": outside}
+
+
+@pytest.fixture(scope="module")
+async def shell(world: dict[str, Path]) -> AsyncIterator[Client]:
+    async with section_client("shell_ops", "--root", str(world["root"])) as client:
+        yield client
+
+
+@pytest.mark.anyio
+async def test_a_script_written_in_the_roots_cannot_leave_them(shell: Client, world: dict[str, Path]) -> None:
+    result = await call(shell, "run_command", command=["python3", "attack.py"])
+    out = result["stdout"]
+    assert result["sandbox"] == "bubblewrap" and result.get("warning") is None
+    assert f"read {world['outside'] / 'secret.txt'} absent" in out and SECRET not in out
+    assert "/.ssh/id_rsa absent" in out and "read /root absent" in out
+    assert "write outside: refused" in out and not (world["outside"] / "planted.txt").exists()
+    assert "write inside: ok" in out and (world["root"] / "inside.txt").exists()
+    assert "network: none" in out
+    pid = int(out.split("pid ")[1].split()[0])
+    assert pid < 10  # a fresh PID namespace
+
+
+@pytest.mark.anyio
+async def test_list_safe_commands_shows_the_sandbox(shell: Client) -> None:
+    listing = await call(shell, "list_safe_commands")
+    assert listing["sandbox"]["kind"] == "bubblewrap" and listing["sandbox"]["executable"].endswith("bwrap")
+
+
+def test_without_bubblewrap_commands_are_refused_unless_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox_module.shutil, "which", lambda *args, **kwargs: None)
+    with pytest.raises(ToolFailure) as caught:
+        sandbox_module.detect("auto")
+    assert caught.value.code.value == "DEPENDENCY_ERROR" and "apt-get install bubblewrap" in caught.value.message
+    unconfined = sandbox_module.detect("off")
+    assert unconfined.kind == "off" and unconfined.warning and "sandbox is off" in unconfined.warning
+
+
+@pytest.mark.anyio
+async def test_sandbox_off_says_so_in_every_result(world: dict[str, Path]) -> None:
+    env = {"MCP_SECTIONS_SHELL_OPS_SANDBOX": "off"}
+    async with section_client("shell_ops", "--root", str(world["root"]), env=env) as client:
+        result = await call(client, "run_command", command=["ls"])
+    assert result["sandbox"] == "off" and "sandbox is off" in result["warning"]
+
+
+def test_programs_outside_the_system_directories_see_their_install_prefix(tmp_path: Path) -> None:
+    tool = tmp_path / "opt" / "tool" / "bin" / "tool"
+    tool.parent.mkdir(parents=True)
+    shutil.copy("/bin/true", tool)
+    assert sandbox_module.install_prefixes(str(tool)) == [str(tmp_path / "opt" / "tool")]
+    assert sandbox_module.install_prefixes("/usr/bin/git") == []
