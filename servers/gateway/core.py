@@ -356,6 +356,7 @@ class Gateway:
     ) -> PlanActionsResult:
         from mcp_sections.shared.agents.runtime import PlanRequest
 
+        self.check_sections_in_scope(params.sections, scope)
         request = PlanRequest(
             goal=params.goal,
             sections=params.sections,
@@ -371,6 +372,30 @@ class Gateway:
                 "actions": outcome.actions,
             }
         )
+
+    def sections_of(self, scope: AgentScope) -> list[str]:
+        """The sections whose tools a caller has: every section for the client; for a sub-agent, those it was
+        given (sections that run agents themselves are never among them)."""
+        if scope.tool_names is None:
+            return [section for section in self.catalog if section not in AGENT_SECTIONS]
+        names = set(scope.tool_names)
+        return [
+            entry.id
+            for entry in self.catalog.values()
+            if entry.id not in AGENT_SECTIONS and names & set(entry.declared_tools or [])
+        ]
+
+    def check_sections_in_scope(self, requested: list[str], scope: AgentScope) -> None:
+        """The one rule of nesting: a sub-agent may hand its own sub-agents only sections it has itself."""
+        if scope.is_client:
+            return
+        own = self.sections_of(scope)
+        outside = [section for section in requested if section not in own]
+        if outside:
+            raise permission_denied(
+                f"a sub-agent cannot give its sub-agents sections it does not have: {', '.join(outside)}; "
+                f"yours are: {', '.join(own) or 'none'}."
+            )
 
     # -- what the agent runtime needs ----------------------------------------------------------------
 

@@ -139,14 +139,7 @@ class Orchestrator:
 
     def caller_sections(self, caller: AgentScope) -> list[str]:
         """The sections whose tools the caller has (every section for the client)."""
-        if caller.tool_names is None:
-            return [section for section in self.sections.catalog if section not in AGENT_SECTIONS]
-        names = set(caller.tool_names)
-        return [
-            entry.id
-            for entry in self.sections.catalog.values()
-            if entry.id not in AGENT_SECTIONS and names & set(entry.declared_tools or [])
-        ]
+        return self.sections.sections_of(caller)
 
     async def build_task(
         self,
@@ -172,13 +165,7 @@ class Orchestrator:
                 raise permission_denied(
                     f"section {section_id!r} cannot be given to a sub-agent: orchestration tools come with its depth."
                 )
-        if not caller.is_client:
-            outside = [section_id for section_id in sections if section_id not in own_sections]
-            if outside:
-                raise permission_denied(
-                    f"a sub-agent cannot get sections its parent does not have: {', '.join(outside)}; "
-                    f"yours are: {', '.join(own_sections) or 'none'}."
-                )
+        self.sections.check_sections_in_scope(sections, caller)
         provider = self.runtime.provider(
             self.limits.model.model_copy(update={"model": model}) if model else self.limits.model
         )

@@ -58,6 +58,13 @@ def inject(request: Request) -> Reply:
     return Reply(text="alpha is 1 [demo_lookup].")
 
 
+def widen(request: Request) -> Reply:
+    """A sub-agent given only `demo` asks for a child with `todo`, then reports what it was told."""
+    if request.turn == 0:
+        return Reply(tool_calls=[("plan_actions", {"goal": "[script:count] x", "sections": ["todo"]})])
+    return Reply(text=f"Refused: {request.tool_results[-1][:300]} [plan_actions].")
+
+
 @pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "asyncio"
@@ -65,7 +72,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 def model() -> Iterator[ScriptedModel]:
-    with ScriptedModel({"dive": dive, "slow": slow, "loop": loop, "inject": inject, "count": count}) as server:
+    scripts = {"dive": dive, "slow": slow, "loop": loop, "inject": inject, "count": count, "widen": widen}
+    with ScriptedModel(scripts) as server:
         yield server
 
 
@@ -195,3 +203,10 @@ async def test_plan_actions_on_a_modern_connection_with_nested_progress(tmp_path
         "depth 1 · task 1/1 · step 1",
         "depth 1 · task 1/1 · step 2",
     ]
+
+
+@pytest.mark.anyio
+async def test_a_sub_agent_cannot_give_its_children_sections_it_lacks(client: Client, model: ScriptedModel) -> None:
+    result = data_of(await plan(client, goal="[script:widen] try", sections=["demo"]))
+    assert "PERMISSION_DENIED" in result["report"] and "todo" in result["report"]
+    assert [request.script for request in model.requests].count("count") == 0  # no child ever started
