@@ -44,6 +44,11 @@ class FileOpsSettings(SectionSettings):
     extra_deny_globs: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Patterns added to `deny_globs` (keeps the defaults)."
     )
+    allow_hard_links: bool = Field(
+        default=False,
+        description="Read regular files that have more than one name (off: refused, since the other name may be a "
+        "secret or lie outside the roots). Hard-linked files are never written in place either way.",
+    )
     use_client_roots: bool = Field(default=True, description="Narrow the roots to the client's MCP roots.")
     max_read_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, description="Most text bytes one read returns.")
     max_image_bytes: int = Field(default=5 * 1024 * 1024, ge=1024, description="Largest image read_file returns.")
@@ -82,7 +87,9 @@ class FileOpsState:
 
     def __init__(self, configured_roots: list[Path], settings: FileOpsSettings) -> None:
         self.settings = settings
-        self.configured = PathGuard(configured_roots, settings.all_deny_globs())
+        self.configured = PathGuard(
+            configured_roots, settings.all_deny_globs(), allow_hard_links=settings.allow_hard_links
+        )
         self._lock = threading.Lock()
         self._by_client: dict[tuple[str, ...], tuple[PathGuard, str]] = {}
 

@@ -112,7 +112,11 @@ class PathGuard:
         deny_globs: Sequence[str] = DEFAULT_DENY_GLOBS,
         *,
         no_roots_message: str | None = None,
+        allow_hard_links: bool = False,
     ) -> None:
+        """`allow_hard_links`: read regular files that have more than one name (refused by default: the other
+        name may be a secret or lie outside the roots, and names are what the deny-list matches)."""
+        self._allow_hard_links = allow_hard_links
         real: list[str] = []
         missing: list[str] = []
         for root in roots:
@@ -153,7 +157,9 @@ class PathGuard:
 
     def with_roots(self, roots: Iterable[Path | str], *, no_roots_message: str | None = None) -> PathGuard:
         """A copy of this guard with other roots (same deny globs)."""
-        return PathGuard(list(roots), self._deny_globs, no_roots_message=no_roots_message)
+        return PathGuard(
+            list(roots), self._deny_globs, no_roots_message=no_roots_message, allow_hard_links=self._allow_hard_links
+        )
 
     def __repr__(self) -> str:
         return f"PathGuard(roots={list(self._roots)!r})"
@@ -268,6 +274,12 @@ class PathGuard:
                 "fix or remove the link.",
             )
 
+        if purpose in ("write", "create", "delete") and (_in_git_internals(entry) or _in_git_internals(real)):
+            raise ToolFailure(
+                ErrorCode.PERMISSION_DENIED,
+                f"{_shown(path)!r} is inside a repository's .git directory (config, hooks, alternates, objects): "
+                "file tools never change it, since git runs what it says. Use git commands (shell_ops) instead.",
+            )
         if purpose == "delete":
             return self._for_delete(path, entry, entry_stat, real, real_stat, is_link)
 
@@ -291,6 +303,18 @@ class PathGuard:
                 ErrorCode.PERMISSION_DENIED,
                 f"{_shown(path)!r} is a special file (FIFO, socket or device); file tools only use regular "
                 "files and directories.",
+            )
+        if (
+            purpose in ("read", "execute")
+            and stat.S_ISREG(real_stat.st_mode)
+            and real_stat.st_nlink > 1
+            and not self._allow_hard_links
+        ):
+            raise ToolFailure(
+                ErrorCode.PERMISSION_DENIED,
+                f"{_shown(path)!r} has {real_stat.st_nlink} hard links: its other names may be protected files or "
+                "lie outside the roots, so file tools do not read it (set [sections.file_ops] allow_hard_links = "
+                "true to allow it, or make a copy outside the tools).",
             )
         if purpose == "write" and stat.S_ISREG(real_stat.st_mode) and real_stat.st_nlink > 1:
             raise ToolFailure(
@@ -506,3 +530,8 @@ def intersect_roots(configured: Sequence[Path], client: Sequence[Path]) -> list[
         if any(is_inside(root, path) for path in client_real) and root not in result:
             result.append(root)
     return [Path(path) for path in result]
+
+
+def _in_git_internals(path: str) -> bool:
+    """Whether `path` is a `.git` entry or lies inside one (a repository's config, hooks, alternates...)."""
+    return ".git" in Path(path).parts

@@ -123,11 +123,30 @@ def test_new_targets_are_checked_through_their_nearest_existing_ancestor(tree: P
     assert code_of(guard, "sub/new/../../../escape.txt", "write") == "PERMISSION_DENIED"
 
 
-def test_hard_linked_files_are_readable_but_never_written_in_place(tree: Path) -> None:
+def test_hard_linked_files_are_neither_read_nor_written_unless_reads_are_allowed(tree: Path) -> None:
     os.link(tree / "a.txt", tree / "hard.txt")
     guard = PathGuard([tree])
-    assert guard.resolve("hard.txt", purpose="read") == tree / "hard.txt"
+    assert code_of(guard, "hard.txt", "read") == "PERMISSION_DENIED"  # its other name may be a secret
+    assert code_of(guard, "a.txt", "read") == "PERMISSION_DENIED"  # both names are the same file
     assert code_of(guard, "hard.txt", "write") == "PERMISSION_DENIED"
+    allowing = PathGuard([tree], allow_hard_links=True)
+    assert allowing.resolve("hard.txt", purpose="read") == tree / "hard.txt"
+    assert code_of(allowing, "hard.txt", "write") == "PERMISSION_DENIED"  # never written in place
+
+
+def test_repository_internals_are_never_written(tree: Path) -> None:
+    (tree / "repo" / ".git" / "hooks").mkdir(parents=True)
+    (tree / "repo" / ".git" / "config").write_text("[core]\n", encoding="utf-8")
+    guard = PathGuard([tree])
+    for target, purpose in [
+        ("repo/.git/config", "write"),
+        ("repo/.git/hooks/pre-commit", "create"),
+        ("repo/.git/objects/info/alternates", "create"),
+        ("repo/.git", "delete"),
+        ("other/.git", "create"),  # a .git file pointing elsewhere
+    ]:
+        assert code_of(guard, target, purpose) == "PERMISSION_DENIED", target
+    assert guard.resolve("repo/.git/config", purpose="read") == tree / "repo" / ".git" / "config"
 
 
 def test_special_files_are_refused(tree: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,13 @@ def test_gitignore_above_the_project_root_inside_a_git_tree(tmp_path: Path) -> N
     (outside / ".gitignore").write_text("*.py\n")
     (outside / "sub" / "a.py").write_text("a = 1\n")
     assert [e.rel for e in walk_tree(str(outside / "sub"))] == ["a.py"]
+
+
+def test_the_walk_skips_hard_linked_files(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("x = 1\n", encoding="utf-8")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.env.txt"
+    outside.write_text("API_KEY=secret\n", encoding="utf-8")
+    os.link(outside, tmp_path / "notes.txt")
+    stats = WalkStats()
+    assert [entry.rel for entry in walk_tree(str(tmp_path), stats=stats)] == ["app.py"]
+    assert stats.skipped_other == 1

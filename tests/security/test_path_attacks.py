@@ -261,7 +261,8 @@ async def test_allowed_operations_next_to_the_traps_still_work(
     root = base / "root"
     data_of(await client.call_tool("delete_path", {"path": "dangle_in"}))  # a link inside the root: the link goes
     assert not os.path.lexists(root / "dangle_in") and not (root / "not-yet").exists()
-    data_of(await client.call_tool("read_file", {"path": "hard.txt"}))  # reading a hard link is harmless
+    # a hard link to an outside file: its other name is the outside file, so reading it is refused too
+    assert error_of(await client.call_tool("read_file", {"path": "hard.txt"}))[0] == "PERMISSION_DENIED"
     data_of(await client.call_tool("read_file", {"path": "huge.log", "tail": 1}))
 
 

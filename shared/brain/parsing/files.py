@@ -273,6 +273,9 @@ def walk_tree(
         if not stat.S_ISREG(info.st_mode):  # symbolic links (never followed), devices, sockets, fifos
             stats.skipped_other += 1
             continue
+        if info.st_nlink > 1:  # a hard link: its other name may be a secret or lie outside the project
+            stats.skipped_other += 1
+            continue
         if posixpath.splitext(entry.name.lower())[1] in BINARY_EXTENSIONS:
             stats.skipped_binary += 1
             continue
