@@ -96,9 +96,9 @@ class Sandbox:
             args += ["--ro-bind-try", directory, directory]
         for entry in ETC_ENTRIES:
             args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
-        for prefix in install_prefixes(argv[0]):
-            args += ["--ro-bind", prefix, prefix]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        for prefix in install_prefixes(argv[0]):  # after /tmp's tmpfs, which would hide a prefix under /tmp
+            args += ["--ro-bind", prefix, prefix]
         for path in confinement.readable:
             args += ["--ro-bind", str(path), str(path)]
         for path in confinement.writable:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,10 @@ def integrity(path: Path) -> tuple[str, int]:
 
 
 @pytest.mark.anyio
+@pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is None,
+    reason="needs the memory extra (pip install 'mcp-sections[memory]'): without it there is no model path to break",
+)
 async def test_text_fallback_when_the_model_cannot_load(tmp_path: Path) -> None:
     async with section_client("memory", "--data-dir", str(tmp_path / "data"), env=NO_MODEL) as client:
         await client.list_tools()

@@ -134,10 +134,12 @@ def test_gitignore_above_the_project_root_inside_a_git_tree(tmp_path: Path) -> N
 
 
 def test_the_walk_skips_hard_linked_files(tmp_path: Path) -> None:
-    (tmp_path / "app.py").write_text("x = 1\n", encoding="utf-8")
-    outside = tmp_path.parent / f"{tmp_path.name}-outside.env.txt"
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "app.py").write_text("x = 1\n", encoding="utf-8")
+    outside = tmp_path / "outside.env.txt"
     outside.write_text("API_KEY=secret\n", encoding="utf-8")
-    os.link(outside, tmp_path / "notes.txt")
+    os.link(outside, project / "notes.txt")
     stats = WalkStats()
-    assert [entry.rel for entry in walk_tree(str(tmp_path), stats=stats)] == ["app.py"]
+    assert [entry.rel for entry in walk_tree(str(project), stats=stats)] == ["app.py"]
     assert stats.skipped_other == 1

@@ -194,6 +194,9 @@ async def test_incremental_reingest_and_embeddings_of_changes_only(client: Clien
 
 
 @pytest.mark.anyio
+@pytest.mark.skipif(
+    importlib.util.find_spec("numpy") is None, reason="needs the rag extra: pip install 'mcp-sections[rag]'"
+)
 async def test_sessions_and_ingest_code(client: Client) -> None:
     loaded = await call(client, "load_project", project="shop")
     assert loaded["project"]["active"] and loaded["stale_files"] == 0
