@@ -35,6 +35,9 @@ def integrity(path: Path) -> tuple[str, int]:
 async def test_text_fallback_when_the_model_cannot_load(tmp_path: Path) -> None:
     async with section_client("memory", "--data-dir", str(tmp_path / "data"), env=NO_MODEL) as client:
         await client.list_tools()
+        # a search waits for the model's first load to end (here: to fail); an add made during that load would
+        # rightly say "is loading" instead
+        await call(client, "memory_search", query="anything")
         added = await call(client, "memory_add", type="knowledge", content=DEPLOYS)
         assert added["stored"] and added["embedding_generated"] is False
         assert "unavailable" in added["note"] and "/nonexistent" in added["note"] and "text" in added["note"]
