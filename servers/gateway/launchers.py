@@ -18,6 +18,7 @@ import logging
 import os
 import sys
 import time
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -27,8 +28,9 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult
+from mcp_types.version import is_version_at_least
 
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
@@ -156,7 +158,8 @@ class SectionLauncher:
                 started = True
                 task_status.started(connection)
                 async with anyio.create_task_group() as watching:
-                    watching.start_soon(self._watch, client)
+                    if self.entry.external is None or self.entry.external.url is None:  # a local process
+                        watching.start_soon(self._watch, client)
                     await connection.stop.wait()
                     watching.cancel_scope.cancel()
         except Exception:
@@ -240,9 +243,15 @@ class SectionLauncher:
                 return
 
     async def _alive(self, client: Client) -> bool:
+        """A cheap round trip: `ping` on 2025-11-25 connections; 2026-07-28 removed it, so tools/list there."""
+        version = client.protocol_version
         try:
-            with anyio.fail_after(PING_TIMEOUT_SECONDS):
-                await client.send_ping()
+            with anyio.fail_after(PING_TIMEOUT_SECONDS), warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                if version is not None and is_version_at_least(version, "2026-07-28"):
+                    await client.list_tools(cache_mode="refresh")
+                else:
+                    await client.send_ping()
         except (
             MCPError,
             TimeoutError,
