@@ -9,7 +9,6 @@ from pydantic import Field, field_validator
 
 from mcp_sections.servers.memory.store import (
     DEFAULT_LIMIT,
-    DEFAULT_SIMILARITY_THRESHOLD,
     MAX_CONTENT_LENGTH,
     MAX_LIMIT,
     MAX_METADATA_CHARS,
@@ -150,18 +149,20 @@ class SearchInput(ToolInput):
     tags: list[Tag] | None = Field(
         default=None, description="Only memories carrying all of these tags (case-insensitive).", max_length=MAX_TAGS
     )
-    threshold: float = Field(
-        default=DEFAULT_SIMILARITY_THRESHOLD,
+    threshold: float | None = Field(
+        default=None,
         ge=0.0,
         le=1.0,
-        description="Minimum cosine similarity (0-1) of a vector match; default 0.7. Paraphrases with few shared "
-        "words often score 0.4-0.7, so lower it to cast a wider net. Not applied to text matches.",
+        description="Minimum cosine similarity (0-1) of a vector match. Default: calibrated for the embedding model "
+        "(0.30 for the bundled all-MiniLM-L6-v2, whose true paraphrases score 0.2-0.6); raise it for stricter "
+        "matches. When fewer than 3 memories clear it, the nearest others are added, marked below_threshold. "
+        "Not applied to text matches.",
     )
     scope: ScopeField
     mode: SearchMode = Field(
         default="vector",
-        description="'vector' (default): by meaning only. 'hybrid': meaning plus keyword (BM25) matches, fused by "
-        "reciprocal rank; better for names, ids and rare words.",
+        description="'vector' (default): by meaning only. 'hybrid': meaning plus a bonus for keyword (BM25) "
+        "matches; better for names, ids and rare words.",
     )
     workflow_id: WorkflowField
 
@@ -303,8 +304,13 @@ class ListResult(ToolResult):
 class SearchHit(ToolResult):
     memory: MemoryView
     similarity: float | None = Field(description="Cosine similarity to the query (null: no vector yet).")
-    score: float | None = Field(description="Rank score: RRF in hybrid mode, BM25 in text mode, else null.")
+    score: float | None = Field(
+        description="Rank score: similarity plus the keyword bonus in hybrid mode, BM25 in text mode, else null."
+    )
     matched_by: list[Literal["vector", "text"]]
+    below_threshold: bool = Field(
+        default=False, description="Nearest memory offered although its similarity is below the threshold."
+    )
 
 
 class SearchResult(ToolResult):
@@ -314,7 +320,7 @@ class SearchResult(ToolResult):
     search_type: Literal["vector", "hybrid", "text"] = Field(
         description="How results were found: 'text' means embeddings were unavailable (see notes)."
     )
-    threshold: float
+    threshold: float = Field(description="The similarity threshold in force (the model's calibrated one by default).")
     pending_embeddings: int = Field(description="Memories in scope still waiting for a vector (not in vector results).")
     notes: list[str] = Field(default_factory=list)
 
@@ -322,7 +328,8 @@ class SearchResult(ToolResult):
         lines = [f"{self.count} results ({self.search_type} search)."]
         for hit in self.results:
             sim = f"{hit.similarity:.3f}" if hit.similarity is not None else "  -  "
-            lines.append(f"[{sim}] {hit.memory.line()}")
+            marker = " (below threshold)" if hit.below_threshold else ""
+            lines.append(f"[{sim}]{marker} {hit.memory.line()}")
         lines += [f"Note: {note}." for note in self.notes]
         return "\n".join(lines)
 

@@ -211,8 +211,10 @@ def memory_list(params: ListInput, state: MemoryState) -> ListResult:
 def memory_search(params: SearchInput, state: MemoryState) -> SearchResult:
     """Find memories similar in meaning to a natural-language query, best first, with their cosine similarity.
 
-    Only matches with similarity ≥ threshold (default 0.7) are returned; lower it (e.g. 0.4) for loosely
-    related memories. mode='hybrid' adds keyword (BM25) matches fused by reciprocal rank. If the embedding model
+    Matches with similarity ≥ threshold come first; the default threshold is calibrated for the embedding model
+    (0.30 for the bundled one). When fewer than 3 clear it, the nearest other memories complete the answer,
+    marked below_threshold, so a question in other words is never left empty while memories exist.
+    mode='hybrid' adds keyword (BM25) matches as a bonus on similarity. If the embedding model
     is unavailable the search falls back to keyword search and says so (search_type='text', threshold not
     applied); right after the server starts a search may wait a few seconds for the model to load.
     Same scope rules as memory_list; limit 1-100 (default 10).
@@ -234,6 +236,7 @@ def memory_search(params: SearchInput, state: MemoryState) -> SearchResult:
             similarity=found.similarity,
             score=found.score,
             matched_by=list(found.matched_by),  # type: ignore[arg-type]
+            below_threshold=found.below_threshold,
         )
         for found in outcome.results
     ]
@@ -241,7 +244,7 @@ def memory_search(params: SearchInput, state: MemoryState) -> SearchResult:
         results=hits,
         count=len(hits),
         search_type=outcome.search_type,
-        threshold=params.threshold,
+        threshold=state.store.threshold_for(params.threshold),
         pending_embeddings=outcome.pending_embeddings,
         notes=outcome.notes,
     )

@@ -38,6 +38,7 @@ from mcp_sections.shared.embeddings.settings import (
     EmbedderStatus,
     EmbeddingSettings,
     EmbeddingUnavailable,
+    calibrated_threshold,
 )
 from mcp_sections.shared.embeddings.vectors import content_hash, cosine_scores, from_blob, to_blob, top_k
 
@@ -54,6 +55,7 @@ __all__ = [
     "EmbeddingService",
     "EmbeddingSettings",
     "EmbeddingUnavailable",
+    "calibrated_threshold",
     "content_hash",
     "cosine_scores",
     "from_blob",

@@ -13,6 +13,23 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 Backend = Literal["torch", "onnx", "onnx-int8"]
+
+#: The similarity a match must reach, per model: it belongs to the model, not to the tool. all-MiniLM-L6-v2
+#: scores true paraphrases 0.2-0.6 (median 0.45 on benchmarks/data/memory_eval.json) and the hardest unrelated
+#: memory 0.3 in the median, so 0.30 keeps four in five paraphrases above it; the seed's 0.7 was set for a
+#: 1024-dimension model and keeps almost none. A model not listed here gets `UNCALIBRATED_THRESHOLD`.
+CALIBRATED_THRESHOLDS: dict[str, float] = {"all-MiniLM-L6-v2": 0.30}
+UNCALIBRATED_THRESHOLD = 0.5
+
+
+def calibrated_threshold(model_key: str | None) -> float:
+    """The default similarity threshold of a model (its calibrated value, else a middle value)."""
+    if model_key is None:
+        return UNCALIBRATED_THRESHOLD
+    base = model_key.split("@", 1)[0]
+    return CALIBRATED_THRESHOLDS.get(base, UNCALIBRATED_THRESHOLD)
+
+
 DEFAULT_BACKEND: Backend = "onnx"
 ONNX_EXPORT_VERSION = 1  # bump to invalidate every cached export (a change in how the export is made)
 BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}

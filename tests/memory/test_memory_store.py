@@ -122,7 +122,8 @@ def test_vector_search_threshold_scope_and_duplicates(tmp_path: Path, ready: Fak
     assert a.embedding_generated and a.stored
 
     found = store.search("red apples trees", workflow_id="w1", threshold=0.5)
-    assert [f.memory.id for f in found.results] == [a.memory.id] and found.search_type == "vector"
+    assert [f.memory.id for f in found.results if not f.below_threshold] == [a.memory.id]
+    assert found.search_type == "vector" and all(f.below_threshold for f in found.results[1:])
     assert found.results[0].similarity is not None and found.results[0].similarity > 0.5
     wide = store.search("red apples trees", workflow_id="w1", threshold=0.0)
     assert {f.memory.workflow_id for f in wide.results} == {"w1", None}  # never w2
@@ -148,7 +149,7 @@ def test_two_stores_on_one_file_see_each_others_writes(tmp_path: Path, ready: Fa
         first.memory.id
     ]
     one.update(first.memory.id, workflow_id=None, content="penguins live in antarctica")
-    assert not two.search("write ahead logging", workflow_id=None, threshold=0.6).results
+    assert all(f.below_threshold for f in two.search("write ahead logging", workflow_id=None, threshold=0.6).results)
     assert two.search("penguins antarctica", workflow_id=None, threshold=0.6).results
     one.delete(first.memory.id, workflow_id=None)
     assert not two.search("penguins antarctica", workflow_id=None, threshold=0.0).results
