@@ -13,10 +13,11 @@ import ctypes.util
 import importlib.util
 import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
+
+from mcp_sections.shared.sandbox import bubblewrap_problem
 
 Status = Literal["ready", "degraded", "unavailable"]
 
@@ -69,49 +70,22 @@ def library(name: str) -> Callable[[], str | None]:
     return probe
 
 
-def bubblewrap_works() -> str | None:
-    """bwrap present and able to create its namespaces (user namespaces may be disabled, e.g. in containers)."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return "bubblewrap (bwrap) is not installed"
-    try:
-        result = subprocess.run(
-            [bwrap, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bwrap could not run: {exc}"
-    if result.returncode != 0:
-        return f"bwrap cannot create namespaces here: {result.stderr.strip()[:200]}"
-    return None
-
-
 def neo4j_reachable() -> str | None:
-    """Only when rag_ops is configured for Neo4j: the Bolt server answers within 5 s."""
+    """Only when rag_ops is configured for Neo4j: the backend's own connection (credentials from the environment
+    or NEO4J_PASSWORD_FILE) reaches the Bolt server."""
     if os.environ.get("MCP_SECTIONS_RAG_OPS_BACKEND", "sqlite") != "neo4j":
         return None
-    uri = os.environ.get("NEO4J_URI")
-    if not uri:
+    if not os.environ.get("NEO4J_URI"):
         return "backend = neo4j but NEO4J_URI is not set"
     if importlib.util.find_spec("neo4j") is None:
         return "backend = neo4j but the neo4j driver is not installed"
-    import neo4j
+    from mcp_sections.shared.brain.neo4j_backend import Neo4jBrainStore
+    from mcp_sections.shared.errors import ToolFailure
 
-    password = os.environ.get("NEO4J_PASSWORD", "")
-    if not password and os.environ.get("NEO4J_PASSWORD_FILE"):
-        try:
-            with open(os.environ["NEO4J_PASSWORD_FILE"], encoding="utf-8") as handle:
-                password = handle.read().strip()
-        except OSError as exc:
-            return f"NEO4J_PASSWORD_FILE cannot be read: {exc.strerror}"
     try:
-        auth = (os.environ.get("NEO4J_USERNAME", "neo4j"), password)
-        with neo4j.GraphDatabase.driver(uri, auth=auth, connection_timeout=5) as driver:
-            driver.verify_connectivity()
-    except Exception as exc:  # the driver raises many kinds; any of them means "not reachable"
-        return f"Neo4j at the configured NEO4J_URI is not reachable: {type(exc).__name__}"
+        Neo4jBrainStore.from_env().close()
+    except ToolFailure as failure:
+        return failure.message
     return None
 
 
@@ -136,10 +110,9 @@ REQUIREMENTS: dict[str, list[Requirement]] = {
     "todo": [],
     "file_ops": [
         Requirement("ripgrep (fast search_files engine)", program("rg"), "apt-get install ripgrep", optional=True),
-        Requirement("bubblewrap sandbox (install_package)", bubblewrap_works, "apt-get install bubblewrap"),
     ],
     "shell_ops": [
-        Requirement("bubblewrap sandbox", bubblewrap_works, "apt-get install bubblewrap (or sandbox = 'off')"),
+        Requirement("bubblewrap sandbox", bubblewrap_problem, "apt-get install bubblewrap (or sandbox = 'off')"),
         Requirement("git", program("git"), "apt-get install git", optional=True),
     ],
     "memory": EMBEDDINGS,

@@ -15,9 +15,9 @@ import json
 import logging
 import os
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,7 @@ class AuditRecord:
 
     def as_json(self) -> str:
         line: dict[str, Any] = {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z",
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "server": self.server,
             "tool": self.tool,
             "depth": self.depth,

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Literal
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
 
 Mode = Literal["auto", "bubblewrap", "off"]
 
@@ -79,6 +80,10 @@ class Sandbox:
     @property
     def warning(self) -> str | None:
         return UNCONFINED_WARNING if self.kind == "off" else None
+
+    def result_fields(self) -> dict[str, str | None]:
+        """What every command result says about its confinement."""
+        return {"sandbox": self.kind, "warning": self.warning}
 
     def describe(self) -> dict[str, object]:
         """For list_safe_commands and environment reports."""
@@ -142,6 +147,12 @@ def _bubblewrap_problem(executable: str) -> str | None:
     return None
 
 
+def bubblewrap_problem(executable: str | None = None) -> str | None:
+    """Why bubblewrap (found on the fixed search path unless given) cannot confine programs here (None: it can)."""
+    executable = executable or shutil.which("bwrap", path=DEFAULT_SEARCH_PATH)
+    return "bubblewrap (bwrap) is not installed" if executable is None else _bubblewrap_problem(executable)
+
+
 def detect(mode: Mode) -> Sandbox:
     """The sandbox of `mode`: never silently unconfined (see the module docstring)."""
     if mode == "off":
@@ -152,8 +163,8 @@ def detect(mode: Mode) -> Sandbox:
             f"no sandbox is available on {sys.platform} yet (bubblewrap is Linux-only); set "
             "[sections.shell_ops] sandbox = 'off' to run commands unconfined, at your own risk.",
         )
-    executable = shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin")
-    problem = "bubblewrap (bwrap) is not installed" if executable is None else _bubblewrap_problem(executable)
+    executable = shutil.which("bwrap", path=DEFAULT_SEARCH_PATH)
+    problem = bubblewrap_problem(executable)
     if problem is not None:
         raise ToolFailure(
             ErrorCode.DEPENDENCY_ERROR, f"commands run only inside a sandbox, but {problem}; {INSTALL_HINT}."

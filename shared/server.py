@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -224,8 +225,6 @@ async def serve_http(
     server: MCPServer, host: str, port: int, security: TransportSecuritySettings, auth_token: str | None
 ) -> None:
     """Streamable HTTP on `host:port` at `/mcp`, behind the bearer token when one is given."""
-    import sys
-
     import uvicorn
 
     from mcp_sections.shared.http_auth import BearerAuth

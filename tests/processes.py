@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -89,3 +90,23 @@ class RawServer:
         """The `result` of every answered tools/call (every response but the handshake's), by request id."""
         with self.lock:
             return {message_id: message["result"] for message_id, message in self.responses.items() if message_id != 0}
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on (for a server started by a test)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_listening(port: int, process: subprocess.Popen[bytes], seconds: float = 60) -> None:
+    """Until `process` accepts connections on 127.0.0.1:`port`; its stderr in the failure if it exits first."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(process.stderr.read().decode(errors="replace") if process.stderr else "exited")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listened on port {port} within {seconds:g} s")

@@ -49,34 +49,14 @@ class HostedOrchestration(InProcessLauncher):
         super().__init__(entry, settings, gateway)
         self._host = host
 
-    def _open(self) -> tuple[Any, dict[str, Any]]:
-        if self._state is None or self._specs is None:
-            from mcp_sections.servers.orchestration.orchestrator import Orchestrator
-            from mcp_sections.servers.orchestration.settings import OrchestrationSettings
+    def _build_state(self, section: Any, runtime: Any) -> Any:
+        """The orchestrator's client scope, on an orchestrator given this gateway (its sections, slots, depth)."""
+        from mcp_sections.servers.orchestration.orchestrator import Orchestrator
+        from mcp_sections.servers.orchestration.settings import OrchestrationSettings
 
-            section = self.entry.declaration
-            if section is None:
-                raise ToolFailure(
-                    ErrorCode.DEPENDENCY_ERROR,
-                    f"section {self.entry.id!r} cannot be loaded ({self.entry.load_error}); check its install.",
-                )
-            try:
-                runtime = section.runtime(self._settings)
-            except Exception as exc:
-                self.state, self.last_error = "failed", f"{type(exc).__name__}: {str(exc)[:300]}"
-                raise ToolFailure(
-                    ErrorCode.DEPENDENCY_ERROR,
-                    f"section {self.entry.id!r} could not be started: {self.last_error}. Fix its [sections."
-                    f"{self.entry.id}] settings and restart the gateway.",
-                ) from None
-            config = runtime.section_settings
-            assert isinstance(config, OrchestrationSettings)
-            orchestrator = Orchestrator(self._settings, config, host_gateway=self._host)
-            self._specs = {spec.name: spec for spec in section.specs}
-            self._state = _CallerState(orchestrator.client)  # type: ignore[assignment]
-            self.state = "running"
-            self.starts += 1
-        return self._state, self._specs
+        config = runtime.section_settings
+        assert isinstance(config, OrchestrationSettings)
+        return _CallerState(Orchestrator(self._settings, config, host_gateway=self._host).client)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], progress: Any = None, read_only: bool = False

@@ -23,6 +23,7 @@ from .catalog import SectionEntry
 from .settings import GatewaySettings
 
 if TYPE_CHECKING:
+    from mcp_sections.shared.sections import Section, SectionRuntime
     from mcp_sections.shared.server import SectionState
     from mcp_sections.shared.tools import ToolSpec
 
@@ -100,8 +101,6 @@ class InProcessLauncher:
 
     def _open(self) -> tuple[SectionState, dict[str, ToolSpec]]:
         if self._state is None or self._specs is None:
-            from mcp_sections.shared.server import SectionState
-
             section = self.entry.declaration
             if section is None:
                 raise ToolFailure(
@@ -118,12 +117,19 @@ class InProcessLauncher:
                     f"{self.entry.id}] settings and restart the gateway.",
                 ) from None
             self._specs = {spec.name: spec for spec in section.specs}
-            self._state = SectionState(section, runtime)
-            if self._settings.warm_up:
-                self._state.start_warm_up()
+            self._state = self._build_state(section, runtime)
             self.state = "running"
             self.starts += 1
         return self._state, self._specs
+
+    def _build_state(self, section: Section, runtime: SectionRuntime) -> SectionState:
+        """The state tool calls run on: the section's own, opened lazily as `serve` opens it."""
+        from mcp_sections.shared.server import SectionState
+
+        state = SectionState(section, runtime)
+        if self._settings.warm_up:
+            state.start_warm_up()
+        return state
 
     async def list_tools(self) -> list[dict[str, Any]]:
         return self.entry.definitions(self._settings) or []

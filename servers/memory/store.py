@@ -615,7 +615,8 @@ class MemoryStore:
         clears = [f for f in found if (f.score if f.score is not None else f.similarity or 0.0) >= cutoff]
         offered = clears[:limit]
         if len(offered) < min(limit, MIN_OFFERED):
-            nearest = [f for f in found if f not in clears][: min(limit, MIN_OFFERED) - len(offered)]
+            cleared = {id(f) for f in clears}
+            nearest = [f for f in found if id(f) not in cleared][: min(limit, MIN_OFFERED) - len(offered)]
             extra = [dataclasses.replace(item, below_threshold=True) for item in nearest]
             if not offered and extra:
                 notes.append(

@@ -137,10 +137,6 @@ class Orchestrator:
             )
         return caller.depth + 1
 
-    def caller_sections(self, caller: AgentScope) -> list[str]:
-        """The sections whose tools the caller has (every section for the client)."""
-        return self.sections.sections_of(caller)
-
     async def build_task(
         self,
         caller: AgentScope,
@@ -156,7 +152,7 @@ class Orchestrator:
     ) -> AgentTask:
         """A sub-agent's task, with tools never exceeding the caller's. Raises ToolFailure when refused."""
         depth = self.check_depth(caller)
-        own_sections = self.caller_sections(caller)
+        own_sections = self.sections.sections_of(caller)
         if sections is None:
             sections = list(self.section_config.default_sections) if caller.is_client else own_sections
         sections = list(dict.fromkeys(sections))

@@ -155,8 +155,7 @@ class ShellOps:
             "executable": executable,
             "args": list(args),
             "cwd": self.paths.relative(cwd),
-            "sandbox": self.sandbox().kind,
-            "warning": self.sandbox().warning,
+            **self.sandbox().result_fields(),
         }
 
     # -- tools ------------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@
 - Labels and relationship types cannot be query parameters, so they are inlined from the allow-lists of
   `model` only; every value is a parameter. `all_statements()` lists every statement this module can
   send (each template expanded), so tests can check them with Neo4j's own Cypher parser.
-- Configuration: NEO4J_URI, NEO4J_USERNAME, NEO4J_PASSWORD (never logged, never in an error), NEO4J_DATABASE.
+- Configuration: NEO4J_URI, NEO4J_USERNAME, NEO4J_PASSWORD or NEO4J_PASSWORD_FILE (never logged, never in an
+  error), NEO4J_DATABASE.
 """
 
 from __future__ import annotations
@@ -418,6 +419,15 @@ class Neo4jBrainStore:
             )
         user = os.environ.get("NEO4J_USERNAME", "neo4j")
         password = os.environ.get("NEO4J_PASSWORD", "")
+        if not password and os.environ.get("NEO4J_PASSWORD_FILE"):  # a container secret (compose.yaml)
+            try:
+                with open(os.environ["NEO4J_PASSWORD_FILE"], encoding="utf-8") as handle:
+                    password = handle.read().strip()
+            except OSError as exc:
+                raise ToolFailure(
+                    ErrorCode.DEPENDENCY_ERROR,
+                    f"NEO4J_PASSWORD_FILE cannot be read ({exc.strerror or exc}); check the secret's path.",
+                ) from None
         try:
             import neo4j
         except ImportError as exc:

@@ -5,9 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,20 +15,15 @@ import pytest
 from mcp import Client
 
 from mcp_sections.shared.http_auth import AuthConfigError, resolve_token
+from tests.processes import free_port, wait_until_listening
 from tests.stdio import cli_command
 
 TOKEN = "test-token-0123456789abcdef"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextmanager
 def http_section(args: list[str], env: dict[str, str] | None = None) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [*cli_command(), *args, "--transport", "http", "--port", str(port)],
         stdout=subprocess.DEVNULL,
@@ -38,13 +31,7 @@ def http_section(args: list[str], env: dict[str, str] | None = None) -> Iterator
         env={**os.environ, "MCP_SECTIONS_WARM_UP": "0", **(env or {})},
     )
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
-            time.sleep(0.1)
+        wait_until_listening(port, process)
         yield port, process
     finally:
         process.terminate()

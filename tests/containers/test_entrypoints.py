@@ -13,12 +13,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import stat
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,15 +28,10 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS
 from tests.containers.test_containers import DOCKERFILE, compose  # noqa: F401  (the compose fixture)
+from tests.processes import free_port, wait_until_listening
 
 TOKEN = "entrypoint-test-token-0123456789"
 RUN_AS = 10001
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def image_environment() -> dict[str, str]:
@@ -113,7 +106,7 @@ async def test_the_service_command_answers_tools_list(
     data = sandbox["base"] / f"data-{service_name}"
     data.mkdir()
     os.chown(data, RUN_AS, RUN_AS) if os.geteuid() == 0 else None
-    port = _free_port()
+    port = free_port()
     argv, env = _command(service, port, sandbox, data)
     if service_name == "gateway":  # its config is a compose `configs` entry mounted at /etc/mcp-sections/
         config = sandbox["base"] / "gateway.toml"
@@ -126,13 +119,7 @@ async def test_the_service_command_answers_tools_list(
         (sandbox["secrets"] / "mcp_token").chmod(0o644)
     process = subprocess.Popen([*prefix, *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert process.poll() is None, process.stderr.read().decode(errors="replace") if process.stderr else ""
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
+        wait_until_listening(port, process)
         # the Host a real client sends: the gateway through its published port, a section by its service name
         host = "127.0.0.1:8765" if service_name == "gateway" else f"{service_name}:8000"
         http = httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}", "Host": host})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mcp_sections.servers import doctor
@@ -13,7 +15,9 @@ def test_every_registered_section_has_its_checks() -> None:
 
 
 def test_a_missing_program_makes_the_section_unavailable_and_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PATH", "/nonexistent")
+    from mcp_sections.shared import sandbox
+
+    monkeypatch.setattr(sandbox.shutil, "which", lambda *args, **kwargs: None)
     report = doctor.check_section("shell_ops")
     assert report.status == "unavailable"
     assert any("apt-get install bubblewrap" in line for line in report.problems)
@@ -45,3 +49,18 @@ def test_neo4j_is_probed_only_when_configured(monkeypatch: pytest.MonkeyPatch) -
 def test_render_lists_every_section() -> None:
     text = doctor.render(doctor.check_all(["calculator", "todo"]))
     assert text.splitlines()[0].startswith("SECTION") and "calculator" in text and "todo" in text
+
+
+def test_neo4j_reads_its_password_from_the_secret_file_the_compose_service_mounts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pytest.importorskip("neo4j", reason="the rag extra brings the neo4j driver")
+    monkeypatch.setenv("MCP_SECTIONS_RAG_OPS_BACKEND", "neo4j")
+    monkeypatch.setenv("NEO4J_URI", "bolt://127.0.0.1:1")
+    monkeypatch.delenv("NEO4J_PASSWORD", raising=False)
+    monkeypatch.setenv("NEO4J_PASSWORD_FILE", str(tmp_path / "missing"))
+    assert "NEO4J_PASSWORD_FILE cannot be read" in (doctor.neo4j_reachable() or "")
+    (tmp_path / "secret").write_text("s3cret-value\n", encoding="utf-8")
+    monkeypatch.setenv("NEO4J_PASSWORD_FILE", str(tmp_path / "secret"))
+    problem = doctor.neo4j_reachable() or ""
+    assert "cannot reach Neo4j" in problem and "s3cret-value" not in problem  # read, used, never shown

@@ -14,6 +14,7 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS
+from tests.processes import free_port
 from tests.stdio import cli_command, section_client
 
 HEAVY_MODULES = ("torch", "sentence_transformers", "playwright", "neo4j", "sympy", "transformers")
@@ -94,15 +95,9 @@ async def test_start_up_does_not_import_heavy_libraries(section: str, tmp_path: 
     assert not imported.intersection(HEAVY_MODULES)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def http_server():
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [*cli_command(), "serve", "calculator", "--transport", "http", "--port", str(port)],
         stdout=subprocess.DEVNULL,

@@ -12,6 +12,7 @@ import pytest
 from mcp import Client
 
 from tests.gateway.helpers import REPO, builtin_available, demo_section_table, gateway_client, write_config
+from tests.processes import free_port
 from tests.stdio import cli_command, data_of, error_of
 
 pytestmark = pytest.mark.skipif(not builtin_available("todo"), reason="the todo section is not importable")
@@ -87,15 +88,9 @@ async def test_exposing_an_unknown_section_is_a_config_error(tmp_path: Path) -> 
     assert done.returncode == 2 and "cannot expose unknown section 'nope'" in done.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.anyio
 async def test_gateway_over_streamable_http(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     config = write_config(tmp_path / "config.toml", demo_section_table())
     command = [*cli_command(), "gateway", "--transport", "http", "--port", str(port), "--config", str(config)]
     command += ["--data-dir", str(tmp_path / "data"), "--expose", "demo"]
@@ -114,7 +109,7 @@ async def test_gateway_over_streamable_http(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_streamable_http_url_section(tmp_path: Path) -> None:
     """A section reached by URL (here the todo section served over HTTP); its names collide with the built-in's."""
-    port = _free_port()
+    port = free_port()
     command = [*cli_command(), "serve", "todo", "--transport", "http", "--port", str(port)]
     command += ["--data-dir", str(tmp_path / "remote-data")]
     process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
