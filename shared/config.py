@@ -86,7 +86,8 @@ def _split_paths(value: Any) -> Any:
     return value
 
 
-def _split_commas(value: Any) -> Any:
+def split_commas(value: Any) -> Any:
+    """Accept a list, or a comma-separated string (as environment variables give it)."""
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
     return value
@@ -125,7 +126,7 @@ class Settings(LayeredSettings):
     )
 
     _split_roots = field_validator("roots", mode="before")(_split_paths)
-    _split_hosts = field_validator("allowed_hosts", "allowed_origins", mode="before")(_split_commas)
+    _split_hosts = field_validator("allowed_hosts", "allowed_origins", mode="before")(split_commas)
 
     @field_validator("data_dir", "cache_dir", mode="after")
     @classmethod

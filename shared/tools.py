@@ -87,6 +87,10 @@ CREATE = Annotations(read_only=False, destructive=False, idempotent=False, open_
 """Adds something new on every call (calling twice makes two), destroying nothing."""
 OVERWRITE = Annotations(read_only=False, destructive=True, idempotent=True, open_world=False)
 """Replaces or deletes existing state, and the same call again changes nothing more (update, delete, overwrite)."""
+WEB_READ = Annotations(read_only=True, destructive=False, idempotent=True, open_world=True)
+"""Reads from the open web (search, fetch) and changes nothing here."""
+WEB_WRITE = Annotations(read_only=False, destructive=False, idempotent=True, open_world=True)
+"""Reads from the open web and stores what it read (ingest); the same call again replaces, never duplicates."""
 OPEN_WORLD = Annotations(read_only=False, destructive=True, idempotent=False, open_world=True)
 """Acts outside the server's own state (runs programs or agents, installs packages): anything may change."""
 

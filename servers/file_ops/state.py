@@ -22,14 +22,8 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from mcp_sections.shared.config import SectionSettings
+from mcp_sections.shared.config import SectionSettings, split_commas
 from mcp_sections.shared.guards.paths import DEFAULT_DENY_GLOBS, PathGuard, intersect_roots, roots_from_uris
-
-
-def _split_commas(value: object) -> object:
-    if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    return value
 
 
 class FileOpsSettings(SectionSettings):
@@ -76,7 +70,7 @@ class FileOpsSettings(SectionSettings):
         "(off by default: a model-driven install must not change the server's interpreter).",
     )
 
-    _split_globs = field_validator("deny_globs", "extra_deny_globs", mode="before")(_split_commas)
+    _split_globs = field_validator("deny_globs", "extra_deny_globs", mode="before")(split_commas)
 
     def all_deny_globs(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys([*self.deny_globs, *self.extra_deny_globs]))

@@ -59,14 +59,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from mcp_sections.shared.config import ConfigError, LayeredSettings, Settings
+from mcp_sections.shared.config import ConfigError, LayeredSettings, Settings, split_commas
 from mcp_sections.shared.sections import SECTION_ID
-
-
-def _split_commas(value: Any) -> Any:
-    if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    return value
 
 
 class ExternalSection(BaseModel):
@@ -158,7 +152,7 @@ class GatewaySettings(LayeredSettings):
     sections: dict[str, ExternalSection] = Field(default_factory=dict)
     model: ModelSettings = Field(default_factory=ModelSettings)
 
-    _split_expose = field_validator("expose", "in_process", mode="before")(_split_commas)
+    _split_expose = field_validator("expose", "in_process", mode="before")(split_commas)
 
     @field_validator("sections", mode="after")
     @classmethod

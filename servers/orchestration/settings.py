@@ -30,16 +30,10 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
-from mcp_sections.shared.config import SectionSettings
+from mcp_sections.shared.config import SectionSettings, split_commas
 from mcp_sections.shared.sections import SECTION_ID
 
 AGENT_ID_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
-
-
-def _split_commas(value: object) -> object:
-    if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    return value
 
 
 class PermanentAgent(BaseModel):
@@ -72,7 +66,7 @@ class OrchestrationSettings(SectionSettings):
     ask_cooldown_seconds: float = Field(default=60, ge=0, le=86_400)
     agents: dict[str, PermanentAgent] = Field(default_factory=dict)
 
-    _split_sections = field_validator("default_sections", mode="before")(_split_commas)
+    _split_sections = field_validator("default_sections", mode="before")(split_commas)
 
     @field_validator("agents", mode="after")
     @classmethod

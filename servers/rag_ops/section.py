@@ -50,21 +50,13 @@ def open_brain(runtime: SectionRuntime) -> Any:
 
     settings = runtime.section_settings or RagOpsSettings()
     assert isinstance(settings, RagOpsSettings)
+    from mcp_sections.shared.brain.opening import open_brain_store, open_embedding_service
+
     data_dir = runtime.settings.data_dir
-    if settings.backend == "neo4j":
-        from mcp_sections.shared.brain.neo4j_backend import Neo4jBrainStore
-
-        store: Any = Neo4jBrainStore.from_env()
-    else:
-        from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
-
-        store = SQLiteBrainStore(data_dir / "brain.sqlite3")
+    store = open_brain_store(settings.backend, data_dir)
     service = None
     if settings.embeddings:
-        from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService, get_embedder
-
-        cache_db = store.database if hasattr(store, "database") else _cache_database(data_dir)
-        service = EmbeddingService(get_embedder(settings, runtime.settings.cache_dir), EmbeddingCache(cache_db))
+        service = open_embedding_service(settings, store, data_dir, runtime.settings.cache_dir)
     return Brain(
         store,
         runtime.settings.roots,
@@ -75,13 +67,6 @@ def open_brain(runtime: SectionRuntime) -> Any:
         background_embeddings=settings.background_embeddings,
         embedding_wait_seconds=settings.embedding_wait_seconds,
     )
-
-
-def _cache_database(data_dir: Any) -> Any:
-    from mcp_sections.shared.embeddings import EMBEDDING_CACHE_SCHEMA
-    from mcp_sections.shared.store.sqlite import Database
-
-    return Database(data_dir / "brain-embeddings.sqlite3", [EMBEDDING_CACHE_SCHEMA])
 
 
 def warm_up(brain: Any) -> None:

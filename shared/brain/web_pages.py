@@ -33,8 +33,12 @@ def store_web_page(
     project_id: str | None = None,
     *,
     retention_days: float = 30.0,
+    embed: bool = True,
 ) -> tuple[str, Any]:
-    """Write one page (replacing its earlier version) and relink the project; returns (project id, records)."""
+    """Write one page (replacing its earlier version) and relink the project; returns (project id, records).
+
+    `embed=False` stores it for text search only: its nodes carry no text to embed, so they never wait for a vector.
+    """
     parsed_url = urlparse(url)
     if parsed_url.scheme not in ("http", "https") or not parsed_url.netloc:
         raise invalid_input("url must be an absolute http(s) URL.")
@@ -67,6 +71,9 @@ def store_web_page(
     builder.refs = [Ref(page_id, "link", link.split("#", 1)[0]) for link in links[:MAX_LINKS]]
     parsed = builder.done()
     parsed.nodes[0].embed_text = f"{title}\n{text[:600]}"
+    if not embed:
+        for node in parsed.nodes:
+            node.embed_text = None
     store.replace_files(pid, [parsed])
     store.relink(pid)
     store.refresh_counts(pid)
