@@ -12,6 +12,11 @@ if [ ! -s "$dir/neo4j_password" ]; then
     printf '%s\n' "$password" > "$dir/neo4j_password"
     printf 'neo4j/%s\n' "$password" > "$dir/neo4j_auth"
 fi
+# SearXNG's settings: its defaults, the JSON API that web_ops' search_web asks, and a random secret key.
+if [ ! -s "$dir/searxng_settings.yml" ]; then
+    printf 'use_default_settings: true\nserver:\n  secret_key: "%s"\n  limiter: false\n  bind_address: "0.0.0.0"\n  port: 8080\nsearch:\n  formats: [html, json]\n' \
+        "$(random)" > "$dir/searxng_settings.yml"
+fi
 # The containers run as uid 10001 and read the token through the compose secret mount.
-chmod 0644 "$dir/mcp_token" "$dir/neo4j_password" 2>/dev/null || true
+chmod 0644 "$dir/mcp_token" "$dir/neo4j_password" "$dir/searxng_settings.yml" 2>/dev/null || true
 echo "compose secrets in $dir (the gateway's bearer token: $dir/mcp_token)"

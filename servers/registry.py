@@ -14,6 +14,7 @@ BUILTIN_SECTIONS: dict[str, str] = {
     "memory": "mcp_sections.servers.memory.section",
     "rag_ops": "mcp_sections.servers.rag_ops.section",
     "orchestration": "mcp_sections.servers.orchestration.section",
+    "web_ops": "mcp_sections.servers.web_ops.section",
 }
 
 

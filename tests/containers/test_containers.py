@@ -22,8 +22,8 @@ DOCKERFILE = ROOT / "docker" / "Dockerfile"
 WORKSPACE_WRITERS = {"file_ops", "shell_ops"}
 WORKSPACE_READERS = {"rag_ops", "gateway"}
 # Sections that reach outside the compose network (remote providers, the web).
-EGRESS = {"gateway"}
-THIRD_PARTY = {"neo4j"}
+EGRESS = {"gateway", "web_ops", "searxng"}  # searxng asks the search engines
+THIRD_PARTY = {"neo4j", "searxng"}
 
 
 def _tool(name: str) -> str:

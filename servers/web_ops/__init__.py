@@ -1,0 +1,1 @@
+"""web_ops: search, fetch and crawl the web with a real browser, inside the URL guard."""

@@ -1,0 +1,203 @@
+"""Crawling one site breadth-first from a start page, within depth and page caps.
+
+Followed links stay on the start page's site (same host and port, after its redirects; http and https alike),
+match the include patterns (if any) and none of the exclude patterns (regular expressions on the URL, evaluated
+with a time budget so a pathological pattern cannot hang the section), and are allowed by the site's robots.txt
+(protego, as the reference fetch server uses; its crawl-delay is honoured up to `MAX_CRAWL_DELAY`). A page that
+fails is reported and skipped; the crawl goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+import anyio
+
+from mcp_sections.servers.web_ops.pages import Page
+from mcp_sections.shared.errors import ToolFailure, invalid_input
+from mcp_sections.shared.guards.urls import normalise_url, parse_url
+from mcp_sections.shared.web_fetch import GuardedHttp
+
+MAX_DEPTH = 3
+MAX_PAGES = 50
+MAX_PATTERN_LENGTH = 300
+PATTERN_SECONDS = 0.05
+MAX_CRAWL_DELAY = 2.0
+CONCURRENT_FETCHES = 4
+
+FetchPage = Callable[[str], Awaitable[Page]]
+
+
+@dataclass
+class CrawledPage:
+    page: Page
+    depth: int
+    parent: str | None
+
+
+@dataclass
+class CrawlReport:
+    pages: list[CrawledPage] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+    stopped_by_limit: bool = False
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+class UrlFilter:
+    """Include/exclude regular expressions on URLs, each match bounded in time."""
+
+    def __init__(self, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> None:
+        import regex
+
+        self._regex = regex
+        try:
+            self.include = [regex.compile(p) for p in include]
+            self.exclude = [regex.compile(p) for p in exclude]
+        except regex.error as exc:
+            raise invalid_input(f"invalid URL pattern: {exc}; patterns are regular expressions on the URL.") from None
+        if any(len(p) > MAX_PATTERN_LENGTH for p in [*include, *exclude]):
+            raise invalid_input(f"URL patterns are limited to {MAX_PATTERN_LENGTH} characters.")
+
+    def allows(self, url: str) -> bool:
+        try:
+            if self.include and not any(p.search(url, timeout=PATTERN_SECONDS) for p in self.include):
+                return False
+            return not any(p.search(url, timeout=PATTERN_SECONDS) for p in self.exclude)
+        except TimeoutError:
+            return False
+
+
+class Robots:
+    """robots.txt of each origin met, fetched once through the guarded client."""
+
+    def __init__(self, http: GuardedHttp, user_agent: str) -> None:
+        self.http = http
+        self.user_agent = user_agent
+        self._rules: dict[str, object | None] = {}
+        self._lock = anyio.Lock()
+
+    async def rules(self, url: str) -> object | None:
+        from protego import Protego
+
+        origin = parse_url(url).origin
+        async with self._lock:  # one fetch of robots.txt per origin, even for concurrent visits
+            if origin in self._rules:
+                return self._rules[origin]
+            try:
+                response = await self.http.get(f"{origin}/robots.txt", max_bytes=500_000)
+                ok = response.status == 200 and "html" not in response.content_type
+                self._rules[origin] = Protego.parse(response.text()) if ok else None
+            except ToolFailure:
+                self._rules[origin] = None  # no robots.txt reachable: nothing is disallowed
+            return self._rules[origin]
+
+    async def allows(self, url: str) -> bool:
+        rules = await self.rules(url)
+        return rules is None or bool(rules.can_fetch(url, self.user_agent))  # type: ignore[attr-defined]
+
+    async def delay(self, url: str) -> float:
+        rules = await self.rules(url)
+        delay = rules.crawl_delay(self.user_agent) if rules is not None else None  # type: ignore[attr-defined]
+        return min(float(delay or 0.0), MAX_CRAWL_DELAY)
+
+
+def same_site(url: str, site: tuple[str, int]) -> bool:
+    try:
+        parsed = parse_url(url)
+    except ToolFailure:
+        return False
+    port = parsed.port if parsed.port not in (80, 443) else 0
+    return (parsed.host, port) == site
+
+
+def site_of(url: str) -> tuple[str, int]:
+    parsed = parse_url(url)
+    return parsed.host, parsed.port if parsed.port not in (80, 443) else 0
+
+
+async def crawl(
+    fetch: FetchPage,
+    start: Page,
+    *,
+    depth: int,
+    max_pages: int,
+    url_filter: UrlFilter,
+    robots: Robots | None,
+    on_page: Callable[[int, int, str], Awaitable[None]] | None = None,
+) -> CrawlReport:
+    """Breadth-first from an already fetched start page; `start` is the report's first page (depth 0)."""
+    report = CrawlReport(pages=[CrawledPage(start, 0, None)])
+    site = site_of(start.final_url)
+    seen = {normalise_url(start.url), normalise_url(start.final_url)}
+    frontier: list[tuple[str, str]] = []  # (url, parent)
+    current_level = [start]
+    for level in range(1, depth + 1):
+        frontier = []
+        for parent in current_level:
+            for link in parent.links:
+                url = link.url.split("#", 1)[0]
+                try:
+                    key = normalise_url(url)
+                except ToolFailure:
+                    report.skip("invalid URL")
+                    continue
+                if key in seen:
+                    continue
+                seen.add(key)
+                if not same_site(key, site):
+                    report.skip("other site")
+                elif not url_filter.allows(key):
+                    report.skip("pattern")
+                else:
+                    frontier.append((key, parent.final_url))
+        if not frontier:
+            break
+        next_level: list[Page] = []
+        limiter = anyio.Semaphore(CONCURRENT_FETCHES)
+
+        async def visit(
+            url: str,
+            parent_url: str,
+            level: int = level,
+            into: list[Page] = next_level,
+            limiter: anyio.Semaphore = limiter,
+        ) -> None:
+            async with limiter:
+                if len(report.pages) >= max_pages:
+                    report.stopped_by_limit = True
+                    return
+                if robots is not None:
+                    if not await robots.allows(url):
+                        report.skip("robots.txt")
+                        return
+                    delay = await robots.delay(url)
+                    if delay:
+                        await anyio.sleep(delay)
+                if len(report.pages) >= max_pages:
+                    report.stopped_by_limit = True
+                    return
+                try:
+                    page = await fetch(url)
+                except ToolFailure as failure:
+                    report.failures.append(f"{url}: {failure.message}")
+                    return
+                if len(report.pages) >= max_pages:
+                    report.stopped_by_limit = True
+                    return
+                report.pages.append(CrawledPage(page, level, parent_url))
+                into.append(page)
+                if on_page is not None:
+                    await on_page(len(report.pages), max_pages, url)
+
+        async with anyio.create_task_group() as group:
+            for url, parent_url in frontier:
+                group.start_soon(visit, url, parent_url)
+        current_level = next_level
+        if len(report.pages) >= max_pages:
+            report.stopped_by_limit = report.stopped_by_limit or bool(frontier)
+            break
+    return report

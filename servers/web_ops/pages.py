@@ -1,0 +1,213 @@
+"""Fetching one page: plain HTTP when it gives the content, the browser when the page needs JavaScript.
+
+`render="auto"` fetches over HTTP first. A non-HTML answer (JSON, text, PDF) is final. An HTML page whose
+visible text without scripts is thin while it carries scripts (a client-rendered app) is loaded again in the
+browser; so is any page asked for with a screenshot or an explicit `wait_for`. The last pages fetched stay in a
+small LRU cache keyed by normalised URL (the seed's short-term memory), shared by fetch and ingest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Literal
+
+from mcp_sections.servers.web_ops.browser import Browser, WaitFor
+from mcp_sections.servers.web_ops.extraction import (
+    HTML_TYPES,
+    Extracted,
+    Image,
+    Link,
+    UnsupportedContent,
+    extract,
+    visible_text_length,
+)
+from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.guards.urls import normalise_url
+from mcp_sections.shared.web_fetch import GuardedHttp
+
+Render = Literal["auto", "browser", "http"]
+THIN_TEXT = 300  # visible characters below which an HTML page with scripts is rendered in the browser
+
+
+@dataclass
+class Page:
+    """One fetched page, extracted."""
+
+    url: str
+    final_url: str
+    status: int | None
+    title: str
+    text: str
+    links: list[Link]
+    images: list[Image]
+    kind: str
+    rendered_with: Literal["browser", "http"]
+    content_type: str
+    fetched_at: float
+    bytes_read: int
+    truncated_body: bool = False
+    redirects: list[str] = field(default_factory=list)
+    blocked_requests: list[str] = field(default_factory=list)
+    screenshot: bytes | None = None
+    from_cache: bool = False
+    thin_without_scripts: bool = False  # little visible text but scripts: a client-rendered page
+    notes: list[str] = field(default_factory=list)
+
+
+class PageCache:
+    """The last `size` pages by normalised URL, least recently used dropped first."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._pages: OrderedDict[str, Page] = OrderedDict()
+
+    def get(self, url: str) -> Page | None:
+        key = normalise_url(url)
+        page = self._pages.get(key)
+        if page is not None:
+            self._pages.move_to_end(key)
+        return page
+
+    def put(self, page: Page) -> None:
+        if self.size <= 0:
+            return
+        for key in {normalise_url(page.url), normalise_url(page.final_url)}:
+            self._pages[key] = page
+            self._pages.move_to_end(key)
+        while len(self._pages) > self.size:
+            self._pages.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._pages)
+
+
+class PageFetcher:
+    """HTTP and the browser behind one `fetch`, with the cache in front."""
+
+    def __init__(self, http: GuardedHttp, browser: Browser | None, cache: PageCache, *, timeout_seconds: float) -> None:
+        self.http = http
+        self.browser = browser
+        self.cache = cache
+        self.timeout_seconds = timeout_seconds
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        render: Render = "auto",
+        wait_for: WaitFor | None = None,
+        screenshot: bool = False,
+        force: bool = False,
+    ) -> Page:
+        url = normalise_url(url)
+        if not force:
+            cached = self.cache.get(url)
+            usable = cached is not None and (cached.screenshot is not None or not screenshot)
+            if cached is not None and usable and render in ("auto", cached.rendered_with):
+                cached.from_cache = True
+                return cached
+        if screenshot and render == "http":
+            raise ToolFailure(
+                ErrorCode.INVALID_INPUT, "a screenshot needs the browser: use render='auto' or 'browser'."
+            )
+        wants_browser = render == "browser" or screenshot or (render == "auto" and wait_for is not None)
+        page: Page | None = None
+        notes: list[str] = []
+        if not wants_browser:
+            page = await self._over_http(url)
+            if render == "auto" and self._needs_browser(page):
+                if self.browser is not None:
+                    notes.append("the page shows little text without JavaScript, so it was rendered in a browser")
+                    page = None
+                else:
+                    page.notes.append("the page may need JavaScript, but the browser is turned off")
+        if page is None:
+            if self.browser is None:
+                raise ToolFailure(
+                    ErrorCode.DEPENDENCY_ERROR,
+                    "the browser is turned off (`[sections.web_ops] browser = false`); use render='http'.",
+                )
+            page = await self._in_browser(url, wait_for or "load", screenshot)
+            page.notes.extend(notes)
+        self.cache.put(page)
+        return page
+
+    def _needs_browser(self, page: Page) -> bool:
+        return page.kind == "html" and page.thin_without_scripts
+
+    async def _over_http(self, url: str) -> Page:
+        response = await self.http.get(url, headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
+        if response.status >= 400:
+            raise ToolFailure(
+                ErrorCode.NOT_FOUND if response.status in (404, 410) else ErrorCode.EXECUTION_FAILED,
+                f"{response.url} answered HTTP {response.status}; check the URL.",
+                status=response.status,
+            )
+        text = response.text()
+        try:
+            extracted = extract(
+                text if _is_textual(response.content_type) else response.body, response.content_type, response.url
+            )
+        except UnsupportedContent as exc:
+            raise ToolFailure(
+                ErrorCode.EXECUTION_FAILED, f"{response.url}: {exc}; web_ops reads pages, not files of this type."
+            ) from None
+        page = _page(url, response.url, response.status, extracted, "http", response.content_type)
+        page.bytes_read = len(response.body)
+        page.truncated_body = response.truncated
+        page.redirects = response.redirects
+        if extracted.kind == "html" and response.content_type in HTML_TYPES | {""}:
+            page.thin_without_scripts = visible_text_length(text) < THIN_TEXT and "<script" in text.lower()
+        if response.truncated:
+            page.notes.append(f"the body was cut at {len(response.body)} bytes (max_page_bytes)")
+        return page
+
+    async def _in_browser(self, url: str, wait_for: WaitFor, screenshot: bool) -> Page:
+        assert self.browser is not None
+        await self.http.check(url)  # refuse before starting a browser for nothing
+        rendered = await self.browser.render(
+            url, wait_for=wait_for, timeout_seconds=self.timeout_seconds, screenshot=screenshot
+        )
+        if rendered.status is not None and rendered.status >= 400:
+            raise ToolFailure(
+                ErrorCode.NOT_FOUND if rendered.status in (404, 410) else ErrorCode.EXECUTION_FAILED,
+                f"{rendered.url} answered HTTP {rendered.status}; check the URL.",
+                status=rendered.status,
+            )
+        extracted = extract(rendered.html, "text/html", rendered.url)
+        if not extracted.title:
+            extracted.title = rendered.title
+        page = _page(url, rendered.url, rendered.status, extracted, "browser", rendered.content_type)
+        page.bytes_read = len(rendered.html.encode("utf-8", "replace"))
+        page.screenshot = rendered.screenshot
+        page.blocked_requests = rendered.blocked
+        return page
+
+
+def _page(url: str, final_url: str, status: int | None, extracted: Extracted, how: str, content_type: str) -> Page:
+    return Page(
+        url=url,
+        final_url=final_url,
+        status=status,
+        title=extracted.title,
+        text=extracted.text,
+        links=extracted.links,
+        images=extracted.images,
+        kind=extracted.kind,
+        rendered_with="browser" if how == "browser" else "http",
+        content_type=content_type,
+        fetched_at=time.time(),
+        bytes_read=0,
+    )
+
+
+def _is_textual(content_type: str) -> bool:
+    return content_type != "application/pdf" and (
+        content_type.startswith("text/")
+        or content_type in HTML_TYPES
+        or "json" in content_type
+        or "xml" in content_type
+        or not content_type
+    )

@@ -1,0 +1,132 @@
+"""search_web against stand-in SearXNG and Brave servers on 127.0.0.1, and without any provider."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from mcp import Client
+
+from mcp_sections.servers.registry import load_section
+from mcp_sections.servers.web_ops.search import BraveProvider, DdgsProvider, choose_provider
+from mcp_sections.shared.config import Settings
+from mcp_sections.shared.errors import ToolFailure
+from mcp_sections.shared.guards.urls import AllowList, UrlGuard
+from mcp_sections.shared.server import build_server
+from mcp_sections.shared.web_fetch import GuardedHttp
+from tests.stdio import call, fail
+
+pytestmark = pytest.mark.anyio
+
+
+class StandIn:
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        self.status = 200
+
+
+@pytest.fixture(scope="module")
+def stand_in() -> Iterator[tuple[StandIn, int]]:
+    record = StandIn()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            record.requests.append((self.path, dict(self.headers)))
+            query = parse_qs(urlsplit(self.path).query)
+            s = "s\u200b"  # a hidden character, removed from snippets
+            if urlsplit(self.path).path == "/search":  # SearXNG
+                body = {
+                    "results": [
+                        {"title": f"Result {n} for {query['q'][0]}", "url": f"https://example.org/{n}", "content": s}
+                        for n in range(8)
+                    ]
+                }
+            else:  # Brave
+                body = {"web": {"results": [{"title": "Brave hit", "url": "https://example.net/", "description": "d"}]}}
+            data = json.dumps(body).encode()
+            self.send_response(record.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield record, server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def _client(tmp_path: Path, **web_ops: object) -> Client:
+    section = load_section("web_ops")
+    settings = Settings.load({"data_dir": str(tmp_path), "warm_up": False, "sections": {"web_ops": web_ops}})
+    server, _ = build_server(section, section.runtime(settings))
+    return Client(server)
+
+
+async def test_searxng_results_come_back_trimmed_and_cleaned(stand_in: tuple[StandIn, int], tmp_path: Path) -> None:
+    record, port = stand_in
+    async with _client(tmp_path, searxng_url=f"http://127.0.0.1:{port}") as client:
+        found = await call(client, "search_web", query="tide tables", limit=3)
+    assert found["provider"] == "searxng" and found["count"] == 3
+    assert found["results"][0] == {
+        "title": "Result 0 for tide tables",
+        "url": "https://example.org/0",
+        "snippet": "s",
+        "source": "searxng",
+    }
+    path, _ = record.requests[-1]
+    assert parse_qs(urlsplit(path).query) == {"q": ["tide tables"], "format": ["json"]}
+
+
+async def test_provider_errors_are_coded(stand_in: tuple[StandIn, int], tmp_path: Path) -> None:
+    record, port = stand_in
+    record.status = 429
+    try:
+        async with _client(tmp_path, searxng_url=f"http://127.0.0.1:{port}") as client:
+            message = await fail(client, "search_web", "EXECUTION_FAILED", query="x")
+    finally:
+        record.status = 200
+    assert "rate limited" in message
+
+
+async def test_brave_sends_its_key_and_reads_web_results(stand_in: tuple[StandIn, int]) -> None:
+    record, port = stand_in
+    http = GuardedHttp(UrlGuard(AllowList.parse([f"127.0.0.1:{port}"])), user_agent="test")
+    try:
+        brave = BraveProvider(http, "key-123", endpoint=f"http://127.0.0.1:{port}/res/v1/web/search")
+        hits = await brave.search("q", 5)
+    finally:
+        await http.aclose()
+    assert [(h.title, h.url, h.source) for h in hits] == [("Brave hit", "https://example.net/", "brave")]
+    assert record.requests[-1][1]["X-Subscription-Token"] == "key-123"
+
+
+async def test_auto_picks_what_is_configured_and_names_the_settings_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    http = GuardedHttp(UrlGuard(), user_agent="test")
+    try:
+        monkeypatch.setenv("MY_BRAVE", "k")
+        assert choose_provider("auto", http=http, searxng_url=None, brave_api_key_env="MY_BRAVE").name == "brave"
+        monkeypatch.delenv("MY_BRAVE")
+        chosen = choose_provider("auto", http=http, searxng_url=None, brave_api_key_env="MY_BRAVE")
+        assert isinstance(chosen, DdgsProvider)
+        monkeypatch.setattr("mcp_sections.servers.web_ops.search._ddgs_installed", lambda: False)
+        with pytest.raises(ToolFailure) as caught:
+            choose_provider("auto", http=http, searxng_url=None, brave_api_key_env="MY_BRAVE")
+        assert caught.value.code == "DEPENDENCY_ERROR"
+        assert "searxng_url" in caught.value.message and "MY_BRAVE" in caught.value.message
+        with pytest.raises(ToolFailure) as caught:
+            choose_provider("searxng", http=http, searxng_url=None, brave_api_key_env="MY_BRAVE")
+        assert "MCP_SECTIONS_WEB_OPS_SEARXNG_URL" in caught.value.message
+    finally:
+        await http.aclose()
