@@ -47,8 +47,9 @@ def _page(title: str, body: str, nav: bool = True) -> bytes:
 
 
 def _crawl_page(n: int) -> bytes:
-    # A tree: page n links to 2n+1 and 2n+2 (while < CRAWL_PAGES); page 0 also links off-site and to robots-blocked.
-    children = [k for k in (2 * n + 1, 2 * n + 2) if k < CRAWL_PAGES]
+    # A tree: page n links to 3n+1..3n+3 (while < CRAWL_PAGES), so depth 2 reaches all 10 pages; page 0 also links
+    # off-site and to a page robots.txt disallows.
+    children = [k for k in (3 * n + 1, 3 * n + 2, 3 * n + 3) if k < CRAWL_PAGES]
     links = "".join(f"<li><a href='/crawl/{k}.html'>Page {k}</a></li>" for k in children)
     extra = "<li><a href='http://example.invalid/away'>Away</a></li><li><a href='/private/secret.html'>Private</a></li>"
     return _page(
@@ -97,9 +98,10 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(body)))
             for name, value in headers.items():
                 self.send_header(name.replace("_", "-"), value)
-            self.end_headers()
+            # Headers and body in one write: two small writes meet the client's delayed ACK (a 40 ms stall).
+            self._headers_buffer.append(b"\r\n" + body)  # type: ignore[attr-defined]
             with contextlib.suppress(OSError):  # the client gave up (the slow page)
-                self.wfile.write(body)
+                self.flush_headers()
 
         def do_GET(self) -> None:  # one branch per page of the test site
             path = self.path.split("?", 1)[0]
