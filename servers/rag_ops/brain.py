@@ -77,6 +77,15 @@ class IngestReport:
     seconds: float = 0.0
 
 
+@dataclass
+class ProjectSetup:
+    project: Project
+    created: bool
+    report: IngestReport
+    embeddings: dict[str, Any] | None = None
+    embeddings_note: str | None = None
+
+
 class Brain(BrainSearch):
     """One brain over a store; thread-safe (tools run in worker threads)."""
 
@@ -291,6 +300,25 @@ class Brain(BrainSearch):
         self.store.upsert_project(project)
         self._detach_from_parent(project)
         return project, "", "quick-ingest"
+
+    def setup_project(
+        self, path: str, name: str | None, embed_seconds: float, progress: Progress | None = None
+    ) -> ProjectSetup:
+        """Register (or refresh) a project, ingest it, make it active, embed it for up to `embed_seconds`."""
+        target = self.resolve_path(path)
+        project, created = self.create_project(name or target.name, str(target))
+        report = self.ingest_tree(project, "", "new-project" if created else "already-ingested", progress)
+        self.switch_project(project.id)
+        setup = ProjectSetup(project, created, report)
+        if self.embeddings is None:
+            setup.embeddings_note = "embeddings are disabled in this configuration: text search only."
+        elif embed_seconds > 0 and report.embeddings_pending:
+            try:
+                setup.embeddings = self.generate_embeddings([project.id], embed_seconds, progress)
+            except ToolFailure as failure:
+                setup.embeddings_note = failure.message
+        self.wake()
+        return setup
 
     def ingest_directory(
         self, path: str, project_name: str | None = None, progress: Progress | None = None

@@ -221,6 +221,28 @@ class ProjectResult(ToolResult):
     message: str | None = None
 
 
+class SetupProjectInput(ToolInput):
+    path: PathText
+    name: str | None = Field(
+        default=None, min_length=1, max_length=64, description="Project name (default: the directory's name)."
+    )
+    embed_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        le=600,
+        description="Embed for at most this long before answering (0: leave it all to the background worker).",
+    )
+
+
+class SetupProjectResult(ToolResult):
+    project: ProjectOut
+    created: bool = Field(description="False when the directory was already a project (it is refreshed).")
+    ingest: IngestDirectoryResult
+    embeddings: GenerateEmbeddingsResult | None = Field(description="What was embedded before answering.")
+    embeddings_note: str | None = None
+    message: str
+
+
 class ProjectInput(ToolInput):
     project: ProjectId
 

@@ -40,6 +40,8 @@ from mcp_sections.servers.rag_ops.models import (
     ScopeOut,
     SearchResult,
     SemanticSearchInput,
+    SetupProjectInput,
+    SetupProjectResult,
 )
 from mcp_sections.shared.sections import Section, SectionRuntime
 from mcp_sections.shared.tools import OVERWRITE, READ_ONLY, WRITE, ToolContext, tool
@@ -113,6 +115,10 @@ async def ingest_directory(params: IngestDirectoryInput, state: Any, ctx: ToolCo
     report = await anyio.to_thread.run_sync(
         lambda: state.ingest_directory(params.path, params.project_name, _progress(ctx))
     )
+    return _ingest_result(report)
+
+
+def _ingest_result(report: Any) -> IngestDirectoryResult:
     changed = [*report.files_added, *report.files_changed, *report.files_removed]
     return IngestDirectoryResult(
         project_id=report.project_id,
@@ -132,6 +138,34 @@ async def ingest_directory(params: IngestDirectoryInput, state: Any, ctx: ToolCo
         skipped=report.skipped,
         embeddings_pending=report.embeddings_pending,
         seconds=report.seconds,
+    )
+
+
+@tool(name="setup_project", title="Set up a project in one call", annotations=WRITE)
+async def setup_project(params: SetupProjectInput, state: Any, ctx: ToolContext) -> SetupProjectResult:
+    """Quickstart: register a directory as a named project, ingest it (incrementally if it already is one),
+    make it the active project, and embed it for up to embed_seconds (default 30) with progress notifications;
+    what is left is embedded in the background. Same rules as create_project + ingest_directory +
+    generate_embeddings. Text search works as soon as this returns."""
+    import anyio.to_thread
+
+    setup = await anyio.to_thread.run_sync(
+        lambda: state.setup_project(params.path, params.name, params.embed_seconds, _progress(ctx))
+    )
+    embedded = GenerateEmbeddingsResult(**setup.embeddings) if setup.embeddings is not None else None
+    pending = embedded.pending if embedded is not None else setup.report.embeddings_pending
+    message = (
+        f"Project {setup.project.id} is ready for text search"
+        + (", and for semantic search." if pending == 0 and state.embeddings is not None else "")
+        + (f"; {pending} embeddings are still being made in the background." if pending else "")
+    )
+    return SetupProjectResult(
+        project=_project_out(state, state.project(setup.project.id)),
+        created=setup.created,
+        ingest=_ingest_result(setup.report),
+        embeddings=embedded,
+        embeddings_note=setup.embeddings_note,
+        message=message,
     )
 
 
@@ -401,6 +435,7 @@ SECTION = Section(
     ),
     tools=(
         ingest_directory,
+        setup_project,
         ingest_code,
         generate_embeddings,
         create_project,

@@ -40,6 +40,14 @@ def relay():
 }
 
 
+GARDEN = {
+    "garden/watering.py": '''def water_tomatoes(litres: float) -> None:
+    """Give the tomato plants their evening water."""
+''',
+    "garden/NOTES.md": "# Garden\n\nCompost goes on the beds in October.\n",
+}
+
+
 @pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "asyncio"
@@ -51,6 +59,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = base / "root"
     make_tree(root / "shop")
     make_tree(root / "mailer", MAILER)
+    make_tree(root / "garden", GARDEN)
     (base / "absent.toml").write_text("")
     return root
 
@@ -67,6 +76,7 @@ async def test_tools_list_snapshot(client: Client) -> None:
     tools = (await client.list_tools()).tools
     assert {t.name for t in tools} == {
         "ingest_directory",
+        "setup_project",
         "ingest_code",
         "generate_embeddings",
         "create_project",
@@ -250,3 +260,27 @@ async def test_ingest_this_repository(client: Client) -> None:
     assert not any(".venv" in e["path"] or "__pycache__" in e["path"] for e in files["entities"])
     again = data_of(await client.call_tool("ingest_directory", {"path": str(REPO / "shared")}))
     assert again["context"] == "subdir-of-project" and again["project_id"] == "mcp-sections"
+
+
+@pytest.mark.anyio
+async def test_setup_project_registers_ingests_activates_and_embeds_in_one_call(client: Client, root: Path) -> None:
+    updates: list[str | None] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        updates.append(message)
+
+    result = await client.call_tool(
+        "setup_project", {"path": str(root / "garden"), "embed_seconds": 120}, progress_callback=progress
+    )
+    setup = data_of(result)
+    assert setup["created"] is True and setup["project"]["id"] == "garden"
+    assert setup["ingest"]["context"] == "new-project" and setup["ingest"]["files_added"] >= 2
+    assert updates
+    if HAS_MODEL:
+        assert setup["embeddings"]["complete"] is True and setup["embeddings"]["pending"] == 0
+        assert "semantic search" in setup["message"]
+        found = await call(client, "semantic_search", query="when should the vegetables get water?")
+        assert found["results"][0]["name"] == "water_tomatoes"
+    again = await call(client, "setup_project", path=str(root / "garden"), embed_seconds=0)
+    assert again["created"] is False and again["ingest"]["context"] == "already-ingested"
+    assert again["ingest"]["files_unchanged"] == setup["ingest"]["files_added"]
