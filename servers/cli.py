@@ -103,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--tail", type=int, default=50, help="how many records (default 50; 0 for all)")
     audit.add_argument("--json", action="store_true", help="one JSON object per line")
 
+    reembed = commands.add_parser(
+        "reembed", help="give a section's store to the configured embedding model (vectors are made again)"
+    )
+    _add_settings_flags(reembed)
+    reembed.add_argument("section", choices=["memory", "rag_ops"], help="the section whose store to re-embed")
+
     gateway = commands.add_parser(
         "gateway", help="run the gateway: lists the sections, forwards calls to them, runs sub-agents"
     )
@@ -246,7 +252,43 @@ def _audit(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"serve": _serve, "list": _list, "gateway": _gateway, "doctor": _doctor, "audit": _audit}
+def _reembed(args: argparse.Namespace) -> int:
+    """After a change of embedding model: the store stops refusing searches and is embedded again."""
+    from mcp_sections.servers.registry import load_section
+    from mcp_sections.shared.errors import ToolFailure
+
+    section = load_section(args.section)
+    assert section.open_state is not None
+    state = section.open_state(section.runtime(_settings_from(args)))
+    try:
+        owner = state if hasattr(state, "reembed") else state.store
+        try:
+            previous = owner.reembed()
+        except ToolFailure as failure:
+            print(f"mcp-sections: {failure.message}", file=sys.stderr)
+            return 1
+        model = owner.model_key
+    finally:
+        state.close()
+    if previous == model:
+        print(f"{args.section}: the store already belongs to {model}; nothing to do.")
+    else:
+        print(
+            f"{args.section}: the store now belongs to {model} (was {previous or 'no model'}); its items are embedded "
+            "again in the background by the running section, or at its next start. Searches by meaning answer "
+            "from what is re-embedded so far until then."
+        )
+    return 0
+
+
+COMMANDS = {
+    "serve": _serve,
+    "list": _list,
+    "gateway": _gateway,
+    "doctor": _doctor,
+    "audit": _audit,
+    "reembed": _reembed,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,7 +36,8 @@ from mcp_sections.shared.embeddings import (
     content_hash,
     to_blob,
 )
-from mcp_sections.shared.errors import invalid_input, not_found
+from mcp_sections.shared.embeddings.model_lock import ModelLock, mismatch_failure
+from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, not_found
 from mcp_sections.shared.fulltext import match_expression
 from mcp_sections.shared.store.sqlite import Database
 
@@ -67,6 +68,11 @@ CHANGE_LOG_KEEP = 200_000
 
 MemoryType = Literal["user_pref", "context", "knowledge", "decision"]
 ScopeName = Literal["both", "workflow", "general"]
+#: For stores embedded before the model lock: the model most of their vectors come from.
+EXISTING_MODEL_SQL = (
+    "SELECT embedding_model FROM memories WHERE embedding_model IS NOT NULL "
+    "GROUP BY embedding_model ORDER BY count(*) DESC LIMIT 1"
+)
 SearchMode = Literal["vector", "hybrid"]
 
 MIGRATIONS = (
@@ -206,6 +212,7 @@ class MemoryStore:
         vector_cache: bool = True,
     ) -> None:
         self.db = Database(path, MIGRATIONS)
+        self.model_lock = ModelLock(self.db, EXISTING_MODEL_SQL)
         self.embeddings = embeddings
         self.wait_seconds = wait_seconds
         self.duplicate_threshold = duplicate_threshold
@@ -244,16 +251,32 @@ class MemoryStore:
             return "embeddings are disabled"
         return self.embeddings.embedder.describe()
 
+    def other_model(self) -> str | None:
+        """The model this store's vectors belong to, when it is not the configured one (see `reembed`)."""
+        return self.model_lock.mismatch(self.model_key) if self.model_key is not None else None
+
+    def reembed(self) -> str | None:
+        """Give the store to the configured model: its memories are embedded again in the background.
+        Returns the model the store belonged to before."""
+        if self.model_key is None:
+            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "embeddings are disabled: there is no model to re-embed with")
+        previous = self.model_lock.stored()
+        self.model_lock.switch(self.model_key)
+        self.kick_pending()
+        return previous
+
     def _try_embed(self, text: str) -> np.ndarray | None:
         """The content's vector now if the model is ready; None (and start loading) otherwise."""
-        if self.embeddings is None:
+        if self.embeddings is None or self.other_model() is not None:
             return None
         embedder = self.embeddings.embedder
         if not embedder.ready:
             embedder.start_loading()
             return None
         try:
-            return self.embeddings.embed([text])[0]
+            vector = self.embeddings.embed([text])[0]
+            self.model_lock.claim(self.embeddings.model_key)
+            return vector
         except EmbeddingUnavailable:
             return None
         except Exception:  # never lose the memory because of the model: store it, embed it later
@@ -304,7 +327,7 @@ class MemoryStore:
 
     def embed_pending(self, batch: int = PENDING_BATCH) -> int:
         """Embed up to `batch` memories lacking a vector of the current model; returns how many."""
-        if self.embeddings is None or not self.embeddings.embedder.ready:
+        if self.embeddings is None or not self.embeddings.embedder.ready or self.other_model() is not None:
             return 0
         with self._pending_lock:
             return self._embed_pending(batch)
@@ -321,6 +344,7 @@ class MemoryStore:
         if not rows:
             return 0
         vectors = self.embeddings.embed([row["content"] for row in rows])
+        self.model_lock.claim(model or "")
         with self.db.write() as connection:
             connection.executemany(
                 "UPDATE memories SET embedding = ?, embedding_model = ? WHERE pk = ? AND content_hash = ?",
@@ -487,6 +511,9 @@ class MemoryStore:
         so a question asked in other words never gets an empty answer while a relevant memory exists.
         """
         workflows = visible_workflows(workflow_id, scope)
+        stored = self.other_model()
+        if stored is not None:
+            raise mismatch_failure(stored, self.model_key or "", "memory store", "memory")
         notes: builtins.list[str] = []
         query_vector = None
         reason = None

@@ -38,6 +38,7 @@ class BrainSearch(EmbeddingJobs):
         """Vector hits, or ([], reason) when no model can answer."""
         if self.embeddings is None:
             return [], "embeddings are disabled"
+        self.refuse_other_model()
         if not self.wait_for_model():
             return [], self.embedding_status()
         vector = self.embeddings.embed_query(query)

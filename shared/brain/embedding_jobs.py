@@ -19,6 +19,8 @@ from mcp_sections.shared.errors import ErrorCode, ToolFailure
 logger = logging.getLogger("mcp_sections.brain")
 
 Progress = Callable[[int, int, str], None]
+#: For brains embedded before the model lock: the model most of their vectors come from.
+EXISTING_MODEL_SQL = "SELECT model FROM vectors GROUP BY model ORDER BY count(*) DESC LIMIT 1"
 EMBED_BATCH = 32
 
 
@@ -29,6 +31,10 @@ class EmbeddingJobs:
     embeddings: Any
 
     def start_embedding_jobs(self, *, background: bool, wait_seconds: float) -> None:
+        from mcp_sections.shared.embeddings.model_lock import ModelLock
+
+        cache = getattr(self.embeddings, "cache", None) if self.embeddings is not None else None
+        self.model_lock = ModelLock(cache.database, EXISTING_MODEL_SQL) if cache is not None else None
         self.embedding_wait_seconds = wait_seconds
         self.embedded_by_model = 0
         self._embed_lock = threading.Lock()
@@ -49,6 +55,30 @@ class EmbeddingJobs:
         """New pending nodes: the background worker embeds them soon."""
         self._wake.set()
 
+    def other_model(self) -> str | None:
+        """The model the brain's vectors belong to, when it is not the configured one (see `reembed`)."""
+        if self.model_lock is None or self.model_key is None:
+            return None
+        return self.model_lock.mismatch(self.model_key)
+
+    def refuse_other_model(self) -> None:
+        """Searches by meaning with another model than the vectors' are refused (they cannot be compared)."""
+        stored = self.other_model()
+        if stored is not None:
+            from mcp_sections.shared.embeddings.model_lock import mismatch_failure
+
+            raise mismatch_failure(stored, self.model_key or "", "brain", "rag_ops")
+
+    def reembed(self) -> str | None:
+        """Give the brain to the configured model: every node is embedded again in the background. Returns the
+        model the vectors belonged to before."""
+        if self.model_lock is None or self.model_key is None:
+            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "embeddings are disabled: there is no model to re-embed with")
+        previous = self.model_lock.stored()
+        self.model_lock.switch(self.model_key)
+        self.wake()
+        return previous
+
     @property
     def model_key(self) -> str | None:
         return self.embeddings.model_key if self.embeddings is not None else None
@@ -64,6 +94,8 @@ class EmbeddingJobs:
             self._wake.clear()
             if self._stop.is_set():
                 return
+            if self.other_model() is not None:
+                continue  # the vectors belong to another model until `reembed`
             embedder = self.embeddings.embedder
             if not embedder.ready:
                 if str(embedder.status) == "not_loaded" and self.store.count_pending(self.model_key) > 0:
@@ -84,6 +116,8 @@ class EmbeddingJobs:
         written = 0
         batches = 0
         model = self.model_key
+        if self.other_model() is not None:
+            return 0
         while max_batches is None or batches < max_batches:
             with self._embed_lock:
                 pending = self.store.pending_embeddings(model, batch, project_ids)
@@ -91,6 +125,8 @@ class EmbeddingJobs:
                     break
                 before = self.embeddings.model_calls
                 vectors = self.embeddings.embed([text for _, text, _ in pending])
+                if self.model_lock is not None and model is not None:
+                    self.model_lock.claim(model)
                 self.embedded_by_model += self.embeddings.model_calls - before
                 written += self.store.put_vectors(
                     model, [(nid, digest, vectors[i]) for i, (nid, _, digest) in enumerate(pending)]
@@ -113,6 +149,7 @@ class EmbeddingJobs:
     ) -> dict[str, Any]:
         if self.embeddings is None:
             raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "embeddings are disabled in this configuration.")
+        self.refuse_other_model()
         if not self.wait_for_model():
             raise ToolFailure(
                 ErrorCode.DEPENDENCY_ERROR,

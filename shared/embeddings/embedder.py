@@ -57,8 +57,19 @@ class Embedder:
         threads: int = 0,
         backend: str = DEFAULT_BACKEND,
         onnx_dir: str | Path | None = None,
+        *,
+        provider: str = "local",
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        dimensions: int | None = None,
     ) -> None:
         self.model_name = model.strip() or DEFAULT_MODEL
+        if provider not in ("local", "openai"):
+            raise ValueError(f"unknown embedding provider {provider!r}: use local or openai")
+        self.provider = provider
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.dimensions = dimensions
         if backend not in ("torch", "onnx", "onnx-int8"):
             raise ValueError(f"unknown embedding backend {backend!r}: use torch, onnx or onnx-int8")
         self.backend = backend
@@ -83,8 +94,11 @@ class Embedder:
     # ---- identity -------------------------------------------------------------------------
     @property
     def model_key(self) -> str:
-        """Cache key of the model: the canonical name, or the resolved path of a local model."""
+        """Cache key of the model: the canonical name, or the resolved path of a local model; `openai:<name>` for
+        an endpoint's model (with `@<n>d` when a vector size is asked for)."""
         name = self.model_name
+        if self.provider == "openai":
+            return f"openai:{name}" + (f"@{self.dimensions}d" if self.dimensions else "")
         if name.lower() in BUNDLED_NAMES:
             key = DEFAULT_MODEL
         elif _looks_like_path(name):
@@ -175,6 +189,12 @@ class Embedder:
                 logger.warning("embedder on_ready callback failed", exc_info=True)
 
     def _open_model(self) -> tuple[Any, str, int]:
+        if self.provider == "openai":
+            from mcp_sections.shared.embeddings.remote import RemoteEmbeddingModel
+
+            remote = RemoteEmbeddingModel(self.model_name, self.base_url, self.api_key_env, dimensions=self.dimensions)
+            self.active_backend = "http"
+            return remote, "remote", remote.probe_dimension()
         source = self._resolve_source()
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -289,18 +309,23 @@ class Embedder:
             raise EmbeddingUnavailable(self.describe(), loading=self._status is not EmbedderStatus.FAILED)
         if not texts:
             return np.zeros((0, self.dimension or 0), dtype=np.float32)
+        from mcp_sections.shared.embeddings.remote import RemoteEmbeddingError
+
         with self._encode_lock:  # one forward pass at a time: the CPU is shared anyway
-            vectors = self._model.encode(
-                list(texts),
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            try:
+                vectors = self._model.encode(
+                    list(texts),
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+            except RemoteEmbeddingError as exc:  # the endpoint is down or refuses: callers fall back to text
+                raise EmbeddingUnavailable(f"embedding endpoint failed: {exc}") from None
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
-_EMBEDDERS: dict[tuple[str, str, bool, str], Embedder] = {}
+_EMBEDDERS: dict[tuple[str, str, bool, str, str], Embedder] = {}
 _EMBEDDERS_LOCK = threading.Lock()
 
 
@@ -310,8 +335,20 @@ def get_embedder(settings: EmbeddingSettings, cache_dir: str | Path | None = Non
     `cache_dir` (the global settings' cache directory) places the ONNX exports in `<cache_dir>/models` when
     `embedding_onnx_dir` is not set; without it, `MCP_SECTIONS_CACHE_DIR` or the user cache directory is used.
     """
-    probe = Embedder(settings.embedding_model, settings.embedding_device, backend=settings.embedding_backend)
-    key = (probe.model_key, settings.embedding_device, settings.embedding_allow_download, settings.embedding_backend)
+    remote: dict[str, Any] = {
+        "provider": settings.embedding_provider,
+        "base_url": settings.embedding_base_url,
+        "api_key_env": settings.embedding_api_key_env,
+        "dimensions": settings.embedding_dimensions,
+    }
+    probe = Embedder(settings.embedding_model, settings.embedding_device, backend=settings.embedding_backend, **remote)
+    key = (
+        probe.model_key,
+        settings.embedding_device,
+        settings.embedding_allow_download,
+        settings.embedding_backend,
+        str(settings.embedding_base_url),
+    )
     with _EMBEDDERS_LOCK:
         embedder = _EMBEDDERS.get(key)
         if embedder is None:
@@ -323,6 +360,7 @@ def get_embedder(settings: EmbeddingSettings, cache_dir: str | Path | None = Non
                 settings.embedding_threads,
                 backend=settings.embedding_backend,
                 onnx_dir=settings.embedding_onnx_dir or (Path(cache_dir) / "models" if cache_dir else None),
+                **remote,
             )
             _EMBEDDERS[key] = embedder
         return embedder

