@@ -176,11 +176,17 @@ class PageFetcher:
                 f"{rendered.url} answered HTTP {rendered.status}; check the URL.",
                 status=rendered.status,
             )
-        extracted = extract(rendered.html, "text/html", rendered.url)
+        html = rendered.html
+        limit = self.http.max_bytes  # a script can grow the document past what any response carried
+        cut = len(html) > limit
+        extracted = extract(html[:limit], "text/html", rendered.url)
         if not extracted.title:
             extracted.title = rendered.title
         page = _page(url, rendered.url, rendered.status, extracted, "browser", rendered.content_type)
-        page.bytes_read = len(rendered.html.encode("utf-8", "replace"))
+        page.bytes_read = min(len(html), limit)
+        page.truncated_body = cut
+        if cut:
+            page.notes.append(f"the rendered document was cut at {limit} characters (max_page_bytes)")
         page.screenshot = rendered.screenshot
         page.blocked_requests = rendered.blocked
         return page

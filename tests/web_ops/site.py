@@ -129,6 +129,9 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
                 frame = f"<iframe src='{site.canary}/from-iframe'></iframe>"
                 body = f"<div id='root'></div>{frame}<script>{script}</script>"
                 self._send(200, _page("App", body))
+            elif path == "/grow.html":  # a small response whose script grows the document to ~2 MB
+                script = "document.body.append('x'.repeat(2000000));"
+                self._send(200, _page("Grow", f"<p>{ARTICLE}</p><script>{script}</script>"))
             elif path == "/redirect":
                 self._send(302, b"", Location="/static.html")
             elif path == "/redirect-to-canary":

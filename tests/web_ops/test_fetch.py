@@ -92,6 +92,11 @@ async def test_slow_and_huge_pages_stay_bounded(web: Client, site: Site) -> None
     assert page["text_truncated"] and len(page["text"]) == 1000
 
 
+async def test_a_document_grown_by_script_is_cut_at_the_page_cap(web: Client, site: Site) -> None:
+    page = await call(web, "fetch_web_page", url=site.url("/grow.html"), render="browser")
+    assert any("rendered document was cut at 1000000" in note for note in page["notes"])
+
+
 async def test_json_text_and_pdf_bodies_are_read(web: Client, site: Site) -> None:
     data = await call(web, "fetch_web_page", url=site.url("/data.json"))
     assert data["content_type"] == "application/json" and '"high": "06:12"' in data["text"]
