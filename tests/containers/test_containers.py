@@ -113,7 +113,7 @@ def test_every_service_runs_the_hardened_profile(compose: dict[str, Any], name: 
     assert "--auth-token-file" in command, "a section bound beyond loopback must require the bearer token"
 
 
-@pytest.mark.parametrize("name", [*BUILTIN_SECTIONS, "gateway", *THIRD_PARTY])
+@pytest.mark.parametrize("name", [*BUILTIN_SECTIONS, "gateway", *sorted(THIRD_PARTY)])
 def test_networks_and_mounts_are_least_privilege(compose: dict[str, Any], name: str) -> None:
     service = compose["services"][name]
     networks = set(service["networks"])
