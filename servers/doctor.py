@@ -119,6 +119,12 @@ REQUIREMENTS: dict[str, list[Requirement]] = {
     "todo": [],
     "file_ops": [
         Requirement("ripgrep (fast search_files engine)", program("rg"), "apt-get install ripgrep", optional=True),
+        Requirement(
+            "bubblewrap sandbox (install_package)",
+            bubblewrap_problem,
+            "apt-get install bubblewrap (or sandbox = 'off')",
+            optional=True,
+        ),
     ],
     "shell_ops": [
         Requirement("bubblewrap sandbox", bubblewrap_problem, "apt-get install bubblewrap (or sandbox = 'off')"),

@@ -50,13 +50,13 @@ ETC_ENTRIES = (
     "resolv.conf",
 )
 UNCONFINED_WARNING = (
-    "sandbox is off ([sections.shell_ops] sandbox = 'off'): this program ran with the server's own file-system "
+    "sandbox is off (sandbox = 'off' in this section's settings): this program ran with the server's own file-system "
     "and network access, confined only by argument rules"
 )
 INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`) and "
     "make sure unprivileged user namespaces are enabled; inside a container that is itself the sandbox, set "
-    "[sections.shell_ops] sandbox = 'off' explicitly"
+    "[sections.{section}] sandbox = 'off' explicitly"
 )
 
 
@@ -153,7 +153,7 @@ def bubblewrap_problem(executable: str | None = None) -> str | None:
     return "bubblewrap (bwrap) is not installed" if executable is None else _bubblewrap_problem(executable)
 
 
-def detect(mode: Mode) -> Sandbox:
+def detect(mode: Mode, section: str = "shell_ops") -> Sandbox:
     """The sandbox of `mode`: never silently unconfined (see the module docstring)."""
     if mode == "off":
         return Sandbox("off", reason="configured off")
@@ -161,12 +161,13 @@ def detect(mode: Mode) -> Sandbox:
         raise ToolFailure(
             ErrorCode.DEPENDENCY_ERROR,
             f"no sandbox is available on {sys.platform} yet (bubblewrap is Linux-only); set "
-            "[sections.shell_ops] sandbox = 'off' to run commands unconfined, at your own risk.",
+            f"[sections.{section}] sandbox = 'off' to run programs unconfined, at your own risk.",
         )
     executable = shutil.which("bwrap", path=DEFAULT_SEARCH_PATH)
     problem = bubblewrap_problem(executable)
     if problem is not None:
         raise ToolFailure(
-            ErrorCode.DEPENDENCY_ERROR, f"commands run only inside a sandbox, but {problem}; {INSTALL_HINT}."
+            ErrorCode.DEPENDENCY_ERROR,
+            f"programs run only inside a sandbox, but {problem}; {INSTALL_HINT.format(section=section)}.",
         )
     return Sandbox("bubblewrap", executable, reason="bubblewrap with user namespaces")

@@ -2,7 +2,11 @@
 
 Package specs follow a strict grammar (names, optional version or range; pip extras): no options
 (`-x`), no URLs, no paths, no VCS references, no environment markers. The command is an argv list,
-its working directory is the project directory (inside the roots), and it has a time limit.
+its working directory is the project directory (inside the roots), and it has a time limit. It runs inside the
+OS sandbox (shared/sandbox.py): the system directories read-only, the project directory writable (the server's
+own environment too when `pip_allow_server_environment` sends the install there), the network, a private
+`/tmp` as its home; nothing else of the machine — so an sdist's `setup.py` or an npm install script cannot read
+the user's files or the server's data.
 
 Where pip installs: the project's virtual environment (`.venv`, `venv` or `env` in the project
 directory, containing `pyvenv.cfg`) with its own interpreter (`<venv>/bin/python -m pip`). If the
@@ -24,6 +28,7 @@ from pathlib import Path
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
 from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.sandbox import Confinement, Sandbox
 
 NPM_NAME = r"(?:@[a-z0-9][a-z0-9._~-]{0,100}/)?[a-z0-9][a-z0-9._~-]{0,213}"
 NPM_VERSION = r"[0-9A-Za-z^~<>=*.+-]{1,64}"
@@ -116,6 +121,8 @@ class InstallOutcome:
     environment: str
     exit_code: int
     output: str
+    sandbox: str
+    warning: str | None
 
 
 def install_package(
@@ -128,6 +135,7 @@ def install_package(
     timeout_seconds: float,
     npm_ignore_scripts: bool,
     pip_allow_server_environment: bool,
+    sandbox: Sandbox,
 ) -> InstallOutcome:
     specs = validate_specs(manager, packages)
     project = guard.resolve(path, purpose="execute")
@@ -171,9 +179,15 @@ def install_package(
             *specs,
         ]
     env = install_environment(os.environ)
+    writable = [project]
+    if environment.startswith("the server's environment"):
+        writable.append(Path(sys.prefix))
+    if sandbox.kind != "off":
+        env.update({"HOME": "/tmp", "npm_config_cache": "/tmp/.npm", "PIP_CACHE_DIR": "/tmp/.pip-cache"})
+    argv = sandbox.wrap(command, project, Confinement(writable=tuple(writable), network=True))
     try:
         completed = subprocess.run(
-            command,
+            argv,
             cwd=project,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -205,4 +219,6 @@ def install_package(
         environment=environment,
         exit_code=completed.returncode,
         output=tail,
+        sandbox=sandbox.kind,
+        warning=sandbox.warning,
     )

@@ -24,6 +24,7 @@ from pydantic_settings import NoDecode, SettingsConfigDict
 
 from mcp_sections.shared.config import SectionSettings, split_commas
 from mcp_sections.shared.guards.paths import DEFAULT_DENY_GLOBS, PathGuard, intersect_roots, roots_from_uris
+from mcp_sections.shared.sandbox import Sandbox, detect
 
 
 class FileOpsSettings(SectionSettings):
@@ -64,6 +65,12 @@ class FileOpsSettings(SectionSettings):
     npm_ignore_scripts: bool = Field(
         default=True, description="Pass --ignore-scripts to npm (no install scripts run on the machine)."
     )
+    sandbox: Literal["auto", "bubblewrap", "off"] = Field(
+        default="auto",
+        description="Confinement of install_package by the OS (shared/sandbox.py): the installer sees the system "
+        "directories read-only, the project (writable) and the network, nothing else; auto/bubblewrap refuse to "
+        "install without a working bubblewrap; off installs unconfined and says so in the result.",
+    )
     pip_allow_server_environment: bool = Field(
         default=False,
         description="When the project has no virtual environment, install into the server's own environment "
@@ -86,6 +93,13 @@ class FileOpsState:
         )
         self._lock = threading.Lock()
         self._by_client: dict[tuple[str, ...], tuple[PathGuard, str]] = {}
+        self._sandbox: Sandbox | None = None
+
+    def sandbox(self) -> Sandbox:
+        """The sandbox installers run in (detected on first use; DEPENDENCY_ERROR when none can run)."""
+        if self._sandbox is None:
+            self._sandbox = detect(self.settings.sandbox, "file_ops")
+        return self._sandbox
 
     def guard_for(self, client_uris: list[str] | None) -> tuple[PathGuard, str]:
         """The guard in force and where its roots come from: configured, client or intersection."""

@@ -12,6 +12,7 @@ from mcp_sections.servers.file_ops import listing, packages, reading, searching,
 from mcp_sections.servers.file_ops.state import FileOpsSettings, FileOpsState
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.sandbox import bubblewrap_problem, detect
 
 
 @pytest.mark.parametrize(
@@ -303,5 +304,6 @@ def test_npm_install_ignores_a_project_npmrc_that_names_its_own_git(tmp_path: Pa
             timeout_seconds=120,
             npm_ignore_scripts=True,
             pip_allow_server_environment=False,
+            sandbox=detect("auto", "file_ops") if bubblewrap_problem() is None else detect("off"),
         )
     assert not marker.exists(), "npm ran the git program named by the project's .npmrc"

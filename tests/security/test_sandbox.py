@@ -110,3 +110,29 @@ def test_programs_outside_the_system_directories_see_their_install_prefix(tmp_pa
     shutil.copy("/bin/true", tool)
     assert sandbox_module.install_prefixes(str(tool)) == [str(tmp_path / "opt" / "tool")]
     assert sandbox_module.install_prefixes("/usr/bin/git") == []
+
+
+@pytest.mark.anyio
+async def test_an_installer_sees_the_project_and_nothing_else_of_the_machine(tmp_path: Path) -> None:
+    """install_package runs registry code (an sdist's setup.py, npm scripts): inside the sandbox it can write the
+    project, but neither read nor write the rest of the machine — through the real file_ops server."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    project = root / "proj"
+    (project / ".venv" / "bin").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET)
+    (project / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    installer = project / ".venv" / "bin" / "python"  # the project's "interpreter": what pip would run
+    installer.write_text(
+        f"#!/bin/sh\ncat {outside}/secret.txt 2>&1 || echo 'secret: absent'\n"
+        f"touch {outside}/planted 2>&1 || echo 'outside: read-only'\n"
+        "touch installed.txt && echo 'project: writable'\necho \"home=$HOME\"\n"
+    )
+    installer.chmod(0o755)
+    async with section_client("file_ops", "--root", str(root), "--data-dir", str(tmp_path / "data")) as files:
+        data = await call(files, "install_package", manager="pip", packages=["requests"], path=str(project))
+    assert data["sandbox"] == "bubblewrap" and data["warning"] is None
+    assert SECRET not in data["output"] and "secret: absent" in data["output"]
+    assert not (outside / "planted").exists()
+    assert "project: writable" in data["output"] and (project / "installed.txt").exists()
+    assert "home=/tmp" in data["output"]
