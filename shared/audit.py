@@ -1,7 +1,8 @@
 """The audit log: one JSON line per tool call, under `<data dir>/audit/<server>.jsonl`, rotated by size.
 
 A line says who called what and how it ended, never what was said: section, tool, caller depth and agent id
-(0 and none for now: the gateway does not yet pass its sub-agents' scope to sections), a SHA-256 digest of the
+(a gateway calling a section for one of its sub-agents says so in the request's `_meta`, `caller_meta`; a
+section records what its caller claims, 0 and none for a client calling it directly), a SHA-256 digest of the
 canonical arguments (no argument value is stored), the outcome code (`OK` or an error code), the duration and,
 when a call fails, the first 500 characters of its error message.
 Each server process writes its own file (one writer per file: rotation needs no cross-process lock);
@@ -27,6 +28,25 @@ MAX_BYTES = 10 * 1024 * 1024
 BACKUPS = 5
 META_DEPTH = "mcp-sections/depth"
 META_AGENT = "mcp-sections/agent-id"
+
+
+def caller_meta(depth: int, agent_id: str | None) -> dict[str, Any]:
+    """The `_meta` of a call a host makes for one of its agents (depth 0, no id: the client itself)."""
+    meta: dict[str, Any] = {META_DEPTH: depth}
+    if agent_id is not None:
+        meta[META_AGENT] = agent_id
+    return meta
+
+
+def caller_of(meta: Mapping[str, Any] | None) -> tuple[int, str | None]:
+    """(depth, agent id) a request's `_meta` claims; anything malformed counts as the client (0, None)."""
+    if not meta:
+        return 0, None
+    depth = meta.get(META_DEPTH)
+    agent = meta.get(META_AGENT)
+    valid_depth = depth if isinstance(depth, int) and not isinstance(depth, bool) and 0 <= depth <= 100 else 0
+    valid_agent = agent[:64] if isinstance(agent, str) and agent else None
+    return valid_depth, valid_agent
 
 
 def argument_digest(arguments: Mapping[str, Any] | None) -> str:
@@ -92,7 +112,14 @@ class AuditLog:
                 self._broken = True
                 logger.warning("audit log %s is not writable (%s); calls are no longer audited", self.path, exc)
 
-    def record(self, tool: str, arguments: Mapping[str, Any] | None, result: Any, duration_ms: float) -> None:
+    def record(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None,
+        result: Any,
+        duration_ms: float,
+        caller: tuple[int, str | None] = (0, None),
+    ) -> None:
         """One call's record from its MCP result (`isError` and the `error_code` of its structured content)."""
         structured = getattr(result, "structured_content", None) or {}
         failed = bool(getattr(result, "is_error", False))
@@ -105,6 +132,8 @@ class AuditLog:
                 outcome=outcome,
                 duration_ms=duration_ms,
                 arguments_digest=argument_digest(arguments),
+                depth=caller[0],
+                agent_id=caller[1],
                 message=message,
             )
         )

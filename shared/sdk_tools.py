@@ -72,6 +72,13 @@ class SdkToolContext:
     def __init__(self, context: Context) -> None:
         self._context = context
 
+    def caller(self) -> tuple[int, str | None]:
+        """(depth, agent id) the request's `_meta` claims (a gateway calling for one of its sub-agents)."""
+        from mcp_sections.shared.audit import caller_of
+
+        meta = getattr(self._context.request_context, "meta", None)
+        return caller_of(meta if isinstance(meta, dict) else None)
+
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         try:
             await self._context.report_progress(progress, total, message)

@@ -117,7 +117,8 @@ def sdk_tool(spec: ToolSpec, state: SectionState, extra: str | None = None, audi
         else:
             result = await run_tool(spec, arguments, value, ctx, extra, answer)
         if audit is not None:
-            audit.record(spec.name, arguments, result, (time.perf_counter() - started) * 1000)
+            caller = ctx.caller() if hasattr(ctx, "caller") else (0, None)
+            audit.record(spec.name, arguments, result, (time.perf_counter() - started) * 1000, caller)
         return result
 
     if spec.asks_user is not None:

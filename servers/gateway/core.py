@@ -169,26 +169,34 @@ class Gateway:
         spec = GATEWAY_SPECS.get(name)
         if spec is not None:
             if name == FORWARD_TOOL:
-                return await self._forward_call(arguments, ctx)
+                return await self._forward_call(arguments, ctx, scope)
             return await run_tool(spec, arguments, ScopedState(self, scope), ctx)
         route = self.exposed.get(name)
         if route is not None:
-            return await self.forward(route.section, route.tool, arguments, ctx)
+            return await self.forward(route.section, route.tool, arguments, ctx, scope)
         return failure_result(not_found(f"unknown tool {name[:80]!r}"))
 
-    async def _forward_call(self, arguments: dict[str, Any], ctx: ToolContext | None) -> CallToolResult:
+    async def _forward_call(
+        self, arguments: dict[str, Any], ctx: ToolContext | None, scope: AgentScope
+    ) -> CallToolResult:
         from mcp_sections.shared.calls import parse_arguments
 
         try:
             params = parse_arguments(GATEWAY_SPECS[FORWARD_TOOL].input_model, arguments)
         except ToolFailure as failure:
             return failure_result(failure)
-        return await self.forward(params.section, params.tool, params.arguments, ctx)  # type: ignore[attr-defined]
+        return await self.forward(params.section, params.tool, params.arguments, ctx, scope)  # type: ignore[attr-defined]
 
     async def forward(
-        self, section_id: str, tool: str, arguments: dict[str, Any], ctx: ToolContext | None
+        self,
+        section_id: str,
+        tool: str,
+        arguments: dict[str, Any],
+        ctx: ToolContext | None,
+        caller: AgentScope = CLIENT_SCOPE,
     ) -> CallToolResult:
-        """Validate against the section tool's inputSchema, then call it; its result comes back unchanged."""
+        """Validate against the section tool's inputSchema, then call it for `caller` (whose depth and agent id
+        the section's audit log records); its result comes back unchanged."""
         try:
             tools = await self.section_tools(self.entry(section_id))
             section_tool = tools.get(tool)
@@ -197,7 +205,7 @@ class Gateway:
             checked = section_tool.checker().check(arguments)
             progress = ctx.report_progress if ctx is not None else None
             read_only = bool((section_tool.definition.get("annotations") or {}).get("readOnlyHint"))
-            return await self.launchers[section_id].call_tool(tool, checked, progress, read_only)
+            return await self.launchers[section_id].call_tool(tool, checked, progress, read_only, caller)
         except ToolFailure as failure:
             return failure_result(failure)
 

@@ -59,7 +59,7 @@ class HostedOrchestration(InProcessLauncher):
         return _CallerState(Orchestrator(self._settings, config, host_gateway=self._host).client)
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], progress: Any = None, read_only: bool = False
+        self, name: str, arguments: dict[str, Any], progress: Any = None, read_only: bool = False, caller: Any = None
     ) -> Any:
         _, specs = self._open()
         spec = specs.get(name)
@@ -71,4 +71,4 @@ class HostedOrchestration(InProcessLauncher):
                     "the user yourself, or connect the orchestration section directly to a client with elicitation.",
                 )
             )
-        return await super().call_tool(name, arguments, progress)
+        return await super().call_tool(name, arguments, progress, read_only, caller)

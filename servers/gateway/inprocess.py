@@ -9,12 +9,14 @@ and argument validation are the ones the subprocess would give. What is lost is 
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 from mcp_types import CallToolResult
 
+from mcp_sections.shared.audit import AuditLog
 from mcp_sections.shared.calls import failure_result, run_tool
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, not_found
@@ -89,6 +91,7 @@ class InProcessLauncher:
     def __init__(self, entry: SectionEntry, settings: Settings, gateway: GatewaySettings) -> None:
         self.entry = entry
         self._settings = settings
+        self._audit = AuditLog(settings.data_dir / "audit", entry.id)
         self._gateway = gateway
         self._state: SectionState | None = None
         self._specs: dict[str, ToolSpec] | None = None
@@ -138,9 +141,21 @@ class InProcessLauncher:
         return await self.list_tools()
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], progress: ProgressCallback | None = None, read_only: bool = False
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressCallback | None = None,
+        read_only: bool = False,
+        caller: Any = None,
     ) -> CallToolResult:
-        """What `sdk_tool` does in the section's server: open the state, then `run_tool`."""
+        """What `sdk_tool` does in the section's server: open the state, run the tool, audit the call."""
+        started = time.perf_counter()
+        result = await self._call(name, arguments, progress)
+        who = (caller.depth, caller.agent_id) if caller is not None else (0, None)
+        self._audit.record(name, arguments, result, (time.perf_counter() - started) * 1000, who)
+        return result
+
+    async def _call(self, name: str, arguments: dict[str, Any], progress: ProgressCallback | None) -> CallToolResult:
         state, specs = self._open()
         spec = specs.get(name)
         if spec is None:

@@ -300,9 +300,15 @@ class SectionLauncher:
         return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listing.tools]
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any], progress: ProgressCallback | None = None, read_only: bool = False
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressCallback | None = None,
+        read_only: bool = False,
+        caller: Any = None,
     ) -> CallToolResult:
         """Forward one call; the section's result comes back unchanged, transport failures as ToolFailure.
+        `caller` (an AgentScope) goes along in `_meta` for the section's audit log.
 
         A call never reaches a section that died while idle: after `IDLE_CHECK_SECONDS` without calls the
         connection is pinged first, and a new process is started if it is gone. A read-only call whose section
@@ -329,6 +335,7 @@ class SectionLauncher:
                     arguments,
                     read_timeout_seconds=self._gateway.call_timeout_seconds,
                     progress_callback=on_progress,
+                    meta=_caller_meta(caller),  # type: ignore[arg-type]
                 )
             except MCPError as exc:
                 failure = self._call_failure(exc, name, client)
@@ -397,3 +404,11 @@ def _describe(exc: BaseException) -> str:
         return "; ".join(_describe(inner) for inner in exc.exceptions[:3])
     text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _caller_meta(caller: Any) -> dict[str, Any] | None:
+    if caller is None:
+        return None
+    from mcp_sections.shared.audit import caller_meta
+
+    return caller_meta(caller.depth, caller.agent_id)

@@ -96,9 +96,9 @@ class Orchestrator:
         return await self.sections.agent_routes(section_ids)
 
     async def forward(
-        self, section_id: str, tool: str, arguments: dict[str, Any], ctx: ToolContext | None
+        self, section_id: str, tool: str, arguments: dict[str, Any], ctx: ToolContext | None, caller: Any
     ) -> CallToolResult:
-        return await self.sections.forward(section_id, tool, arguments, ctx)
+        return await self.sections.forward(section_id, tool, arguments, ctx, caller)
 
     def gateway_tool_definition(self, name: str) -> dict[str, Any]:
         spec = _specs()[name]

@@ -85,7 +85,7 @@ class ToolHost(Protocol):
         ...
 
     async def forward(
-        self, section_id: str, tool: str, arguments: dict[str, Any], ctx: ToolContext | None
+        self, section_id: str, tool: str, arguments: dict[str, Any], ctx: ToolContext | None, caller: Any
     ) -> CallToolResult: ...
 
     async def call(
@@ -568,7 +568,7 @@ class AgentRuntime:
             return message, True, "NOT_FOUND"
         route = routes.get(call.name)
         if route is not None:
-            result = await self.host.forward(route.section, route.tool, call.arguments, ctx)
+            result = await self.host.forward(route.section, route.tool, call.arguments, ctx, scope)
         else:
             result = await self.host.call(call.name, call.arguments, ctx, scope)
         return _result_text(result), bool(result.is_error), _error_code(result)

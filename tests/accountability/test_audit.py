@@ -41,3 +41,13 @@ def test_the_log_rotates_and_an_unwritable_directory_never_fails_a_call(tmp_path
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("", encoding="utf-8")
     AuditLog(blocked / "audit", "todo").write(record)  # logged once, never raised
+
+
+def test_the_caller_claimed_in_meta_is_read_defensively() -> None:
+    from mcp_sections.shared.audit import caller_meta, caller_of
+
+    assert caller_of(caller_meta(2, "agent-7")) == (2, "agent-7")
+    assert caller_of(None) == (0, None) and caller_of({}) == (0, None)
+    for forged in ({"mcp-sections/depth": True}, {"mcp-sections/depth": -1}, {"mcp-sections/depth": "3"}):
+        assert caller_of(forged) == (0, None)
+    assert caller_of({"mcp-sections/depth": 1, "mcp-sections/agent-id": "x" * 500}) == (1, "x" * 64)

@@ -58,6 +58,12 @@ def inject(request: Request) -> Reply:
     return Reply(text="alpha is 1 [demo_lookup].")
 
 
+def audited(request: Request) -> Reply:
+    if request.turn == 0:
+        return Reply(tool_calls=[("todo_list", {})])
+    return Reply(text="Listed the board [todo_list].")
+
+
 def widen(request: Request) -> Reply:
     """A sub-agent given only `demo` asks for a child with `todo`, then reports what it was told."""
     if request.turn == 0:
@@ -72,14 +78,26 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 def model() -> Iterator[ScriptedModel]:
-    scripts = {"dive": dive, "slow": slow, "loop": loop, "inject": inject, "count": count, "widen": widen}
+    scripts = {
+        "dive": dive,
+        "slow": slow,
+        "loop": loop,
+        "inject": inject,
+        "count": count,
+        "widen": widen,
+        "audited": audited,
+    }
     with ScriptedModel(scripts) as server:
         yield server
 
 
 @pytest.fixture(scope="module")
-async def client(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel) -> AsyncIterator[Client]:
-    workdir = tmp_path_factory.mktemp("gateway-agents")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("gateway-agents")
+
+
+@pytest.fixture(scope="module")
+async def client(workdir: Path, model: ScriptedModel) -> AsyncIterator[Client]:
     limits = "[gateway]\nagent_max_turns = 4\n"
     config = write_config(workdir / "config.toml", limits, demo_section_table(), model_table(model.base_url))
     args = ["--config", str(config), "--data-dir", str(workdir / "data")]
@@ -210,3 +228,14 @@ async def test_a_sub_agent_cannot_give_its_children_sections_it_lacks(client: Cl
     result = data_of(await plan(client, goal="[script:widen] try", sections=["demo"]))
     assert "PERMISSION_DENIED" in result["report"] and "todo" in result["report"]
     assert [request.script for request in model.requests].count("count") == 0  # no child ever started
+
+
+@pytest.mark.anyio
+async def test_a_sub_agents_calls_are_audited_with_its_depth_and_id(client: Client, workdir: Path) -> None:
+    from mcp_sections.shared.audit import read_records
+
+    result = await plan(client, goal="[script:audited] list the board", sections=["todo"])
+    assert not result.is_error
+    records = [r for r in read_records(workdir / "data" / "audit", "todo") if r["tool"] == "todo_list"]
+    assert records, "the todo section audited nothing"
+    assert records[-1]["depth"] == 1 and str(records[-1]["agent_id"]).startswith("agent-")
