@@ -141,7 +141,10 @@ def asking_tool(
     spec: ToolSpec,
     state: Any,
     call: Callable[[dict[str, Any], ToolContext, UserAnswer | None], Awaitable[CallToolResult]],
+    cannot_ask: str | None = None,
 ) -> Tool:
+    """The SDK tool of a tool that asks the user first. `spec.asks_user` may return None: no question for this
+    call, which then runs with `answer=None`. `cannot_ask` words the refusal on a client without elicitation."""
     asked = _AskedQuestions()
     assert spec.asks_user is not None
     ask = spec.asks_user
@@ -161,11 +164,14 @@ def asking_tool(
             return _NotAsked(
                 ToolFailure(ErrorCode.EXECUTION_FAILED, f"{spec.name} failed with an internal error (see the log).")
             )
+        if user_question is None:
+            return _NotAsked()
         if not _can_elicit(context):
             return _NotAsked(
                 ToolFailure(
                     ErrorCode.DEPENDENCY_ERROR,
-                    f"{spec.name} must ask the user, but this MCP client does not support elicitation (form mode). "
+                    cannot_ask
+                    or f"{spec.name} must ask the user, but this MCP client does not support elicitation (form mode). "
                     "Use a client that declares the elicitation capability, or continue without asking the user.",
                 )
             )

@@ -114,6 +114,11 @@ class Settings(LayeredSettings):
     warm_up: bool = Field(
         default=True, description="Load heavy models/workers in the background once tools/list is answered."
     )
+    approval: Literal["off", "destructive"] = Field(
+        default="off",
+        description="destructive: ask the user (MCP elicitation) before a destructive tool runs or a sub-agent "
+        "starts; refused on clients without elicitation. off: never ask.",
+    )
     allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Extra Host header values accepted by the HTTP transport."
     )

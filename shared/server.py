@@ -6,8 +6,9 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -20,6 +21,7 @@ from mcp_types import (
 )
 
 from mcp_sections.shared.about import package_version
+from mcp_sections.shared.approval import CANNOT_ASK, Approval, needs_approval, question_for, refusal
 from mcp_sections.shared.asking import asking_tool
 from mcp_sections.shared.audit import AuditLog
 from mcp_sections.shared.calls import failure_result, missing_dependency, run_tool
@@ -102,10 +104,17 @@ class SectionState:
             self._value = None
 
 
-def sdk_tool(spec: ToolSpec, state: SectionState, extra: str | None = None, audit: AuditLog | None = None) -> Tool:
+def sdk_tool(
+    spec: ToolSpec,
+    state: SectionState,
+    extra: str | None = None,
+    audit: AuditLog | None = None,
+    approval: Approval = "off",
+) -> Tool:
     """The SDK tool of one declared tool; `state` is anything with `async aget()` (the section's state).
 
-    `extra` is the pip extra named when a library is missing; `audit` records every call (`shared.audit`).
+    `extra` is the pip extra named when a library is missing; `audit` records every call (`shared.audit`);
+    `approval = "destructive"` asks the user before a destructive tool runs (`shared.approval`).
     """
 
     async def call(arguments: dict[str, Any], ctx: ToolContext, answer: UserAnswer | None = None) -> CallToolResult:
@@ -123,7 +132,25 @@ def sdk_tool(spec: ToolSpec, state: SectionState, extra: str | None = None, audi
 
     if spec.asks_user is not None:
         return asking_tool(spec, state, call)
+    if needs_approval(spec, approval):
+        return approval_tool(spec, state, call)
     return spec_tool(spec, call)
+
+
+def approval_tool(
+    spec: ToolSpec,
+    state: Any,
+    call: Callable[[dict[str, Any], ToolContext, UserAnswer | None], Awaitable[CallToolResult]],
+    describe: Callable[[Any, Any], str | None] | None = None,
+) -> Tool:
+    """A destructive tool that runs only once the user approved it (see `shared.approval`)."""
+
+    async def approved(arguments: dict[str, Any], ctx: ToolContext, answer: UserAnswer | None) -> CallToolResult:
+        refused = refusal(spec.name, answer)
+        return failure_result(refused) if refused is not None else await call(arguments, ctx, None)
+
+    asking = replace(spec, asks_user=question_for(spec, describe))
+    return asking_tool(asking, state, approved, cannot_ask=CANNOT_ASK.format(tool=spec.name))
 
 
 def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, SectionState]:
@@ -147,7 +174,7 @@ def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, 
         description=section.description,
         instructions=section.instructions,
         version=package_version(),
-        tools=[sdk_tool(spec, state, section.extra, audit) for spec in section.specs],
+        tools=[sdk_tool(spec, state, section.extra, audit, runtime.settings.approval) for spec in section.specs],
         lifespan=lifespan,
         log_level=runtime.settings.log_level,
     )

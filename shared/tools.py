@@ -119,8 +119,9 @@ class UserAnswer:
     waited_seconds: float = 0.0
 
 
-AskUser = Callable[[Any, Any], UserQuestion]
-"""`asks_user(params, state) -> UserQuestion`; raising `ToolFailure` fails the call without asking."""
+AskUser = Callable[[Any, Any], UserQuestion | None]
+"""`asks_user(params, state) -> UserQuestion`; raising `ToolFailure` fails the call without asking; None: this
+call needs no question (it runs with `answer=None`)."""
 
 
 @dataclass(frozen=True)

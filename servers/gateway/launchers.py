@@ -74,6 +74,7 @@ def builtin_parameters(
         if (key.startswith("MCP_SECTIONS_") and not key.startswith("MCP_SECTIONS_GATEWAY_"))
         or key in PASSED_ENVIRONMENT
     }
+    env["MCP_SECTIONS_APPROVAL"] = "off"  # the gateway asks its client before destructive calls (shared.approval)
     if section_id in MODEL_SECTIONS:
         env.update({key: value for key, value in os.environ.items() if key.startswith("MCP_SECTIONS_GATEWAY_MODEL_")})
         key_env = gateway.model.api_key_env if gateway is not None else None

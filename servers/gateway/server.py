@@ -14,9 +14,10 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 
 from mcp_sections.shared.about import package_version
+from mcp_sections.shared.approval import needs_approval
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, raw_tool, spec_tool
-from mcp_sections.shared.server import UnknownToolAsNotFound
+from mcp_sections.shared.server import UnknownToolAsNotFound, approval_tool
 from mcp_sections.shared.tools import ToolContext
 
 from .core import FORWARD_TOOL, GATEWAY_SPECS, Gateway, Route
@@ -42,6 +43,9 @@ def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[M
     tools = []
     for name in gateway.own_tool_names():
         spec = GATEWAY_SPECS[name]
+        if needs_approval(spec, settings.approval):
+            tools.append(_approval_tool(gateway, spec))
+            continue
         tools.append(
             spec_tool(spec, _dispatch(gateway, spec.name), lean=True, publish_output=spec.name != FORWARD_TOOL)
         )
@@ -60,6 +64,47 @@ def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[M
     server.middleware.append(UnknownToolAsNotFound({*gateway.own_tool_names(), *gateway.exposed}))
     server.middleware.append(ForgetRootsOnChange())
     return server, gateway
+
+
+class _GatewayValue:
+    """The `state` an asking tool reads: the gateway itself."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    async def aget(self) -> Gateway:
+        return self.gateway
+
+
+def _approval_tool(gateway: Gateway, spec: Any) -> Any:
+    """A destructive gateway tool behind the user's approval: starting a sub-agent, or forwarding a call to a
+    section tool that is not known to be harmless (see `shared.approval`)."""
+    dispatch = _dispatch(gateway, spec.name)
+
+    async def call(arguments: dict[str, Any], ctx: ToolContext, answer: Any) -> CallToolResult:
+        return await dispatch(arguments, ctx)
+
+    return approval_tool(spec, _GatewayValue(gateway), call, DESCRIBE.get(spec.name))
+
+
+def _describe_forward(params: Any, gateway: Gateway) -> str | None:
+    """call_section_tool asks only when the target tool is not known to be harmless."""
+    entry = gateway.catalog.get(params.section)
+    known = None
+    if entry is not None:  # a built-in section's annotations come from its declaration; others' once listed
+        known = entry.cached_tools or (entry.tools(gateway.settings) if entry.builtin else None)
+    target = known.get(params.tool) if known else None
+    hints = (target.definition.get("annotations") or {}) if target is not None else {}
+    if hints.get("readOnlyHint") or hints.get("destructiveHint") is False:
+        return None
+    return f"Section {params.section}, tool {params.tool}, arguments {str(params.arguments)[:300]}"
+
+
+def _describe_plan(params: Any, gateway: Gateway) -> str:
+    return f"A sub-agent with sections {', '.join(params.sections)} would start on: {params.goal[:300]}"
+
+
+DESCRIBE = {FORWARD_TOOL: _describe_forward, "plan_actions": _describe_plan}
 
 
 def _dispatch(gateway: Gateway, name: str) -> Any:
