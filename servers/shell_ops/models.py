@@ -41,6 +41,11 @@ class CommandResult(ToolResult):
     stderr_truncated: bool
     stdout_dropped_bytes: int = Field(description="Bytes cut from the middle of stdout (head and tail are kept).")
     stderr_dropped_bytes: int
+    stopped_for_output: bool = Field(
+        default=False,
+        description="The program wrote more than the server's total output limit and was stopped there (exit code "
+        "-9); narrow the command (head, a pattern, a path).",
+    )
     executable: str = Field(description="The absolute program that ran (resolved on the server's fixed PATH).")
     args: list[str] = Field(description="Its arguments as run (hardening options git/npm receive are not shown).")
     cwd: str

@@ -117,6 +117,7 @@ class ProcessResult:
     stderr: CappedBuffer
     duration_ms: int
     timed_out: bool
+    flooded: bool = False  # stopped for writing more than `max_total_bytes`
 
 
 async def run_process(
@@ -128,8 +129,11 @@ async def run_process(
     max_output_bytes: int,
     progress: ProgressCallback | None = None,
     progress_interval: float = 1.0,
+    max_total_bytes: int | None = None,
 ) -> ProcessResult:
-    """Run `argv` (argv[0] absolute) without a shell; kill its process group at the deadline."""
+    """Run `argv` (argv[0] absolute) without a shell; kill its process group at the deadline, or as soon as it
+    has written more than `max_total_bytes` in all (`cat` of a 4 GiB sparse file stops in milliseconds instead of
+    streaming gigabytes through the capped buffers)."""
     stdout, stderr = CappedBuffer(max_output_bytes), CappedBuffer(max_output_bytes)
     started = time.monotonic()
     if "TMPDIR" in env:
@@ -148,11 +152,17 @@ async def run_process(
     except OSError as exc:
         raise SpawnError(f"{os.path.basename(argv[0])} could not be started: {exc.strerror or exc}") from None
 
+    flooded = False
+
     async def pump(stream: asyncio.StreamReader | None, buffer: CappedBuffer) -> None:
+        nonlocal flooded
         if stream is None:
             return
         while chunk := await stream.read(READ_CHUNK):
             buffer.feed(chunk)
+            if max_total_bytes is not None and not flooded and stdout.total + stderr.total > max_total_bytes:
+                flooded = True
+                kill_group(process.pid)
 
     readers = [asyncio.ensure_future(pump(process.stdout, stdout)), asyncio.ensure_future(pump(process.stderr, stderr))]
     waiter = asyncio.ensure_future(process.wait())
@@ -188,6 +198,7 @@ async def run_process(
         stderr=stderr,
         duration_ms=int((time.monotonic() - started) * 1000),
         timed_out=timed_out,
+        flooded=flooded,
     )
 
 

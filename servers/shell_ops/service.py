@@ -116,7 +116,13 @@ class ShellOps:
         confined = self.sandbox().wrap(argv, cwd, self.confinement()) if confine else argv
         try:
             return await run_process(
-                confined, cwd=cwd, env=env or self.env, timeout=timeout, max_output_bytes=max_output, progress=progress
+                confined,
+                cwd=cwd,
+                env=env or self.env,
+                timeout=timeout,
+                max_output_bytes=max_output,
+                progress=progress,
+                max_total_bytes=max(self.settings.max_total_output_bytes, max_output * 2),
             )
         except SpawnError as exc:
             raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{exc}; check that the program is installed.") from None
@@ -152,6 +158,7 @@ class ShellOps:
             "stderr_truncated": result.stderr.dropped > 0,
             "stdout_dropped_bytes": result.stdout.dropped,
             "stderr_dropped_bytes": result.stderr.dropped,
+            "stopped_for_output": result.flooded,
             "executable": executable,
             "args": list(args),
             "cwd": self.paths.relative(cwd),

@@ -32,6 +32,13 @@ class ShellOpsSettings(SectionSettings):
     max_output_bytes: int = Field(
         default=64 * 1024, ge=1024, le=64 * 1024 * 1024, description="Per stream; head and tail are kept."
     )
+    max_total_output_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        ge=1024 * 1024,
+        le=16 * 1024 * 1024 * 1024,
+        description="A program that writes more than this in all is stopped (an output flood, e.g. `cat` of a huge "
+        "sparse file); the head and tail it wrote are kept as usual.",
+    )
     git_author_name: str | None = Field(default=None, description="GIT_AUTHOR_NAME/GIT_COMMITTER_NAME for children.")
     git_author_email: str | None = Field(default=None, description="GIT_AUTHOR_EMAIL/GIT_COMMITTER_EMAIL.")
     sandbox: Literal["auto", "bubblewrap", "off"] = Field(

@@ -403,7 +403,8 @@ async def test_held_command_attempts(shell: Client, arguments: dict[str, Any], c
 @pytest.mark.anyio
 @pytest.mark.usefixtures("unchanged_outside")
 async def test_output_flood_and_fork_within_timeout_are_contained(shell: Client, world: dict[str, Path]) -> None:
-    """`yes`-like output is capped (head/tail kept), and the process group dies at the deadline."""
+    """`yes`-like output is capped (head/tail kept) and stopped at the total output limit; a process group that
+    forks dies at the deadline."""
     flood = world["root"] / "flood.py"
     flood.write_text("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n")
     forker = world["root"] / f"forker-{uuid.uuid4().hex[:8]}.py"
@@ -412,10 +413,11 @@ async def test_output_flood_and_fork_within_timeout_are_contained(shell: Client,
         "time.sleep(600)\n"
     )
     try:
-        error_code, _ = error_of(
-            await shell.call_tool("run_command", {"command": ["python3", "flood.py"], "timeout_seconds": 2})
+        flooded = data_of(
+            await shell.call_tool("run_command", {"command": ["python3", "flood.py"], "timeout_seconds": 30})
         )
-        assert error_code == "TIMEOUT"
+        assert flooded["stopped_for_output"] is True and flooded["exit_code"] == -9  # stopped at the total limit
+        assert len(flooded["stdout"]) < 200_000 and flooded["stdout_dropped_bytes"] < 64 * 1024 * 1024
         error_code, _ = error_of(
             await shell.call_tool("run_command", {"command": ["python3", forker.name], "timeout_seconds": 2})
         )

@@ -68,3 +68,20 @@ def test_search_path_entries_inside_the_roots_are_ignored(tmp_path: Path) -> Non
         assert ops.guard.search_path == "/usr/bin:/bin" and ops.env["PATH"] == "/usr/bin:/bin"
     finally:
         ops.close()
+
+
+def test_an_output_flood_is_stopped_at_the_total_limit(tmp_path: Path) -> None:
+    """`cat` of a 4 GiB sparse file: stopped once it has written the total limit, not after 4 GiB of zeros."""
+    sparse = tmp_path / "big.bin"
+    with sparse.open("wb") as handle:
+        handle.truncate(4 * 1024**3)
+    cat = "/bin/cat"
+    env = child_environment(search_path="/usr/bin:/bin", home=tmp_path)
+    result = asyncio.run(
+        run_process(
+            [cat, str(sparse)], cwd=tmp_path, env=env, timeout=60, max_output_bytes=1024, max_total_bytes=2 * 1024**2
+        )
+    )
+    assert result.flooded and not result.timed_out and result.exit_code == -9
+    assert 2 * 1024**2 < result.stdout.total < 64 * 1024**2  # read just past the limit, nowhere near 4 GiB
+    assert len(result.stdout.raw()) == 1024  # head and tail kept as usual
