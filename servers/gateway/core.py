@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from mcp_types import CallToolResult
 
 from mcp_sections.shared.about import package_version
 from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ScopedState
+from mcp_sections.shared.audit import AuditLog
 from mcp_sections.shared.calls import failure_result, run_tool
 from mcp_sections.shared.config import ConfigError, Settings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, not_found, permission_denied
@@ -78,6 +80,7 @@ class Gateway:
     def __init__(self, settings: Settings, gateway: GatewaySettings) -> None:
         self.settings = settings
         self.config = gateway
+        self.audit = AuditLog(settings.data_dir / "audit", "gateway")
         self.limits = AgentLimits.of(gateway)
         self.catalog: dict[str, SectionEntry] = build_catalog(gateway)
         for section_id in gateway.in_process:
@@ -165,7 +168,17 @@ class Gateway:
     async def call(
         self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: AgentScope = CLIENT_SCOPE
     ) -> CallToolResult:
-        """Every call of a gateway-published tool (client or sub-agent) goes through here."""
+        """Every call of a gateway-published tool (client or sub-agent) goes through here, and is audited."""
+        started = time.perf_counter()
+        result = await self._call(name, arguments, ctx, scope)
+        self.audit.record(
+            name, arguments, result, (time.perf_counter() - started) * 1000, (scope.depth, scope.agent_id)
+        )
+        return result
+
+    async def _call(
+        self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: AgentScope
+    ) -> CallToolResult:
         spec = GATEWAY_SPECS.get(name)
         if spec is not None:
             if name == FORWARD_TOOL:
