@@ -40,7 +40,7 @@ _GIT_GLOBAL_FLAGS_OK = words(
 _GIT_GLOBAL_PATH_OPTIONS = ("-C", "--git-dir", "--work-tree")
 GIT_REFUSED_FLAGS = words(
     "--upload-pack --receive-pack --exec --output --ext-diff --textconv --open-files-in-pager --template "
-    "--config --config-env --exec-path --extcmd --tool --interactive"
+    "--config --config-env --exec-path --extcmd --tool --interactive --unsafe-paths"
 )
 #: Subcommands that accept `--no-ext-diff --no-textconv` (injected so diff drivers never run).
 GIT_DIFF_FAMILY = ("diff", "log", "show", "whatchanged", "format-patch", "diff-tree", "diff-index", "diff-files")
@@ -80,8 +80,7 @@ def policy_git(args: list[str], ctx: PolicyContext) -> list[str]:
         if name in _GIT_GLOBAL_PATH_OPTIONS:
             value = option.split("=", 1)[1] if "=" in option else (global_options[index + 1 : index + 2] or [""])[0]
             if not value:
-                raise invalid(f"git {name} needs a value.")
-            ctx.confine(value)
+                raise invalid(f"git {name} needs a value.")  # confined as a base directory (option_classes)
             index += 1 if "=" in option else 2
             continue
         if name in ("-c", "--config-env"):

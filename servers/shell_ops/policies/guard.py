@@ -16,19 +16,22 @@ Rules, in the order they are applied:
    only if it is exactly that resolved executable; relative program paths (`./x`) are refused.
    An allowed program that is not installed on the search path is NOT_FOUND.
 3. Arguments (PERMISSION_DENIED): the program's policy (below; `policy_summaries()` describes them all),
-   then path confinement: every argument that looks like a path (contains `/`, is `.`/`..`, or names an
-   entry that exists in the working directory) and every `--opt=value` / `-Xvalue` value that does,
-   must resolve (symlinks followed) inside the roots, and must not match the path guard's deny globs.
+   then the option classes (option_classes.py: options that read paths from a file or follow symbolic links
+   are refused; base-directory options such as `git -C` are confined and become a second place relative paths
+   are checked from), then path confinement: every argument that looks like a path (contains `/`, is `.`/`..`,
+   or names an entry that exists in the working directory) and every value attached to an option (`-qfFILE`,
+   `--opt=value`, `name=value`) that does, must resolve (symlinks followed) inside the roots, and must not
+   match the path guard's deny globs.
 
 Long options are matched by unambiguous prefix too (`--outp=x` is `--output=x`, as getopt_long and
 git's parse-options accept), and short-option clusters are scanned letter by letter (`-uo x` holds
 `-o`); both err on the side of refusing.
 
-What this guard does NOT do (documented limits): it cannot stop a project's own code from doing
-anything (`make`, `npm test`, `pytest`, `python3 script.py` run files inside the roots, which the agent
-may have written); deny globs apply to paths named in arguments, not to files a recursive tool
-(`grep -r`, `find`, `git`) reaches by itself; it does not sandbox the network or the file system (use
-a container for that). The guard is a policy layer against argument injection, not a jail.
+This guard is the second layer. The first is the OS sandbox every program runs in (shared/sandbox.py): it sees
+only the roots and the system directories, so a project's own code (`make`, `npm test`, `pytest`, `python3
+script.py`) and files a recursive tool reaches by itself cannot leave the roots either. What the guard adds:
+refusals with a precise message before anything runs, deny globs for protected files inside the roots (which
+the sandbox does not hide), and the same rules where an operator set `sandbox = "off"`.
 """
 
 from __future__ import annotations
@@ -39,6 +42,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS, NEVER_ALLOWED, check_allow_list
+from mcp_sections.servers.shell_ops.policies.option_classes import (
+    attached_values,
+    base_directories,
+    check_refused_classes,
+    class_refusals,
+)
 from mcp_sections.servers.shell_ops.policies.policy import PolicyContext
 from mcp_sections.servers.shell_ops.policies.programs import policy_for
 from mcp_sections.servers.shell_ops.policies.syntax import CheckedCommand, denied, invalid, split_command
@@ -143,9 +152,12 @@ class CommandGuard:
         )
         assert info.check is not None
         args = info.check(list(argv[1:]), ctx)
-        for arg in argv[1:]:
-            for value in path_candidates(arg, workdir):
-                self.confine(value, workdir)
+        check_refused_classes(name, argv[1:])
+        bases = [workdir, *(self.confine(value, workdir) for value in base_directories(name, argv[1:]))]
+        for base in dict.fromkeys(bases):
+            for arg in argv[1:]:
+                for value in path_candidates(arg, base):
+                    self.confine(value, base)
         executable = self.locate(argv[0], name)  # last: a refused command is refused even where not installed
         return CheckedCommand(program=name, executable=executable, args=tuple(args), cwd=workdir, policy=info.name)
 
@@ -160,26 +172,19 @@ class CommandGuard:
                     "executable": self.executable(program),
                     "why_allowed": DEFAULT_ALLOWED_PROGRAMS.get(program, "added by the server's operator"),
                     "policy": info.summary,
-                    "refused": list(info.refused),
+                    "refused": [*info.refused, *class_refusals(program)],
                 }
             )
         return rows
 
 
 def path_candidates(arg: str, cwd: Path) -> list[str]:
-    """The parts of an argument that may name a file and are therefore confined to the roots."""
-    values: list[str] = []
-    if arg.startswith("--"):
-        if "=" in arg:
-            values.append(arg.split("=", 1)[1])
-    elif arg.startswith("-") and len(arg) > 2:
-        if "=" in arg:
-            values.append(arg.split("=", 1)[1])
-        if "/" in arg[2:]:
-            values.append(arg[2:])
-    elif arg not in ("", "-"):
-        values.append(arg)
-    return [value for value in values if value and looks_like_path(value, cwd)]
+    """The parts of an argument that may name a file and are therefore confined to the roots: the argument
+    itself unless it is an option, and every value attached to it (option_classes.attached_values)."""
+    values = attached_values(arg)
+    if not arg.startswith("-") and arg:
+        values.insert(0, arg)
+    return [value for value in values if looks_like_path(value, cwd)]
 
 
 def looks_like_path(value: str, cwd: Path) -> bool:

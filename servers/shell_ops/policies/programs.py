@@ -26,8 +26,6 @@ def _policy_find(args: list[str], ctx: PolicyContext) -> list[str]:
         "-fprint0": "writes a file",
         "-fprintf": "writes a file",
         "-fls": "writes a file",
-        "-L": "follows symbolic links, possibly out of the roots",
-        "-follow": "follows symbolic links, possibly out of the roots",
     }
     for arg in args:
         if arg in refused:
@@ -38,16 +36,6 @@ def _policy_find(args: list[str], ctx: PolicyContext) -> list[str]:
 def _policy_rg(args: list[str], ctx: PolicyContext) -> list[str]:
     if hit := find_flag(args, ("--pre", "--pre-glob", "--search-zip"), "z"):
         raise denied(f"rg {hit} is refused by the command policy (it runs a program on each file).")
-    if hit := find_flag(args, ("--follow",), "L"):
-        raise denied(f"rg {hit} is refused by the command policy (it follows symbolic links out of the roots).")
-    return args
-
-
-def _policy_grep(args: list[str], ctx: PolicyContext) -> list[str]:
-    if hit := find_flag(args, ("--dereference-recursive",), "R"):
-        raise denied(
-            f"grep {hit} is refused by the command policy (it follows symbolic links out of the roots); use -r."
-        )
     return args
 
 
@@ -394,16 +382,15 @@ POLICIES: dict[str, PolicyInfo] = {
     "find": PolicyInfo(
         "find",
         "listing only",
-        ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls", "-L", "-follow"),
+        ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
         _policy_find,
     ),
     "rg": PolicyInfo(
         "rg",
-        "no preprocessors, no symlink following",
-        ("--pre", "--pre-glob", "-z/--search-zip", "-L/--follow"),
+        "no preprocessors",
+        ("--pre", "--pre-glob", "-z/--search-zip"),
         _policy_rg,
     ),
-    "grep": PolicyInfo("grep", "no symlink following", ("-R/--dereference-recursive",), _policy_grep),
     "diff": PolicyInfo("diff", "`--no-dereference` always added", (), _policy_diff),
     "sort": PolicyInfo(
         "sort", "output to stdout only", ("-o/--output", "--compress-program", "-T/--temporary-directory"), _policy_sort
