@@ -14,6 +14,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.secrets import mask_result
 from mcp_sections.shared.tools import ToolContext, ToolSpec, UserAnswer
 
 logger = logging.getLogger("mcp_sections.calls")
@@ -28,11 +29,13 @@ async def run_tool(
     ctx: ToolContext | None,
     extra: str | None = None,
     answer: UserAnswer | None = None,
+    mask_secrets: bool = False,
 ) -> CallToolResult:
     """Run `spec` on raw JSON arguments and always return a `CallToolResult`.
 
     `extra` names the pip extra that provides the section's libraries, for the missing-dependency hint;
-    `answer` is the user's answer for a tool declared with `asks_user`.
+    `answer` is the user's answer for a tool declared with `asks_user`; `mask_secrets` masks secret values in
+    the result (`shared.secrets`, for sections that show file contents).
     """
     try:
         params = parse_arguments(spec.input_model, arguments)
@@ -54,7 +57,7 @@ async def run_tool(
                 "Check the arguments, or retry; report it if it persists.",
             )
         )
-    return success_result(result)
+    return mask_result(success_result(result)) if mask_secrets else success_result(result)
 
 
 def parse_arguments(model: type[BaseModel], arguments: dict[str, Any]) -> BaseModel:

@@ -52,6 +52,7 @@ class Section:
     warm_up: Callable[[Any], None] | None = None
     lifespan: Callable[[SectionRuntime], AbstractAsyncContextManager[Any]] | None = None
     extra: str | None = field(default=None, metadata={"doc": "pip extra that brings this section's libraries"})
+    masks_secrets: bool = field(default=False, metadata={"doc": "mask secret values in every result (shared.secrets)"})
 
     def __post_init__(self) -> None:
         if not SECTION_ID.match(self.id):

@@ -110,6 +110,7 @@ def sdk_tool(
     extra: str | None = None,
     audit: AuditLog | None = None,
     approval: Approval = "off",
+    mask_secrets: bool = False,
 ) -> Tool:
     """The SDK tool of one declared tool; `state` is anything with `async aget()` (the section's state).
 
@@ -124,7 +125,7 @@ def sdk_tool(
         except ToolFailure as failure:
             result = failure_result(failure)
         else:
-            result = await run_tool(spec, arguments, value, ctx, extra, answer)
+            result = await run_tool(spec, arguments, value, ctx, extra, answer, mask_secrets)
         if audit is not None:
             caller = ctx.caller() if hasattr(ctx, "caller") else (0, None)
             audit.record(spec.name, arguments, result, (time.perf_counter() - started) * 1000, caller)
@@ -174,7 +175,10 @@ def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, 
         description=section.description,
         instructions=section.instructions,
         version=package_version(),
-        tools=[sdk_tool(spec, state, section.extra, audit, runtime.settings.approval) for spec in section.specs],
+        tools=[
+            sdk_tool(spec, state, section.extra, audit, runtime.settings.approval, section.masks_secrets)
+            for spec in section.specs
+        ],
         lifespan=lifespan,
         log_level=runtime.settings.log_level,
     )

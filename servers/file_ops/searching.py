@@ -64,7 +64,8 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLO
 
 
 def read_small_file(guard: PathGuard, path: str, max_bytes: int) -> bytes | None:
-    """The bytes of a regular file inside the roots, or None (special, too large, vanished, escaped)."""
+    """The bytes of a regular file inside the roots, or None (special, too large, vanished, escaped, or hard-linked
+    while hard links are not readable)."""
     try:
         fd = os.open(path, _READ_FLAGS)
     except OSError:
@@ -72,6 +73,8 @@ def read_small_file(guard: PathGuard, path: str, max_bytes: int) -> bytes | None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes or not guard.descriptor_inside(fd):
+            return None
+        if not guard.readable_links(info):  # another name of it may be a protected file or lie outside
             return None
         chunks = []
         remaining = info.st_size + 1

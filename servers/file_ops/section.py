@@ -555,7 +555,8 @@ SECTION = Section(
     instructions=(
         "All paths must lie inside the allowed roots (list_allowed_roots); relative paths start at the first "
         "root. Prefer edit_file for changes to existing files and read_file windows (offset/limit, head, tail) "
-        "for large files. Secrets (.env, keys) are never readable."
+        "for large files. Secrets (.env, keys) are never readable, and secret values inside other files come back "
+        "as ***MASKED***; writes that contain the mask are refused (they would overwrite the real value)."
     ),
     tools=(
         read_file,
@@ -577,4 +578,5 @@ SECTION = Section(
     ),
     settings_model=FileOpsSettings,
     open_state=open_state,
+    masks_secrets=True,
 )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, not_found
 from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.secrets import MASK, contains_mask
 
 from .reading import detect_encoding
 
@@ -90,6 +91,8 @@ def write_file(
         raise invalid_input(f"{path!r} is a directory; give a file path.")
     if existed and not overwrite:
         raise ToolFailure(ErrorCode.VALIDATION_FAILED, f"{path!r} already exists; pass overwrite=true to replace it.")
+    if contains_mask(content):
+        refuse_new_masks(content, _current_text(guard, target) if existed else "", path)
     if not target.parent.is_dir():
         if not create_parents:
             raise not_found(
@@ -169,6 +172,7 @@ def edit_file(guard: PathGuard, path: str, edits: list[Edit], *, dry_run: bool, 
             old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
         if old == "":
             raise invalid_input(f"edit #{number}: old_text is empty; give the exact text to replace.")
+        refuse_new_masks(new, old, path)
         found = text.count(old)
         if found == 0:
             raise ToolFailure(ErrorCode.VALIDATION_FAILED, _missing_message(number, text, old, path))
@@ -197,6 +201,27 @@ def edit_file(guard: PathGuard, path: str, edits: list[Edit], *, dry_run: bool, 
     return EditOutcome(path=str(target), diff=diff, replacements=count, applied=applied, diff_truncated=truncated)
 
 
+def refuse_new_masks(new: str, before: str, path: str) -> None:
+    """VALIDATION_FAILED when `new` holds more secret masks than the text it replaces: the mask stands for a
+    real value that tool output hid (shared.secrets), and writing it would destroy that value."""
+    if new.count(MASK) > before.count(MASK):
+        raise ToolFailure(
+            ErrorCode.VALIDATION_FAILED,
+            f"the new content for {path!r} contains {MASK}, which stands for a secret value hidden from tool output; "
+            "writing it would replace the real secret. Leave the lines that hold secrets out of the change "
+            "(edit_file with old_text around them), or ask the user to edit those values. Nothing was written.",
+        )
+
+
+def _current_text(guard: PathGuard, target: Path) -> str:
+    try:
+        fd = guard.open_file(target)
+    except (ToolFailure, OSError):
+        return ""
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read().decode("utf-8", errors="replace")
+
+
 def _line_numbers(text: str, needle: str, most: int = 10) -> list[int]:
     numbers: list[int] = []
     start = 0
@@ -211,6 +236,11 @@ def _line_numbers(text: str, needle: str, most: int = 10) -> list[int]:
 
 def _missing_message(number: int, text: str, old: str, path: str) -> str:
     base = f"edit #{number}: old_text was not found in {path!r}"
+    if contains_mask(old):
+        return (
+            f"{base}: it contains {MASK}, which tool output shows in place of a secret value; the file holds the "
+            "real value. Choose old_text that leaves the secret's line out. No edit was applied."
+        )
     squeezed_old = " ".join(old.split())
     if squeezed_old and squeezed_old in " ".join(text.split()):
         return (

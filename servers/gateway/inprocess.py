@@ -160,13 +160,15 @@ class InProcessLauncher:
         spec = specs.get(name)
         if spec is None:
             raise not_found(f"unknown tool {name[:80]!r}; this server's tools are: {', '.join(sorted(specs))}.")
-        extra = self.entry.declaration.extra if self.entry.declaration is not None else None
+        declaration = self.entry.declaration
+        extra = declaration.extra if declaration is not None else None
+        masks = declaration.masks_secrets if declaration is not None else False
         try:
             value = await state.for_call(spec.name, extra)
         except ToolFailure as failure:
             return failure_result(failure)
         with anyio.move_on_after(self._gateway.call_timeout_seconds) as scope:
-            return await run_tool(spec, arguments, value, _SectionContext(progress), extra)
+            return await run_tool(spec, arguments, value, _SectionContext(progress), extra, mask_secrets=masks)
         assert scope.cancelled_caught
         raise ToolFailure(
             ErrorCode.TIMEOUT,

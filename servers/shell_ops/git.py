@@ -64,13 +64,16 @@ async def open_repository(
     git_dir = Path(_stdout(git_dir_result).strip())
     top_result = await run([*probe_base, "rev-parse", "--show-toplevel"], cwd)
     toplevel = Path(_stdout(top_result).strip()) if top_result.exit_code == 0 and _stdout(top_result).strip() else None
-    for path, what in ((git_dir, "git directory"), (toplevel, "work tree")):
+    common_result = await run([*probe_base, "rev-parse", "--path-format=absolute", "--git-common-dir"], cwd)
+    common_dir = Path(_stdout(common_result).strip()) if common_result.exit_code == 0 else None
+    for path, what in ((git_dir, "git directory"), (common_dir, "common git directory"), (toplevel, "work tree")):
         if path is not None and not guard.contains(path):
             raise ToolFailure(
                 ErrorCode.PERMISSION_DENIED,
                 f"the repository's {what} is outside the allowed roots (a `.git` file, core.worktree or a "
                 "parent repository leads out of them); git is only run on repositories inside the roots.",
             )
+    check_alternates((common_dir or git_dir) / "objects", guard)
     names_result = await run([*probe_base, "config", "--list", "--includes", "--show-origin", "--name-only", "-z"], cwd)
     fields = _stdout(names_result).split("\0") if names_result.exit_code == 0 else []
     origins, names = fields[0:-1:2], [name for name in fields[1::2] if name]
@@ -84,6 +87,36 @@ async def open_repository(
         )
     base = [git, *git_hardening_args(names), "--no-pager", *global_options]
     return Repository(tuple(base), cwd, git_dir, toplevel)
+
+
+MAX_ALTERNATES = 64
+
+
+def check_alternates(objects: Path, guard: PathGuard, seen: set[Path] | None = None) -> None:
+    """Refuse a repository that borrows objects from outside the roots (`objects/info/alternates`, followed
+    through the alternates' own alternates): git would read, and `git cat-file`/`git show` print, objects
+    of a repository the caller may not see."""
+    seen = set() if seen is None else seen
+    for name in ("alternates", "http-alternates"):
+        listing = objects / "info" / name
+        try:
+            lines = listing.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines[:MAX_ALTERNATES]:
+            entry = line.strip()
+            if not entry or entry.startswith("#"):
+                continue
+            target = Path(os.path.realpath(os.path.join(objects, entry.strip('"'))))
+            if name == "http-alternates" or not guard.contains(target) or guard.is_denied(str(target)):
+                raise ToolFailure(
+                    ErrorCode.PERMISSION_DENIED,
+                    f"the repository borrows objects from {entry[:120]!r} (.git/objects/info/{name}), which is "
+                    "outside the allowed roots; git is not run on this repository. Remove that file or the entry.",
+                )
+            if target not in seen and len(seen) < MAX_ALTERNATES:
+                seen.add(target)
+                check_alternates(target, guard, seen)
 
 
 def check_config_origin(origin: str, base: Path, guard: PathGuard) -> None:

@@ -143,4 +143,5 @@ SECTION = Section(
     ),
     settings_model=ShellOpsSettings,
     open_state=open_state,
+    masks_secrets=True,
 )

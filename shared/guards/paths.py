@@ -166,6 +166,10 @@ class PathGuard:
 
     # -- queries -----------------------------------------------------------------------------------
 
+    def readable_links(self, info: os.stat_result) -> bool:
+        """Whether a regular file with these stat results may be read: one name only, unless hard links are allowed."""
+        return info.st_nlink <= 1 or self._allow_hard_links or not stat.S_ISREG(info.st_mode)
+
     def contains(self, path: Path | str) -> bool:
         """Whether the real path of `path` lies inside one of the roots."""
         text = os.fspath(path)
@@ -304,12 +308,7 @@ class PathGuard:
                 f"{_shown(path)!r} is a special file (FIFO, socket or device); file tools only use regular "
                 "files and directories.",
             )
-        if (
-            purpose in ("read", "execute")
-            and stat.S_ISREG(real_stat.st_mode)
-            and real_stat.st_nlink > 1
-            and not self._allow_hard_links
-        ):
+        if purpose in ("read", "execute") and not self.readable_links(real_stat):
             raise ToolFailure(
                 ErrorCode.PERMISSION_DENIED,
                 f"{_shown(path)!r} has {real_stat.st_nlink} hard links: its other names may be protected files or "

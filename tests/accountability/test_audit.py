@@ -24,7 +24,16 @@ async def test_calls_are_audited_without_their_arguments(tmp_path: Path) -> None
     ]
     assert records[0]["arguments_digest"] == argument_digest({"operation": "add", "a": 40417, "b": 2})
     assert "add" not in json.dumps(records[0]) and "40417" not in json.dumps(records[0])
-    assert set(records[0]) == {"time", "server", "tool", "depth", "agent_id", "arguments_digest", "outcome", "duration_ms"}
+    assert set(records[0]) == {
+        "time",
+        "server",
+        "tool",
+        "depth",
+        "agent_id",
+        "arguments_digest",
+        "outcome",
+        "duration_ms",
+    }
     assert records[0]["duration_ms"] >= 0
     shown = subprocess.run(
         [*cli_command(), "audit", "--data-dir", str(tmp_path), "--json"], capture_output=True, text=True, timeout=60

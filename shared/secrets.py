@@ -1,0 +1,205 @@
+"""Secret values masked in what tools return: tokens, keys and passwords become `***MASKED***`.
+
+The path guard keeps protected files (`.env`, keys) from being read by name, but the same values come back
+through other doors: `git log -p` of a committed `.env`, `git grep`, a config file that holds a password, a
+search hit. Sections that show file contents (file_ops, shell_ops, rag_ops) mask every result with this module.
+
+Detectors, in order:
+- detect-secrets' pattern plugins (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, PyPI, npm, JWT, private keys,
+  basic-auth URLs...): a maintained rule set, not ours. Its entropy plugins are left out: they flag every git
+  hash. Its public-IP plugin too: an address is not a secret.
+- detect-secrets' keyword detector on lines that name a secret (`password = "..."`, quoted values).
+- environment assignments with a secret-sounding upper-case name (`API_KEY=...`, `export DB_PASSWORD=...`,
+  `+GITHUB_TOKEN="..."` in a diff), which the keyword detector leaves alone in `.env` files.
+- private key blocks: everything from `-----BEGIN ... PRIVATE KEY-----` to its END line.
+
+A pattern runs only on text holding the words it cannot match without (`_NEEDS`), so most output costs a few
+substring searches.
+Masking is display only: writers refuse content holding the mask, so a masked value is never written back
+over the real one (`contains_mask`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_types import CallToolResult, TextContent
+
+MASK = "***MASKED***"
+_MIN_GROUP = 6
+_LEFT_OUT = {"Base64HighEntropyString", "HexHighEntropyString", "IPPublicDetector", "KeywordDetector"}
+_ENV_ASSIGNMENT = re.compile(
+    r"^(?P<lead>(?:[^\s:=]+[:-]){0,3}[ \t]*[+\- ]?[ \t]*(?:export[ \t]+)?"  # grep's `file:line:` too
+    r"(?=[A-Z])[A-Z0-9_]*(?:KEY|PASSWORD|PASSWD|PWD|SECRET|TOKEN|CREDENTIALS?|PASSPHRASE)[A-Z0-9_]*[ \t]*=[ \t]*)"
+    r"(?P<value>\"[^\"\n]{3,}\"|'[^'\n]{3,}'|[^\s\"'#$][^\s#]{2,})",
+    re.MULTILINE,
+)
+_PRIVATE_KEY_BLOCK = re.compile(
+    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    re.DOTALL,
+)
+
+
+_KEYWORDISH = ("key", "pw", "pass", "tok", "secret")
+#: Lower-case words a plugin's patterns cannot match without (all groups needed, any word of a group), so a
+#: text is only searched with the patterns that could match it. A plugin not listed is always run.
+_NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "AWSKeyDetector": (("a3t", "abia", "acca", "akia", "asia", "aws"),),
+    "AzureStorageKeyDetector": (("accountkey=",),),
+    "BasicAuthDetector": (("://",), ("@",)),
+    "CloudantDetector": (("cl",), _KEYWORDISH),
+    "GitHubTokenDetector": (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),),
+    "GitLabTokenDetector": (("gl", "gr1348941"),),
+    "IbmCloudIamDetector": (("cloud", "iam", "ibm"), _KEYWORDISH),
+    "IbmCosHmacDetector": (("secret",), ("key",)),
+    "JwtTokenDetector": (("eyj",),),
+    "MailchimpDetector": (("-us",),),
+    "NpmDetector": (("_authtoken",),),
+    "OpenAIDetector": (("t3blbkfj",),),
+    "PrivateKeyDetector": (("private key", "putty"),),
+    "PypiTokenDetector": (("pypi-",),),
+    "SendGridDetector": (("sg.",),),
+    "SlackDetector": (("xox", "hooks.slack.com"),),
+    "SoftlayerDetector": (("softlayer", "sl"), _KEYWORDISH),
+    "SquareOAuthDetector": (("sq0csp-",),),
+    "StripeDetector": (("k_live_",),),
+    "TelegramBotTokenDetector": ((":",),),
+}
+
+
+@dataclass(frozen=True)
+class _Rules:
+    patterns: tuple[tuple[re.Pattern[str], tuple[tuple[str, ...], ...]], ...]
+    keyword_words: tuple[str, ...]
+    keyword_line: re.Pattern[str]
+    keyword_values: Callable[[str], list[str]]
+
+
+@functools.cache
+def _rules() -> _Rules:
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.keyword import DENYLIST, KeywordDetector
+
+    patterns: list[tuple[re.Pattern[str], tuple[tuple[str, ...], ...]]] = []
+    plugins: list[type[Any]] = list(get_mapping_from_secret_type_to_class().values())
+    for plugin in plugins:
+        if issubclass(plugin, RegexBasedDetector) and plugin.__name__ not in _LEFT_OUT:
+            patterns += [(pattern, _NEEDS.get(plugin.__name__, ())) for pattern in plugin().denylist]
+    detector = KeywordDetector()
+
+    def keyword_values(line: str) -> list[str]:
+        found = detector.analyze_line(filename="output.txt", line=line)  # its rules for unknown file types
+        return [secret.secret_value for secret in found if secret.secret_value and _plausible(secret.secret_value)]
+
+    words = ("key", "pass", "pwd", "secret", "contrase")  # every DENYLIST entry holds one of these
+    return _Rules(tuple(patterns), words, re.compile("|".join(DENYLIST), re.IGNORECASE), keyword_values)
+
+
+def _plausible(value: str) -> bool:
+    """Not a template, a variable reference or a placeholder (`${PASSWORD}`, `<your key>`, `%s`)."""
+    return len(value) >= 3 and value[0] not in "$<{%" and MASK not in value
+
+
+def mask_text(text: str) -> tuple[str, int]:
+    """`text` with every secret value replaced by MASK, and how many were masked."""
+    rules = _rules()
+    lowered = text.lower()
+    spans: list[tuple[int, int]] = []
+    if "private key" in lowered:
+        spans += [match.span() for match in _PRIVATE_KEY_BLOCK.finditer(text)]
+    for pattern, needs in rules.patterns:
+        if all(any(word in lowered for word in group) for group in needs):
+            spans += [_secret_span(match) for match in pattern.finditer(text)]
+    if "=" in text:
+        for match in _ENV_ASSIGNMENT.finditer(text):
+            value_start, value_end = match.span("value")
+            quoted = text[value_start] in "\"'"
+            spans.append((value_start + quoted, value_end - quoted))
+    if any(word in lowered for word in rules.keyword_words):
+        offset = 0
+        for line in text.splitlines(keepends=True):
+            if any(word in line.lower() for word in rules.keyword_words) and rules.keyword_line.search(line):
+                for value in rules.keyword_values(line):
+                    start = line.find(value)
+                    while start != -1:
+                        spans.append((offset + start, offset + start + len(value)))
+                        start = line.find(value, start + len(value))
+            offset += len(line)
+    return _apply(text, spans)
+
+
+def _secret_span(match: re.Match[str]) -> tuple[int, int]:
+    """The secret inside a detector's match: its longest group when the pattern captures the value (a password
+    in a URL, a key after `aws_secret =`), else the whole match."""
+    groups = [(match.end(index) - match.start(index), index) for index in range(1, (match.re.groups or 0) + 1)]
+    groups = [(length, index) for length, index in groups if match.start(index) != -1]
+    if groups:
+        length, index = max(groups)
+        if length >= _MIN_GROUP:
+            return match.span(index)
+    return match.span()
+
+
+def _apply(text: str, spans: list[tuple[int, int]]) -> tuple[str, int]:
+    merged: list[list[int]] = []
+    for start, end in sorted(span for span in spans if span[1] > span[0]):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    if not merged:
+        return text, 0
+    pieces, position = [], 0
+    for start, end in merged:
+        pieces += [text[position:start], MASK]
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces), len(merged)
+
+
+def mask_value(value: Any) -> tuple[Any, int]:
+    """A JSON value with every string masked (mask_text), and the count."""
+    if isinstance(value, str):
+        return mask_text(value)
+    if isinstance(value, list):
+        items = [mask_value(item) for item in value]
+        return [item for item, _ in items], sum(count for _, count in items)
+    if isinstance(value, dict):
+        pairs = {key: mask_value(item) for key, item in value.items()}
+        return {key: item for key, (item, _) in pairs.items()}, sum(count for _, count in pairs.values())
+    return value, 0
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+
+
+def mask_result(result: CallToolResult) -> CallToolResult:
+    """A tool result with secret values masked in its text and structured content (images untouched)."""
+    if result.is_error:
+        return result
+    content = [
+        block.model_copy(update={"text": mask_text(block.text)[0]}) if isinstance(block, TextContent) else block
+        for block in result.content
+    ]
+    structured = result.structured_content
+    if structured and mask_text("\n".join(_strings(structured)))[1]:  # one scan decides whether to walk
+        structured, _ = mask_value(structured)
+    return result.model_copy(update={"content": content, "structured_content": structured})
+
+
+def contains_mask(text: str) -> bool:
+    """Whether text holds a masked value (writing it would replace the real secret with the mask)."""
+    return MASK in text
