@@ -41,7 +41,7 @@ async def run_tool(
         params = parse_arguments(spec.input_model, arguments)
         result = await spec.invoke(params, state, ctx, answer)
     except ToolFailure as failure:
-        return failure_result(failure)
+        return mask_result(failure_result(failure)) if mask_secrets else failure_result(failure)
     except ModuleNotFoundError as exc:
         return failure_result(missing_dependency(spec.name, exc, extra))
     except TimeoutError:

@@ -100,9 +100,16 @@ def _rules() -> _Rules:
     return _Rules(tuple(patterns), words, re.compile("|".join(DENYLIST), re.IGNORECASE), keyword_values)
 
 
+_NOT_A_SECRET = re.compile(
+    r"[A-Z][A-Z0-9_]*"  # the NAME of an environment variable (`api_key_env = "OPENAI_API_KEY"`)
+    r"|https?://[^@\s]*"  # an address without credentials (`TIKTOKEN_URL = "https://..."`)
+)
+
+
 def _plausible(value: str) -> bool:
-    """Not a template, a variable reference or a placeholder (`${PASSWORD}`, `<your key>`, `%s`)."""
-    return len(value) >= 3 and value[0] not in "$<{%" and MASK not in value
+    """Not a template, a variable reference, a placeholder (`${PASSWORD}`, `<your key>`, `%s`), the name of a
+    variable or a plain address."""
+    return len(value) >= 3 and value[0] not in "$<{%" and MASK not in value and not _NOT_A_SECRET.fullmatch(value)
 
 
 def mask_text(text: str) -> tuple[str, int]:
@@ -119,7 +126,8 @@ def mask_text(text: str) -> tuple[str, int]:
         for match in _ENV_ASSIGNMENT.finditer(text):
             value_start, value_end = match.span("value")
             quoted = text[value_start] in "\"'"
-            spans.append((value_start + quoted, value_end - quoted))
+            if _plausible(text[value_start + quoted : value_end - quoted]):
+                spans.append((value_start + quoted, value_end - quoted))
     if any(word in lowered for word in rules.keyword_words):
         offset = 0
         for line in text.splitlines(keepends=True):
@@ -187,9 +195,8 @@ def _strings(value: Any) -> Iterator[str]:
 
 
 def mask_result(result: CallToolResult) -> CallToolResult:
-    """A tool result with secret values masked in its text and structured content (images untouched)."""
-    if result.is_error:
-        return result
+    """A tool result (a failure too: its message may quote output) with secret values masked in its text and
+    structured content; images untouched."""
     content = [
         block.model_copy(update={"text": mask_text(block.text)[0]}) if isinstance(block, TextContent) else block
         for block in result.content

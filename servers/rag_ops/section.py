@@ -456,4 +456,5 @@ SECTION = Section(
     open_state=open_brain,
     warm_up=warm_up,
     extra="rag",
+    masks_secrets=True,
 )

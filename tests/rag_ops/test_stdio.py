@@ -284,3 +284,23 @@ async def test_setup_project_registers_ingests_activates_and_embeds_in_one_call(
     again = await call(client, "setup_project", path=str(root / "garden"), embed_seconds=0)
     assert again["created"] is False and again["ingest"]["context"] == "already-ingested"
     assert again["ingest"]["files_unchanged"] == setup["ingest"]["files_added"]
+
+
+@pytest.mark.anyio
+async def test_secret_values_in_indexed_content_come_back_masked(client: Client, root: Path) -> None:
+    token = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    (root / "secrets-demo").mkdir(exist_ok=True)
+    await call(client, "create_project", name="secrets-demo", path=str(root / "secrets-demo"))
+    await call(
+        client,
+        "ingest_code",
+        content=f'def deploy_settings():\n    """The deploy robot logs in with {token}."""\n',
+        file_path="scratch/deploy.py",
+        project="secrets-demo",
+    )
+    found = await client.call_tool(
+        "brain_search", {"query": "deploy_settings", "projects": ["secrets-demo"], "semantic": False}
+    )
+    shown = str(found.structured_content) + "".join(getattr(block, "text", "") for block in found.content)
+    assert "deploy_settings" in shown and token not in shown
+    assert "***MASKED***" in shown

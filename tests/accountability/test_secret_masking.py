@@ -1,0 +1,80 @@
+"""shared.secrets: what is masked, what is left alone (hashes, ids, names of variables, the project's own code)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp_types import CallToolResult, ImageContent, TextContent
+
+from mcp_sections.shared.secrets import MASK, contains_mask, mask_result, mask_text
+
+REPO = Path(__file__).resolve().parents[2]
+AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
+GITHUB = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("API_KEY=sk-live-123456", "API_KEY=***MASKED***"),
+        ("+DB_PASSWORD=hunter22\n", "+DB_PASSWORD=***MASKED***\n"),
+        ("export GITHUB_TOKEN='tok-abc-123'", "export GITHUB_TOKEN='***MASKED***'"),
+        (".env:3:SECRET_KEY=django-insecure-x", ".env:3:SECRET_KEY=***MASKED***"),
+        ('password = "correct horse battery"', 'password = "***MASKED***"'),
+        (f"aws key {AWS_KEY} in a log", "aws key ***MASKED*** in a log"),
+        (f"token: {GITHUB}", "token: ***MASKED***"),
+        ("postgres://app:s3cr3t-pass@db:5432/app", "postgres://app:***MASKED***@db:5432/app"),
+        (
+            "a\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\nz",
+            "a\n***MASKED***\nz",
+        ),
+    ],
+)
+def test_secret_values_are_masked(text: str, masked: str) -> None:
+    assert mask_text(text)[0] == masked
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "commit 3f2a9c1e4b5d6a7f8e9d0c1b2a3f4e5d6c7b8a9f",
+        "id 123e4567-e89b-12d3-a456-426614174000",
+        'api_key_env = "OPENAI_API_KEY"  # the NAME of the variable',
+        "TOKEN_URL=https://example.com/oauth/token",
+        "DB_PASSWORD=${DB_PASSWORD}",
+        "password: str = Field(description='the password')",
+        "def reset_password(user): ...",
+        "PRIMARY_KEY=id",
+        "cd $(pwd)",
+    ],
+)
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    assert mask_text(text) == (text, 0)
+
+
+def test_the_projects_own_code_and_docs_have_nothing_to_mask() -> None:
+    files = [*REPO.glob("servers/**/*.py"), *REPO.glob("shared/**/*.py"), REPO / "README.md", REPO / "compose.yaml"]
+    flagged = [str(path.relative_to(REPO)) for path in files if mask_text(path.read_text(errors="replace"))[1]]
+    assert flagged == []
+
+
+def test_a_result_is_masked_in_text_and_structured_content_and_images_stay() -> None:
+    image = ImageContent(type="image", data="aGVsbG8=", mime_type="image/png")
+    result = CallToolResult(
+        content=[TextContent(type="text", text=f"out: {GITHUB}"), image],
+        structured_content={"stdout": f"API_KEY={GITHUB}\n", "lines": [{"text": GITHUB}], "count": 1},
+    )
+    masked = mask_result(result)
+    assert masked.content[0].text == f"out: {MASK}" and masked.content[1] == image
+    assert masked.structured_content == {"stdout": f"API_KEY={MASK}\n", "lines": [{"text": MASK}], "count": 1}
+    assert contains_mask(masked.content[0].text) and not contains_mask("plain")
+
+
+def test_clean_results_come_back_unchanged_and_errors_are_masked_too() -> None:
+    clean = CallToolResult(content=[TextContent(type="text", text="ok")], structured_content={"a": "b"})
+    assert mask_result(clean) == clean
+    error = CallToolResult(
+        content=[TextContent(type="text", text=f"timed out; output so far: {GITHUB}")], is_error=True
+    )
+    assert mask_result(error).content[0].text == f"timed out; output so far: {MASK}"
