@@ -33,7 +33,8 @@ MASK = "***MASKED***"
 _MIN_GROUP = 6
 _LEFT_OUT = {"Base64HighEntropyString", "HexHighEntropyString", "IPPublicDetector", "KeywordDetector"}
 _ENV_ASSIGNMENT = re.compile(
-    r"^(?P<lead>(?:[^\s:=]+[:-]){0,3}[ \t]*[+\- ]?[ \t]*(?:export[ \t]+)?"  # grep's `file:line:` too
+    # after grep's `file:line:`, a diff's `+`/`-`, word-diff's `{+`/`[-`, `export`:
+    r"^(?P<lead>(?:[^\s:=]+[:-]){0,3}[ \t]*(?:[+\- ]|\{\+|\[-)?[ \t]*(?:export[ \t]+)?"
     r"(?=[A-Z])[A-Z0-9_]*(?:KEY|PASSWORD|PASSWD|PWD|SECRET|TOKEN|CREDENTIALS?|PASSPHRASE)[A-Z0-9_]*[ \t]*=[ \t]*)"
     r"(?P<value>\"[^\"\n]{3,}\"|'[^'\n]{3,}'|[^\s\"'#$][^\s#]{2,})",
     re.MULTILINE,

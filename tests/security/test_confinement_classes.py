@@ -94,8 +94,10 @@ CLASS_ATTACKS: list[tuple[str, dict[str, Any]]] = [
     ("git-C-attached", {"command": ["git", "-C..", "status"]}),
     ("git-git-dir", {"command": ["git", "--git-dir=../outside", "log"]}),
     ("git-work-tree", {"command": ["git", "--work-tree", "..", "status"]}),
+    ("git-C-chain", {"command": ["git", "-C", "..", "-C", "..", "status"], "cwd": "sub"}),
     ("make-C-then-relative", {"command": ["make", "-C", "..", "-f", "../outside/Makefile"], "cwd": "sub"}),
     ("make-directory-long", {"command": ["make", "--directory=..", "-f", "../outside/Makefile"], "cwd": "sub"}),
+    ("make-C-abbreviated", {"command": ["make", "--dir=..", "--dir=..", "all"], "cwd": "sub"}),
     # options that read the paths to work on from a file
     ("wc-files0-from", {"command": ["wc", "--files0-from=list"]}),
     ("du-files0-from", {"command": ["du", "--files0-from", "list"]}),

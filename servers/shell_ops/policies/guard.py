@@ -153,7 +153,9 @@ class CommandGuard:
         assert info.check is not None
         args = info.check(list(argv[1:]), ctx)
         check_refused_classes(name, argv[1:])
-        bases = [workdir, *(self.confine(value, workdir) for value in base_directories(name, argv[1:]))]
+        bases = [workdir]
+        for value in base_directories(name, argv[1:]):  # each relative to the one before, as the program does
+            bases.append(self.confine(value, bases[-1]))
         for base in dict.fromkeys(bases):
             for arg in argv[1:]:
                 for value in path_candidates(arg, base):

@@ -108,12 +108,18 @@ def class_refusals(program: str) -> list[str]:
 
 
 def base_directories(program: str, args: Sequence[str]) -> list[str]:
-    """The values given to the program's base-directory options (`git -C src` → ["src"])."""
+    """The values given to the program's base-directory options, in the order the program applies them
+    (`git -C a -C b` → ["a", "b"]: git, make and tar read each relative to the one before)."""
     classes = classes_for(program)
-    where = classes.leading(args) if classes.leading else args
+    where = list(_options_part(classes.leading(args) if classes.leading else args))
     values: list[str] = []
-    for option in classes.base_directory:
-        values += _values_of(where, option)
+    for index, arg in enumerate(where):
+        following = where[index + 1] if index + 1 < len(where) else ""
+        for option in classes.base_directory:
+            if (value := _value_at(arg, following, option)) is not None:
+                if value:
+                    values.append(value)
+                break
     return values
 
 
@@ -154,25 +160,19 @@ def _spells(arg: str, option: str) -> bool:
     return arg == option
 
 
-def _values_of(args: Sequence[str], option: str) -> list[str]:
-    """The values of `option` in `args`: `--opt=V`, `--opt V`, `-oV`, `-xoV`, `-o V`."""
-    values: list[str] = []
-    listed = list(_options_part(args))
-    for index, arg in enumerate(listed):
-        following = args[index + 1] if index + 1 < len(args) else ""
-        if option.startswith("--"):
-            if matches_long(arg, (option,)) is None:
-                continue
-            values.append(arg.split("=", 1)[1] if "=" in arg else following)
-        elif len(option) == 2:
-            cluster = short_cluster(arg)
-            if option[1] not in cluster:
-                continue
-            rest = cluster[cluster.index(option[1]) + 1 :]
-            values.append(rest or following)
-        elif arg == option:
-            values.append(following)
-    return [value for value in values if value]
+def _value_at(arg: str, following: str, option: str) -> str | None:
+    """The value `arg` gives `option` (`--opt=V`, `--opt V`, `-oV`, `-xoV`, `-o V`), or None if it is not that
+    option."""
+    if option.startswith("--"):
+        if matches_long(arg, (option,)) is None:
+            return None
+        return arg.split("=", 1)[1] if "=" in arg else following
+    if len(option) == 2:
+        cluster = short_cluster(arg)
+        if option[1] not in cluster:
+            return None
+        return cluster[cluster.index(option[1]) + 1 :] or following
+    return following if arg == option else None
 
 
 def _options_part(args: Sequence[str]) -> Iterator[str]:
