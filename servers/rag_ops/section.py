@@ -395,9 +395,11 @@ def brain_search(params: BrainSearchInput, state: Any) -> SearchResult:
 @tool(name="run_cypher", title="Run a read-only Cypher query", annotations=READ_ONLY)
 def run_cypher(params: RunCypherInput, state: Any) -> RunCypherResult:
     """Neo4j backend only: run a read-only Cypher query on the brain (nodes carry the BrainNode label plus
-    File/Scope/...; see get_schema). Refused unless Neo4j's EXPLAIN says it only reads; LOAD CSV, apoc.load,
-    apoc.cypher, dbms procedures and CALL {...} IN TRANSACTIONS are denied; runs in a READ transaction with a
-    timeout and at most `limit` rows. On the embedded backend use query_entities and explore_relationships."""
+    File/Scope/...; see get_schema). The query is read as Cypher tokens (quoting and comments do not hide
+    anything): every CALL must name a read procedure (db.labels, db.relationshipTypes, db.propertyKeys,
+    db.schema.*, db.index.fulltext/vector query procedures), namespaced functions only the temporal, spatial and
+    vector built-ins; LOAD CSV, CALL {...} IN TRANSACTIONS, USE and a second statement are refused; then Neo4j's
+    EXPLAIN must say it only reads, and it runs in a READ transaction with a timeout and at most `limit` rows. On the embedded backend use query_entities and explore_relationships."""
     from mcp_sections.shared.errors import ErrorCode, ToolFailure
 
     if state.store.backend != "neo4j":

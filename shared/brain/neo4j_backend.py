@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from mcp_sections.shared.brain.cypher_guard import check_read_query
 from mcp_sections.shared.brain.model import (
     ALL_PROPERTIES,
     LABELS,
@@ -340,31 +340,6 @@ def all_statements() -> list[str]:
 # ---- run_cypher guard -------------------------------------------------------------------------------
 
 EXPLAIN_PREFIX = "EXPLAIN "
-DENIED_PATTERNS: tuple[tuple[str, str], ...] = (
-    (r"\bLOAD\s+CSV\b", "LOAD CSV"),
-    (r"\bapoc\s*\.\s*load\b", "apoc.load"),
-    (r"\bapoc\s*\.\s*cypher\b", "apoc.cypher"),
-    (r"\bapoc\s*\.\s*periodic\b", "apoc.periodic"),
-    (r"\bapoc\s*\.\s*(?:export|import|trigger|systemdb)\b", "apoc export/import/trigger"),
-    (r"\bdbms\s*\.", "dbms procedures"),
-    (r"\bIN\s+(?:\d+\s+)?(?:CONCURRENT\s+)?TRANSACTIONS\b", "CALL { ... } IN TRANSACTIONS"),
-    (r"\bPERIODIC\s+COMMIT\b", "PERIODIC COMMIT"),
-)
-_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
-
-
-def check_read_only_text(query: str) -> None:
-    """Refuse denied constructs, looking through comments (`LOAD/**/CSV`)."""
-    if not query.strip():
-        raise ToolFailure(ErrorCode.INVALID_INPUT, "the query is empty.")
-    flattened = _COMMENTS.sub(" ", query)
-    for text in (query, flattened):
-        for pattern, name in DENIED_PATTERNS:
-            if re.search(pattern, text, re.IGNORECASE):
-                raise ToolFailure(
-                    ErrorCode.PERMISSION_DENIED,
-                    f"{name} is not allowed in run_cypher (read-only queries on the brain only).",
-                )
 
 
 def _sanitized_uri(uri: str) -> str:
@@ -750,7 +725,7 @@ class Neo4jBrainStore:
         import neo4j
         from neo4j.exceptions import ClientError, Neo4jError, ServiceUnavailable
 
-        check_read_only_text(query)
+        check_read_query(query)
         try:
             with self._session(read=True) as session:
                 summary = session.run(neo4j.Query(EXPLAIN_PREFIX + query, timeout=timeout), parameters).consume()

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from mcp_sections.shared.brain.cypher_guard import check_read_query
 from mcp_sections.shared.brain.neo4j_backend import (
     Neo4jBrainStore,
     all_statements,
-    check_read_only_text,
     neighbors_statement,
 )
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
@@ -78,17 +78,36 @@ def test_every_statement_parses_with_neo4j_parser(cypher_linter: Path) -> None:
         "CALL { MATCH (n) RETURN n } IN TRANSACTIONS OF 10 ROWS RETURN 1",
         "CALL apoc.periodic.iterate('MATCH (n) RETURN n', 'DELETE n', {})",
         "   ",
+        "CALL `apoc`.`load`.json('http://169.254.169.254/') YIELD value RETURN value",
+        "CALL `apoc.load.json`('file:///etc/passwd') YIELD value RETURN value",
+        "CALL apoc /* hidden */ . load . json('x') YIELD value RETURN value",
+        "CALL `db`.`labels`() YIELD label CALL `apoc`.`do`.`when`(true, 'CREATE (n)', '', {}) YIELD value RETURN 1",
+        "MATCH (n) RETURN apoc.text.join(['a'], ',')",
+        "MATCH (n) RETURN `apoc`.`util`.`sleep`(100000)",
+        "RETURN dbms.components()",
+        "CALL { MATCH (n) RETURN n } IN 4 CONCURRENT TRANSACTIONS RETURN 1",
+        "LOAD // split\n CSV FROM 'x' AS r RETURN r",
+        "MATCH (n) RETURN n; MATCH (m) DETACH DELETE m",
+        "USE system SHOW USERS",
+        "CALL db.createLabel('X')",
+        "MATCH (n) RETURN n.name + 'unterminated",
+        "MATCH (`n RETURN n",
     ],
 )
 def test_denied_constructs(query: str) -> None:
     with pytest.raises(ToolFailure) as failure:
-        check_read_only_text(query)
+        check_read_query(query)
     assert failure.value.code in (ErrorCode.PERMISSION_DENIED, ErrorCode.INVALID_INPUT)
 
 
 def test_read_queries_pass_the_text_check() -> None:
-    check_read_only_text("MATCH (n:Scope {kind: $kind}) RETURN n.name LIMIT 5")
-    check_read_only_text("MATCH (f:File)-[:IMPORTS]->(g:File) RETURN f.path, g.path")
+    check_read_query("CALL db.labels() YIELD label RETURN label")
+    check_read_query("CALL `db`.`index`.`fulltext`.queryNodes('brain_text', 'login') YIELD node RETURN node.name")
+    check_read_query("MATCH (n) WHERE n.name IN ['a', 'b'] RETURN n.name, date.truncate('day', datetime()) LIMIT 3;")
+    check_read_query("MATCH (n) RETURN n { .name, `weird``name`: 1 } // CALL apoc.load.json")
+    check_read_query("RETURN 'CALL apoc.load.json(1); LOAD CSV' AS text")
+    check_read_query("MATCH (n:Scope {kind: $kind}) RETURN n.name LIMIT 5")
+    check_read_query("MATCH (f:File)-[:IMPORTS]->(g:File) RETURN f.path, g.path")
 
 
 def test_traversal_templates_only_inline_allow_listed_identifiers() -> None:
