@@ -46,9 +46,12 @@ _PRIVATE_KEY_BLOCK = re.compile(
 
 
 _KEYWORDISH = ("key", "pw", "pass", "tok", "secret")
-#: Lower-case words a plugin's patterns cannot match without (all groups needed, any word of a group), so a
-#: text is only searched with the patterns that could match it. A plugin not listed is always run.
+#: Words a plugin's patterns cannot match without (all groups needed, any word of a group), so a text is only
+#: searched with the patterns that could match it; lower-case words are looked up ignoring case, others exactly.
+#: A plugin not listed is always run.
 _NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "ArtifactoryDetector": (("AKC", "AP"),),
+    "TwilioKeyDetector": (("AC", "SK"),),
     "AWSKeyDetector": (("a3t", "abia", "acca", "akia", "asia", "aws"),),
     "AzureStorageKeyDetector": (("accountkey=",),),
     "BasicAuthDetector": (("://",), ("@",)),
@@ -121,7 +124,7 @@ def mask_text(text: str) -> tuple[str, int]:
     if "private key" in lowered:
         spans += [match.span() for match in _PRIVATE_KEY_BLOCK.finditer(text)]
     for pattern, needs in rules.patterns:
-        if all(any(word in lowered for word in group) for group in needs):
+        if all(any(word in (lowered if word.islower() else text) for word in group) for group in needs):
             spans += [_secret_span(match) for match in pattern.finditer(text)]
     if "=" in text:
         for match in _ENV_ASSIGNMENT.finditer(text):
