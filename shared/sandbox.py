@@ -10,8 +10,14 @@ PID namespace, its own session (no terminal injection), and it dies with the ser
 
 `Sandbox.detect(mode)` fails closed: mode "auto" needs a bubblewrap that can create its namespaces (a probe
 run once per process) and otherwise refuses every command with DEPENDENCY_ERROR saying how to install one;
-only an explicit mode "off" runs programs unconfined, and then every result carries a warning. macOS
-(`sandbox-exec`) is not implemented yet: "auto" refuses there too.
+only an explicit mode "off" runs programs unconfined, and then every result carries a warning.
+
+On macOS the same confinement comes from Seatbelt (`/usr/bin/sandbox-exec`, what Codex and Claude Code use
+there) with a profile generated per command (`seatbelt_profile`): everything denied, then reads of the system
+directories, the program's install prefix and the roots, writes only where the section may write (and the
+per-user temporary directories: macOS has no private /tmp mount), no network unless asked. Seatbelt has no PID
+namespace; the process group is still killed with the command. It is generated and unit-tested here, never run
+on a Mac in CI (see the README).
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ from typing import Literal
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
 
-Mode = Literal["auto", "bubblewrap", "off"]
+Mode = Literal["auto", "bubblewrap", "seatbelt", "off"]
+Kind = Literal["bubblewrap", "seatbelt", "off"]
+SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 
 SYSTEM_DIRECTORIES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_ENTRIES = (
@@ -73,7 +81,7 @@ class Confinement:
 class Sandbox:
     """How programs are confined in this process: by bubblewrap, or not at all (mode "off")."""
 
-    kind: Literal["bubblewrap", "off"]
+    kind: Kind
     executable: str | None = None
     reason: str = field(default="")
 
@@ -94,6 +102,8 @@ class Sandbox:
         if self.kind == "off":
             return list(argv)
         assert self.executable is not None
+        if self.kind == "seatbelt":
+            return [self.executable, "-p", seatbelt_profile(argv[0], confinement), *argv]
         args = [self.executable, "--die-with-parent", "--new-session", "--unshare-all"]
         if confinement.network:
             args.append("--share-net")
@@ -110,6 +120,48 @@ class Sandbox:
             args += ["--bind", str(path), str(path)]
         args += ["--chdir", str(cwd), "--", *argv]
         return args
+
+
+SEATBELT_READABLE = ("/usr", "/bin", "/sbin", "/System", "/Library", "/private/etc", "/private/var/db", "/dev")
+SEATBELT_WRITABLE = ("/private/tmp", "/private/var/folders")  # macOS has no private /tmp: the user's temp dirs
+SEATBELT_DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/dtracehelper")
+
+
+def seatbelt_profile(executable: str, confinement: Confinement) -> str:
+    """A Seatbelt (SBPL) profile for one program: deny by default; read the system, the program's install prefix
+    and the roots; write only `confinement.writable` and the temporary directories; network only if asked."""
+
+    def paths(kind: str, entries: Sequence[str | Path]) -> str:
+        return " ".join(f"({kind} {_sbpl_string(str(entry))})" for entry in entries)
+
+    readable: list[str | Path] = [
+        *SEATBELT_READABLE,
+        *install_prefixes(executable),
+        *confinement.readable,
+        *confinement.writable,
+    ]
+    writable: list[str | Path] = [*confinement.writable, *SEATBELT_WRITABLE]
+    rules = [
+        "(version 1)",
+        "(deny default)",
+        "(allow process-exec process-fork signal)",
+        "(allow sysctl-read mach-lookup ipc-posix-shm-read-data ipc-posix-shm-write-data ipc-posix-sem)",
+        "(allow file-read-metadata)",  # stat() of path components, as every resolver needs
+        '(allow file-read* (literal "/") (literal "/private") (literal "/private/var"))',
+        f"(allow file-read* {paths('subpath', [*readable, *SEATBELT_WRITABLE])})",
+        f"(allow file-write* {paths('subpath', writable)} {paths('literal', SEATBELT_DEVICES)})",
+        f"(allow file-ioctl {paths('literal', SEATBELT_DEVICES)})",
+    ]
+    if confinement.network:
+        rules.append("(allow network* system-socket)")
+    return "\n".join(rules) + "\n"
+
+
+def _sbpl_string(text: str) -> str:
+    """A path as an SBPL string literal: backslashes and quotes escaped, nothing else can end it."""
+    if any(ord(char) < 32 for char in text):
+        raise ValueError(f"a path with control characters cannot go into a sandbox profile: {text!r}")
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def install_prefixes(executable: str) -> list[str]:
@@ -157,6 +209,8 @@ def detect(mode: Mode, section: str = "shell_ops") -> Sandbox:
     """The sandbox of `mode`: never silently unconfined (see the module docstring)."""
     if mode == "off":
         return Sandbox("off", reason="configured off")
+    if mode == "seatbelt" or (mode == "auto" and sys.platform == "darwin"):
+        return _detect_seatbelt(section)
     if not sys.platform.startswith("linux"):
         raise ToolFailure(
             ErrorCode.DEPENDENCY_ERROR,
@@ -171,3 +225,26 @@ def detect(mode: Mode, section: str = "shell_ops") -> Sandbox:
             f"programs run only inside a sandbox, but {problem}; {INSTALL_HINT.format(section=section)}.",
         )
     return Sandbox("bubblewrap", executable, reason="bubblewrap with user namespaces")
+
+
+def _detect_seatbelt(section: str) -> Sandbox:
+    problem = None
+    if not os.access(SANDBOX_EXEC, os.X_OK):
+        problem = f"{SANDBOX_EXEC} is not available (Seatbelt is macOS-only)"
+    else:
+        probe = subprocess.run(
+            [SANDBOX_EXEC, "-p", seatbelt_profile("/usr/bin/true", Confinement()), "/usr/bin/true"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+        if probe.returncode != 0:
+            problem = f"sandbox-exec refused the generated profile: {probe.stderr.strip()[:200]}"
+    if problem is not None:
+        raise ToolFailure(
+            ErrorCode.DEPENDENCY_ERROR,
+            f"programs run only inside a sandbox, but {problem}; set [sections.{section}] sandbox = 'off' to run "
+            "them unconfined, at your own risk.",
+        )
+    return Sandbox("seatbelt", SANDBOX_EXEC, reason="Seatbelt (sandbox-exec) with a generated profile")

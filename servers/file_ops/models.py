@@ -471,7 +471,7 @@ class InstallPackageResult(ToolResult):
     environment: str = Field(description="Where the packages went.")
     exit_code: int
     output: str = Field(description="The end of the installer's output.")
-    sandbox: Literal["bubblewrap", "off"] = Field(description="How the installer was confined by the OS.")
+    sandbox: Literal["bubblewrap", "seatbelt", "off"] = Field(description="How the installer was confined by the OS.")
     warning: str | None = Field(default=None, description="Set when it ran unconfined (sandbox = 'off').")
 
 

@@ -65,11 +65,12 @@ class FileOpsSettings(SectionSettings):
     npm_ignore_scripts: bool = Field(
         default=True, description="Pass --ignore-scripts to npm (no install scripts run on the machine)."
     )
-    sandbox: Literal["auto", "bubblewrap", "off"] = Field(
+    sandbox: Literal["auto", "bubblewrap", "seatbelt", "off"] = Field(
         default="auto",
         description="Confinement of install_package by the OS (shared/sandbox.py): the installer sees the system "
-        "directories read-only, the project (writable) and the network, nothing else; auto/bubblewrap refuse to "
-        "install without a working bubblewrap; off installs unconfined and says so in the result.",
+        "directories read-only, the project (writable) and the network, nothing else; auto (bubblewrap on Linux, "
+        "Seatbelt on macOS) refuses to install without a working sandbox; off installs unconfined and says so in "
+        "the result.",
     )
     pip_allow_server_environment: bool = Field(
         default=False,

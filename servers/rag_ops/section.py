@@ -399,7 +399,8 @@ def run_cypher(params: RunCypherInput, state: Any) -> RunCypherResult:
     anything): every CALL must name a read procedure (db.labels, db.relationshipTypes, db.propertyKeys,
     db.schema.*, db.index.fulltext/vector query procedures), namespaced functions only the temporal, spatial and
     vector built-ins; LOAD CSV, CALL {...} IN TRANSACTIONS, USE and a second statement are refused; then Neo4j's
-    EXPLAIN must say it only reads, and it runs in a READ transaction with a timeout and at most `limit` rows. On the embedded backend use query_entities and explore_relationships."""
+    EXPLAIN must say it only reads, and it runs in a READ transaction with a timeout and at most `limit` rows.
+    On the embedded backend use query_entities and explore_relationships."""
     from mcp_sections.shared.errors import ErrorCode, ToolFailure
 
     if state.store.backend != "neo4j":

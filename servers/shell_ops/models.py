@@ -49,7 +49,7 @@ class CommandResult(ToolResult):
     executable: str = Field(description="The absolute program that ran (resolved on the server's fixed PATH).")
     args: list[str] = Field(description="Its arguments as run (hardening options git/npm receive are not shown).")
     cwd: str
-    sandbox: Literal["bubblewrap", "off"] = Field(description="How the program was confined by the OS.")
+    sandbox: Literal["bubblewrap", "seatbelt", "off"] = Field(description="How the program was confined by the OS.")
     warning: str | None = Field(default=None, description="Set when the program ran without an OS sandbox.")
 
     def render_text(self) -> str:
@@ -205,7 +205,7 @@ class ProgramPolicy(BaseModel):
 
 
 class SandboxInfo(ToolResult):
-    kind: Literal["bubblewrap", "off", "unavailable"]
+    kind: Literal["bubblewrap", "seatbelt", "off", "unavailable"]
     executable: str | None = None
     warning: str | None = None
     why: str = ""

@@ -41,10 +41,11 @@ class ShellOpsSettings(SectionSettings):
     )
     git_author_name: str | None = Field(default=None, description="GIT_AUTHOR_NAME/GIT_COMMITTER_NAME for children.")
     git_author_email: str | None = Field(default=None, description="GIT_AUTHOR_EMAIL/GIT_COMMITTER_EMAIL.")
-    sandbox: Literal["auto", "bubblewrap", "off"] = Field(
+    sandbox: Literal["auto", "bubblewrap", "seatbelt", "off"] = Field(
         default="auto",
-        description="Confinement of every program by the OS (shared/sandbox.py): auto/bubblewrap refuse to run "
-        "commands without a working bubblewrap; off runs them unconfined and says so in every result.",
+        description="Confinement of every program by the OS (shared/sandbox.py): auto is bubblewrap on Linux and "
+        "Seatbelt (sandbox-exec) on macOS and refuses to run commands without a working one; off runs them "
+        "unconfined and says so in every result.",
     )
 
     @field_validator("allowed_programs", mode="before")

@@ -136,3 +136,32 @@ async def test_an_installer_sees_the_project_and_nothing_else_of_the_machine(tmp
     assert not (outside / "planted").exists()
     assert "project: writable" in data["output"] and (project / "installed.txt").exists()
     assert "home=/tmp" in data["output"]
+
+
+def test_the_seatbelt_profile_denies_by_default_and_names_only_what_the_program_may_touch(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    profile = sandbox_module.seatbelt_profile("/opt/homebrew/bin/rg", sandbox_module.Confinement(writable=(root,)))
+    assert profile.startswith("(version 1)\n(deny default)\n")
+    assert profile.count("(") == profile.count(")")
+    writes = next(line for line in profile.splitlines() if line.startswith("(allow file-write*"))
+    assert f'(subpath "{root}")' in writes and '(subpath "/usr")' not in writes
+    assert '(subpath "/opt/homebrew")' in profile  # the program's install prefix is readable
+    assert "network" not in profile
+    networked = sandbox_module.seatbelt_profile("/usr/bin/true", sandbox_module.Confinement(network=True))
+    assert "(allow network* system-socket)" in networked
+
+
+def test_a_hostile_root_name_cannot_end_the_profile_string() -> None:
+    hostile = Path('/work/x") (allow default) ("')
+    profile = sandbox_module.seatbelt_profile("/usr/bin/true", sandbox_module.Confinement(writable=(hostile,)))
+    assert '(subpath "/work/x\\") (allow default) (\\"")' in profile
+    assert "\n(allow default)" not in profile
+    with pytest.raises(ValueError):
+        sandbox_module.seatbelt_profile("/usr/bin/true", sandbox_module.Confinement(writable=(Path("/a\nb"),)))
+
+
+def test_seatbelt_outside_macos_is_refused_with_a_dependency_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox_module, "SANDBOX_EXEC", "/nonexistent/sandbox-exec")
+    with pytest.raises(ToolFailure) as failure:
+        sandbox_module.detect("seatbelt")
+    assert failure.value.code.value == "DEPENDENCY_ERROR" and "sandbox-exec" in failure.value.message
