@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mcp_sections.shared.sandbox import bubblewrap_problem
+from mcp_sections.shared.sandbox import sandbox_problem
 
 Status = Literal["ready", "degraded", "unavailable"]
 
@@ -120,14 +120,18 @@ REQUIREMENTS: dict[str, list[Requirement]] = {
     "file_ops": [
         Requirement("ripgrep (fast search_files engine)", program("rg"), "apt-get install ripgrep", optional=True),
         Requirement(
-            "bubblewrap sandbox (install_package)",
-            bubblewrap_problem,
+            "OS sandbox (install_package): bubblewrap, or Seatbelt on macOS",
+            sandbox_problem,
             "apt-get install bubblewrap (or sandbox = 'off')",
             optional=True,
         ),
     ],
     "shell_ops": [
-        Requirement("bubblewrap sandbox", bubblewrap_problem, "apt-get install bubblewrap (or sandbox = 'off')"),
+        Requirement(
+            "OS sandbox: bubblewrap, or Seatbelt on macOS",
+            sandbox_problem,
+            "apt-get install bubblewrap (or sandbox = 'off')",
+        ),
         Requirement("git", program("git"), "apt-get install git", optional=True),
     ],
     "memory": EMBEDDINGS,

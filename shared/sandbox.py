@@ -227,6 +227,15 @@ def detect(mode: Mode, section: str = "shell_ops") -> Sandbox:
     return Sandbox("bubblewrap", executable, reason="bubblewrap with user namespaces")
 
 
+def sandbox_problem() -> str | None:
+    """Why `auto` cannot confine programs on this machine (None: it can): Seatbelt on macOS, bubblewrap elsewhere."""
+    try:
+        detect("auto")
+    except ToolFailure as failure:
+        return failure.message.split("; ", 1)[0].removeprefix("programs run only inside a sandbox, but ")
+    return None
+
+
 def _detect_seatbelt(section: str) -> Sandbox:
     problem = None
     if not os.access(SANDBOX_EXEC, os.X_OK):
