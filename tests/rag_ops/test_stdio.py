@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -304,3 +305,19 @@ async def test_secret_values_in_indexed_content_come_back_masked(client: Client,
     shown = str(found.structured_content) + "".join(getattr(block, "text", "") for block in found.content)
     assert "deploy_settings" in shown and token not in shown
     assert "***MASKED***" in shown
+
+
+@pytest.mark.anyio
+async def test_ingest_skips_hard_linked_files(client: Client, root: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside-secret.py"
+    outside.write_text('def leaked():\n    """Outside the roots."""\n')
+    project = root / "linked"
+    project.mkdir()
+    (project / "ok.py").write_text('def fine():\n    """Inside."""\n')
+    try:
+        os.link(outside, project / "alias.py")
+    except OSError:
+        pytest.skip("the temporary directory and the root are on different file systems")
+    await call(client, "ingest_directory", path=str(project), project_name="linked")
+    files = await call(client, "query_entities", label="File", project="linked", limit=50)
+    assert {entity["relative_path"] for entity in files["entities"]} == {"ok.py"}
