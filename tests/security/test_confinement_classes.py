@@ -117,6 +117,9 @@ CLASS_ATTACKS: list[tuple[str, dict[str, Any]]] = [
     # git state that points outside
     ("git-apply-unsafe-paths", {"command": ["git", "apply", "--unsafe-paths", "patch.diff"]}),
     ("git-alternates-outside", {"command": ["git", "log", "-1"], "cwd": "borrower"}),
+    # secrets named as pathspecs of git's history (the file may be gone from the work tree)
+    ("git-log-pathspec-secret", {"command": ["git", "log", "-p", "--", "*.env"]}),
+    ("git-grep-pathspec-secret", {"command": ["git", "grep", "API", "HEAD", "--", ":(glob)**/.env"]}),
 ]
 
 

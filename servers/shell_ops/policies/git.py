@@ -123,6 +123,13 @@ def policy_git(args: list[str], ctx: PolicyContext) -> list[str]:
         raise denied(f"git rebase {hit} is refused by the command policy (it runs commands / an editor).")
     if sub == "config":
         _check_git_config(rest)
+    for spec in rest[rest.index("--") + 1 :] if "--" in rest else []:
+        plain = re.sub(r"^:(\([^)]*\)|[/!^]+)", "", spec)  # pathspec magic: `:(glob)*.env`, `:/.env`
+        if ctx.denied(plain) or ctx.denied(plain.rsplit("/", 1)[-1]):
+            raise denied(
+                f"git {sub} pathspec {spec[:80]!r} names protected files (secrets such as .env files and keys are "
+                "never read, not even from git's history)."
+            )
     for arg in rest[: rest.index("--")] if "--" in rest else rest:
         if _names_denied_blob(arg, ctx):
             raise denied(
