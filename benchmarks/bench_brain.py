@@ -1,6 +1,9 @@
-"""The brain (rag_ops, embedded SQLite backend) against the success metrics of its roadmap.
+"""The brain (rag_ops: SQLite, and the Neo4j backend over Bolt) against the success metrics of its roadmap.
 
 Run: python -m benchmarks.bench_brain [--quick 100] [--files 1000] [--chunks 100000] [--searches 200] [--no-model]
+
+The last rows put the same synthetic data on SQLite and on the Neo4j backend over a real Bolt server (NEO4J_URI's
+Neo4j 5, else ArcadeDB started for the run) and time ingest and search on both.
 
 Targets: brain init < 0.5 s; quick ingest of 100 files searchable by text < 2 s and embedded < 10 s;
 re-ingest of an unchanged 1,000-file tree < 1 s; cross-project search p95 < 50 ms at 100k chunks
@@ -256,7 +259,7 @@ def vocabulary(size: int = 8000, seed: int = 11) -> tuple[list[str], list[float]
     return words, weights
 
 
-def build_synthetic(store: SQLiteBrainStore, chunks: int, projects: int, seed: int = 3) -> list[str]:
+def build_synthetic(store: Any, chunks: int, projects: int, seed: int = 3) -> list[str]:
     """`chunks` Chunk nodes (40 Zipf-distributed words each, random unit vectors) over `projects` projects;
     returns mid-frequency words to query with."""
     import numpy as np
@@ -341,6 +344,55 @@ def bench_search(base: Path, chunks: int, projects: int, searches: int) -> dict[
         brain.close()
 
 
+def bench_backends(base: Path, chunks: int, searches: int) -> list[tuple[str, str, str]]:
+    """The same synthetic chunks (with vectors) ingested into SQLite and into the Neo4j backend over Bolt — a
+    Neo4j 5 when NEO4J_URI is set, else ArcadeDB started here — then the same hybrid and text searches."""
+    import os
+    from contextlib import ExitStack
+
+    rows: list[tuple[str, str, str]] = []
+    with ExitStack() as stack:
+        stores: list[tuple[str, Any]] = [("SQLite", SQLiteBrainStore(base / "backends" / "brain.sqlite3"))]
+        try:
+            from tests.rag_ops.bolt_server import arcadedb_bolt, neo4j_store
+
+            server = None if os.environ.get("NEO4J_URI") else stack.enter_context(arcadedb_bolt())
+            label = "Neo4j 5 (NEO4J_URI)" if server is None else "Bolt: ArcadeDB"
+            stores.append((label, neo4j_store(server)))
+            stores[-1][1].reset_for_tests()
+        except ImportError as exc:
+            rows.append(("Bolt backend", f"n/a ({exc.name} not installed)", ""))
+        for label, store in stores:
+            started = time.perf_counter()
+            query_words = build_synthetic(store, chunks, 2)
+            build = time.perf_counter() - started
+            brain = Brain(store, [base], embedding_service=StubService(), background_embeddings=False)
+            rng = random.Random(5)
+            try:
+                brain.search("warm up", project_ids=None, types=None, semantic=True, limit=10)
+                hybrid, text_only = [], []
+                for _ in range(searches):
+                    query = " ".join(rng.sample(query_words, 3))
+                    started = time.perf_counter()
+                    brain.search(query, project_ids=None, types=None, semantic=True, limit=10)
+                    hybrid.append((time.perf_counter() - started) * 1000)
+                    started = time.perf_counter()
+                    brain.search(query, project_ids=None, types=None, semantic=False, limit=10)
+                    text_only.append((time.perf_counter() - started) * 1000)
+            finally:
+                brain.close()
+            rows += [
+                (f"{label}: ingest {chunks:,} chunks with 384-d vectors", f"{build:.2f} s", ""),
+                (
+                    f"{label}: hybrid search p50 / p95",
+                    f"{percentile(hybrid, 0.5):.1f} / {percentile(hybrid, 0.95):.1f} ms",
+                    "",
+                ),
+                (f"{label}: text search p50", f"{percentile(text_only, 0.5):.1f} ms", ""),
+            ]
+    return rows
+
+
 def query_encoding_ms(samples: int = 20) -> float | None:
     try:
         from mcp_sections.shared.embeddings import EmbeddingSettings, get_embedder
@@ -366,6 +418,7 @@ def main() -> None:
     parser.add_argument("--projects", type=int, default=10, help="projects the chunks are spread over")
     parser.add_argument("--searches", type=int, default=200)
     parser.add_argument("--no-model", action="store_true", help="skip the embedding model")
+    parser.add_argument("--backend-chunks", type=int, default=5000, help="chunks for the SQLite-vs-Bolt rows")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as directory:
@@ -375,6 +428,7 @@ def main() -> None:
         reingest = bench_reingest(base, args.files)
         search = bench_search(base, args.chunks, args.projects, args.searches)
         encode = None if args.no_model else query_encoding_ms()
+        backends = bench_backends(base, args.backend_chunks, min(args.searches, 50))
 
     def secs(value: float | None) -> str:
         return "n/a (no model)" if value is None else f"{value:.2f} s"
@@ -411,7 +465,7 @@ def main() -> None:
             "< 10 MB",
         ),
     ]
-    print_table(["measure", "result", "target"], rows)
+    print_table(["measure", "result", "target"], [*rows, *backends])
 
 
 if __name__ == "__main__":

@@ -115,9 +115,9 @@ def upsert_nodes_statement(label: str) -> str:
     if label not in LABELS:
         raise ValueError(f"unknown label {label!r}")
     return (
-        f"UNWIND $rows AS row MERGE (n:BrainNode {{id: row.id}}) "
+        f"UNWIND $rows AS row MERGE (n:BrainNode:{label} {{id: row.id}}) "
         "WITH n, row, n.embedding AS vector, n.embedding_hash AS vector_hash, n.embedding_model AS vector_model "
-        f"SET n = row.props SET n:{label} "
+        "SET n = row.props "
         "SET n.embedding = CASE WHEN vector_hash = row.props.embed_hash THEN vector END, "
         "n.embedding_hash = CASE WHEN vector_hash = row.props.embed_hash THEN vector_hash END, "
         "n.embedding_model = CASE WHEN vector_hash = row.props.embed_hash THEN vector_model END"

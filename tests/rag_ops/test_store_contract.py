@@ -1,8 +1,8 @@
-"""One contract for every brain backend: SQLite always, Neo4j when NEO4J_URI is set."""
+"""One contract for every brain backend: SQLite, and the Neo4j backend over a real Bolt server — a Neo4j 5 when
+NEO4J_URI is set, else ArcadeDB started here (tests/rag_ops/bolt_server.py)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +11,7 @@ import pytest
 from mcp_sections.shared.brain.model import EntityFilter, Project, node_id
 from mcp_sections.shared.brain.parsing import parse_file
 from mcp_sections.shared.brain.store import BrainStore
+from tests.rag_ops.bolt_server import neo4j_store
 from tests.rag_ops.trees import FILES
 
 np = pytest.importorskip("numpy")
@@ -23,11 +24,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BrainStore
 
         backend: BrainStore = SQLiteBrainStore(tmp_path / "brain.sqlite3")
     else:
-        if not os.environ.get("NEO4J_URI"):
-            pytest.skip("NEO4J_URI is not set: no Neo4j server to run the contract against")
-        from mcp_sections.shared.brain.neo4j_backend import Neo4jBrainStore
-
-        backend = Neo4jBrainStore.from_env()
+        backend = neo4j_store(request.getfixturevalue("bolt_server"))
         backend.reset_for_tests()
     assert isinstance(backend, BrainStore)
     yield backend
