@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import secrets
 import tempfile
@@ -80,11 +81,16 @@ class BoltServer:
 @contextmanager
 def arcadedb_bolt() -> Iterator[BoltServer]:
     """ArcadeDB with its Bolt listener on 127.0.0.1 (a fresh database directory), stopped afterwards."""
-    import arcadedb_embedded
-
     bolt_port, http_port = free_port(), free_port()
     password = secrets.token_urlsafe(16)
     with tempfile.TemporaryDirectory(prefix="arcadedb-") as root:
+        # ArcadeDB's own log goes to ./log of the working directory; warnings to stderr only, nothing written here.
+        logging_config = os.path.join(root, "logging.properties")
+        with open(logging_config, "w", encoding="utf-8") as handle:
+            handle.write("handlers = java.util.logging.ConsoleHandler\n.level = WARNING\n")
+        os.environ.setdefault("ARCADEDB_JVM_ARGS", f"-Djava.util.logging.config.file={logging_config}")
+        import arcadedb_embedded
+
         server = arcadedb_embedded.create_server(
             root_path=root,
             root_password=password,
