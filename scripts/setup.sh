@@ -3,6 +3,7 @@
 #   - system packages (Debian/Ubuntu, when run as root or with sudo): bubblewrap, git, ripgrep (search_files'
 #     fast engine), util-linux's setpriv (the container entrypoint tests run as the images' user), chromium
 #     (web_ops renders pages that need JavaScript with it; Playwright cannot download its own build offline);
+#     Mesa's EGL (media_ops renders 3D assets on the CPU);
 #   - .venv with a CPU build of torch (a bare `torch` pulls a multi-GB CUDA build) and the project with every extra.
 # Usage: scripts/setup.sh [EXTRAS]   (default: all,dev)
 set -euo pipefail
@@ -17,6 +18,9 @@ command -v rg >/dev/null 2>&1 || need+=(ripgrep)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 case ",$EXTRAS," in
 *,all,*|*,web,*) [ -x /usr/lib/chromium/chromium ] || command -v chromium >/dev/null 2>&1 || need+=(chromium) ;;
+esac
+case ",$EXTRAS," in  # media_ops renders 3D on Mesa's software OpenGL through EGL
+*,all,*|*,media,*) ls /usr/lib/*/libEGL_mesa.so.0 >/dev/null 2>&1 || need+=(libegl1 libegl-mesa0 libgl1-mesa-dri) ;;
 esac
 if [ "${#need[@]}" -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
     sudo=""
@@ -46,4 +50,7 @@ case ",$EXTRAS," in
     ;;
 esac
 pip install --quiet -e ".[${EXTRAS}]"
+case ",$EXTRAS," in
+*,all,*|*,media,*) pip install --quiet --no-deps "pyrender==0.1.45" ;;  # its needs are in the media extra
+esac
 echo "setup: done (. .venv/bin/activate; mcp-sections doctor)"

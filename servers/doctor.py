@@ -89,6 +89,26 @@ def neo4j_reachable() -> str | None:
     return None
 
 
+def ocr_models_packaged() -> str | None:
+    """RapidOCR's default models come inside its wheel; a missing file would mean a download at run time."""
+    spec = importlib.util.find_spec("rapidocr")
+    if spec is None or not spec.submodule_search_locations:
+        return "Python module 'rapidocr' is not installed"
+    models = [os.path.join(location, "models") for location in spec.submodule_search_locations]
+    if not any(os.path.isdir(path) and any(name.endswith(".onnx") for name in os.listdir(path)) for path in models):
+        return "rapidocr's packaged OCR models are missing"
+    return None
+
+
+def software_opengl() -> str | None:
+    """pyrender and an EGL (Mesa's software renderer) to draw 3D assets offscreen."""
+    if importlib.util.find_spec("pyrender") is None:
+        return "pyrender is not installed (pip install --no-deps pyrender==0.1.45; scripts/setup.sh does it)"
+    if ctypes.util.find_library("EGL") is None and ctypes.util.find_library("OSMesa") is None:
+        return "no EGL or OSMesa library (Debian: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri)"
+    return None
+
+
 def browser_ready() -> str | None:
     """A Chromium that Playwright can drive (the system's, or Playwright's own)."""
     try:
@@ -141,6 +161,12 @@ REQUIREMENTS: dict[str, list[Requirement]] = {
         Requirement("Neo4j (backend = neo4j)", neo4j_reachable, "start Neo4j 5 and set NEO4J_URI/USERNAME/PASSWORD"),
     ],
     "orchestration": [],
+    "media_ops": [
+        Requirement("Pillow", module("PIL"), "pip install 'mcp-sections[media]'"),
+        Requirement("OCR (rapidocr and its packaged models)", ocr_models_packaged, "pip install 'mcp-sections[media]'"),
+        Requirement("onnxruntime", module("onnxruntime"), "pip install 'mcp-sections[media]'"),
+        Requirement("3D rendering (trimesh, pyrender, EGL)", software_opengl, "scripts/setup.sh media", optional=True),
+    ],
     "web_ops": [
         Requirement("playwright", module("playwright"), "pip install 'mcp-sections[web]'"),
         Requirement("trafilatura (main-content extraction)", module("trafilatura"), "pip install 'mcp-sections[web]'"),

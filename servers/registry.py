@@ -15,6 +15,7 @@ BUILTIN_SECTIONS: dict[str, str] = {
     "rag_ops": "mcp_sections.servers.rag_ops.section",
     "orchestration": "mcp_sections.servers.orchestration.section",
     "web_ops": "mcp_sections.servers.web_ops.section",
+    "media_ops": "mcp_sections.servers.media_ops.section",
 }
 
 

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
 
 # Where the workspace is mounted, and how: the sections that write files, those that only read them.
-WORKSPACE_WRITERS = {"file_ops", "shell_ops"}
+WORKSPACE_WRITERS = {"file_ops", "shell_ops", "media_ops"}
 WORKSPACE_READERS = {"rag_ops", "gateway"}
 # Sections that reach outside the compose network (remote providers, the web).
 EGRESS = {"gateway", "web_ops", "searxng"}  # searxng asks the search engines

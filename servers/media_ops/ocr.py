@@ -1,0 +1,46 @@
+"""Text read from images locally with RapidOCR (PP-OCR models shipped inside the `rapidocr` wheel, run by
+onnxruntime on the CPU). One engine per process, built on first use; nothing is downloaded at run time."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+_lock = threading.Lock()
+_engine: Any = None
+
+
+@dataclass(frozen=True)
+class TextLine:
+    text: str
+    confidence: float
+    box: list[list[float]]  # four corners, clockwise from top-left, in pixels
+
+
+def engine() -> Any:
+    """The RapidOCR engine (its packaged default models), built once."""
+    global _engine
+    with _lock:
+        if _engine is None:
+            import logging
+
+            from rapidocr import RapidOCR
+
+            logging.getLogger("RapidOCR").setLevel(logging.WARNING)  # after the import, which sets INFO (stderr)
+            _engine = RapidOCR()
+        return _engine
+
+
+def read_text(image: Any) -> list[TextLine]:
+    """The lines of text in a PIL RGB image, top to bottom."""
+    import numpy as np
+
+    result = engine()(np.asarray(image))
+    if result is None or result.txts is None:
+        return []
+    lines = [
+        TextLine(str(text), round(float(score), 4), [[round(float(x), 1), round(float(y), 1)] for x, y in box])
+        for text, score, box in zip(result.txts, result.scores, result.boxes, strict=False)
+    ]
+    return sorted(lines, key=lambda line: (round(line.box[0][1] / 10), line.box[0][0]))

@@ -1,0 +1,249 @@
+"""The remote services media_ops asks: a vision model (describe), an images API (generate) and a 3D job API.
+
+Each is a small interface over HTTP through the section's GuardedHttp (the shared URL guard: the configured
+endpoint's host is allowed, anything else it points to is checked like any URL). Their answers are untrusted:
+JSON shapes are checked, images decoded and size-checked by the caller, 3D files must be GLB.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin
+
+import anyio
+
+from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.web_fetch import GuardedHttp
+
+Progress = Callable[[float, float | None, str], Awaitable[None]]
+MAX_PROVIDER_JSON = 80_000_000  # base64 images arrive inside JSON
+GLB_MAGIC = b"glTF"
+
+
+def _unavailable(what: str, setting: str) -> ToolFailure:
+    return ToolFailure(
+        ErrorCode.DEPENDENCY_ERROR,
+        f"{what} needs a provider: set [sections.media_ops] {setting} (or MCP_SECTIONS_MEDIA_OPS_"
+        f"{setting.upper()}) and restart the server. See config.example.toml.",
+    )
+
+
+def _key_headers(api_key_env: str | None, *, anthropic: bool = False) -> dict[str, str]:
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if not api_key_env:
+        return headers
+    key = os.environ.get(api_key_env)
+    if not key:
+        raise ToolFailure(
+            ErrorCode.DEPENDENCY_ERROR,
+            f"the key variable {api_key_env} is not set in the server's environment; set it and restart the server.",
+        )
+    if anthropic:
+        headers.update({"x-api-key": key, "anthropic-version": "2023-06-01"})
+    else:
+        headers["Authorization"] = f"Bearer {key}"
+    return headers
+
+
+async def _json_call(
+    http: GuardedHttp, method: str, url: str, headers: dict[str, str], body: dict[str, Any] | None, what: str
+) -> dict[str, Any]:
+    content = json.dumps(body).encode() if body is not None else None
+    response = await http.request(method, url, headers=headers, content=content, max_bytes=MAX_PROVIDER_JSON)
+    if response.status in (401, 403):
+        raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, f"{what} refused the credentials (HTTP {response.status}).")
+    if response.status == 429 or response.status >= 500:
+        raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{what} is unavailable (HTTP {response.status}); retry later.")
+    if response.status >= 400:
+        raise ToolFailure(
+            ErrorCode.EXECUTION_FAILED, f"{what} answered HTTP {response.status}: {response.text()[:300]}"
+        )
+    try:
+        data = json.loads(response.body)
+    except ValueError:
+        raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{what} returned something that is not JSON.") from None
+    if not isinstance(data, dict):
+        raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{what} returned an unexpected answer.")
+    return data
+
+
+@dataclass(frozen=True)
+class VisionModel:
+    """describe_image's model: OpenAI-compatible chat completions or Anthropic messages, with the image inline."""
+
+    provider: str
+    model: str
+    base_url: str | None
+    api_key_env: str | None
+
+    async def describe(self, http: GuardedHttp, prompt: str, image_b64: str, mime: str, max_tokens: int) -> str:
+        if self.provider == "anthropic":
+            url = (self.base_url or "https://api.anthropic.com/v1").rstrip("/") + "/messages"
+            body = {
+                "model": self.model,
+                "max_tokens": max_tokens,
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "image", "source": {"type": "base64", "media_type": mime, "data": image_b64}},
+                            {"type": "text", "text": prompt},
+                        ],
+                    }
+                ],
+            }
+            data = await _json_call(
+                http, "POST", url, _key_headers(self.api_key_env, anthropic=True), body, "the vision model"
+            )
+            parts = data.get("content")
+            texts = [p.get("text") for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+        else:
+            url = (self.base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
+            body = {
+                "model": self.model,
+                "max_tokens": max_tokens,
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": prompt},
+                            {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{image_b64}"}},
+                        ],
+                    }
+                ],
+            }
+            data = await _json_call(http, "POST", url, _key_headers(self.api_key_env), body, "the vision model")
+            choices = data.get("choices")
+            message = choices[0].get("message", {}) if isinstance(choices, list) and choices else {}
+            texts = [message.get("content")] if isinstance(message, dict) else []
+        text = "\n".join(t for t in texts if isinstance(t, str)).strip()
+        if not text:
+            raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the vision model returned no text.")
+        return text
+
+
+@dataclass(frozen=True)
+class ImageGenerator:
+    """An OpenAI-compatible images API: `POST {base}/images/generations` answering b64_json or URLs."""
+
+    base_url: str
+    model: str
+    api_key_env: str | None
+
+    async def generate(self, http: GuardedHttp, prompt: str, size: str, n: int, max_download: int) -> list[bytes]:
+        url = self.base_url.rstrip("/") + "/images/generations"
+        body = {"model": self.model, "prompt": prompt, "n": n, "size": size, "response_format": "b64_json"}
+        data = await _json_call(http, "POST", url, _key_headers(self.api_key_env), body, "the images API")
+        items = data.get("data")
+        if not isinstance(items, list) or not items:
+            raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the images API returned no images.")
+        images: list[bytes] = []
+        for item in items[:n]:
+            if isinstance(item, dict) and isinstance(item.get("b64_json"), str):
+                try:
+                    images.append(base64.b64decode(item["b64_json"], validate=True))
+                except ValueError:
+                    raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the images API returned invalid base64.") from None
+            elif isinstance(item, dict) and isinstance(item.get("url"), str):
+                response = await http.get(urljoin(url, item["url"]), max_bytes=max_download)  # checked by the guard
+                if response.status != 200 or response.truncated:
+                    raise ToolFailure(
+                        ErrorCode.EXECUTION_FAILED, f"downloading a generated image failed ({response.status})."
+                    )
+                images.append(response.body)
+            else:
+                raise ToolFailure(
+                    ErrorCode.EXECUTION_FAILED, "the images API returned an item without b64_json or url."
+                )
+        return images
+
+
+@dataclass(frozen=True)
+class MeshJobs:
+    """A hosted image/text-to-3D job API (TRELLIS / Hunyuan3D style): submit, poll, download a GLB.
+
+    `POST {base}/jobs` with {"prompt"} or {"image": data URI} → {"id"}; `GET {base}/jobs/{id}` →
+    {"status": queued|running|succeeded|failed|canceled, "progress"?: 0..1, "result_url"?, "error"?};
+    `DELETE {base}/jobs/{id}` cancels."""
+
+    base_url: str
+    api_key_env: str | None
+    poll_seconds: float
+    timeout_seconds: float
+
+    async def run(
+        self, http: GuardedHttp, request: dict[str, Any], max_download: int, progress: Progress | None
+    ) -> bytes:
+        headers = _key_headers(self.api_key_env)
+        base = self.base_url.rstrip("/")
+        submitted = await _json_call(http, "POST", f"{base}/jobs", headers, request, "the 3D service")
+        job = submitted.get("id")
+        if not isinstance(job, str) or not job.replace("-", "").replace("_", "").isalnum() or len(job) > 200:
+            raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the 3D service returned no usable job id.")
+        finished = False
+        try:
+            with anyio.fail_after(self.timeout_seconds):
+                while True:
+                    state = await _json_call(http, "GET", f"{base}/jobs/{job}", headers, None, "the 3D service")
+                    status = state.get("status")
+                    fraction = state.get("progress")
+                    if progress is not None and isinstance(fraction, int | float):
+                        await progress(float(min(max(fraction, 0.0), 1.0)), 1.0, f"3D job {job}: {status}")
+                    if status == "succeeded":
+                        finished = True
+                        break
+                    if status in ("failed", "canceled"):
+                        finished = True
+                        reason = str(state.get("error") or status)[:300]
+                        raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"the 3D job {job} {status}: {reason}")
+                    await anyio.sleep(self.poll_seconds)
+        except TimeoutError:
+            raise ToolFailure(
+                ErrorCode.TIMEOUT,
+                f"the 3D job {job} did not finish within {self.timeout_seconds:g} s; it was cancelled "
+                "([sections.media_ops] mesh_job_timeout_seconds).",
+            ) from None
+        finally:
+            if not finished:  # timed out or the client cancelled the call: stop the job at the provider
+                with anyio.CancelScope(shield=True), anyio.move_on_after(10), contextlib.suppress(ToolFailure):
+                    await http.request("DELETE", f"{base}/jobs/{job}", headers=headers)
+        location = state.get("result_url")
+        if not isinstance(location, str):
+            raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the 3D job succeeded without a result_url.")
+        response = await http.get(urljoin(f"{base}/", location), headers=headers, max_bytes=max_download)
+        if response.status != 200 or response.truncated:
+            raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"downloading the 3D result failed (HTTP {response.status}).")
+        if not response.body.startswith(GLB_MAGIC):
+            raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the 3D result is not a binary glTF (GLB) file.")
+        return response.body
+
+
+def vision_model(settings: Any) -> VisionModel | None:
+    if not settings.vision_provider or not settings.vision_model:
+        return None
+    return VisionModel(
+        settings.vision_provider, settings.vision_model, settings.vision_base_url, settings.vision_api_key_env
+    )
+
+
+def image_generator(settings: Any) -> ImageGenerator:
+    if not settings.image_base_url:
+        raise _unavailable("generating images", "image_base_url")
+    return ImageGenerator(settings.image_base_url, settings.image_model, settings.image_api_key_env)
+
+
+def mesh_jobs(settings: Any) -> MeshJobs:
+    if not settings.mesh_base_url:
+        raise _unavailable("generating 3D assets", "mesh_base_url")
+    return MeshJobs(
+        settings.mesh_base_url,
+        settings.mesh_api_key_env,
+        settings.poll_interval_seconds,
+        settings.mesh_job_timeout_seconds,
+    )

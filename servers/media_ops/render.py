@@ -1,0 +1,87 @@
+"""3D assets (GLB/GLTF/OBJ/STL/PLY) rendered to PNG views on the CPU: trimesh loads, pyrender draws through Mesa's
+software EGL (or OSMesa). The camera orbits the model's bounding sphere; each view is lit from the camera."""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcp_sections.shared.errors import ErrorCode, ToolFailure
+
+MESH_SUFFIXES = frozenset({".glb", ".gltf", ".obj", ".stl", ".ply"})
+_lock = threading.Lock()  # one OpenGL context at a time in this process
+
+
+@dataclass(frozen=True)
+class View:
+    azimuth_degrees: float
+    elevation_degrees: float
+    image: Any  # PIL image
+
+
+def load_mesh(path: Path, shown: str) -> Any:
+    """A trimesh Scene of the asset; INVALID_INPUT for a format or file trimesh cannot read."""
+    import trimesh
+
+    if path.suffix.lower() not in MESH_SUFFIXES:
+        raise ToolFailure(
+            ErrorCode.INVALID_INPUT,
+            f"{shown!r} is not a 3D asset this tool renders ({', '.join(sorted(MESH_SUFFIXES))}).",
+        )
+    try:
+        loaded = trimesh.load(str(path), force="scene", resolver=trimesh.resolvers.FilePathResolver(str(path.parent)))
+    except Exception as exc:  # trimesh raises many types for a broken file
+        raise ToolFailure(ErrorCode.INVALID_INPUT, f"{shown!r} could not be read as a 3D asset: {exc}"[:400]) from None
+    if not getattr(loaded, "geometry", None):
+        raise ToolFailure(ErrorCode.INVALID_INPUT, f"{shown!r} holds no geometry to render.")
+    return loaded
+
+
+def render_views(scene: Any, views: int, size: int) -> list[View]:
+    """`views` images of `size`×`size`, the camera turning around the model at 20° elevation."""
+    os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+    import numpy as np
+    import pyrender
+    from PIL import Image
+
+    centroid = np.asarray(scene.centroid, dtype=float)
+    radius = float(scene.scale) / 2 or 1.0
+    distance = radius / math.sin(math.radians(22.5)) * 1.1
+    elevation = 20.0
+    with _lock:
+        renderer = pyrender.OffscreenRenderer(size, size)
+        try:
+            rendered = []
+            for index in range(views):
+                azimuth = 360.0 * index / views
+                world = pyrender.Scene.from_trimesh_scene(
+                    scene, ambient_light=[0.25, 0.25, 0.25], bg_color=[1.0, 1.0, 1.0, 1.0]
+                )
+                pose = _camera_pose(centroid, distance, azimuth, elevation)
+                world.add(pyrender.PerspectiveCamera(yfov=math.radians(45), znear=distance / 100), pose=pose)
+                world.add(pyrender.DirectionalLight(intensity=3.5), pose=pose)
+                color, _ = renderer.render(world)
+                rendered.append(View(azimuth, elevation, Image.fromarray(color)))
+            return rendered
+        finally:
+            renderer.delete()
+
+
+def _camera_pose(target: Any, distance: float, azimuth: float, elevation: float) -> Any:
+    """A camera at (azimuth, elevation) on a sphere around `target`, looking at it (OpenGL: -z forward, +y up)."""
+    import numpy as np
+
+    a, e = math.radians(azimuth), math.radians(elevation)
+    eye = target + distance * np.array([math.cos(e) * math.sin(a), math.sin(e), math.cos(e) * math.cos(a)])
+    forward = target - eye
+    forward /= np.linalg.norm(forward)
+    right = np.cross(forward, [0.0, 1.0, 0.0])
+    right /= np.linalg.norm(right)
+    up = np.cross(right, forward)
+    pose = np.eye(4)
+    pose[:3, 0], pose[:3, 1], pose[:3, 2], pose[:3, 3] = right, up, -forward, eye
+    return pose

@@ -1,0 +1,156 @@
+"""media_ops: read (OCR), describe, list and generate images; render and generate 3D assets."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from mcp_sections.servers.media_ops.models import (
+    DescribeImageInput,
+    DescribeImageResult,
+    Generate3DFromImageInput,
+    Generate3DFromTextInput,
+    Generated3DResult,
+    GeneratedImagesResult,
+    GenerateImageInput,
+    GenerateMultiviewInput,
+    ListImagesInput,
+    ListImagesResult,
+    ReadImageInput,
+    ReadImageResult,
+    Render3DInput,
+    Render3DResult,
+)
+from mcp_sections.servers.media_ops.settings import MediaOpsSettings
+from mcp_sections.shared.sections import Section, SectionRuntime
+from mcp_sections.shared.tools import READ_ONLY, WEB_READ, Annotations, ToolContext, tool
+
+GENERATE = Annotations(read_only=False, destructive=False, idempotent=False, open_world=True)
+
+
+@tool(name="list_images", title="List images", annotations=READ_ONLY)
+def list_images(params: ListImagesInput, state: Any) -> ListImagesResult:
+    """List the images (PNG, JPEG, GIF, WebP, BMP, TIFF, ICO) under a directory inside the roots: format,
+    dimensions, size and modification time, read from each file's header without decoding it. Pages of `limit`
+    (continue with `cursor`); protected files, .git and node_modules are skipped."""
+    return ListImagesResult.model_validate(
+        state.list_images(params.directory, params.recursive, params.limit, params.cursor)
+    )
+
+
+@tool(name="read_image", title="Read the text in an image (OCR)", annotations=READ_ONLY)
+async def read_image(params: ReadImageInput, state: Any) -> ReadImageResult:
+    """Read the text in an image with local OCR (RapidOCR's PP-OCR models on the CPU, ~1 s per image; nothing
+    leaves the machine): the full text, each line with its confidence and box, and the image itself (downscaled).
+    Images larger than max_image_pixels are refused before decoding; SVG is not rasterized."""
+    outcome = await state.read_image(params.path)
+    return ReadImageResult.build(outcome.values, outcome.images)
+
+
+@tool(name="describe_image", title="Describe an image", annotations=WEB_READ)
+async def describe_image(params: DescribeImageInput, state: Any, ctx: ToolContext | None = None) -> DescribeImageResult:
+    """Describe an image with a vision model: the configured provider ([sections.media_ops] vision_provider =
+    openai | anthropic, vision_model, vision_api_key_env), else the client's own model through MCP sampling.
+    The image is downscaled and sent with its OCR text; `prompt` asks about something specific. The description
+    is untrusted model output. DEPENDENCY_ERROR says what to configure when neither is available."""
+    outcome = await state.describe(params.path, params.prompt, ctx)
+    return DescribeImageResult.build(outcome.values, outcome.images)
+
+
+@tool(name="generate_image", title="Generate images", annotations=GENERATE)
+async def generate_image(params: GenerateImageInput, state: Any) -> GeneratedImagesResult:
+    """Generate images from a prompt with the configured images API ([sections.media_ops] image_base_url: any
+    OpenAI-compatible `/images/generations`) and write them as PNG inside the roots (default generated/ in the
+    first root; existing files are never overwritten). Returns the paths and the images. DEPENDENCY_ERROR names
+    the setting when no provider is configured."""
+    outcome = await state.generate_images(params.prompt, params.size, params.n, params.output_path)
+    return GeneratedImagesResult.build(outcome.values, outcome.images)
+
+
+@tool(name="generate_multiview_images", title="Generate views of an object", annotations=GENERATE)
+async def generate_multiview_images(params: GenerateMultiviewInput, state: Any) -> GeneratedImagesResult:
+    """Generate `views` consistent views of one object (front, right, back, left, then top and three-quarter
+    views) with the images API, e.g. as input for 3D generation; each view is a PNG inside the roots."""
+    outcome = await state.generate_multiview(params.prompt, params.views, params.output_path)
+    return GeneratedImagesResult.build(outcome.values, outcome.images)
+
+
+@tool(name="render_3d_asset", title="Render a 3D asset", annotations=READ_ONLY)
+async def render_3d_asset(params: Render3DInput, state: Any) -> Render3DResult:
+    """Render a 3D asset (GLB, GLTF, OBJ, STL, PLY) to PNG views locally on the CPU (trimesh + pyrender on Mesa's
+    software OpenGL): the camera turns around the model at 20° elevation, lit from the camera, white background.
+    Returns the views as images; with output_dir also writes them as files (never over existing ones)."""
+    outcome = await state.render_3d(params.path, params.views, params.size, params.output_dir)
+    return Render3DResult.build(outcome.values, outcome.images)
+
+
+@tool(name="generate_3d_from_image", title="Generate a 3D asset from an image", annotations=GENERATE)
+async def generate_3d_from_image(
+    params: Generate3DFromImageInput, state: Any, ctx: ToolContext | None = None
+) -> Generated3DResult:
+    """Turn a reference image into a 3D asset (GLB) with the configured 3D job service ([sections.media_ops]
+    mesh_base_url; TRELLIS / Hunyuan3D-style submit → poll → download). Reports progress while the job runs;
+    cancelling the call cancels the job. The GLB is written inside the roots and a rendered preview returned."""
+    request = await state.image_request(params.path)
+    outcome = await state.generate_3d(request, params.path.rsplit("/", 1)[-1], params.output_path, _progress(ctx))
+    return Generated3DResult.build(outcome.values, outcome.images)
+
+
+@tool(name="generate_3d_from_text", title="Generate a 3D asset from text", annotations=GENERATE)
+async def generate_3d_from_text(
+    params: Generate3DFromTextInput, state: Any, ctx: ToolContext | None = None
+) -> Generated3DResult:
+    """Generate a 3D asset (GLB) from a description with the configured 3D job service (see
+    generate_3d_from_image): progress while it runs, cancellable, written inside the roots, preview returned."""
+    request = {"prompt": params.prompt, "format": "glb"}
+    outcome = await state.generate_3d(request, params.prompt, params.output_path, _progress(ctx))
+    return Generated3DResult.build(outcome.values, outcome.images)
+
+
+def _progress(ctx: ToolContext | None) -> Any:
+    if ctx is None:
+        return None
+
+    async def report(done: float, total: float | None, message: str) -> None:
+        with contextlib.suppress(Exception):  # progress is best effort
+            await ctx.report_progress(done, total, message)
+
+    return report
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(runtime: SectionRuntime) -> AsyncIterator[Any]:
+    from mcp_sections.servers.media_ops.service import MediaOps
+
+    settings = runtime.section_settings or MediaOpsSettings()
+    assert isinstance(settings, MediaOpsSettings)
+    media = MediaOps(settings, runtime.settings.roots)
+    try:
+        yield media
+    finally:
+        await media.aclose()
+
+
+SECTION = Section(
+    id="media_ops",
+    name="Images and 3D",
+    description="Read text in images (local OCR), describe, list and generate images; render and generate 3D assets.",
+    instructions=(
+        "read_image reads text locally; describe_image asks a vision model; render_3d_asset shows a 3D file from "
+        "several sides. Generation tools need a provider configured by the operator and write files inside the roots."
+    ),
+    tools=(
+        list_images,
+        read_image,
+        describe_image,
+        generate_image,
+        generate_multiview_images,
+        render_3d_asset,
+        generate_3d_from_image,
+        generate_3d_from_text,
+    ),
+    settings_model=MediaOpsSettings,
+    lifespan=_lifespan,
+    extra="media",
+)

@@ -1,0 +1,62 @@
+"""media_ops over stdio through the real CLI: its tools/list snapshot, truthful annotations, OCR and a render."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from tests.media_ops.conftest import needs_renderer
+from tests.media_ops.test_local import render_text
+from tests.stdio import annotation_hints, call, check_tools_snapshot, section_client
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("media-stdio")
+
+
+@pytest.fixture(scope="module")
+async def client(root: Path) -> AsyncIterator[Client]:
+    async with section_client("media_ops", "--root", str(root), "--data-dir", str(root.parent / "media-data")) as c:
+        yield c
+
+
+async def test_tools_list_matches_the_snapshot_and_annotations_are_truthful(client: Client) -> None:
+    tools = (await client.list_tools()).tools
+    check_tools_snapshot("media_ops", tools)
+    generate = (False, False, False, True)
+    assert annotation_hints(tools) == {
+        "list_images": (True, False, True, False),
+        "read_image": (True, False, True, False),
+        "describe_image": (True, False, True, True),
+        "render_3d_asset": (True, False, True, False),
+        "generate_image": generate,
+        "generate_multiview_images": generate,
+        "generate_3d_from_image": generate,
+        "generate_3d_from_text": generate,
+    }
+
+
+async def test_ocr_over_stdio(client: Client, root: Path) -> None:
+    render_text(root / "receipt.png", [("DejaVuSans.ttf", 40, "Total 18.50 EUR")])
+    result = await call(client, "read_image", path="receipt.png")
+    assert result["text"] == "Total 18.50 EUR"
+
+
+@needs_renderer
+async def test_render_over_stdio(client: Client, root: Path) -> None:
+    import trimesh
+
+    trimesh.creation.cone(radius=0.5, height=1.0).export(root / "cone.ply")
+    raw = await client.call_tool("render_3d_asset", {"path": "cone.ply", "views": 3, "size": 128})
+    assert not raw.is_error and [block.type for block in raw.content] == ["text", "image", "image", "image"]
