@@ -12,7 +12,7 @@ setup:                     ## system packages, .venv with CPU torch and every ex
 	scripts/setup.sh "$(EXTRAS)"
 
 test: setup lint typecheck ## set up, lint, type-check and run the whole test suite (what .ci/run calls)
-	.venv/bin/pytest -n auto
+	.venv/bin/pytest -n auto --dist loadfile
 
 lint:
 	.venv/bin/ruff check .
