@@ -27,8 +27,10 @@ def engine() -> Any:
 
             from rapidocr import RapidOCR
 
-            logging.getLogger("RapidOCR").setLevel(logging.WARNING)  # after the import, which sets INFO (stderr)
+            quiet = logging.getLogger("RapidOCR")  # its modules reset INFO (on stderr) when imported
+            quiet.setLevel(logging.WARNING)
             _engine = RapidOCR()
+            quiet.setLevel(logging.WARNING)
         return _engine
 
 
