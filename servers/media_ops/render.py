@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.guards.paths import PathGuard
 
 MESH_SUFFIXES = frozenset({".glb", ".gltf", ".obj", ".stl", ".ply"})
+MAX_REFERENCED_BYTES = 200_000_000
 _lock = threading.Lock()  # one OpenGL context at a time in this process
 
 
@@ -23,9 +25,18 @@ class View:
     image: Any  # PIL image
 
 
-def load_mesh(path: Path, shown: str) -> Any:
-    """A trimesh Scene of the asset; INVALID_INPUT for a format or file trimesh cannot read."""
+def load_mesh(path: Path, shown: str, guard: PathGuard) -> Any:
+    """A trimesh Scene of the asset; INVALID_INPUT for a format or file trimesh cannot read. Files the asset
+    refers to (glTF buffers, OBJ materials and textures) are read only inside the asset's directory and through the
+    path guard: no protected file, no symbolic link out of the roots."""
     import trimesh
+
+    class GuardedResolver(trimesh.resolvers.FilePathResolver):
+        def get(self, name: str) -> bytes:
+            target = self.absolute(name.strip())  # trimesh refuses names that leave the asset's directory
+            checked = guard.resolve(str(target), purpose="read")
+            with open(checked, "rb") as handle:
+                return handle.read(MAX_REFERENCED_BYTES + 1)[:MAX_REFERENCED_BYTES]
 
     if path.suffix.lower() not in MESH_SUFFIXES:
         raise ToolFailure(
@@ -33,7 +44,9 @@ def load_mesh(path: Path, shown: str) -> Any:
             f"{shown!r} is not a 3D asset this tool renders ({', '.join(sorted(MESH_SUFFIXES))}).",
         )
     try:
-        loaded = trimesh.load(str(path), force="scene", resolver=trimesh.resolvers.FilePathResolver(str(path.parent)))
+        loaded = trimesh.load(str(path), force="scene", resolver=GuardedResolver(str(path)))
+    except ToolFailure as failure:
+        raise ToolFailure(failure.code, f"{shown!r} refers to a file it may not read: {failure.message}") from None
     except Exception as exc:  # trimesh raises many types for a broken file
         raise ToolFailure(ErrorCode.INVALID_INPUT, f"{shown!r} could not be read as a 3D asset: {exc}"[:400]) from None
     if not getattr(loaded, "geometry", None):

@@ -150,7 +150,7 @@ class MediaOps:
         target = self._output_dir(output_dir) if output_dir else None
 
         def work() -> list[render.View]:
-            return render.render_views(render.load_mesh(real, shown), views, size)
+            return render.render_views(render.load_mesh(real, shown, self.paths), views, size)
 
         started = time.perf_counter()
         rendered = await anyio.to_thread.run_sync(work)

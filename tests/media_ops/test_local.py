@@ -160,3 +160,31 @@ async def test_render_writes_views_only_when_asked_and_never_over_files(media: C
         await fail(client, "render_3d_asset", "INVALID_INPUT", path="broken.glb")
         (root / "notes.txt").write_text("not a mesh")
         await fail(client, "render_3d_asset", "INVALID_INPUT", path="notes.txt")
+
+
+async def test_a_gltf_cannot_pull_protected_or_outside_files(media: Connect, tmp_path: Path) -> None:
+    import json
+
+    root = tmp_path / "root"
+    (root / ".env").write_bytes(b"\0" * 36)
+    (tmp_path / "outside.bin").write_bytes(b"\0" * 36)
+    (root / "escape.bin").symlink_to(tmp_path / "outside.bin")
+    for name, uri in (("secret.gltf", ".env"), ("link.gltf", "escape.bin"), ("up.gltf", "../outside.bin")):
+        gltf = {
+            "asset": {"version": "2.0"},
+            "buffers": [{"uri": uri, "byteLength": 36}],
+            "bufferViews": [{"buffer": 0, "byteLength": 36}],
+            "accessors": [
+                {"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3", "min": [0, 0, 0], "max": [0, 0, 0]}
+            ],
+            "meshes": [{"primitives": [{"attributes": {"POSITION": 0}}]}],
+            "nodes": [{"mesh": 0}],
+            "scenes": [{"nodes": [0]}],
+        }
+        (root / name).write_text(json.dumps(gltf))
+    async with media() as client:
+        assert "may not read" in await fail(client, "render_3d_asset", "PERMISSION_DENIED", path="secret.gltf")
+        for name in ("link.gltf", "up.gltf"):  # trimesh itself refuses names that leave the asset's directory
+            result = await client.call_tool("render_3d_asset", {"path": name})
+            assert result.is_error and result.structured_content is not None
+            assert result.structured_content["error_code"] in ("PERMISSION_DENIED", "INVALID_INPUT")
