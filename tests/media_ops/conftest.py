@@ -6,6 +6,7 @@ import importlib.util
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
@@ -32,13 +33,13 @@ def media(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Connect:
     root.mkdir(exist_ok=True)
 
     @asynccontextmanager
-    async def connect(**section_settings: str) -> AsyncIterator[Client]:
+    async def connect(client_options: dict[str, Any] | None = None, **section_settings: str) -> AsyncIterator[Client]:
         for key, value in section_settings.items():
             monkeypatch.setenv(f"MCP_SECTIONS_MEDIA_OPS_{key.upper()}", value)
         section = load_section("media_ops")
         settings = Settings.load({"data_dir": str(tmp_path / "data"), "roots": [str(root)], "warm_up": False})
         server, _ = build_server(section, section.runtime(settings))
-        async with Client(server, mode="legacy") as client:  # type: ignore[arg-type]
+        async with Client(server, mode="legacy", **(client_options or {})) as client:  # type: ignore[arg-type]
             yield client
 
     return connect

@@ -4,6 +4,7 @@ requests sent, the files written, polling with progress, failures, timeouts and 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -111,6 +112,24 @@ async def test_describe_image_sends_the_image_and_its_ocr_text(
     content = provider.requests[0]["body"]["messages"][0]["content"]
     assert content[0]["type"] == "text" and "Exit 12 Lyon" in content[0]["text"]
     assert content[1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+async def test_describe_image_asks_the_clients_model_through_sampling(media: Connect, tmp_path: Path) -> None:
+    from mcp_types import CreateMessageResult, ImageContent, SamplingCapability, TextContent
+
+    seen: list[Any] = []
+
+    async def client_model(context: Any, params: Any) -> CreateMessageResult:
+        seen.append(params)
+        return CreateMessageResult(role="assistant", content=TextContent(text="A red square."), model="client-model")
+
+    (tmp_path / "root" / "p.png").write_bytes(png_bytes())
+    options = {"sampling_callback": client_model, "sampling_capabilities": SamplingCapability()}
+    async with media(client_options=options) as client:
+        result = await call(client, "describe_image", path="p.png")
+    assert result["description"] == "A red square." and result["model"] == "sampling:client-model"
+    blocks = seen[0].messages[0].content_as_list
+    assert isinstance(blocks[0], ImageContent) and isinstance(blocks[1], TextContent)
 
 
 async def test_describe_image_without_a_model_or_sampling_says_how_to_configure(media: Connect, tmp_path: Path) -> None:
