@@ -41,6 +41,7 @@ def _subjects(data_dir: str, root: str) -> list[tuple[str, list[str], str, dict[
         ("memory", cli("serve", "memory", "--data-dir", data_dir), "memory_list", {"limit": 1}),
         ("rag_ops", cli("serve", "rag_ops", "--data-dir", data_dir, "--root", root), "list_projects", {}),
         ("orchestration", cli("serve", "orchestration", "--data-dir", data_dir), "list_agents", {}),
+        ("media_ops", cli("serve", "media_ops", "--root", root), "list_images", {"directory": "."}),
         ("gateway (own tool)", gateway, "list_tool_sections", {}),
         ("gateway → calculator", gateway, *through_gateway("calculator", "calculator_constant", {"name": "pi"})),
         ("gateway → todo", gateway, *through_gateway("todo", "todo_list", {"limit": 1})),

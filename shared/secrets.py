@@ -110,6 +110,14 @@ _NOT_A_SECRET = re.compile(
 )
 
 
+def preload_in_background() -> None:
+    """Load the detectors on a daemon thread (detect-secrets takes ~0.2 s to import), so a masking section's
+    first result does not wait for them; a call that comes sooner waits for the same import."""
+    import threading
+
+    threading.Thread(target=_rules, name="secret-detectors", daemon=True).start()
+
+
 def _plausible(value: str) -> bool:
     """Not a template, a variable reference, a placeholder (`${PASSWORD}`, `<your key>`, `%s`), the name of a
     variable or a plain address."""
