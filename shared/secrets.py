@@ -9,6 +9,10 @@ Detectors, in order:
   basic-auth URLs...): a maintained rule set, not ours. Its entropy plugins are left out: they flag every git
   hash. Its public-IP plugin too: an address is not a secret.
 - detect-secrets' keyword detector on lines that name a secret (`password = "..."`, quoted values).
+
+Both come from `shared/secret_patterns.py`, generated from the installed detect-secrets by
+scripts/generate_secret_patterns.py and checked against it by the tests: importing detect-secrets itself costs
+~0.2 s, which every masking section's first result would pay.
 - environment assignments with a secret-sounding upper-case name (`API_KEY=...`, `export DB_PASSWORD=...`,
   `+GITHUB_TOKEN="..."` in a diff), which the keyword detector leaves alone in `.env` files.
 - private key blocks: everything from `-----BEGIN ... PRIVATE KEY-----` to its END line.
@@ -23,15 +27,16 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
+from mcp_sections.shared import secret_patterns
+
 MASK = "***MASKED***"
 _MIN_GROUP = 6
-_LEFT_OUT = {"Base64HighEntropyString", "HexHighEntropyString", "IPPublicDetector", "KeywordDetector"}
 _ENV_ASSIGNMENT = re.compile(
     # after grep's `file:line:`, a diff's `+`/`-`, word-diff's `{+`/`[-`, `export`:
     r"^(?P<lead>(?:[^\s:=]+[:-]){0,3}[ \t]*(?:[+\- ]|\{\+|\[-)?[ \t]*(?:export[ \t]+)?"
@@ -80,42 +85,34 @@ class _Rules:
     patterns: tuple[tuple[re.Pattern[str], tuple[tuple[str, ...], ...]], ...]
     keyword_words: tuple[str, ...]
     keyword_line: re.Pattern[str]
-    keyword_values: Callable[[str], list[str]]
+    keyword_patterns: tuple[tuple[re.Pattern[str], int], ...]
+
+    def keyword_values(self, line: str) -> list[str]:
+        """What detect-secrets' keyword detector reports on a line of unknown file type (quoted values)."""
+        found = []
+        for pattern, group in self.keyword_patterns:
+            match = pattern.search(line)
+            if match and (value := match.group(group)) and _plausible(value):
+                found.append(value)
+        return found
 
 
 @functools.cache
 def _rules() -> _Rules:
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins.base import RegexBasedDetector
-    from detect_secrets.plugins.keyword import DENYLIST, KeywordDetector
-
-    patterns: list[tuple[re.Pattern[str], tuple[tuple[str, ...], ...]]] = []
-    plugins: list[type[Any]] = list(get_mapping_from_secret_type_to_class().values())
-    for plugin in plugins:
-        if issubclass(plugin, RegexBasedDetector) and plugin.__name__ not in _LEFT_OUT:
-            patterns += [(pattern, _NEEDS.get(plugin.__name__, ())) for pattern in plugin().denylist]
-    detector = KeywordDetector()
-
-    def keyword_values(line: str) -> list[str]:
-        found = detector.analyze_line(filename="output.txt", line=line)  # its rules for unknown file types
-        return [secret.secret_value for secret in found if secret.secret_value and _plausible(secret.secret_value)]
-
-    words = ("key", "pass", "pwd", "secret", "contrase")  # every DENYLIST entry holds one of these
-    return _Rules(tuple(patterns), words, re.compile("|".join(DENYLIST), re.IGNORECASE), keyword_values)
+    """The detectors compiled once (a few ms): detect-secrets' patterns from shared/secret_patterns.py."""
+    patterns = tuple(
+        (re.compile(pattern, flags), _NEEDS.get(plugin, ())) for plugin, pattern, flags in secret_patterns.PATTERNS
+    )
+    keyword = tuple((re.compile(pattern, flags), group) for pattern, flags, group in secret_patterns.KEYWORD_PATTERNS)
+    words = ("key", "pass", "pwd", "secret", "contrase")  # every keyword of the denylist holds one of these
+    line = re.compile("|".join(secret_patterns.KEYWORD_DENYLIST), re.IGNORECASE)
+    return _Rules(patterns, words, line, keyword)
 
 
 _NOT_A_SECRET = re.compile(
     r"[A-Z][A-Z0-9_]*"  # the NAME of an environment variable (`api_key_env = "OPENAI_API_KEY"`)
     r"|https?://[^@\s]*"  # an address without credentials (`TIKTOKEN_URL = "https://..."`)
 )
-
-
-def preload_in_background() -> None:
-    """Load the detectors on a daemon thread (detect-secrets takes ~0.2 s to import), so a masking section's
-    first result does not wait for them; a call that comes sooner waits for the same import."""
-    import threading
-
-    threading.Thread(target=_rules, name="secret-detectors", daemon=True).start()
 
 
 def _plausible(value: str) -> bool:

@@ -27,7 +27,6 @@ from mcp_sections.shared.audit import AuditLog
 from mcp_sections.shared.calls import failure_result, missing_dependency, run_tool
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, spec_tool
-from mcp_sections.shared.secrets import preload_in_background
 from mcp_sections.shared.sections import Section, SectionRuntime
 from mcp_sections.shared.tools import ToolContext, ToolSpec, UserAnswer
 
@@ -158,8 +157,6 @@ def approval_tool(
 def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, SectionState]:
     """The MCP server of one section, and its lazily opened state."""
     state = SectionState(section, runtime)
-    if section.masks_secrets:
-        preload_in_background()
     audit = AuditLog(runtime.settings.data_dir / "audit", section.id)
 
     @asynccontextmanager
