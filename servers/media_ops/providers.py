@@ -13,13 +13,15 @@ import json
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 import anyio
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.web_fetch import GuardedHttp
+
+if TYPE_CHECKING:
+    from mcp_sections.shared.web_fetch import GuardedHttp
 
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 MAX_PROVIDER_JSON = 80_000_000  # base64 images arrive inside JSON

@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -19,10 +19,11 @@ from mcp_sections.servers.media_ops import images, ocr, providers, render
 from mcp_sections.servers.media_ops.settings import MediaOpsSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.guards.urls import AllowList, UrlGuard
 from mcp_sections.shared.paging import fingerprint, page
 from mcp_sections.shared.walking import walk
-from mcp_sections.shared.web_fetch import GuardedHttp
+
+if TYPE_CHECKING:
+    from mcp_sections.shared.web_fetch import GuardedHttp
 
 USER_AGENT = "mcp-sections-media_ops/0.1"
 ALLOW_SETTING = "`[sections.media_ops] allow` (or MCP_SECTIONS_MEDIA_OPS_ALLOW)"
@@ -53,18 +54,30 @@ class MediaOps:
     def __init__(self, settings: MediaOpsSettings, roots: Sequence[Path]) -> None:
         self.settings = settings
         self.paths = PathGuard(list(roots))
-        allow = AllowList.parse(settings.allow)
-        endpoints = [settings.vision_base_url, settings.image_base_url, settings.mesh_base_url]
-        hosts = {_host_port(url) for url in endpoints if url}
-        self.http = GuardedHttp(
-            UrlGuard(AllowList(allow.hosts | hosts, allow.networks), allow_setting=ALLOW_SETTING),
-            user_agent=USER_AGENT,
-            max_bytes=providers.MAX_PROVIDER_JSON,
-            timeout_seconds=settings.provider_timeout_seconds,
-        )
+        self._http: GuardedHttp | None = None
+
+    @property
+    def http(self) -> GuardedHttp:
+        """The guarded HTTP client for providers, made on first use (local tools never load it)."""
+        if self._http is None:
+            from mcp_sections.shared.guards.urls import AllowList, UrlGuard
+            from mcp_sections.shared.web_fetch import GuardedHttp
+
+            settings = self.settings
+            allow = AllowList.parse(settings.allow)
+            endpoints = [settings.vision_base_url, settings.image_base_url, settings.mesh_base_url]
+            hosts = {_host_port(url) for url in endpoints if url}
+            self._http = GuardedHttp(
+                UrlGuard(AllowList(allow.hosts | hosts, allow.networks), allow_setting=ALLOW_SETTING),
+                user_agent=USER_AGENT,
+                max_bytes=providers.MAX_PROVIDER_JSON,
+                timeout_seconds=settings.provider_timeout_seconds,
+            )
+        return self._http
 
     async def aclose(self) -> None:
-        await self.http.aclose()
+        if self._http is not None:
+            await self._http.aclose()
 
     # ---- local work ------------------------------------------------------------------------------
     def _image_path(self, path: str) -> tuple[Path, str]:
