@@ -17,7 +17,8 @@ DATA = Path(__file__).resolve().parent / "data" / "memory_eval.json"
 
 @dataclass
 class ModeScore:
-    mode: str
+    mode: str  # "vector" and "hybrid": the section's modes; "text": the BM25 leg alone (the store without a model)
+    question_set: str
     questions: int
     recall_at_1: float
     recall_at_3: float
@@ -26,32 +27,49 @@ class ModeScore:
 
 
 def evaluate(cache_dir: Path | None = None) -> tuple[list[ModeScore], float]:
-    """Scores per search mode with default arguments, and the default threshold in force."""
+    """Scores per search mode and question set with default arguments, and the default threshold in force.
+
+    Each question set gets its own store (its memories plus the distractors), searched through the section's
+    store with the model (modes vector and hybrid) and through one without a model (the BM25 leg alone).
+    """
     from mcp_sections.servers.memory.store import MemoryStore
     from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService, EmbeddingSettings, get_embedder
 
     data: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+    # paraphrase: asked in other words; keyword: naming an id, host, person or code that has a near-identical twin
+    sets = {"paraphrase": data["pairs"], "keyword": data["keyword_pairs"]}
+    scores: list[ModeScore] = []
+    threshold = 0.0
     with tempfile.TemporaryDirectory() as directory:
-        store = MemoryStore.in_data_dir(Path(directory), None, wait_seconds=120)
-        store.attach_embeddings(
-            EmbeddingService(get_embedder(EmbeddingSettings(), cache_dir or directory), EmbeddingCache(store.db))
-        )
-        try:
-            ids = [store.add(p["type"], p["memory"], workflow_id=None).memory.id for p in data["pairs"]]
-            for text in data["distractors"]:
-                store.add("context", text, workflow_id=None)
-            scores = []
-            for mode in ("vector", "hybrid"):
-                top1 = top3 = clear3 = empty = 0
-                for pair, expected in zip(data["pairs"], ids, strict=True):
-                    found = store.search(pair["question"], workflow_id=None, mode=mode).results
-                    ranked = [f.memory.id for f in found]
-                    empty += not ranked
-                    top1 += ranked[:1] == [expected]
-                    top3 += expected in ranked[:3]
-                    clear3 += any(f.memory.id == expected and not f.below_threshold for f in found[:3])
-                n = len(data["pairs"])
-                scores.append(ModeScore(mode, n, top1 / n, top3 / n, empty, clear3 / n))
-            return scores, store.threshold_for(None)
-        finally:
-            store.close()
+        embedder = get_embedder(EmbeddingSettings(), cache_dir or directory)
+        for name, pairs in sets.items():
+            store = MemoryStore.in_data_dir(Path(directory) / name / "model", None, wait_seconds=120)
+            store.attach_embeddings(EmbeddingService(embedder, EmbeddingCache(store.db)))
+            words_only = MemoryStore.in_data_dir(Path(directory) / name / "words", None)  # BM25 alone
+            try:
+                ids: dict[str, list[str]] = {}
+                for label, target in (("model", store), ("words", words_only)):
+                    ids[label] = [target.add(p["type"], p["memory"], workflow_id=None).memory.id for p in pairs]
+                    for text in data["distractors"]:
+                        target.add("context", text, workflow_id=None)
+                for mode, label, target in (
+                    ("vector", "model", store),
+                    ("text", "words", words_only),
+                    ("hybrid", "model", store),
+                ):
+                    top1 = top3 = clear3 = empty = 0
+                    for pair, expected in zip(pairs, ids[label], strict=True):
+                        search_mode = "hybrid" if mode == "hybrid" else "vector"
+                        found = target.search(pair["question"], workflow_id=None, mode=search_mode).results
+                        ranked = [f.memory.id for f in found]
+                        empty += not ranked
+                        top1 += ranked[:1] == [expected]
+                        top3 += expected in ranked[:3]
+                        clear3 += any(f.memory.id == expected and not f.below_threshold for f in found[:3])
+                    n = len(pairs)
+                    scores.append(ModeScore(mode, name, n, top1 / n, top3 / n, empty, clear3 / n))
+                threshold = store.threshold_for(None)
+            finally:
+                store.close()
+                words_only.close()
+    return scores, threshold

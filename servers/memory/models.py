@@ -161,8 +161,8 @@ class SearchInput(ToolInput):
     scope: ScopeField
     mode: SearchMode = Field(
         default="vector",
-        description="'vector' (default): by meaning only. 'hybrid': meaning plus a bonus for keyword (BM25) "
-        "matches; better for names, ids and rare words.",
+        description="'vector' (default): by meaning only. 'hybrid': meaning plus a bonus for memories holding "
+        "the query's words (most when they hold all of them); better for names, ids and rare words.",
     )
     workflow_id: WorkflowField
 

@@ -214,7 +214,7 @@ def memory_search(params: SearchInput, state: MemoryState) -> SearchResult:
     Matches with similarity ≥ threshold come first; the default threshold is calibrated for the embedding model
     (0.30 for the bundled one). When fewer than 3 clear it, the nearest other memories complete the answer,
     marked below_threshold, so a question in other words is never left empty while memories exist.
-    mode='hybrid' adds keyword (BM25) matches as a bonus on similarity. If the embedding model
+    mode='hybrid' adds a bonus for memories holding the query's words (ids, names). If the embedding model
     is unavailable the search falls back to keyword search and says so (search_type='text', threshold not
     applied); right after the server starts a search may wait a few seconds for the model to load.
     Same scope rules as memory_list; limit 1-100 (default 10).

