@@ -138,6 +138,15 @@ class Settings(LayeredSettings):
     def _absolute_data_dir(cls, value: Path) -> Path:
         return value.expanduser().resolve()
 
+    def own_state_paths(self) -> tuple[Path, ...]:
+        """The suite's own state: data (databases, audit log), cache, and the config that confines the tools.
+        Path guards and sandboxes keep them out of reach even when a root contains them."""
+        config = self.config_file if self.config_file is not None else find_config_file(None)
+        paths = [self.data_dir, self.cache_dir, Path(platformdirs.user_config_dir(APP_NAME))]
+        if config is not None:
+            paths.append(config.expanduser().resolve())
+        return tuple(dict.fromkeys(paths))
+
     @field_validator("roots", mode="after")
     @classmethod
     def _absolute_roots(cls, value: list[Path]) -> list[Path]:

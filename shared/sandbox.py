@@ -5,7 +5,10 @@ agent wrote with file_ops can do anything. So every program runs inside a bubble
 file system is: the system directories read-only (`/usr`, `/bin`, `/lib*`, a few files of `/etc`, and the
 install prefix of the program itself when it lives elsewhere), the allowed roots (writable only where the
 section may write), a private `/tmp`, a private `/proc` and a minimal `/dev`; nothing else exists there: not
-the home directory, not the server's data directory, not `/root`. It has no network unless asked, a fresh
+the home directory, not the server's data directory, not `/root`. When a root contains the suite's own
+state (a root at the home directory holds the data, cache and config directories), that state is covered by
+an empty tmpfs (a file by /dev/null), so a program cannot read or rewrite the audit log, the databases or the
+settings that confine it. It has no network unless asked, a fresh
 PID namespace, its own session (no terminal injection), and it dies with the server.
 
 `Sandbox.detect(mode)` fails closed: mode "auto" needs a bubblewrap that can create its namespaces (a probe
@@ -70,11 +73,13 @@ INSTALL_HINT = (
 
 @dataclass(frozen=True)
 class Confinement:
-    """What one program may see: directories it may write, directories it may only read, the network."""
+    """What one program may see: directories it may write, directories it may only read, the network, and what
+    stays hidden inside them (the suite's own data, cache and config when a root contains them)."""
 
     writable: tuple[Path, ...] = ()
     readable: tuple[Path, ...] = ()
     network: bool = False
+    hidden: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,11 @@ class Sandbox:
             args += ["--ro-bind", str(path), str(path)]
         for path in confinement.writable:
             args += ["--bind", str(path), str(path)]
+        for path in confinement.hidden:  # mounted over what the binds above show: an empty directory or file
+            if path.is_dir():
+                args += ["--tmpfs", str(path)]
+            elif path.exists():
+                args += ["--ro-bind", "/dev/null", str(path)]
         args += ["--chdir", str(cwd), "--", *argv]
         return args
 
@@ -154,6 +164,8 @@ def seatbelt_profile(executable: str, confinement: Confinement) -> str:
     ]
     if confinement.network:
         rules.append("(allow network* system-socket)")
+    if confinement.hidden:  # the last matching rule wins: the suite's own state stays out of reach
+        rules.append(f"(deny file-read* file-write* {paths('subpath', confinement.hidden)})")
     return "\n".join(rules) + "\n"
 
 

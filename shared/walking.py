@@ -4,16 +4,18 @@ Depth-first, each directory's entries sorted by name and yielded before what lie
 opened with O_NOFOLLOW and symbolic links are never descended (so no loop and no escape through a link),
 though they are yielded as entries for the caller to judge. `.gitignore` files are honoured when the caller
 gives the rules in force at the start (`shared.gitignore.rules_down_to`): each directory's own file is read
-on the way down. What else to leave out is the caller's `skip(name, rel, is_dir)`. Bounded by an entry
-count and a deadline, both reported in `WalkStats`.
+on the way down. What else to leave out is the caller's `skip(name, rel, is_dir)`; `hidden` paths (the suite's
+own state, `PathGuard.private_inside_roots()`) are never yielded nor entered. Bounded by an entry count and a
+deadline, both reported in `WalkStats`.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from mcp_sections.shared.gitignore import IgnoreRule, is_ignored, read_gitignore
 
@@ -44,6 +46,7 @@ def walk(
     ignore_rules: Sequence[IgnoreRule] | None = None,
     skip: Callable[[str, str, bool], bool] | None = None,
     escapes: Callable[[str], bool] | None = None,
+    hidden: Collection[Path | str] = (),
     max_depth: int | None = None,
     max_entries: int = 500_000,
     deadline: float | None = None,
@@ -53,9 +56,10 @@ def walk(
 
     `ignore_rules`: None walks without .gitignore; else the rules in force at the start. `skip(name, rel,
     is_dir)` leaves an entry (and what is below it) out. `escapes(path)` says whether a symbolic link leads
-    outside what may be shown: such links are counted and skipped.
+    outside what may be shown: such links are counted and skipped. `hidden`: absolute real paths left out.
     """
     stats = stats if stats is not None else WalkStats()
+    hidden_paths = frozenset(os.fspath(path) for path in hidden)
     start = os.path.join(base, start_rel) if start_rel else base
     gitignore = ignore_rules is not None
     rules: tuple[IgnoreRule, ...] = (*(ignore_rules or ()), *(read_gitignore(start, start_rel) if gitignore else ()))
@@ -86,6 +90,8 @@ def walk(
             stats.skipped_ignored += 1
             continue
         path = os.path.join(directory, name)
+        if path in hidden_paths:
+            continue
         if is_link and escapes is not None and escapes(path):
             stats.skipped_links += 1
             continue

@@ -184,7 +184,9 @@ def install_package(
         writable.append(Path(sys.prefix))
     if sandbox.kind != "off":
         env.update({"HOME": "/tmp", "npm_config_cache": "/tmp/.npm", "PIP_CACHE_DIR": "/tmp/.pip-cache"})
-    argv = sandbox.wrap(command, project, Confinement(writable=tuple(writable), network=True))
+    argv = sandbox.wrap(
+        command, project, Confinement(writable=tuple(writable), network=True, hidden=guard.private_inside_roots())
+    )
     try:
         completed = subprocess.run(
             argv,

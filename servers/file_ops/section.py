@@ -63,7 +63,7 @@ def open_state(runtime: SectionRuntime) -> FileOpsState:
     settings = runtime.section_settings
     if not isinstance(settings, FileOpsSettings):
         settings = FileOpsSettings()
-    return FileOpsState(list(runtime.settings.roots), settings)
+    return FileOpsState(list(runtime.settings.roots), settings, private=runtime.settings.own_state_paths())
 
 
 async def _guard(state: FileOpsState, ctx: ToolContext | None) -> PathGuard:

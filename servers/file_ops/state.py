@@ -16,6 +16,7 @@ The client's roots are fetched per connection and re-read after `notifications/r
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -87,10 +88,11 @@ class FileOpsSettings(SectionSettings):
 class FileOpsState:
     """The configured guard plus a small cache of guards built for client roots."""
 
-    def __init__(self, configured_roots: list[Path], settings: FileOpsSettings) -> None:
+    def __init__(self, configured_roots: list[Path], settings: FileOpsSettings, private: Sequence[Path] = ()) -> None:
+        """`private`: the suite's own state (data, cache, config), outside the roots even when they contain it."""
         self.settings = settings
         self.configured = PathGuard(
-            configured_roots, settings.all_deny_globs(), allow_hard_links=settings.allow_hard_links
+            configured_roots, settings.all_deny_globs(), allow_hard_links=settings.allow_hard_links, private=private
         )
         self._lock = threading.Lock()
         self._by_client: dict[tuple[str, ...], tuple[PathGuard, str]] = {}

@@ -217,6 +217,7 @@ def walk(
         ignore_rules=rules_down_to(base, start_rel) if gitignore else None,
         skip=skip,
         escapes=guard.entry_escapes,
+        hidden=guard.private_inside_roots(),
         max_depth=max_depth,
         max_entries=max_entries,
         deadline=deadline,

@@ -125,7 +125,7 @@ async def _lifespan(runtime: SectionRuntime) -> AsyncIterator[Any]:
 
     settings = runtime.section_settings or MediaOpsSettings()
     assert isinstance(settings, MediaOpsSettings)
-    media = MediaOps(settings, runtime.settings.roots)
+    media = MediaOps(settings, runtime.settings.roots, private=runtime.settings.own_state_paths())
     try:
         yield media
     finally:

@@ -51,9 +51,9 @@ class Outcome:
 
 
 class MediaOps:
-    def __init__(self, settings: MediaOpsSettings, roots: Sequence[Path]) -> None:
+    def __init__(self, settings: MediaOpsSettings, roots: Sequence[Path], private: Sequence[Path] = ()) -> None:
         self.settings = settings
-        self.paths = PathGuard(list(roots))
+        self.paths = PathGuard(list(roots), private=private)
         self._http: GuardedHttp | None = None
 
     @property
@@ -96,6 +96,7 @@ class MediaOps:
             str(base),
             skip=lambda name, rel, is_dir: self.paths.is_denied_name(name) or name in (".git", "node_modules"),
             escapes=lambda path: not self.paths.contains(os.path.realpath(path)),
+            hidden=self.paths.private_inside_roots(),
             max_depth=None if recursive else 1,
             max_entries=MAX_LISTED * 5,
         )

@@ -47,6 +47,7 @@ from mcp_sections.shared.brain.parsing import (
 )
 from mcp_sections.shared.brain.web_pages import INLINE_MTIME, store_web_page
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, not_found, permission_denied
+from mcp_sections.shared.guards.paths import PathGuard
 
 logger = logging.getLogger("mcp_sections.rag_ops")
 
@@ -100,7 +101,9 @@ class Brain(BrainSearch):
         retention_days: float = 30.0,
         background_embeddings: bool = True,
         embedding_wait_seconds: float = 30.0,
+        private: Sequence[Path] = (),
     ) -> None:
+        """`private`: the suite's own state (`Settings.own_state_paths()`), never read nor ingested."""
         self.store = store
         self.roots = [Path(os.path.realpath(r)) for r in roots]
         self.embeddings = embedding_service
@@ -109,7 +112,7 @@ class Brain(BrainSearch):
         self.retention_days = retention_days
         self.active: str | None = None
         self.loaded: set[str] = set()
-        self._guard = _make_guard(self.roots)
+        self._guard = PathGuard(self.roots, private=private)
         self._ingest_lock = threading.Lock()
         self._executor: Any = None
         self._executor_lock = threading.Lock()
@@ -132,20 +135,7 @@ class Brain(BrainSearch):
 
     # ---- paths ----------------------------------------------------------------------------------
     def resolve_path(self, path: str, *, must_exist: bool = True) -> Path:
-        if self._guard is not None:
-            return self._guard.resolve(path, purpose="read" if must_exist else "create")
-        # Fallback confinement when shared.guards.paths is unavailable.
-        if not self.roots:
-            raise permission_denied("no roots are configured; start the server with --root DIR.")
-        text = path.strip()
-        if not text:
-            raise invalid_input("the path is empty; give a directory inside the roots.")
-        candidate = Path(os.path.realpath(text if os.path.isabs(text) else os.path.join(self.roots[0], text)))
-        if not any(_inside(str(candidate), str(root)) for root in self.roots):
-            raise permission_denied(f"{path!r} is outside the allowed roots.")
-        if must_exist and not candidate.exists():
-            raise not_found(f"{path!r} does not exist.")
-        return candidate
+        return self._guard.resolve(path, purpose="read" if must_exist else "create")
 
     # ---- projects -------------------------------------------------------------------------------
     def project(self, project_id: str) -> Project:
@@ -245,11 +235,14 @@ class Brain(BrainSearch):
         return stale + len(records)
 
     def _excluded_children(self, project: Project) -> list[str]:
-        return [
+        """Directories an ingest of `project` skips: projects of their own below it, and the suite's own state."""
+        children = [
             _rel(other.root, project.root)
             for other in self._dir_projects()
             if other.id != project.id and other.root != project.root and _inside(other.root, project.root)
         ]
+        private = [str(p) for p in self._guard.private_inside_roots()]
+        return children + [_rel(p, project.root) for p in private if _inside(p, project.root) and p != project.root]
 
     # ---- context resolution and ingest ----------------------------------------------------------
     def resolve_context(self, path: str, project_name: str | None = None) -> tuple[Project, str, str]:
@@ -587,14 +580,6 @@ class Brain(BrainSearch):
 
 
 # ---- helpers -------------------------------------------------------------------------------------
-
-
-def _make_guard(roots: Sequence[Path]) -> Any:
-    try:
-        from mcp_sections.shared.guards.paths import PathGuard
-    except ImportError:  # pragma: no cover - the guard module ships with the suite
-        return None
-    return PathGuard(roots)
 
 
 def _inside(path: str, root: str) -> bool:

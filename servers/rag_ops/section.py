@@ -68,6 +68,7 @@ def open_brain(runtime: SectionRuntime) -> Any:
         retention_days=settings.quick_ingest_retention_days,
         background_embeddings=settings.background_embeddings,
         embedding_wait_seconds=settings.embedding_wait_seconds,
+        private=runtime.settings.own_state_paths(),
     )
 
 

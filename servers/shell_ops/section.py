@@ -28,7 +28,7 @@ def open_state(runtime: SectionRuntime) -> Any:
 
     settings = runtime.section_settings
     assert isinstance(settings, ShellOpsSettings)
-    return ShellOps(settings, runtime.settings.roots)
+    return ShellOps(settings, runtime.settings.roots, private=runtime.settings.own_state_paths())
 
 
 def _progress(ctx: ToolContext | None, what: str, timeout: float | None) -> Any:

@@ -45,9 +45,10 @@ RULES = [
 class ShellOps:
     """Guard, environment and limits of one server process. Nothing here changes after start-up."""
 
-    def __init__(self, settings: ShellOpsSettings, roots: Sequence[Path]) -> None:
+    def __init__(self, settings: ShellOpsSettings, roots: Sequence[Path], private: Sequence[Path] = ()) -> None:
+        """`private`: the suite's own state, refused as a path and hidden inside the sandbox."""
         self.settings = settings
-        self.paths = PathGuard(list(roots))
+        self.paths = PathGuard(list(roots), private=private)
         search_path = self._trusted_search_path(settings.search_path)
         self.guard = CommandGuard(self.paths, settings.allowed_programs, search_path)
         self.home = Path(tempfile.mkdtemp(prefix="mcp-shell-ops-home-"))
@@ -67,7 +68,7 @@ class ShellOps:
 
     def confinement(self) -> Confinement:
         """What a program sees: the roots (writable: commands may build, format, commit) and its private HOME."""
-        return Confinement(writable=(*self.paths.roots, self.home))
+        return Confinement(writable=(*self.paths.roots, self.home), hidden=self.paths.private_inside_roots())
 
     def _trusted_search_path(self, search_path: str) -> str:
         """The configured search path minus directories inside the roots (the agent could plant programs there)."""

