@@ -9,7 +9,8 @@ the home directory, not the server's data directory, not `/root`. When a root co
 state (a root at the home directory holds the data, cache and config directories), that state is covered by
 an empty tmpfs (a file by /dev/null), so a program cannot read or rewrite the audit log, the databases or the
 settings that confine it. It has no network unless asked, a fresh
-PID namespace, its own session (no terminal injection), and it dies with the server.
+PID namespace, its own session (no terminal injection), no capabilities (even when the server runs as root),
+and it dies with the server.
 
 `Sandbox.detect(mode)` fails closed: mode "auto" needs a bubblewrap that can create its namespaces (a probe
 run once per process) and otherwise refuses every command with DEPENDENCY_ERROR saying how to install one;
@@ -109,7 +110,9 @@ class Sandbox:
         assert self.executable is not None
         if self.kind == "seatbelt":
             return [self.executable, "-p", seatbelt_profile(argv[0], confinement), *argv]
-        args = [self.executable, "--die-with-parent", "--new-session", "--unshare-all"]
+        # --cap-drop ALL: bubblewrap started by root keeps every capability by default, and a program with
+        # CAP_SYS_ADMIN could unmount what hides the suite's state, or mount a disk it made with CAP_MKNOD
+        args = [self.executable, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
         if confinement.network:
             args.append("--share-net")
         for directory in SYSTEM_DIRECTORIES:
