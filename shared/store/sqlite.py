@@ -39,7 +39,7 @@ class Database:
             )
             connection.row_factory = sqlite3.Row
             connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            connection.execute("PRAGMA journal_mode = WAL")
+            _use_wal(connection)
             connection.execute("PRAGMA synchronous = FULL")
             connection.execute("PRAGMA foreign_keys = ON")
             self._local.connection = connection
@@ -88,6 +88,21 @@ class Database:
                 connection.close()
             self._connections.clear()
         self._local = threading.local()
+
+
+def _use_wal(connection: sqlite3.Connection) -> None:
+    """Put the file in WAL mode (it stays so). Switching takes an exclusive lock for which SQLite does not call
+    the busy handler: two processes opening a new database at once saw "database is locked" at once. So the
+    mode is read first (no lock needed once it is WAL) and the switch is retried."""
+    for attempt in range(LOCK_RETRIES * 4):
+        try:
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or attempt == LOCK_RETRIES * 4 - 1:
+                raise
+            time.sleep(0.02 * (attempt + 1))
 
 
 def _begin_immediate(connection: sqlite3.Connection) -> None:
