@@ -18,7 +18,8 @@ Run: python -m benchmarks.bench_gateway [--starts 5] [--calls 300]
    official `mcp` client, interleaved call by call so machine noise hits every path alike. Targets, per gateway
    mode: gateway p50 and p95 ≤ 1.5× direct; the fastmcp proxy ≥ 3× slower than the gateway (p50 and p95).
    A floor row shows what any SDK-based process hop costs at least: `benchmarks/sdk_forwarder.py`, a bare
-   SDK server whose one tool forwards the call over a kept-open SDK client and returns the result as-is.
+   SDK server whose one tool forwards the call over a kept-open SDK client and returns the result as-is;
+   target (issue #10): the subprocess gateway's hop ≤ 1.1× that floor, p50 and p95.
 3. Cold start: spawn → initialize → tools/list of the gateway (both modes) beside `serve calculator`, and the
    first `call_section_tool` into the not-yet-started calculator (the default mode spawns the section, the
    in-process mode imports it) beside the first call on a fresh `serve calculator`. No target in the issue:
@@ -58,6 +59,7 @@ QUIET = {"MCP_SECTIONS_LOG_LEVEL": "CRITICAL", "FASTMCP_LOG_LEVEL": "ERROR", "FA
 ADD = {"operation": "add", "a": 1, "b": 2}
 CONTEXT_TARGET = 0.10  # gateway tools/list ≤ 10% of the flat union
 HOP_TARGET_VS_DIRECT = 1.5  # gateway ≤ 1.5× direct
+HOP_TARGET_VS_FLOOR = 1.1  # issue #10: the gateway's hop ≤ 1.1× the bare SDK forwarder's
 HOP_TARGET_VS_FASTMCP = 3.0  # fastmcp proxy ≥ 3× the gateway
 WARM_UP_CALLS = 20
 SKIP_FASTMCP = "skipped: pip install fastmcp"
@@ -453,6 +455,18 @@ def hop_verdicts(stats: dict[str, tuple[float, float] | None]) -> list[list[Any]
         [f"hop (floor): bare SDK forwarder {name} vs direct", f"{floor[index] / direct[index]:.2f}x", "(info)", ""]
         for index, name in ((0, "p50"), (1, "p95"))
     ]
+    gateway = stats["gateway"]
+    assert gateway is not None
+    for index, name in ((0, "p50"), (1, "p95")):
+        value = gateway[index] / floor[index]
+        rows.append(
+            [
+                f"hop (subprocess): gateway {name} vs the floor",
+                f"{value:.2f}x",
+                f"≤ {HOP_TARGET_VS_FLOOR}x",
+                verdict(value <= HOP_TARGET_VS_FLOOR),
+            ]
+        )
     for key, mode in (("gateway", "subprocess"), ("in_process", "in-process")):
         gateway = stats[key]
         assert gateway is not None
