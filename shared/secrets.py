@@ -26,6 +26,7 @@ over the real one (`contains_mask`).
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ _PRIVATE_KEY_BLOCK = re.compile(
 
 
 _KEYWORDISH = ("key", "pw", "pass", "tok", "secret")
+_KEYWORD_LEAD = 9  # the most characters before key/pass/pwd/secret/contrase in a denylist keyword ("database_pass")
 #: Words a plugin's patterns cannot match without (all groups needed, any word of a group), so a text is only
 #: searched with the patterns that could match it; lower-case words are looked up ignoring case, others exactly.
 #: A plugin not listed is always run.
@@ -84,17 +86,36 @@ _NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
 class _Rules:
     patterns: tuple[tuple[re.Pattern[str], tuple[tuple[str, ...], ...]], ...]
     keyword_words: tuple[str, ...]
-    keyword_line: re.Pattern[str]
-    keyword_patterns: tuple[tuple[re.Pattern[str], int], ...]
+    keyword_starts: re.Pattern[str]
+    keyword_patterns: tuple[tuple[re.Pattern[str], int, bool], ...]
 
     def keyword_values(self, line: str) -> list[str]:
-        """What detect-secrets' keyword detector reports on a line of unknown file type (quoted values)."""
+        """Every value detect-secrets' keyword detector matches on a line of unknown file type (quoted values).
+
+        detect-secrets reports the first match of each pattern; here every match counts, or the second
+        `password = "..."` of a one-line JSON document would pass. A pattern that begins with the keyword can
+        only match where a keyword starts, so it is tried there alone: a 16 KB line costs 0.5 ms, not 10."""
+        starts = self.keyword_start_positions(line)
         found = []
-        for pattern, group in self.keyword_patterns:
-            match = pattern.search(line)
-            if match and (value := match.group(group)) and _plausible(value):
-                found.append(value)
+        for pattern, group, anchored in self.keyword_patterns:
+            matches = (pattern.match(line, start) for start in starts) if anchored else pattern.finditer(line)
+            for match in matches:
+                if match and (value := match.group(group)) and _plausible(value):
+                    found.append(value)
         return found
+
+    def keyword_start_positions(self, line: str) -> list[int]:
+        """Where a denylist keyword starts: each keyword holds one of `keyword_words`, at most
+        `_KEYWORD_LEAD` characters in, so only those few places are tried (scanning every position of a long
+        line with the keyword alternation is what made masking slow)."""
+        lowered = line.lower()
+        candidates: set[int] = set()
+        for word in self.keyword_words:
+            found = lowered.find(word)
+            while found != -1:
+                candidates.update(range(max(0, found - _KEYWORD_LEAD), found + 1))
+                found = lowered.find(word, found + 1)
+        return [start for start in sorted(candidates) if self.keyword_starts.match(line, start)]
 
 
 @functools.cache
@@ -103,10 +124,14 @@ def _rules() -> _Rules:
     patterns = tuple(
         (re.compile(pattern, flags), _NEEDS.get(plugin, ())) for plugin, pattern, flags in secret_patterns.PATTERNS
     )
-    keyword = tuple((re.compile(pattern, flags), group) for pattern, flags, group in secret_patterns.KEYWORD_PATTERNS)
+    keywords = "(" + "|".join(secret_patterns.KEYWORD_DENYLIST) + ")"
+    keyword = tuple(
+        (re.compile(pattern, flags), group, pattern.startswith(keywords))
+        for pattern, flags, group in secret_patterns.KEYWORD_PATTERNS
+    )
     words = ("key", "pass", "pwd", "secret", "contrase")  # every keyword of the denylist holds one of these
-    line = re.compile("|".join(secret_patterns.KEYWORD_DENYLIST), re.IGNORECASE)
-    return _Rules(patterns, words, line, keyword)
+    starts = re.compile(keywords, re.IGNORECASE)
+    return _Rules(patterns, words, starts, keyword)
 
 
 _NOT_A_SECRET = re.compile(
@@ -140,7 +165,7 @@ def mask_text(text: str) -> tuple[str, int]:
     if any(word in lowered for word in rules.keyword_words):
         offset = 0
         for line in text.splitlines(keepends=True):
-            if any(word in line.lower() for word in rules.keyword_words) and rules.keyword_line.search(line):
+            if any(word in line.lower() for word in rules.keyword_words):
                 for value in rules.keyword_values(line):
                     start = line.find(value)
                     while start != -1:
@@ -203,11 +228,25 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
+def mask_json_or_text(text: str) -> str:
+    """`text` masked; a JSON document is masked string by string, since inside it a quoted value reads `\\"...\\"`,
+    which the keyword detector does not take for quotes."""
+    if text[:1] in ("{", "["):
+        try:
+            document = json.loads(text)
+        except ValueError:
+            pass
+        else:
+            masked, count = mask_value(document)
+            return json.dumps(masked, ensure_ascii=False, separators=(",", ":")) if count else text
+    return mask_text(text)[0]
+
+
 def mask_result(result: CallToolResult) -> CallToolResult:
     """A tool result (a failure too: its message may quote output) with secret values masked in its text and
     structured content; images untouched."""
     content = [
-        block.model_copy(update={"text": mask_text(block.text)[0]}) if isinstance(block, TextContent) else block
+        block.model_copy(update={"text": mask_json_or_text(block.text)}) if isinstance(block, TextContent) else block
         for block in result.content
     ]
     structured = result.structured_content

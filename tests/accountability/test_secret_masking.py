@@ -93,3 +93,19 @@ def test_the_patterns_are_those_of_the_installed_detect_secrets() -> None:
     assert (REPO / "shared" / "secret_patterns.py").read_text(encoding="utf-8") == generator.render(), (
         "detect-secrets changed: run python scripts/generate_secret_patterns.py"
     )
+
+
+def test_every_keyword_value_on_a_line_is_masked_not_only_the_first() -> None:
+    # detect-secrets reports one match per pattern and line; a minified config holds several on one line
+    text = 'db_password = "Tr0ub4dor3xyz"; other_password = "C0rrectH0rse99"; DATABASE_PASS: "x9y8z7w6v5"'
+    masked, count = mask_text(text)
+    assert count == 3 and "Tr0ub4dor3xyz" not in masked and "C0rrectH0rse99" not in masked and "x9y8" not in masked
+
+
+def test_a_json_text_block_is_masked_value_by_value() -> None:
+    # a result without its own text rendering carries its JSON, where quotes inside values read \"...\"
+    text = '{"stdout":"password = \\"Tr0ub4dor3xyz\\"\\napi_key: \\"C0rrectH0rse99\\"","exit_code":0}'
+    result = mask_result(CallToolResult(content=[TextContent(type="text", text=text)]))
+    shown = result.content[0].text  # type: ignore[union-attr]
+    assert "Tr0ub4dor3xyz" not in shown and "C0rrectH0rse99" not in shown and shown.count(MASK) == 2
+    assert '"exit_code":0' in shown
