@@ -455,31 +455,19 @@ def hop_verdicts(stats: dict[str, tuple[float, float] | None]) -> list[list[Any]
         [f"hop (floor): bare SDK forwarder {name} vs direct", f"{floor[index] / direct[index]:.2f}x", "(info)", ""]
         for index, name in ((0, "p50"), (1, "p95"))
     ]
-    gateway = stats["gateway"]
-    assert gateway is not None
-    for index, name in ((0, "p50"), (1, "p95")):
-        value = gateway[index] / floor[index]
-        rows.append(
-            [
-                f"hop (subprocess): gateway {name} vs the floor",
-                f"{value:.2f}x",
-                f"≤ {HOP_TARGET_VS_FLOOR}x",
-                verdict(value <= HOP_TARGET_VS_FLOOR),
-            ]
-        )
+
+    def at_most(label: str, measured: tuple[float, float], base: tuple[float, float], goal: float) -> None:
+        for index, name in ((0, "p50"), (1, "p95")):
+            value = measured[index] / base[index]
+            rows.append([label.format(name), f"{value:.2f}x", f"≤ {goal}x", verdict(value <= goal)])
+
+    subprocess_gateway = stats["gateway"]
+    assert subprocess_gateway is not None
+    at_most("hop (subprocess): gateway {} vs the floor", subprocess_gateway, floor, HOP_TARGET_VS_FLOOR)
     for key, mode in (("gateway", "subprocess"), ("in_process", "in-process")):
         gateway = stats[key]
         assert gateway is not None
-        for index, name in ((0, "p50"), (1, "p95")):
-            value = gateway[index] / direct[index]
-            rows.append(
-                [
-                    f"hop ({mode}): gateway {name} vs direct",
-                    f"{value:.2f}x",
-                    f"≤ {HOP_TARGET_VS_DIRECT}x",
-                    verdict(value <= HOP_TARGET_VS_DIRECT),
-                ]
-            )
+        at_most(f"hop ({mode}): gateway {{}} vs direct", gateway, direct, HOP_TARGET_VS_DIRECT)
         for index, name in ((0, "p50"), (1, "p95")):
             label = f"hop ({mode}): fastmcp {name} / gateway {name}"
             if proxy is None:

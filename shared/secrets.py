@@ -228,39 +228,32 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def mask_json_or_text(text: str, known: tuple[Any, Any] | None = None) -> str:
+def mask_json_or_text(text: str) -> str:
     """`text` masked; a JSON document is masked string by string, since inside it a quoted value reads `\\"...\\"`,
-    which the keyword detector does not take for quotes. `known`: a (document, masked document) pair already
-    done, reused when `text` is that document (a result's text is often its structured content as JSON)."""
+    which the keyword detector does not take for quotes."""
     if text[:1] in ("{", "["):
         try:
             document = json.loads(text)
         except ValueError:
             pass
         else:
-            if known is not None and document == known[0]:
-                masked = known[1]
-            elif mask_text("\n".join(_strings(document)))[1]:  # one scan decides whether to walk
-                masked, _ = mask_value(document)
-            else:
+            if not mask_text("\n".join(_strings(document)))[1]:  # one scan decides whether to walk
                 return text
-            return text if masked is document else json.dumps(masked, ensure_ascii=False, separators=(",", ":"))
+            masked, _ = mask_value(document)
+            return json.dumps(masked, ensure_ascii=False, separators=(",", ":"))
     return mask_text(text)[0]
 
 
 def mask_result(result: CallToolResult) -> CallToolResult:
     """A tool result (a failure too: its message may quote output) with secret values masked in its text and
     structured content; images untouched."""
-    original = structured = result.structured_content
-    if structured and mask_text("\n".join(_strings(structured)))[1]:  # one scan decides whether to walk
-        structured, _ = mask_value(structured)
-    known = (original, structured) if original else None
     content = [
-        block.model_copy(update={"text": mask_json_or_text(block.text, known)})
-        if isinstance(block, TextContent)
-        else block
+        block.model_copy(update={"text": mask_json_or_text(block.text)}) if isinstance(block, TextContent) else block
         for block in result.content
     ]
+    structured = result.structured_content
+    if structured and mask_text("\n".join(_strings(structured)))[1]:  # one scan decides whether to walk
+        structured, _ = mask_value(structured)
     return result.model_copy(update={"content": content, "structured_content": structured})
 
 

@@ -19,26 +19,25 @@ def shared_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
+def isolate(patch: pytest.MonkeyPatch, base: Path, cache_dir: Path) -> Path:
+    """Data under `base`, an empty config file there, the shared cache, no roots from the environment."""
+    (base / "absent-config.toml").write_text("", encoding="utf-8")
+    patch.setenv("MCP_SECTIONS_DATA_DIR", str(base / "data"))
+    patch.setenv("MCP_SECTIONS_CACHE_DIR", str(cache_dir))
+    patch.setenv("MCP_SECTIONS_CONFIG", str(base / "absent-config.toml"))
+    patch.delenv("MCP_SECTIONS_ROOTS", raising=False)
+    return base / "data"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def isolated_session_environment(tmp_path_factory: pytest.TempPathFactory, shared_cache_dir: Path) -> Iterator[None]:
     """The same isolation for fixtures wider than a test (module-scoped servers start before `isolated_environment`)."""
-    base = tmp_path_factory.mktemp("session")
-    (base / "absent-config.toml").write_text("", encoding="utf-8")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MCP_SECTIONS_DATA_DIR", str(base / "data"))
-        patch.setenv("MCP_SECTIONS_CACHE_DIR", str(shared_cache_dir))
-        patch.setenv("MCP_SECTIONS_CONFIG", str(base / "absent-config.toml"))
-        patch.delenv("MCP_SECTIONS_ROOTS", raising=False)
+        isolate(patch, tmp_path_factory.mktemp("session"), shared_cache_dir)
         yield
 
 
 @pytest.fixture(autouse=True)
 def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_cache_dir: Path) -> Path:
     """No test reads the developer's config or writes to their data or cache directory."""
-    data_dir = tmp_path / "data"
-    monkeypatch.setenv("MCP_SECTIONS_DATA_DIR", str(data_dir))
-    monkeypatch.setenv("MCP_SECTIONS_CACHE_DIR", str(shared_cache_dir))
-    monkeypatch.setenv("MCP_SECTIONS_CONFIG", str(tmp_path / "absent-config.toml"))
-    monkeypatch.delenv("MCP_SECTIONS_ROOTS", raising=False)
-    (tmp_path / "absent-config.toml").write_text("", encoding="utf-8")
-    return data_dir
+    return isolate(monkeypatch, tmp_path, shared_cache_dir)

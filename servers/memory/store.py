@@ -581,7 +581,7 @@ class MemoryStore:
                     else []
                 )
                 extra_similarity = {pk: similarity_of(query_vector, pk) for pk, _ in text_hits}
-                coverage = self._word_coverage(connection, query, [pk for pk, _ in text_hits])
+                coverage = self._word_coverage(connection, query, [pk for pk, _ in text_hits]) if text_hits else {}
             rows = self._rows(connection, [h.pk for h in vector_hits] + [pk for pk, _ in text_hits])
         if wanted_tags:
             vector_hits = [

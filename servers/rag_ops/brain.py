@@ -222,7 +222,12 @@ class Brain(BrainSearch):
         records = {k: v for k, v in self.store.file_records(project.id).items() if v.mtime_ns != INLINE_MTIME}
         stale = 0
         excluded = self._excluded_children(project)
-        walk = walk_tree(project.root, excluded=excluded, max_file_bytes=self.max_file_bytes)
+        walk = walk_tree(
+            project.root,
+            excluded=excluded,
+            hidden=self._guard.private_inside_roots(),
+            max_file_bytes=self.max_file_bytes,
+        )
         for seen, entry in enumerate(walk, start=1):
             record = records.pop(entry.rel, None)
             if record is None:
@@ -235,14 +240,11 @@ class Brain(BrainSearch):
         return stale + len(records)
 
     def _excluded_children(self, project: Project) -> list[str]:
-        """Directories an ingest of `project` skips: projects of their own below it, and the suite's own state."""
-        children = [
+        return [
             _rel(other.root, project.root)
             for other in self._dir_projects()
             if other.id != project.id and other.root != project.root and _inside(other.root, project.root)
         ]
-        private = [str(p) for p in self._guard.private_inside_roots()]
-        return children + [_rel(p, project.root) for p in private if _inside(p, project.root) and p != project.root]
 
     # ---- context resolution and ingest ----------------------------------------------------------
     def resolve_context(self, path: str, project_name: str | None = None) -> tuple[Project, str, str]:
@@ -343,7 +345,12 @@ class Brain(BrainSearch):
             else:
                 entries = []
                 for entry in walk_tree(
-                    project.root, start_rel, excluded=excluded, max_file_bytes=self.max_file_bytes, stats=stats
+                    project.root,
+                    start_rel,
+                    excluded=excluded,
+                    hidden=self._guard.private_inside_roots(),
+                    max_file_bytes=self.max_file_bytes,
+                    stats=stats,
                 ):
                     entries.append(entry)
                     if len(entries) > self.max_files:

@@ -147,6 +147,10 @@ class PathGuard:
             else None
         )
         self._path_globs = tuple(g.lower() for g in self._deny_globs if "/" in g)
+        inside = [p for p in self._private if any(is_inside(p, root) for root in self._roots)]
+        self._private_inside_roots = tuple(
+            Path(p) for p in inside if not any(p != other and is_inside(p, other) for other in inside)
+        )
         self._no_roots_message = no_roots_message or _NO_ROOTS_MESSAGE
         if missing and not real and no_roots_message is None:
             self._no_roots_message = (
@@ -172,8 +176,7 @@ class PathGuard:
 
     def private_inside_roots(self) -> tuple[Path, ...]:
         """The private paths that a root contains (outermost only): what walks skip and sandboxes hide."""
-        inside = [p for p in self._private if any(is_inside(p, root) for root in self._roots)]
-        return tuple(Path(p) for p in inside if not any(p != other and is_inside(p, other) for other in inside))
+        return self._private_inside_roots
 
     def with_roots(self, roots: Iterable[Path | str], *, no_roots_message: str | None = None) -> PathGuard:
         """A copy of this guard with other roots (same deny globs and private paths)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -94,27 +94,29 @@ def _use_wal(connection: sqlite3.Connection) -> None:
     """Put the file in WAL mode (it stays so). Switching takes an exclusive lock for which SQLite does not call
     the busy handler: two processes opening a new database at once saw "database is locked" at once. So the
     mode is read first (no lock needed once it is WAL) and the switch is retried."""
-    for attempt in range(LOCK_RETRIES * 4):
-        try:
-            if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                connection.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if ("locked" not in str(exc) and "busy" not in str(exc)) or attempt == LOCK_RETRIES * 4 - 1:
-                raise
-            time.sleep(0.02 * (attempt + 1))
+
+    def switch() -> None:
+        if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            connection.execute("PRAGMA journal_mode = WAL")
+
+    _retry_while_locked(switch, LOCK_RETRIES * 4, 0.02)
 
 
 def _begin_immediate(connection: sqlite3.Connection) -> None:
     """BEGIN IMMEDIATE, retried: the busy timeout already waits, this covers rare early SQLITE_BUSY."""
-    for attempt in range(LOCK_RETRIES):
+    _retry_while_locked(lambda: connection.execute("BEGIN IMMEDIATE"), LOCK_RETRIES, 0.05)
+
+
+def _retry_while_locked(action: Callable[[], object], attempts: int, step_seconds: float) -> None:
+    """Run `action`, again after a growing pause while SQLite answers "locked"/"busy" (the last attempt raises)."""
+    for attempt in range(attempts):
         try:
-            connection.execute("BEGIN IMMEDIATE")
+            action()
             return
         except sqlite3.OperationalError as exc:
-            if ("locked" not in str(exc) and "busy" not in str(exc)) or attempt == LOCK_RETRIES - 1:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or attempt == attempts - 1:
                 raise
-            time.sleep(0.05 * (attempt + 1))
+            time.sleep(step_seconds * (attempt + 1))
 
 
 def _statements(script: str) -> list[str]:

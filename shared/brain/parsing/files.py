@@ -10,6 +10,7 @@ import re
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from mcp_sections.shared.gitignore import rules_down_to
 from mcp_sections.shared.guards.paths import SECRET_FILE_GLOBS
@@ -230,6 +231,7 @@ def walk_tree(
     start_rel: str = "",
     *,
     excluded: Sequence[str] = (),
+    hidden: Sequence[Path] = (),
     max_file_bytes: int = MAX_FILE_BYTES,
     stats: WalkStats | None = None,
     extra_secret: Callable[[str], bool] | None = None,
@@ -238,6 +240,7 @@ def walk_tree(
     (on the suite's one walker, `shared.walking`, with the .gitignore files of the whole git tree).
 
     `excluded`: relative directories skipped entirely (sub-directories that are projects of their own).
+    `hidden`: absolute real paths never walked (the suite's own state, `PathGuard.private_inside_roots()`).
     """
     stats = stats if stats is not None else WalkStats()
     excluded_set = {e.strip("/") for e in excluded if e.strip("/")}
@@ -262,7 +265,12 @@ def walk_tree(
 
     walked = WalkerStats()
     for entry in walk(
-        root, start_rel=start_rel, ignore_rules=rules_down_to(root, start_rel, ancestors=True), skip=skip, stats=walked
+        root,
+        start_rel=start_rel,
+        ignore_rules=rules_down_to(root, start_rel, ancestors=True),
+        skip=skip,
+        hidden=hidden,
+        stats=walked,
     ):
         if entry.is_dir:
             continue
