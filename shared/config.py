@@ -7,59 +7,34 @@ and the same keys can be set from the environment as `MCP_SECTIONS_<ID>_<KEY>`.
 
 from __future__ import annotations
 
+import json
 import os
-import tomllib
-from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
+from typing import Any, ClassVar, Literal, Self, TypeVar, get_origin
 
 import platformdirs
-from pydantic import Field, field_validator
-from pydantic_settings import (
-    BaseSettings,
-    NoDecode,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.fields import FieldInfo
 
 from mcp_sections.shared.locations import APP_NAME, default_cache_dir, find_config_file
 
-_file_layer: ContextVar[dict[str, Any] | None] = ContextVar("_file_layer", default=None)
 
+class LayeredSettings(BaseModel):
+    """Settings read from explicit values (CLI), then `<env_prefix><FIELD>` variables, then a config-file table.
 
-class _FileLayer(PydanticBaseSettingsSource):
-    """Values from the config file, ranked below the environment."""
+    Environment names match in any case and empty values are ignored; a table-valued setting (a dict or a
+    model) is read from its variable as JSON, a list by the field's own splitting validator.
+    """
 
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
-        return None, field_name, False
+    model_config = ConfigDict(extra="ignore", validate_default=True)
 
-    def __call__(self) -> dict[str, Any]:
-        fields = self.settings_cls.model_fields
-        return {key: value for key, value in (_file_layer.get() or {}).items() if key in fields}
-
-
-class LayeredSettings(BaseSettings):
-    """Settings read from init values (CLI), then the environment, then a config-file table."""
-
-    model_config = SettingsConfigDict(extra="ignore", env_ignore_empty=True)
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, _FileLayer(settings_cls))
-
+    env_prefix: ClassVar[str] = ""
     # Keys of the config-file table that belong to another reader (e.g. `[gateway]` at the top level).
     other_file_keys: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def load(cls, file_table: dict[str, Any] | None = None, *, where: str = "", **overrides: Any) -> Self:
-        """Build the settings from a config-file table and explicit overrides (None values are ignored).
+        """Build the settings from a config-file table, the environment and explicit overrides (None is ignored).
 
         A key of the table that is no setting (a typo such as `max_depht`) is refused with the valid keys,
         rather than silently ignored; `where` names the table in that message (e.g. `[sections.todo]`).
@@ -72,11 +47,33 @@ class LayeredSettings(BaseSettings):
                 f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in {place} of "
                 f"the config file; valid keys: {valid}"
             )
-        token = _file_layer.set(file_table or {})
-        try:
-            return cls(**{key: value for key, value in overrides.items() if value is not None})
-        finally:
-            _file_layer.reset(token)
+        values = {key: value for key, value in (file_table or {}).items() if key in cls.model_fields}
+        values.update(cls.from_environment())
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        return cls.model_validate(values)
+
+    @classmethod
+    def from_environment(cls) -> dict[str, Any]:
+        """The values this class's `<env_prefix><FIELD>` variables set."""
+        names = {f"{cls.env_prefix}{name}".upper(): name for name in cls.model_fields}
+        values: dict[str, Any] = {}
+        for variable, text in os.environ.items():
+            name = names.get(variable.upper())
+            if name is not None and text != "":
+                values[name] = _decode(cls.model_fields[name], variable, text)
+        return values
+
+
+def _decode(field: FieldInfo, variable: str, text: str) -> Any:
+    """A table-valued setting comes as JSON; anything else is left to the field's validation."""
+    annotation = field.annotation
+    is_table = get_origin(annotation) is dict or (isinstance(annotation, type) and issubclass(annotation, BaseModel))
+    if not is_table:
+        return text
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{variable} must be a JSON object: {exc}") from None
 
 
 def _split_paths(value: Any) -> Any:
@@ -96,7 +93,7 @@ def split_commas(value: Any) -> Any:
 class Settings(LayeredSettings):
     """Global settings shared by every section and the gateway."""
 
-    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_", extra="ignore", env_ignore_empty=True)
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_"
     other_file_keys: ClassVar[frozenset[str]] = frozenset({"gateway"})  # read by servers/gateway/settings.py
 
     data_dir: Path = Field(
@@ -107,7 +104,7 @@ class Settings(LayeredSettings):
         default_factory=lambda: default_cache_dir(),
         description="Where derived, re-creatable files live (e.g. ONNX exports of the embedding model).",
     )
-    roots: Annotated[list[Path], NoDecode] = Field(
+    roots: list[Path] = Field(
         default_factory=list, description="Directories file-touching tools may use; the first one is the default."
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"
@@ -119,10 +116,10 @@ class Settings(LayeredSettings):
         description="destructive: ask the user (MCP elicitation) before a destructive tool runs or a sub-agent "
         "starts; refused on clients without elicitation. off: never ask.",
     )
-    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+    allowed_hosts: list[str] = Field(
         default_factory=list, description="Extra Host header values accepted by the HTTP transport."
     )
-    allowed_origins: Annotated[list[str], NoDecode] = Field(
+    allowed_origins: list[str] = Field(
         default_factory=list, description="Extra Origin header values accepted by the HTTP transport."
     )
     config_file: Path | None = Field(default=None, description="The config file these settings were read from.")
@@ -158,7 +155,7 @@ class Settings(LayeredSettings):
 
 
 class SectionSettings(LayeredSettings):
-    """Base for a section's own settings; subclasses set `env_prefix = "MCP_SECTIONS_<ID>_"`."""
+    """Base for a section's own settings; subclasses set `env_prefix: ClassVar[str] = "MCP_SECTIONS_<ID>_"`."""
 
 
 SectionSettingsT = TypeVar("SectionSettingsT", bound=SectionSettings)
@@ -169,6 +166,8 @@ def load_settings(config_file: Path | None = None, **cli: Any) -> Settings:
     path = find_config_file(config_file)
     table: dict[str, Any] = {}
     if path is not None:
+        import tomllib
+
         try:
             table = tomllib.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:

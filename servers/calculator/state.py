@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
-from pydantic_settings import SettingsConfigDict
 
 from mcp_sections.servers.calculator.workers import (
     WorkerCrashed,
@@ -29,7 +28,7 @@ SYMBOLIC = "mcp_sections.servers.calculator.symbolic"
 class CalculatorSettings(SectionSettings):
     """`[sections.calculator]` in the config file, or `MCP_SECTIONS_CALCULATOR_*` in the environment."""
 
-    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_CALCULATOR_", extra="ignore", env_ignore_empty=True)
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_CALCULATOR_"
 
     timeout_seconds: float = Field(
         default=10.0,

@@ -62,7 +62,7 @@ MOVE = Annotations(read_only=False, destructive=True, idempotent=False, open_wor
 def open_state(runtime: SectionRuntime) -> FileOpsState:
     settings = runtime.section_settings
     if not isinstance(settings, FileOpsSettings):
-        settings = FileOpsSettings()
+        settings = FileOpsSettings.load()
     return FileOpsState(list(runtime.settings.roots), settings, private=runtime.settings.own_state_paths())
 
 

@@ -18,10 +18,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import NoDecode, SettingsConfigDict
 
 from mcp_sections.shared.config import SectionSettings, split_commas
 from mcp_sections.shared.guards.paths import DEFAULT_DENY_GLOBS, PathGuard, intersect_roots, roots_from_uris
@@ -31,13 +30,13 @@ from mcp_sections.shared.sandbox import Sandbox, detect
 class FileOpsSettings(SectionSettings):
     """Settings of the file_ops section (`[sections.file_ops]` or `MCP_SECTIONS_FILE_OPS_*`)."""
 
-    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_FILE_OPS_", extra="ignore", env_ignore_empty=True)
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_FILE_OPS_"
 
-    deny_globs: Annotated[list[str], NoDecode] = Field(
+    deny_globs: list[str] = Field(
         default_factory=lambda: list(DEFAULT_DENY_GLOBS),
         description="Glob patterns (per path component) that no tool may read, write, list into or delete.",
     )
-    extra_deny_globs: Annotated[list[str], NoDecode] = Field(
+    extra_deny_globs: list[str] = Field(
         default_factory=list, description="Patterns added to `deny_globs` (keeps the defaults)."
     )
     allow_hard_links: bool = Field(

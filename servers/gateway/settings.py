@@ -54,10 +54,9 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic_settings import NoDecode, SettingsConfigDict
 
 from mcp_sections.shared.config import ConfigError, LayeredSettings, Settings, split_commas
 from mcp_sections.shared.sections import SECTION_ID
@@ -101,7 +100,7 @@ class ExternalSection(BaseModel):
 class ModelSettings(LayeredSettings):
     """`[gateway.model]`: the model sub-agents run on. Only the *name* of the API-key variable is configured."""
 
-    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_GATEWAY_MODEL_", extra="ignore", env_ignore_empty=True)
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_GATEWAY_MODEL_"
 
     provider: Literal["openai", "anthropic", "sampling"] | None = Field(
         default=None,
@@ -131,12 +130,12 @@ class ModelSettings(LayeredSettings):
 class GatewaySettings(LayeredSettings):
     """Everything the gateway reads besides the global settings."""
 
-    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_GATEWAY_", extra="ignore", env_ignore_empty=True)
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_GATEWAY_"
 
-    expose: Annotated[list[str], NoDecode] = Field(
+    expose: list[str] = Field(
         default_factory=list, description="Sections whose tools appear directly in the gateway's tools/list."
     )
-    in_process: Annotated[list[str], NoDecode] = Field(
+    in_process: list[str] = Field(
         default_factory=list,
         description="Light built-in sections the gateway runs in its own process instead of a subprocess.",
     )

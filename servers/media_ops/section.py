@@ -123,7 +123,7 @@ def _progress(ctx: ToolContext | None) -> Any:
 async def _lifespan(runtime: SectionRuntime) -> AsyncIterator[Any]:
     from mcp_sections.servers.media_ops.service import MediaOps
 
-    settings = runtime.section_settings or MediaOpsSettings()
+    settings = runtime.section_settings or MediaOpsSettings.load()
     assert isinstance(settings, MediaOpsSettings)
     media = MediaOps(settings, runtime.settings.roots, private=runtime.settings.own_state_paths())
     try:

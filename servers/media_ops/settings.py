@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import NoDecode, SettingsConfigDict
 
 from mcp_sections.shared.config import SectionSettings, split_commas
 
@@ -13,7 +12,7 @@ from mcp_sections.shared.config import SectionSettings, split_commas
 class MediaOpsSettings(SectionSettings):
     """Limits of the local work, and the providers that describe and generate (none configured by default)."""
 
-    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_MEDIA_OPS_", extra="ignore", env_ignore_empty=True)
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_MEDIA_OPS_"
 
     max_image_pixels: int = Field(
         default=40_000_000, ge=1_000_000, le=400_000_000, description="Images above this are refused before decoding."
@@ -42,7 +41,7 @@ class MediaOpsSettings(SectionSettings):
     provider_timeout_seconds: float = Field(default=120.0, gt=0, le=3600, description="Per provider request.")
     mesh_job_timeout_seconds: float = Field(default=900.0, gt=0, le=7200, description="Longest 3D job waited for.")
     poll_interval_seconds: float = Field(default=2.0, gt=0, le=60, description="How often a 3D job is polled.")
-    allow: Annotated[list[str], NoDecode] = Field(
+    allow: list[str] = Field(
         default_factory=list,
         description="Destinations opened for downloads the providers point to (`host[:port]` or CIDR); everything "
         "private or loopback is refused otherwise (the shared URL guard).",

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
-from pydantic_settings import SettingsConfigDict
 
 from mcp_sections.servers.memory.models import (
     PREVIEW_CHARS,
@@ -41,7 +40,7 @@ from mcp_sections.shared.tools import CREATE, OVERWRITE, READ_ONLY, WRITE, tool
 class MemorySettings(SectionSettings, EmbeddingSettings):
     """`[sections.memory]` in the config file, or `MCP_SECTIONS_MEMORY_*` (e.g. `..._EMBEDDING_MODEL`)."""
 
-    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_MEMORY_", extra="ignore", env_ignore_empty=True)
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_MEMORY_"
 
     embeddings_enabled: bool = Field(default=True, description="Off: text search only, the model is never loaded.")
     duplicate_threshold: float = Field(
@@ -80,7 +79,7 @@ class MemoryState:
 def open_memory(runtime: SectionRuntime) -> MemoryState:
     settings = runtime.section_settings
     if not isinstance(settings, MemorySettings):
-        settings = MemorySettings()
+        settings = MemorySettings.load()
     store = MemoryStore.in_data_dir(
         runtime.data_dir,
         None,

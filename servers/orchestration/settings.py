@@ -25,10 +25,9 @@ capabilities = ["database", "sql"]
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic_settings import NoDecode, SettingsConfigDict
 
 from mcp_sections.shared.config import SectionSettings, split_commas
 from mcp_sections.shared.sections import SECTION_ID
@@ -51,12 +50,12 @@ class PermanentAgent(BaseModel):
 
 
 class OrchestrationSettings(SectionSettings):
-    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_ORCHESTRATION_", extra="ignore", env_ignore_empty=True)
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_ORCHESTRATION_"
 
     max_subagents: int = Field(default=3, ge=1, le=32, description="Live sub-agents at once (MAX_SUB_AGENTS).")
     max_depth: int = Field(default=1, ge=1, le=5, description="Deepest sub-agent; orchestration tools stop there.")
     max_batch: int = Field(default=3, ge=1, le=10, description="Tasks per parallel_tasks call.")
-    default_sections: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    default_sections: list[str] = Field(default_factory=list)
     agent_max_turns: int = Field(default=20, ge=1, le=500)
     agent_max_tool_calls: int = Field(default=50, ge=0, le=5000)
     agent_max_tokens: int = Field(default=200_000, ge=100)

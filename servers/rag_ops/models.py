@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
-from pydantic_settings import SettingsConfigDict
 
 from mcp_sections.shared.brain.model import LABELS, PROJECT_ID_PATTERN, PROJECT_TYPES, RELATIONSHIPS
 from mcp_sections.shared.config import SectionSettings
@@ -58,7 +57,7 @@ assert set(PROJECT_TYPES) == set(ProjectType.__args__)  # type: ignore[attr-defi
 class RagOpsSettings(SectionSettings, EmbeddingSettings):
     """`[sections.rag_ops]` / `MCP_SECTIONS_RAG_OPS_*`."""
 
-    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_RAG_OPS_", extra="ignore", env_ignore_empty=True)
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_RAG_OPS_"
 
     backend: Literal["sqlite", "neo4j"] = Field(
         default="sqlite", description="sqlite: embedded <data_dir>/brain.sqlite3; neo4j: NEO4J_URI/USERNAME/PASSWORD."

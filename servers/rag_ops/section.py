@@ -50,7 +50,7 @@ from mcp_sections.shared.tools import OVERWRITE, READ_ONLY, WRITE, ToolContext, 
 def open_brain(runtime: SectionRuntime) -> Any:
     from mcp_sections.servers.rag_ops.brain import Brain
 
-    settings = runtime.section_settings or RagOpsSettings()
+    settings = runtime.section_settings or RagOpsSettings.load()
     assert isinstance(settings, RagOpsSettings)
     from mcp_sections.shared.brain.opening import open_brain_store, open_embedding_service
 

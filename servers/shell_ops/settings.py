@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import NoDecode, SettingsConfigDict
 
 from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS, check_allow_list
 from mcp_sections.shared.config import SectionSettings
@@ -16,9 +15,9 @@ from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
 class ShellOpsSettings(SectionSettings):
     """The allow-list, the fixed search path and the limits. No tool can change them at run time."""
 
-    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_SHELL_OPS_", extra="ignore", env_ignore_empty=True)
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_SHELL_OPS_"
 
-    allowed_programs: Annotated[list[str], NoDecode] = Field(
+    allowed_programs: list[str] = Field(
         default_factory=lambda: list(DEFAULT_ALLOWED_PROGRAMS),
         description="Program names run_command may start (comma-separated in the environment). Shells and "
         "wrappers (sh, bash, env, xargs, sudo, timeout, ...) are refused even if listed.",

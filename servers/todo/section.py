@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import Field
-from pydantic_settings import SettingsConfigDict
 
 from mcp_sections.servers.todo.board import MAX_TASKS_PER_WORKFLOW, Board, StatusChange
 from mcp_sections.servers.todo.models import (
@@ -33,7 +34,7 @@ from mcp_sections.shared.tools import CREATE, OVERWRITE, READ_ONLY, WRITE, tool
 class TodoSettings(SectionSettings):
     """`[sections.todo]` in the config file, or `MCP_SECTIONS_TODO_*`."""
 
-    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_TODO_", extra="ignore", env_ignore_empty=True)
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_TODO_"
 
     max_tasks_per_workflow: int = Field(
         default=MAX_TASKS_PER_WORKFLOW, ge=1, le=1_000_000, description="Cap on the number of tasks of one workflow."

@@ -187,7 +187,7 @@ def _notes(page: Any, fetched: Any) -> list[str]:
 async def _lifespan(runtime: SectionRuntime) -> AsyncIterator[Any]:
     from mcp_sections.servers.web_ops.service import running
 
-    settings = runtime.section_settings or WebOpsSettings()
+    settings = runtime.section_settings or WebOpsSettings.load()
     assert isinstance(settings, WebOpsSettings)
     async with running(settings, runtime.settings.data_dir, runtime.settings.cache_dir) as web:
         yield web

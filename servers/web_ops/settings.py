@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import NoDecode, SettingsConfigDict
 
 from mcp_sections.shared.brain.opening import BrainBackend
 from mcp_sections.shared.config import SectionSettings, split_commas
@@ -18,9 +17,9 @@ ALLOW_SETTING = "`[sections.web_ops] allow` (or MCP_SECTIONS_WEB_OPS_ALLOW, comm
 class WebOpsSettings(SectionSettings, EmbeddingSettings):
     """Where web_ops may go, how it renders pages, which search provider it asks, and the brain it writes."""
 
-    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_WEB_OPS_", extra="ignore", env_ignore_empty=True)
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_WEB_OPS_"
 
-    allow: Annotated[list[str], NoDecode] = Field(
+    allow: list[str] = Field(
         default_factory=list,
         description="Destinations opened despite the address rules: `host[:port]` or CIDR entries. Everything "
         "private, loopback, link-local or metadata is refused otherwise.",

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
-from pydantic_settings import SettingsConfigDict
 
 from mcp_sections.shared.config import ConfigError, SectionSettings, load_settings
 
 
 class ExampleSettings(SectionSettings):
-    model_config = SettingsConfigDict(env_prefix="MCP_SECTIONS_EXAMPLE_", extra="ignore")
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_EXAMPLE_"
     limit: int = 10
     label: str = "default"
 
@@ -52,3 +52,27 @@ def test_missing_or_broken_config_file_is_a_clear_error(tmp_path: Path) -> None:
         load_settings(tmp_path / "nope.toml")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_settings(_write(tmp_path / "bad.toml", "log_level = \n"))
+
+
+class TableSettings(SectionSettings):
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_TABLES_"
+    agents: dict[str, int] = {}
+    enabled: bool = False
+
+
+def test_environment_names_match_in_any_case_and_empty_values_are_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("mcp_sections_example_limit", "4")
+    monkeypatch.setenv("MCP_SECTIONS_EXAMPLE_LABEL", "")
+    example = ExampleSettings.load({"label": "file"})
+    assert (example.limit, example.label) == (4, "file")
+
+
+def test_table_valued_settings_come_from_the_environment_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_SECTIONS_TABLES_AGENTS", '{"scout": 2}')
+    monkeypatch.setenv("MCP_SECTIONS_TABLES_ENABLED", "yes")
+    tables = TableSettings.load()
+    assert (tables.agents, tables.enabled) == ({"scout": 2}, True)
+    monkeypatch.setenv("MCP_SECTIONS_TABLES_AGENTS", "scout=2")
+    with pytest.raises(ConfigError, match="MCP_SECTIONS_TABLES_AGENTS must be a JSON object"):
+        TableSettings.load()
+
