@@ -82,12 +82,19 @@ _NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 
 
+@functools.cache
+def _compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """A detector compiled the first time a text could match it: compiling all of them costs ~8 ms, which a
+    section's first result would pay although most texts pass no detector's word check."""
+    return re.compile(pattern, flags)
+
+
 @dataclass(frozen=True)
 class _Rules:
-    patterns: tuple[tuple[re.Pattern[str], tuple[tuple[str, ...], ...]], ...]
+    patterns: tuple[tuple[str, int, tuple[tuple[str, ...], ...]], ...]
     keyword_words: tuple[str, ...]
-    keyword_starts: re.Pattern[str]
-    keyword_patterns: tuple[tuple[re.Pattern[str], int, bool], ...]
+    keyword_starts: str
+    keyword_patterns: tuple[tuple[str, int, int, bool], ...]
 
     def keyword_values(self, line: str) -> list[str]:
         """Every value detect-secrets' keyword detector matches on a line of unknown file type (quoted values).
@@ -97,7 +104,8 @@ class _Rules:
         only match where a keyword starts, so it is tried there alone: a 16 KB line costs 0.5 ms, not 10."""
         starts = self.keyword_start_positions(line)
         found = []
-        for pattern, group, anchored in self.keyword_patterns:
+        for source, flags, group, anchored in self.keyword_patterns:
+            pattern = _compiled(source, flags)
             matches = (pattern.match(line, start) for start in starts) if anchored else pattern.finditer(line)
             for match in matches:
                 if match and (value := match.group(group)) and _plausible(value):
@@ -115,23 +123,21 @@ class _Rules:
             while found != -1:
                 candidates.update(range(max(0, found - _KEYWORD_LEAD), found + 1))
                 found = lowered.find(word, found + 1)
-        return [start for start in sorted(candidates) if self.keyword_starts.match(line, start)]
+        keyword_starts = _compiled(self.keyword_starts, re.IGNORECASE)
+        return [start for start in sorted(candidates) if keyword_starts.match(line, start)]
 
 
 @functools.cache
 def _rules() -> _Rules:
-    """The detectors compiled once (a few ms): detect-secrets' patterns from shared/secret_patterns.py."""
-    patterns = tuple(
-        (re.compile(pattern, flags), _NEEDS.get(plugin, ())) for plugin, pattern, flags in secret_patterns.PATTERNS
-    )
+    """The detectors: detect-secrets' patterns from shared/secret_patterns.py, each compiled when first needed."""
+    patterns = tuple((pattern, flags, _NEEDS.get(plugin, ())) for plugin, pattern, flags in secret_patterns.PATTERNS)
     keywords = "(" + "|".join(secret_patterns.KEYWORD_DENYLIST) + ")"
     keyword = tuple(
-        (re.compile(pattern, flags), group, pattern.startswith(keywords))
+        (pattern, flags, group, pattern.startswith(keywords))
         for pattern, flags, group in secret_patterns.KEYWORD_PATTERNS
     )
     words = ("key", "pass", "pwd", "secret", "contrase")  # every keyword of the denylist holds one of these
-    starts = re.compile(keywords, re.IGNORECASE)
-    return _Rules(patterns, words, starts, keyword)
+    return _Rules(patterns, words, keywords, keyword)
 
 
 _NOT_A_SECRET = re.compile(
@@ -153,9 +159,9 @@ def mask_text(text: str) -> tuple[str, int]:
     spans: list[tuple[int, int]] = []
     if "private key" in lowered:
         spans += [match.span() for match in _PRIVATE_KEY_BLOCK.finditer(text)]
-    for pattern, needs in rules.patterns:
+    for source, flags, needs in rules.patterns:
         if all(any(word in (lowered if word.islower() else text) for word in group) for group in needs):
-            spans += [_secret_span(match) for match in pattern.finditer(text)]
+            spans += [_secret_span(match) for match in _compiled(source, flags).finditer(text)]
     if "=" in text:
         for match in _ENV_ASSIGNMENT.finditer(text):
             value_start, value_end = match.span("value")
