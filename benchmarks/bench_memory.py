@@ -173,7 +173,7 @@ async def over_stdio(data_dir: Path, calls: int, rng: random.Random) -> list[tup
     from mcp.client.stdio import StdioServerParameters
 
     script = Path(sys.executable).parent / "mcp-sections"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "mcp_sections.servers.cli"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "mcp_sections.servers"]
     env = {k: v for k, v in os.environ.items() if k.startswith(("MCP_SECTIONS_", "PATH", "HOME", "HF_"))}
     parameters = StdioServerParameters(
         command=command[0], args=[*command[1:], "serve", "memory", "--data-dir", str(data_dir)], env=env

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def cli(*args: str) -> list[str]:
     script = Path(sys.executable).parent / "mcp-sections"
-    return [str(script), *args] if script.exists() else [sys.executable, "-m", "mcp_sections.servers.cli", *args]
+    return [str(script), *args] if script.exists() else [sys.executable, "-m", "mcp_sections.servers", *args]
 
 
 def parameters(argv: Sequence[str], env: dict[str, str] | None = None) -> StdioServerParameters:

@@ -153,10 +153,12 @@ def _configure_logging(level: str) -> None:
 
 def _run(server: MCPServer, settings: Settings, args: argparse.Namespace) -> int:
     """Serve on the transport of the flags; over HTTP, the flags' extra hosts and origins add to the settings'."""
+    from mcp_sections.servers.startup import server_built
     from mcp_sections.shared.http_auth import resolve_token
     from mcp_sections.shared.server import serve
 
     token = resolve_token(args.auth_token_file, args.host) if args.transport == "http" else None
+    server_built()
     serve(
         server,
         args.transport,

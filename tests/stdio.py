@@ -26,7 +26,7 @@ def cli_command() -> list[str]:
     found = shutil.which("mcp-sections")
     if found:
         return [found]
-    return [sys.executable, "-m", "mcp_sections.servers.cli"]
+    return [sys.executable, "-m", "mcp_sections.servers"]
 
 
 def server_parameters(

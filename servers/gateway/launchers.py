@@ -1,7 +1,7 @@
 """Section launchers: start a section on first use, keep one MCP session open, restart it when it dies.
 
 Kinds of launch:
-- built-in section: `<python> -m mcp_sections.servers.cli serve <id>` as a stdio subprocess, with the
+- built-in section: `<python> -m mcp_sections.servers serve <id>` as a stdio subprocess, with the
   gateway's --config/--data-dir/--root/--log-level passed through;
 - configured stdio command (`[gateway.sections.<id>] command/args/env`, e.g. `docker run -i --rm ...`);
 - Streamable HTTP URL (`[gateway.sections.<id>] url`).
@@ -62,7 +62,7 @@ def builtin_parameters(
     A section that runs sub-agents (orchestration) also gets the model settings and the API-key variable
     named by `[gateway.model] api_key_env` — and only that one variable.
     """
-    args = ["-m", "mcp_sections.servers.cli", "serve", section_id, "--data-dir", str(settings.data_dir)]
+    args = ["-m", "mcp_sections.servers", "serve", section_id, "--data-dir", str(settings.data_dir)]
     for root in settings.roots:
         args += ["--root", str(root)]
     if settings.config_file is not None:
