@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from pydantic import Field
 
 from mcp_sections.shared.config import ConfigError, SectionSettings, load_settings
 
@@ -56,7 +57,7 @@ def test_missing_or_broken_config_file_is_a_clear_error(tmp_path: Path) -> None:
 
 class TableSettings(SectionSettings):
     env_prefix: ClassVar[str] = "MCP_SECTIONS_TABLES_"
-    agents: dict[str, int] = {}
+    agents: dict[str, int] = Field(default_factory=dict)
     enabled: bool = False
 
 
@@ -75,4 +76,3 @@ def test_table_valued_settings_come_from_the_environment_as_json(monkeypatch: py
     monkeypatch.setenv("MCP_SECTIONS_TABLES_AGENTS", "scout=2")
     with pytest.raises(ConfigError, match="MCP_SECTIONS_TABLES_AGENTS must be a JSON object"):
         TableSettings.load()
-
