@@ -62,3 +62,14 @@ def test_the_caller_claimed_in_meta_is_read_defensively() -> None:
     for forged in ({"mcp-sections/depth": True}, {"mcp-sections/depth": -1}, {"mcp-sections/depth": "3"}):
         assert caller_of(forged) == (0, None)
     assert caller_of({"mcp-sections/depth": 1, "mcp-sections/agent-id": "x" * 500}) == (1, "x" * 64)
+
+
+def test_a_log_file_removed_while_the_server_runs_is_started_again(tmp_path: Path) -> None:
+    """The descriptor stays open between calls; a file deleted (or rotated away) behind it gets a new one."""
+    log = AuditLog(tmp_path / "audit", "todo")
+    record = AuditRecord(server="todo", tool="todo_list", outcome="OK", duration_ms=1.0, arguments_digest="sha256:x")
+    log.write(record)
+    (tmp_path / "audit" / "todo.jsonl").unlink()
+    log.write(record)
+    log.write(record)
+    assert len(list(read_records(tmp_path / "audit"))) == 2
