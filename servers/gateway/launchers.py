@@ -408,7 +408,8 @@ def _describe(exc: BaseException) -> str:
 
 
 def _caller_meta(caller: Any) -> dict[str, Any] | None:
-    if caller is None:
+    """The `_meta` naming a sub-agent caller; none for the client itself, which a section assumes without it."""
+    if caller is None or (caller.depth == 0 and caller.agent_id is None):
         return None
     from mcp_sections.shared.audit import caller_meta
 
