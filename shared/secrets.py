@@ -17,7 +17,7 @@ scripts/generate_secret_patterns.py and checked against it by the tests: importi
   `+GITHUB_TOKEN="..."` in a diff), which the keyword detector leaves alone in `.env` files.
 - private key blocks: everything from `-----BEGIN ... PRIVATE KEY-----` to its END line.
 
-A pattern runs only on text holding the words it cannot match without (`_NEEDS`), so most output costs a few
+A pattern runs only on text holding the words it cannot match without (`NEEDS`), so most output costs a few
 substring searches.
 Masking is display only: writers refuse content holding the mask, so a masked value is never written back
 over the real one (`contains_mask`).
@@ -56,16 +56,34 @@ _KEYWORD_LEAD = 9  # the most characters before key/pass/pwd/secret/contrase in 
 #: Words a plugin's patterns cannot match without (all groups needed, any word of a group), so a text is only
 #: searched with the patterns that could match it; lower-case words are looked up ignoring case, others exactly.
 #: A plugin not listed is always run.
-_NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
+NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "ArtifactoryDetector": (("AKC", "AP"),),
     "TwilioKeyDetector": (("AC", "SK"),),
     "AWSKeyDetector": (("a3t", "abia", "acca", "akia", "asia", "aws"),),
     "AzureStorageKeyDetector": (("accountkey=",),),
     "BasicAuthDetector": (("://",), ("@",)),
-    "CloudantDetector": (("cl",), _KEYWORDISH),
+    # cl / clou / cloudant, an optional separator and `api`, then key/pw(d)/pass(word)/token; or a cloudant.com URL
+    "CloudantDetector": (
+        (
+            *(
+                f"{prefix}{separator}{api}{word}"
+                for prefix in ("cl", "clou", "cloudant")
+                for separator in ("_", "-", "")
+                for api in ("api", "")
+                for word in ("key", "pw", "pass", "token")
+            ),
+            "cloudant.com",
+        ),
+    ),
     "GitHubTokenDetector": (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),),
-    "GitLabTokenDetector": (("gl", "gr1348941"),),
-    "IbmCloudIamDetector": (("cloud", "iam", "ibm"), _KEYWORDISH),
+    "GitLabTokenDetector": (
+        # the token prefixes (not "gl": every "glob" holds it), and GitLab's runner registration token
+        (
+            "GR1348941",
+            *("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "glcbt-", "glimt-", "glptt-", "glagent-", "gloas-"),
+        ),
+    ),
+    "IbmCloudIamDetector": (_KEYWORDISH,),  # its ibm/cloud/iam prefix is optional
     "IbmCosHmacDetector": (("secret",), ("key",)),
     "JwtTokenDetector": (("eyj",),),
     "MailchimpDetector": (("-us",),),
@@ -75,7 +93,7 @@ _NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "PypiTokenDetector": (("pypi-",),),
     "SendGridDetector": (("sg.",),),
     "SlackDetector": (("xox", "hooks.slack.com"),),
-    "SoftlayerDetector": (("softlayer", "sl"), _KEYWORDISH),
+    "SoftlayerDetector": (("softlayer", "sl"), (*_KEYWORDISH, "softlayer")),  # a keyword, or its API URL
     "SquareOAuthDetector": (("sq0csp-",),),
     "StripeDetector": (("k_live_",),),
     "TelegramBotTokenDetector": ((":",),),
@@ -130,7 +148,7 @@ class _Rules:
 @functools.cache
 def _rules() -> _Rules:
     """The detectors: detect-secrets' patterns from shared/secret_patterns.py, each compiled when first needed."""
-    patterns = tuple((pattern, flags, _NEEDS.get(plugin, ())) for plugin, pattern, flags in secret_patterns.PATTERNS)
+    patterns = tuple((pattern, flags, NEEDS.get(plugin, ())) for plugin, pattern, flags in secret_patterns.PATTERNS)
     keywords = "(" + "|".join(secret_patterns.KEYWORD_DENYLIST) + ")"
     keyword = tuple(
         (pattern, flags, group, pattern.startswith(keywords))
@@ -160,7 +178,7 @@ def mask_text(text: str) -> tuple[str, int]:
     if "private key" in lowered:
         spans += [match.span() for match in _PRIVATE_KEY_BLOCK.finditer(text)]
     for source, flags, needs in rules.patterns:
-        if all(any(word in (lowered if word.islower() else text) for word in group) for group in needs):
+        if could_match(needs, text, lowered):
             spans += [_secret_span(match) for match in _compiled(source, flags).finditer(text)]
     if "=" in text:
         for match in _ENV_ASSIGNMENT.finditer(text):
@@ -179,6 +197,11 @@ def mask_text(text: str) -> tuple[str, int]:
                         start = line.find(value, start + len(value))
             offset += len(line)
     return _apply(text, spans)
+
+
+def could_match(needs: tuple[tuple[str, ...], ...], text: str, lowered: str) -> bool:
+    """Whether `text` holds a word of every group a detector cannot match without (see `NEEDS`)."""
+    return all(any(word in (lowered if word.islower() else text) for word in group) for group in needs)
 
 
 def _secret_span(match: re.Match[str]) -> tuple[int, int]:

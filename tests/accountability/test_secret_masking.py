@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp_types import CallToolResult, ImageContent, TextContent
 
-from mcp_sections.shared.secrets import MASK, contains_mask, mask_result, mask_text
+from mcp_sections.shared import secret_patterns
+from mcp_sections.shared.secrets import MASK, NEEDS, contains_mask, could_match, mask_result, mask_text
 
 REPO = Path(__file__).resolve().parents[2]
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
@@ -25,6 +29,11 @@ GITHUB = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
         (f"aws key {AWS_KEY} in a log", "aws key ***MASKED*** in a log"),
         (f"token: {GITHUB}", "token: ***MASKED***"),
         ("postgres://app:s3cr3t-pass@db:5432/app", "postgres://app:***MASKED***@db:5432/app"),
+        (
+            f"GET https://api.softlayer.com/soap/v3.1/{'a1' * 32}",
+            "GET https://api.softlayer.com/soap/v3.1/***MASKED***",
+        ),
+        ("glpat-" + "x" * 24 + " and a glob", "***MASKED*** and a glob"),
         (
             "a\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\nz",
             "a\n***MASKED***\nz",
@@ -109,3 +118,19 @@ def test_a_json_text_block_is_masked_value_by_value() -> None:
     shown = result.content[0].text  # type: ignore[union-attr]
     assert "Tr0ub4dor3xyz" not in shown and "C0rrectH0rse99" not in shown and shown.count(MASK) == 2
     assert '"exit_code":0' in shown
+
+
+GATED = [(plugin, pattern, flags) for plugin, pattern, flags in secret_patterns.PATTERNS if plugin in NEEDS]
+
+
+@pytest.mark.parametrize(("plugin", "pattern", "flags"), GATED, ids=[f"{p}-{i}" for i, (p, _, _) in enumerate(GATED)])
+def test_a_detector_runs_on_every_text_it_could_match(plugin: str, pattern: str, flags: int) -> None:
+    """A detector runs only on text holding its words (`NEEDS`, a speed-up): a word list that misses a form
+    of the pattern would switch the detector off for it, silently. Texts generated from the pattern itself."""
+
+    @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(st.from_regex(re.compile(pattern, flags), fullmatch=True))
+    def admitted(text: str) -> None:
+        assert could_match(NEEDS[plugin], text, text.lower()), f"{plugin} would not run on {text!r}"
+
+    admitted()
