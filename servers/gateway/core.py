@@ -211,7 +211,10 @@ class Gateway:
         """Validate against the section tool's inputSchema, then call it for `caller` (whose depth and agent id
         the section's audit log records); its result comes back unchanged."""
         try:
-            tools = await self.section_tools(self.entry(section_id))
+            entry = self.entry(section_id)
+            if entry.cached_tools is None:  # first call: the process starts while its checkers are built
+                self.launchers[section_id].boot()
+            tools = await self.section_tools(entry)
             section_tool = tools.get(tool)
             if section_tool is None:
                 raise not_found(f"section {section_id!r} has no tool {tool[:80]!r}; its tools are: {', '.join(tools)}.")

@@ -102,6 +102,9 @@ class InProcessLauncher:
     def attach(self, task_group: Any) -> None:  # nothing to hold open
         pass
 
+    def boot(self) -> None:
+        """Nothing to start ahead: the section opens on its first call."""
+
     def _open(self) -> tuple[SectionState, dict[str, ToolSpec]]:
         if self._state is None or self._specs is None:
             section = self.entry.declaration

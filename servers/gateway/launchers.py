@@ -102,6 +102,7 @@ class SectionLauncher:
         self._lock = anyio.Lock()
         self._failures = 0
         self._retry_at = 0.0
+        self._boot_failure: ToolFailure | None = None
         self.state: State = "not_started"  # a built-in that cannot be imported shows as failed (Gateway.section_info)
         self.last_error: str | None = None
         self.starts = 0
@@ -171,11 +172,28 @@ class SectionLauncher:
             if started and self._connection is not None and self._connection.client is client:
                 self._connection = None
 
-    async def ensure_running(self) -> Client:
-        """The open session, starting (or restarting) the section first if needed."""
+    def boot(self) -> None:
+        """Start the section's process now, in the background, because a call is coming: the gateway builds the
+        tool's argument checker meanwhile (imports and schemas on one core, the new process on the other).
+        A failed start is reported by the call that follows, without a second attempt."""
+        if self._connection is None and self._task_group is not None and not self._lock.locked():
+            self._task_group.start_soon(self._boot)
+
+    async def _boot(self) -> None:
+        try:
+            await self.ensure_running(check_declaration=False)
+        except ToolFailure as failure:
+            self._boot_failure = failure
+
+    async def ensure_running(self, *, check_declaration: bool = True) -> Client:
+        """The open session, starting (or restarting) the section first if needed.
+
+        `check_declaration=False` skips importing a built-in's declaration first (the background start: the
+        call importing it at the same time reports a section that cannot be loaded)."""
         if self._connection is not None:
             return self._connection.client
-        if self.entry.load_error:
+        if check_declaration and self.entry.load_error:
+            self._boot_failure = None
             raise ToolFailure(
                 ErrorCode.DEPENDENCY_ERROR,
                 f"section {self.entry.id!r} cannot be loaded ({self.entry.load_error}); "
@@ -186,6 +204,9 @@ class SectionLauncher:
         async with self._lock:
             if self._connection is not None:
                 return self._connection.client
+            if self._boot_failure is not None:  # the background start for this call failed just now
+                failure, self._boot_failure = self._boot_failure, None
+                raise failure
             wait = self._retry_at - time.monotonic()
             if wait > 0:
                 if wait > 5:
