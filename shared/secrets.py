@@ -52,7 +52,7 @@ _PRIVATE_KEY_BLOCK = re.compile(
 
 
 _KEYWORDISH = ("key", "pw", "pass", "tok", "secret")
-KEYWORD_WORDS = ("key", "pass", "pwd", "secret", "contrase")  # every keyword of the denylist holds one of these
+DENYLIST_WORDS = ("key", "pass", "pwd", "secret", "contrase")  # every keyword of the denylist holds one of these
 _KEYWORD_LEAD = 9  # the most characters before key/pass/pwd/secret/contrase in a denylist keyword ("database_pass")
 #: Words a plugin's patterns cannot match without (all groups needed, any word of a group), so a text is only
 #: searched with the patterns that could match it; lower-case words are looked up ignoring case, others exactly.
@@ -155,7 +155,7 @@ def _rules() -> _Rules:
         (pattern, flags, group, pattern.startswith(keywords))
         for pattern, flags, group in secret_patterns.KEYWORD_PATTERNS
     )
-    return _Rules(patterns, KEYWORD_WORDS, keywords, keyword)
+    return _Rules(patterns, DENYLIST_WORDS, keywords, keyword)
 
 
 _NOT_A_SECRET = re.compile(

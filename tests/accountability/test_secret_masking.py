@@ -140,13 +140,13 @@ def test_a_detector_runs_on_every_text_it_could_match(plugin: str, pattern: str,
 def test_the_keyword_detector_runs_on_every_denylisted_keyword(keyword: str) -> None:
     """The keyword patterns run only on lines holding key/pass/pwd/secret/contrase, at most `_KEYWORD_LEAD`
     characters into the keyword: every spelling of every denylisted keyword must satisfy both."""
-    from mcp_sections.shared.secrets import _KEYWORD_LEAD, KEYWORD_WORDS
+    from mcp_sections.shared.secrets import _KEYWORD_LEAD, DENYLIST_WORDS
 
     @settings(max_examples=20, deadline=None, database=None)
     @given(st.from_regex(re.compile(keyword, re.IGNORECASE), fullmatch=True))
     def admitted(spelling: str) -> None:
         lowered = spelling.lower()
-        assert any(0 <= lowered.find(word) <= _KEYWORD_LEAD for word in KEYWORD_WORDS), spelling
+        assert any(0 <= lowered.find(word) <= _KEYWORD_LEAD for word in DENYLIST_WORDS), spelling
         assert mask_text(f'{spelling} = "hunter2-is-long"')[1] == 1, spelling
 
     admitted()
