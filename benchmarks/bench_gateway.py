@@ -1,6 +1,6 @@
 """The gateway's context cost, hop cost and cold start, against the sections served flat.
 
-Run: python -m benchmarks.bench_gateway [--starts 5] [--calls 300]
+Run: python -m benchmarks.bench_gateway [--starts 5] [--calls 1500]
 
 1. Context cost: the gateway's `tools/list` against the flat union of every installed built-in section's
    `tools/list` (what a client holding one connection per section puts in the model's context), as compact
@@ -501,7 +501,7 @@ async def main(starts: int, calls: int, listings: list[SectionListing], tokenize
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--starts", type=int, default=5, help="cold starts per server (default 5)")
-    parser.add_argument("--calls", type=int, default=300, help="timed calls per path (default 300)")
+    parser.add_argument("--calls", type=int, default=1500, help="timed calls per path (default 1500)")
     options = parser.parse_args()
     # The flat union is computed in-process (like `mcp-sections tools`), before the event loop starts.
     anyio.run(main, options.starts, options.calls, section_listings(), offline_tokenizer())
