@@ -33,6 +33,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCResponse
 from pydantic import ValidationError
 
+from mcp_sections.shared.audit import written_after_replies
 from mcp_sections.shared.sdk_tools import MessageSendStream, lowlevel_server, message_streams
 
 logger = logging.getLogger("mcp_sections.stdio")
@@ -339,15 +340,17 @@ async def run_stdio(server: MCPServer) -> None:
             async with from_sdk:
                 async for session_message in from_sdk:
                     await outbound.send(session_message)
+                    write_audit_records()  # those of the calls just answered, off their latency
         except (OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
             group.cancel_scope.cancel()  # the client closed its end: nobody is left to answer
         finally:
             writer_done.set()
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(read)
-        group.start_soon(write)
-        await lowlevel.run(from_client, to_client, lowlevel.create_initialization_options())
-        await to_client.aclose()  # the writer flushes what the SDK already sent, then ends
-        await writer_done.wait()
-        group.cancel_scope.cancel()
+    with written_after_replies() as write_audit_records:
+        async with anyio.create_task_group() as group:
+            group.start_soon(read)
+            group.start_soon(write)
+            await lowlevel.run(from_client, to_client, lowlevel.create_initialization_options())
+            await to_client.aclose()  # the writer flushes what the SDK already sent, then ends
+            await writer_done.wait()
+            group.cancel_scope.cancel()

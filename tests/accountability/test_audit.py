@@ -79,3 +79,22 @@ def test_a_log_file_removed_while_the_server_runs_is_started_again(
     log.write(record)
     log.write(record)
     assert len(list(read_records(tmp_path / "audit"))) == 2
+
+
+def test_records_wait_for_the_reply_inside_written_after_replies(tmp_path: Path) -> None:
+    """The stdio transport writes a call's record once its reply is out (the log costs the call no latency)."""
+    from mcp_types import CallToolResult
+
+    from mcp_sections.shared.audit import written_after_replies
+
+    log = AuditLog(tmp_path / "audit", "todo")
+    with written_after_replies() as flush:
+        log.record("todo_list", {"limit": 1}, CallToolResult(content=[]), 1.0)
+        log.record("todo_get", {"id": 2}, CallToolResult(content=[]), 1.0)
+        assert list(read_records(tmp_path / "audit")) == []
+        flush()  # the transport sent a reply
+        assert [record["tool"] for record in read_records(tmp_path / "audit")] == ["todo_list", "todo_get"]
+        log.record("todo_add", {}, CallToolResult(content=[]), 1.0)
+    assert len(list(read_records(tmp_path / "audit"))) == 3  # the rest on the way out
+    log.record("todo_done", {}, CallToolResult(content=[]), 1.0)  # outside: at once
+    assert len(list(read_records(tmp_path / "audit"))) == 4

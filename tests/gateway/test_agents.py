@@ -239,5 +239,9 @@ async def test_a_sub_agents_calls_are_audited_with_its_depth_and_id(client: Clie
     records = [r for r in read_records(workdir / "data" / "audit", "todo") if r["tool"] == "todo_list"]
     assert records, "the todo section audited nothing"
     assert records[-1]["depth"] == 1 and str(records[-1]["agent_id"]).startswith("agent-")
-    plans = [r for r in read_records(workdir / "data" / "audit", "gateway") if r["tool"] == "plan_actions"]
-    assert plans and plans[-1]["depth"] == 0 and plans[-1]["outcome"] == "OK"  # the gateway's own tools too
+    plans: list[dict[str, Any]] = []
+    with anyio.fail_after(5):  # the gateway writes a call's record just after sending its reply
+        while not plans:
+            plans = [r for r in read_records(workdir / "data" / "audit", "gateway") if r["tool"] == "plan_actions"]
+            await anyio.sleep(0.01)
+    assert plans[-1]["depth"] == 0 and plans[-1]["outcome"] == "OK"  # the gateway's own tools too
