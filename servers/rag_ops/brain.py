@@ -36,15 +36,6 @@ from mcp_sections.shared.brain.model import (
     text_hash,
     valid_project_id,
 )
-from mcp_sections.shared.brain.parsing import (
-    LANGUAGES,
-    WalkStats,
-    holds_private_key,
-    is_secret_name,
-    looks_binary,
-    parse_file,
-    walk_tree,
-)
 from mcp_sections.shared.brain.web_pages import INLINE_MTIME, store_web_page
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, not_found, permission_denied
 from mcp_sections.shared.guards.paths import PathGuard
@@ -217,12 +208,14 @@ class Brain(BrainSearch):
 
     def stale_files(self, project: Project) -> int | None:
         """How many files changed on disk since the last ingest (None for non-directory projects)."""
+        from mcp_sections.shared.brain import parsing  # walking and parsers: only ingest and staleness need them
+
         if project.type == "web-crawl" or not os.path.isdir(project.root):
             return None
         records = {k: v for k, v in self.store.file_records(project.id).items() if v.mtime_ns != INLINE_MTIME}
         stale = 0
         excluded = self._excluded_children(project)
-        walk = walk_tree(
+        walk = parsing.walk_tree(
             project.root,
             excluded=excluded,
             hidden=self._guard.private_inside_roots(),
@@ -232,7 +225,7 @@ class Brain(BrainSearch):
             record = records.pop(entry.rel, None)
             if record is None:
                 data = _read(entry.path, self.max_file_bytes)
-                stale += data is not None and not looks_binary(data) and not holds_private_key(data)
+                stale += data is not None and not parsing.looks_binary(data) and not parsing.holds_private_key(data)
             elif record.size != entry.size or record.mtime_ns != entry.mtime_ns:
                 stale += 1
             if seen > self.max_files:
@@ -324,6 +317,8 @@ class Brain(BrainSearch):
     def ingest_tree(
         self, project: Project, start_rel: str = "", context: str = "refresh", progress: Progress | None = None
     ) -> IngestReport:
+        from mcp_sections.shared.brain import parsing  # walking and parsers: only ingest and staleness need them
+
         started = time.perf_counter()
         report = IngestReport(
             project.id,
@@ -334,7 +329,7 @@ class Brain(BrainSearch):
         )
         with self._ingest_lock:
             self.store.update_project(project.id, status="ingesting", last_accessed=time.time())
-            stats = WalkStats()
+            stats = parsing.WalkStats()
             report.excluded_projects = self._excluded_children(project)
             excluded = [_rel(os.path.join(project.root, e), project.root) for e in report.excluded_projects]
             records = self.store.file_records(project.id, start_rel)
@@ -344,7 +339,7 @@ class Brain(BrainSearch):
                 entries = [_single_entry(start_abs, start_rel, info)]
             else:
                 entries = []
-                for entry in walk_tree(
+                for entry in parsing.walk_tree(
                     project.root,
                     start_rel,
                     excluded=excluded,
@@ -381,9 +376,9 @@ class Brain(BrainSearch):
                     report.files_unchanged += 1
                 else:
                     data = _read(entry.path, self.max_file_bytes)
-                    if data is None or looks_binary(data) or holds_private_key(data):
-                        stats.skipped_binary += data is not None and looks_binary(data)
-                        stats.skipped_secret += data is not None and not looks_binary(data)
+                    if data is None or parsing.looks_binary(data) or parsing.holds_private_key(data):
+                        stats.skipped_binary += data is not None and parsing.looks_binary(data)
+                        stats.skipped_secret += data is not None and not parsing.looks_binary(data)
                         if record is not None:
                             records[entry.rel] = record  # it is no longer ingestible: removed below
                     else:
@@ -392,7 +387,7 @@ class Brain(BrainSearch):
                             report.files_unchanged += 1
                             touched.append((entry.rel, entry.size, entry.mtime_ns))
                         else:
-                            batch.append(parse_file(project.id, entry.rel, data, entry.mtime_ns))
+                            batch.append(parsing.parse_file(project.id, entry.rel, data, entry.mtime_ns))
                             (report.files_changed if record is not None else report.files_added).append(entry.rel)
                 now = time.monotonic()
                 if len(batch) >= FLUSH_FILES or (batch and now - last_flush > FLUSH_SECONDS):
@@ -427,16 +422,22 @@ class Brain(BrainSearch):
     def ingest_code(
         self, content: str, file_path: str, project_id: str | None = None, language: str | None = None
     ) -> tuple[Project, Any]:
+        from mcp_sections.shared.brain import parsing  # walking and parsers: only ingest and staleness need them
+
         rel = _clean_rel(file_path)
-        if is_secret_name(rel.rsplit("/", 1)[-1]) or holds_private_key(content.encode("utf-8", "surrogatepass")):
+        if parsing.is_secret_name(rel.rsplit("/", 1)[-1]) or parsing.holds_private_key(
+            content.encode("utf-8", "surrogatepass")
+        ):
             raise permission_denied(
                 "this content looks like a secret (a key file name or a private key block); it is never ingested."
             )
         if language is not None:
-            extension = next((ext for ext, lang in LANGUAGES.items() if lang == language), None)
+            extension = next((ext for ext, lang in parsing.LANGUAGES.items() if lang == language), None)
             if extension is None:
-                raise invalid_input(f"unknown language {language!r}; use one of {sorted(set(LANGUAGES.values()))}.")
-            if not rel.endswith(extension) and LANGUAGES.get(os.path.splitext(rel)[1]) != language:
+                raise invalid_input(
+                    f"unknown language {language!r}; use one of {sorted(set(parsing.LANGUAGES.values()))}."
+                )
+            if not rel.endswith(extension) and parsing.LANGUAGES.get(os.path.splitext(rel)[1]) != language:
                 rel = rel + extension
         pid = project_id or self.active
         if pid is None:
@@ -454,7 +455,7 @@ class Brain(BrainSearch):
                 )
         project = self.project(pid)
         data = content.encode("utf-8", "surrogatepass")
-        parsed = parse_file(project.id, rel, data, INLINE_MTIME)
+        parsed = parsing.parse_file(project.id, rel, data, INLINE_MTIME)
         with self._ingest_lock:
             self.store.replace_files(project.id, [parsed])
             self.store.relink(project.id)

@@ -11,7 +11,6 @@ from typing import Any
 from urllib.parse import urlparse
 
 from mcp_sections.shared.brain.model import Edge, Project, Ref, node_id, project_node_id, slugify, text_hash
-from mcp_sections.shared.brain.parsing import Builder, chunk_text
 from mcp_sections.shared.errors import invalid_input
 
 INLINE_MTIME = -1  # records not read from a directory (pages, inline snippets): never "removed" by a walk
@@ -39,6 +38,8 @@ def store_web_page(
 
     `embed=False` stores it for text search only: its nodes carry no text to embed, so they never wait for a vector.
     """
+    from mcp_sections.shared.brain.parsing import Builder, chunk_text  # the parsers load only when a page comes
+
     parsed_url = urlparse(url)
     if parsed_url.scheme not in ("http", "https") or not parsed_url.netloc:
         raise invalid_input("url must be an absolute http(s) URL.")
