@@ -10,7 +10,10 @@ the section's own process behind it, so its floor is two bare starts in a row (m
 ~50 ms. So that this gain does not hide what our own code costs, the same bare server started with the same
 pause is measured too, and every subject is also shown against it ("vs same start", information).
 
-Run: python -m benchmarks.bench_startup [--starts 5] [--calls 300]
+Last, issue #10's other goal in the same run: the gateway's hop against the bare SDK forwarder floor
+(`benchmarks/bench_gateway.py`'s hop measurement: ≤ 1.1x, p50 and p95).
+
+Run: python -m benchmarks.bench_startup [--starts 5] [--calls 300] [--hop-calls 1500]
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from benchmarks.bench_gateway import floor_verdicts, hop_cost
 from benchmarks.harness import ROOT, call_latencies_ms, cli, median, parameters, percentile, print_table
 
 QUIET = {"MCP_SECTIONS_LOG_LEVEL": "CRITICAL", "MCP_SECTIONS_WARM_UP": "0"}
@@ -67,7 +71,7 @@ async def first_result_ms(argv: list[str], tool: str, arguments: dict[str, Any])
     return (done - started) * 1000
 
 
-async def main(starts: int, calls: int) -> None:
+async def main(starts: int, calls: int, hop_calls: int) -> None:
     with tempfile.TemporaryDirectory() as data_dir, tempfile.TemporaryDirectory() as root:
         subjects = _subjects(data_dir, root)
         firsts: dict[str, list[float]] = {label: [] for label, *_ in subjects}
@@ -105,10 +109,15 @@ async def main(starts: int, calls: int) -> None:
         print(f"\nwarm call round trip: {calls} sequential calls (ms)")
         print_table(["subject", "p50", "p95"], call_rows)
 
+        stats = await hop_cost(data_dir, hop_calls)
+        print("\nTarget: the gateway hop vs the bare SDK forwarder floor")
+        print_table(["target", "measured", "goal", "result"], floor_verdicts(stats))
+
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--hop-calls", type=int, default=1500, help="timed hop calls per path (default 1500)")
     options = parser.parse_args()
-    anyio.run(main, options.starts, options.calls)
+    anyio.run(main, options.starts, options.calls, options.hop_calls)
