@@ -11,7 +11,15 @@ from hypothesis import strategies as st
 from mcp_types import CallToolResult, ImageContent, TextContent
 
 from mcp_sections.shared import secret_patterns
-from mcp_sections.shared.secrets import MASK, NEEDS, contains_mask, could_match, mask_result, mask_text
+from mcp_sections.shared.secrets import (
+    MASK,
+    NEEDS,
+    contains_mask,
+    could_match,
+    mask_result,
+    mask_text,
+    word_gates,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
@@ -131,7 +139,7 @@ def test_a_detector_runs_on_every_text_it_could_match(plugin: str, pattern: str,
     @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(st.from_regex(re.compile(pattern, flags), fullmatch=True))
     def admitted(text: str) -> None:
-        assert could_match(NEEDS[plugin], text, text.lower()), f"{plugin} would not run on {text!r}"
+        assert could_match(word_gates(NEEDS[plugin]), text, text.lower()), f"{plugin} would not run on {text!r}"
 
     admitted()
 
