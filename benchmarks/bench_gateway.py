@@ -53,7 +53,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from benchmarks.harness import ROOT, cli, median, parameters, percentile, print_table
+from benchmarks.harness import ROOT, cli, compile_project, median, parameters, percentile, print_table
 
 QUIET = {"MCP_SECTIONS_LOG_LEVEL": "CRITICAL", "FASTMCP_LOG_LEVEL": "ERROR", "FASTMCP_SHOW_SERVER_BANNER": "false"}
 ADD = {"operation": "add", "a": 1, "b": 2}
@@ -498,6 +498,7 @@ def machine() -> str:
 
 
 async def main(starts: int, calls: int, listings: list[SectionListing], tokenizer: Tokenizer | None) -> None:
+    compile_project()
     print(f"bench_gateway: python {sys.version.split()[0]}, mcp {importlib.metadata.version('mcp')}, {machine()}")
     with tempfile.TemporaryDirectory() as data_dir:
         context = await context_cost(data_dir, listings, tokenizer)

@@ -28,7 +28,16 @@ import anyio
 from mcp import Client
 
 from benchmarks.bench_gateway import floor_verdicts, hop_cost
-from benchmarks.harness import ROOT, call_latencies_ms, cli, median, parameters, percentile, print_table
+from benchmarks.harness import (
+    ROOT,
+    call_latencies_ms,
+    cli,
+    compile_project,
+    median,
+    parameters,
+    percentile,
+    print_table,
+)
 
 QUIET = {"MCP_SECTIONS_LOG_LEVEL": "CRITICAL", "MCP_SECTIONS_WARM_UP": "0"}
 BARE = [sys.executable, str(ROOT / "benchmarks" / "bare_server.py")]
@@ -72,6 +81,7 @@ async def first_result_ms(argv: list[str], tool: str, arguments: dict[str, Any])
 
 
 async def main(starts: int, calls: int, hop_calls: int) -> None:
+    compile_project()
     with tempfile.TemporaryDirectory() as data_dir, tempfile.TemporaryDirectory() as root:
         subjects = _subjects(data_dir, root)
         firsts: dict[str, list[float]] = {label: [] for label, *_ in subjects}
