@@ -213,7 +213,10 @@ def written_after_replies() -> Iterator[Callable[[], None]]:
 
     def flush() -> None:
         while pending:
-            pending.pop(0)()
+            try:
+                pending.pop(0)()
+            except Exception:  # the transport's writer must never die of a log line
+                logger.exception("an audit record could not be written")
 
     try:
         yield flush

@@ -98,3 +98,23 @@ def test_records_wait_for_the_reply_inside_written_after_replies(tmp_path: Path)
     assert len(list(read_records(tmp_path / "audit"))) == 3  # the rest on the way out
     log.record("todo_done", {}, CallToolResult(content=[]), 1.0)  # outside: at once
     assert len(list(read_records(tmp_path / "audit"))) == 4
+
+
+def test_a_record_that_fails_never_stops_the_writer(tmp_path: Path) -> None:
+    """A record is written by the transport's writer after the reply: one that raises is logged, the next ones
+    are still written."""
+    from mcp_types import CallToolResult
+
+    from mcp_sections.shared.audit import written_after_replies
+
+    class Unreadable:
+        @property
+        def structured_content(self) -> dict[str, object]:
+            raise RuntimeError("broken result")
+
+    log = AuditLog(tmp_path / "audit", "todo")
+    with written_after_replies() as flush:
+        log.record("todo_list", {}, Unreadable(), 1.0)
+        log.record("todo_get", {}, CallToolResult(content=[]), 1.0)
+        flush()
+    assert [record["tool"] for record in read_records(tmp_path / "audit")] == ["todo_get"]
