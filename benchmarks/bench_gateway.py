@@ -472,14 +472,10 @@ def hop_verdicts(stats: dict[str, tuple[float, float] | None]) -> list[list[Any]
         for index, name in ((0, "p50"), (1, "p95"))
     ]
     rows += floor_verdicts(stats)
-
-    def at_most(label: str, measured: tuple[float, float], base: tuple[float, float], goal: float) -> None:
-        rows.extend(_at_most(label, measured, base, goal))
-
     for key, mode in (("gateway", "subprocess"), ("in_process", "in-process")):
         gateway = stats[key]
         assert gateway is not None
-        at_most(f"hop ({mode}): gateway {{}} vs direct", gateway, direct, HOP_TARGET_VS_DIRECT)
+        rows += _at_most(f"hop ({mode}): gateway {{}} vs direct", gateway, direct, HOP_TARGET_VS_DIRECT)
         for index, name in ((0, "p50"), (1, "p95")):
             label = f"hop ({mode}): fastmcp {name} / gateway {name}"
             if proxy is None:

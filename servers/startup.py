@@ -11,7 +11,6 @@ The price: the few thousand cyclic leftovers of start-up (well under 1 MB) stay 
 from __future__ import annotations
 
 import gc
-import sys
 
 
 def main() -> int:
@@ -29,7 +28,3 @@ def server_built() -> None:
     """Everything start-up created stays alive: freeze it out of the collector's reach and resume collection."""
     gc.freeze()
     gc.enable()
-
-
-if __name__ == "__main__":  # pragma: no cover - `python -m mcp_sections.servers` goes through __main__.py
-    sys.exit(main())

@@ -19,6 +19,7 @@ import os
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -199,7 +200,7 @@ class AuditLog:
         self.path.replace(self.path.with_suffix(".jsonl.1"))
 
 
-_after_reply: ContextVar[list[Callable[[], None]] | None] = ContextVar("audit_after_reply", default=None)
+_after_reply: ContextVar[deque[Callable[[], None]] | None] = ContextVar("audit_after_reply", default=None)
 
 
 @contextmanager
@@ -208,13 +209,13 @@ def written_after_replies() -> Iterator[Callable[[], None]]:
     yields after each message it writes (and the rest is written on exit). As a web server writes its access log,
     the line then costs the call no latency: inside a running gateway the record and its append took ~50 us of
     a ~1.5 ms hop. Records of calls whose reply never comes (cancelled ones) go with the next message."""
-    pending: list[Callable[[], None]] = []
+    pending: deque[Callable[[], None]] = deque()
     token = _after_reply.set(pending)
 
     def flush() -> None:
         while pending:
             try:
-                pending.pop(0)()
+                pending.popleft()()
             except Exception:  # the transport's writer must never die of a log line
                 logger.exception("an audit record could not be written")
 

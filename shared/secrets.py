@@ -100,7 +100,6 @@ def _compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
 @dataclass(frozen=True)
 class _Rules:
     patterns: tuple[tuple[str, int, Gates], ...]
-    keyword_words: tuple[str, ...]
     keyword_starts: str
     keyword_patterns: tuple[tuple[str, int, int, bool], ...]
 
@@ -121,12 +120,12 @@ class _Rules:
         return found
 
     def keyword_start_positions(self, line: str) -> list[int]:
-        """Where a denylist keyword starts: each keyword holds one of `keyword_words`, at most
+        """Where a denylist keyword starts: each keyword holds one of `DENYLIST_WORDS`, at most
         `_KEYWORD_LEAD` characters in, so only those few places are tried (scanning every position of a long
         line with the keyword alternation is what made masking slow)."""
         lowered = line.lower()
         candidates: set[int] = set()
-        for word in self.keyword_words:
+        for word in DENYLIST_WORDS:
             found = lowered.find(word)
             while found != -1:
                 candidates.update(range(max(0, found - _KEYWORD_LEAD), found + 1))
@@ -146,7 +145,7 @@ def _rules() -> _Rules:
         (pattern, flags, group, pattern.startswith(keywords))
         for pattern, flags, group in secret_patterns.KEYWORD_PATTERNS
     )
-    return _Rules(patterns, DENYLIST_WORDS, keywords, keyword)
+    return _Rules(patterns, keywords, keyword)
 
 
 _NOT_A_SECRET = re.compile(
@@ -177,10 +176,10 @@ def mask_text(text: str) -> tuple[str, int]:
             quoted = text[value_start] in "\"'"
             if _plausible(text[value_start + quoted : value_end - quoted]):
                 spans.append((value_start + quoted, value_end - quoted))
-    if any(word in lowered for word in rules.keyword_words):
+    if any(word in lowered for word in DENYLIST_WORDS):
         offset = 0
         for line in text.splitlines(keepends=True):
-            if any(word in line.lower() for word in rules.keyword_words):
+            if any(word in line.lower() for word in DENYLIST_WORDS):
                 for value in rules.keyword_values(line):
                     start = line.find(value)
                     while start != -1:

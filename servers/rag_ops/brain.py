@@ -376,9 +376,10 @@ class Brain(BrainSearch):
                     report.files_unchanged += 1
                 else:
                     data = _read(entry.path, self.max_file_bytes)
-                    if data is None or parsing.looks_binary(data) or parsing.holds_private_key(data):
-                        stats.skipped_binary += data is not None and parsing.looks_binary(data)
-                        stats.skipped_secret += data is not None and not parsing.looks_binary(data)
+                    binary = data is not None and parsing.looks_binary(data)
+                    if data is None or binary or parsing.holds_private_key(data):
+                        stats.skipped_binary += binary
+                        stats.skipped_secret += data is not None and not binary
                         if record is not None:
                             records[entry.rel] = record  # it is no longer ingestible: removed below
                     else:
