@@ -16,7 +16,10 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.fields import FieldInfo
 
+from mcp_sections.shared.errors import ConfigError
+from mcp_sections.shared.guards.paths import is_inside
 from mcp_sections.shared.locations import APP_NAME, default_cache_dir, find_config_file
+from mcp_sections.shared.own_state import OwnState, own_state, trust_problem
 
 
 class LayeredSettings(BaseModel):
@@ -135,14 +138,14 @@ class Settings(LayeredSettings):
     def _absolute_data_dir(cls, value: Path) -> Path:
         return value.expanduser().resolve()
 
-    def own_state_paths(self) -> tuple[Path, ...]:
+    def own_state(self) -> OwnState:
         """The suite's own state: data (databases, audit log), cache, and the config that confines the tools.
-        Path guards and sandboxes keep them out of reach even when a root contains them."""
+        Path guards and sandboxes keep it out of reach even when a root contains it (`shared.own_state`)."""
         config = self.config_file if self.config_file is not None else find_config_file(None)
-        paths = [self.data_dir, self.cache_dir, Path(platformdirs.user_config_dir(APP_NAME))]
-        if config is not None:
-            paths.append(config.expanduser().resolve())
-        return tuple(dict.fromkeys(paths))
+        return own_state(self.data_dir, self.cache_dir, config)
+
+    def own_state_paths(self) -> tuple[Path, ...]:
+        return self.own_state().paths
 
     @field_validator("roots", mode="after")
     @classmethod
@@ -177,8 +180,34 @@ def load_settings(config_file: Path | None = None, **cli: Any) -> Settings:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
         table["config_file"] = path
-    return Settings.load(table, where="the top level", **cli)
+    settings = Settings.load(table, where="the top level", **cli)
+    if path is not None:
+        check_config_trust(path, table, settings.roots)
+    return settings
 
 
-class ConfigError(Exception):
-    """The configuration cannot be used; the message says which file or value to fix."""
+def check_config_trust(path: Path, table: dict[str, Any], roots: list[Path]) -> None:
+    """Refuse a config file that a confined program could have written, or that would unprotect itself.
+
+    The config is trusted as a whole (it may add sections that run programs, widen roots, name model endpoints), so
+    it must be owned by this user (or root) and writable by nobody else. Inside a root it is protected by the suite
+    (hidden from programs, the way to it pinned: `shared.own_state`) — as long as confinement is on: a config file
+    inside a root cannot switch a sandbox off, which would unprotect the file itself.
+    """
+    problem = trust_problem(path) or trust_problem(path.parent)
+    if problem is not None:
+        raise ConfigError(f"the config file cannot be trusted: {problem}.")
+    real = os.path.realpath(path)
+    inside = [root for root in roots if is_inside(real, os.path.realpath(root))]
+    sections = table.get("sections")
+    if not inside or not isinstance(sections, dict):
+        return
+    off = sorted(
+        section for section, values in sections.items() if isinstance(values, dict) and values.get("sandbox") == "off"
+    )
+    if off:
+        raise ConfigError(
+            f"the config file {path} lies inside the root {inside[0]}, where it must stay protected by the sandbox, "
+            f"yet it sets sandbox = 'off' for {', '.join(off)}. Move the config file outside the roots, or switch the "
+            f"sandbox off from the client's launch environment (e.g. MCP_SECTIONS_{off[0].upper()}_SANDBOX=off)."
+        )

@@ -1,4 +1,4 @@
-"""Error codes and the one exception a tool raises to fail a call on purpose."""
+"""Error codes, the one exception a tool raises to fail a call on purpose, and the base of the suite's own errors."""
 
 from __future__ import annotations
 
@@ -18,6 +18,15 @@ class ErrorCode(StrEnum):
     DEPENDENCY_ERROR = "DEPENDENCY_ERROR"
     DATABASE_ERROR = "DATABASE_ERROR"
     MAX_LIMIT_EXCEEDED = "MAX_LIMIT_EXCEEDED"
+
+
+class SuiteError(Exception):
+    """Base of the suite's internal errors (never a tool result): the message tells the operator what to fix."""
+
+
+class ConfigError(SuiteError):
+    """The configuration (a file, a variable, a flag, the own state) cannot be used; the message says which and how
+    to fix it. The CLI prints it and exits with status 2."""
 
 
 class ToolFailure(Exception):

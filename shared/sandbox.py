@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Literal
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.guards.paths import PathGuard, is_inside
 from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
 
 Mode = Literal["auto", "bubblewrap", "seatbelt", "off"]
@@ -74,13 +75,32 @@ INSTALL_HINT = (
 
 @dataclass(frozen=True)
 class Confinement:
-    """What one program may see: directories it may write, directories it may only read, the network, and what
-    stays hidden inside them (the suite's own data, cache and config when a root contains them)."""
+    """What one program may see: directories it may write, directories it may only read, the network, what stays
+    hidden inside them (the suite's own data, cache and config when a root contains them) and the directories on the
+    way to what is hidden, which are pinned (bound onto themselves: a mount point cannot be renamed or removed)."""
 
     writable: tuple[Path, ...] = ()
     readable: tuple[Path, ...] = ()
     network: bool = False
     hidden: tuple[Path, ...] = ()
+    pinned: tuple[Path, ...] = ()
+
+    @classmethod
+    def within(
+        cls, guard: PathGuard, *, writable: Sequence[Path] = (), readable: Sequence[Path] = (), network: bool = False
+    ) -> Confinement:
+        """The confinement of a program working inside `guard`'s roots: its private paths hidden, their way pinned."""
+        return cls(
+            writable=tuple(writable),
+            readable=tuple(readable),
+            network=network,
+            hidden=guard.private_inside_roots(),
+            pinned=guard.pinned_inside_roots(),
+        )
+
+    def shows(self, path: str) -> bool:
+        """Whether `path` (absolute) lies inside what this confinement binds."""
+        return any(is_inside(path, os.fspath(place)) for place in (*self.writable, *self.readable))
 
 
 @dataclass(frozen=True)
@@ -120,19 +140,29 @@ class Sandbox:
         for entry in ETC_ENTRIES:
             args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-        for prefix in install_prefixes(argv[0]):  # after /tmp's tmpfs, which would hide a prefix under /tmp
+        for prefix in self._program_prefixes(argv[0], confinement):  # after /tmp's tmpfs, which would hide them
             args += ["--ro-bind", prefix, prefix]
         for path in confinement.readable:
             args += ["--ro-bind", str(path), str(path)]
         for path in confinement.writable:
             args += ["--bind", str(path), str(path)]
+        for path in confinement.pinned:  # a mount point: never renamed nor removed from inside
+            if path.is_dir() and any(is_inside(str(path), str(place)) for place in confinement.writable):
+                args += ["--bind", str(path), str(path)]
         for path in confinement.hidden:  # mounted over what the binds above show: an empty directory or file
-            if path.is_dir():
-                args += ["--tmpfs", str(path)]
+            if path.is_dir():  # read-only: a program cannot even stage files where the state seems to be
+                args += ["--tmpfs", str(path), "--remount-ro", str(path)]
             elif path.exists():
                 args += ["--ro-bind", "/dev/null", str(path)]
         args += ["--chdir", str(cwd), "--", *argv]
         return args
+
+    @staticmethod
+    def _program_prefixes(executable: str, confinement: Confinement) -> list[str]:
+        """Install prefixes to show for a program that lives outside what the confinement binds: it was found on the
+        trusted search path. A program inside the roots gets none: a link there is no reason to show a folder
+        (interpreters it needs are verified by `shared.toolchains` and come in `readable`)."""
+        return [] if confinement.shows(os.path.abspath(executable)) else install_prefixes(executable)
 
 
 SEATBELT_READABLE = ("/usr", "/bin", "/sbin", "/System", "/Library", "/private/etc", "/private/var/db", "/dev")
@@ -149,7 +179,7 @@ def seatbelt_profile(executable: str, confinement: Confinement) -> str:
 
     readable: list[str | Path] = [
         *SEATBELT_READABLE,
-        *install_prefixes(executable),
+        *Sandbox._program_prefixes(executable, confinement),
         *confinement.readable,
         *confinement.writable,
     ]
@@ -167,6 +197,8 @@ def seatbelt_profile(executable: str, confinement: Confinement) -> str:
     ]
     if confinement.network:
         rules.append("(allow network* system-socket)")
+    if confinement.pinned:  # the way to the hidden state: never renamed, removed or replaced
+        rules.append(f"(deny file-write* {paths('literal', confinement.pinned)})")
     if confinement.hidden:  # the last matching rule wins: the suite's own state stays out of reach
         rules.append(f"(deny file-read* file-write* {paths('subpath', confinement.hidden)})")
     return "\n".join(rules) + "\n"

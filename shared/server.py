@@ -41,6 +41,7 @@ class SectionState:
     def __init__(self, section: Section, runtime: SectionRuntime) -> None:
         self._section = section
         self._runtime = runtime
+        self._own_state = runtime.settings.own_state()
         self._lock = threading.Lock()
         self._value: Any = None
         self._opened = False
@@ -60,7 +61,9 @@ class SectionState:
         return await anyio.to_thread.run_sync(self.get)
 
     async def for_call(self, tool_name: str, extra: str | None) -> Any:
-        """The state a call of `tool_name` runs on; a failure to open it becomes an actionable ToolFailure."""
+        """The state a call of `tool_name` runs on; a failure to open it becomes an actionable ToolFailure. Refused
+        once the suite's own state was moved or replaced under the server (`shared.own_state`)."""
+        self._own_state.verify()
         try:
             return await self.aget()
         except ToolFailure:
@@ -156,6 +159,7 @@ def approval_tool(
 
 def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, SectionState]:
     """The MCP server of one section, and its lazily opened state."""
+    runtime.settings.own_state().prepare(runtime.settings.roots)
     state = SectionState(section, runtime)
     audit = AuditLog(runtime.settings.data_dir / "audit", section.id)
 

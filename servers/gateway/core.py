@@ -80,6 +80,7 @@ class Gateway:
     def __init__(self, settings: Settings, gateway: GatewaySettings) -> None:
         self.settings = settings
         self.config = gateway
+        settings.own_state().prepare(settings.roots)
         self.audit = AuditLog(settings.data_dir / "audit", "gateway")
         self.limits = AgentLimits.of(gateway)
         self.catalog: dict[str, SectionEntry] = build_catalog(gateway)

@@ -1,7 +1,8 @@
 """Spawning: a fixed environment, a new process group, a deadline, capped output. No shell, no MCP.
 
 - The child gets only `child_environment(...)`: nothing is inherited from the server (no tokens,
-  no proxies, no LD_PRELOAD), PATH is the fixed search path and HOME/TMPDIR a private directory.
+  no proxies, no LD_PRELOAD), PATH is the fixed search path and HOME/TMPDIR a private directory made for that
+  call alone (`private_home`).
 - The child leads a new session (`start_new_session=True`); at the deadline, on cancellation, and
   also after a normal exit (to reap background stragglers), the whole process group gets SIGKILL.
   Grandchildren that start their own session escape this (only a container or cgroup stops that);
@@ -15,9 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
+import tempfile
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,11 +36,8 @@ class SpawnError(Exception):
 
 def child_environment(*, search_path: str, home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The complete environment of every child: fixed values only, nothing inherited."""
-    tmp = home / "tmp"
     env = {
         "PATH": search_path,
-        "HOME": str(home),
-        "TMPDIR": str(tmp),
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
         "TERM": "dumb",
@@ -60,17 +60,38 @@ def child_environment(*, search_path: str, home: Path, extra: Mapping[str, str] 
         "npm_config_ignore_scripts": "true",
         "npm_config_script_shell": "/bin/sh",
         "npm_config_node_options": "",
-        "npm_config_userconfig": str(home / "npmrc"),
-        "npm_config_globalconfig": str(home / "npmrc-global"),
         "npm_config_update_notifier": "false",
         "npm_config_fund": "false",
         "npm_config_audit": "false",
-        "npm_config_cache": str(home / "npm-cache"),
         # python: no user site-packages from the server's account.
         "PYTHONNOUSERSITE": "1",
+        **home_environment(home),
     }
     env.update(extra or {})
     return env
+
+
+def home_environment(home: Path) -> dict[str, str]:
+    """The variables that name the child's private home: HOME, TMPDIR and npm's files."""
+    return {
+        "HOME": str(home),
+        "TMPDIR": str(home / "tmp"),
+        "npm_config_userconfig": str(home / "npmrc"),
+        "npm_config_globalconfig": str(home / "npmrc-global"),
+        "npm_config_cache": str(home / "npm-cache"),
+    }
+
+
+@contextlib.contextmanager
+def private_home() -> Iterator[Path]:
+    """A fresh private home (mode 0700, with its `tmp`) for one program, removed afterwards: nothing a program does
+    to its home or TMPDIR (remove it, replace it by a file, fill it) reaches the next call."""
+    home = Path(tempfile.mkdtemp(prefix="mcp-sections-call-"))
+    try:
+        (home / "tmp").mkdir()
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 class CappedBuffer:
@@ -136,8 +157,6 @@ async def run_process(
     streaming gigabytes through the capped buffers)."""
     stdout, stderr = CappedBuffer(max_output_bytes), CappedBuffer(max_output_bytes)
     started = time.monotonic()
-    if "TMPDIR" in env:
-        Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,

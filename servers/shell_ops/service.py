@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +12,14 @@ from mcp_sections.servers.shell_ops import git, npm
 from mcp_sections.servers.shell_ops.policies.allow_list import NEVER_ALLOWED
 from mcp_sections.servers.shell_ops.policies.git import split_git_args
 from mcp_sections.servers.shell_ops.policies.guard import CommandGuard
-from mcp_sections.servers.shell_ops.processes import ProcessResult, SpawnError, child_environment, run_process
+from mcp_sections.servers.shell_ops.processes import (
+    ProcessResult,
+    SpawnError,
+    child_environment,
+    home_environment,
+    private_home,
+    run_process,
+)
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
 from mcp_sections.shared.guards.paths import PathGuard
@@ -51,13 +56,13 @@ class ShellOps:
         self.paths = PathGuard(list(roots), private=private)
         search_path = self._trusted_search_path(settings.search_path)
         self.guard = CommandGuard(self.paths, settings.allowed_programs, search_path)
-        self.home = Path(tempfile.mkdtemp(prefix="mcp-shell-ops-home-"))
         extra: dict[str, str] = {}
         if settings.git_author_name:
             extra["GIT_AUTHOR_NAME"] = extra["GIT_COMMITTER_NAME"] = settings.git_author_name
         if settings.git_author_email:
             extra["GIT_AUTHOR_EMAIL"] = extra["GIT_COMMITTER_EMAIL"] = settings.git_author_email
-        self.env = child_environment(search_path=search_path, home=self.home, extra=extra)
+        # Every program gets a home of its own (processes.private_home); this is the rest of its environment.
+        self.env = child_environment(search_path=search_path, home=Path("/nonexistent"), extra=extra)
         self._sandbox: Sandbox | None = None
 
     def sandbox(self) -> Sandbox:
@@ -66,9 +71,9 @@ class ShellOps:
             self._sandbox = detect(self.settings.sandbox)
         return self._sandbox
 
-    def confinement(self) -> Confinement:
+    def confinement(self, home: Path) -> Confinement:
         """What a program sees: the roots (writable: commands may build, format, commit) and its private HOME."""
-        return Confinement(writable=(*self.paths.roots, self.home), hidden=self.paths.private_inside_roots())
+        return Confinement.within(self.paths, writable=(*self.paths.roots, home))
 
     def _trusted_search_path(self, search_path: str) -> str:
         """The configured search path minus directories inside the roots (the agent could plant programs there)."""
@@ -81,7 +86,7 @@ class ShellOps:
         return os.pathsep.join(kept) or "/usr/bin:/bin"
 
     def close(self) -> None:
-        shutil.rmtree(self.home, ignore_errors=True)
+        """Nothing to release: every program's home is removed when it ends."""
 
     # -- plumbing ---------------------------------------------------------------------------------------
 
@@ -114,19 +119,20 @@ class ShellOps:
                 f"{os.path.basename(argv[0])} could not be started (not an executable file); check that the program "
                 "is installed.",
             )
-        confined = self.sandbox().wrap(argv, cwd, self.confinement()) if confine else argv
-        try:
-            return await run_process(
-                confined,
-                cwd=cwd,
-                env=env or self.env,
-                timeout=timeout,
-                max_output_bytes=max_output,
-                progress=progress,
-                max_total_bytes=max(self.settings.max_total_output_bytes, max_output * 2),
-            )
-        except SpawnError as exc:
-            raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{exc}; check that the program is installed.") from None
+        with private_home() as home:
+            confined = self.sandbox().wrap(argv, cwd, self.confinement(home)) if confine else argv
+            try:
+                return await run_process(
+                    confined,
+                    cwd=cwd,
+                    env={**(env or self.env), **home_environment(home)},
+                    timeout=timeout,
+                    max_output_bytes=max_output,
+                    progress=progress,
+                    max_total_bytes=max(self.settings.max_total_output_bytes, max_output * 2),
+                )
+            except SpawnError as exc:
+                raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{exc}; check that the program is installed.") from None
 
     async def _git_query(self, argv: list[str], cwd: Path) -> ProcessResult:
         env = {**self.env, "GIT_LITERAL_PATHSPECS": "1"}

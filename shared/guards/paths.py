@@ -151,6 +151,7 @@ class PathGuard:
         self._private_inside_roots = tuple(
             Path(p) for p in inside if not any(p != other and is_inside(p, other) for other in inside)
         )
+        self._pinned = _between(self._roots, [os.fspath(p) for p in self._private_inside_roots])
         self._no_roots_message = no_roots_message or _NO_ROOTS_MESSAGE
         if missing and not real and no_roots_message is None:
             self._no_roots_message = (
@@ -177,6 +178,12 @@ class PathGuard:
     def private_inside_roots(self) -> tuple[Path, ...]:
         """The private paths that a root contains (outermost only): what walks skip and sandboxes hide."""
         return self._private_inside_roots
+
+    def pinned_inside_roots(self) -> tuple[Path, ...]:
+        """The directories between a root and the private paths inside it (`~/.local`, `~/.local/share`): they may
+        be entered and hold other entries, but tools never delete, move or replace them, and sandboxes bind each onto
+        itself, so that nothing can move the suite's state out from under what hides it (`shared.own_state`)."""
+        return self._pinned
 
     def with_roots(self, roots: Iterable[Path | str], *, no_roots_message: str | None = None) -> PathGuard:
         """A copy of this guard with other roots (same deny globs and private paths)."""
@@ -316,6 +323,12 @@ class PathGuard:
                 ErrorCode.PERMISSION_DENIED,
                 f"{_shown(path)!r} is inside a repository's .git directory (config, hooks, alternates, objects): "
                 "file tools never change it, since git runs what it says. Use git commands (shell_ops) instead.",
+            )
+        if purpose in ("write", "create", "delete") and self._pinned and Path(entry) in self._pinned:
+            raise ToolFailure(
+                ErrorCode.PERMISSION_DENIED,
+                f"{_shown(path)!r} leads to mcp-sections' own state (its data, cache or config directory lies inside "
+                "it), so tools never delete, move or replace it; work with the entries inside it instead.",
             )
         if purpose == "delete":
             return self._for_delete(path, entry, entry_stat, real, real_stat, is_link)
@@ -513,6 +526,25 @@ class PathGuard:
         if exc.errno in (errno.EACCES, errno.EPERM):
             return ToolFailure(ErrorCode.PERMISSION_DENIED, f"the operating system refused access to {shown!r}.")
         return ToolFailure(ErrorCode.EXECUTION_FAILED, f"{shown!r} could not be opened ({exc.strerror}).")
+
+
+def _between(roots: Iterable[str], private: Iterable[str]) -> tuple[Path, ...]:
+    """The directories strictly between a root and an own-state path inside it (`~/.local`, `~/.local/share` for
+    `~/.local/share/mcp-sections` under a home root): they may be entered, never renamed, removed or replaced."""
+    roots = tuple(roots)
+    found: dict[str, None] = {}
+    for path in private:
+        for root in roots:
+            if path == root or not is_inside(path, root):
+                continue
+            parent = os.path.dirname(path)
+            chain = []
+            while parent != root and is_inside(parent, root):
+                chain.append(parent)
+                parent = os.path.dirname(parent)
+            for directory in reversed(chain):
+                found.setdefault(directory)
+    return tuple(Path(path) for path in found)
 
 
 def _lstat(path: str) -> os.stat_result | None:

@@ -463,7 +463,8 @@ def files_world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 async def files(files_world: dict[str, Path]) -> AsyncIterator[Client]:
-    env = {"MCP_SECTIONS_CONFIG": os.devnull, "RED_TEAM_API_TOKEN": SECRET, "MCP_SECTIONS_DATA_DIR": "/nonexistent"}
+    data = files_world["root"].parent / "data"
+    env = {"MCP_SECTIONS_CONFIG": os.devnull, "RED_TEAM_API_TOKEN": SECRET, "MCP_SECTIONS_DATA_DIR": str(data)}
     async with section_client("file_ops", "--root", str(files_world["root"]), env=env) as connected:
         yield connected
 

@@ -57,7 +57,6 @@ def test_service_maps_spawn_failure_to_execution_failed(tmp_path: Path) -> None:
         assert caught.value.code == ErrorCode.EXECUTION_FAILED
     finally:
         ops.close()
-    assert not ops.home.exists()
 
 
 def test_search_path_entries_inside_the_roots_are_ignored(tmp_path: Path) -> None:
