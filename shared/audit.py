@@ -1,10 +1,16 @@
-"""The audit log: one JSON line per tool call, under `<data dir>/audit/<server>.jsonl`, rotated by size.
+"""The audit log: two JSON lines per tool call, under `<data dir>/audit/<server>.jsonl`, rotated by size.
 
 A line says who called what and how it ended, never what was said: section, tool, caller depth and agent id
 (a gateway calling a section for one of its sub-agents says so in the request's `_meta`, `caller_meta`; a
 section records what its caller claims, 0 and none for a client calling it directly), a SHA-256 digest of the
 canonical arguments (no argument value is stored), the outcome code (`OK` or an error code), the duration and,
 when a call fails, the first 500 characters of its error message.
+
+Every call leaves its intent line (`"phase": "start"`) before it runs, written at once, and its outcome line
+(`"phase": "end"`, with the same `call` id) when it ends — `CANCELLED` when it was cancelled — so a call that was
+cancelled, crashed the server, or never came back still left its line. Over stdio the outcome line is written just
+after the reply has gone out (`written_after_replies`). `read_calls` pairs them: a call without an outcome reads as
+`UNFINISHED`.
 Each server process writes its own file (one writer per file: rotation needs no cross-process lock);
 `mcp-sections audit` merges them in time order.
 """
@@ -13,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -77,10 +84,14 @@ class AuditRecord:
     depth: int = 0
     agent_id: str | None = None
     message: str | None = None
+    phase: str = "end"
+    call: str | None = None
 
     def as_json(self) -> str:
         line: dict[str, Any] = {
             "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "phase": self.phase,
+            "call": self.call,
             "server": self.server,
             "tool": self.tool,
             "depth": self.depth,
@@ -92,6 +103,68 @@ class AuditRecord:
         if self.message:
             line["message"] = self.message[:500]
         return _LINE.encode(line)
+
+
+_CALL_IDS = itertools.count(1)
+
+
+def outcome_of(result: Any) -> tuple[str, str | None]:
+    """(outcome code, error message) of an MCP result: `OK`, or its `error_code` and `error`."""
+    structured = getattr(result, "structured_content", None) or {}
+    if not getattr(result, "is_error", False):
+        return "OK", None
+    return str(structured.get("error_code") or "ERROR"), str(structured.get("error") or "")
+
+
+class AuditCall:
+    """One call in progress: its intent line is written; `end(result)` or `cancelled()` writes its outcome."""
+
+    def __init__(self, log: AuditLog, tool: str, digest: str, caller: tuple[int, str | None]) -> None:
+        self._log = log
+        self._tool = tool
+        self._digest = digest
+        self._caller = caller
+        self._started = time.perf_counter()
+        self._ended = False
+        self.id = f"{os.getpid():x}-{next(_CALL_IDS)}"
+        log.write(self._record("start", "STARTED", 0.0))
+
+    def _record(self, phase: str, outcome: str, duration_ms: float, message: str | None = None) -> AuditRecord:
+        return AuditRecord(
+            server=self._log.server,
+            tool=self._tool,
+            outcome=outcome,
+            duration_ms=duration_ms,
+            arguments_digest=self._digest,
+            depth=self._caller[0],
+            agent_id=self._caller[1],
+            message=message,
+            phase=phase,
+            call=self.id,
+        )
+
+    def end(self, result: Any) -> None:
+        """The call's outcome (inside `written_after_replies`, written once the reply has gone out)."""
+        if self._ended:
+            return
+        self._ended = True
+        duration = (time.perf_counter() - self._started) * 1000
+        pending = _after_reply.get()
+        if pending is not None:
+            pending.append(functools.partial(self._end_now, result, duration))
+            return
+        self._end_now(result, duration)
+
+    def _end_now(self, result: Any, duration_ms: float) -> None:
+        outcome, message = outcome_of(result)
+        self._log.write(self._record("end", outcome, duration_ms, message))
+
+    def cancelled(self) -> None:
+        """The call was cancelled (or its task died): its outcome line says so, written at once."""
+        if self._ended:
+            return
+        self._ended = True
+        self._log.write(self._record("end", "CANCELLED", (time.perf_counter() - self._started) * 1000))
 
 
 class AuditLog:
@@ -149,48 +222,11 @@ class AuditLog:
             self._closer()  # closes the descriptor once
         self._fd, self._closer = None, None
 
-    def record(
-        self,
-        tool: str,
-        arguments: Mapping[str, Any] | None,
-        result: Any,
-        duration_ms: float,
-        caller: tuple[int, str | None] = (0, None),
-    ) -> None:
-        """One call's record from its MCP result (`isError` and the `error_code` of its structured content).
-
-        Inside `written_after_replies` (the stdio transport), the record is written once the reply has gone out.
-        """
-        pending = _after_reply.get()
-        if pending is not None:
-            pending.append(functools.partial(self._record_now, tool, arguments, result, duration_ms, caller))
-            return
-        self._record_now(tool, arguments, result, duration_ms, caller)
-
-    def _record_now(
-        self,
-        tool: str,
-        arguments: Mapping[str, Any] | None,
-        result: Any,
-        duration_ms: float,
-        caller: tuple[int, str | None],
-    ) -> None:
-        structured = getattr(result, "structured_content", None) or {}
-        failed = bool(getattr(result, "is_error", False))
-        outcome = str(structured.get("error_code") or "ERROR") if failed else "OK"
-        message = str(structured.get("error") or "") if failed else None
-        self.write(
-            AuditRecord(
-                server=self.server,
-                tool=tool,
-                outcome=outcome,
-                duration_ms=duration_ms,
-                arguments_digest=argument_digest(arguments),
-                depth=caller[0],
-                agent_id=caller[1],
-                message=message,
-            )
-        )
+    def start(
+        self, tool: str, arguments: Mapping[str, Any] | None, caller: tuple[int, str | None] = (0, None)
+    ) -> AuditCall:
+        """The intent line of a call about to run, written at once; end it with `end(result)` or `cancelled()`."""
+        return AuditCall(self, tool, argument_digest(arguments), caller)
 
     def _rotate(self) -> None:
         for index in range(self._backups - 1, 0, -1):
@@ -198,6 +234,20 @@ class AuditLog:
             if older.exists():
                 older.replace(self.path.with_suffix(f".jsonl.{index + 1}"))
         self.path.replace(self.path.with_suffix(".jsonl.1"))
+
+
+_LOGS: dict[Path, AuditLog] = {}
+_LOGS_LOCK = threading.Lock()
+
+
+def audit_log(directory: Path, server: str) -> AuditLog:
+    """The one `AuditLog` of a server's file in this process (every writer of a file shares it: one rotation)."""
+    path = directory / f"{server}.jsonl"
+    with _LOGS_LOCK:
+        log = _LOGS.get(path)
+        if log is None:
+            log = _LOGS[path] = AuditLog(directory, server)
+        return log
 
 
 _after_reply: ContextVar[deque[Callable[[], None]] | None] = ContextVar("audit_after_reply", default=None)
@@ -226,8 +276,17 @@ def written_after_replies() -> Iterator[Callable[[], None]]:
         flush()
 
 
-def read_records(directory: Path, server: str | None = None) -> Iterator[dict[str, Any]]:
-    """Every record under `directory` (rotated files included), oldest first."""
+def logged_servers(directory: Path) -> list[str]:
+    """The servers that have an audit log under `directory`."""
+    try:
+        names = {path.name.split(".jsonl", 1)[0] for path in directory.iterdir() if ".jsonl" in path.name}
+    except OSError:
+        return []
+    return sorted(names)
+
+
+def read_lines(directory: Path, server: str | None = None) -> list[dict[str, Any]]:
+    """Every line under `directory` (rotated files included), oldest first."""
     pattern = f"{server}.jsonl*" if server else "*.jsonl*"
     records: list[dict[str, Any]] = []
     for path in directory.glob(pattern):
@@ -237,8 +296,23 @@ def read_records(directory: Path, server: str | None = None) -> Iterator[dict[st
             continue
         for line in lines:
             try:
-                records.append(json.loads(line))
+                record = json.loads(line)
             except ValueError:
                 continue
+            if isinstance(record, dict):
+                records.append(record)
     records.sort(key=lambda record: str(record.get("time", "")))
-    yield from records
+    return records
+
+
+def read_records(directory: Path, server: str | None = None) -> Iterator[dict[str, Any]]:
+    """One record per call, oldest first: its outcome line, or its intent line as `UNFINISHED` when the call has no
+    outcome (it was cut short: the server was killed, or it is still running)."""
+    lines = read_lines(directory, server)
+    ended = {(line.get("server"), line.get("call")) for line in lines if line.get("phase") == "end"}
+    for line in lines:
+        phase = line.get("phase", "end")  # lines of older versions have no phase: one line per call
+        if phase == "end":
+            yield line
+        elif (line.get("server"), line.get("call")) not in ended:
+            yield {**line, "outcome": "UNFINISHED"}

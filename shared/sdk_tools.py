@@ -1,7 +1,7 @@
 """The SDK adapter: the one module that touches the `mcp` SDK's private API.
 
-Raw-argument SDK tools, annotations, `ToolContext` over the SDK's context, and the stream pair and low-level
-server our stdio transport drives. Private SDK names used here, and only here (each is pinned by
+Raw-argument SDK tools, annotations, the client channel of a `ToolContext` over the SDK's context, and the stream
+pair and low-level server our stdio transport drives. Private SDK names used here, and only here (each is pinned by
 `tests/framework/test_sdk_contract.py`, which names the symbol when an SDK release changes it):
 - `mcp.shared._context_streams.create_context_streams`: the memory streams the SDK's session reads;
 - `MCPServer._lowlevel_server`: the SDK exposes no public way to run an `MCPServer` on given streams;
@@ -35,7 +35,7 @@ from mcp_types import (
 from pydantic import ConfigDict
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.tools import ToolContext, ToolSpec
+from mcp_sections.shared.tools import ToolContext, ToolSpec, UserAnswer, UserQuestion
 
 logger = logging.getLogger("mcp_sections.sdk_tools")
 
@@ -66,26 +66,13 @@ def uses_input_required(context: Context) -> bool:
     return version is not None and is_version_at_least(version, "2026-07-28")
 
 
-class SdkToolContext:
-    """`shared.tools.ToolContext` over the SDK's request context."""
+class SdkChannel:
+    """`shared.tools.ClientChannel` over the SDK's request context: the client's roots, model and user."""
 
     def __init__(self, context: Context) -> None:
         self._context = context
 
-    def caller(self) -> tuple[int, str | None]:
-        """(depth, agent id) the request's `_meta` claims (a gateway calling for one of its sub-agents)."""
-        from mcp_sections.shared.audit import caller_of
-
-        meta = getattr(self._context.request_context, "meta", None)
-        return caller_of(meta if isinstance(meta, dict) else None)
-
-    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        try:
-            await self._context.report_progress(progress, total, message)
-        except Exception:  # progress is best effort; a closed stream must not fail the call
-            logger.debug("progress notification dropped", exc_info=True)
-
-    async def client_roots(self) -> list[str] | None:
+    async def roots(self) -> list[str] | None:
         session = self._context.request_context.session
         if not session.check_client_capability(ClientCapabilities(roots=RootsCapability())):
             return None
@@ -103,19 +90,23 @@ class SdkToolContext:
             _client_roots_cache[connection] = roots  # not if the roots changed while they were being read
         return None if roots is None else list(roots)
 
-    def sampling_unavailable(self, tools: bool = False) -> str | None:
-        """Why this call cannot send `sampling/createMessage` to the client (with tool use if `tools`), or None."""
+    def _no_mid_call_requests(self) -> str | None:
         context = self._context
         if uses_input_required(context):
             return (
-                f"this connection speaks MCP {context.protocol_version}, where a server cannot send "
-                "sampling/createMessage during a tool call (only as an InputRequiredResult, one sample per round "
-                "trip of the call)"
+                f"this connection speaks MCP {context.protocol_version}, where a server cannot send requests to the "
+                "client during a tool call (only as an InputRequiredResult, one round trip of the call)"
             )
-        session = context.request_context.session
-        if not session.can_send_request:
+        if not context.request_context.session.can_send_request:
             return "this connection has no channel for requests from the server to the client (e.g. stateless HTTP)"
-        capabilities = context.client_capabilities
+        return None
+
+    def sampling_unavailable(self, tools: bool = False) -> str | None:
+        """Why this call cannot send `sampling/createMessage` to the client (with tool use if `tools`), or None."""
+        reason = self._no_mid_call_requests()
+        if reason is not None:
+            return reason
+        capabilities = self._context.client_capabilities
         sampling = capabilities.sampling if capabilities is not None else None
         if sampling is None:
             return "the MCP client did not declare the `sampling` capability"
@@ -147,6 +138,44 @@ class SdkToolContext:
             raise ToolFailure(
                 ErrorCode.DEPENDENCY_ERROR, f"the MCP client did not answer the sampling request: {exc.message[:300]}"
             ) from None
+
+    async def ask(self, question: UserQuestion) -> UserAnswer | None:
+        """A form elicitation sent mid-call (2025-11-25 connections with elicitation); None where that cannot be."""
+        import time
+
+        import anyio
+
+        capabilities = self._context.client_capabilities
+        elicitation = capabilities.elicitation if capabilities is not None else None
+        if self._no_mid_call_requests() is not None or elicitation is None:
+            return None
+        session = self._context.request_context.session
+        started = time.monotonic()
+        try:
+            with anyio.fail_after(question.timeout_seconds or 3600):
+                result = await session.elicit_form(
+                    question.message, question.schema.model_json_schema(), related_request_id=self._context.request_id
+                )
+        except TimeoutError:
+            return UserAnswer(action="timeout", waited_seconds=time.monotonic() - started)
+        except MCPError:
+            return UserAnswer(action="cancel", waited_seconds=time.monotonic() - started)
+        waited = time.monotonic() - started
+        if result.action == "accept":
+            return UserAnswer(action="accept", content=dict(result.content or {}), waited_seconds=waited)
+        return UserAnswer(action="decline" if result.action == "decline" else "cancel", waited_seconds=waited)
+
+
+def tool_context(context: Context) -> ToolContext:
+    """The one `ToolContext` of a call that came in over MCP: progress to the client, its channel, its caller."""
+    from mcp_sections.shared.audit import caller_of
+
+    meta = getattr(context.request_context, "meta", None)
+    return ToolContext(
+        progress=context.report_progress,
+        channel=SdkChannel(context),
+        caller=caller_of(meta if isinstance(meta, dict) else None),
+    )
 
 
 # The client's roots per connection: fetched once, forgotten on `notifications/roots/list_changed`.
@@ -193,7 +222,7 @@ def raw_tool(
     """
 
     async def invoke(arguments: dict[str, Any], context: Context) -> CallToolResult:
-        return await call(arguments, SdkToolContext(context))
+        return await call(arguments, tool_context(context))
 
     return Tool(
         fn=invoke,
@@ -240,6 +269,17 @@ def spec_tool(
         annotations=sdk_annotations(spec, with_title=not lean),
         call=call,
     )
+
+
+def definition(spec: ToolSpec, *, lean: bool = False, publish_output: bool = True) -> dict[str, Any]:
+    """The one `tools/list` entry of a declared tool, built as `spec_tool` publishes it. One rule: a section's tools
+    are full (as its own server publishes them); a host's own tools shown to a model — the gateway's, orchestration's
+    to its sub-agents — are `lean` (compacted schemas, `shared.schemas`)."""
+    return tool_definition(spec_tool(spec, _definition_only, lean=lean, publish_output=publish_output))
+
+
+async def _definition_only(arguments: dict[str, Any], ctx: ToolContext) -> CallToolResult:  # pragma: no cover
+    raise AssertionError("a definition is never called")
 
 
 def tool_definition(tool: Tool) -> dict[str, Any]:

@@ -1,4 +1,9 @@
-"""A section: one declaration from which come its MCP server, its listing and its snapshot.
+"""A section: one declaration from which come its MCP server, its listing, its snapshot — and every fact about it.
+
+A section is its folder: what it needs on the machine (`requirements`, read by `mcp-sections doctor`), whether it is
+too heavy to run inside the gateway's process, whether it runs sub-agents itself, whether it keeps embedding vectors,
+where its results come from (for the provenance envelope a model sees), its settings model and its container are all
+declared here, on its `Section`; nothing outside the folder lists section ids (`servers/registry.py` names each once).
 
 Declaring a section imports nothing heavy: tools import their libraries when first called,
 and `open_state` builds the section's state (a database, a model) lazily, once per process.
@@ -11,9 +16,10 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
-from mcp_sections.shared.config import SectionSettings, Settings
+from mcp_sections.shared.config import SectionSettings, SectionSettingsT, Settings
+from mcp_sections.shared.requirements import Requirement
 from mcp_sections.shared.tools import ToolSpec, spec_of
 
 SECTION_ID = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
@@ -26,10 +32,28 @@ class SectionRuntime:
 
     settings: Settings
     section_settings: SectionSettings | None
+    section_id: str = ""
 
     @property
     def data_dir(self) -> Any:
         return self.settings.data_dir
+
+    def settings_of(self, model: type[SectionSettingsT]) -> SectionSettingsT:
+        """The section's own settings as `model` (its config-file table, then `MCP_SECTIONS_<ID>_*`)."""
+        if isinstance(self.section_settings, model):
+            return self.section_settings
+        return self.settings.section_settings(model, self.section_id)
+
+
+@dataclass(frozen=True)
+class Container:
+    """The section's container, as `docker/Dockerfile` and `compose.yaml` must build and run it (checked by
+    tests/containers, which print what to add for a new section): the Dockerfile stage its target starts from,
+    what it does with the workspace, and whether it needs a route out of the compose network."""
+
+    stage: Literal["runtime", "runtime-tools", "runtime-browser", "runtime-render"] = "runtime"
+    workspace: Literal["none", "read", "write"] = "none"
+    egress: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,6 +77,27 @@ class Section:
     lifespan: Callable[[SectionRuntime], AbstractAsyncContextManager[Any]] | None = None
     extra: str | None = field(default=None, metadata={"doc": "pip extra that brings this section's libraries"})
     masks_secrets: bool = field(default=False, metadata={"doc": "mask secret values in every result (shared.secrets)"})
+    requirements: tuple[Requirement, ...] = field(default=(), metadata={"doc": "what doctor checks on the machine"})
+    heavy: str | None = field(
+        default=None, metadata={"doc": "what it loads that is too heavy for the gateway's process (no in_process)"}
+    )
+    runs_agents: bool = field(
+        default=False,
+        metadata={
+            "doc": "runs sub-agents itself: the gateway hosts it on its own runtime and gives it the model settings; "
+            "it is never handed to a sub-agent (its agents would start again at depth 0)"
+        },
+    )
+    embeds: bool = field(default=False, metadata={"doc": "keeps embedding vectors (`mcp-sections reembed` applies)"})
+    output_source: str = field(
+        default="tool output",
+        metadata={"doc": "where its results' text comes from, as the provenance envelope names it (file, web, ...)"},
+    )
+    trusted_output: bool = field(
+        default=False,
+        metadata={"doc": "its results are computed by the suite alone (never text from files, the web, people)"},
+    )
+    container: Container = field(default_factory=Container)
 
     def __post_init__(self) -> None:
         if not SECTION_ID.match(self.id):
@@ -83,4 +128,4 @@ class Section:
 
     def runtime(self, settings: Settings) -> SectionRuntime:
         section_settings = settings.section_settings(self.settings_model, self.id) if self.settings_model else None
-        return SectionRuntime(settings=settings, section_settings=section_settings)
+        return SectionRuntime(settings=settings, section_settings=section_settings, section_id=self.id)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
@@ -23,9 +21,9 @@ from mcp_types import (
 from mcp_sections.shared.about import package_version
 from mcp_sections.shared.approval import CANNOT_ASK, Approval, needs_approval, question_for, refusal
 from mcp_sections.shared.asking import asking_tool
-from mcp_sections.shared.audit import AuditLog
-from mcp_sections.shared.calls import failure_result, missing_dependency, run_tool
+from mcp_sections.shared.calls import failure_result
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.pipeline import SectionCalls, SectionState
 from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, spec_tool
 from mcp_sections.shared.sections import Section, SectionRuntime
 from mcp_sections.shared.tools import ToolContext, ToolSpec, UserAnswer
@@ -35,109 +33,20 @@ logger = logging.getLogger("mcp_sections.server")
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
-class SectionState:
-    """The section's state, opened on first use (once, thread-safe) and closed at shutdown."""
+def sdk_tool(spec: ToolSpec, calls: SectionCalls, approval: Approval = "off") -> Tool:
+    """The SDK tool of one declared tool, run through the section's pipeline (`shared.pipeline`).
 
-    def __init__(self, section: Section, runtime: SectionRuntime) -> None:
-        self._section = section
-        self._runtime = runtime
-        self._own_state = runtime.settings.own_state()
-        self._lock = threading.Lock()
-        self._value: Any = None
-        self._opened = False
-
-    def get(self) -> Any:
-        if self._section.open_state is None:
-            return self._value  # None, or what the section's lifespan provided
-        with self._lock:
-            if not self._opened:
-                self._value = self._section.open_state(self._runtime)
-                self._opened = True
-            return self._value
-
-    async def aget(self) -> Any:
-        if self._opened or self._section.open_state is None:
-            return self._value
-        return await anyio.to_thread.run_sync(self.get)
-
-    async def for_call(self, tool_name: str, extra: str | None) -> Any:
-        """The state a call of `tool_name` runs on; a failure to open it becomes an actionable ToolFailure. Refused
-        once the suite's own state was moved or replaced under the server (`shared.own_state`)."""
-        self._own_state.verify()
-        try:
-            return await self.aget()
-        except ToolFailure:
-            raise
-        except ModuleNotFoundError as exc:
-            raise missing_dependency(tool_name, exc, extra) from exc
-        except Exception as exc:
-            logger.exception("opening the state of tool %s failed", tool_name)
-            raise ToolFailure(
-                ErrorCode.DEPENDENCY_ERROR,
-                f"{tool_name} could not start its backing service (see the server log); "
-                "check the section's configuration and data directory, then retry.",
-            ) from exc
-
-    def provide(self, value: Any) -> None:
-        """The state a section's async `lifespan` yields (used instead of `open_state`)."""
-        with self._lock:
-            self._value = value
-            self._opened = True
-
-    def start_warm_up(self) -> None:
-        """Open the state and run the section's warm-up in a daemon thread (never blocks a request)."""
-        if self._section.open_state is None and self._section.warm_up is None:
-            return
-
-        def warm() -> None:
-            try:
-                state = self.get()
-                if self._section.warm_up is not None:
-                    self._section.warm_up(state)
-            except Exception:  # the first real call reports the problem to the client
-                logger.warning("warm-up of section %s failed", self._section.id, exc_info=True)
-
-        threading.Thread(target=warm, name=f"warm-up-{self._section.id}", daemon=True).start()
-
-    def close(self) -> None:
-        with self._lock:
-            if self._opened and hasattr(self._value, "close"):
-                self._value.close()
-            self._opened = False
-            self._value = None
-
-
-def sdk_tool(
-    spec: ToolSpec,
-    state: SectionState,
-    extra: str | None = None,
-    audit: AuditLog | None = None,
-    approval: Approval = "off",
-    mask_secrets: bool = False,
-) -> Tool:
-    """The SDK tool of one declared tool; `state` is anything with `async aget()` (the section's state).
-
-    `extra` is the pip extra named when a library is missing; `audit` records every call (`shared.audit`);
-    `approval = "destructive"` asks the user before a destructive tool runs (`shared.approval`).
+    A tool declared with `asks_user` asks its own question first; with `approval = "destructive"`, a tool that needs
+    approval by its annotations asks the user before anything runs (`shared.approval`).
     """
 
     async def call(arguments: dict[str, Any], ctx: ToolContext, answer: UserAnswer | None = None) -> CallToolResult:
-        started = time.perf_counter()
-        try:
-            value = await state.for_call(spec.name, extra)
-        except ToolFailure as failure:
-            result = failure_result(failure)
-        else:
-            result = await run_tool(spec, arguments, value, ctx, extra, answer, mask_secrets)
-        if audit is not None:
-            caller = ctx.caller() if hasattr(ctx, "caller") else (0, None)
-            audit.record(spec.name, arguments, result, (time.perf_counter() - started) * 1000, caller)
-        return result
+        return await calls.call(spec, arguments, ctx, answer)
 
     if spec.asks_user is not None:
-        return asking_tool(spec, state, call)
+        return asking_tool(spec, calls.state, call)
     if needs_approval(spec, approval):
-        return approval_tool(spec, state, call)
+        return approval_tool(spec, calls.state, call)
     return spec_tool(spec, call)
 
 
@@ -146,22 +55,24 @@ def approval_tool(
     state: Any,
     call: Callable[[dict[str, Any], ToolContext, UserAnswer | None], Awaitable[CallToolResult]],
     describe: Callable[[Any, Any], str | None] | None = None,
+    published: dict[str, Any] | None = None,
 ) -> Tool:
-    """A destructive tool that runs only once the user approved it (see `shared.approval`)."""
+    """A tool that runs only once the user approved it (see `shared.approval`); `published`: its tools/list entry
+    when it is another server's tool (its schemas and annotations are published as they are)."""
 
     async def approved(arguments: dict[str, Any], ctx: ToolContext, answer: UserAnswer | None) -> CallToolResult:
         refused = refusal(spec.name, answer)
         return failure_result(refused) if refused is not None else await call(arguments, ctx, None)
 
     asking = replace(spec, asks_user=question_for(spec, describe))
-    return asking_tool(asking, state, approved, cannot_ask=CANNOT_ASK.format(tool=spec.name))
+    return asking_tool(asking, state, approved, cannot_ask=CANNOT_ASK.format(tool=spec.name), published=published)
 
 
 def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, SectionState]:
     """The MCP server of one section, and its lazily opened state."""
     runtime.settings.own_state().prepare(runtime.settings.roots)
-    state = SectionState(section, runtime)
-    audit = AuditLog(runtime.settings.data_dir / "audit", section.id)
+    calls = SectionCalls(section, runtime)
+    state = calls.state
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
@@ -179,10 +90,7 @@ def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, 
         description=section.description,
         instructions=section.instructions,
         version=package_version(),
-        tools=[
-            sdk_tool(spec, state, section.extra, audit, runtime.settings.approval, section.masks_secrets)
-            for spec in section.specs
-        ],
+        tools=[sdk_tool(spec, calls, runtime.settings.approval) for spec in section.specs],
         lifespan=lifespan,
         log_level=runtime.settings.log_level,
     )

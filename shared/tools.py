@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_type_hints
@@ -20,6 +21,8 @@ from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     from mcp_types import CreateMessageRequestParams, CreateMessageResult, CreateMessageResultWithTools
+
+logger = logging.getLogger("mcp_sections.tools")
 
 SPEC_ATTRIBUTE = "__mcp_tool_spec__"
 ALLOWED_PARAMETERS = ("params", "state", "ctx", "answer")
@@ -48,25 +51,84 @@ class ToolResult(BaseModel):
         return []
 
 
-class ToolContext(Protocol):
-    """What a running tool may ask of the protocol layer, independent of the MCP SDK."""
+class ClientChannel(Protocol):
+    """What the MCP client of the call that started this work can do for it (the SDK adapter implements it)."""
 
-    async def report_progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None: ...
-
-    async def client_roots(self) -> list[str] | None:
-        """The client's MCP roots as `file://` URIs, or None when the client does not offer roots."""
+    async def roots(self) -> list[str] | None:
+        """The client's MCP roots as `file://` URIs, or None when the client offers none."""
         ...
 
-    # Optional (contexts without them cannot sample; callers use getattr): the client's model, MCP sampling.
     def sampling_unavailable(self, tools: bool = False) -> str | None:
-        """Why this call cannot send `sampling/createMessage` (with tool use if `tools`); None when it can."""
+        """Why `sampling/createMessage` (with tool use if `tools`) cannot be sent on this call; None when it can."""
         ...
 
     async def sample(self, params: CreateMessageRequestParams) -> CreateMessageResult | CreateMessageResultWithTools:
         """One `sampling/createMessage` answered by the client's model; ToolFailure (DEPENDENCY_ERROR) if refused."""
         ...
+
+    async def ask(self, question: UserQuestion) -> UserAnswer | None:
+        """Ask the user one question mid-call (elicitation); None when this connection cannot ask mid-call."""
+        ...
+
+
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+class ToolContext:
+    """What a running tool may ask of whoever called it — the one context of every call path.
+
+    A section server builds it over the MCP request (progress to the client, the client's roots, sampling and
+    questions through its channel); the gateway, for a section it runs in process, with progress forwarded to its own
+    caller; the agent runtime, for a sub-agent's calls, with progress labelled for the sub-agent and the channel of the
+    client call that started the tree. What a path cannot offer answers "unavailable" (None, or a reason).
+    `caller` is (depth, agent id) as the request claims it: the client is (0, None).
+    """
+
+    def __init__(
+        self,
+        *,
+        progress: Progress | None = None,
+        channel: ClientChannel | None = None,
+        caller: tuple[int, str | None] = (0, None),
+    ) -> None:
+        self._progress = progress
+        self.channel = channel
+        self.caller = caller
+
+    def derive(self, *, progress: Progress | None) -> ToolContext:
+        """The same client channel and caller, with progress going elsewhere (e.g. labelled for a sub-agent)."""
+        return ToolContext(progress=progress, channel=self.channel, caller=self.caller)
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        if self._progress is None:
+            return
+        try:
+            await self._progress(progress, total, message)
+        except Exception:  # progress is best effort; a closed stream must not fail the call
+            logger.debug("progress notification dropped", exc_info=True)
+
+    async def client_roots(self) -> list[str] | None:
+        """The client's MCP roots as `file://` URIs, or None when the client does not offer roots."""
+        return await self.channel.roots() if self.channel is not None else None
+
+    def sampling_unavailable(self, tools: bool = False) -> str | None:
+        """Why this call cannot reach the client's model (with tool use if `tools`); None when it can."""
+        if self.channel is None:
+            return "this call has no MCP client connection to sample through"
+        return self.channel.sampling_unavailable(tools)
+
+    async def sample(self, params: CreateMessageRequestParams) -> CreateMessageResult | CreateMessageResultWithTools:
+        """One `sampling/createMessage` answered by the client's model; ToolFailure (DEPENDENCY_ERROR) if refused."""
+        from mcp_sections.shared.errors import ErrorCode, ToolFailure
+
+        reason = self.sampling_unavailable(tools=bool(params.tools))
+        if reason is not None or self.channel is None:
+            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, f"the client's model cannot be used here: {reason}")
+        return await self.channel.sample(params)
+
+    async def ask(self, question: UserQuestion) -> UserAnswer | None:
+        """The user's answer to one question asked mid-call; None when no client can be asked here."""
+        return await self.channel.ask(question) if self.channel is not None else None
 
 
 @dataclass(frozen=True)

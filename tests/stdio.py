@@ -59,6 +59,13 @@ async def section_client(
         yield client
 
 
+def text_of(result: CallToolResult) -> str:
+    """The first text block of a result, out of its provenance envelope (`shared.provenance`)."""
+    from mcp_sections.shared.provenance import unwrap
+
+    return unwrap(result.content[0].text)  # type: ignore[union-attr]
+
+
 def data_of(result: CallToolResult) -> dict[str, Any]:
     """The structured content of a successful call (fails the test with the error text otherwise)."""
     assert not result.is_error, result.content[0].text if result.content else result

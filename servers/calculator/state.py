@@ -103,9 +103,7 @@ class CalculatorState:
 
 
 def open_state(runtime: SectionRuntime) -> CalculatorState:
-    settings = runtime.section_settings
-    assert isinstance(settings, CalculatorSettings)
-    return CalculatorState(settings)
+    return CalculatorState(runtime.settings_of(CalculatorSettings))
 
 
 def warm_up(state: CalculatorState) -> None:

@@ -8,8 +8,9 @@ own environment too when `pip_allow_server_environment` sends the install there)
 `/tmp` as its home; nothing else of the machine — so an sdist's `setup.py` or an npm install script cannot read
 the user's files or the server's data.
 
-Where pip installs: the project's virtual environment (`.venv`, `venv` or `env` in the project
-directory, containing `pyvenv.cfg`) with its own interpreter (`<venv>/bin/python -m pip`). If the
+Where pip installs: the project's virtual environment (the nearest directory with a `pyvenv.cfg`, `.venv` first, in
+the project directory or above it inside its root; `shared.toolchains`) with its own interpreter (`<venv>/bin/python
+-m pip`), whose base installation outside the roots is shown read-only only once verified to be one. If the
 project has none, the install is refused unless `pip_allow_server_environment` is set, in which case
 it goes into the server's own environment (`sys.executable -m pip`). npm installs into the project
 (`node_modules`, `package.json`), with `--ignore-scripts` unless `npm_ignore_scripts` is false.
@@ -29,6 +30,7 @@ from pathlib import Path
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
 from mcp_sections.shared.guards.paths import PathGuard
 from mcp_sections.shared.sandbox import Confinement, Sandbox
+from mcp_sections.shared.toolchains import find_venv, forbidden_prefixes, venv_base_prefix
 
 NPM_NAME = r"(?:@[a-z0-9][a-z0-9._~-]{0,100}/)?[a-z0-9][a-z0-9._~-]{0,213}"
 NPM_VERSION = r"[0-9A-Za-z^~<>=*.+-]{1,64}"
@@ -43,7 +45,6 @@ PIP_SPEC = re.compile(
 )
 
 OUTPUT_TAIL = 4000
-VENV_NAMES = (".venv", "venv", "env")
 
 
 def validate_specs(manager: str, specs: list[str]) -> list[str]:
@@ -100,18 +101,6 @@ def install_environment(server_environment: Mapping[str, str]) -> dict[str, str]
     return env
 
 
-def find_project_venv(guard: PathGuard, project: Path) -> Path | None:
-    """The project's virtual environment interpreter, if the venv directory itself lies inside the roots."""
-    for name in VENV_NAMES:
-        venv = project / name
-        if os.path.islink(venv) or not (venv / "pyvenv.cfg").is_file() or not guard.contains(venv):
-            continue
-        python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-        if os.path.exists(python):
-            return python
-    return None
-
-
 @dataclass
 class InstallOutcome:
     manager: str
@@ -139,6 +128,7 @@ def install_package(
 ) -> InstallOutcome:
     specs = validate_specs(manager, packages)
     project = guard.resolve(path, purpose="execute")
+    readable: list[Path] = []
     if not project.is_dir():
         raise invalid_input(f"{path!r} is not a directory; `path` is the project directory.")
     if manager == "npm":
@@ -155,16 +145,20 @@ def install_package(
     else:
         if dev:
             raise invalid_input("dev=true is for npm; pip has no dev dependencies (omit it).")
-        python = find_project_venv(guard, project)
-        if python is not None:
-            environment = str(python.parent.parent)
+        venv = find_venv(project, guard)
+        python = venv / "bin" / "python" if venv is not None else None
+        if venv is not None:
+            environment = str(venv)
+            toolchain = venv_base_prefix(venv, forbidden_prefixes(guard))
+            if toolchain is not None and not guard.contains(toolchain):
+                readable.append(toolchain)
         elif pip_allow_server_environment:
             python = Path(sys.executable)
             environment = f"the server's environment ({sys.prefix})"
         else:
             raise ToolFailure(
                 ErrorCode.VALIDATION_FAILED,
-                f"no virtual environment found in {project} (looked for {', '.join(VENV_NAMES)} with pyvenv.cfg); "
+                f"no virtual environment found in {project} or above it (looked for a directory with pyvenv.cfg); "
                 "create one first (python -m venv .venv), or ask the operator to enable "
                 "pip_allow_server_environment.",
             )
@@ -184,9 +178,7 @@ def install_package(
         writable.append(Path(sys.prefix))
     if sandbox.kind != "off":
         env.update({"HOME": "/tmp", "npm_config_cache": "/tmp/.npm", "PIP_CACHE_DIR": "/tmp/.pip-cache"})
-    argv = sandbox.wrap(
-        command, project, Confinement(writable=tuple(writable), network=True, hidden=guard.private_inside_roots())
-    )
+    argv = sandbox.wrap(command, project, Confinement.within(guard, writable=writable, readable=readable, network=True))
     try:
         completed = subprocess.run(
             argv,

@@ -48,7 +48,8 @@ from mcp_sections.servers.file_ops.state import FileOpsSettings, FileOpsState
 from mcp_sections.shared import paging
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.sections import Section, SectionRuntime
+from mcp_sections.shared.requirements import Requirement, no_sandbox, program
+from mcp_sections.shared.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.tools import OPEN_WORLD, OVERWRITE, READ_ONLY, WRITE, Annotations, ToolContext, tool
 
 logger = logging.getLogger("mcp_sections.file_ops")
@@ -60,9 +61,7 @@ MOVE = Annotations(read_only=False, destructive=True, idempotent=False, open_wor
 
 
 def open_state(runtime: SectionRuntime) -> FileOpsState:
-    settings = runtime.section_settings
-    if not isinstance(settings, FileOpsSettings):
-        settings = FileOpsSettings.load()
+    settings = runtime.settings_of(FileOpsSettings)
     return FileOpsState(list(runtime.settings.roots), settings, private=runtime.settings.own_state_paths())
 
 
@@ -550,6 +549,17 @@ async def list_allowed_roots(params: NoInput, state: FileOpsState, ctx: ToolCont
 
 SECTION = Section(
     id="file_ops",
+    requirements=(
+        Requirement("ripgrep (fast search_files engine)", program("rg"), "apt-get install ripgrep", optional=True),
+        Requirement(
+            "OS sandbox (install_package): bubblewrap, or Seatbelt on macOS",
+            no_sandbox,
+            "apt-get install bubblewrap (or sandbox = 'off')",
+            optional=True,
+        ),
+    ),
+    output_source="file",
+    container=Container(stage="runtime-tools", workspace="write"),
     name="File operations",
     description="Read, write, edit, list, glob and search files inside allowed root directories; install packages.",
     instructions=(

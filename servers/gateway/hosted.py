@@ -13,56 +13,41 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_sections.servers.pool.catalog import SectionEntry
+from mcp_sections.servers.pool.inprocess import InProcessLauncher
+from mcp_sections.servers.pool.settings import GatewaySettings
 from mcp_sections.shared.calls import failure_result
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
-
-from .catalog import SectionEntry
-from .inprocess import InProcessLauncher
-from .settings import GatewaySettings
-
-HOSTED_SECTIONS = frozenset({"orchestration"})
-
-
-def hosted(entry: SectionEntry) -> bool:
-    """Whether the gateway hosts this section on its own runtime."""
-    return entry.id in HOSTED_SECTIONS and entry.builtin and entry.external is None  # loaded on first use only
-
-
-class _CallerState:
-    """What `InProcessLauncher` expects of a section's state: the orchestrator's client scope, always open."""
-
-    def __init__(self, value: Any) -> None:
-        self._value = value
-
-    async def for_call(self, tool_name: str, extra: str | None) -> Any:
-        return self._value
-
-    def close(self) -> None:
-        pass
+from mcp_sections.shared.pipeline import SectionCalls
+from mcp_sections.shared.sections import Section, SectionRuntime
 
 
 class HostedOrchestration(InProcessLauncher):
-    """The orchestration section on the gateway's own runtime (see the module docstring)."""
+    """The orchestration section on the gateway's own pool, slots and depth (see the module docstring)."""
 
     def __init__(self, entry: SectionEntry, settings: Settings, gateway: GatewaySettings, host: Any) -> None:
         super().__init__(entry, settings, gateway)
         self._host = host
 
-    def _build_state(self, section: Any, runtime: Any) -> Any:
-        """The orchestrator's client scope, on an orchestrator given this gateway (its sections, slots, depth)."""
-        from mcp_sections.servers.orchestration.orchestrator import Orchestrator
+    def _build_calls(self, section: Section, runtime: SectionRuntime) -> SectionCalls:
+        """The section's pipeline on the orchestrator's client scope, over this gateway's pool and slots."""
+        from mcp_sections.servers.orchestration.orchestrator import Orchestrator, hosted_limits
         from mcp_sections.servers.orchestration.settings import OrchestrationSettings
 
-        config = runtime.section_settings
-        assert isinstance(config, OrchestrationSettings)
-        return _CallerState(Orchestrator(self._settings, config, host_gateway=self._host).client)
+        config = runtime.settings_of(OrchestrationSettings)
+        host = self._host
+        orchestrator = Orchestrator(
+            self._settings, config, host.pool, hosted_limits(config, host.config), slots=host.agents.slots
+        )
+        calls = SectionCalls(section, runtime)
+        calls.state.provide(orchestrator.client)
+        return calls
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], progress: Any = None, read_only: bool = False, caller: Any = None
     ) -> Any:
-        _, specs = self._open()
-        spec = specs.get(name)
+        spec = self._open().specs.get(name)
         if spec is not None and spec.asks_user is not None:  # the gateway does not relay elicitation to its client
             return failure_result(
                 ToolFailure(

@@ -13,15 +13,15 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 
+from mcp_sections.servers.pool.settings import GatewaySettings
 from mcp_sections.shared.about import package_version
-from mcp_sections.shared.approval import needs_approval
+from mcp_sections.shared.approval import describe_arguments, exposed_spec, needs_approval, needs_approval_by_hints
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, raw_tool, spec_tool
 from mcp_sections.shared.server import UnknownToolAsNotFound, approval_tool
 from mcp_sections.shared.tools import ToolContext
 
 from .core import FORWARD_TOOL, GATEWAY_SPECS, Gateway, Route
-from .settings import GatewaySettings
 
 INSTRUCTIONS = (
     "Tools are grouped in sections. Call list_tool_sections to see them, describe_section for one section's "
@@ -88,23 +88,24 @@ def _approval_tool(gateway: Gateway, spec: Any) -> Any:
 
 
 def _describe_forward(params: Any, gateway: Gateway) -> str | None:
-    """call_section_tool asks only when the target tool is not known to be harmless."""
-    entry = gateway.catalog.get(params.section)
-    known = None
-    if entry is not None:  # a built-in section's annotations come from its declaration; others' once listed
-        known = entry.cached_tools or (entry.tools(gateway.settings) if entry.builtin else None)
-    target = known.get(params.tool) if known else None
-    hints = (target.definition.get("annotations") or {}) if target is not None else {}
-    if hints.get("readOnlyHint") or hints.get("destructiveHint") is False:
+    """call_section_tool asks when the target tool needs approval by its annotations (unknown ones: it does)."""
+    known = gateway.pool.known_tool(params.section, params.tool)
+    hints = known.definition.get("annotations") if known is not None else None
+    if not needs_approval_by_hints(hints, gateway.settings.approval):
         return None
-    return f"Section {params.section}, tool {params.tool}, arguments {str(params.arguments)[:300]}"
+    return f"Section {params.section}, tool {params.tool}. {describe_arguments(params.arguments)}"
 
 
 def _describe_plan(params: Any, gateway: Gateway) -> str:
-    return f"A sub-agent with sections {', '.join(params.sections)} would start on: {params.goal[:300]}"
+    sections = ", ".join(params.sections)
+    plan = {"goal": params.goal, "strategy": params.strategy}
+    if params.actions:
+        plan["actions"] = [action.description for action in params.actions]
+    return f"A sub-agent with the sections {sections} would start. {describe_arguments(plan, limit=PLAN_CHARS)}"
 
 
 DESCRIBE = {FORWARD_TOOL: _describe_forward, "plan_actions": _describe_plan}
+PLAN_CHARS = 1500  # a goal or action longer than this is shown by its start, its length and "…"
 
 
 def _dispatch(gateway: Gateway, name: str) -> Any:
@@ -115,8 +116,20 @@ def _dispatch(gateway: Gateway, name: str) -> Any:
 
 
 def _exposed_tool(gateway: Gateway, route: Route) -> Any:
+    """A section tool listed directly: the same gate as call_section_tool, approval included."""
     definition = route.definition
     annotations = definition.get("annotations")
+    dispatch = _dispatch(gateway, route.name)
+    if needs_approval_by_hints(annotations, gateway.settings.approval):
+        spec = exposed_spec(route.name, definition)
+
+        async def approved(arguments: dict[str, Any], ctx: ToolContext, answer: Any) -> CallToolResult:
+            return await dispatch(arguments, ctx)
+
+        def describe(params: Any, state: Any) -> str:
+            return f"Section {route.section}, tool {route.tool}. {describe_arguments(params.model_extra or {})}"
+
+        return approval_tool(spec, _GatewayValue(gateway), approved, describe, published=definition)
     return raw_tool(
         name=route.name,
         title=definition.get("title") or route.name,
@@ -124,5 +137,5 @@ def _exposed_tool(gateway: Gateway, route: Route) -> Any:
         input_schema=definition.get("inputSchema") or {"type": "object"},
         output_schema=definition.get("outputSchema"),
         annotations=ToolAnnotations.model_validate(annotations) if annotations else ToolAnnotations(),
-        call=_dispatch(gateway, route.name),
+        call=dispatch,
     )

@@ -23,7 +23,8 @@ from mcp_sections.servers.media_ops.models import (
     Render3DResult,
 )
 from mcp_sections.servers.media_ops.settings import MediaOpsSettings
-from mcp_sections.shared.sections import Section, SectionRuntime
+from mcp_sections.shared.requirements import Requirement, module
+from mcp_sections.shared.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.tools import READ_ONLY, WEB_READ, Annotations, ToolContext, tool
 
 GENERATE = Annotations(read_only=False, destructive=False, idempotent=False, open_world=True)
@@ -123,13 +124,38 @@ def _progress(ctx: ToolContext | None) -> Any:
 async def _lifespan(runtime: SectionRuntime) -> AsyncIterator[Any]:
     from mcp_sections.servers.media_ops.service import MediaOps
 
-    settings = runtime.section_settings or MediaOpsSettings.load()
-    assert isinstance(settings, MediaOpsSettings)
+    settings = runtime.settings_of(MediaOpsSettings)
     media = MediaOps(settings, runtime.settings.roots, private=runtime.settings.own_state_paths())
     try:
         yield media
     finally:
         await media.aclose()
+
+
+def ocr_models_packaged(runtime: SectionRuntime) -> str | None:
+    """RapidOCR's default models come inside its wheel; a missing file would mean a download at run time."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("rapidocr")
+    if spec is None or not spec.submodule_search_locations:
+        return "Python module 'rapidocr' is not installed"
+    models = [os.path.join(location, "models") for location in spec.submodule_search_locations]
+    if not any(os.path.isdir(path) and any(name.endswith(".onnx") for name in os.listdir(path)) for path in models):
+        return "rapidocr's packaged OCR models are missing"
+    return None
+
+
+def software_opengl(runtime: SectionRuntime) -> str | None:
+    """pyrender and an EGL (Mesa's software renderer) to draw 3D assets offscreen."""
+    import ctypes.util
+    import importlib.util
+
+    if importlib.util.find_spec("pyrender") is None:
+        return "pyrender is not installed (pip install --no-deps pyrender==0.1.45; scripts/setup.sh does it)"
+    if ctypes.util.find_library("EGL") is None and ctypes.util.find_library("OSMesa") is None:
+        return "no EGL or OSMesa library (Debian: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri)"
+    return None
 
 
 SECTION = Section(
@@ -153,4 +179,12 @@ SECTION = Section(
     settings_model=MediaOpsSettings,
     lifespan=_lifespan,
     extra="media",
+    requirements=(
+        Requirement("Pillow", module("PIL"), "pip install 'mcp-sections[media]'"),
+        Requirement("OCR (rapidocr and its packaged models)", ocr_models_packaged, "pip install 'mcp-sections[media]'"),
+        Requirement("onnxruntime", module("onnxruntime"), "pip install 'mcp-sections[media]'"),
+        Requirement("3D rendering (trimesh, pyrender, EGL)", software_opengl, "scripts/setup.sh media", optional=True),
+    ),
+    output_source="image (OCR text, descriptions by a model)",
+    container=Container(stage="runtime-render", workspace="write"),
 )

@@ -32,6 +32,7 @@ from mcp_sections.servers.memory.models import (
 from mcp_sections.servers.memory.store import DEFAULT_DUPLICATE_THRESHOLD, MemoryStore
 from mcp_sections.shared.config import SectionSettings
 from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService, EmbeddingSettings, get_embedder
+from mcp_sections.shared.embeddings.requirements import embedding_requirements
 from mcp_sections.shared.errors import invalid_input
 from mcp_sections.shared.sections import Section, SectionRuntime
 from mcp_sections.shared.tools import CREATE, OVERWRITE, READ_ONLY, WRITE, tool
@@ -77,9 +78,7 @@ class MemoryState:
 
 
 def open_memory(runtime: SectionRuntime) -> MemoryState:
-    settings = runtime.section_settings
-    if not isinstance(settings, MemorySettings):
-        settings = MemorySettings.load()
+    settings = runtime.settings_of(MemorySettings)
     store = MemoryStore.in_data_dir(
         runtime.data_dir,
         None,
@@ -303,6 +302,10 @@ def memory_clear_by_type(params: ClearByTypeInput, state: MemoryState) -> ClearR
 
 SECTION = Section(
     id="memory",
+    requirements=embedding_requirements("memory"),
+    heavy="torch and sentence-transformers",
+    embeds=True,
+    output_source="memory",
     name="Memory",
     description="Persistent memories (preferences, context, knowledge, decisions) searched by meaning, per workflow.",
     instructions=(

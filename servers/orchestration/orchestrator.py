@@ -1,35 +1,36 @@
 """The orchestration host: permanent agents, sub-agents on the shared agent runtime, and their sections.
 
-Sub-agents run on `shared.agents.runtime.AgentRuntime`, the runtime of the gateway's plan_actions.
-- Behind a gateway (the default: the gateway hosts this section in its own process, `servers/gateway/hosted.py`)
-  the orchestrator is given the gateway itself: its section processes, its slot pool, its depth rules. One
-  `max_subagents` bounds plan_actions and spawn_agent together, and no section runs twice.
-- Served on its own (`mcp-sections serve orchestration`, its own container), it builds a gateway of its own
-  (`servers.gateway` catalog and launchers: one subprocess per section, started on first use, restarted
-  when it dies).
+Sub-agents run on `shared.agents.runtime.AgentRuntime`, the runtime of the gateway's plan_actions, over a section
+pool (`servers/gateway/pool.py`) and through a gate (`servers/gateway/gate.py`) like the gateway's:
+- behind a gateway (the default: the gateway hosts this section in its own process, `servers/gateway/hosted.py`)
+  the orchestrator is given the gateway's pool and slot pool: one `max_subagents` bounds plan_actions and
+  spawn_agent together, and no section runs twice;
+- served on its own (`mcp-sections serve orchestration`, its own container), its lifespan builds a pool of its own.
 Rules:
 - one slot pool (`max_subagents`) for spawn_agent, delegate_task and parallel_tasks, taken without waiting;
 - depth is kept here (the client is 0; a sub-agent is its parent + 1); orchestration tools are offered to a
   sub-agent only while its depth is below `max_depth`;
-- a child never gets a tool its parent does not have (the client has every section);
-- a permanent agent never delegates to itself.
+- a child's grant is never more than its parent's (section ids, and tools when the parent was narrowed);
+- a permanent agent never delegates to itself;
+- every call of its sub-agents passes the gate (grant, approval, audit in this section's log).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
 from mcp_types import CallToolResult
 
+from mcp_sections.servers.pool.gate import Gate
+from mcp_sections.servers.pool.pool import Route, SectionPool
 from mcp_sections.shared.agents.providers import ToolDef
-from mcp_sections.shared.agents.runtime import AgentRun, AgentRuntime, AgentTask, Metrics
-from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ScopedState
-from mcp_sections.shared.calls import failure_result, run_tool
+from mcp_sections.shared.agents.runtime import AgentRun, AgentRuntime, AgentTask, Metrics, SlotPool
+from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ScopedState, Trail
+from mcp_sections.shared.audit import audit_log
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.errors import (
     ToolFailure,
@@ -38,6 +39,7 @@ from mcp_sections.shared.errors import (
     not_found,
     permission_denied,
 )
+from mcp_sections.shared.sdk_tools import definition
 from mcp_sections.shared.tools import ToolContext, ToolSpec
 
 from .settings import OrchestrationSettings, PermanentAgent
@@ -45,77 +47,89 @@ from .settings import OrchestrationSettings, PermanentAgent
 logger = logging.getLogger("mcp_sections.orchestration")
 
 SECTION_ID = "orchestration"
-# Sections that run agents themselves: never handed to a sub-agent (its depth would start again at 0).
-AGENT_SECTIONS = frozenset({SECTION_ID})
 SUBAGENT_TOOLS = ("spawn_agent", "delegate_task", "parallel_tasks", "list_children", "terminate_agent", "list_agents")
 
 
-class Orchestrator:
-    def __init__(self, settings: Settings, config: OrchestrationSettings, host_gateway: Any | None = None) -> None:
-        """`host_gateway`: the gateway this section runs inside (its sections, slots and limits are used)."""
-        from mcp_sections.servers.gateway.core import Gateway
-        from mcp_sections.servers.gateway.settings import load_gateway_settings
+def hosted_limits(config: OrchestrationSettings, gateway: Any) -> AgentLimits:
+    """Inside a gateway: never deeper than the gateway allows nor than this section's own setting; the gateway's
+    slot count, the section's budgets, the gateway's model."""
+    return AgentLimits.of(
+        config,
+        max_depth=min(config.max_depth, gateway.max_depth),
+        max_subagents=gateway.max_subagents,
+        model=gateway.model,
+    )
 
+
+def standalone_limits(config: OrchestrationSettings, gateway: Any) -> AgentLimits:
+    """Served on its own: this section's limits and budgets, the model of `[gateway.model]`."""
+    return AgentLimits.of(config, model=gateway.model)
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        settings: Settings,
+        config: OrchestrationSettings,
+        pool: SectionPool,
+        limits: AgentLimits,
+        slots: SlotPool | None = None,
+    ) -> None:
+        """`pool`: the sections its sub-agents may use; `slots`: the slot pool to share (the hosting gateway's)."""
         from .questions import CircuitBreaker
 
-        gateway_settings = (
-            host_gateway.config if host_gateway is not None else load_gateway_settings(settings, expose=[])
-        )
         self.settings = settings
-        self.limits = AgentLimits(
-            # hosted: never deeper than the gateway allows, and no deeper than this section's own setting
-            max_depth=min(config.max_depth, gateway_settings.max_depth)
-            if host_gateway is not None
-            else config.max_depth,
-            max_subagents=gateway_settings.max_subagents if host_gateway is not None else config.max_subagents,
-            agent_max_turns=config.agent_max_turns,
-            agent_max_tool_calls=config.agent_max_tool_calls,
-            agent_max_tokens=config.agent_max_tokens,
-            agent_max_seconds=config.agent_max_seconds,
-            model=gateway_settings.model,
-        )
+        self.limits = limits
         self.section_config = config
-        self._owns_sections = host_gateway is None
-        # catalog + launchers + validated forwarding: the hosting gateway's, or one of its own
-        self.sections = host_gateway if host_gateway is not None else Gateway(settings, gateway_settings)
-        self.runtime = AgentRuntime(self, slots=host_gateway.agents.slots if host_gateway is not None else None)
+        self.pool = pool
+        self.runtime = AgentRuntime(self, slots=slots)
         self.breaker = CircuitBreaker(config.ask_breaker_threshold, config.ask_cooldown_seconds)
         self.client = ScopedState(self, CLIENT_SCOPE)
-
-    @asynccontextmanager
-    async def running(self) -> AsyncIterator[ScopedState]:
-        if not self._owns_sections:  # the hosting gateway runs its sections
-            yield self.client
-            return
-        async with self.sections.running():
-            yield self.client
+        self.gate = Gate(
+            pool,
+            _specs(),
+            audit_log(settings.data_dir / "audit", SECTION_ID),
+            settings.approval,
+            state_for=lambda scope: ScopedState(self, scope),
+            untrusted_own={name: "sub-agent report" for name in ("spawn_agent", "delegate_task", "parallel_tasks")},
+        )
 
     # -- what the agent runtime needs (ToolHost) ----------------------------------------------------------
 
-    async def agent_routes(self, section_ids: list[str]) -> dict[str, Any]:
-        return await self.sections.agent_routes(section_ids)
+    async def agent_routes(self, section_ids: list[str]) -> Mapping[str, Route]:
+        return await self.pool.agent_routes(section_ids)
 
-    async def forward(
-        self, section_id: str, tool: str, arguments: dict[str, Any], ctx: ToolContext | None, caller: Any
-    ) -> CallToolResult:
-        return await self.sections.forward(section_id, tool, arguments, ctx, caller)
-
-    def gateway_tool_definition(self, name: str) -> dict[str, Any]:
-        spec = _specs()[name]
-        return {"name": name, "description": spec.description, "inputSchema": spec.input_model.model_json_schema()}
+    def host_tool_definition(self, name: str) -> dict[str, Any]:
+        return definition(_specs()[name], lean=True)
 
     def agent_host_tools(self, depth: int) -> list[str]:
         return list(SUBAGENT_TOOLS) if depth < self.limits.max_depth else []
 
-    def agent_scope(self, depth: int, agent_id: str, tool_names: tuple[str, ...]) -> AgentScope:
-        live = self.runtime.live.get(agent_id)
-        return AgentScope(depth=depth, agent_id=agent_id, tool_names=tool_names, profile=live.profile if live else None)
+    def agent_scope(
+        self,
+        depth: int,
+        agent_id: str,
+        sections: frozenset[str],
+        tools: frozenset[str] | None,
+        routes: Mapping[str, Any],
+        host_tools: tuple[str, ...],
+        profile: str | None = None,
+    ) -> AgentScope:
+        return AgentScope(
+            depth=depth,
+            agent_id=agent_id,
+            sections=sections,
+            tools=tools,
+            host_tools=host_tools,
+            routes=routes,
+            profile=profile,
+            trail=Trail(),
+        )
 
-    async def call(self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: Any) -> CallToolResult:
-        spec = _specs().get(name)
-        if spec is None:
-            return failure_result(not_found(f"unknown tool {name[:80]!r}"))
-        return await run_tool(spec, arguments, ScopedState(self, scope), ctx)
+    async def dispatch(
+        self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: AgentScope
+    ) -> CallToolResult:
+        return await self.gate.dispatch(name, arguments, ctx, scope)
 
     # -- building one sub-agent ---------------------------------------------------------------------------
 
@@ -152,16 +166,16 @@ class Orchestrator:
     ) -> AgentTask:
         """A sub-agent's task, with tools never exceeding the caller's. Raises ToolFailure when refused."""
         depth = self.check_depth(caller)
-        own_sections = self.sections.sections_of(caller)
+        own_sections = self.pool.sections_of(caller)
         if sections is None:
             sections = list(self.section_config.default_sections) if caller.is_client else own_sections
         sections = list(dict.fromkeys(sections))
         for section_id in sections:
-            if section_id in AGENT_SECTIONS:
+            if section_id in self.pool.catalog and self.pool.entry(section_id).runs_agents:
                 raise permission_denied(
                     f"section {section_id!r} cannot be given to a sub-agent: orchestration tools come with its depth."
                 )
-        self.sections.check_sections_in_scope(sections, caller)
+        self.pool.check_sections_in_scope(sections, caller)
         provider = self.runtime.provider(
             self.limits.model.model_copy(update={"model": model}) if model else self.limits.model
         )
@@ -174,14 +188,15 @@ class Orchestrator:
                     f"their tools are: {', '.join(routes) or 'none'}."
                 )
             routes = {key: route for key, route in routes.items() if key in tools}
-        if caller.tool_names is not None:
-            beyond = sorted(set(routes) - set(caller.tool_names))
+        if not caller.is_client:
+            beyond = sorted(name for name, route in routes.items() if not caller.grants(route.section, name))
             if beyond and tools is not None:
                 raise permission_denied(
                     f"a sub-agent cannot get tools its parent does not have: {', '.join(beyond[:10])}"
                     f"{' ...' if len(beyond) > 10 else ''}. Give it a subset of your own tools."
                 )
-            routes = {key: route for key, route in routes.items() if key in caller.tool_names}  # never more
+            routes = {key: route for key, route in routes.items() if caller.grants(route.section, key)}  # never more
+        narrowed = tools is not None or caller.tools is not None
         tool_defs: list[ToolDef] = self.runtime.tool_defs(routes, depth)
         return AgentTask(
             prompt=prompt,
@@ -189,6 +204,8 @@ class Orchestrator:
             tools=tool_defs,
             depth=depth,
             provider=provider,
+            sections=frozenset(sections),
+            tool_filter=frozenset(routes) if narrowed else None,
             instructions=instructions,
             name=name,
             kind=kind,

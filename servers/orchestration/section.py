@@ -280,12 +280,18 @@ SUBAGENT_SPECS: dict[str, ToolSpec] = {
 
 @asynccontextmanager
 async def _lifespan(runtime: SectionRuntime) -> AsyncIterator[ScopedState]:
-    from .orchestrator import Orchestrator
+    """Served on its own: a section pool of its own (one subprocess per section, started on first use)."""
+    from mcp_sections.servers.pool.pool import SectionPool
+    from mcp_sections.servers.pool.settings import load_gateway_settings
 
-    config = runtime.section_settings
-    assert isinstance(config, OrchestrationSettings)
-    async with Orchestrator(runtime.settings, config).running() as state:
-        yield state
+    from .orchestrator import Orchestrator, standalone_limits
+
+    config = runtime.settings_of(OrchestrationSettings)
+    gateway = load_gateway_settings(runtime.settings, expose=[])
+    pool = SectionPool(runtime.settings, gateway)
+    orchestrator = Orchestrator(runtime.settings, config, pool, standalone_limits(config, gateway))
+    async with pool.running():
+        yield orchestrator.client
 
 
 SECTION = Section(
@@ -301,4 +307,6 @@ SECTION = Section(
     ),
     settings_model=OrchestrationSettings,
     lifespan=_lifespan,
+    runs_agents=True,
+    output_source="sub-agent report",
 )

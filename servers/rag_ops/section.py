@@ -43,15 +43,16 @@ from mcp_sections.servers.rag_ops.models import (
     SetupProjectInput,
     SetupProjectResult,
 )
-from mcp_sections.shared.sections import Section, SectionRuntime
+from mcp_sections.shared.embeddings.requirements import embedding_requirements
+from mcp_sections.shared.requirements import Requirement, module
+from mcp_sections.shared.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.tools import OVERWRITE, READ_ONLY, WRITE, ToolContext, tool
 
 
 def open_brain(runtime: SectionRuntime) -> Any:
     from mcp_sections.servers.rag_ops.brain import Brain
 
-    settings = runtime.section_settings or RagOpsSettings.load()
-    assert isinstance(settings, RagOpsSettings)
+    settings = runtime.settings_of(RagOpsSettings)
     from mcp_sections.shared.brain.opening import open_brain_store, open_embedding_service
 
     data_dir = runtime.settings.data_dir
@@ -70,6 +71,27 @@ def open_brain(runtime: SectionRuntime) -> Any:
         embedding_wait_seconds=settings.embedding_wait_seconds,
         private=runtime.settings.own_state_paths(),
     )
+
+
+def neo4j_reachable(runtime: SectionRuntime) -> str | None:
+    """Only with `backend = "neo4j"` (config file or environment): the backend's own connection (credentials from the
+    environment or NEO4J_PASSWORD_FILE) reaches the Bolt server."""
+    import importlib.util
+
+    if runtime.settings_of(RagOpsSettings).backend != "neo4j":
+        return None
+    if not os.environ.get("NEO4J_URI"):
+        return "backend = neo4j but NEO4J_URI is not set"
+    if importlib.util.find_spec("neo4j") is None:
+        return "backend = neo4j but the neo4j driver is not installed"
+    from mcp_sections.shared.brain.neo4j_backend import Neo4jBrainStore
+    from mcp_sections.shared.errors import ToolFailure
+
+    try:
+        Neo4jBrainStore.from_env().close()
+    except ToolFailure as failure:
+        return failure.message
+    return None
 
 
 def warm_up(brain: Any) -> None:
@@ -461,4 +483,13 @@ SECTION = Section(
     warm_up=warm_up,
     extra="rag",
     masks_secrets=True,
+    requirements=(
+        *embedding_requirements("rag"),
+        Requirement("tree-sitter grammars", module("tree_sitter"), "pip install 'mcp-sections[rag]'"),
+        Requirement("Neo4j (backend = neo4j)", neo4j_reachable, "start Neo4j 5 and set NEO4J_URI/USERNAME/PASSWORD"),
+    ),
+    heavy="torch, sentence-transformers and neo4j",
+    embeds=True,
+    output_source="knowledge graph (ingested files and pages)",
+    container=Container(stage="runtime-tools", workspace="read"),
 )

@@ -19,15 +19,15 @@ from mcp_sections.servers.shell_ops.models import (
     RunNpmScriptInput,
 )
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
-from mcp_sections.shared.sections import Section, SectionRuntime
+from mcp_sections.shared.requirements import Requirement, no_sandbox, program
+from mcp_sections.shared.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.tools import OPEN_WORLD, READ_ONLY, ToolContext, tool
 
 
 def open_state(runtime: SectionRuntime) -> Any:
     from mcp_sections.servers.shell_ops.service import ShellOps
 
-    settings = runtime.section_settings
-    assert isinstance(settings, ShellOpsSettings)
+    settings = runtime.settings_of(ShellOpsSettings)
     return ShellOps(settings, runtime.settings.roots, private=runtime.settings.own_state_paths())
 
 
@@ -133,6 +133,16 @@ def list_safe_commands(params: ListSafeCommandsInput, state: Any) -> ListSafeCom
 
 SECTION = Section(
     id="shell_ops",
+    requirements=(
+        Requirement(
+            "OS sandbox: bubblewrap, or Seatbelt on macOS",
+            no_sandbox,
+            "apt-get install bubblewrap (or sandbox = 'off')",
+        ),
+        Requirement("git", program("git"), "apt-get install git", optional=True),
+    ),
+    output_source="program output",
+    container=Container(stage="runtime-tools", workspace="write"),
     name="Shell operations",
     description="Run allow-listed programs without a shell, package.json scripts, and hardened git queries, "
     "confined to the allowed roots.",

@@ -42,9 +42,7 @@ class TodoSettings(SectionSettings):
 
 
 def open_board(runtime: SectionRuntime) -> Board:
-    settings = runtime.section_settings
-    cap = settings.max_tasks_per_workflow if isinstance(settings, TodoSettings) else MAX_TASKS_PER_WORKFLOW
-    return Board.in_data_dir(runtime.data_dir, cap)
+    return Board.in_data_dir(runtime.data_dir, runtime.settings_of(TodoSettings).max_tasks_per_workflow)
 
 
 def _status_result(change: StatusChange, verb: str) -> StatusResult:
@@ -211,6 +209,7 @@ def todo_delete(params: DeleteInput, state: Board) -> DeleteResult:
 
 SECTION = Section(
     id="todo",
+    output_source="task board",
     name="Todo",
     description="Workflow task board: create, prioritise, order by dependencies, track and time tasks.",
     instructions=(

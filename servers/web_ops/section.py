@@ -21,7 +21,8 @@ from mcp_sections.servers.web_ops.models import (
     SearchWebResult,
 )
 from mcp_sections.servers.web_ops.settings import WebOpsSettings
-from mcp_sections.shared.sections import Section, SectionRuntime
+from mcp_sections.shared.requirements import Requirement, module
+from mcp_sections.shared.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.tools import WEB_READ, WEB_WRITE, ToolContext, tool
 
 MAX_BLOCKED_SHOWN = 20
@@ -187,10 +188,16 @@ def _notes(page: Any, fetched: Any) -> list[str]:
 async def _lifespan(runtime: SectionRuntime) -> AsyncIterator[Any]:
     from mcp_sections.servers.web_ops.service import running
 
-    settings = runtime.section_settings or WebOpsSettings.load()
-    assert isinstance(settings, WebOpsSettings)
+    settings = runtime.settings_of(WebOpsSettings)
     async with running(settings, runtime.settings.data_dir, runtime.settings.cache_dir) as web:
         yield web
+
+
+def browser_ready(runtime: SectionRuntime) -> str | None:
+    """A Chromium that Playwright can drive (the configured one, the system's, or Playwright's own)."""
+    from mcp_sections.servers.web_ops.browser import browser_problem
+
+    return browser_problem(runtime.settings_of(WebOpsSettings).browser_executable)
 
 
 SECTION = Section(
@@ -206,4 +213,22 @@ SECTION = Section(
     settings_model=WebOpsSettings,
     lifespan=_lifespan,
     extra="web",
+    requirements=(
+        Requirement("playwright", module("playwright"), "pip install 'mcp-sections[web]'"),
+        Requirement("trafilatura (main-content extraction)", module("trafilatura"), "pip install 'mcp-sections[web]'"),
+        Requirement("html-to-markdown", module("html_to_markdown"), "pip install 'mcp-sections[web]'"),
+        Requirement("protego (robots.txt)", module("protego"), "pip install 'mcp-sections[web]'"),
+        Requirement(
+            "Chromium (pages that need JavaScript)",
+            browser_ready,
+            "apt-get install chromium (or set [sections.web_ops] browser_executable)",
+            optional=True,
+        ),
+        Requirement("pypdf (PDF text)", module("pypdf"), "pip install 'mcp-sections[web]'", optional=True),
+        Requirement(
+            "ddgs (search without a key)", module("ddgs"), "pip install ddgs, or configure SearXNG/Brave", optional=True
+        ),
+    ),
+    output_source="web page",
+    container=Container(stage="runtime-browser", egress=True),
 )

@@ -1,29 +1,65 @@
-"""Who calls, and within which limits: the one caller-scope type and the one limits type of the agent runtime.
+"""Who calls, with which grant, within which limits: the caller scope and the limits type of the agent runtime.
 
 A tool of an agent host (the gateway's own tools, orchestration's tools) receives a `ScopedState`: the host and
 the caller's `AgentScope`. The scope is kept by the runtime — depth 0 for the client's agent, the parent's + 1 for
-a sub-agent — and never built from tool arguments. `AgentLimits` are the bounds every sub-agent of a host runs
-within, read from the host's settings once.
+a sub-agent — and never built from tool arguments.
+
+A sub-agent's grant is by identity: the set of section ids it was given (`sections`), optionally narrowed to some of
+their tools (`tools`, published names), always a subset of its caller's. A tool whose name matches a granted
+section's tool but that belongs to another section is not granted: every call carries the section id the host
+resolved it to, and the host's gate checks that id against the grant. `trail` is what the sub-agent has read so far
+(untrusted content since its goal was approved makes its destructive calls ask again, `servers/gateway/gate.py`).
+`AgentLimits` are the bounds every sub-agent of a host runs within, read from the host's settings once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+
+@dataclass
+class Trail:
+    """What a sub-agent has read: the sources of untrusted content among its tool results (mutable, per agent)."""
+
+    untrusted_sources: list[str] = field(default_factory=list)
+
+    @property
+    def read_untrusted(self) -> bool:
+        return bool(self.untrusted_sources)
+
+    def read(self, source: str) -> None:
+        if source not in self.untrusted_sources:
+            self.untrusted_sources.append(source)
 
 
 @dataclass(frozen=True)
 class AgentScope:
-    """The caller's depth and, for a sub-agent, its id and the tools it was given."""
+    """The caller's depth and, for a sub-agent, its id, its grant and its trail."""
 
     depth: int = 0
     agent_id: str | None = None
-    tool_names: tuple[str, ...] | None = None  # None: the client, who has the host's whole tools/list
+    sections: frozenset[str] | None = None  # None: the client, who has every enabled section
+    tools: frozenset[str] | None = None  # None: every tool of `sections`; else only these published names
+    host_tools: tuple[str, ...] = ()  # the host's own tools this sub-agent may call (list_tool_sections, ...)
+    routes: Mapping[str, Any] | None = field(default=None, compare=False)  # its tools' published names → routes
     profile: str | None = None  # the permanent agent (orchestration's `delegate_task`) this sub-agent runs as
+    trail: Trail | None = field(default=None, compare=False)
 
     @property
     def is_client(self) -> bool:
         return self.agent_id is None
+
+    def grants(self, section: str, tool: str) -> bool:
+        """Whether this caller may call `tool` (its published name) of section `section`."""
+        if self.sections is None:
+            return True
+        return section in self.sections and (self.tools is None or tool in self.tools)
+
+    @property
+    def caller(self) -> tuple[int, str | None]:
+        return self.depth, self.agent_id
 
 
 CLIENT_SCOPE = AgentScope()

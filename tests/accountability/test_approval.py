@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.gateway.server import build_gateway_server
-from mcp_sections.servers.gateway.settings import load_gateway_settings
+from mcp_sections.servers.pool.settings import load_gateway_settings
 from mcp_sections.servers.registry import load_section
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.server import build_server

@@ -26,6 +26,8 @@ async def test_calls_are_audited_without_their_arguments(tmp_path: Path) -> None
     assert "add" not in json.dumps(records[0]) and "40417" not in json.dumps(records[0])
     assert set(records[0]) == {
         "time",
+        "phase",
+        "call",
         "server",
         "tool",
         "depth",
@@ -88,16 +90,31 @@ def test_records_wait_for_the_reply_inside_written_after_replies(tmp_path: Path)
     from mcp_sections.shared.audit import written_after_replies
 
     log = AuditLog(tmp_path / "audit", "todo")
+
+    def outcomes() -> list[str]:
+        return [record["outcome"] for record in read_records(tmp_path / "audit")]
+
     with written_after_replies() as flush:
-        log.record("todo_list", {"limit": 1}, CallToolResult(content=[]), 1.0)
-        log.record("todo_get", {"id": 2}, CallToolResult(content=[]), 1.0)
-        assert list(read_records(tmp_path / "audit")) == []
+        log.start("todo_list", {"limit": 1}).end(CallToolResult(content=[]))
+        log.start("todo_get", {"id": 2}).end(CallToolResult(content=[]))
+        assert outcomes() == ["UNFINISHED", "UNFINISHED"]  # the intent lines are written at once
         flush()  # the transport sent a reply
         assert [record["tool"] for record in read_records(tmp_path / "audit")] == ["todo_list", "todo_get"]
-        log.record("todo_add", {}, CallToolResult(content=[]), 1.0)
-    assert len(list(read_records(tmp_path / "audit"))) == 3  # the rest on the way out
-    log.record("todo_done", {}, CallToolResult(content=[]), 1.0)  # outside: at once
-    assert len(list(read_records(tmp_path / "audit"))) == 4
+        assert outcomes() == ["OK", "OK"]
+        log.start("todo_add", {}).end(CallToolResult(content=[]))
+    assert outcomes() == ["OK"] * 3  # the rest on the way out
+    log.start("todo_done", {}).end(CallToolResult(content=[]))  # outside: at once
+    assert outcomes() == ["OK"] * 4
+
+
+def test_a_cancelled_call_still_leaves_its_lines(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "audit", "todo")
+    log.start("todo_delete", {"task_id": "t"}).cancelled()
+    log.start("todo_update", {"task_id": "t"})  # never ended: the server died mid-call
+    assert [(record["tool"], record["outcome"]) for record in read_records(tmp_path / "audit")] == [
+        ("todo_delete", "CANCELLED"),
+        ("todo_update", "UNFINISHED"),
+    ]
 
 
 def test_a_record_that_fails_never_stops_the_writer(tmp_path: Path) -> None:
@@ -114,7 +131,11 @@ def test_a_record_that_fails_never_stops_the_writer(tmp_path: Path) -> None:
 
     log = AuditLog(tmp_path / "audit", "todo")
     with written_after_replies() as flush:
-        log.record("todo_list", {}, Unreadable(), 1.0)
-        log.record("todo_get", {}, CallToolResult(content=[]), 1.0)
+        log.start("todo_list", {}).end(Unreadable())
+        log.start("todo_get", {}).end(CallToolResult(content=[]))
         flush()
-    assert [record["tool"] for record in read_records(tmp_path / "audit")] == ["todo_get"]
+    records = list(read_records(tmp_path / "audit"))
+    assert [(record["tool"], record["outcome"]) for record in records] == [
+        ("todo_list", "UNFINISHED"),
+        ("todo_get", "OK"),
+    ]

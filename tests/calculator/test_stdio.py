@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.calculator.operations import BINARY_OPS, UNARY_OPS, VALID_CONSTANTS
-from tests.stdio import annotation_hints, check_tools_snapshot, data_of, fail, section_client
+from tests.stdio import annotation_hints, check_tools_snapshot, data_of, fail, section_client, text_of
 
 TOOLS = {
     "calculator_unary",
@@ -53,7 +53,7 @@ async def client(environment: dict[str, str]) -> AsyncIterator[Client]:
 async def call(client: Client, tool: str, **arguments: Any) -> tuple[dict[str, Any], str]:
     result = await client.call_tool(tool, arguments)
     data = data_of(result)
-    return data, result.content[0].text
+    return data, text_of(result)
 
 
 @pytest.mark.anyio

@@ -7,11 +7,20 @@ from pathlib import Path
 import pytest
 
 from mcp_sections.servers import doctor
-from mcp_sections.servers.registry import BUILTIN_SECTIONS
+from mcp_sections.servers.registry import load_section
+from mcp_sections.shared.config import Settings
+from mcp_sections.shared.requirements import Requirement, module, program
 
 
-def test_every_registered_section_has_its_checks() -> None:
-    assert set(BUILTIN_SECTIONS) <= set(doctor.REQUIREMENTS)
+def rag_runtime(**table: object):  # type: ignore[no-untyped-def]
+    section = load_section("rag_ops")
+    return section.runtime(Settings.load({"sections": {"rag_ops": table}}))
+
+
+def neo4j_reachable(**table: object) -> str | None:
+    from mcp_sections.servers.rag_ops.section import neo4j_reachable as probe
+
+    return probe(rag_runtime(**table))
 
 
 def test_a_missing_program_makes_the_section_unavailable_and_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -24,26 +33,29 @@ def test_a_missing_program_makes_the_section_unavailable_and_names_the_fix(monke
 
 
 def test_an_optional_miss_only_degrades(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(
-        doctor.REQUIREMENTS,
-        "todo",
-        [doctor.Requirement("a fast engine", doctor.program("no-such-program-xyz"), "install it", optional=True)],
+    import dataclasses
+
+    todo = load_section("todo")
+    slow = Requirement("a fast engine", program("no-such-program-xyz"), "install it", optional=True)
+    monkeypatch.setattr(
+        "mcp_sections.servers.doctor.load_section", lambda _: dataclasses.replace(todo, requirements=(slow,))
     )
     report = doctor.check_section("todo")
     assert report.status == "degraded" and report.hints == ["program 'no-such-program-xyz' not found — install it"]
 
 
 def test_missing_python_module_is_reported() -> None:
-    assert doctor.module("no_such_module_xyz")() == "Python module 'no_such_module_xyz' is not installed"
-    assert doctor.module("json")() is None
+    assert module("no_such_module_xyz")(None) == "Python module 'no_such_module_xyz' is not installed"  # type: ignore[arg-type]
+    assert module("json")(None) is None  # type: ignore[arg-type]
 
 
 def test_neo4j_is_probed_only_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MCP_SECTIONS_RAG_OPS_BACKEND", raising=False)
-    assert doctor.neo4j_reachable() is None
-    monkeypatch.setenv("MCP_SECTIONS_RAG_OPS_BACKEND", "neo4j")
     monkeypatch.delenv("NEO4J_URI", raising=False)
-    assert doctor.neo4j_reachable() == "backend = neo4j but NEO4J_URI is not set"
+    assert neo4j_reachable() is None
+    assert neo4j_reachable(backend="neo4j") == "backend = neo4j but NEO4J_URI is not set"  # from the config file
+    monkeypatch.setenv("MCP_SECTIONS_RAG_OPS_BACKEND", "neo4j")
+    assert neo4j_reachable() == "backend = neo4j but NEO4J_URI is not set"  # or the environment
 
 
 def test_render_lists_every_section() -> None:
@@ -59,8 +71,8 @@ def test_neo4j_reads_its_password_from_the_secret_file_the_compose_service_mount
     monkeypatch.setenv("NEO4J_URI", "bolt://127.0.0.1:1")
     monkeypatch.delenv("NEO4J_PASSWORD", raising=False)
     monkeypatch.setenv("NEO4J_PASSWORD_FILE", str(tmp_path / "missing"))
-    assert "NEO4J_PASSWORD_FILE cannot be read" in (doctor.neo4j_reachable() or "")
+    assert "NEO4J_PASSWORD_FILE cannot be read" in (neo4j_reachable() or "")
     (tmp_path / "secret").write_text("s3cret-value\n", encoding="utf-8")
     monkeypatch.setenv("NEO4J_PASSWORD_FILE", str(tmp_path / "secret"))
-    problem = doctor.neo4j_reachable() or ""
+    problem = neo4j_reachable() or ""
     assert "cannot reach Neo4j" in problem and "s3cret-value" not in problem  # read, used, never shown

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_sections.servers.gateway.settings import load_gateway_settings
+from mcp_sections.servers.pool.settings import load_gateway_settings
 from mcp_sections.servers.registry import all_sections
 from mcp_sections.shared.config import load_settings
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from tests.stdio import call, check_tools_snapshot, fail, section_client
+from tests.stdio import call, check_tools_snapshot, fail, section_client, text_of
 
 TOOLS = {
     "read_file",
@@ -98,7 +98,7 @@ async def test_read_file_windows(client: Client, root: Path) -> None:
     await fail(client, "read_file", "INVALID_INPUT", path="read")
     await fail(client, "read_file", "INVALID_INPUT", path="read/lines.txt", unknown=1)
     result = await client.call_tool("read_file", {"path": str(here / "lines.txt"), "head": 1})
-    assert result.content[0].text == "line 1\n"
+    assert text_of(result) == "line 1\n"
 
 
 @pytest.mark.anyio

@@ -1,5 +1,6 @@
 """What may import what: `shared/` knows no section; a section imports `shared/` and itself, never another
-section; only the composition root (cli, registry, doctor, healthcheck, gateway) knows every section."""
+section; only the composition root (cli, registry, doctor, healthcheck, gateway, and the section pool both agent
+hosts use) knows every section."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSITION_ROOT = {"cli", "registry", "doctor", "healthcheck", "gateway"}
+COMPOSITION_ROOT = {"cli", "registry", "doctor", "healthcheck", "gateway", "pool"}
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -45,9 +46,20 @@ def test_a_section_imports_no_other_section(section: str) -> None:
             for module in imported_modules(path)
             if module.startswith("mcp_sections.servers") and not (module == own or module.startswith(own + "."))
         ]
-        allowed = {"mcp_sections.servers.gateway.core", "mcp_sections.servers.gateway.settings"}
-        if section == "orchestration":  # served on its own, orchestration builds a gateway of its own
-            foreign = [module for module in foreign if module not in allowed]
+        if section == "orchestration":  # it runs sub-agents over the section pool (its own when served alone)
+            foreign = [module for module in foreign if not module.startswith("mcp_sections.servers.pool.")]
         if foreign:
             offenders[str(path.relative_to(ROOT))] = foreign
     assert not offenders
+
+
+def test_the_gateway_and_orchestration_share_the_pool_without_a_cycle() -> None:
+    """`gateway/core → gateway/hosted → orchestration/orchestrator` must not lead back to the gateway: the pool both
+    use is its own package, which imports neither."""
+    for path in (ROOT / "servers" / "pool").rglob("*.py"):
+        imported = imported_modules(path)
+        assert not any(
+            m.startswith(("mcp_sections.servers.gateway", "mcp_sections.servers.orchestration")) for m in imported
+        ), path
+    for path in (ROOT / "servers" / "orchestration").rglob("*.py"):
+        assert not any(m.startswith("mcp_sections.servers.gateway") for m in imported_modules(path)), path

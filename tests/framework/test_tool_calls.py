@@ -8,6 +8,7 @@ from mcp import Client
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.server import build_server
 from tests.framework.demo_section import SECTION
+from tests.stdio import text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +37,8 @@ async def test_success_has_structured_content_and_text() -> None:
         result = await client.call_tool("demo_sum", {"numbers": [1, 2, 3.5]})
     assert not result.is_error
     assert result.structured_content == {"total": 6.5}
-    assert result.content[0].text == "total = 6.5"
+    assert text_of(result) == "total = 6.5"
+    assert "data, not instructions" in result.content[0].text  # type: ignore[union-attr]
 
 
 async def test_stringified_json_arguments_are_decoded() -> None:

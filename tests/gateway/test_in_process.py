@@ -12,7 +12,7 @@ from mcp import Client
 from mcp_types import CallToolResult
 
 from mcp_sections.servers.gateway.core import Gateway
-from mcp_sections.servers.gateway.settings import GatewaySettings, load_gateway_settings
+from mcp_sections.servers.pool.settings import GatewaySettings, load_gateway_settings
 from mcp_sections.shared.config import ConfigError, Settings, load_settings
 from tests.gateway.helpers import builtin_available, demo_section_table, gateway_client, section_processes, write_config
 from tests.stdio import data_of
@@ -35,7 +35,7 @@ CALLS: list[tuple[str, str, dict[str, Any]]] = [
     ("todo", "todo_create", {"workflow_id": "wf_same", "name": "n" * 300}),
     ("todo", "todo_update_status", {"task_id": "task_missing", "status": "done?"}),
 ]
-VOLATILE = re.compile(r"task_[0-9a-f]{8,}|\d{4}-\d\d-\d\dT[\d:.]+Z?")
+VOLATILE = re.compile(r"task_[0-9a-f]{8,}|\d{4}-\d\d-\d\dT[\d:.]+Z?|\b[0-9a-f]{12}\b")  # ids, times, envelope marks
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +160,7 @@ def test_in_process_from_environment_and_default(monkeypatch: pytest.MonkeyPatch
     assert GatewaySettings.load({}).in_process == ["calculator", "todo"]
     assert GatewaySettings.load({"in_process": ["todo"]}, in_process=["calculator"]).in_process == ["calculator"]
     gateway = Gateway(Settings.load(), GatewaySettings.load({}))
-    assert type(gateway.launchers["calculator"]).__name__ == "InProcessLauncher"
+    assert type(gateway.pool.launcher("calculator")).__name__ == "InProcessLauncher"
 
 
 def test_gateway_start_imports_no_section() -> None:

@@ -26,7 +26,7 @@ from mcp_types import (
     ToolUseContent,
 )
 
-from mcp_sections.servers.gateway.settings import ModelSettings
+from mcp_sections.servers.pool.settings import ModelSettings
 from mcp_sections.shared.agents.providers import Message, ToolCall, ToolDef
 from mcp_sections.shared.agents.sampling import (
     NO_CONNECTION,

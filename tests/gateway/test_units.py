@@ -9,10 +9,10 @@ from typing import Any
 import httpx2
 import pytest
 
-from mcp_sections.servers.gateway.catalog import build_catalog, declaration_definitions
 from mcp_sections.servers.gateway.context import git_info, project_info
-from mcp_sections.servers.gateway.settings import GatewaySettings, ModelSettings, load_gateway_settings
-from mcp_sections.servers.gateway.validation import validate_arguments
+from mcp_sections.servers.pool.catalog import build_catalog, declaration_definitions
+from mcp_sections.servers.pool.settings import GatewaySettings, ModelSettings, load_gateway_settings
+from mcp_sections.servers.pool.validation import validate_arguments
 from mcp_sections.servers.registry import BUILTIN_SECTIONS
 from mcp_sections.shared.agents.providers import Message, ToolCall, ToolDef, provider_from_config
 from mcp_sections.shared.config import ConfigError, load_settings
@@ -241,7 +241,7 @@ async def test_max_depth_zero_hides_plan_actions() -> None:
 
 
 def test_argument_checker_is_built_once_and_explains_only_failures() -> None:
-    from mcp_sections.servers.gateway.validation import ArgumentChecker
+    from mcp_sections.servers.pool.validation import ArgumentChecker
 
     checker = ArgumentChecker("t", SCHEMA)
     assert checker.check({"name": "ok", "tags": '["x"]'}) == {"name": "ok", "tags": ["x"]}
@@ -258,11 +258,11 @@ def test_gateway_start_imports_no_section_and_no_jsonschema() -> None:
     script = (
         "import sys\n"
         "from mcp_sections.servers.gateway.server import build_gateway_server\n"
-        "from mcp_sections.servers.gateway.settings import GatewaySettings\n"
+        "from mcp_sections.servers.pool.settings import GatewaySettings\n"
         "from mcp_sections.shared.config import Settings\n"
         "build_gateway_server(Settings.load(), GatewaySettings.load({}))\n"
         "loaded = [m for m in sys.modules if m == 'jsonschema' or m.startswith('mcp_sections.servers.')]\n"
-        "composition = ('mcp_sections.servers.gateway', 'mcp_sections.servers.registry')\n"
+        "composition = ('mcp_sections.servers.gateway', 'mcp_sections.servers.pool', 'mcp_sections.servers.registry')\n"
         "print(sorted(m for m in loaded if not m.startswith(composition)))\n"
     )
     output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_sections.servers.doctor import software_opengl
+from mcp_sections.servers.media_ops.section import software_opengl
 from mcp_sections.servers.registry import load_section
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.server import build_server
@@ -20,7 +20,7 @@ MISSING = [name for name in ("PIL", "rapidocr", "trimesh", "onnxruntime") if imp
 if MISSING:
     pytest.skip(f"media_ops needs the 'media' extra ({', '.join(MISSING)} missing)", allow_module_level=True)
 
-NO_RENDERER = software_opengl()
+NO_RENDERER = software_opengl(None)  # type: ignore[arg-type]
 needs_renderer = pytest.mark.skipif(NO_RENDERER is not None, reason=f"3D rendering unavailable: {NO_RENDERER}")
 
 Connect = Callable[..., AbstractAsyncContextManager[Client]]

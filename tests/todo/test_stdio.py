@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.todo.board import FILE_NAME, Board, now_iso
-from tests.stdio import annotation_hints, call, check_tools_snapshot, data_of, fail, section_client
+from tests.stdio import annotation_hints, call, check_tools_snapshot, data_of, fail, section_client, text_of
 
 TOOLS = {
     "todo_create",
@@ -116,11 +116,11 @@ async def test_full_lifecycle(client: Client) -> None:
 async def test_text_rendering(client: Client) -> None:
     w = "render"
     created = await client.call_tool("todo_create", {"workflow_id": w, "name": "Write docs", "priority": 2})
-    text = created.content[0].text  # type: ignore[union-attr]
+    text = text_of(created)
     task_id = data_of(created)["task_id"]
     assert text == f"Created {task_id} [pending] P2 Write docs in workflow {w}."
     listed = await client.call_tool("todo_list", {"workflow_id": w})
-    assert listed.content[0].text.splitlines() == [  # type: ignore[union-attr]
+    assert text_of(listed).splitlines() == [
         f"1 of 1 tasks in workflow {w}:",
         f"{task_id} [pending] P2 Write docs",
     ]

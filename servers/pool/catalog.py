@@ -115,6 +115,24 @@ class SectionEntry:
         return declaration.description if declaration is not None else ""
 
     @property
+    def runs_agents(self) -> bool:
+        """A built-in section that runs sub-agents itself (`Section.runs_agents`): hosted by the gateway, never
+        handed to a sub-agent."""
+        declaration = self.declaration if self.builtin else None
+        return declaration is not None and declaration.runs_agents
+
+    @property
+    def output_source(self) -> str:
+        """Where this section's results come from, as a provenance envelope names it."""
+        declaration = self.declaration if self.builtin else None
+        return declaration.output_source if declaration is not None else f"the third-party section {self.id!r}"
+
+    @property
+    def trusted_output(self) -> bool:
+        declaration = self.declaration if self.builtin else None
+        return declaration is not None and declaration.trusted_output
+
+    @property
     def declared_tools(self) -> list[str] | None:
         """Tool names known without a process (None for a third-party section never started)."""
         if self.declaration is not None:
@@ -151,13 +169,9 @@ class SectionEntry:
 
 def declaration_definitions(section: Section, settings: Settings) -> list[dict[str, Any]]:
     """The `tools/list` of a declared section, exactly as its server publishes it, without a process."""
-    from mcp_sections.shared.sdk_tools import spec_tool, tool_definition
+    from mcp_sections.shared.sdk_tools import definition
 
-    return [tool_definition(spec_tool(spec, _never_called)) for spec in section.specs]
-
-
-async def _never_called(arguments: dict[str, Any], ctx: Any) -> Any:  # pragma: no cover
-    raise AssertionError("definitions only")
+    return [definition(spec) for spec in section.specs]
 
 
 def build_catalog(gateway: GatewaySettings) -> dict[str, SectionEntry]:

@@ -22,7 +22,7 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
@@ -50,16 +50,47 @@ ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
 
 # Environment a built-in section inherits from the gateway: its own settings, never the gateway's
 # (which may name model API keys), plus what Python itself needs.
-MODEL_SECTIONS = frozenset({"orchestration"})  # built-in sections that run sub-agents on the model
 PASSED_ENVIRONMENT = ("PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL", "TMPDIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME")
 
 
+class Launcher(Protocol):
+    """How the pool reaches one section: a subprocess (or configured command or URL), in process, or hosted."""
+
+    entry: SectionEntry
+    state: State
+    last_error: str | None
+    starts: int
+
+    def attach(self, task_group: TaskGroup) -> None:
+        """The task group the section's connection lives in (the pool's)."""
+
+    def boot(self) -> None:
+        """Start the section now in the background, because a call is coming (a no-op where nothing starts)."""
+
+    async def list_tools(self) -> list[dict[str, Any]]: ...
+
+    async def probe_definitions(self) -> list[dict[str, Any]]:
+        """The tools, through a short-lived connection (publishing an exposed third-party section before serving)."""
+        ...
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressCallback | None = None,
+        read_only: bool = False,
+        caller: Any = None,
+    ) -> CallToolResult: ...
+
+    async def stop(self) -> None: ...
+
+
 def builtin_parameters(
-    section_id: str, settings: Settings, gateway: GatewaySettings | None = None
+    section_id: str, settings: Settings, gateway: GatewaySettings | None = None, *, runs_agents: bool = False
 ) -> StdioServerParameters:
     """`mcp-sections serve <id>` with this interpreter and the gateway's global settings.
 
-    A section that runs sub-agents (orchestration) also gets the model settings and the API-key variable
+    A section that runs sub-agents (`Section.runs_agents`) also gets the model settings and the API-key variable
     named by `[gateway.model] api_key_env` — and only that one variable.
     """
     args = ["-m", "mcp_sections.servers", "serve", section_id, "--data-dir", str(settings.data_dir)]
@@ -75,7 +106,7 @@ def builtin_parameters(
         or key in PASSED_ENVIRONMENT
     }
     env["MCP_SECTIONS_APPROVAL"] = "off"  # the gateway asks its client before destructive calls (shared.approval)
-    if section_id in MODEL_SECTIONS:
+    if runs_agents:
         env.update({key: value for key, value in os.environ.items() if key.startswith("MCP_SECTIONS_GATEWAY_MODEL_")})
         key_env = gateway.model.api_key_env if gateway is not None else None
         if key_env and key_env in os.environ:
@@ -90,7 +121,7 @@ class _Connection:
     started_at: float
 
 
-class SectionLauncher:
+class SubprocessLauncher:
     """One section's process (or remote endpoint) and the session the gateway keeps open to it."""
 
     def __init__(self, entry: SectionEntry, settings: Settings, gateway: GatewaySettings) -> None:
@@ -117,7 +148,7 @@ class SectionLauncher:
     def _target(self) -> StdioServerParameters | str:
         external = self.entry.external
         if external is None:
-            return builtin_parameters(self.entry.id, self._settings, self._gateway)
+            return builtin_parameters(self.entry.id, self._settings, self._gateway, runs_agents=self.entry.runs_agents)
         if external.url is not None:
             return external.url
         assert external.command is not None
