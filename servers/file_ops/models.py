@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import functools
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from mcp_types import ImageContent
 from pydantic import Field, PrivateAttr, model_serializer, model_validator
@@ -15,6 +15,10 @@ PATH_DESCRIPTION = (
     "File or directory path: absolute, or relative to the first allowed root (never to the server's working "
     "directory). Must lie inside the allowed roots (see list_allowed_roots)."
 )
+MAX_PATH_CHARS = 4096  # PATH_MAX; the path guard refuses longer paths anyway
+MAX_GLOB_CHARS = 1000  # as `pattern` of glob_files: no real glob comes near it
+PathText = Annotated[str, Field(max_length=MAX_PATH_CHARS)]
+Glob = Annotated[str, Field(max_length=MAX_GLOB_CHARS)]
 GLOB_LIST: Any = Field(
     default_factory=list,
     max_length=50,
@@ -44,8 +48,8 @@ def _required_fields(model: type[ToolResult]) -> frozenset[str]:
 
 def _path_field(description: str = PATH_DESCRIPTION, default: str | None = None) -> Any:
     if default is None:
-        return Field(description=description, min_length=1, max_length=4096)
-    return Field(default=default, description=description, min_length=1, max_length=4096)
+        return Field(description=description, min_length=1, max_length=MAX_PATH_CHARS)
+    return Field(default=default, description=description, min_length=1, max_length=MAX_PATH_CHARS)
 
 
 # -- read_file -------------------------------------------------------------------------------------------
@@ -112,7 +116,7 @@ class ReadFileResult(ToolResult):
 
 
 class ReadMultipleInput(ToolInput):
-    paths: list[str] = Field(
+    paths: list[PathText] = Field(
         min_length=1, max_length=50, description="Files to read (each like `path` of read_file); up to 50."
     )
     max_lines_per_file: int | None = Field(
@@ -245,7 +249,7 @@ class DirectoryTreeInput(ToolInput):
     path: str = _path_field(default=".")
     max_depth: int = Field(default=3, ge=1, le=20, description="How many directory levels to descend.")
     max_entries: int = Field(default=10_000, ge=1, le=10_000, description="Most entries walked (all pages).")
-    exclude: list[str] = GLOB_LIST
+    exclude: list[Glob] = GLOB_LIST
     show_hidden: bool = Field(default=False, description="Include entries whose name starts with '.'.")
     respect_gitignore: bool = Field(default=True, description="Skip what .gitignore files ignore (and .git).")
     limit: int = Field(default=300, ge=1, le=5_000, description="Entries per page (continue with `cursor`).")
@@ -292,7 +296,7 @@ class GlobFilesInput(ToolInput):
     respect_gitignore: bool = Field(default=False, description="Skip what .gitignore files ignore (and .git).")
     include_hidden: bool = Field(default=False, description="Match entries whose name starts with '.'.")
     include_directories: bool = Field(default=False, description="Also return matching directories.")
-    exclude: list[str] = GLOB_LIST
+    exclude: list[Glob] = GLOB_LIST
     max_results: int = Field(default=20_000, ge=1, le=20_000, description="Most matches collected (all pages).")
     limit: int = Field(default=300, ge=1, le=5_000, description="Matches per page (continue with `cursor`).")
     cursor: str | None = Field(
@@ -325,12 +329,12 @@ class SearchFilesInput(ToolInput):
         "repetitions and backreferences are refused).",
     )
     case_sensitive: bool = Field(default=True, description="Match case exactly.")
-    include: list[str] = Field(
+    include: list[Glob] = Field(
         default_factory=list,
         max_length=50,
         description="Only search files matching one of these globs (e.g. '*.py', 'src/**/*.ts').",
     )
-    exclude: list[str] = GLOB_LIST
+    exclude: list[Glob] = GLOB_LIST
     context_lines: int = Field(default=0, ge=0, le=10, description="Lines of context before and after each match.")
     max_results: int = Field(default=200, ge=1, le=5000, description="Most matching lines returned.")
     respect_gitignore: bool = Field(default=True, description="Skip what .gitignore files ignore (and .git).")
@@ -451,9 +455,12 @@ class CreateDirectoryResult(ToolResult):
 # -- install_package / roots --------------------------------------------------------------------------------
 
 
+MAX_SPEC_CHARS = 500  # npm names stop at 214 characters; a version range or pip extras and clauses add little
+
+
 class InstallPackageInput(ToolInput):
     manager: Literal["npm", "pip"] = Field(description="Package manager.")
-    packages: list[str] = Field(
+    packages: list[Annotated[str, Field(max_length=MAX_SPEC_CHARS)]] = Field(
         min_length=1,
         max_length=20,
         description="Package specs: npm 'name', 'name@1.2.3', '@scope/name@^2'; pip 'name', 'name==1.2', "
