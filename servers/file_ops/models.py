@@ -46,6 +46,21 @@ def _required_fields(model: type[ToolResult]) -> frozenset[str]:
     return frozenset(name for name, field in model.__pydantic_fields__.items() if field.is_required())
 
 
+def _undoable_field() -> Any:
+    return Field(
+        default=True,
+        description="Keep what this call replaces in the undo journal (undo_file_change). A change too large for "
+        "the journal's limits is refused unless undoable=false, which makes it without a way back.",
+    )
+
+
+CHANGE_ID: Any = Field(
+    default=None,
+    description="Id of this change in the undo journal (undo_file_change undoes it); null when nothing changed, "
+    "undo is off or undoable=false.",
+)
+
+
 def _path_field(description: str = PATH_DESCRIPTION, default: str | None = None) -> Any:
     if default is None:
         return Field(description=description, min_length=1, max_length=MAX_PATH_CHARS)
@@ -160,12 +175,14 @@ class WriteFileInput(ToolInput):
     encoding: Literal["utf-8", "utf-16", "latin-1"] = Field(default="utf-8", description="Encoding to write.")
     create_parents: bool = Field(default=False, description="Create missing parent directories.")
     overwrite: bool = Field(default=True, description="Replace the file if it exists (false: fail instead).")
+    undoable: bool = _undoable_field()
 
 
 class WriteFileResult(ToolResult):
     path: str
     bytes_written: int
     created: bool = Field(description="True if the file did not exist before.")
+    change_id: int | None = CHANGE_ID
 
 
 class EditSpec(ToolInput):
@@ -180,6 +197,7 @@ class EditFileInput(ToolInput):
         min_length=1, max_length=100, description="Replacements applied in order; all succeed or none is applied."
     )
     dry_run: bool = Field(default=False, description="Only compute the diff; do not change the file.")
+    undoable: bool = _undoable_field()
 
 
 class EditFileResult(ToolResult):
@@ -188,6 +206,7 @@ class EditFileResult(ToolResult):
     replacements: int
     diff: str = Field(description="Unified diff of the change.")
     diff_truncated: bool = False
+    change_id: int | None = CHANGE_ID
 
     def render_text(self) -> str:
         state = "applied" if self.applied else "not applied (dry run or no change)"
@@ -406,18 +425,21 @@ class FileInfoResult(ToolResult):
 class DeletePathInput(ToolInput):
     path: str = _path_field()
     recursive: bool = Field(default=False, description="Required to delete a directory (and everything in it).")
+    undoable: bool = _undoable_field()
 
 
 class DeletePathResult(ToolResult):
     path: str
     type: str
     entries_deleted: int
+    change_id: int | None = CHANGE_ID
 
 
 class MoveFileInput(ToolInput):
     source: str = _path_field(description="Entry to move (file, directory or symlink itself). " + PATH_DESCRIPTION)
     destination: str = _path_field(description="Full new path (not just a directory). " + PATH_DESCRIPTION)
     overwrite: bool = Field(default=False, description="Replace an existing file at the destination.")
+    undoable: bool = _undoable_field()
 
 
 class MoveFileResult(ToolResult):
@@ -425,6 +447,7 @@ class MoveFileResult(ToolResult):
     destination: str
     type: str
     overwritten: bool
+    change_id: int | None = CHANGE_ID
 
 
 class CopyFileInput(ToolInput):
@@ -432,6 +455,7 @@ class CopyFileInput(ToolInput):
     destination: str = _path_field(description="Full path of the copy (not just a directory). " + PATH_DESCRIPTION)
     overwrite: bool = Field(default=False, description="Replace an existing file at the destination.")
     recursive: bool = Field(default=False, description="Required to copy a directory tree.")
+    undoable: bool = _undoable_field()
 
 
 class CopyFileResult(ToolResult):
@@ -440,6 +464,7 @@ class CopyFileResult(ToolResult):
     type: str
     files_copied: int
     overwritten: bool
+    change_id: int | None = CHANGE_ID
 
 
 class CreateDirectoryInput(ToolInput):
@@ -450,6 +475,97 @@ class CreateDirectoryInput(ToolInput):
 class CreateDirectoryResult(ToolResult):
     path: str
     created: bool = Field(description="False when the directory already existed.")
+    change_id: int | None = CHANGE_ID
+
+
+# -- undo ------------------------------------------------------------------------------------------------------
+
+MAX_CHANGE_ID = 2**53  # JSON-safe integer; ids count up from 1
+
+
+class ListFileChangesInput(ToolInput):
+    limit: int = Field(default=20, ge=1, le=200, description="Changes to return, newest first.")
+    before_id: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_CHANGE_ID,
+        description="Only changes older than this id (pass `next_before_id` of the previous page).",
+    )
+
+
+class FileChange(CompactItem):
+    id: int = Field(description="The change_id to pass to undo_file_change.")
+    time: str = Field(description="When it was made, ISO 8601 UTC.")
+    tool: str = Field(description="The tool that made it (undo_file_change for an undo).")
+    path: str = Field(description="The path it changed (for a move or copy: the destination).")
+    source: str | None = Field(default=None, description="For a move or copy: where it came from.")
+    size_bytes: int = Field(description="Bytes of earlier content the journal keeps for it.")
+    status: Literal["done", "undone", "interrupted"] = Field(
+        description="done; undone (see undone_by); interrupted: the process stopped while making it, so what it "
+        "changed is not known (undo_file_change restores what was there before, with force=true if needed)."
+    )
+    undoes: int | None = Field(default=None, description="For an undo: the change it undid.")
+    undone_by: int | None = Field(default=None, description="The undo that undid this change.")
+    note: str | None = None
+
+
+class ListFileChangesResult(ToolResult):
+    changes: list[FileChange]
+    next_before_id: int | None = Field(default=None, description="Pass as `before_id` for older changes.")
+    journal_changes: int = Field(description="Changes in the journal (all roots).")
+    journal_bytes: int = Field(description="Bytes of earlier contents the journal keeps.")
+    max_total_bytes: int = Field(description="The journal's limit; the oldest changes are dropped past it.")
+
+    def render_text(self) -> str:
+        if not self.changes:
+            return "No file changes recorded in the roots in force."
+        lines = []
+        for item in self.changes:
+            where = f"{item.source} -> {item.path}" if item.source else item.path
+            flags = "" if item.status == "done" else f" [{item.status}]"
+            lines.append(f"#{item.id} {item.time} {item.tool} {where} ({item.size_bytes} bytes kept){flags}")
+        if self.next_before_id:
+            lines.append(f"[older: before_id={self.next_before_id}]")
+        return "\n".join(lines)
+
+
+class UndoFileChangeInput(ToolInput):
+    change_id: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_CHANGE_ID,
+        description="The change to undo (see list_file_changes); default: the newest change not undone yet (undos "
+        "aside), so calling again walks further back. Pass an undo's own id to redo what it undid.",
+    )
+    force: bool = Field(
+        default=False,
+        description="Undo even where a path changed since (or a moved entry's old path is taken now); what stands "
+        "there is kept in the undo's own record first.",
+    )
+
+
+class UndoAction(ToolResult):
+    path: str
+    action: str = Field(description="restored, created, deleted, moved back from ...")
+
+
+class UndoFileChangeResult(ToolResult):
+    undone_id: int = Field(description="The change that was undone.")
+    undone_tool: str
+    change_id: int | None = Field(
+        default=None, description="This undo's own id in the journal (undo it to make the change again)."
+    )
+    actions: list[UndoAction]
+    forced: list[str] = Field(default_factory=list, description="Paths that had changed since, overridden by force.")
+    kept: list[str] = Field(default_factory=list, description="What was left in place, and why.")
+    message: str
+
+    def render_text(self) -> str:
+        lines = [self.message]
+        lines += [f"{item.action}: {item.path}" for item in self.actions]
+        lines += [f"overridden (force): {path}" for path in self.forced]
+        lines += [f"kept: {text}" for text in self.kept]
+        return "\n".join(lines)
 
 
 # -- install_package / roots --------------------------------------------------------------------------------
