@@ -3,12 +3,14 @@ did, the other lists and undoes (as a user asking "undo what the agent just did"
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from mcp import Client
 
+from tests.processes import RawServer
 from tests.stdio import call, fail, section_client
 
 
@@ -100,3 +102,34 @@ async def test_moves_copies_and_bounded_inputs(servers: tuple[Client, Client], p
     await fail(user, "list_file_changes", "INVALID_INPUT", limit=100_000)
     await fail(agent, "read_multiple_files", "INVALID_INPUT", paths=["x" * 5000])
     await fail(agent, "directory_tree", "INVALID_INPUT", exclude=["*" * 1001])
+
+
+@pytest.mark.anyio
+async def test_a_server_killed_mid_burst_loses_no_original(tmp_path: Path) -> None:
+    """kill -9 while writes are in flight: every file either kept its original or has a record whose undo
+    (force, for a change interrupted half-way) gives the original back."""
+    root, data = tmp_path / "root", tmp_path / "data"
+    root.mkdir()
+    (tmp_path / "config.toml").write_text("", encoding="utf-8")
+    count = 60
+    for number in range(count):
+        (root / f"f{number}.txt").write_text(f"original {number}\n", encoding="utf-8")
+    env = {"MCP_SECTIONS_CONFIG": str(tmp_path / "config.toml"), "MCP_SECTIONS_ROOTS": ""}
+    arguments = ("file_ops", "--root", str(root), "--data-dir", str(data))
+    with RawServer(arguments, env=env) as server:
+        server.initialize()
+        for number in range(count):
+            content = f"replaced {number}\n" * 20_000  # ~250 KB: the kill lands inside some change
+            server.call_tool(number + 1, "write_file", {"path": f"f{number}.txt", "content": content})
+        server.wait_for(lambda responses: len(responses) > 8)
+        server.kill_9()
+    with sqlite3.connect(data / "file_changes.sqlite3") as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    async with section_client(*arguments, env=env) as user:
+        listed = (await call(user, "list_file_changes", limit=200))["changes"]
+        assert len(listed) >= 8 and {item["status"] for item in listed} <= {"done", "interrupted"}
+        for _ in listed:
+            await call(user, "undo_file_change", force=True)
+        await fail(user, "undo_file_change", "NOT_FOUND")
+    for number in range(count):
+        assert (root / f"f{number}.txt").read_text(encoding="utf-8") == f"original {number}\n"
