@@ -15,6 +15,7 @@ The client's roots are fetched per connection and re-read after `notifications/r
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from mcp_sections.shared.config import SectionSettings, split_commas
+from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.guards.paths import DEFAULT_DENY_GLOBS, PathGuard, intersect_roots, roots_from_uris
 from mcp_sections.shared.sandbox import Sandbox, detect
 
@@ -145,7 +147,16 @@ class FileOpsState:
                     max_changes=settings.undo_max_changes,
                     max_age_days=settings.undo_max_age_days,
                 )
-                self._journal = Journal(self._data_dir, limits)
+                try:
+                    self._journal = Journal(self._data_dir, limits)
+                except (OSError, sqlite3.Error, ToolFailure) as exc:
+                    reason = exc.message if isinstance(exc, ToolFailure) else f"{type(exc).__name__}: {exc}"
+                    raise ToolFailure(
+                        ErrorCode.DATABASE_ERROR,
+                        f"the undo journal in {self._data_dir} cannot be opened ({reason}), so no change is made "
+                        "without a way back; fix the data directory (--data-dir), or set [sections.file_ops] "
+                        "undo_enabled = false to change files without undo.",
+                    ) from None
             return self._journal
 
     def sandbox(self) -> Sandbox:

@@ -465,3 +465,42 @@ def test_the_journal_is_private_even_inside_a_root(tmp_path: Path) -> None:
             action(change)
         assert caught.value.code is ErrorCode.PERMISSION_DENIED and "own state" in caught.value.message
     assert (data / "file_changes.sqlite3").exists()
+
+
+# -- settings -------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_undo_off_and_a_journal_that_cannot_open(tmp_path: Path) -> None:
+    from mcp_sections.servers.file_ops import section
+    from mcp_sections.servers.file_ops.models import ListFileChangesInput, UndoFileChangeInput, WriteFileInput
+    from mcp_sections.servers.file_ops.state import FileOpsSettings, FileOpsState
+
+    root = tmp_path / "root"
+    root.mkdir()
+    off = FileOpsState([root], FileOpsSettings(undo_enabled=False), data_dir=tmp_path / "data")
+    written = await section.write_file(WriteFileInput(path="a.txt", content="a"), off, None)  # type: ignore[arg-type]
+    assert written.change_id is None and not (tmp_path / "data").exists()
+    for call in (
+        section.list_file_changes(ListFileChangesInput(), off, None),  # type: ignore[arg-type]
+        section.undo_file_change(UndoFileChangeInput(), off, None),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(ToolFailure) as caught:
+            await call
+        assert caught.value.code is ErrorCode.VALIDATION_FAILED and "undo_enabled = false" in caught.value.message
+
+    (tmp_path / "not-a-directory").write_text("")
+    broken = FileOpsState([root], FileOpsSettings(), data_dir=tmp_path / "not-a-directory")
+    with pytest.raises(ToolFailure) as caught:
+        await section.write_file(WriteFileInput(path="a.txt", content="b"), broken, None)  # type: ignore[arg-type]
+    assert caught.value.code is ErrorCode.DATABASE_ERROR and "undo_enabled = false" in caught.value.message
+    assert (root / "a.txt").read_text() == "a"
+
+    on = FileOpsState([root], FileOpsSettings(), data_dir=tmp_path / "data")
+    written = await section.write_file(WriteFileInput(path="a.txt", content="c"), on, None)  # type: ignore[arg-type]
+    listed = await section.list_file_changes(ListFileChangesInput(), on, None)  # type: ignore[arg-type]
+    assert [item.id for item in listed.changes] == [written.change_id]
+    assert "write_file" in listed.render_text()
+    undone = await section.undo_file_change(UndoFileChangeInput(), on, None)  # type: ignore[arg-type]
+    assert "restored" in undone.render_text() and (root / "a.txt").read_text() == "a"
+    on.close()
