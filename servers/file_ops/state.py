@@ -15,7 +15,6 @@ The client's roots are fetched per connection and re-read after `notifications/r
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -137,7 +136,9 @@ class FileOpsState:
             return None
         with self._lock:
             if self._journal is None:
-                from .journal import Journal, Limits  # SQLite opens with the first change, not at start-up
+                import sqlite3  # SQLite is imported and opened with the first change, not at start-up
+
+                from .journal import Journal, Limits
 
                 settings = self.settings
                 limits = Limits(
