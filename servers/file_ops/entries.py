@@ -17,8 +17,10 @@ from pathlib import Path
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
 from mcp_sections.shared.guards.paths import PathGuard, is_inside
 
+from .journal import Change
 from .reading import SNIFF_BYTES, detect_encoding, guess_mime
-from .writing import TEMP_PREFIX, atomic_write, make_directories
+from .states import ABSENT
+from .writing import TEMP_PREFIX, atomic_write, make_directories, missing_directories
 
 
 def kind_of(mode: int) -> str:
@@ -139,9 +141,11 @@ def _named_entry(guard: PathGuard, path: str) -> Path | None:
 class Created:
     path: str
     created: bool
+    change_id: int | None = None
 
 
-def create_directory(guard: PathGuard, path: str, *, parents: bool) -> Created:
+def create_directory(guard: PathGuard, path: str, *, parents: bool, change: Change | None = None) -> Created:
+    change = change or Change.off("create_directory")
     target = guard.resolve(path, purpose="create")
     if target.exists():
         if not target.is_dir():
@@ -151,8 +155,12 @@ def create_directory(guard: PathGuard, path: str, *, parents: bool) -> Created:
         raise ToolFailure(
             ErrorCode.NOT_FOUND, f"the parent of {path!r} does not exist; pass parents=true to create it too."
         )
-    make_directories(guard, target)
-    return Created(path=str(target), created=True)
+    missing = missing_directories(guard, target)
+    for directory in missing:
+        change.replace(directory)
+    with change.applying():
+        make_directories(guard, missing)
+    return Created(path=str(target), created=True, change_id=change.id)
 
 
 @dataclass
@@ -160,26 +168,43 @@ class Deleted:
     path: str
     type: str
     entries_deleted: int
+    change_id: int | None = None
 
 
-def delete_path(guard: PathGuard, path: str, *, recursive: bool) -> Deleted:
-    """Delete a file, a symlink (never its target) or, with recursive=true, a directory tree."""
+def delete_path(guard: PathGuard, path: str, *, recursive: bool, change: Change | None = None) -> Deleted:
+    """Delete a file, a symlink (never its target) or, with recursive=true, a directory tree; `change` keeps
+    what it held for undo (the whole tree, within the journal's limits)."""
+    change = change or Change.off("delete_path")
     target = guard.resolve(path, purpose="delete")
     info = os.lstat(target)
     kind = kind_of(info.st_mode)
     if stat.S_ISDIR(info.st_mode):
         if not recursive:
             raise invalid_input(f"{path!r} is a directory; pass recursive=true to delete it and everything in it.")
+        _refuse_own_state(guard, target, path)
         count = _count_entries(target)
         # rmtree never follows symlinks (fd-based on Linux, so a swapped symlink cannot redirect it)
         if not shutil.rmtree.avoids_symlink_attacks:  # pragma: no cover - non-Linux platforms
             raise ToolFailure(ErrorCode.EXECUTION_FAILED, "recursive delete is not safe on this platform.")
-        with _parent(guard, target) as parent_fd:
+        change.replace(target, deep=True)
+        with change.applying(), _parent(guard, target) as parent_fd:
             shutil.rmtree(target.name, dir_fd=parent_fd)
-        return Deleted(path=str(target), type=kind, entries_deleted=count + 1)
-    with _parent(guard, target) as parent_fd:
+        return Deleted(path=str(target), type=kind, entries_deleted=count + 1, change_id=change.id)
+    change.replace(target)
+    with change.applying(), _parent(guard, target) as parent_fd:
         os.unlink(target.name, dir_fd=parent_fd)
-    return Deleted(path=str(target), type=kind, entries_deleted=1)
+    return Deleted(path=str(target), type=kind, entries_deleted=1, change_id=change.id)
+
+
+def _refuse_own_state(guard: PathGuard, directory: Path, path: str) -> None:
+    """A directory that holds the suite's own state (a root at the home directory, the data directory below it)
+    is never deleted or moved: the audit log and the undo journal live there."""
+    if any(is_inside(os.fspath(private), os.fspath(directory)) for private in guard.private_inside_roots()):
+        raise ToolFailure(
+            ErrorCode.PERMISSION_DENIED,
+            f"{path!r} holds mcp-sections' own state (its data, cache or config directory), which tools never "
+            "delete or move; choose the entries beside it instead.",
+        )
 
 
 @contextlib.contextmanager
@@ -206,6 +231,7 @@ class Moved:
     destination: str
     type: str
     overwritten: bool
+    change_id: int | None = None
 
 
 def _destination(guard: PathGuard, source: Path, destination: str, overwrite: bool) -> tuple[Path, bool]:
@@ -236,11 +262,28 @@ def _destination(guard: PathGuard, source: Path, destination: str, overwrite: bo
     return target, exists
 
 
-def move_file(guard: PathGuard, source: str, destination: str, *, overwrite: bool) -> Moved:
-    """Rename a file, directory or symlink (the link itself) to a new path inside the roots."""
+def move_file(
+    guard: PathGuard, source: str, destination: str, *, overwrite: bool, change: Change | None = None
+) -> Moved:
+    """Rename a file, directory or symlink (the link itself) to a new path inside the roots; `change` records
+    the move (and keeps a file it replaces)."""
+    change = change or Change.off("move_file")
     origin = guard.resolve(source, purpose="delete")
     target, exists = _destination(guard, origin, destination, overwrite)
     kind = kind_of(os.lstat(origin).st_mode)
+    if kind == "directory":
+        _refuse_own_state(guard, origin, source)
+    if exists:
+        change.replace(target, after=ABSENT)  # the replaced file, then the entry moved in
+    change.rename(origin, target, kind)
+    with change.applying():
+        rename_entry(guard, origin, target, kind)
+    return Moved(source=str(origin), destination=str(target), type=kind, overwritten=exists, change_id=change.id)
+
+
+def rename_entry(guard: PathGuard, origin: Path, target: Path, kind: str) -> None:
+    """Move the entry `origin` to `target` (both checked) by name relative to their parents' descriptors;
+    across file systems, copy then delete."""
     try:
         with _parent(guard, origin) as source_fd, _parent(guard, target) as target_fd:
             os.replace(origin.name, target.name, src_dir_fd=source_fd, dst_dir_fd=target_fd)
@@ -253,7 +296,6 @@ def move_file(guard: PathGuard, source: str, destination: str, *, overwrite: boo
         else:
             _copy_file_contents(guard, origin, target)
             os.unlink(origin)
-    return Moved(source=str(origin), destination=str(target), type=kind, overwritten=exists)
 
 
 @dataclass
@@ -263,23 +305,51 @@ class Copied:
     type: str
     files_copied: int
     overwritten: bool
+    change_id: int | None = None
 
 
-def copy_file(guard: PathGuard, source: str, destination: str, *, overwrite: bool, recursive: bool) -> Copied:
-    """Copy a file (atomically, never writing through a link) or, with recursive=true, a directory tree."""
-    origin = guard.resolve(source, purpose="read")
+def copy_file(
+    guard: PathGuard,
+    source: str,
+    destination: str,
+    *,
+    overwrite: bool,
+    recursive: bool,
+    change: Change | None = None,
+) -> Copied:
+    """Copy a file (atomically, never writing through a link) or, with recursive=true, a directory tree;
+    `change` records the copy (and keeps a file it replaces)."""
+    change = change or Change.off("copy_file")
+    change.source = origin = guard.resolve(source, purpose="read")
     target, exists = _destination(guard, origin, destination, overwrite)
     if origin.is_dir():
         if not recursive:
             raise invalid_input(f"{source!r} is a directory; pass recursive=true to copy the whole tree.")
         if exists:
             raise ToolFailure(ErrorCode.VALIDATION_FAILED, f"the destination {destination!r} already exists.")
-        copied = _copy_tree(guard, origin, target)
+        change.expect_fits(origin)  # undoing the copy keeps the tree it deletes: it must fit the journal
+        change.replace(target, deep=True)
+        with change.applying():
+            copied = _copy_tree(guard, origin, target)
         return Copied(
-            source=str(origin), destination=str(target), type="directory", files_copied=copied, overwritten=False
+            source=str(origin),
+            destination=str(target),
+            type="directory",
+            files_copied=copied,
+            overwritten=False,
+            change_id=change.id,
         )
-    _copy_file_contents(guard, origin, target)
-    return Copied(source=str(origin), destination=str(target), type="file", files_copied=1, overwritten=exists)
+    change.replace(target)
+    with change.applying():
+        _copy_file_contents(guard, origin, target)
+    return Copied(
+        source=str(origin),
+        destination=str(target),
+        type="file",
+        files_copied=1,
+        overwritten=exists,
+        change_id=change.id,
+    )
 
 
 def _copy_file_contents(guard: PathGuard, origin: Path, target: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import functools
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from mcp_types import ImageContent
 from pydantic import Field, PrivateAttr, model_serializer, model_validator
@@ -15,6 +15,10 @@ PATH_DESCRIPTION = (
     "File or directory path: absolute, or relative to the first allowed root (never to the server's working "
     "directory). Must lie inside the allowed roots (see list_allowed_roots)."
 )
+MAX_PATH_CHARS = 4096  # PATH_MAX; the path guard refuses longer paths anyway
+MAX_GLOB_CHARS = 1000  # as `pattern` of glob_files: no real glob comes near it
+PathText = Annotated[str, Field(max_length=MAX_PATH_CHARS)]
+Glob = Annotated[str, Field(max_length=MAX_GLOB_CHARS)]
 GLOB_LIST: Any = Field(
     default_factory=list,
     max_length=50,
@@ -42,10 +46,25 @@ def _required_fields(model: type[ToolResult]) -> frozenset[str]:
     return frozenset(name for name, field in model.__pydantic_fields__.items() if field.is_required())
 
 
+def _undoable_field() -> Any:
+    return Field(
+        default=True,
+        description="Keep what this call replaces in the undo journal (undo_file_change). A change too large for "
+        "the journal's limits is refused unless undoable=false, which makes it without a way back.",
+    )
+
+
+CHANGE_ID: Any = Field(
+    default=None,
+    description="Id of this change in the undo journal (undo_file_change undoes it); null when nothing changed, "
+    "undo is off or undoable=false.",
+)
+
+
 def _path_field(description: str = PATH_DESCRIPTION, default: str | None = None) -> Any:
     if default is None:
-        return Field(description=description, min_length=1, max_length=4096)
-    return Field(default=default, description=description, min_length=1, max_length=4096)
+        return Field(description=description, min_length=1, max_length=MAX_PATH_CHARS)
+    return Field(default=default, description=description, min_length=1, max_length=MAX_PATH_CHARS)
 
 
 # -- read_file -------------------------------------------------------------------------------------------
@@ -112,7 +131,7 @@ class ReadFileResult(ToolResult):
 
 
 class ReadMultipleInput(ToolInput):
-    paths: list[str] = Field(
+    paths: list[PathText] = Field(
         min_length=1, max_length=50, description="Files to read (each like `path` of read_file); up to 50."
     )
     max_lines_per_file: int | None = Field(
@@ -156,12 +175,14 @@ class WriteFileInput(ToolInput):
     encoding: Literal["utf-8", "utf-16", "latin-1"] = Field(default="utf-8", description="Encoding to write.")
     create_parents: bool = Field(default=False, description="Create missing parent directories.")
     overwrite: bool = Field(default=True, description="Replace the file if it exists (false: fail instead).")
+    undoable: bool = _undoable_field()
 
 
 class WriteFileResult(ToolResult):
     path: str
     bytes_written: int
     created: bool = Field(description="True if the file did not exist before.")
+    change_id: int | None = CHANGE_ID
 
 
 class EditSpec(ToolInput):
@@ -176,6 +197,7 @@ class EditFileInput(ToolInput):
         min_length=1, max_length=100, description="Replacements applied in order; all succeed or none is applied."
     )
     dry_run: bool = Field(default=False, description="Only compute the diff; do not change the file.")
+    undoable: bool = _undoable_field()
 
 
 class EditFileResult(ToolResult):
@@ -184,6 +206,7 @@ class EditFileResult(ToolResult):
     replacements: int
     diff: str = Field(description="Unified diff of the change.")
     diff_truncated: bool = False
+    change_id: int | None = CHANGE_ID
 
     def render_text(self) -> str:
         state = "applied" if self.applied else "not applied (dry run or no change)"
@@ -245,7 +268,7 @@ class DirectoryTreeInput(ToolInput):
     path: str = _path_field(default=".")
     max_depth: int = Field(default=3, ge=1, le=20, description="How many directory levels to descend.")
     max_entries: int = Field(default=10_000, ge=1, le=10_000, description="Most entries walked (all pages).")
-    exclude: list[str] = GLOB_LIST
+    exclude: list[Glob] = GLOB_LIST
     show_hidden: bool = Field(default=False, description="Include entries whose name starts with '.'.")
     respect_gitignore: bool = Field(default=True, description="Skip what .gitignore files ignore (and .git).")
     limit: int = Field(default=300, ge=1, le=5_000, description="Entries per page (continue with `cursor`).")
@@ -292,7 +315,7 @@ class GlobFilesInput(ToolInput):
     respect_gitignore: bool = Field(default=False, description="Skip what .gitignore files ignore (and .git).")
     include_hidden: bool = Field(default=False, description="Match entries whose name starts with '.'.")
     include_directories: bool = Field(default=False, description="Also return matching directories.")
-    exclude: list[str] = GLOB_LIST
+    exclude: list[Glob] = GLOB_LIST
     max_results: int = Field(default=20_000, ge=1, le=20_000, description="Most matches collected (all pages).")
     limit: int = Field(default=300, ge=1, le=5_000, description="Matches per page (continue with `cursor`).")
     cursor: str | None = Field(
@@ -325,12 +348,12 @@ class SearchFilesInput(ToolInput):
         "repetitions and backreferences are refused).",
     )
     case_sensitive: bool = Field(default=True, description="Match case exactly.")
-    include: list[str] = Field(
+    include: list[Glob] = Field(
         default_factory=list,
         max_length=50,
         description="Only search files matching one of these globs (e.g. '*.py', 'src/**/*.ts').",
     )
-    exclude: list[str] = GLOB_LIST
+    exclude: list[Glob] = GLOB_LIST
     context_lines: int = Field(default=0, ge=0, le=10, description="Lines of context before and after each match.")
     max_results: int = Field(default=200, ge=1, le=5000, description="Most matching lines returned.")
     respect_gitignore: bool = Field(default=True, description="Skip what .gitignore files ignore (and .git).")
@@ -402,18 +425,21 @@ class FileInfoResult(ToolResult):
 class DeletePathInput(ToolInput):
     path: str = _path_field()
     recursive: bool = Field(default=False, description="Required to delete a directory (and everything in it).")
+    undoable: bool = _undoable_field()
 
 
 class DeletePathResult(ToolResult):
     path: str
     type: str
     entries_deleted: int
+    change_id: int | None = CHANGE_ID
 
 
 class MoveFileInput(ToolInput):
     source: str = _path_field(description="Entry to move (file, directory or symlink itself). " + PATH_DESCRIPTION)
     destination: str = _path_field(description="Full new path (not just a directory). " + PATH_DESCRIPTION)
     overwrite: bool = Field(default=False, description="Replace an existing file at the destination.")
+    undoable: bool = _undoable_field()
 
 
 class MoveFileResult(ToolResult):
@@ -421,6 +447,7 @@ class MoveFileResult(ToolResult):
     destination: str
     type: str
     overwritten: bool
+    change_id: int | None = CHANGE_ID
 
 
 class CopyFileInput(ToolInput):
@@ -428,6 +455,7 @@ class CopyFileInput(ToolInput):
     destination: str = _path_field(description="Full path of the copy (not just a directory). " + PATH_DESCRIPTION)
     overwrite: bool = Field(default=False, description="Replace an existing file at the destination.")
     recursive: bool = Field(default=False, description="Required to copy a directory tree.")
+    undoable: bool = _undoable_field()
 
 
 class CopyFileResult(ToolResult):
@@ -436,6 +464,7 @@ class CopyFileResult(ToolResult):
     type: str
     files_copied: int
     overwritten: bool
+    change_id: int | None = CHANGE_ID
 
 
 class CreateDirectoryInput(ToolInput):
@@ -446,14 +475,108 @@ class CreateDirectoryInput(ToolInput):
 class CreateDirectoryResult(ToolResult):
     path: str
     created: bool = Field(description="False when the directory already existed.")
+    change_id: int | None = CHANGE_ID
+
+
+# -- undo ------------------------------------------------------------------------------------------------------
+
+MAX_CHANGE_ID = 2**53  # JSON-safe integer; ids count up from 1
+
+
+class ListFileChangesInput(ToolInput):
+    limit: int = Field(default=20, ge=1, le=200, description="Changes to return, newest first.")
+    before_id: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_CHANGE_ID,
+        description="Only changes older than this id (pass `next_before_id` of the previous page).",
+    )
+
+
+class FileChange(CompactItem):
+    id: int = Field(description="The change_id to pass to undo_file_change.")
+    time: str = Field(description="When it was made, ISO 8601 UTC.")
+    tool: str = Field(description="The tool that made it (undo_file_change for an undo).")
+    path: str = Field(description="The path it changed (for a move or copy: the destination).")
+    source: str | None = Field(default=None, description="For a move or copy: where it came from.")
+    size_bytes: int = Field(description="Bytes of earlier content the journal keeps for it.")
+    status: Literal["done", "undone", "interrupted"] = Field(
+        description="done; undone (see undone_by); interrupted: the process stopped while making it, so what it "
+        "changed is not known (undo_file_change restores what was there before, with force=true if needed)."
+    )
+    undoes: int | None = Field(default=None, description="For an undo: the change it undid.")
+    undone_by: int | None = Field(default=None, description="The undo that undid this change.")
+    note: str | None = None
+
+
+class ListFileChangesResult(ToolResult):
+    changes: list[FileChange]
+    next_before_id: int | None = Field(default=None, description="Pass as `before_id` for older changes.")
+    journal_changes: int = Field(description="Changes in the journal (all roots).")
+    journal_bytes: int = Field(description="Bytes of earlier contents the journal keeps.")
+    max_total_bytes: int = Field(description="The journal's limit; the oldest changes are dropped past it.")
+
+    def render_text(self) -> str:
+        if not self.changes:
+            return "No file changes recorded in the roots in force."
+        lines = []
+        for item in self.changes:
+            where = f"{item.source} -> {item.path}" if item.source else item.path
+            flags = "" if item.status == "done" else f" [{item.status}]"
+            lines.append(f"#{item.id} {item.time} {item.tool} {where} ({item.size_bytes} bytes kept){flags}")
+        if self.next_before_id:
+            lines.append(f"[older: before_id={self.next_before_id}]")
+        return "\n".join(lines)
+
+
+class UndoFileChangeInput(ToolInput):
+    change_id: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_CHANGE_ID,
+        description="The change to undo (see list_file_changes); default: the newest change not undone yet (undos "
+        "aside), so calling again walks further back. Pass an undo's own id to redo what it undid.",
+    )
+    force: bool = Field(
+        default=False,
+        description="Undo even where a path changed since (or a moved entry's old path is taken now); what stands "
+        "there is kept in the undo's own record first.",
+    )
+
+
+class UndoAction(ToolResult):
+    path: str
+    action: str = Field(description="restored, created, deleted, moved back from ...")
+
+
+class UndoFileChangeResult(ToolResult):
+    undone_id: int = Field(description="The change that was undone.")
+    undone_tool: str
+    change_id: int | None = Field(
+        default=None, description="This undo's own id in the journal (undo it to make the change again)."
+    )
+    actions: list[UndoAction]
+    forced: list[str] = Field(default_factory=list, description="Paths that had changed since, overridden by force.")
+    kept: list[str] = Field(default_factory=list, description="What was left in place, and why.")
+    message: str
+
+    def render_text(self) -> str:
+        lines = [self.message]
+        lines += [f"{item.action}: {item.path}" for item in self.actions]
+        lines += [f"overridden (force): {path}" for path in self.forced]
+        lines += [f"kept: {text}" for text in self.kept]
+        return "\n".join(lines)
 
 
 # -- install_package / roots --------------------------------------------------------------------------------
 
 
+MAX_SPEC_CHARS = 500  # npm names stop at 214 characters; a version range or pip extras and clauses add little
+
+
 class InstallPackageInput(ToolInput):
     manager: Literal["npm", "pip"] = Field(description="Package manager.")
-    packages: list[str] = Field(
+    packages: list[Annotated[str, Field(max_length=MAX_SPEC_CHARS)]] = Field(
         min_length=1,
         max_length=20,
         description="Package specs: npm 'name', 'name@1.2.3', '@scope/name@^2'; pip 'name', 'name==1.2', "

@@ -6,7 +6,7 @@ import errno
 import logging
 from collections.abc import Callable
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 
@@ -30,6 +30,8 @@ from mcp_sections.servers.file_ops.models import (
     InstallPackageResult,
     ListDirectoryInput,
     ListDirectoryResult,
+    ListFileChangesInput,
+    ListFileChangesResult,
     ListRootsResult,
     MoveFileInput,
     MoveFileResult,
@@ -41,10 +43,15 @@ from mcp_sections.servers.file_ops.models import (
     ReadMultipleResult,
     SearchFilesInput,
     SearchFilesResult,
+    UndoFileChangeInput,
+    UndoFileChangeResult,
     WriteFileInput,
     WriteFileResult,
 )
 from mcp_sections.servers.file_ops.state import FileOpsSettings, FileOpsState
+
+if TYPE_CHECKING:
+    from mcp_sections.servers.file_ops.journal import Journal
 from mcp_sections.shared import paging
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.guards.paths import PathGuard
@@ -62,7 +69,12 @@ MOVE = Annotations(read_only=False, destructive=True, idempotent=False, open_wor
 
 def open_state(runtime: SectionRuntime) -> FileOpsState:
     settings = runtime.settings_of(FileOpsSettings)
-    return FileOpsState(list(runtime.settings.roots), settings, private=runtime.settings.own_state_paths())
+    return FileOpsState(
+        list(runtime.settings.roots),
+        settings,
+        private=runtime.settings.own_state_paths(),
+        data_dir=runtime.settings.data_dir,
+    )
 
 
 async def _guard(state: FileOpsState, ctx: ToolContext | None) -> PathGuard:
@@ -109,6 +121,27 @@ async def _work(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 def _os_failure(exc: OSError) -> ToolFailure:
     code, text = _OS_ERRORS.get(exc.errno or 0, (ErrorCode.EXECUTION_FAILED, "the operation failed"))
     return ToolFailure(code, f"{text} ({exc.strerror or type(exc).__name__}).")
+
+
+def _recorded(
+    state: FileOpsState, tool: str, guard: PathGuard, undoable: bool, function: Callable[..., T], *args: Any, **kw: Any
+) -> T:
+    """Run one change in the undo journal's lock, recorded (`journal.Change`); in a worker thread."""
+    from mcp_sections.servers.file_ops.journal import changing
+
+    with changing(state.journal, tool, guard, undoable=undoable) as change:
+        return function(*args, change=change, **kw)
+
+
+def _journal(state: FileOpsState) -> Journal:
+    journal = state.journal
+    if journal is None:
+        raise ToolFailure(
+            ErrorCode.VALIDATION_FAILED,
+            "the undo journal is off on this server ([sections.file_ops] undo_enabled = false, or no data "
+            "directory); file changes are not recorded, so none can be listed or undone.",
+        )
+    return journal
 
 
 # -- reading ------------------------------------------------------------------------------------------------
@@ -214,11 +247,17 @@ async def write_file(params: WriteFileInput, state: FileOpsState, ctx: ToolConte
     Refuses paths outside the roots, protected names (.env, keys...), dangling symlinks and files with
     several hard links. Missing parent directories are created only with `create_parents=true`; set
     `overwrite=false` to fail if the file exists. For small changes to an existing file prefer edit_file.
+    The change is recorded (`change_id`): undo_file_change deletes a new file or restores the old content.
     """
     from mcp_sections.servers.file_ops import writing
 
     guard = await _guard(state, ctx)
     outcome = await _work(
+        _recorded,
+        state,
+        "write_file",
+        guard,
+        params.undoable,
         writing.write_file,
         guard,
         params.path,
@@ -239,12 +278,18 @@ async def edit_file(params: EditFileInput, state: FileOpsState, ctx: ToolContext
     `replace_all=true`; a missing or ambiguous text fails the call with where it was (or nearly was)
     found, and nothing is written. Edits apply in order, each on the result of the previous one. The
     encoding, BOM and CRLF line endings of the file are kept. `dry_run=true` only returns the diff.
+    The change is recorded (`change_id`) for undo_file_change.
     """
     from mcp_sections.servers.file_ops import writing
 
     guard = await _guard(state, ctx)
     edits = [writing.Edit(edit.old_text, edit.new_text, edit.replace_all) for edit in params.edits]
     outcome = await _work(
+        _recorded,
+        state,
+        "edit_file",
+        guard,
+        params.undoable,
         writing.edit_file,
         guard,
         params.path,
@@ -438,11 +483,22 @@ async def create_directory(
     params: CreateDirectoryInput, state: FileOpsState, ctx: ToolContext
 ) -> CreateDirectoryResult:
     """Create a directory (and, by default, its missing parents, like mkdir -p). Succeeds without change if
-    it already exists (`created=false`); fails if a file is in the way."""
+    it already exists (`created=false`); fails if a file is in the way. Recorded (`change_id`):
+    undo_file_change removes the directories it created while they are empty."""
     from mcp_sections.servers.file_ops import entries
 
     guard = await _guard(state, ctx)
-    outcome = await _work(entries.create_directory, guard, params.path, parents=params.parents)
+    outcome = await _work(
+        _recorded,
+        state,
+        "create_directory",
+        guard,
+        True,
+        entries.create_directory,
+        guard,
+        params.path,
+        parents=params.parents,
+    )
     return CreateDirectoryResult.model_validate(outcome)
 
 
@@ -451,12 +507,25 @@ async def delete_path(params: DeletePathInput, state: FileOpsState, ctx: ToolCon
     """Delete a file, a symlink (the link itself, never its target) or a directory tree.
 
     Directories need `recursive=true`; recursive deletion never follows symlinks. The allowed roots
-    themselves cannot be deleted, nor protected files. This cannot be undone.
+    themselves cannot be deleted, nor protected files. What is deleted is kept in the undo journal
+    (`change_id`; undo_file_change puts it back): a file up to 10 MiB, a tree up to 10,000 entries and
+    200 MiB by default. A tree beyond the limits, or holding protected files (.env, keys) or special
+    files, is refused unless `undoable=false`, which deletes it without a way back.
     """
     from mcp_sections.servers.file_ops import entries
 
     guard = await _guard(state, ctx)
-    outcome = await _work(entries.delete_path, guard, params.path, recursive=params.recursive)
+    outcome = await _work(
+        _recorded,
+        state,
+        "delete_path",
+        guard,
+        params.undoable,
+        entries.delete_path,
+        guard,
+        params.path,
+        recursive=params.recursive,
+    )
     return DeletePathResult.model_validate(outcome)
 
 
@@ -465,12 +534,24 @@ async def move_file(params: MoveFileInput, state: FileOpsState, ctx: ToolContext
     """Move or rename a file, directory or symlink to a new full path inside the allowed roots.
 
     Fails if the destination exists unless `overwrite=true` (which replaces a file, never a directory);
-    a directory cannot move into itself; the roots cannot be moved.
+    a directory cannot move into itself; the roots cannot be moved. Recorded (`change_id`):
+    undo_file_change moves it back and restores a file it replaced.
     """
     from mcp_sections.servers.file_ops import entries
 
     guard = await _guard(state, ctx)
-    outcome = await _work(entries.move_file, guard, params.source, params.destination, overwrite=params.overwrite)
+    outcome = await _work(
+        _recorded,
+        state,
+        "move_file",
+        guard,
+        params.undoable,
+        entries.move_file,
+        guard,
+        params.source,
+        params.destination,
+        overwrite=params.overwrite,
+    )
     return MoveFileResult.model_validate(outcome)
 
 
@@ -479,12 +560,18 @@ async def copy_file(params: CopyFileInput, state: FileOpsState, ctx: ToolContext
     """Copy a file (atomically) or, with `recursive=true`, a directory tree to a new full path inside the roots.
 
     Fails if the destination exists unless `overwrite=true` (files only). Symlinks in a copied tree are copied
-    as links; links leading outside the roots, special files and protected files are left out.
+    as links; links leading outside the roots, special files and protected files are left out. Recorded
+    (`change_id`): undo_file_change deletes the copy and restores a file it replaced.
     """
     from mcp_sections.servers.file_ops import entries
 
     guard = await _guard(state, ctx)
     outcome = await _work(
+        _recorded,
+        state,
+        "copy_file",
+        guard,
+        params.undoable,
         entries.copy_file,
         guard,
         params.source,
@@ -493,6 +580,47 @@ async def copy_file(params: CopyFileInput, state: FileOpsState, ctx: ToolContext
         recursive=params.recursive,
     )
     return CopyFileResult.model_validate(outcome)
+
+
+# -- undo -----------------------------------------------------------------------------------------------------
+
+
+@tool(name="list_file_changes", title="List recent file changes", annotations=READ_ONLY)
+async def list_file_changes(
+    params: ListFileChangesInput, state: FileOpsState, ctx: ToolContext
+) -> ListFileChangesResult:
+    """List the changes file tools made (write, edit, move, copy, delete, create directory, undo), newest
+    first: id, time, tool, path, bytes of earlier content kept, status. Only changes inside the roots in
+    force are shown. The journal keeps the newest changes within its limits (200 MiB, 1000 changes, 30 days
+    by default). Use it to find the change_id to pass to undo_file_change."""
+    from mcp_sections.servers.file_ops import undoing
+
+    guard = await _guard(state, ctx)
+    outcome = await _work(
+        lambda: undoing.list_changes(_journal(state), guard, limit=params.limit, before_id=params.before_id)
+    )
+    return ListFileChangesResult.model_validate({**vars(outcome), "changes": [vars(item) for item in outcome.changes]})
+
+
+@tool(name="undo_file_change", title="Undo a file change", annotations=EDIT)
+async def undo_file_change(params: UndoFileChangeInput, state: FileOpsState, ctx: ToolContext) -> UndoFileChangeResult:
+    """Undo one change made by the file tools: the newest one not undone yet by default (call again to go
+    further back), or `change_id` from list_file_changes or a tool's result.
+
+    A written or edited file gets its earlier content back (a new one is deleted), a moved entry moves
+    back, a deleted file or tree comes back, a copy is deleted, created directories are removed while
+    empty. It is refused when a path changed since the change (other content, type or link target; a
+    moved entry replaced; its old path taken) unless `force=true`, and always for a path now outside the
+    roots, protected, or behind a symbolic link planted since. The undo overwrites, so it is itself
+    recorded: undo its `change_id` to make the change again.
+    """
+    from mcp_sections.servers.file_ops import undoing
+
+    guard = await _guard(state, ctx)
+    outcome = await _work(lambda: undoing.undo_change(_journal(state), guard, params.change_id, force=params.force))
+    return UndoFileChangeResult.model_validate(
+        {**vars(outcome), "actions": [vars(action) for action in outcome.actions]}
+    )
 
 
 # -- packages and roots -------------------------------------------------------------------------------------
@@ -566,7 +694,8 @@ SECTION = Section(
         "All paths must lie inside the allowed roots (list_allowed_roots); relative paths start at the first "
         "root. Prefer edit_file for changes to existing files and read_file windows (offset/limit, head, tail) "
         "for large files. Secrets (.env, keys) are never readable, and secret values inside other files come back "
-        "as ***MASKED***; writes that contain the mask are refused (they would overwrite the real value)."
+        "as ***MASKED***; writes that contain the mask are refused (they would overwrite the real value). Every "
+        "change is recorded: list_file_changes shows them, undo_file_change takes the last one (or one by id) back."
     ),
     tools=(
         read_file,
@@ -583,6 +712,8 @@ SECTION = Section(
         delete_path,
         move_file,
         copy_file,
+        list_file_changes,
+        undo_file_change,
         install_package,
         list_allowed_roots,
     ),

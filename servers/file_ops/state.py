@@ -18,13 +18,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from mcp_sections.shared.config import SectionSettings, split_commas
+from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.guards.paths import DEFAULT_DENY_GLOBS, PathGuard, intersect_roots, roots_from_uris
 from mcp_sections.shared.sandbox import Sandbox, detect
+
+if TYPE_CHECKING:
+    from .journal import Journal
 
 
 class FileOpsSettings(SectionSettings):
@@ -77,6 +81,25 @@ class FileOpsSettings(SectionSettings):
         description="When the project has no virtual environment, install into the server's own environment "
         "(off by default: a model-driven install must not change the server's interpreter).",
     )
+    undo_enabled: bool = Field(
+        default=True,
+        description="Record every change (write, edit, move, copy, delete, create directory) with what was there "
+        "before in <data_dir>/file_changes.sqlite3, for list_file_changes and undo_file_change.",
+    )
+    undo_max_file_bytes: int = Field(
+        default=10 * 1024 * 1024, ge=1024, description="Largest file content the undo journal keeps."
+    )
+    undo_max_total_bytes: int = Field(
+        default=200 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Distinct contents the undo journal keeps in all (the oldest changes are dropped first); one "
+        "change that needs more is refused unless the call passes undoable=false.",
+    )
+    undo_max_entries: int = Field(
+        default=10_000, ge=10, le=1_000_000, description="Most entries of a directory tree one change keeps."
+    )
+    undo_max_changes: int = Field(default=1000, ge=1, le=1_000_000, description="Changes the undo journal keeps.")
+    undo_max_age_days: float = Field(default=30.0, gt=0, le=3650, description="Changes older than this are dropped.")
 
     _split_globs = field_validator("deny_globs", "extra_deny_globs", mode="before")(split_commas)
 
@@ -87,15 +110,55 @@ class FileOpsSettings(SectionSettings):
 class FileOpsState:
     """The configured guard plus a small cache of guards built for client roots."""
 
-    def __init__(self, configured_roots: list[Path], settings: FileOpsSettings, private: Sequence[Path] = ()) -> None:
-        """`private`: the suite's own state (data, cache, config), outside the roots even when they contain it."""
+    def __init__(
+        self,
+        configured_roots: list[Path],
+        settings: FileOpsSettings,
+        private: Sequence[Path] = (),
+        data_dir: Path | None = None,
+    ) -> None:
+        """`private`: the suite's own state (data, cache, config), outside the roots even when they contain it;
+        `data_dir`: where the undo journal lives (None: no journal)."""
         self.settings = settings
+        self._data_dir = data_dir
+        self._journal: Journal | None = None
         self.configured = PathGuard(
             configured_roots, settings.all_deny_globs(), allow_hard_links=settings.allow_hard_links, private=private
         )
         self._lock = threading.Lock()
         self._by_client: dict[tuple[str, ...], tuple[PathGuard, str]] = {}
         self._sandbox: Sandbox | None = None
+
+    @property
+    def journal(self) -> Journal | None:
+        """The undo journal (opened on first use), or None when undo is off."""
+        if self._data_dir is None or not self.settings.undo_enabled:
+            return None
+        with self._lock:
+            if self._journal is None:
+                import sqlite3  # SQLite is imported and opened with the first change, not at start-up
+
+                from .journal import Journal, Limits
+
+                settings = self.settings
+                limits = Limits(
+                    max_file_bytes=settings.undo_max_file_bytes,
+                    max_total_bytes=settings.undo_max_total_bytes,
+                    max_entries=settings.undo_max_entries,
+                    max_changes=settings.undo_max_changes,
+                    max_age_days=settings.undo_max_age_days,
+                )
+                try:
+                    self._journal = Journal(self._data_dir, limits)
+                except (OSError, sqlite3.Error, ToolFailure) as exc:
+                    reason = exc.message if isinstance(exc, ToolFailure) else f"{type(exc).__name__}: {exc}"
+                    raise ToolFailure(
+                        ErrorCode.DATABASE_ERROR,
+                        f"the undo journal in {self._data_dir} cannot be opened ({reason}), so no change is made "
+                        "without a way back; fix the data directory (--data-dir), or set [sections.file_ops] "
+                        "undo_enabled = false to change files without undo.",
+                    ) from None
+            return self._journal
 
     def sandbox(self) -> Sandbox:
         """The sandbox installers run in (detected on first use; DEPENDENCY_ERROR when none can run)."""
@@ -138,3 +201,6 @@ class FileOpsState:
     def close(self) -> None:
         with self._lock:
             self._by_client.clear()
+            if self._journal is not None:
+                self._journal.close()
+                self._journal = None

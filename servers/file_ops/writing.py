@@ -14,6 +14,7 @@ from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, li
 from mcp_sections.shared.guards.paths import PathGuard
 from mcp_sections.shared.secrets import MASK, contains_mask
 
+from .journal import Change
 from .reading import detect_encoding
 
 TEMP_PREFIX = ".mcp-sections-tmp-"
@@ -64,6 +65,7 @@ class WriteOutcome:
     path: str
     bytes_written: int
     created: bool
+    change_id: int | None = None
 
 
 def write_file(
@@ -75,7 +77,11 @@ def write_file(
     create_parents: bool,
     overwrite: bool,
     max_bytes: int,
+    change: Change | None = None,
 ) -> WriteOutcome:
+    """Create or replace a file atomically; `change` records it in the undo journal (with the directories
+    it creates)."""
+    change = change or Change.off("write_file")
     target = guard.resolve(path, purpose="write")
     try:
         data = content.encode(encoding)
@@ -93,18 +99,24 @@ def write_file(
         raise ToolFailure(ErrorCode.VALIDATION_FAILED, f"{path!r} already exists; pass overwrite=true to replace it.")
     if contains_mask(content):
         refuse_new_masks(content, _current_text(guard, target) if existed else "", path)
+    missing: list[Path] = []
     if not target.parent.is_dir():
         if not create_parents:
             raise not_found(
                 f"the directory of {path!r} does not exist; pass create_parents=true or create_directory first."
             )
-        make_directories(guard, target.parent)
-    atomic_write(guard, target, data)
-    return WriteOutcome(path=str(target), bytes_written=len(data), created=not existed)
+        missing = missing_directories(guard, target.parent)
+    for directory in missing:
+        change.replace(directory)
+    change.replace(target)
+    with change.applying():
+        make_directories(guard, missing)
+        atomic_write(guard, target, data)
+    return WriteOutcome(path=str(target), bytes_written=len(data), created=not existed, change_id=change.id)
 
 
-def make_directories(guard: PathGuard, directory: Path) -> bool:
-    """mkdir -p, one checked component at a time (each new directory is re-checked inside the roots)."""
+def missing_directories(guard: PathGuard, directory: Path) -> list[Path]:
+    """The directories `mkdir -p directory` would create, outermost first."""
     missing: list[Path] = []
     current = directory
     while not current.exists():
@@ -116,7 +128,12 @@ def make_directories(guard: PathGuard, directory: Path) -> bool:
         current = current.parent
     if not current.is_dir():
         raise invalid_input(f"{guard.relative(current)!r} exists and is not a directory.")
-    for path in reversed(missing):
+    return missing[::-1]
+
+
+def make_directories(guard: PathGuard, missing: list[Path]) -> None:
+    """Create `missing` (outermost first, see `missing_directories`), each re-checked inside the roots."""
+    for path in missing:
         checked = guard.resolve(str(path), purpose="create")
         parent_fd = guard.open_directory(checked.parent)
         try:
@@ -126,7 +143,6 @@ def make_directories(guard: PathGuard, directory: Path) -> bool:
                 raise invalid_input(f"{guard.relative(checked)!r} exists and is not a directory.") from None
         finally:
             os.close(parent_fd)
-    return bool(missing)
 
 
 # -- edit_file ----------------------------------------------------------------------------------
@@ -146,10 +162,14 @@ class EditOutcome:
     replacements: int
     applied: bool
     diff_truncated: bool
+    change_id: int | None = None
 
 
-def edit_file(guard: PathGuard, path: str, edits: list[Edit], *, dry_run: bool, max_bytes: int) -> EditOutcome:
-    """Apply exact replacements in order, all or nothing; return the unified diff."""
+def edit_file(
+    guard: PathGuard, path: str, edits: list[Edit], *, dry_run: bool, max_bytes: int, change: Change | None = None
+) -> EditOutcome:
+    """Apply exact replacements in order, all or nothing; return the unified diff (`change`: the undo record)."""
+    change = change or Change.off("edit_file")
     target = guard.resolve(path, purpose="read" if dry_run else "write")
     if target.is_dir():
         raise invalid_input(f"{path!r} is a directory; edit_file edits one text file.")
@@ -196,9 +216,18 @@ def edit_file(guard: PathGuard, path: str, edits: list[Edit], *, dry_run: bool, 
         diff = diff[:MAX_DIFF_CHARS] + "\n... (diff truncated)\n"
     applied = False
     if not dry_run and text != original:
-        atomic_write(guard, target, text.encode(encoding))
+        change.replace(target)
+        with change.applying():
+            atomic_write(guard, target, text.encode(encoding))
         applied = True
-    return EditOutcome(path=str(target), diff=diff, replacements=count, applied=applied, diff_truncated=truncated)
+    return EditOutcome(
+        path=str(target),
+        diff=diff,
+        replacements=count,
+        applied=applied,
+        diff_truncated=truncated,
+        change_id=change.id,
+    )
 
 
 def refuse_new_masks(new: str, before: str, path: str) -> None:

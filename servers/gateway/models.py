@@ -10,6 +10,8 @@ from pydantic import BaseModel, Field
 from mcp_sections.shared.tools import ToolInput, ToolResult
 
 SECTION_ID_PATTERN = r"^[a-z][a-z0-9_]{1,39}$"
+MAX_ARGUMENTS = 100  # the largest tool input has under 20 fields
+MAX_ARGUMENT_NAME_CHARS = 128  # argument names are identifiers
 SectionState = Literal["not_started", "starting", "running", "stopped", "failed"]  # stopped: ended while idle
 
 
@@ -59,7 +61,12 @@ class DescribeSectionResult(ToolResult):
 class CallSectionToolInput(ToolInput):
     section: str = Field(description="Section id.", pattern=SECTION_ID_PATTERN)
     tool: str = Field(description="Tool name (see describe_section).", min_length=1, max_length=128)
-    arguments: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments, per its inputSchema.")
+    # Bounds of the envelope only: the values are checked against the target tool's own bounded inputSchema.
+    arguments: dict[Annotated[str, Field(max_length=MAX_ARGUMENT_NAME_CHARS)], Any] = Field(
+        default_factory=dict,
+        max_length=MAX_ARGUMENTS,
+        description="The tool's arguments, per its inputSchema.",
+    )
 
 
 class CallSectionToolResult(ToolResult):

@@ -55,6 +55,12 @@ MemoryId = Annotated[
     ),
 ]
 Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_LENGTH, pattern=r"\S")]
+# Metadata's real bound is its serialised size (MAX_METADATA_CHARS, checked below); these make the schema say so too.
+MAX_METADATA_KEYS = 100
+MAX_METADATA_KEY_CHARS = 200
+Metadata = Annotated[
+    dict[Annotated[str, Field(max_length=MAX_METADATA_KEY_CHARS)], Any], Field(max_length=MAX_METADATA_KEYS)
+]
 Limit = Annotated[int, Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description=f"Maximum results, 1-{MAX_LIMIT}.")]
 ScopeField = Annotated[
     ScopeName,
@@ -101,7 +107,7 @@ class AddInput(ToolInput):
         min_length=1,
         max_length=MAX_CONTENT_LENGTH,
     )
-    metadata: dict[str, Any] | None = Field(
+    metadata: Metadata | None = Field(
         default=None,
         description=f"Optional JSON object stored with the memory (e.g. source, confidence); ≤ {MAX_METADATA_CHARS} "
         "characters once serialised.",
@@ -177,9 +183,7 @@ class UpdateInput(ToolInput):
         min_length=1,
         max_length=MAX_CONTENT_LENGTH,
     )
-    metadata: dict[str, Any] | None = Field(
-        default=None, description="New metadata object; replaces the old one entirely."
-    )
+    metadata: Metadata | None = Field(default=None, description="New metadata object; replaces the old one entirely.")
     tags: list[Tag] | None = Field(
         default=None,
         description=f"New tags (≤ {MAX_TAGS}); replace the old ones entirely ([] removes all).",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from mcp_sections.shared.brain.model import LABELS, PROJECT_ID_PATTERN, PROJECT_TYPES, RELATIONSHIPS
 from mcp_sections.shared.config import SectionSettings
@@ -13,6 +14,8 @@ from mcp_sections.shared.tools import ToolInput, ToolResult
 
 MAX_CODE_CHARS = 1_000_000
 MAX_QUERY_CHARS = 1_000
+MAX_PROJECTS = 1000  # projects one search may name: far more than a brain holds in practice
+MAX_PARAMETER_CHARS = 100_000  # the values' JSON size (the schema cannot bound nested values)
 
 ProjectId = Annotated[
     str,
@@ -317,7 +320,9 @@ class SchemaResult(ToolResult):
     embedding_status: str
 
 
-Scalar = str | int | float | bool
+MAX_PROPERTY_VALUE_CHARS = 4096  # the longest stored property is a path (PATH_MAX)
+PropertyName = Annotated[str, Field(max_length=100)]  # property names are short identifiers (see get_schema)
+PropertyValue = Annotated[str, Field(max_length=MAX_PROPERTY_VALUE_CHARS)] | int | float | bool
 
 
 class QueryEntitiesInput(ToolInput):
@@ -333,7 +338,7 @@ class QueryEntitiesInput(ToolInput):
         max_length=4096,
     )
     project: ProjectId | None = Field(default=None, description="Only this project.")
-    properties: dict[str, Scalar] = Field(
+    properties: dict[PropertyName, PropertyValue] = Field(
         default_factory=dict,
         description='Exact property values, e.g. {"kind": "method", "language": "go"} (see get_schema).',
         max_length=8,
@@ -357,7 +362,9 @@ class EntitiesResult(ToolResult):
 
 class ExploreInput(ToolInput):
     node_id: str = Field(description="Start node id (from a search or query).", pattern=r"^[0-9a-f]{24}$")
-    types: list[Relationship] | None = Field(default=None, description="Relationship types to follow (default all).")
+    types: list[Relationship] | None = Field(
+        default=None, max_length=len(RELATIONSHIPS), description="Relationship types to follow (default all)."
+    )
     direction: Literal["out", "in", "both"] = Field(default="both")
     depth: int = Field(default=1, ge=1, le=5)
     limit: int = Field(default=100, ge=1, le=500, description="Most nodes returned.")
@@ -391,8 +398,12 @@ class SemanticSearchInput(ToolInput):
 
 class BrainSearchInput(ToolInput):
     query: Query
-    projects: list[ProjectId] | None = Field(default=None, description="Limit to these projects (default: all).")
-    project_types: list[ProjectType] | None = Field(default=None, description="Limit to these project types.")
+    projects: list[ProjectId] | None = Field(
+        default=None, max_length=MAX_PROJECTS, description="Limit to these projects (default: all)."
+    )
+    project_types: list[ProjectType] | None = Field(
+        default=None, max_length=len(PROJECT_TYPES), description="Limit to these project types."
+    )
     types: list[NodeType] | None = Field(default=None, max_length=10, description="Limit to these node types.")
     semantic: bool = Field(default=True, description="Use embeddings (fused with full-text ranking).")
     text_match: str | None = Field(
@@ -424,9 +435,20 @@ class SearchResult(ToolResult):
 
 class RunCypherInput(ToolInput):
     query: str = Field(description="A read-only Cypher query (MATCH ... RETURN ...).", min_length=1, max_length=10_000)
-    parameters: dict[str, Any] = Field(default_factory=dict, description="Query parameters ($name in the query).")
+    parameters: dict[Annotated[str, Field(max_length=100)], Any] = Field(
+        default_factory=dict,
+        max_length=100,
+        description=f"Query parameters ($name in the query); at most {MAX_PARAMETER_CHARS} characters as JSON.",
+    )
     limit: int = Field(default=100, ge=1, le=1000, description="Most rows returned.")
     timeout_seconds: float = Field(default=15.0, ge=1, le=60)
+
+    @field_validator("parameters")
+    @classmethod
+    def _small_parameters(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if len(json.dumps(value, ensure_ascii=False, default=str)) > MAX_PARAMETER_CHARS:
+            raise ValueError(f"parameters must serialise to at most {MAX_PARAMETER_CHARS} JSON characters")
+        return value
 
 
 class RunCypherResult(ToolResult):

@@ -11,6 +11,9 @@ from mcp_sections.shared.tools import ToolInput, ToolResult
 CWD_DESCRIPTION = (
     "Working directory, inside the allowed roots (relative paths start at the first root). Default: the first root."
 )
+MAX_ARGUMENT_CHARS = 65536  # one argv item: as long as the whole string form of a command may be
+PathText = Annotated[str, Field(max_length=4096)]  # PATH_MAX
+
 TIMEOUT_DESCRIPTION = (
     "Seconds before the whole process group is killed (default and maximum are set by the server; "
     "a timeout is a TIMEOUT error carrying the last output)."
@@ -19,8 +22,8 @@ TIMEOUT_DESCRIPTION = (
 
 class RunCommandInput(ToolInput):
     command: (
-        Annotated[list[str], Field(min_length=1, max_length=256)]
-        | Annotated[str, Field(min_length=1, max_length=65536)]
+        Annotated[list[Annotated[str, Field(max_length=MAX_ARGUMENT_CHARS)]], Field(min_length=1, max_length=256)]
+        | Annotated[str, Field(min_length=1, max_length=MAX_ARGUMENT_CHARS)]
     ) = Field(
         description=(
             'The command as an argv list (preferred), e.g. ["git", "log", "-n", "5"], or one string split like a '
@@ -70,13 +73,15 @@ class RunNpmScriptInput(ToolInput):
         min_length=1,
         max_length=100,
     )
-    args: list[str] = Field(
+    args: list[Annotated[str, Field(max_length=MAX_ARGUMENT_CHARS)]] = Field(
         default_factory=list,
         description="Extra arguments passed to the script after `--` (quoted by npm; no shell expansion).",
         max_length=64,
     )
     cwd: str | None = Field(
-        default=None, description="Directory holding package.json, inside the roots. Default: the first root."
+        default=None,
+        description="Directory holding package.json, inside the roots. Default: the first root.",
+        max_length=4096,
     )
     timeout_seconds: float | None = Field(default=None, gt=0, le=86400, description=TIMEOUT_DESCRIPTION)
 
@@ -88,7 +93,9 @@ class NpmScriptResult(CommandResult):
 
 class RepoInput(ToolInput):
     cwd: str | None = Field(
-        default=None, description="A directory inside the repository (inside the roots). Default: the first root."
+        default=None,
+        description="A directory inside the repository (inside the roots). Default: the first root.",
+        max_length=4096,
     )
 
 
@@ -134,7 +141,7 @@ class GitDiffInput(RepoInput):
     to_ref: str | None = Field(
         default=None, description="Second revision (mode=ref): diff ref..to_ref.", max_length=200
     )
-    paths: list[str] = Field(
+    paths: list[PathText] = Field(
         default_factory=list, description="Limit to these paths (inside the roots).", max_length=100
     )
     context_lines: int = Field(default=3, ge=0, le=100)
@@ -171,7 +178,9 @@ class GitLogInput(RepoInput):
     max_count: int = Field(default=20, ge=1, le=200, description="Number of commits to return.")
     skip: int = Field(default=0, ge=0, le=100000, description="Commits to skip first (paging).")
     ref: str | None = Field(default=None, description="Start from this revision instead of HEAD.", max_length=200)
-    paths: list[str] = Field(default_factory=list, description="Only commits touching these paths.", max_length=100)
+    paths: list[PathText] = Field(
+        default_factory=list, description="Only commits touching these paths.", max_length=100
+    )
 
 
 class LogEntry(BaseModel):

@@ -28,6 +28,8 @@ TOOLS = {
     "delete_path",
     "move_file",
     "copy_file",
+    "list_file_changes",
+    "undo_file_change",
     "install_package",
     "list_allowed_roots",
 }
@@ -77,6 +79,9 @@ async def test_tools_list_snapshot_and_annotations(client: Client) -> None:
         assert hints[name].read_only_hint is True and hints[name].destructive_hint is False
     assert hints["write_file"].destructive_hint is True and hints["write_file"].idempotent_hint is True
     assert hints["delete_path"].destructive_hint is True
+    assert hints["list_file_changes"].read_only_hint is True
+    undo = hints["undo_file_change"]  # it overwrites what stands there now, and twice undoes two changes
+    assert (undo.read_only_hint, undo.destructive_hint, undo.idempotent_hint) == (False, True, False)
     assert hints["install_package"].open_world_hint is True
     assert all(t.output_schema for t in tools)
 
