@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp_types import CallToolResult, ImageContent, TextContent
 
-from mcp_sections.shared import secret_patterns
+from mcp_sections.shared import secret_patterns, secret_values
 from mcp_sections.shared.secrets import (
     MASK,
     NEEDS,
@@ -24,6 +24,13 @@ from mcp_sections.shared.secrets import (
 REPO = Path(__file__).resolve().parents[2]
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
 GITHUB = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+@pytest.fixture(autouse=True)
+def nothing_learnt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no known values: the registry is process-wide, and what one test's detectors
+    masked would otherwise be masked by value in the next one."""
+    monkeypatch.setattr(secret_values, "KNOWN", secret_values.KnownSecrets(environ={}))
 
 
 @pytest.mark.parametrize(
