@@ -29,6 +29,7 @@ from pathlib import Path
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
 from mcp_sections.shared.guards.paths import PathGuard
 from mcp_sections.shared.sandbox import Confinement, Sandbox
+from mcp_sections.shared.secret_files import hidden_from_programs
 
 NPM_NAME = r"(?:@[a-z0-9][a-z0-9._~-]{0,100}/)?[a-z0-9][a-z0-9._~-]{0,213}"
 NPM_VERSION = r"[0-9A-Za-z^~<>=*.+-]{1,64}"
@@ -185,7 +186,9 @@ def install_package(
     if sandbox.kind != "off":
         env.update({"HOME": "/tmp", "npm_config_cache": "/tmp/.npm", "PIP_CACHE_DIR": "/tmp/.pip-cache"})
     argv = sandbox.wrap(
-        command, project, Confinement(writable=tuple(writable), network=True, hidden=guard.private_inside_roots())
+        command,
+        project,
+        Confinement(writable=tuple(writable), network=True, hidden=hidden_from_programs(guard, writable)),
     )
     try:
         completed = subprocess.run(

@@ -19,6 +19,7 @@ from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
 from mcp_sections.shared.guards.paths import PathGuard
 from mcp_sections.shared.sandbox import Confinement, Sandbox, detect
+from mcp_sections.shared.secret_files import hidden_from_programs
 
 logger = logging.getLogger("mcp_sections.shell_ops")
 
@@ -67,8 +68,9 @@ class ShellOps:
         return self._sandbox
 
     def confinement(self) -> Confinement:
-        """What a program sees: the roots (writable: commands may build, format, commit) and its private HOME."""
-        return Confinement(writable=(*self.paths.roots, self.home), hidden=self.paths.private_inside_roots())
+        """What a program sees: the roots (writable: commands may build, format, commit) and its private HOME;
+        not the suite's own state, nor the deny-listed files (.env, keys, ~/.ssh) inside the roots."""
+        return Confinement(writable=(*self.paths.roots, self.home), hidden=hidden_from_programs(self.paths))
 
     def _trusted_search_path(self, search_path: str) -> str:
         """The configured search path minus directories inside the roots (the agent could plant programs there)."""
