@@ -51,6 +51,7 @@ _RANDOM = uuid.uuid4().hex + uuid.uuid4().hex
 GITHUB_TOKEN = "ghp_" + "".join(c.upper() if i % 3 == 0 else c for i, c in enumerate(_RANDOM[:36]))
 DOTENV_VALUE = "Dv" + _RANDOM[36:60] + "Q7"  # no shape a detector knows: only its file says it is secret
 ENV_SECRET = "Ev" + _RANDOM[:8] + "X" + _RANDOM[40:60]  # in the server's environment, as DEPLOY_TOKEN
+PASSWORD = f"p@ss/{_RANDOM[:6]}+Zq=K7{_RANDOM[6:10]}"  # URL-encoding changes it
 KEY_BODY = base64.b64encode(bytes.fromhex(_RANDOM) * 3).decode()
 SSH_BODY = base64.b64encode(bytes.fromhex(_RANDOM[::-1]) * 2).decode()
 EXTRA_PROGRAMS = ("base64", "rev", "cut", "xxd", "od")
@@ -100,7 +101,7 @@ def anyio_backend() -> str:
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("reencoding") / "root"
     (root / ".ssh").mkdir(parents=True)
-    (root / ".env").write_text(f"API_KEY={DOTENV_VALUE}\nDEBUG=1\n")
+    (root / ".env").write_text(f'API_KEY={DOTENV_VALUE}\nDB_PASSWORD="{PASSWORD}"\nDEBUG=1\n')
     os.link(root / ".env", root / "env-backup.txt")  # the user's own backup: a name the argument rules allow
     (root / "deploy.key").write_text(key_block(KEY_BODY))
     (root / ".ssh" / "id_ed25519").write_text(key_block(SSH_BODY))
@@ -108,6 +109,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "settings.py").write_text(f'GITHUB_TOKEN = "{GITHUB_TOKEN}"\n')
     (root / "notes.txt").write_text(
         f"staging uses {DOTENV_VALUE}\ndeploy with {ENV_SECRET}\nthe key starts {KEY_BODY[64:128]}\n"
+        f"the database wants {PASSWORD}\n"
     )
     (root / "config").mkdir()
     (root / "config" / ".env.production").write_text(f"SESSION_SECRET={DOTENV_VALUE[::-1]}\n")
@@ -195,7 +197,7 @@ async def test_a_script_cannot_open_the_protected_files(shell: Client, root: Pat
         ["cat", "env-backup.txt"],
         ["jq", "-R", ".", "env-backup.txt"],
         ["base64", "env-backup.txt"],
-        ["grep", "-c", "", "env-backup.txt"],
+        ["grep", "-h", "", "env-backup.txt"],
     ],
     ids=["grep-r", "cat-hard-link", "jq-hard-link", "base64-hard-link", "grep-hard-link"],
 )
@@ -284,8 +286,15 @@ COPIES: list[tuple[str, list[str]]] = [
     ("upper", ["python3", "encode.py", "upper", "notes.txt"]),
     ("xxd-p", ["xxd", "-p", "notes.txt"]),
     ("od", ["od", "notes.txt"]),
+    ("jq-uri", ["jq", "-Rr", "@uri", "notes.txt"]),
+    ("url-quote", ["python3", "encode.py", "quote", "notes.txt"]),
 ]
-SECRETS = [("from-.env", DOTENV_VALUE), ("from-the-environment", ENV_SECRET), ("from-a-key-file", KEY_BODY[64:128])]
+SECRETS = [
+    ("from-.env", DOTENV_VALUE),
+    ("password-from-.env", PASSWORD),
+    ("from-the-environment", ENV_SECRET),
+    ("from-a-key-file", KEY_BODY[64:128]),
+]
 
 
 @pytest.mark.anyio
