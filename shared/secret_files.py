@@ -217,20 +217,28 @@ class SecretFiles:
     def _check(self, *, background: bool = False) -> None:
         """List again the directories that changed, walk the new ones, learn the values of changed files."""
         new: deque[str] = deque()
+        changed = False
         for directory, seen in list(self._directories.items()):
-            if directory not in self._directories:  # forgotten with an ancestor
-                continue
-            info = _identity(directory)
-            if info is None or not stat.S_ISDIR(info[2]):
-                self._forget(directory)
-            elif seen == -1 or info[4] != seen:
+            try:
+                info = os.lstat(directory)
+            except OSError:
+                info = None
+            if info is None or not stat.S_ISDIR(info.st_mode):
+                if directory in self._directories:  # not yet forgotten with an ancestor
+                    self._forget(directory)
+                    changed = True
+            elif seen == -1 or info.st_mtime_ns != seen:
                 new.extend(path for path in self._visit(directory)[1] if path not in self._directories)
+                changed = True
         self._walk(new, MAX_ENTRIES, time.monotonic() + MAX_SECONDS)
         if background and self._pending:
             self._walk(self._pending, BACKGROUND_ENTRIES, time.monotonic() + MAX_SECONDS)
+            changed = True
             if not self._pending:
                 logger.info("the walk for protected files in %s is complete", ", ".join(self._roots))
-        self._publish()
+        snapshot = self._snapshot
+        if changed or snapshot is None or not _unchanged(snapshot):
+            self._publish()
 
     def _refresh(self) -> None:
         """Re-check every REFRESH_SECONDS, or less often when a check takes long (at most 5% of a core)."""
