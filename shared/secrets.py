@@ -182,8 +182,8 @@ def secret_values_in(text: str) -> list[str]:
 
 
 def _values(text: str, spans: list[tuple[int, int]]) -> list[str]:
-    """The values behind masked spans: a key block's body, never a key's header line (`BEGIN RSA PRIVATE KEY`,
-    what the private-key detector matches), which is no secret."""
+    """The values behind masked spans: a key block's body, never the header line the private-key detector
+    matches (no secret: remembering it would mask every mention of a key type)."""
     values = [text[start:end] for start, end in spans]
     values = [_key_body(value) if value.startswith("-----BEGIN") else value for value in values]
     return [value for value in values if "PRIVATE KEY" not in value and not value.startswith("PuTTY")]
