@@ -190,9 +190,12 @@ def _values(text: str, spans: list[tuple[int, int]]) -> list[str]:
 
 
 def _key_body(block: str) -> str:
-    """A private key block's base64 body, without its BEGIN/END lines and `Proc-Type:`-style headers."""
-    lines = (line.strip() for line in block.splitlines())
-    return "".join(line for line in lines if line and not line.startswith("-----") and ":" not in line)
+    """A private key block's base64 body, without its BEGIN/END lines and `Proc-Type:`-style headers, and without
+    its first line when there are more: that one is the same in every key of a kind (the OpenSSH or PKCS#8
+    header), and remembering it would mask the start of every other key and certificate."""
+    lines = [line.strip() for line in block.splitlines()]
+    body = [line for line in lines if line and not line.startswith("-----") and ":" not in line]
+    return "".join(body[1:] if len(body) > 2 else body)
 
 
 def shape_spans(text: str) -> list[tuple[int, int]]:
