@@ -16,16 +16,15 @@ the sandbox about 0.5 ms per command): `.git`, `node_modules`, `site-packages`, 
 a Python installation's `lib/pythonX.Y`, and every directory holding `pyvenv.cfg` (a virtual environment) or
 `CACHEDIR.TAG` (a tagged cache). A protected file that has other hard links is hidden under each name found.
 
-Fresh without slowing commands: the first command waits for the walk (at most MAX_ENTRIES entries and
-MAX_SECONDS; whatever is left is walked in the background, and a warning logged). Afterwards the walk is
-re-checked, not redone: every directory seen is stat'ed, and only those whose modification time changed are
-listed again (a new file, a rename, a moved directory all change it). A tree of at most SYNC_DIRECTORIES
-directories (a project) is re-checked before every command: no window. A larger one (a home directory) is
-re-checked by a background thread every REFRESH_SECONDS (or 20 times as long as a check takes, so that it never
-uses more than 5% of a core: 11,000 directories take ~35 ms of CPU); before each command only the known protected paths
-are looked at (one lstat each), and one that vanished or changed — a program renamed the directory holding it
-(a hidden file itself cannot be moved, unlinked or hard-linked inside the sandbox) — makes that command wait for
-a re-check.
+Fresh without slowing commands: the first command waits for the walk (at most MAX_ENTRIES entries and MAX_SECONDS;
+whatever is left is walked in the background, and a warning logged). Afterwards the walk is re-checked, not redone:
+every directory seen is stat'ed, and only those whose modification time changed are listed again (a new file, a
+rename, a moved directory all change it). A tree of at most SYNC_DIRECTORIES directories (a project) is re-checked
+before every command: no window. A larger one (a home directory) is re-checked by a background thread every
+REFRESH_SECONDS (or 20 times as long as a check takes, so that it never uses more than 5% of a core: 11,000
+directories take ~35 ms of CPU); before each command only the known protected paths are looked at (one lstat each),
+and one that vanished or changed — a program renamed the directory holding it (a hidden file itself cannot be moved,
+unlinked or hard-linked inside the sandbox) — makes that command wait for a re-check.
 
 A protected file whose exact content is committed in its repository (a `.env.example`, a test key), with the
 repository's objects inside the roots, is not hidden: every program can read that content from the objects
