@@ -1,21 +1,29 @@
-"""What the OS sandbox adds to each command: shell_ops' process runner with bubblewrap vs without, same machine.
+"""What the OS sandbox adds to each command: shell_ops' process runner with bubblewrap vs without, same machine;
+and what secrets cost per command: hiding the deny-listed files, masking known values.
 
 Run: python -m benchmarks.bench_sandbox [--runs 200]
-Goal (issue #11): added latency ≤ 15 ms p50 for `true` and `git status`.
+Goals: added latency ≤ 15 ms p50 for `true` and `git status` (issue #11), also with protected files in the root
+(issue #20: each is a mount of its own); masking by value a small share of masking by shape.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import secrets
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.harness import median, percentile, print_table
+from benchmarks.harness import ROOT, median, percentile, print_table
 from mcp_sections.servers.shell_ops.service import ShellOps
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
+from mcp_sections.shared import secret_values
+from mcp_sections.shared.sandbox import Confinement, detect
+from mcp_sections.shared.secret_files import hidden_from_programs
+from mcp_sections.shared.secrets import _apply, mask_text, shape_spans
 
 
 async def timings(ops: ShellOps, argv: list[str], cwd: Path, runs: int) -> list[float]:
@@ -28,25 +36,111 @@ async def timings(ops: ShellOps, argv: list[str], cwd: Path, runs: int) -> list[
     return samples[5:]  # the first runs warm the page cache
 
 
-async def main(runs: int) -> None:
+def cpu_ms(work: Callable[[], object], runs: int) -> list[float]:
+    """CPU time of `work` per run (ms): steadier than wall time on a shared machine."""
+    samples = []
+    for _ in range(runs):
+        started = time.process_time()
+        work()
+        samples.append((time.process_time() - started) * 1000)
+    return samples
+
+
+def protect(root: Path) -> None:
+    """A project's usual secrets: a .env, a key, an ssh directory."""
+    (root / ".env").write_text("API_KEY=Zq9xW2mK7pL4vB8nR3tY\n", encoding="utf-8")
+    (root / "deploy.key").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n-----END OPENSSH PRIVATE KEY-----\n")
+    (root / ".ssh").mkdir()
+
+
+async def sandbox_rows(runs: int) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for protected in (False, True):
+        with tempfile.TemporaryDirectory() as directory:
+            root = Path(directory)
+            subprocess.run(["git", "init", "-q", str(root)], check=True)
+            (root / "a.txt").write_text("a\n", encoding="utf-8")
+            if protected:
+                protect(root)
+            confined = ShellOps(ShellOpsSettings.load(sandbox="auto"), [root])
+            open_ = ShellOps(ShellOpsSettings.load(sandbox="off"), [root])
+            for label, argv in (("true", ["/usr/bin/true"]), ("git status", ["/usr/bin/git", "status", "--porcelain"])):
+                bare = await timings(open_, argv, root, runs)
+                boxed = await timings(confined, argv, root, runs)
+                added = median(boxed) - median(bare)
+                label += ", 3 protected files" if protected else ""
+                rows.append(
+                    [
+                        label,
+                        median(bare),
+                        percentile(bare, 0.95),
+                        median(boxed),
+                        percentile(boxed, 0.95),
+                        added,
+                        "≤ 15.0",
+                    ]
+                )
+            confined.close()
+            open_.close()
+    return rows
+
+
+def secrets_rows(runs: int) -> list[list[object]]:
+    text = "\n".join(path.read_text(encoding="utf-8") for path in sorted((ROOT / "shared").glob("*.py")))[:65536]
+    secret_values.KNOWN = secret_values.KnownSecrets(environ={})
+    shape = cpu_ms(lambda: _apply(text, shape_spans(text)), runs)
+    secret_values.KNOWN.learn("ghp_" + secrets.token_urlsafe(27) for _ in range(50))
+    both = cpu_ms(lambda: mask_text(text), runs)
+    by_value = cpu_ms(lambda: secret_values.KNOWN.spans(text), runs)
+    rows: list[list[object]] = [
+        ["mask 64 KB of code: by shape (before)", median(shape), percentile(shape, 0.95), ""],
+        ["mask 64 KB of code: shape + 50 known values (after)", median(both), percentile(both, 0.95), ""],
+        ["  of which by value", median(by_value), percentile(by_value, 0.95), "small share of shape"],
+    ]
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
-        subprocess.run(["git", "init", "-q", str(root)], check=True)
-        (root / "a.txt").write_text("a\n", encoding="utf-8")
-        confined = ShellOps(ShellOpsSettings.load(sandbox="auto"), [root])
-        open_ = ShellOps(ShellOpsSettings.load(sandbox="off"), [root])
-        rows = []
-        for label, argv in (("true", ["/usr/bin/true"]), ("git status", ["/usr/bin/git", "status", "--porcelain"])):
-            bare = await timings(open_, argv, root, runs)
-            boxed = await timings(confined, argv, root, runs)
-            added = median(boxed) - median(bare)
-            rows.append(
-                [label, median(bare), percentile(bare, 0.95), median(boxed), percentile(boxed, 0.95), added, "≤ 15.0"]
-            )
-        confined.close()
-        open_.close()
+        for number in range(200):  # a project: 200 directories, a few protected files
+            (root / f"pkg{number // 20}" / f"mod{number}").mkdir(parents=True)
+        protect(root)
+        time.sleep(2.1)  # a directory changed in the last 2 s is listed again at every check (coarse timestamps)
+        ops = ShellOps(ShellOpsSettings.load(sandbox="off"), [root])
+        hidden_from_programs(ops.paths)  # the first walk
+        check = cpu_ms(lambda: hidden_from_programs(ops.paths), runs)
+        rows.append(
+            ["protected files re-checked before a command (211 dirs)", median(check), percentile(check, 0.95), ""]
+        )
+        ops.close()
+    return rows
+
+
+def hiding_rows(runs: int) -> list[list[object]]:
+    """What the mounts over 3 protected files add to one `true` in bubblewrap: runs with and without them
+    alternate, and the paired differences are compared (steadier than two medians on a shared machine)."""
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        protect(root)
+        sandbox = detect("auto")
+        plain = sandbox.wrap(["/usr/bin/true"], root, Confinement(writable=(root,)))
+        hidden = (root / ".env", root / "deploy.key", root / ".ssh")
+        covered = sandbox.wrap(["/usr/bin/true"], root, Confinement(writable=(root,), hidden=hidden))
+        differences = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            subprocess.run(plain, check=True)
+            middle = time.perf_counter()
+            subprocess.run(covered, check=True)
+            differences.append((time.perf_counter() - middle - (middle - started)) * 1000)
+    return [["3 protected files hidden vs none (paired)", median(differences), percentile(differences, 0.95), ""]]
+
+
+async def main(runs: int) -> None:
+    rows = await sandbox_rows(runs)
     print(f"per command, {runs} runs each (ms); 'off' is the same runner without bubblewrap")
     print_table(["command", "off p50", "off p95", "sandbox p50", "sandbox p95", "added p50", "goal"], rows)
+    print(f"\nsecrets, CPU ms per call, {runs} runs each")
+    print_table(["work", "p50", "p95", "goal"], secrets_rows(runs))
+    print(f"\nhiding, wall ms added per command, {runs} pairs")
+    print_table(["work", "p50", "p95", "goal"], hiding_rows(runs))
 
 
 if __name__ == "__main__":

@@ -89,12 +89,15 @@ class Confinement:
     def within(
         cls, guard: PathGuard, *, writable: Sequence[Path] = (), readable: Sequence[Path] = (), network: bool = False
     ) -> Confinement:
-        """The confinement of a program working inside `guard`'s roots: its private paths hidden, their way pinned."""
+        """The confinement of a program working inside `guard`'s roots: the suite's own state and the deny-listed files
+        (.env, keys, ~/.ssh: `shared.secret_files`) in what it is shown are hidden, the way to the state pinned."""
+        from mcp_sections.shared.secret_files import hidden_from_programs
+
         return cls(
             writable=tuple(writable),
             readable=tuple(readable),
             network=network,
-            hidden=guard.private_inside_roots(),
+            hidden=hidden_from_programs(guard, (*writable, *readable)),
             pinned=guard.pinned_inside_roots(),
         )
 

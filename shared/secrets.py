@@ -19,6 +19,12 @@ scripts/generate_secret_patterns.py and checked against it by the tests: importi
 
 A pattern runs only on text holding the words it cannot match without (`NEEDS`), so most output costs a few
 substring searches.
+
+Masking by shape is beaten by any re-encoding (`base64`, `jq explode`, `grep -o .`, `rev`...). So every value
+masked here is also remembered, with the values of the deny-listed files and of the server's secret-looking
+environment variables, and every later output is searched for them in their common encodings and in part
+(shared/secret_values.py: masking by value, best effort). The guarantee for the deny-listed files is that
+sandboxed programs cannot read them (shared/secret_files.py).
 Masking is display only: writers refuse content holding the mask, so a masked value is never written back
 over the real one (`contains_mask`).
 """
@@ -34,7 +40,7 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
-from mcp_sections.shared import secret_patterns
+from mcp_sections.shared import secret_patterns, secret_values
 
 MASK = "***MASKED***"
 _MIN_GROUP = 6
@@ -161,7 +167,39 @@ def _plausible(value: str) -> bool:
 
 
 def mask_text(text: str) -> tuple[str, int]:
-    """`text` with every secret value replaced by MASK, and how many were masked."""
+    """`text` with every secret value replaced by MASK, and how many were masked: what the detectors find (its
+    values are remembered), and every value known to be secret, in any of its encodings (`secret_values`)."""
+    spans = shape_spans(text)
+    if spans:
+        secret_values.KNOWN.learn(_values(text, spans))
+    return _apply(text, spans + secret_values.KNOWN.spans(text))
+
+
+def secret_values_in(text: str) -> list[str]:
+    """The values the detectors find in `text` (a private key block as its body): what the file scan learns from
+    a deny-listed file (shared/secret_files.py)."""
+    return _values(text, shape_spans(text))
+
+
+def _values(text: str, spans: list[tuple[int, int]]) -> list[str]:
+    """The values behind masked spans: a key block's body, never the header line the private-key detector
+    matches (no secret: remembering it would mask every mention of a key type)."""
+    values = [text[start:end] for start, end in spans]
+    values = [_key_body(value) if value.startswith("-----BEGIN") else value for value in values]
+    return [value for value in values if "PRIVATE KEY" not in value and not value.startswith("PuTTY")]
+
+
+def _key_body(block: str) -> str:
+    """A private key block's base64 body, without its BEGIN/END lines and `Proc-Type:`-style headers, and without
+    its first line when there are more: that one is the same in every key of a kind (the OpenSSH or PKCS#8
+    header), and remembering it would mask the start of every other key and certificate."""
+    lines = [line.strip() for line in block.splitlines()]
+    body = [line for line in lines if line and not line.startswith("-----") and ":" not in line]
+    return "".join(body[1:] if len(body) > 2 else body)
+
+
+def shape_spans(text: str) -> list[tuple[int, int]]:
+    """Where the detectors find secret values in `text` (masking by shape)."""
     rules = _rules()
     lowered = text.lower()
     spans: list[tuple[int, int]] = []
@@ -186,7 +224,7 @@ def mask_text(text: str) -> tuple[str, int]:
                         spans.append((offset + start, offset + start + len(value)))
                         start = line.find(value, start + len(value))
             offset += len(line)
-    return _apply(text, spans)
+    return spans
 
 
 Gates = tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]

@@ -56,10 +56,10 @@ MemoryId = Annotated[
 ]
 Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_LENGTH, pattern=r"\S")]
 # Metadata's real bound is its serialised size (MAX_METADATA_CHARS, checked below); these make the schema say so too.
-MAX_METADATA_KEYS = 100
-MAX_METADATA_KEY_CHARS = 200
+MAX_METADATA_FIELDS = 100
+MAX_METADATA_NAME_CHARS = 200
 Metadata = Annotated[
-    dict[Annotated[str, Field(max_length=MAX_METADATA_KEY_CHARS)], Any], Field(max_length=MAX_METADATA_KEYS)
+    dict[Annotated[str, Field(max_length=MAX_METADATA_NAME_CHARS)], Any], Field(max_length=MAX_METADATA_FIELDS)
 ]
 Limit = Annotated[int, Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description=f"Maximum results, 1-{MAX_LIMIT}.")]
 ScopeField = Annotated[

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import re
+import secrets
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp_types import CallToolResult, ImageContent, TextContent
 
-from mcp_sections.shared import secret_patterns
+from mcp_sections.shared import secret_patterns, secret_values
 from mcp_sections.shared.secrets import (
     MASK,
     NEEDS,
@@ -24,6 +28,13 @@ from mcp_sections.shared.secrets import (
 REPO = Path(__file__).resolve().parents[2]
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
 GITHUB = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+@pytest.fixture(autouse=True)
+def nothing_learnt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no known values: the registry is process-wide, and what one test's detectors
+    masked would otherwise be masked by value in the next one."""
+    monkeypatch.setattr(secret_values, "KNOWN", secret_values.KnownSecrets(environ={}))
 
 
 @pytest.mark.parametrize(
@@ -158,3 +169,90 @@ def test_the_keyword_detector_runs_on_every_denylisted_keyword(keyword: str) -> 
         assert mask_text(f'{spelling} = "hunter2-is-long"')[1] == 1, spelling
 
     admitted()
+
+
+# -- masking by value (shared/secret_values.py) -----------------------------------------------------------------
+
+TOKEN = "ghp_" + "Xk9mQ2vL7pR4tW8nB3cY6hJ1fD5sG0aZ2eU4"
+
+
+def _encoded(text: str) -> list[str]:
+    data = text.encode()
+    return [
+        *(base64.b64encode(prefix + data).decode() for prefix in (b"", b"x", b"xy")),  # each alignment
+        base64.urlsafe_b64encode(b"?" + data).decode(),
+        data.hex().upper(),
+        quote(text, safe=""),
+        text[::-1],
+        text.upper(),
+        text.swapcase(),
+        "\n".join(text),  # grep -o .
+        json.dumps([ord(char) for char in text], indent=2),  # jq explode
+        " ".join(f"{byte:03o}" for byte in data),  # od -b
+    ]
+
+
+@pytest.mark.parametrize("index", range(len(_encoded(TOKEN))))
+def test_a_value_masked_once_is_masked_later_in_its_encodings(index: int) -> None:
+    assert mask_text(f'token = "{TOKEN}"')[0] == f'token = "{MASK}"'
+    encoded = _encoded(f"before {TOKEN} after")[index]
+    masked, count = mask_text(encoded)
+    assert count >= 1 and MASK in masked
+    assert masked.count(MASK) <= 2  # the value, not the whole text
+
+
+def test_pieces_of_a_known_value_are_masked_down_to_min_fragment_characters() -> None:
+    secret_values.KNOWN.learn([TOKEN])
+    body = TOKEN.removeprefix("ghp_")
+    assert mask_text(f"body {body} end")[0] == f"body {MASK} end"
+    assert mask_text(f"half {TOKEN[:20]}")[0] == f"half {MASK}"
+    assert mask_text(f"{TOKEN[-12:]}!")[0] == f"{MASK}!"
+    assert mask_text(f"short {TOKEN[5:16]} piece") == (f"short {TOKEN[5:16]} piece", 0)  # 11 characters
+
+
+@pytest.mark.parametrize(
+    ("value", "remembered"),
+    [
+        ("postgres", False),  # a word: masked by shape where it is assigned, not everywhere after
+        ("changeme", False),
+        ("aaaa1111", False),  # a repeated pattern
+        ("12345678", False),
+        ("hunter22", True),
+        ("Tr0ub4dor", True),
+        ("correct horse battery staple", True),  # a passphrase: long enough
+    ],
+)
+def test_words_and_patterns_are_not_remembered(value: str, remembered: bool) -> None:
+    assert secret_values.worth_remembering(value) is remembered
+
+
+def test_secret_looking_variables_of_the_environment_are_known_from_the_start() -> None:
+    environ = {
+        "DEPLOY_TOKEN": "Ev8c1f0e2d9a7b6X34c5d6e7f8",
+        "GITHUB_PAT_SECRET": "Pq7rS8tU9vW0xY1z",
+        "PATH": "/usr/local/bin:/usr/bin",
+        "SSH_AUTH_SOCK": "/tmp/ssh-agent.sock",  # a path, whatever the name says
+        "AUTH_URL": "https://login.example.com/authorize",
+        "GIT_AUTHOR_NAME": "Jane Q. Developer",
+    }
+    known = secret_values.KnownSecrets(environ=environ)
+    text = " ".join(environ.values())
+    shown = "".join(text[a:b] for a, b in sorted(known.spans(text)))
+    assert shown == "Ev8c1f0e2d9a7b6X34c5d6e7f8Pq7rS8tU9vW0xY1z"
+
+
+def test_the_registry_is_bounded_and_keeps_the_environment() -> None:
+    known = secret_values.KnownSecrets(environ={"API_KEY": "Kq3wE5rT7yU9iO1p"})
+    values = [secrets.token_hex(24) for _ in range(1000)]
+    known.learn(values)
+    assert known.spans("key Kq3wE5rT7yU9iO1p")  # the environment's values are kept
+    assert sum(map(len, known._pieces)) <= secret_values.MAX_CHARS
+    assert known.spans(values[-1]) and not known.spans(values[0])  # the least recently seen are forgotten
+
+
+def test_the_projects_own_code_has_nothing_to_mask_with_many_known_values() -> None:
+    """False positives: 200 random tokens known, and nothing of the project's code or docs is masked."""
+    secret_values.KNOWN.learn(secrets.token_urlsafe(30) for _ in range(200))
+    files = [*REPO.glob("servers/**/*.py"), *REPO.glob("shared/**/*.py"), REPO / "README.md"]
+    text = "\n".join(path.read_text(errors="replace") for path in files)
+    assert secret_values.KNOWN.spans(text) == []

@@ -1,0 +1,488 @@
+"""The deny-listed files inside the roots, found ahead of time: hidden from sandboxed programs, and their values
+taught to the masker.
+
+The path guard refuses a `.env`, a key or `~/.ssh` by name (`DEFAULT_DENY_GLOBS`, the one deny-list), but a
+program inside the sandbox opens files itself: `grep -r`, `jq`, a script's `open()`. So every deny-listed file and
+directory inside the roots is hidden from it (shared/sandbox.py: /dev/null over a file, an empty tmpfs over a
+directory, as Claude Code's sandbox `denyRead` does): reading one fails, listing one finds it empty. The server
+itself (trusted) reads those files and teaches their values to the masker (shared/secret_values.py), so a copy
+elsewhere is masked in every output, re-encoded too. Hiding is the guarantee; masking by value is best effort.
+
+Finding them: a breadth-first walk of the roots that never follows a symbolic link (a deny-listed link is
+resolved, and its target hidden when it lies inside the roots), leaves out the suite's own state (hidden
+anyway), and leaves out trees of installed software and caches, where deny-listed names are test fixtures and
+CA bundles (hiding a virtual environment's `cacert.pem` would break TLS inside it, and every hidden path costs
+the sandbox about 0.5 ms per command): `.git`, `node_modules`, `site-packages`, `dist-packages`, `__pycache__`,
+a Python installation's `lib/pythonX.Y`, and every directory holding `pyvenv.cfg` (a virtual environment) or
+`CACHEDIR.TAG` (a tagged cache). A protected file that has other hard links is hidden under each name found.
+
+Fresh without slowing commands: the first command waits for the walk (at most MAX_ENTRIES entries and MAX_SECONDS;
+whatever is left is walked in the background, and a warning logged). Afterwards the walk is re-checked, not redone:
+every directory seen is stat'ed, and only those whose modification time changed are listed again (a new file, a
+rename, a moved directory all change it). A tree of at most SYNC_DIRECTORIES directories (a project) is re-checked
+before every command: no window. A larger one (a home directory) is re-checked by a background thread every
+REFRESH_SECONDS (or 20 times as long as a check takes, so that it never uses more than 5% of a core: 11,000
+directories take ~35 ms of CPU); before each command only the known protected paths are looked at (one lstat each),
+and one that vanished or changed — a program renamed the directory holding it (a hidden file itself cannot be moved,
+unlinked or hard-linked inside the sandbox) — makes that command wait for a re-check.
+
+A protected file whose exact content is committed in its repository (a `.env.example`, a test key), with the
+repository's objects inside the roots, is not hidden: every program can read that content from the objects
+anyway, and git inside the sandbox cannot hash a hidden file (`git diff` and `git commit -a` would fail). Its
+values are still learnt. A committed `.env` with local changes is hidden.
+
+The window: in a tree of more than SYNC_DIRECTORIES directories, a deny-listed file created outside the suite
+is visible to programs started before the next background re-check (REFRESH_SECONDS or more, see above).
+And of two commands running at once, one that renames a directory while the other's sandbox is being set up
+can show that one sandbox a file under its new name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import stat
+import struct
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from mcp_sections.shared import secret_values
+from mcp_sections.shared.guards.paths import PathGuard, is_inside
+from mcp_sections.shared.secrets import secret_values_in
+
+logger = logging.getLogger("mcp_sections.secret_files")
+
+MAX_ENTRIES = 500_000
+MAX_SECONDS = 10.0
+BACKGROUND_ENTRIES = 50_000  # walked per background round while the first walk is unfinished
+REFRESH_SECONDS = 2.0
+SYNC_DIRECTORIES = 500
+MAX_READ = 256 * 1024  # bytes of one protected file read for its values
+MAX_HASHED = 16 * 1024 * 1024  # a larger protected file is hidden without asking whether it is committed
+MAX_FILES_READ = 64  # files read inside one protected directory (~/.ssh, ~/.aws)
+MANY = 64  # protected paths past which a warning says what they cost
+MAX_WATCHED = 4  # sets of roots kept fresh at once (file_ops' roots can change with the client's)
+RACY_NS = 2_000_000_000  # a directory changed this recently is listed again next time (coarse timestamps)
+SKIPPED_NAMES = frozenset({".git", ".hg", ".svn", "node_modules", "site-packages", "dist-packages", "__pycache__"})
+SKIPPED_MARKERS = frozenset({"pyvenv.cfg", "CACHEDIR.TAG"})
+_PYTHON_LIBRARY = re.compile(r"python\d+(?:\.\d+)?t?")
+_SECRET_FIELD = re.compile(r"key|token|secret|passw|credential|auth", re.IGNORECASE)
+
+Identity = tuple[int, int, int, int, int, int]
+
+
+class _Snapshot(NamedTuple):
+    paths: tuple[Path, ...]
+    identities: tuple[tuple[str, Identity | None], ...]
+
+
+def _identity(path: str) -> Identity | None:
+    """What changes when a path is replaced, moved, edited or gains a hard link (None: it is gone)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, stat.S_IFMT(info.st_mode), info.st_nlink, info.st_mtime_ns, info.st_size)
+
+
+class SecretFiles:
+    """The deny-listed entries inside one guard's roots, kept fresh (see the module docstring). Thread-safe."""
+
+    def __init__(self, guard: PathGuard) -> None:
+        roots = [str(root) for root in guard.roots]
+        self._roots = tuple(
+            root for root in roots if not any(root != other and is_inside(root, other) for other in roots)
+        )
+        self._all_roots = tuple(roots)
+        self._skip = frozenset(str(path) for path in guard.private_inside_roots())
+        self._guard = guard
+        self._path_globs = any("/" in glob for glob in guard.deny_globs)
+        self._lock = threading.Lock()
+        self._directories: dict[str, int] = {}  # listed directory -> its mtime then (-1: list it again)
+        self._found: dict[str, tuple[str, ...]] = {}  # directory -> the protected paths listed in it
+        self._pending: deque[str] = deque()  # directories not walked yet (the first walk was cut short)
+        self._linked: frozenset[tuple[int, int]] = frozenset()  # (dev, inode) of protected files with other names
+        self._read: dict[str, Identity | None] = {}  # files whose values were learnt -> their identity then
+        self._snapshot: _Snapshot | None = None
+        self._stored: dict[str, tuple[Identity | None, bool]] = {}  # file -> (identity, committed as it is)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._warned = False
+
+    def paths(self) -> tuple[Path, ...]:
+        """The protected files and directories now: the first call walks, later ones re-check (see above)."""
+        snapshot = self._snapshot
+        if snapshot is None or len(self._directories) <= SYNC_DIRECTORIES or not _unchanged(snapshot):
+            with self._lock:
+                if self._snapshot is None:
+                    self._walk_first()
+                else:
+                    self._check()
+                snapshot = self._snapshot
+                assert snapshot is not None
+            if (len(self._directories) > SYNC_DIRECTORIES or self._pending) and self._thread is None:
+                self._thread = threading.Thread(target=self._refresh, name="secret-files", daemon=True)
+                self._thread.start()
+        return snapshot.paths
+
+    def close(self) -> None:
+        """Stop the background re-checks."""
+        self._stop.set()
+
+    # -- walking --------------------------------------------------------------------------------------
+
+    def _walk_first(self) -> None:
+        started = time.monotonic()
+        self._walk(deque(self._roots), MAX_ENTRIES, started + MAX_SECONDS)
+        if self._pending:
+            logger.warning(
+                "the walk for protected files (.env, keys, ...) in %s stopped after %.1f s and %d directories; "
+                "%d directories are walked in the background, and files there are visible to programs until then",
+                ", ".join(self._roots),
+                time.monotonic() - started,
+                len(self._directories),
+                len(self._pending),
+            )
+        self._publish()
+
+    def _walk(self, queue: deque[str], max_entries: int, deadline: float) -> None:
+        """Walk breadth-first from the directories queued, within the budgets (the rest is left pending)."""
+        entries = 0
+        while queue and entries < max_entries and time.monotonic() < deadline:
+            directory = queue.popleft()
+            if directory not in self._directories:
+                count, subdirectories = self._visit(directory)
+                entries += count
+                queue.extend(subdirectories)
+        if queue is not self._pending:
+            self._pending.extend(queue)
+
+    def _visit(self, directory: str) -> tuple[int, list[str]]:
+        """List one directory: record what it holds that is protected; its entry count and subdirectories."""
+        try:
+            info = os.lstat(directory)
+            listing = list(os.scandir(directory))
+        except OSError:
+            self._forget(directory)
+            return 0, []
+        racy = time.time_ns() - info.st_mtime_ns < RACY_NS
+        self._directories[directory] = -1 if racy else info.st_mtime_ns
+        found: list[str] = []
+        subdirectories: list[str] = []
+        for entry in listing:
+            name = entry.name
+            if name in SKIPPED_MARKERS:  # a virtual environment or a tagged cache: installed files, not yours
+                self._found.pop(directory, None)
+                return len(listing), []
+            if self._guard.is_denied_name(name) or (self._path_globs and self._guard.is_denied(entry.path)):
+                found += self._protected(entry)
+            elif entry.is_dir(follow_symlinks=False):
+                if name not in SKIPPED_NAMES and entry.path not in self._skip and not _python_library(directory, name):
+                    subdirectories.append(entry.path)
+            elif self._linked and entry.is_file(follow_symlinks=False):
+                with_links = entry.stat(follow_symlinks=False)
+                if (with_links.st_dev, with_links.st_ino) in self._linked:
+                    found.append(entry.path)
+        if found:
+            self._found[directory] = tuple(found)
+        else:
+            self._found.pop(directory, None)
+        return len(listing), subdirectories
+
+    def _protected(self, entry: os.DirEntry[str]) -> list[str]:
+        """What to hide for a deny-listed entry: itself, or the target of a link when it lies inside the roots."""
+        if not entry.is_symlink():
+            return [entry.path]
+        target = os.path.realpath(entry.path)
+        inside = any(is_inside(target, root) for root in self._all_roots) and target not in self._skip
+        return [target] if inside and os.path.exists(target) else []
+
+    def _forget(self, directory: str) -> None:
+        """A directory that is gone: forget it and everything under it."""
+        prefix = directory.rstrip("/") + "/"
+        for known in [known for known in self._directories if known == directory or known.startswith(prefix)]:
+            del self._directories[known]
+            self._found.pop(known, None)
+
+    # -- keeping fresh ----------------------------------------------------------------------------------
+
+    def _check(self, *, background: bool = False) -> None:
+        """List again the directories that changed, walk the new ones, learn the values of changed files."""
+        new: deque[str] = deque()
+        changed = False
+        for directory, seen in list(self._directories.items()):
+            try:
+                info = os.lstat(directory)
+            except OSError:
+                info = None
+            if info is None or not stat.S_ISDIR(info.st_mode):
+                if directory in self._directories:  # not yet forgotten with an ancestor
+                    self._forget(directory)
+                    changed = True
+            elif seen == -1 or info.st_mtime_ns != seen:
+                new.extend(path for path in self._visit(directory)[1] if path not in self._directories)
+                changed = True
+        self._walk(new, MAX_ENTRIES, time.monotonic() + MAX_SECONDS)
+        if background and self._pending:
+            self._walk(self._pending, BACKGROUND_ENTRIES, time.monotonic() + MAX_SECONDS)
+            changed = True
+            if not self._pending:
+                logger.info("the walk for protected files in %s is complete", ", ".join(self._roots))
+        snapshot = self._snapshot
+        if changed or snapshot is None or not _unchanged(snapshot):
+            self._publish()
+
+    def _refresh(self) -> None:
+        """Re-check every REFRESH_SECONDS, or less often when a check takes long (at most 5% of a core)."""
+        pause = REFRESH_SECONDS
+        while not self._stop.wait(pause):
+            started = time.monotonic()
+            try:
+                with self._lock:
+                    self._check(background=True)
+            except Exception:  # a background thread must not die of one bad directory
+                logger.exception("re-checking the protected files failed")
+            pause = max(REFRESH_SECONDS, 20 * (time.monotonic() - started))
+
+    def _publish(self) -> None:
+        """Make the found paths the current snapshot (less those committed as they are), learn the values of new
+        or changed protected files, and look for the other names of hard-linked ones (one more pass)."""
+        found = sorted({path for found in self._found.values() for path in found})
+        identities = tuple((path, _identity(path)) for path in found)
+        self._learn(found)
+        paths = [path for path, identity in identities if not self._committed_as_is(path, identity)]
+        linked = frozenset(
+            (info[0], info[1]) for _, info in identities if info and info[3] > 1 and stat.S_ISREG(info[2])
+        )
+        if linked - self._linked:
+            self._linked = linked
+            for directory in self._directories:
+                self._directories[directory] = -1
+            self._check()
+            return
+        self._snapshot = _Snapshot(tuple(Path(path) for path in paths), identities)
+        if len(paths) > MANY and not self._warned:
+            self._warned = True
+            logger.warning(
+                "%d protected files and directories in %s are hidden from programs; each costs the sandbox about "
+                "0.5 ms per command",
+                len(paths),
+                ", ".join(self._roots),
+            )
+
+    def _committed_as_is(self, path: str, identity: Identity | None) -> bool:
+        """Whether a protected file's exact content is a blob of its repository, inside the roots (cached)."""
+        if identity is None or not stat.S_ISREG(identity[2]):
+            return False
+        known = self._stored.get(path)
+        if known is None or known[0] != identity:
+            known = self._stored[path] = (identity, _in_repository(path, self._all_roots))
+        return known[1]
+
+    def _learn(self, paths: Sequence[str]) -> None:
+        for path in paths:
+            for file in _files_of(path):
+                identity = _identity(file)
+                if self._read.get(file, False) != identity:
+                    self._read[file] = identity
+                    secret_values.KNOWN.learn(file_values(os.path.basename(file), _read_text(file)))
+
+
+def _in_repository(path: str, roots: Sequence[str]) -> bool:
+    """Whether the content of `path` is stored as a blob in the objects of the git repository holding it, when
+    those objects lie inside the roots: then every program can read it there anyway, and hiding the work-tree
+    copy would only break git (`git diff` and `git commit -a` cannot hash a hidden file). A committed template
+    (`.env.example`) or test key stays visible; a committed `.env` with local changes is hidden."""
+    objects = _objects_of(os.path.dirname(path), roots)
+    if objects is None:
+        return False
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_HASHED + 1)
+    except OSError:
+        return False
+    if len(data) > MAX_HASHED:
+        return False
+    name = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+    if os.path.isfile(os.path.join(objects, name[:2], name[2:])):
+        return True
+    packs = os.path.join(objects, "pack")
+    try:
+        indexes = [entry.path for entry in os.scandir(packs) if entry.name.endswith(".idx")]
+    except OSError:
+        return False
+    return any(_in_pack_index(index, bytes.fromhex(name)) for index in indexes)
+
+
+def _objects_of(directory: str, roots: Sequence[str]) -> str | None:
+    """The object directory of the repository whose work tree holds `directory`, if it lies inside the roots
+    (a `.git` directory, or a `.git` file pointing at one, as worktrees and submodules have)."""
+    while any(is_inside(directory, root) for root in roots):
+        dot_git = os.path.join(directory, ".git")
+        if os.path.isfile(dot_git):
+            try:
+                with open(dot_git, encoding="utf-8") as file:
+                    pointer = file.read(4096).strip()
+            except (OSError, UnicodeDecodeError):
+                return None
+            if not pointer.startswith("gitdir:"):
+                return None
+            dot_git = os.path.realpath(os.path.join(directory, pointer.removeprefix("gitdir:").strip()))
+        if os.path.isdir(dot_git):
+            common = os.path.join(dot_git, "commondir")
+            if os.path.isfile(common):
+                with open(common, encoding="utf-8", errors="replace") as file:
+                    dot_git = os.path.realpath(os.path.join(dot_git, file.read(4096).strip()))
+            objects = os.path.realpath(os.path.join(dot_git, "objects"))
+            return objects if any(is_inside(objects, root) for root in roots) else None
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    return None
+
+
+def _in_pack_index(index: str, name: bytes) -> bool:
+    """Whether a version-2 pack index lists the object `name` (a binary search of its sorted names)."""
+    try:
+        with open(index, "rb") as file:
+            header = file.read(8 + 256 * 4)
+            if len(header) < 8 + 256 * 4 or header[:8] != b"\xfftOc\x00\x00\x00\x02":
+                return False
+            fanout = struct.unpack(">256I", header[8:])
+            low, high = (fanout[name[0] - 1] if name[0] else 0), fanout[name[0]]
+            while low < high:
+                middle = (low + high) // 2
+                file.seek(8 + 256 * 4 + 20 * middle)
+                found = file.read(20)
+                if found == name:
+                    return True
+                if found < name:
+                    low = middle + 1
+                else:
+                    high = middle
+    except OSError:
+        return False
+    return False
+
+
+def _unchanged(snapshot: _Snapshot) -> bool:
+    return all(_identity(path) == identity for path, identity in snapshot.identities)
+
+
+def _python_library(directory: str, name: str) -> bool:
+    """`lib/python3.11` of a Python installation (its test suite holds dozens of keys)."""
+    return os.path.basename(directory) in ("lib", "lib64") and _PYTHON_LIBRARY.fullmatch(name) is not None
+
+
+def _files_of(path: str) -> Iterator[str]:
+    """A protected file itself, or the regular files inside a protected directory (MAX_FILES_READ, 3 levels)."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        yield path
+        return
+    count = 0
+    stack = [(path, 0)]
+    while stack:
+        directory, depth = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False):
+                yield entry.path
+                count += 1
+                if count >= MAX_FILES_READ:
+                    return
+            elif entry.is_dir(follow_symlinks=False) and depth < 2:
+                stack.append((entry.path, depth + 1))
+
+
+def _read_text(path: str) -> str:
+    """The start of a regular file as text ("" for anything else, a binary file, or an error)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return ""
+        data = os.read(descriptor, MAX_READ)
+    except OSError:
+        return ""
+    finally:
+        os.close(descriptor)
+    return "" if b"\0" in data[:8192] else data.decode("utf-8", errors="replace")
+
+
+def file_values(name: str, text: str) -> list[str]:
+    """The secret values in a deny-listed file: what the detectors find (`API_KEY=...`, `password = ...`, key
+    bodies, tokens), the password fields of formats they do not read (`.netrc`, `.pgpass`, `.htpasswd`), and in
+    a JSON credentials file every string a detector flags or whose field is named like a secret."""
+    lowered = name.lower()
+    if lowered.endswith(".json"):
+        try:
+            document = json.loads(text)
+        except ValueError:
+            pass
+        else:
+            return list(_json_values(document))
+    values = secret_values_in(text)
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if lowered in (".netrc", "_netrc"):
+        values += re.findall(r"\b(?:password|passwd|account)\s+(\S+)", text)
+    elif lowered == ".pgpass":
+        values += [line.rsplit(":", 1)[1] for line in lines if ":" in line]
+    elif lowered == ".htpasswd":
+        values += [line.split(":", 1)[1] for line in lines if ":" in line]
+    return values
+
+
+def _json_values(document: Any, field: str = "") -> Iterator[str]:
+    if isinstance(document, dict):
+        for key, value in document.items():
+            yield from _json_values(value, str(key))
+    elif isinstance(document, list):
+        for item in document:
+            yield from _json_values(item, field)
+    elif isinstance(document, str):
+        yield from secret_values_in(document)  # a key block among them as its body
+        if _SECRET_FIELD.search(field) and not document.startswith("-----BEGIN"):
+            yield document
+
+
+_WATCHED: OrderedDict[tuple[Any, ...], SecretFiles] = OrderedDict()
+_WATCHED_LOCK = threading.Lock()
+
+
+def protected_paths(guard: PathGuard) -> tuple[Path, ...]:
+    """The deny-listed files and directories inside the guard's roots (walked at the first call for a set of
+    roots, kept fresh after that)."""
+    if not guard.roots:
+        return ()
+    key = (guard.roots, guard.private_inside_roots(), guard.deny_globs)
+    with _WATCHED_LOCK:
+        files = _WATCHED.get(key)
+        if files is None:
+            files = _WATCHED[key] = SecretFiles(guard)
+            while len(_WATCHED) > MAX_WATCHED:
+                _WATCHED.popitem(last=False)[1].close()
+        else:
+            _WATCHED.move_to_end(key)
+    return files.paths()
+
+
+def hidden_from_programs(guard: PathGuard, within: Sequence[Path] | None = None) -> tuple[Path, ...]:
+    """What a sandboxed program must not see: the suite's own state inside the roots, and every deny-listed
+    file and directory inside `within` (the directories the program is shown; default: the roots)."""
+    places = [str(place) for place in (guard.roots if within is None else within)]
+    protected = [path for path in protected_paths(guard) if any(is_inside(str(path), place) for place in places)]
+    return (*guard.private_inside_roots(), *protected)

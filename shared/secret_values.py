@@ -1,0 +1,317 @@
+"""Known secret values, masked wherever they come back: re-encoded, reversed, in another case, or in part.
+
+Masking by shape (shared/secrets.py) finds what looks like a secret. A program that re-encodes what it read
+(`base64`, `jq @base64`, `jq explode`, `grep -o .`, `rev`, `tr a-z A-Z`, `cut -c5-`, `head -c`/`tail -c`,
+`xxd`, `od`, URL-quoting) turns it into something that looks like nothing. So the values the suite knows are
+secret are remembered here — the values inside the deny-listed files (shared/secret_files.py), every value a
+detector masked, and secret-looking variables of the server's own environment — and every later output is
+searched for them and their encodings, as CI systems mask the secrets registered with them.
+
+How. A value and its encodings (reversed; base64 at each of the three byte alignments, standard and URL-safe;
+hex; URL-encoding) are each reduced to a *skeleton*: its ASCII letters and digits, lower-cased. An output is
+reduced the same way, which undoes case changes and whatever a program puts between characters (`grep -o .`'s
+line breaks, `od -c`'s spaces, base64's line wrapping, a list's quotes and commas). Runs of numbers in an
+output (`jq explode`'s code points, `od`'s octal or hex words) are decoded to characters first. Any piece of a
+skeleton at least MIN_FRAGMENT characters long is masked, with every character of the output it spans: a token
+body without its prefix, or `head -c 20` and `tail -c 21` of a token, are such pieces.
+
+MIN_FRAGMENT = 12: twelve letters and digits of a random token carry ~60 bits, so they never occur in ordinary
+text by chance, and a hex or base64 window of that length cannot be hit by git hashes or other encoded data;
+eight would (a commit log holds thousands of 8-digit hex windows). A program must cut a secret into pieces of
+11 characters or fewer to get it through. Values are remembered when their skeleton has at least MIN_LENGTH
+characters and does not look like a word (mixed letters and digits or cases, or 16 characters and more):
+`DB_PASSWORD=postgres` is masked there by shape, but "postgres" is not masked in every later output.
+
+Speed. Every 6-character substring of every skeleton goes into one set; an output's skeleton is cut into
+6-character blocks at fixed steps, and one set test tells whether any block belongs to a known value (a piece
+of 11 characters or more always holds a whole block). Only then is the match found and extended character by
+character. 64 KB of output with 50 known values costs about 1 ms (`python -m benchmarks.bench_sandbox`).
+
+Bounds: values longer than PIECE characters (a private key's body) are remembered in overlapping pieces; all
+pieces together hold at most MAX_CHARS characters, the least recently seen forgotten first (the environment's
+values are kept).
+
+The limit, plainly: a program that computes an arbitrary transform of a secret it can read (XOR, a Caesar
+shift, 11 characters per call) can always leak it; masking by value is best effort. The guarantee is that the
+deny-listed files cannot be read by programs at all (shared/secret_files.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from itertools import compress
+from urllib.parse import quote
+
+MIN_LENGTH = 8
+MIN_FRAGMENT = 12
+BLOCK = MIN_FRAGMENT // 2  # a piece of 2 * BLOCK - 1 characters holds a whole block wherever it starts
+PIECE = 512
+MAX_CHARS = 16 * 1024
+
+_LETTERS_AND_DIGITS = b"0123456789abcdefghijklmnopqrstuvwxyz"
+_DROPPED = bytes(byte for byte in range(256) if byte not in _LETTERS_AND_DIGITS)
+_HEX_CLASS = bytes.maketrans(_LETTERS_AND_DIGITS, b"0" * 16 + b"g" * 20)
+_ALNUM_FLAGS = bytes(byte in _LETTERS_AND_DIGITS or byte in _LETTERS_AND_DIGITS.upper() for byte in range(256))
+_TOKENS = re.compile(r"[0-9A-Fa-f]+")
+_NUMBER_RUN = b"0" * (2 * MIN_FRAGMENT)  # hex-digit characters in a row before a run is decoded as numbers
+_MIN_TOKENS = 6
+
+_SECRET_NAME = re.compile(
+    r"(?:^|_)[A-Z0-9]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|AUTH)(?:_|$)|(?:^|_)PASS(?:_|$)",
+    re.IGNORECASE,
+)
+_PLAIN_URL = re.compile(r"https?://[^@\s]*")
+
+
+def skeleton(text: str) -> str:
+    """The ASCII letters and digits of `text`, lower-cased, in order."""
+    return text.encode("ascii", "replace").lower().translate(None, _DROPPED).decode("ascii")
+
+
+def worth_remembering(value: str) -> bool:
+    """Long enough, not a repeated pattern (5 different characters at least), and unlike a word: mixed letters
+    and digits or cases, or 16 characters and more."""
+    letters = skeleton(value)
+    if len(letters) < MIN_LENGTH or len(set(letters)) < 5:
+        return False
+    if len(letters) >= 16:
+        return True
+    kinds = (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value))
+    return sum(kinds) >= 2
+
+
+def secret_environment(environ: Mapping[str, str]) -> list[str]:
+    """Values of variables whose name says secret (`*_KEY`, `*TOKEN*`, `*PASSWORD*`, ...), except paths and
+    plain addresses."""
+    return [
+        value
+        for name, value in environ.items()
+        if _SECRET_NAME.search(name)
+        and not os.path.isabs(value)
+        and not _PLAIN_URL.fullmatch(value)
+        and worth_remembering(value)
+    ]
+
+
+def encodings(value: str) -> frozenset[str]:
+    """The skeletons a value can come back as: itself, reversed, hex, URL-encoded, base64 at each alignment."""
+    data = value.encode("utf-8", "replace")
+    forms = {value, value[::-1], data.hex(), quote(value, safe="")}
+    for skip in range(3):  # the secret's first byte at each of base64's three positions in a group
+        chunk = data[skip:]
+        forms.add(base64.b64encode(chunk[: len(chunk) - len(chunk) % 3]).decode("ascii"))
+    return frozenset(form for form in map(skeleton, forms) if len(form) >= MIN_LENGTH)
+
+
+def pieces(value: str) -> list[str]:
+    """A value cut into PIECE-character pieces overlapping by MIN_FRAGMENT (one piece when it is short)."""
+    if len(value) <= PIECE:
+        return [value]
+    step = PIECE - MIN_FRAGMENT
+    return [value[start : start + PIECE] for start in range(0, len(value) - MIN_FRAGMENT, step)]
+
+
+@dataclass(frozen=True)
+class _Index:
+    """What one search needs, built when the known values change: the blocks of the long skeletons (each with the
+    skeleton it comes from, or -1 when several hold it), and the short skeletons, searched whole."""
+
+    blocks: dict[str, int]
+    forms: tuple[str, ...]
+    short: tuple[str, ...]
+
+    @classmethod
+    def of(cls, forms: Iterable[str]) -> _Index:
+        long_forms = tuple(sorted({form for form in forms if len(form) >= 2 * BLOCK - 1}))
+        short = tuple(sorted({form for form in forms if len(form) < 2 * BLOCK - 1}))
+        blocks: dict[str, int] = {}
+        for number, form in enumerate(long_forms):
+            for at in range(len(form) - BLOCK + 1):
+                block = form[at : at + BLOCK]
+                blocks[block] = number if blocks.get(block, number) == number else -1
+        return cls(blocks, long_forms, short)
+
+    def search(self, view: str) -> list[tuple[int, int]]:
+        """Where pieces of known skeletons lie in `view` (itself a skeleton), as view spans."""
+        found: list[tuple[int, int]] = []
+        blocks = [view[at : at + BLOCK] for at in range(0, len(view) - BLOCK + 1, BLOCK)]
+        hits = self.blocks.keys() & blocks
+        if hits:
+            covered = 0
+            for number in [number for number, block in enumerate(blocks) if block in hits]:
+                at, block = number * BLOCK, blocks[number]
+                if at + BLOCK <= covered:
+                    continue
+                owner = self.blocks[block]
+                best = self._longest_match(view, at, block, self.forms if owner == -1 else (self.forms[owner],))
+                if best is not None:
+                    found.append(best)
+                    covered = best[1]
+        for form in self.short:
+            at = view.find(form)
+            while at != -1:
+                found.append((at, at + len(form)))
+                at = view.find(form, at + len(form))
+        return found
+
+    @staticmethod
+    def _longest_match(view: str, at: int, block: str, forms: Iterable[str]) -> tuple[int, int] | None:
+        best: tuple[int, int] | None = None
+        for form in forms:
+            offset = form.find(block)
+            while offset != -1:
+                start, end = _extend(view, at, form, offset)
+                if end - start >= min(MIN_FRAGMENT, len(form)) and (best is None or end - start > best[1] - best[0]):
+                    best = (start, end)
+                offset = form.find(block, offset + 1)
+        return best
+
+
+def _extend(view: str, at: int, form: str, offset: int) -> tuple[int, int]:
+    """The span of `view` around the block at `at` that equals `form` around `offset`."""
+    left = 0
+    while left < offset and left < at and view[at - left - 1] == form[offset - left - 1]:
+        left += 1
+    right = at + BLOCK
+    limit = min(len(view), at + len(form) - offset)
+    while right < limit and view[right] == form[offset + right - at]:
+        right += 1
+    return at - left, right
+
+
+def _alnum_positions(text: str) -> list[int]:
+    """Where each character of `skeleton(text)` stands in `text`, in one C-level pass (built only when something
+    matched): the ASCII encoding with `?` for every other character keeps one byte per character."""
+    return list(compress(range(len(text)), text.encode("ascii", "replace").translate(_ALNUM_FLAGS)))
+
+
+def _number_runs(view: str) -> Iterator[tuple[int, int]]:
+    """Spans of `view` made of at least 2 * MIN_FRAGMENT hex digits in a row (numbers, once separators went)."""
+    classes = view.encode("ascii").translate(_HEX_CLASS)
+    at = classes.find(_NUMBER_RUN)
+    while at != -1:
+        start = classes.rfind(b"g", 0, at) + 1
+        end = classes.find(b"g", at)
+        end = len(classes) if end == -1 else end
+        yield start, end
+        at = classes.find(_NUMBER_RUN, end)
+
+
+def _word(number: int) -> str:
+    """A 16-bit little-endian word (od's default and `od -x`) as its two characters."""
+    return chr(number & 0xFF) + chr(number >> 8 & 0xFF)
+
+
+def _decodings(tokens: list[str]) -> Iterator[list[str]]:
+    """What a run of numbers may spell, token by token: decimal code points (`jq explode`, `od -tu1`), octal
+    bytes (`od -b`), octal and hex 16-bit words (`od`, `od -x`). A 7-digit token is od's offset column."""
+    joined = "".join(tokens)
+    lengths = set(map(len, tokens))
+    if joined.isdigit():
+        yield [chr(int(token)) if len(token) < 7 else "" for token in tokens]
+        if "8" not in joined and "9" not in joined:
+            if lengths <= {1, 2, 3, 7}:
+                yield [chr(int(token, 8)) if len(token) < 7 else "" for token in tokens]
+            if lengths <= {6, 7}:
+                yield [_word(int(token, 8)) if len(token) == 6 and int(token, 8) < 0x10000 else "" for token in tokens]
+    if lengths <= {4, 7}:
+        yield [_word(int(token, 16)) if len(token) == 4 else "" for token in tokens]
+
+
+class KnownSecrets:
+    """The process's known secret values (thread-safe, bounded): learn them, then find them in any output."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        """`environ`: read for secret-looking variables at the first search (the process's own by default)."""
+        self._lock = threading.Lock()
+        self._pieces: OrderedDict[str, frozenset[str]] = OrderedDict()
+        self._pinned: set[str] = set()
+        self._chars = 0
+        self._index: _Index | None = None
+        self._dirty = False
+        self._environ = environ
+        self._environ_learnt = False
+
+    def __len__(self) -> int:
+        return len(self._pieces)
+
+    def learn(self, values: Iterable[str], *, pinned: bool = False) -> int:
+        """Remember values worth remembering (see `worth_remembering`); how many were new."""
+        new = 0
+        with self._lock:
+            for value in values:
+                if not worth_remembering(value):
+                    continue
+                for piece in pieces(value):
+                    if piece in self._pieces:
+                        self._pieces.move_to_end(piece)
+                    else:
+                        self._pieces[piece] = encodings(piece)
+                        self._chars += len(piece)
+                        self._dirty = True
+                        new += 1
+                    if pinned:
+                        self._pinned.add(piece)
+            self._forget_oldest()
+        return new
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where known values, or pieces of them, lie in `text` (in any of their encodings)."""
+        index = self._current()
+        if index is None or not text:
+            return []
+        view = skeleton(text)
+        found: list[tuple[int, int]] = []
+        matched = index.search(view)
+        runs = list(_number_runs(view))
+        if matched or runs:
+            at = _alnum_positions(text)
+            found = [(at[start], at[end - 1] + 1) for start, end in matched]
+            for start, end in runs:
+                first, last = at[start], at[end - 1] + 1
+                if last - first - (end - start) >= _MIN_TOKENS - 1:  # separated numbers, not one long hex word
+                    found += self._numbers(index, text, first, last)
+        return found
+
+    def _numbers(self, index: _Index, text: str, start: int, end: int) -> list[tuple[int, int]]:
+        tokens = _TOKENS.findall(text, start, end)
+        found: list[tuple[int, int]] = []
+        if len(tokens) < _MIN_TOKENS:
+            return found
+        for decoded in _decodings(tokens):
+            matched = index.search(skeleton("".join(decoded)))
+            if matched:
+                spans = [token.span() for token in _TOKENS.finditer(text, start, end)]
+                owners = [number for number, chars in enumerate(decoded) for _ in skeleton(chars)]
+                found += [(spans[owners[first]][0], spans[owners[last - 1]][1]) for first, last in matched]
+        return found
+
+    def _current(self) -> _Index | None:
+        if not self._environ_learnt:
+            self._environ_learnt = True
+            self.learn(secret_environment(os.environ if self._environ is None else self._environ), pinned=True)
+        if self._dirty:
+            with self._lock:
+                forms = [form for encoded in self._pieces.values() for form in encoded]
+                self._index = _Index.of(forms) if forms else None
+                self._dirty = False
+        return self._index
+
+    def _forget_oldest(self) -> None:
+        for piece in list(self._pieces):
+            if self._chars <= MAX_CHARS:
+                break
+            if piece not in self._pinned:
+                del self._pieces[piece]
+                self._chars -= len(piece)
+                self._dirty = True
+
+
+KNOWN = KnownSecrets()
+"""The process-wide registry: masking (shared/secrets.py) searches it, the file scan and detectors feed it."""
