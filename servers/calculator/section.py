@@ -76,6 +76,7 @@ def _tool(
         "what's the cosine of 0.5 radians",
         "take the absolute value of -42.7",
         "round 3.14159 to the nearest integer",
+        "hyperbolic tangent of 1.2",
     ),
 )
 async def calculator_unary(params: UnaryInput) -> UnaryResult:
@@ -93,7 +94,12 @@ async def calculator_unary(params: UnaryInput) -> UnaryResult:
     "calculator_binary",
     "Binary math operation",
     _DOMAIN_NOTE,
-    examples=("divide 144 by 12", "raise 1.07 to the 10th power", "log base 2 of 1024"),
+    examples=(
+        "divide 144 by 12",
+        "raise 1.07 to the 10th power",
+        "log base 2 of 1024",
+        "subtract one number from another, or multiply two numbers",
+    ),
 )
 async def calculator_binary(params: BinaryInput) -> BinaryResult:
     """Apply a two-argument float operation to a and b: add, subtract, multiply, divide, modulo, pow, log
@@ -113,7 +119,12 @@ async def calculator_binary(params: BinaryInput) -> BinaryResult:
 @_tool(
     "calculator_constant",
     "Mathematical constant",
-    examples=("I need pi to full float precision", "the numeric value of the square root of two"),
+    examples=(
+        "I need pi to full float precision",
+        "the numeric value of the square root of two",
+        "tau, that is two pi",
+        "the value of ln 2",
+    ),
 )
 async def calculator_constant(params: ConstantInput) -> ConstantResult:
     """Return a mathematical constant as a float: pi, e, tau (2*pi), sqrt2, ln2, ln10."""
@@ -129,6 +140,7 @@ async def calculator_constant(params: ConstantInput) -> ConstantResult:
         "work out (3 + 4i) * (2 - i)",
         "evaluate 100 factorial",
         "an exact answer for a long arithmetic expression",
+        "exact big-number arithmetic with fractions",
     ),
 )
 def calculator_evaluate(params: EvaluateInput, state: CalculatorState) -> EvaluateResult:
@@ -145,7 +157,12 @@ def calculator_evaluate(params: EvaluateInput, state: CalculatorState) -> Evalua
     "calculator_simplify",
     "Simplify an expression",
     _SYMBOLIC_NOTE,
-    examples=("expand (a + b)^3", "tidy up this algebraic expression", "reduce sin(t)^2 + cos(t)^2"),
+    examples=(
+        "expand (a + b)^3",
+        "tidy up this algebraic expression",
+        "reduce sin(t)^2 + cos(t)^2",
+        "cancel common factors in a fraction of polynomials",
+    ),
 )
 def calculator_simplify(params: SimplifyInput, state: CalculatorState) -> SimplifyResult:
     """Rewrite an expression with variables: simplify (default), expand, factor, cancel or trigsimp,
@@ -163,6 +180,7 @@ def calculator_simplify(params: SimplifyInput, state: CalculatorState) -> Simpli
         "solve the quadratic x^2 - 5x + 6 = 0",
         "find the unknowns in these two equations",
         "for which y is 2^y = 64",
+        "roots of a polynomial equation",
     ),
 )
 def calculator_solve(params: SolveInput, state: CalculatorState) -> SolveResult:
@@ -182,7 +200,12 @@ def calculator_solve(params: SolveInput, state: CalculatorState) -> SolveResult:
     "calculator_differentiate",
     "Differentiate",
     _SYMBOLIC_NOTE,
-    examples=("rate of change of t^3 - 2t", "take the derivative of sin(x)*exp(x)"),
+    examples=(
+        "rate of change of t^3 - 2t",
+        "take the derivative of sin(x)*exp(x)",
+        "partial derivative with respect to y",
+        "d/dx of a function",
+    ),
 )
 def calculator_differentiate(params: DifferentiateInput, state: CalculatorState) -> DifferentiateResult:
     """Differentiate an expression with respect to a variable, `order` times (1 to 10), e.g.
@@ -203,7 +226,12 @@ def calculator_differentiate(params: DifferentiateInput, state: CalculatorState)
     "calculator_integrate",
     "Integrate",
     _SYMBOLIC_NOTE,
-    examples=("integrate x^2 from 0 to 3", "indefinite integral of sin(x)*cos(x)"),
+    examples=(
+        "integrate x^2 from 0 to 3",
+        "indefinite integral of sin(x)*cos(x)",
+        "the integral of a function over an interval",
+        "find the primitive of cos(2x)",
+    ),
 )
 def calculator_integrate(params: IntegrateInput, state: CalculatorState) -> IntegrateResult:
     """Integrate an expression: an antiderivative (no bounds; + C omitted in `result`) or a definite integral
@@ -225,7 +253,12 @@ def calculator_integrate(params: IntegrateInput, state: CalculatorState) -> Inte
     "calculator_convert_units",
     "Convert units",
     _UNITS_NOTE,
-    examples=("how many pounds is 70 kg", "express 60 mph in km/h", "kilowatt-hours to joules"),
+    examples=(
+        "how many pounds is 70 kg",
+        "express 60 mph in km/h",
+        "kilowatt-hours to joules",
+        "turn a speed in knots into m/s",
+    ),
 )
 def calculator_convert_units(params: ConvertUnitsInput, state: CalculatorState) -> ConvertUnitsResult:
     """Convert a value between units of the same dimension, e.g. 100 'km/h' → 'm/s' = 27.78, 1 'kWh' → 'J',

@@ -119,7 +119,12 @@ def _os_failure(exc: OSError) -> ToolFailure:
     name="read_file",
     title="Read a file",
     annotations=READ_ONLY,
-    examples=("show me the contents of a config file", "read lines 100 to 150 of app.py", "the tail end of a log file"),
+    examples=(
+        "show me the contents of a config file",
+        "read lines 100 to 150 of app.py",
+        "the tail end of a log file",
+        "view the first lines of a file",
+    ),
 )
 async def read_file(params: ReadFileInput, state: FileOpsState, ctx: ToolContext) -> ReadFileResult:
     """Read a text file (or an image) inside the allowed roots.
@@ -154,7 +159,12 @@ async def read_file(params: ReadFileInput, state: FileOpsState, ctx: ToolContext
     name="read_multiple_files",
     title="Read several files",
     annotations=READ_ONLY,
-    examples=("read these five source files at once", "load several files in one go to review them"),
+    examples=(
+        "read these five source files at once",
+        "load several files in one go to review them",
+        "show several files side by side",
+        "read a list of files in one call",
+    ),
 )
 async def read_multiple_files(params: ReadMultipleInput, state: FileOpsState, ctx: ToolContext) -> ReadMultipleResult:
     """Read up to 50 text files in one call; a file that fails (missing, denied, binary, too large) gets its
@@ -221,7 +231,12 @@ async def read_multiple_files(params: ReadMultipleInput, state: FileOpsState, ct
     name="write_file",
     title="Write a file",
     annotations=OVERWRITE,
-    examples=("create a new script file with this content", "overwrite notes.txt with new text"),
+    examples=(
+        "create a new script file with this content",
+        "overwrite notes.txt with new text",
+        "save text to a file",
+        "create a file from scratch",
+    ),
 )
 async def write_file(params: WriteFileInput, state: FileOpsState, ctx: ToolContext) -> WriteFileResult:
     """Create a file or replace its whole content, atomically (temp file in the same directory, fsync,
@@ -255,6 +270,7 @@ async def write_file(params: WriteFileInput, state: FileOpsState, ctx: ToolConte
         "swap one line of code for another in a file",
         "rename a variable inside one file and show the diff",
         "patch a function body without rewriting the file",
+        "change some text in an existing file",
     ),
 )
 async def edit_file(params: EditFileInput, state: FileOpsState, ctx: ToolContext) -> EditFileResult:
@@ -287,7 +303,12 @@ async def edit_file(params: EditFileInput, state: FileOpsState, ctx: ToolContext
     name="list_directory",
     title="List a directory",
     annotations=READ_ONLY,
-    examples=("what files are in this folder", "ls the current directory", "show hidden files in a folder"),
+    examples=(
+        "what files are in this folder",
+        "ls the current directory",
+        "show hidden files in a folder",
+        "directory listing with sizes and dates",
+    ),
 )
 async def list_directory(params: ListDirectoryInput, state: FileOpsState, ctx: ToolContext) -> ListDirectoryResult:
     """List the entries of one directory with their type, size and modification time.
@@ -333,7 +354,12 @@ def _listing(params: ListDirectoryInput | DirectoryTreeInput | GlobFilesInput) -
     name="directory_tree",
     title="Show a directory tree",
     annotations=READ_ONLY,
-    examples=("show the folder structure two levels deep", "print a tree of the repo without node_modules"),
+    examples=(
+        "show the folder structure two levels deep",
+        "print a tree of the repo without node_modules",
+        "project structure overview",
+        "nested folder layout as a tree",
+    ),
 )
 async def directory_tree(params: DirectoryTreeInput, state: FileOpsState, ctx: ToolContext) -> DirectoryTreeResult:
     """Show the tree below a directory, bounded by `max_depth` (3) and `max_entries` (500).
@@ -375,6 +401,7 @@ async def directory_tree(params: DirectoryTreeInput, state: FileOpsState, ctx: T
         "find every *.test.js file",
         "list all the python files recursively",
         "which yaml files are under config",
+        "find files by name pattern",
     ),
 )
 async def glob_files(params: GlobFilesInput, state: FileOpsState, ctx: ToolContext) -> GlobFilesResult:
@@ -421,6 +448,7 @@ async def glob_files(params: GlobFilesInput, state: FileOpsState, ctx: ToolConte
         "grep for a function name across the project",
         "which files contain a certain error message",
         "search the code with a regex",
+        "find text inside files",
     ),
 )
 async def search_files(params: SearchFilesInput, state: FileOpsState, ctx: ToolContext) -> SearchFilesResult:
@@ -464,7 +492,12 @@ async def search_files(params: SearchFilesInput, state: FileOpsState, ctx: ToolC
     name="file_exists",
     title="Check whether a path exists",
     annotations=READ_ONLY,
-    examples=("check whether a path exists before writing to it", "is there a file at this location"),
+    examples=(
+        "check whether a path exists before writing to it",
+        "is there a file at this location",
+        "does this file exist",
+        "verify a folder or file is present",
+    ),
 )
 async def file_exists(params: PathInput, state: FileOpsState, ctx: ToolContext) -> FileExistsResult:
     """Tell whether a path inside the allowed roots exists, and its type (file, directory, other).
@@ -483,7 +516,12 @@ async def file_exists(params: PathInput, state: FileOpsState, ctx: ToolContext) 
     name="get_file_info",
     title="Get file metadata",
     annotations=READ_ONLY,
-    examples=("how large is this file and when was it modified", "is this path a symlink and where does it point"),
+    examples=(
+        "how large is this file and when was it modified",
+        "is this path a symlink and where does it point",
+        "file size, timestamps and permissions",
+        "metadata of a file",
+    ),
 )
 async def get_file_info(params: PathInput, state: FileOpsState, ctx: ToolContext) -> FileInfoResult:
     """Metadata of a file or directory: type, size, times (ISO 8601 UTC), permissions, hard-link count,
@@ -500,7 +538,12 @@ async def get_file_info(params: PathInput, state: FileOpsState, ctx: ToolContext
     name="create_directory",
     title="Create a directory",
     annotations=WRITE,
-    examples=("mkdir -p a new output folder", "make a directory for the new module"),
+    examples=(
+        "mkdir -p a new output folder",
+        "make a directory for the new module",
+        "create a new folder",
+        "add an empty directory",
+    ),
 )
 async def create_directory(
     params: CreateDirectoryInput, state: FileOpsState, ctx: ToolContext
@@ -518,7 +561,12 @@ async def create_directory(
     name="delete_path",
     title="Delete a file or directory",
     annotations=OVERWRITE,
-    examples=("remove a file I no longer need", "delete a directory and everything inside it"),
+    examples=(
+        "remove a file I no longer need",
+        "delete a directory and everything inside it",
+        "erase a file",
+        "rm -r a folder",
+    ),
 )
 async def delete_path(params: DeletePathInput, state: FileOpsState, ctx: ToolContext) -> DeletePathResult:
     """Delete a file, a symlink (the link itself, never its target) or a directory tree.
@@ -537,7 +585,12 @@ async def delete_path(params: DeletePathInput, state: FileOpsState, ctx: ToolCon
     name="move_file",
     title="Move or rename",
     annotations=MOVE,
-    examples=("rename a file", "move a folder somewhere else in the project"),
+    examples=(
+        "rename a file",
+        "move a folder somewhere else in the project",
+        "relocate a file to another directory",
+        "mv a file to a new name",
+    ),
 )
 async def move_file(params: MoveFileInput, state: FileOpsState, ctx: ToolContext) -> MoveFileResult:
     """Move or rename a file, directory or symlink to a new full path inside the allowed roots.
@@ -556,7 +609,12 @@ async def move_file(params: MoveFileInput, state: FileOpsState, ctx: ToolContext
     name="copy_file",
     title="Copy a file or directory",
     annotations=OVERWRITE,
-    examples=("duplicate a file under a new name", "copy a whole directory to a new location"),
+    examples=(
+        "duplicate a file under a new name",
+        "copy a whole directory to a new location",
+        "make a copy of a file",
+        "back up a folder by copying it",
+    ),
 )
 async def copy_file(params: CopyFileInput, state: FileOpsState, ctx: ToolContext) -> CopyFileResult:
     """Copy a file (atomically) or, with `recursive=true`, a directory tree to a new full path inside the roots.
@@ -589,6 +647,7 @@ async def copy_file(params: CopyFileInput, state: FileOpsState, ctx: ToolContext
         "npm install a library into this project",
         "add a python package to the virtualenv",
         "add a package needed only for development",
+        "pip install a package",
     ),
 )
 async def install_package(params: InstallPackageInput, state: FileOpsState, ctx: ToolContext) -> InstallPackageResult:
@@ -625,7 +684,12 @@ async def install_package(params: InstallPackageInput, state: FileOpsState, ctx:
     name="list_allowed_roots",
     title="List the allowed roots",
     annotations=READ_ONLY,
-    examples=("which folders can the file tools access", "what are my allowed root directories"),
+    examples=(
+        "which folders can the file tools access",
+        "what are my allowed root directories",
+        "which paths am I permitted to read and write",
+        "show the workspace roots",
+    ),
 )
 async def list_allowed_roots(params: NoInput, state: FileOpsState, ctx: ToolContext) -> ListRootsResult:
     """List the directories file tools may use right now, and where they come from.

@@ -63,7 +63,12 @@ def _report(run: object) -> str:
     name="spawn_agent",
     title="Spawn a sub-agent",
     annotations=OPEN_WORLD,
-    examples=("start a temporary helper agent for a subtask", "create a sub-agent with only the file tools"),
+    examples=(
+        "start a temporary helper agent for a subtask",
+        "create a sub-agent with only the file tools",
+        "spawn a sub-agent",
+        "delegate a one-off task to a new agent",
+    ),
 )
 async def spawn_agent(params: SpawnAgentInput, state: ScopedState, ctx: ToolContext) -> SpawnAgentResult:
     """Create a temporary sub-agent, run it on one task and return its markdown report with metrics
@@ -104,7 +109,12 @@ async def spawn_agent(params: SpawnAgentInput, state: ScopedState, ctx: ToolCont
     name="list_children",
     title="List running sub-agents",
     annotations=READ_ONLY,
-    examples=("which sub-agents are running now", "check the free agent slots"),
+    examples=(
+        "which sub-agents are running now",
+        "check the free agent slots",
+        "list my child agents",
+        "what are my sub-agents doing right now",
+    ),
 )
 async def list_children(params: NoInput, state: ScopedState) -> ListChildrenResult:
     """The sub-agents running now (yours: for a sub-agent, the ones it started) with their id, name, kind
@@ -134,7 +144,12 @@ async def list_children(params: NoInput, state: ScopedState) -> ListChildrenResu
     name="terminate_agent",
     title="Stop a running sub-agent",
     annotations=OVERWRITE,
-    examples=("cancel a running sub-agent", "stop the agent I spawned"),
+    examples=(
+        "cancel a running sub-agent",
+        "stop the agent I spawned",
+        "kill a child agent",
+        "abort a sub-agent that is stuck",
+    ),
 )
 async def terminate_agent(params: TerminateAgentInput, state: ScopedState) -> TerminateAgentResult:
     """Stop a running sub-agent (and the sub-agents it started) now. The call that started it returns at
@@ -150,7 +165,12 @@ async def terminate_agent(params: TerminateAgentInput, state: ScopedState) -> Te
     name="delegate_task",
     title="Delegate to a permanent agent",
     annotations=OPEN_WORLD,
-    examples=("give a job to one of the configured agents", "let the permanent writer agent handle this"),
+    examples=(
+        "give a job to one of the configured agents",
+        "let the permanent writer agent handle this",
+        "delegate a task to an existing agent",
+        "ask the reviewer agent to do it",
+    ),
 )
 async def delegate_task(params: DelegateTaskInput, state: ScopedState, ctx: ToolContext) -> DelegateTaskResult:
     """Run a task on a permanent agent from the configuration (see list_agents): it works with its own
@@ -175,7 +195,12 @@ async def delegate_task(params: DelegateTaskInput, state: ScopedState, ctx: Tool
     name="list_agents",
     title="List permanent agents",
     annotations=READ_ONLY,
-    examples=("what permanent agents are configured", "show the agents I can delegate to"),
+    examples=(
+        "what permanent agents are configured",
+        "show the agents I can delegate to",
+        "list agents",
+        "which specialist agents exist",
+    ),
 )
 async def list_agents(params: NoInput, state: ScopedState) -> ListAgentsResult:
     """The permanent agents delegate_task and parallel_tasks can use (never the caller itself): id, name,
@@ -199,7 +224,12 @@ async def list_agents(params: NoInput, state: ScopedState) -> ListAgentsResult:
     name="parallel_tasks",
     title="Run tasks in parallel",
     annotations=OPEN_WORLD,
-    examples=("run several agent tasks concurrently", "fan out up to three jobs to agents at once"),
+    examples=(
+        "run several agent tasks concurrently",
+        "fan out up to three jobs to agents at once",
+        "run tasks in parallel",
+        "execute a batch of agent tasks simultaneously",
+    ),
 )
 async def parallel_tasks(params: ParallelTasksInput, state: ScopedState, ctx: ToolContext) -> ParallelTasksResult:
     """execute_batch: run up to 3 independent tasks at the same time, each on a permanent agent (see
@@ -275,7 +305,12 @@ def _question(params: AskUserInput, state: ScopedState) -> UserQuestion:
     title="Ask the user a question",
     annotations=ASKS_USER,
     asks_user=_question,
-    examples=("ask the user a clarifying question", "let the user choose between options", "get approval from a human"),
+    examples=(
+        "ask the user a clarifying question",
+        "let the user choose between options",
+        "get approval from a human",
+        "request input from the user",
+    ),
 )
 async def ask_user(params: AskUserInput, state: ScopedState, answer: UserAnswer) -> AskUserResult:
     """Ask the human user a question and wait for the answer (MCP elicitation): `checkbox` (choose among

@@ -110,6 +110,7 @@ def _project_out(brain: Any, project: Any) -> ProjectOut:
         "parse a source tree into the knowledge graph",
         "parse my repo so I can search it",
         "re-index the files that changed",
+        "index a directory into the brain",
     ),
 )
 async def ingest_directory(params: IngestDirectoryInput, state: Any, ctx: ToolContext) -> IngestDirectoryResult:
@@ -155,7 +156,12 @@ def _ingest_result(report: Any) -> IngestDirectoryResult:
     name="setup_project",
     title="Set up a project in one call",
     annotations=WRITE,
-    examples=("register, index and embed a project in one call", "quickstart: make this directory searchable"),
+    examples=(
+        "register, index and embed a project in one call",
+        "quickstart: make this directory searchable",
+        "get a codebase ready for search in one step",
+        "set up a new project end to end",
+    ),
 )
 async def setup_project(params: SetupProjectInput, state: Any, ctx: ToolContext) -> SetupProjectResult:
     """Quickstart: register a directory as a named project, ingest it (incrementally if it already is one),
@@ -188,7 +194,12 @@ async def setup_project(params: SetupProjectInput, state: Any, ctx: ToolContext)
     name="ingest_code",
     title="Ingest a code snippet",
     annotations=WRITE,
-    examples=("put code given inline into the graph under a file name", "index some code that isn't on disk"),
+    examples=(
+        "put code given inline into the graph under a file name",
+        "index some code that isn't on disk",
+        "ingest a code snippet",
+        "index source text I give you directly",
+    ),
 )
 def ingest_code(params: IngestCodeInput, state: Any) -> IngestCodeResult:
     """Ingest source code given inline (not read from disk) as a file of a project: parsed like a file of that
@@ -214,7 +225,12 @@ def ingest_code(params: IngestCodeInput, state: Any) -> IngestCodeResult:
     name="generate_embeddings",
     title="Complete pending embeddings",
     annotations=WRITE,
-    examples=("compute the missing embeddings now", "finish vectorizing the project for semantic search"),
+    examples=(
+        "compute the missing embeddings now",
+        "finish vectorizing the project for semantic search",
+        "generate embeddings for pending nodes",
+        "make semantic search work on the new files",
+    ),
 )
 async def generate_embeddings(
     params: GenerateEmbeddingsInput, state: Any, ctx: ToolContext
@@ -236,7 +252,12 @@ async def generate_embeddings(
     name="create_project",
     title="Register a project",
     annotations=WRITE,
-    examples=("declare a folder as a long-lived project", "create a new project entry in the brain"),
+    examples=(
+        "declare a folder as a long-lived project",
+        "create a new project entry in the brain",
+        "create a project",
+        "name a project root in the brain",
+    ),
 )
 def create_project(params: CreateProjectInput, state: Any) -> ProjectResult:
     """Register a directory as a named project (kept until forgotten, unlike quick-ingests). A directory inside
@@ -254,7 +275,12 @@ def create_project(params: CreateProjectInput, state: Any) -> ProjectResult:
     name="load_project",
     title="Load a project",
     annotations=WRITE,
-    examples=("load a project's vectors for this session", "reopen an indexed project"),
+    examples=(
+        "load a project's vectors for this session",
+        "reopen an indexed project",
+        "load a project",
+        "bring a project into this session",
+    ),
 )
 def load_project(params: ProjectInput, state: Any) -> LoadProjectResult:
     """Load a project for this session: its vectors go into memory, it becomes active if none is, its last
@@ -271,7 +297,12 @@ def load_project(params: ProjectInput, state: Any) -> LoadProjectResult:
     name="switch_project",
     title="Switch the active project",
     annotations=WRITE,
-    examples=("change the active project", "search in a different project by default"),
+    examples=(
+        "change the active project",
+        "search in a different project by default",
+        "switch to another project",
+        "make a project active",
+    ),
 )
 def switch_project(params: ProjectInput, state: Any) -> ProjectResult:
     """Make a project the active one: semantic_search and ingest_code default to it in this session."""
@@ -283,7 +314,12 @@ def switch_project(params: ProjectInput, state: Any) -> ProjectResult:
     name="unload_project",
     title="Unload a project",
     annotations=WRITE,
-    examples=("release a loaded project, its data stays", "stop using a loaded project without deleting it"),
+    examples=(
+        "release a loaded project, its data stays",
+        "stop using a loaded project without deleting it",
+        "unload a project",
+        "close a project in the session",
+    ),
 )
 def unload_project(params: ProjectInput, state: Any) -> ProjectResult:
     """Unload a project from this session: it is no longer loaded or active (no data is deleted)."""
@@ -295,7 +331,12 @@ def unload_project(params: ProjectInput, state: Any) -> ProjectResult:
     name="list_projects",
     title="List the brain's projects",
     annotations=READ_ONLY,
-    examples=("which projects are indexed", "list the brain's projects and their sizes"),
+    examples=(
+        "which projects are indexed",
+        "list the brain's projects and their sizes",
+        "list projects",
+        "show the brain's known projects and their types",
+    ),
 )
 def list_projects(params: ListProjectsInput, state: Any) -> ListProjectsResult:
     """List the projects in the brain: id, root path or URL, type (project / quick-ingest / web-crawl), last
@@ -310,7 +351,12 @@ def list_projects(params: ListProjectsInput, state: Any) -> ListProjectsResult:
     name="forget_path",
     title="Forget a path",
     annotations=OVERWRITE,
-    examples=("the brain should no longer know about a path", "forget a web page I ingested"),
+    examples=(
+        "the brain should no longer know about a path",
+        "forget a web page I ingested",
+        "forget a file in the brain",
+        "remove a directory from the knowledge graph",
+    ),
 )
 def forget_path(params: ForgetPathInput, state: Any) -> ForgetPathResult:
     """Remove from the brain exactly the nodes of one file or directory (or a whole project when given its
@@ -323,7 +369,12 @@ def forget_path(params: ForgetPathInput, state: Any) -> ForgetPathResult:
     name="gc",
     title="Garbage-collect the brain",
     annotations=OVERWRITE,
-    examples=("garbage collect the knowledge graph", "clean up expired quick ingests and orphans"),
+    examples=(
+        "garbage collect the knowledge graph",
+        "clean up expired quick ingests and orphans",
+        "delete old quick-ingest data",
+        "tidy up the brain's storage",
+    ),
 )
 def gc(params: GcInput, state: Any) -> GcResult:
     """Remove quick-ingests and web crawls not accessed within their retention period, then orphaned rows
@@ -339,7 +390,12 @@ def gc(params: GcInput, state: Any) -> GcResult:
     name="get_schema",
     title="Brain schema and counts",
     annotations=READ_ONLY,
-    examples=("what node types and relationships does the graph have", "show counts of nodes and pending vectors"),
+    examples=(
+        "what node types and relationships does the graph have",
+        "show counts of nodes and pending vectors",
+        "describe the graph schema",
+        "which properties can I query on",
+    ),
 )
 def get_schema(params: SchemaInput, state: Any) -> SchemaResult:
     """The graph schema: node labels and relationship types with counts, the properties each label carries
@@ -358,6 +414,7 @@ def get_schema(params: SchemaInput, state: Any) -> SchemaResult:
         "find nodes named X in the code graph",
         "list the classes in a given file",
         "look up functions by name prefix",
+        "search nodes by label and property",
     ),
 )
 def query_entities(params: QueryEntitiesInput, state: Any) -> EntitiesResult:
@@ -404,7 +461,12 @@ def _path_filter(state: Any, path: str, project_ids: list[str] | None) -> tuple[
     name="explore_relationships",
     title="Explore relationships",
     annotations=READ_ONLY,
-    examples=("what calls this function", "show what a file imports and defines", "walk the call graph from a node"),
+    examples=(
+        "what calls this function",
+        "show what a file imports and defines",
+        "walk the call graph from a node",
+        "who imports this module",
+    ),
 )
 def explore_relationships(params: ExploreInput, state: Any) -> ExploreResult:
     """Walk the graph from a node: follow the given relationship types (CONTAINS, DEFINES, IMPORTS, CALLS,
@@ -436,7 +498,12 @@ def explore_relationships(params: ExploreInput, state: Any) -> ExploreResult:
     name="semantic_search",
     title="Semantic search",
     annotations=READ_ONLY,
-    examples=("search the current project by meaning", "where is the login handled in this code"),
+    examples=(
+        "search the current project by meaning",
+        "where is the login handled in this code",
+        "natural-language code search in this project",
+        "find functions by what they do",
+    ),
 )
 def semantic_search(params: SemanticSearchInput, state: Any) -> SearchResult:
     """Search by meaning (sentence embeddings) in one project (default: the active project, else all): best
@@ -460,7 +527,12 @@ def semantic_search(params: SemanticSearchInput, state: Any) -> SearchResult:
     name="brain_search",
     title="Search the whole brain",
     annotations=READ_ONLY,
-    examples=("search across every project and web page I've ingested", "find something anywhere in the brain"),
+    examples=(
+        "search across every project and web page I've ingested",
+        "find something anywhere in the brain",
+        "search all knowledge including crawled web pages",
+        "hybrid search over everything indexed",
+    ),
 )
 def brain_search(params: BrainSearchInput, state: Any) -> SearchResult:
     """Search everything the brain holds — all projects, quick-ingests and web pages — combining semantic
@@ -485,7 +557,12 @@ def brain_search(params: BrainSearchInput, state: Any) -> SearchResult:
     name="run_cypher",
     title="Run a read-only Cypher query",
     annotations=READ_ONLY,
-    examples=("run a read-only Cypher query on Neo4j", "query the graph with Cypher"),
+    examples=(
+        "run a read-only Cypher query on Neo4j",
+        "query the graph with Cypher",
+        "MATCH query on the graph database",
+        "count nodes with a Cypher statement",
+    ),
 )
 def run_cypher(params: RunCypherInput, state: Any) -> RunCypherResult:
     """Neo4j backend only: run a read-only Cypher query on the brain (nodes carry the BrainNode label plus

@@ -49,6 +49,7 @@ def _progress(ctx: ToolContext | None, what: str, timeout: float | None) -> Any:
         "run the unit tests from the command line",
         "execute a program like ls or python in the project",
         "build the project with cargo",
+        "run a shell command",
     ),
 )
 async def run_command(params: RunCommandInput, state: Any, ctx: ToolContext) -> CommandResult:
@@ -72,7 +73,12 @@ async def run_command(params: RunCommandInput, state: Any, ctx: ToolContext) -> 
     name="run_npm_script",
     title="Run a package.json script",
     annotations=OPEN_WORLD,
-    examples=("run a script from package.json", "start the dev server defined in package.json"),
+    examples=(
+        "run a script from package.json",
+        "start the dev server defined in package.json",
+        "execute an npm script like build or lint",
+        "npm run start",
+    ),
 )
 async def run_npm_script(params: RunNpmScriptInput, state: Any, ctx: ToolContext) -> NpmScriptResult:
     """Run an existing script from package.json (`npm run-script NAME -- ARGS`) in `cwd` (default: first root).
@@ -93,7 +99,12 @@ async def run_npm_script(params: RunNpmScriptInput, state: Any, ctx: ToolContext
     name="git_status",
     title="Git status",
     annotations=READ_ONLY,
-    examples=("show git status", "are there uncommitted or untracked files", "which branch is checked out"),
+    examples=(
+        "show git status",
+        "are there uncommitted or untracked files",
+        "which branch is checked out",
+        "what's the state of the git repository",
+    ),
 )
 async def git_status(params: GitStatusInput, state: Any) -> GitStatusResult:
     """Structured `git status` of the repository containing `cwd` (which must be inside the roots).
@@ -116,6 +127,7 @@ async def git_status(params: GitStatusInput, state: Any) -> GitStatusResult:
         "show the diff of my uncommitted changes",
         "what's different between two commits",
         "diff stats of the staged files",
+        "what did I change in the code",
     ),
 )
 async def git_diff(params: GitDiffInput, state: Any) -> GitDiffResult:
@@ -143,7 +155,12 @@ async def git_diff(params: GitDiffInput, state: Any) -> GitDiffResult:
     name="git_log",
     title="Git log",
     annotations=READ_ONLY,
-    examples=("show the recent commit history", "list the commits that touched a file", "who made the latest commits"),
+    examples=(
+        "show the recent commit history",
+        "list the commits that touched a file",
+        "who made the latest commits",
+        "git history of the repository",
+    ),
 )
 async def git_log(params: GitLogInput, state: Any) -> GitLogResult:
     """Recent commits of the repository containing `cwd`, newest first: at most `max_count` (≤ 200) after
@@ -159,7 +176,12 @@ async def git_log(params: GitLogInput, state: Any) -> GitLogResult:
     name="list_safe_commands",
     title="List the allowed commands",
     annotations=READ_ONLY,
-    examples=("which shell commands may I run", "what programs are on the allow-list"),
+    examples=(
+        "which shell commands may I run",
+        "what programs are on the allow-list",
+        "which tools can run_command start",
+        "list the allowed executables",
+    ),
 )
 def list_safe_commands(params: ListSafeCommandsInput, state: Any) -> ListSafeCommandsResult:
     """The programs run_command may start (with their resolved executable and argument policy), the programs

@@ -31,7 +31,12 @@ MAX_BLOCKED_SHOWN = 20
     name="fetch_web_page",
     title="Fetch a web page",
     annotations=WEB_WRITE,
-    examples=("open a URL and read the page", "crawl a website a couple of levels deep", "screenshot a web page"),
+    examples=(
+        "open a URL and read the page",
+        "crawl a website a couple of levels deep",
+        "screenshot a web page",
+        "get a page's text from its URL",
+    ),
 )
 async def fetch_web_page(params: FetchWebPageInput, state: Any, ctx: ToolContext | None = None) -> FetchWebPageResult:
     """Fetch a web page and return its main content as clean markdown, with its title and final URL.
@@ -111,7 +116,12 @@ async def fetch_web_page(params: FetchWebPageInput, state: Any, ctx: ToolContext
     name="ingest_web_page",
     title="Ingest web pages into the brain",
     annotations=WEB_WRITE,
-    examples=("save a web page into the brain", "index a documentation website for later search"),
+    examples=(
+        "save a web page into the brain",
+        "index a documentation website for later search",
+        "store a site's pages for brain_search",
+        "crawl and remember a website",
+    ),
 )
 async def ingest_web_page(
     params: IngestWebPageInput, state: Any, ctx: ToolContext | None = None
@@ -166,7 +176,12 @@ async def ingest_web_page(
     name="search_web",
     title="Search the web",
     annotations=WEB_READ,
-    examples=("google something", "search the internet for documentation", "find web pages about a topic"),
+    examples=(
+        "google something",
+        "search the internet for documentation",
+        "find web pages about a topic",
+        "web search for recent news",
+    ),
 )
 async def search_web(params: SearchWebInput, state: Any) -> SearchWebResult:
     """Search the web and return titles, URLs and snippets (then read a result with fetch_web_page).
