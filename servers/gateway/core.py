@@ -34,6 +34,8 @@ from .launchers import STARTUP_TIMEOUT_SECONDS, SectionLauncher
 from .models import (
     DescribeSectionResult,
     EnvironmentInfoResult,
+    FindToolsInput,
+    FindToolsResult,
     GitInfo,
     ListSectionsResult,
     ModelInfo,
@@ -46,6 +48,7 @@ from .models import (
 )
 from .section import GATEWAY_TOOLS
 from .settings import GatewaySettings
+from .tool_search import ToolSearch
 
 logger = logging.getLogger("mcp_sections.gateway")
 
@@ -105,6 +108,7 @@ class Gateway:
             if entry.load_error:
                 raise ConfigError(f"cannot expose section {section_id!r}: {entry.load_error}")
         self.exposed: dict[str, Route] = {}
+        self.tool_search = ToolSearch(self.catalog, settings)
         from mcp_sections.shared.agents.runtime import AgentRuntime
 
         self.agents = AgentRuntime(self)  # type: ignore[arg-type]
@@ -117,6 +121,8 @@ class Gateway:
         async with anyio.create_task_group() as task_group:
             for launcher in self.launchers.values():
                 launcher.attach(task_group)
+            if self.settings.warm_up:
+                self.tool_search.start()  # find_tools' index, built in a background thread
             try:
                 yield self
             finally:
@@ -301,6 +307,11 @@ class Gateway:
             await anyio.to_thread.run_sync(lambda: entry.load_error)
         definitions = await self.definitions(entry)
         return DescribeSectionResult(section=self.section_info(entry), tools=definitions)
+
+    async def find_tools(self, params: FindToolsInput) -> FindToolsResult:
+        for section_id in params.sections or []:
+            self.entry(section_id)  # NOT_FOUND names the known sections
+        return await anyio.to_thread.run_sync(self.tool_search.find, params, abandon_on_cancel=True)
 
     async def working_directory(self, ctx: ToolContext | None) -> WorkingDirectoryResult:
         client_roots = None
