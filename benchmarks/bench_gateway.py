@@ -547,7 +547,8 @@ async def tool_search(data_dir: str) -> list[list[Any]]:
     builds["cached (read vectors)"] = _build_in_fresh_process(cache, data_dir)
     search = build_search(cache, Path(data_dir))
     scores = evaluate(search)
-    p50, p95, samples = latency_ms(search)
+    latency = latency_ms(search)
+    p50, p95 = latency["search"]
     over_stdio = await find_tools_over_stdio(data_dir, [item["need"] for item in needs("dev")])
     counts = {split: len(needs(split)) for split in SPLITS}
     print(
@@ -570,7 +571,11 @@ async def tool_search(data_dir: str) -> list[list[Any]]:
     if search.index(wait_seconds=0).mode != "hybrid":
         rows.append(["", f"no embedding rows: {search.search('read a file', 1, None)[2]}", "", "", "", ""])
     print_table(["needs", "ranking", "count", "recall@1", "recall@3", "goal"], rows)
-    print(f"   warm search in the gateway's process: p50 {p50:.1f} ms, p95 {p95:.1f} ms ({samples} searches)")
+    floor = latency["model"]
+    print(
+        f"   warm search in the gateway's process: p50 {p50:.1f} ms, p95 {p95:.1f} ms; of which the floor, embedding "
+        f"the query alone (interleaved): p50 {floor[0]:.1f} ms, p95 {floor[1]:.1f} ms"
+    )
     if over_stdio is not None:
         print(
             f"   find_tools over stdio (MCP client → gateway), warm: p50 {over_stdio[0]:.1f} ms, "
@@ -608,6 +613,7 @@ async def tool_search(data_dir: str) -> list[list[Any]]:
             verdict(p95 <= SEARCH_P95_TARGET_MS),
         ]
     )
+    targets.append(["tool search: embedding the query alone p95 (floor)", f"{floor[1]:.1f} ms", "(info)", ""])
     return targets
 
 

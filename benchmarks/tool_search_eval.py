@@ -84,18 +84,25 @@ def evaluate(
     return scores
 
 
-def latency_ms(search: Any, rounds: int = 3) -> tuple[float, float, int]:
-    """(p50, p95, queries) of `ToolSearch.search` warm, over the dev and held-out needs, each asked once a round."""
+def latency_ms(search: Any, rounds: int = 3) -> dict[str, tuple[float, float]]:
+    """Warm (p50, p95) in ms of `ToolSearch.search` ("search") and, interleaved with it, of embedding the query
+    alone ("model", the floor of any search by meaning), over the dev and held-out needs, each once a round."""
     queries = [item["need"] for split in SPLITS for item in needs(split)]
     search.search("warm up", 5, None)
-    samples = []
+    steps = {"search": lambda query: search.search(query, 5, None), "model": search.embed_query}
+    samples: dict[str, list[float]] = {key: [] for key in steps}
     for _ in range(rounds):
         for query in queries:
-            started = time.perf_counter()
-            search.search(query, 5, None)
-            samples.append((time.perf_counter() - started) * 1000)
-    ordered = sorted(samples)
-    return statistics.median(ordered), ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))], len(samples)
+            for key, step in steps.items():
+                started = time.perf_counter()
+                step(query)
+                samples[key].append((time.perf_counter() - started) * 1000)
+    return {key: (statistics.median(values), _p95(values)) for key, values in samples.items()}
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
 def build_times(cache_dir: Path, data_dir: Path) -> dict[str, Any]:
