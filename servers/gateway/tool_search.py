@@ -269,6 +269,7 @@ class ToolSearch:
         self._model_lock = threading.Lock()  # one thread loads the model; the others wait for it
         self._built = threading.Event()  # the text index exists
         self._started = False
+        self._broken: dict[str, str] = {}  # section id -> why its definitions could not be read
 
     # -- building ------------------------------------------------------------------------------------
 
@@ -285,8 +286,16 @@ class ToolSearch:
         return [entry for entry in self.catalog.values() if not entry.load_error and self._definitions(entry)]
 
     def _definitions(self, entry: SectionEntry) -> list[dict[str, Any]] | None:
-        """A built-in section's definitions (from its declaration); a third-party one's once it has run."""
-        return entry.definitions(self.settings)
+        """A built-in section's definitions (from its declaration); a third-party one's once it has run; None for a
+        section whose definitions cannot be computed (the reason is kept for `unsearched`)."""
+        if entry.id in self._broken:
+            return None
+        try:
+            return entry.definitions(self.settings)
+        except Exception as exc:  # one broken declaration must not keep the other sections out of the index
+            logger.warning("tool search skips section %s: %r", entry.id, exc)
+            self._broken[entry.id] = f"its tool definitions cannot be computed: {type(exc).__name__}: {exc}"
+            return None
 
     def _fingerprint_of(self, entries: list[SectionEntry]) -> tuple[str, ...]:
         return tuple(f"{entry.id}:{len(self._definitions(entry) or [])}" for entry in entries)
@@ -338,7 +347,11 @@ class ToolSearch:
             if not embedder.load():
                 self._model_error = embedder.describe()
                 return
-            cache = EmbeddingCache(Database(self.settings.cache_dir / CACHE_FILE, [EMBEDDING_CACHE_SCHEMA]))
+            cache = None
+            try:
+                cache = EmbeddingCache(Database(self.settings.cache_dir / CACHE_FILE, [EMBEDDING_CACHE_SCHEMA]))
+            except Exception as exc:  # an unwritable cache directory: embed at every start instead
+                logger.warning("tool search vectors are not cached: %r", exc)
             self._service = EmbeddingService(embedder, cache)
         except Exception as exc:  # no numpy, an unwritable cache directory...: BM25 still answers
             logger.warning("tool search runs on BM25 alone: %r", exc)
@@ -448,6 +461,8 @@ class ToolSearch:
                 continue
             if entry.load_error:
                 result.append((entry.id, f"cannot be loaded: {entry.load_error}"))
+            elif entry.id in self._broken:
+                result.append((entry.id, self._broken[entry.id]))
             elif not self._definitions(entry):
                 result.append((entry.id, "third-party section not started yet: its tools are known once it runs"))
         return result

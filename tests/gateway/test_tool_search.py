@@ -111,7 +111,7 @@ def test_without_a_model_the_ranking_is_bm25_alone_and_says_so(tmp_path: Path) -
     search = _search(tmp_path, tmp_path / "cache", missing)
     result = search.find(FindToolsInput(query="rename a file", limit=3))
     assert result.mode == "bm25"
-    assert result.note and result.note.startswith("BM25 alone")
+    assert result.note and result.note.startswith("BM25 alone") and "no-such-model" in result.note
     assert "move_file" in [found.name for found in result.tools]
     assert result.unsearched == []  # every built-in section is searched without starting it
     only = search.find(FindToolsInput(query="delete", sections=["todo"]))
