@@ -319,7 +319,7 @@ class ToolSearch:
             with self._lock:
                 self._index, self._fingerprint = text_index, self._fingerprint_of(known)
             self._built.set()
-            self._add_vectors(text_index)
+            self._add_vectors()
         except Exception:  # the gateway keeps serving; find_tools reports the failure
             logger.exception("the tool search index could not be built")
             self._model_error = self._model_error or "the index could not be built (see the gateway's log)"
@@ -360,21 +360,28 @@ class ToolSearch:
         finally:
             self.times.model = time.perf_counter() - started
 
-    def _add_vectors(self, index: ToolIndex) -> None:
+    def _add_vectors(self) -> None:
+        """Give the current index its vectors (loading the model first if needed); an index replaced meanwhile
+        (a third-party section became known) gets them in turn."""
         service = self._embedding_service()
-        if service is None:
-            return
-        started = time.perf_counter()
-        calls = service.model_calls
-        vectors = tool_vectors(index.entries, service)
-        self.times.vectors = time.perf_counter() - started
-        self.times.embedded = service.model_calls - calls
-        with self._lock:
-            if self._index is index:
-                self._index = index.with_vectors(vectors)
+        while service is not None:
+            with self._lock:
+                index = self._index
+            if index is None or index.vectors is not None:
+                return
+            started = time.perf_counter()
+            calls = service.model_calls
+            vectors = tool_vectors(index.entries, service)
+            self.times.vectors = time.perf_counter() - started
+            self.times.embedded = service.model_calls - calls
+            with self._lock:
+                if self._index is index:
+                    self._index = index.with_vectors(vectors)
+                    return
 
     def _refresh(self) -> None:
-        """Rebuild (from cached vectors) when the known sections changed, e.g. a third-party one started."""
+        """Rebuild when the known sections changed (a third-party one ran): the text part now, the vectors from the
+        cache (and the model for the new tools), here once the model is loaded, else by the building thread."""
         known = self._known()
         fingerprint = self._fingerprint_of(known)
         if fingerprint == self._fingerprint:
@@ -382,7 +389,8 @@ class ToolSearch:
         index = ToolIndex(self._entries(known))
         with self._lock:
             self._index, self._fingerprint = index, fingerprint
-        self._add_vectors(index)
+        if self._service is not None:
+            self._add_vectors()
 
     # -- searching -----------------------------------------------------------------------------------
 

@@ -137,6 +137,27 @@ def test_dev_needs_recall_floor_and_hybrid_beats_each_leg(shared_cache_dir: Path
     assert again.times.embedded == 0 and again.index(wait_seconds=0).mode == "hybrid"
 
 
+@needs_model
+def test_a_third_party_section_joins_the_index_when_its_tools_become_known(
+    shared_cache_dir: Path, tmp_path: Path
+) -> None:
+    from mcp_sections.servers.gateway.catalog import build_catalog
+    from mcp_sections.servers.gateway.settings import ExternalSection, GatewaySettings
+    from mcp_sections.shared.config import Settings
+
+    demo = ExternalSection(command="/nonexistent/server", description="Weather forecasts.")
+    catalog = build_catalog(GatewaySettings(sections={"weather": demo}))
+    search = ToolSearch(catalog, Settings(cache_dir=shared_cache_dir, data_dir=tmp_path / "data"))
+    hits, mode, _ = search.search("will it rain tomorrow in Lyon", 3, None)
+    assert mode == "hybrid" and all(hit.entry.section != "weather" for hit in hits)
+    assert search.unsearched() == [("weather", "third-party section not started yet: its tools are known once it runs")]
+    forecast = {"name": "get_forecast", "description": "Weather forecast for a city: rain, temperature, wind."}
+    catalog["weather"].remember_definitions([{**forecast, "inputSchema": {"type": "object"}}])  # as its first run does
+    hits, mode, _ = search.search("will it rain tomorrow in Lyon", 3, None)
+    assert mode == "hybrid" and hits[0].entry.name == "get_forecast" and search.unsearched() == []
+    assert search.times.embedded == 1  # only the new tool's passage: the others' vectors came from the cache
+
+
 # -- the gateway's tool, over stdio -------------------------------------------------------------------------------
 
 
