@@ -121,8 +121,6 @@ class Gateway:
         async with anyio.create_task_group() as task_group:
             for launcher in self.launchers.values():
                 launcher.attach(task_group)
-            if self.settings.warm_up:
-                self.tool_search.start()  # find_tools' index, built in a background thread
             try:
                 yield self
             finally:

@@ -16,8 +16,10 @@ holds. The similarity is the query's, averaged with the query stripped of its sp
 ids, quoted text, numbers), which no tool text contains. Without the embedding model (light install, model
 failed, or still loading past `MODEL_WAIT_SECONDS`) the ranking is BM25 alone, and the result says so.
 
-The index is built off the event loop, once per gateway (rebuilt, from cached vectors, when a third-party
-section's definitions become known): the text part first, so that BM25 answers while the model loads.
+The index is built off the event loop, once per gateway, on the first search (rebuilt, from cached vectors, when a
+third-party section's definitions become known): the text part first, so that BM25 answers while the model loads.
+Not at start-up: a gateway that never searches keeps its start, its hops and its memory (the model is ~160 MB of
+RSS) as they were, and a short-lived one never exits in the middle of loading a model.
 """
 
 from __future__ import annotations
