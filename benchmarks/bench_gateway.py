@@ -24,8 +24,16 @@ Run: python -m benchmarks.bench_gateway [--starts 5] [--calls 1500]
    first `call_section_tool` into the not-yet-started calculator (the default mode spawns the section, the
    in-process mode imports it) beside the first call on a fresh `serve calculator`. No target in the issue:
    reported only.
+4. Tool search (issue #24): find_tools' index (servers/gateway/tool_search.py) on the needs of
+   benchmarks/data/tool_needs_{dev,heldout}.jsonl (see benchmarks/tool_search_eval.py): recall@1/@3 of the hybrid
+   ranking beside each of its legs alone, BM25 alone (what FastMCP's BM25 transform and Strata do) and
+   embeddings alone; warm latency of a search in the gateway's process (p50/p95) and of a find_tools call over
+   stdio; the index's build time in a fresh process: first ever (no ONNX export yet), vectors not cached, cached.
+   Goals: hybrid recall@3 ≥ 0.95 and recall@1 ≥ 0.80, search p95 ≤ 20 ms warm; and (table 1) the gateway's
+   tools/list ≤ 5% of the flat union in bytes.
 
-Needs: the project installed (the `calculator` extra at least). Optional, benchmark-only: `pip install
+Needs: the project installed (the `calculator` extra at least; the `memory` extra for the embedding rows).
+`--tool-search-only` prints tables 1 and 4 only. Optional, benchmark-only: `pip install
 fastmcp` (4.x; without it the proxy row says "skipped") and `pip install bpe-openai` (the GPT-4o tokenizer;
 without it tokens fall back as above, or are not counted). Not part of the tests. Times depend on the
 machine's load, which the output prints: compare the paths within one run, not across runs.
@@ -40,6 +48,7 @@ import importlib.util
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -57,7 +66,11 @@ from benchmarks.harness import ROOT, cli, compile_project, median, parameters, p
 
 QUIET = {"MCP_SECTIONS_LOG_LEVEL": "CRITICAL", "FASTMCP_LOG_LEVEL": "ERROR", "FASTMCP_SHOW_SERVER_BANNER": "false"}
 ADD = {"operation": "add", "a": 1, "b": 2}
-CONTEXT_TARGET = 0.10  # gateway tools/list ≤ 10% of the flat union
+CONTEXT_TARGET = 0.10  # gateway tools/list ≤ 10% of the flat union (tokens)
+CONTEXT_BYTES_TARGET = 0.05  # issue #24: ... and ≤ 5% of it in bytes
+RECALL_AT_1_TARGET = 0.80  # issue #24: find_tools' hybrid ranking on our needs
+RECALL_AT_3_TARGET = 0.95
+SEARCH_P95_TARGET_MS = 20.0  # issue #24: a warm search answers in ≤ 20 ms p95
 HOP_TARGET_VS_DIRECT = 1.5  # gateway ≤ 1.5× direct
 HOP_TARGET_VS_FLOOR = 1.1  # issue #10: the gateway's hop ≤ 1.1× the bare SDK forwarder's
 HOP_TARGET_VS_FASTMCP = 3.0  # fastmcp proxy ≥ 3× the gateway
@@ -287,8 +300,8 @@ async def checked_call(client: Client, subject: Subject) -> Any:
 # -- measurements ---------------------------------------------------------------------------------------------
 
 
-async def context_cost(data_dir: str, listings: list[SectionListing], tokenizer: Tokenizer | None) -> list[Any]:
-    """Prints table 1; returns the summary row of its target."""
+async def context_cost(data_dir: str, listings: list[SectionListing], tokenizer: Tokenizer | None) -> list[list[Any]]:
+    """Prints table 1; returns the summary rows of its targets (tokens, then bytes)."""
     installed = [listing for listing in listings if listing.tools]
     flat = [tool for listing in installed for tool in listing.tools]
     async with Client(parameters(gateway_argv(data_dir), QUIET), mode="legacy") as client:
@@ -339,11 +352,20 @@ async def context_cost(data_dir: str, listings: list[SectionListing], tokenizer:
     print_table(["list", "tools", "bytes", "tokens", "vs flat", "target", "result"], rows)
     print("   sections: " + "; ".join(f"{item.id} [{item.extra or 'core'}] {item.status}" for item in listings))
     unit = "tokens" if measure_tokens else "bytes"
+    byte_share = gateway_bytes / flat_bytes
     return [
-        "context: gateway tools/list / flat union",
-        f"{share:.1%} ({unit})",
-        f"≤ {CONTEXT_TARGET:.0%}",
-        verdict(share <= CONTEXT_TARGET),
+        [
+            "context: gateway tools/list / flat union",
+            f"{share:.1%} ({unit})",
+            f"≤ {CONTEXT_TARGET:.0%}",
+            verdict(share <= CONTEXT_TARGET),
+        ],
+        [
+            "context: gateway tools/list / flat union (bytes)",
+            f"{byte_share:.2%}",
+            f"≤ {CONTEXT_BYTES_TARGET:.0%}",
+            verdict(byte_share <= CONTEXT_BYTES_TARGET),
+        ],
     ]
 
 
@@ -488,29 +510,140 @@ def hop_verdicts(stats: dict[str, tuple[float, float] | None]) -> list[list[Any]
     return rows
 
 
+def _build_in_fresh_process(cache_dir: Path, data_dir: str) -> dict[str, Any]:
+    argv = [sys.executable, "-m", "benchmarks.tool_search_eval", str(cache_dir), data_dir]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env={**os.environ, **QUIET}, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+async def find_tools_over_stdio(data_dir: str, queries: list[str]) -> tuple[float, float] | None:
+    """(p50, p95) ms of find_tools called through a gateway over stdio, warm (None if it never went hybrid)."""
+    async with Client(parameters(gateway_argv(data_dir), QUIET), mode="legacy", read_timeout_seconds=600) as client:
+        for _ in range(40):  # the index is built in the background from the start; wait for its vectors
+            first = await client.call_tool("find_tools", {"query": "warm up"})
+            if (first.structured_content or {}).get("mode") == "hybrid":
+                break
+        else:
+            return None
+        samples = []
+        for query in queries:
+            started = time.perf_counter()
+            result = await client.call_tool("find_tools", {"query": query})
+            samples.append((time.perf_counter() - started) * 1000)
+            if result.is_error:
+                raise RuntimeError(f"find_tools failed: {result_text(result)[:300]}")
+    return median(samples), percentile(samples, 0.95)
+
+
+async def tool_search(data_dir: str) -> list[list[Any]]:
+    """Prints table 4; returns its target rows."""
+    from benchmarks.tool_search_eval import RANKINGS, SPLITS, evaluate, latency_ms, needs
+    from benchmarks.tool_search_eval import tool_search as build_search
+
+    cache = Path(data_dir) / "tool-search-cache"
+    builds = {"first ever (ONNX export, embed)": _build_in_fresh_process(cache, data_dir)}
+    (cache / "tool_search.sqlite").unlink(missing_ok=True)
+    builds["vectors not cached (embed)"] = _build_in_fresh_process(cache, data_dir)
+    builds["cached (read vectors)"] = _build_in_fresh_process(cache, data_dir)
+    search = build_search(cache, Path(data_dir))
+    scores = evaluate(search)
+    latency = latency_ms(search)
+    p50, p95 = latency["search"]
+    over_stdio = await find_tools_over_stdio(data_dir, [item["need"] for item in needs("dev")])
+    counts = {split: len(needs(split)) for split in SPLITS}
+    print(
+        f"\n4. Tool search: find_tools' index over {len(search.index(wait_seconds=0).entries)} built-in tools; "
+        f"needs: dev {counts['dev']} (tuned on), held-out {counts['heldout']} (never tuned on)"
+    )
+    rows: list[list[Any]] = []
+    for score in scores:
+        goal = f"@1 ≥ {RECALL_AT_1_TARGET:.2f}, @3 ≥ {RECALL_AT_3_TARGET:.2f}" if score.ranking == "fused" else "(peer)"
+        rows.append(
+            [
+                score.split,
+                RANKINGS[score.ranking],
+                score.needs,
+                f"{score.recall_at_1:.3f}",
+                f"{score.recall_at_3:.3f}",
+                goal,
+            ]
+        )
+    if search.index(wait_seconds=0).mode != "hybrid":
+        rows.append(["", f"no embedding rows: {search.search('read a file', 1, None)[2]}", "", "", "", ""])
+    print_table(["needs", "ranking", "count", "recall@1", "recall@3", "goal"], rows)
+    floor = latency["model"]
+    print(
+        f"   warm search in the gateway's process: p50 {p50:.1f} ms, p95 {p95:.1f} ms; of which the floor, embedding "
+        f"the query alone (interleaved): p50 {floor[0]:.1f} ms, p95 {floor[1]:.1f} ms"
+    )
+    if over_stdio is not None:
+        print(
+            f"   find_tools over stdio (MCP client → gateway), warm: p50 {over_stdio[0]:.1f} ms, "
+            f"p95 {over_stdio[1]:.1f} ms"
+        )
+    print_table(
+        ["index build, fresh process", "total s", "definitions s", "model s", "vectors s", "embedded", "mode"],
+        [
+            [label, b["total"], b["definitions"], b["model"], b["vectors"], b["embedded"], b["mode"]]
+            for label, b in builds.items()
+        ],
+    )
+    for score in scores:
+        if score.ranking == "fused":
+            for miss in score.misses:
+                print(f"   {score.split} miss@3: {miss}")
+    targets = []
+    for score in scores:
+        if score.ranking != "fused":
+            continue
+        for k, value, goal in ((1, score.recall_at_1, RECALL_AT_1_TARGET), (3, score.recall_at_3, RECALL_AT_3_TARGET)):
+            targets.append(
+                [
+                    f"tool search ({score.split}): hybrid recall@{k}",
+                    f"{value:.3f}",
+                    f"≥ {goal:.2f}",
+                    verdict(value >= goal),
+                ]
+            )
+    targets.append(
+        [
+            "tool search: warm search p95",
+            f"{p95:.1f} ms",
+            f"≤ {SEARCH_P95_TARGET_MS:g} ms",
+            verdict(p95 <= SEARCH_P95_TARGET_MS),
+        ]
+    )
+    targets.append(["tool search: embedding the query alone p95 (floor)", f"{floor[1]:.1f} ms", "(info)", ""])
+    return targets
+
+
 def machine() -> str:
     load = " ".join(f"{value:.1f}" for value in os.getloadavg())
     return f"{os.cpu_count()} cores, load average {load} (1/5/15 min)"
 
 
-async def main(starts: int, calls: int, listings: list[SectionListing], tokenizer: Tokenizer | None) -> None:
+async def main(
+    starts: int, calls: int, listings: list[SectionListing], tokenizer: Tokenizer | None, search_only: bool
+) -> None:
     compile_project()
     print(f"bench_gateway: python {sys.version.split()[0]}, mcp {importlib.metadata.version('mcp')}, {machine()}")
     with tempfile.TemporaryDirectory() as data_dir:
-        context = await context_cost(data_dir, listings, tokenizer)
-        stats = await hop_cost(data_dir, calls)
-        await cold_start(data_dir, starts)
+        targets = await context_cost(data_dir, listings, tokenizer)
+        if not search_only:
+            stats = await hop_cost(data_dir, calls)
+            await cold_start(data_dir, starts)
+            targets += hop_verdicts(stats)
+        targets += await tool_search(data_dir)
     print(f"\nTargets ({machine()})")
-    print_table(
-        ["target", "measured", "goal", "result"],
-        [context, *hop_verdicts(stats)],
-    )
+    print_table(["target", "measured", "goal", "result"], targets)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--starts", type=int, default=5, help="cold starts per server (default 5)")
     parser.add_argument("--calls", type=int, default=1500, help="timed calls per path (default 1500)")
+    parser.add_argument("--tool-search-only", action="store_true", help="only the context cost and tool search")
     options = parser.parse_args()
     # The flat union is computed in-process (like `mcp-sections tools`), before the event loop starts.
-    anyio.run(main, options.starts, options.calls, section_listings(), offline_tokenizer())
+    listings, tokenizer = section_listings(), offline_tokenizer()
+    anyio.run(main, options.starts, options.calls, listings, tokenizer, options.tool_search_only)

@@ -11,7 +11,7 @@ with their length and an explicit "…", paths in full, never cut silently (`des
 Where the user's client connects, there the question is asked: a section served on its own asks for its own tools;
 the gateway asks for its own, and starts its sections with approval off, having asked already. A sub-agent's call is
 asked about mid-call through the client's channel when the sub-agent has read untrusted content since its goal was
-approved (`servers/gateway/gate.py`); where no question can be asked mid-call, such a call is refused.
+approved (`servers/pool/gate.py`); where no question can be asked mid-call, such a call is refused.
 On a client without elicitation, calls that need approval are refused with a message saying how to turn approval off.
 """
 

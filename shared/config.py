@@ -97,7 +97,7 @@ class Settings(LayeredSettings):
     """Global settings shared by every section and the gateway."""
 
     env_prefix: ClassVar[str] = "MCP_SECTIONS_"
-    other_file_keys: ClassVar[frozenset[str]] = frozenset({"gateway"})  # read by servers/gateway/settings.py
+    other_file_keys: ClassVar[frozenset[str]] = frozenset({"gateway"})  # read by servers/pool/settings.py
 
     data_dir: Path = Field(
         default_factory=lambda: Path(platformdirs.user_data_dir(APP_NAME)),

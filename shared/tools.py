@@ -26,6 +26,8 @@ logger = logging.getLogger("mcp_sections.tools")
 
 SPEC_ATTRIBUTE = "__mcp_tool_spec__"
 ALLOWED_PARAMETERS = ("params", "state", "ctx", "answer")
+MAX_EXAMPLES = 6
+MAX_EXAMPLE_LENGTH = 160
 
 
 class ToolInput(BaseModel):
@@ -201,6 +203,7 @@ class ToolSpec:
     wants_ctx: bool
     is_async: bool
     asks_user: AskUser | None = field(default=None, repr=False)
+    examples: tuple[str, ...] = ()  # needs in a user's words, for the gateway's find_tools (not published)
 
     async def invoke(
         self, params: BaseModel, state: Any, ctx: ToolContext | None, answer: UserAnswer | None = None
@@ -227,16 +230,21 @@ def tool(
     annotations: Annotations,
     description: str | None = None,
     asks_user: AskUser | None = None,
+    examples: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a function as a tool. The description defaults to the function's docstring.
 
     `asks_user(params, state) -> UserQuestion` makes the tool ask the user one question (MCP elicitation)
     before its body runs; the body then receives the `UserAnswer` as its `answer` parameter. The framework
     handles both protocol eras, the question's timeout, and clients without elicitation (DEPENDENCY_ERROR).
+
+    `examples` are a few short needs in a user's own words that this tool answers ("undo my last edit"):
+    the gateway's `find_tools` searches them beside the name and description. They are not published in
+    `tools/list`. At most `MAX_EXAMPLES`, each at most `MAX_EXAMPLE_LENGTH` characters.
     """
 
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
-        spec = _build_spec(function, name, title, annotations, description, asks_user)
+        spec = _build_spec(function, name, title, annotations, description, asks_user, examples)
         setattr(function, SPEC_ATTRIBUTE, spec)
         return function
 
@@ -257,6 +265,7 @@ def _build_spec(
     annotations: Annotations,
     description: str | None,
     asks_user: AskUser | None = None,
+    examples: tuple[str, ...] = (),
 ) -> ToolSpec:
     parameters = list(inspect.signature(function).parameters)
     unexpected = [p for p in parameters if p not in ALLOWED_PARAMETERS]
@@ -273,6 +282,10 @@ def _build_spec(
     text = inspect.cleandoc(description or function.__doc__ or "")
     if not text:
         raise TypeError(f"tool {name}: a description (or docstring) is required")
+    if isinstance(examples, str) or len(examples) > MAX_EXAMPLES:
+        raise TypeError(f"tool {name}: examples must be a tuple of at most {MAX_EXAMPLES} strings")
+    if any(not example.strip() or len(example) > MAX_EXAMPLE_LENGTH for example in examples):
+        raise TypeError(f"tool {name}: each example must be 1-{MAX_EXAMPLE_LENGTH} characters")
     return ToolSpec(
         name=name,
         title=title,
@@ -285,4 +298,5 @@ def _build_spec(
         wants_ctx="ctx" in parameters,
         is_async=inspect.iscoroutinefunction(function),
         asks_user=asks_user,
+        examples=tuple(examples),
     )

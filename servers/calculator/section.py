@@ -56,18 +56,30 @@ _SYMBOLIC_NOTE = (
 _UNITS_NOTE = f"Units: {UNIT_NAMES_DOC}."
 
 
-def _tool(name: str, title: str, note: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def _tool(
+    name: str, title: str, note: str | None = None, examples: tuple[str, ...] = ()
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """`@tool` with READ_ONLY annotations and the docstring followed by a shared note."""
 
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
         text = inspect.cleandoc(function.__doc__ or "") + (f"\n{note}" if note else "")
-        return tool(name=name, title=title, annotations=READ_ONLY, description=text)(function)
+        return tool(name=name, title=title, annotations=READ_ONLY, description=text, examples=examples)(function)
 
     return decorate
 
 
 # The float tools are `async def`: they finish in microseconds, so they skip the worker-thread hop.
-@_tool("calculator_unary", "Unary math operation", _DOMAIN_NOTE)
+@_tool(
+    "calculator_unary",
+    "Unary math operation",
+    _DOMAIN_NOTE,
+    examples=(
+        "what's the cosine of 0.5 radians",
+        "take the absolute value of -42.7",
+        "round 3.14159 to the nearest integer",
+        "hyperbolic tangent of 1.2",
+    ),
+)
 async def calculator_unary(params: UnaryInput) -> UnaryResult:
     """Apply a one-argument float function: trigonometry (radians), hyperbolic, roots, exponentials,
     logarithms, rounding, abs/sign, angle conversion. Domains: tan is undefined at odd multiples of pi/2,
@@ -79,7 +91,17 @@ async def calculator_unary(params: UnaryInput) -> UnaryResult:
     return UnaryResult(operation=params.operation, input=params.value, result=outcome.result, note=outcome.note)
 
 
-@_tool("calculator_binary", "Binary math operation", _DOMAIN_NOTE)
+@_tool(
+    "calculator_binary",
+    "Binary math operation",
+    _DOMAIN_NOTE,
+    examples=(
+        "divide 144 by 12",
+        "raise 1.07 to the 10th power",
+        "log base 2 of 1024",
+        "subtract one number from another, or multiply two numbers",
+    ),
+)
 async def calculator_binary(params: BinaryInput) -> BinaryResult:
     """Apply a two-argument float operation to a and b: add, subtract, multiply, divide, modulo, pow, log
     (log of a in base b), min, max, atan2 (atan2(a, b) = angle of the point x=b, y=a), nroot (b-th root of a).
@@ -95,14 +117,33 @@ async def calculator_binary(params: BinaryInput) -> BinaryResult:
     )
 
 
-@_tool("calculator_constant", "Mathematical constant")
+@_tool(
+    "calculator_constant",
+    "Mathematical constant",
+    examples=(
+        "I need pi to full float precision",
+        "the numeric value of the square root of two",
+        "tau, that is two pi",
+        "the value of ln 2",
+    ),
+)
 async def calculator_constant(params: ConstantInput) -> ConstantResult:
     """Return a mathematical constant as a float: pi, e, tau (2*pi), sqrt2, ln2, ln10."""
     value, description = operations.constant(params.name)
     return ConstantResult(constant=params.name, value=value, description=description)
 
 
-@_tool("calculator_evaluate", "Evaluate an expression exactly", _SYMBOLIC_NOTE)
+@_tool(
+    "calculator_evaluate",
+    "Evaluate an expression exactly",
+    _SYMBOLIC_NOTE,
+    examples=(
+        "work out (3 + 4i) * (2 - i)",
+        "evaluate 100 factorial",
+        "an exact answer for a long arithmetic expression",
+        "exact big-number arithmetic with fractions",
+    ),
+)
 def calculator_evaluate(params: EvaluateInput, state: CalculatorState) -> EvaluateResult:
     """Evaluate an arithmetic expression (no variables) exactly with sympy and numerically to `digits`
     significant digits, e.g. 'sqrt(8)' → 2*sqrt(2) ≈ 2.82842712474619, '2^100', '0.1 + 0.2' → 3/10,
@@ -113,7 +154,17 @@ def calculator_evaluate(params: EvaluateInput, state: CalculatorState) -> Evalua
     return EvaluateResult(**state.call("evaluate", expression=params.expression, digits=params.digits))
 
 
-@_tool("calculator_simplify", "Simplify an expression", _SYMBOLIC_NOTE)
+@_tool(
+    "calculator_simplify",
+    "Simplify an expression",
+    _SYMBOLIC_NOTE,
+    examples=(
+        "expand (a + b)^3",
+        "tidy up this algebraic expression",
+        "reduce sin(t)^2 + cos(t)^2",
+        "cancel common factors in a fraction of polynomials",
+    ),
+)
 def calculator_simplify(params: SimplifyInput, state: CalculatorState) -> SimplifyResult:
     """Rewrite an expression with variables: simplify (default), expand, factor, cancel or trigsimp,
     e.g. '(x**2 - 1)/(x - 1)' → x + 1, 'sin(t)**2 + cos(t)**2' → 1, factor 'x**2 - 5*x + 6' → (x - 3)*(x - 2).
@@ -122,7 +173,17 @@ def calculator_simplify(params: SimplifyInput, state: CalculatorState) -> Simpli
     return SimplifyResult(**state.call("simplify", expression=params.expression, method=params.method))
 
 
-@_tool("calculator_solve", "Solve equations", _SYMBOLIC_NOTE)
+@_tool(
+    "calculator_solve",
+    "Solve equations",
+    _SYMBOLIC_NOTE,
+    examples=(
+        "solve the quadratic x^2 - 5x + 6 = 0",
+        "find the unknowns in these two equations",
+        "for which y is 2^y = 64",
+        "roots of a polynomial equation",
+    ),
+)
 def calculator_solve(params: SolveInput, state: CalculatorState) -> SolveResult:
     """Solve one equation or a small system exactly for the named variables, e.g. ['x^2 = 2'] →
     x = ±sqrt(2); ['x + y = 3', 'x - y = 1'] → x = 2, y = 1. Each solution comes with numeric approximations.
@@ -136,7 +197,17 @@ def calculator_solve(params: SolveInput, state: CalculatorState) -> SolveResult:
     return SolveResult(**data)
 
 
-@_tool("calculator_differentiate", "Differentiate", _SYMBOLIC_NOTE)
+@_tool(
+    "calculator_differentiate",
+    "Differentiate",
+    _SYMBOLIC_NOTE,
+    examples=(
+        "rate of change of t^3 - 2t",
+        "take the derivative of sin(x)*exp(x)",
+        "partial derivative with respect to y",
+        "d/dx of a function",
+    ),
+)
 def calculator_differentiate(params: DifferentiateInput, state: CalculatorState) -> DifferentiateResult:
     """Differentiate an expression with respect to a variable, `order` times (1 to 10), e.g.
     'x**3*sin(x)' → x**2*(x*cos(x) + 3*sin(x)). Other variables are treated as constants.
@@ -152,7 +223,17 @@ def calculator_differentiate(params: DifferentiateInput, state: CalculatorState)
     return DifferentiateResult(**data)
 
 
-@_tool("calculator_integrate", "Integrate", _SYMBOLIC_NOTE)
+@_tool(
+    "calculator_integrate",
+    "Integrate",
+    _SYMBOLIC_NOTE,
+    examples=(
+        "integrate x^2 from 0 to 3",
+        "indefinite integral of sin(x)*cos(x)",
+        "the integral of a function over an interval",
+        "find the primitive of cos(2x)",
+    ),
+)
 def calculator_integrate(params: IntegrateInput, state: CalculatorState) -> IntegrateResult:
     """Integrate an expression: an antiderivative (no bounds; + C omitted in `result`) or a definite integral
     with `lower` and `upper` (expressions, oo for infinity), e.g. 'exp(-x**2)' from -oo to oo → sqrt(pi).
@@ -169,7 +250,17 @@ def calculator_integrate(params: IntegrateInput, state: CalculatorState) -> Inte
     return IntegrateResult(**data)
 
 
-@_tool("calculator_convert_units", "Convert units", _UNITS_NOTE)
+@_tool(
+    "calculator_convert_units",
+    "Convert units",
+    _UNITS_NOTE,
+    examples=(
+        "how many pounds is 70 kg",
+        "express 60 mph in km/h",
+        "kilowatt-hours to joules",
+        "turn a speed in knots into m/s",
+    ),
+)
 def calculator_convert_units(params: ConvertUnitsInput, state: CalculatorState) -> ConvertUnitsResult:
     """Convert a value between units of the same dimension, e.g. 100 'km/h' → 'm/s' = 27.78, 1 'kWh' → 'J',
     100 'degC' → 'degF' = 212. Units are names combined with *, / and ** (or ^): 'm/s^2', 'kg*m/s**2'.

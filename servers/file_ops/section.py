@@ -147,7 +147,17 @@ def _journal(state: FileOpsState) -> Journal:
 # -- reading ------------------------------------------------------------------------------------------------
 
 
-@tool(name="read_file", title="Read a file", annotations=READ_ONLY)
+@tool(
+    name="read_file",
+    title="Read a file",
+    annotations=READ_ONLY,
+    examples=(
+        "show me the contents of a config file",
+        "read lines 100 to 150 of app.py",
+        "the tail end of a log file",
+        "view the first lines of a file",
+    ),
+)
 async def read_file(params: ReadFileInput, state: FileOpsState, ctx: ToolContext) -> ReadFileResult:
     """Read a text file (or an image) inside the allowed roots.
 
@@ -177,7 +187,17 @@ async def read_file(params: ReadFileInput, state: FileOpsState, ctx: ToolContext
     return result.with_image(outcome.image) if outcome.image is not None else result
 
 
-@tool(name="read_multiple_files", title="Read several files", annotations=READ_ONLY)
+@tool(
+    name="read_multiple_files",
+    title="Read several files",
+    annotations=READ_ONLY,
+    examples=(
+        "read these five source files at once",
+        "load several files in one go to review them",
+        "show several files side by side",
+        "read a list of files in one call",
+    ),
+)
 async def read_multiple_files(params: ReadMultipleInput, state: FileOpsState, ctx: ToolContext) -> ReadMultipleResult:
     """Read up to 50 text files in one call; a file that fails (missing, denied, binary, too large) gets its
     own error entry and does not fail the others.
@@ -239,7 +259,17 @@ async def read_multiple_files(params: ReadMultipleInput, state: FileOpsState, ct
 # -- writing ------------------------------------------------------------------------------------------------
 
 
-@tool(name="write_file", title="Write a file", annotations=OVERWRITE)
+@tool(
+    name="write_file",
+    title="Write a file",
+    annotations=OVERWRITE,
+    examples=(
+        "create a new script file with this content",
+        "overwrite notes.txt with new text",
+        "save text to a file",
+        "create a file from scratch",
+    ),
+)
 async def write_file(params: WriteFileInput, state: FileOpsState, ctx: ToolContext) -> WriteFileResult:
     """Create a file or replace its whole content, atomically (temp file in the same directory, fsync,
     rename): readers see the old or the new content, never a mix.
@@ -270,7 +300,17 @@ async def write_file(params: WriteFileInput, state: FileOpsState, ctx: ToolConte
     return WriteFileResult.model_validate(outcome)
 
 
-@tool(name="edit_file", title="Edit a file", annotations=EDIT)
+@tool(
+    name="edit_file",
+    title="Edit a file",
+    annotations=EDIT,
+    examples=(
+        "swap one line of code for another in a file",
+        "rename a variable inside one file and show the diff",
+        "patch a function body without rewriting the file",
+        "change some text in an existing file",
+    ),
+)
 async def edit_file(params: EditFileInput, state: FileOpsState, ctx: ToolContext) -> EditFileResult:
     """Apply exact text replacements to a text file, all or nothing, and return the unified diff.
 
@@ -303,7 +343,17 @@ async def edit_file(params: EditFileInput, state: FileOpsState, ctx: ToolContext
 # -- listing and finding ----------------------------------------------------------------------------------
 
 
-@tool(name="list_directory", title="List a directory", annotations=READ_ONLY)
+@tool(
+    name="list_directory",
+    title="List a directory",
+    annotations=READ_ONLY,
+    examples=(
+        "what files are in this folder",
+        "ls the current directory",
+        "show hidden files in a folder",
+        "directory listing with sizes and dates",
+    ),
+)
 async def list_directory(params: ListDirectoryInput, state: FileOpsState, ctx: ToolContext) -> ListDirectoryResult:
     """List the entries of one directory with their type, size and modification time.
 
@@ -344,7 +394,17 @@ def _listing(params: ListDirectoryInput | DirectoryTreeInput | GlobFilesInput) -
     return paging.fingerprint(type(params).__name__, params.model_dump(mode="json"))
 
 
-@tool(name="directory_tree", title="Show a directory tree", annotations=READ_ONLY)
+@tool(
+    name="directory_tree",
+    title="Show a directory tree",
+    annotations=READ_ONLY,
+    examples=(
+        "show the folder structure two levels deep",
+        "print a tree of the repo without node_modules",
+        "project structure overview",
+        "nested folder layout as a tree",
+    ),
+)
 async def directory_tree(params: DirectoryTreeInput, state: FileOpsState, ctx: ToolContext) -> DirectoryTreeResult:
     """Show the tree below a directory, bounded by `max_depth` (3) and `max_entries` (500).
 
@@ -377,7 +437,17 @@ async def directory_tree(params: DirectoryTreeInput, state: FileOpsState, ctx: T
     )
 
 
-@tool(name="glob_files", title="Find files by glob", annotations=READ_ONLY)
+@tool(
+    name="glob_files",
+    title="Find files by glob",
+    annotations=READ_ONLY,
+    examples=(
+        "find every *.test.js file",
+        "list all the python files recursively",
+        "which yaml files are under config",
+        "find files by name pattern",
+    ),
+)
 async def glob_files(params: GlobFilesInput, state: FileOpsState, ctx: ToolContext) -> GlobFilesResult:
     """Find files whose path (relative to `path`) matches a glob such as '**/*.py' or 'src/*.{ts,tsx}'.
 
@@ -414,7 +484,17 @@ async def glob_files(params: GlobFilesInput, state: FileOpsState, ctx: ToolConte
     )
 
 
-@tool(name="search_files", title="Search file contents", annotations=READ_ONLY)
+@tool(
+    name="search_files",
+    title="Search file contents",
+    annotations=READ_ONLY,
+    examples=(
+        "grep for a function name across the project",
+        "which files contain a certain error message",
+        "search the code with a regex",
+        "find text inside files",
+    ),
+)
 async def search_files(params: SearchFilesInput, state: FileOpsState, ctx: ToolContext) -> SearchFilesResult:
     """Search the contents of files below a directory for a literal text (default) or a regular expression.
 
@@ -452,7 +532,17 @@ async def search_files(params: SearchFilesInput, state: FileOpsState, ctx: ToolC
 # -- entries ------------------------------------------------------------------------------------------------
 
 
-@tool(name="file_exists", title="Check whether a path exists", annotations=READ_ONLY)
+@tool(
+    name="file_exists",
+    title="Check whether a path exists",
+    annotations=READ_ONLY,
+    examples=(
+        "check whether a path exists before writing to it",
+        "is there a file at this location",
+        "does this file exist",
+        "verify a folder or file is present",
+    ),
+)
 async def file_exists(params: PathInput, state: FileOpsState, ctx: ToolContext) -> FileExistsResult:
     """Tell whether a path inside the allowed roots exists, and its type (file, directory, other).
 
@@ -466,7 +556,17 @@ async def file_exists(params: PathInput, state: FileOpsState, ctx: ToolContext) 
     return FileExistsResult.model_validate(outcome)
 
 
-@tool(name="get_file_info", title="Get file metadata", annotations=READ_ONLY)
+@tool(
+    name="get_file_info",
+    title="Get file metadata",
+    annotations=READ_ONLY,
+    examples=(
+        "how large is this file and when was it modified",
+        "is this path a symlink and where does it point",
+        "file size, timestamps and permissions",
+        "metadata of a file",
+    ),
+)
 async def get_file_info(params: PathInput, state: FileOpsState, ctx: ToolContext) -> FileInfoResult:
     """Metadata of a file or directory: type, size, times (ISO 8601 UTC), permissions, hard-link count,
     whether the path is a symlink (and its target), MIME type and whether a file looks binary; for a
@@ -478,7 +578,17 @@ async def get_file_info(params: PathInput, state: FileOpsState, ctx: ToolContext
     return FileInfoResult.model_validate(outcome)
 
 
-@tool(name="create_directory", title="Create a directory", annotations=WRITE)
+@tool(
+    name="create_directory",
+    title="Create a directory",
+    annotations=WRITE,
+    examples=(
+        "mkdir -p a new output folder",
+        "make a directory for the new module",
+        "create a new folder",
+        "add an empty directory",
+    ),
+)
 async def create_directory(
     params: CreateDirectoryInput, state: FileOpsState, ctx: ToolContext
 ) -> CreateDirectoryResult:
@@ -502,7 +612,17 @@ async def create_directory(
     return CreateDirectoryResult.model_validate(outcome)
 
 
-@tool(name="delete_path", title="Delete a file or directory", annotations=OVERWRITE)
+@tool(
+    name="delete_path",
+    title="Delete a file or directory",
+    annotations=OVERWRITE,
+    examples=(
+        "remove a file I no longer need",
+        "delete a directory and everything inside it",
+        "erase a file",
+        "rm -r a folder",
+    ),
+)
 async def delete_path(params: DeletePathInput, state: FileOpsState, ctx: ToolContext) -> DeletePathResult:
     """Delete a file, a symlink (the link itself, never its target) or a directory tree.
 
@@ -529,7 +649,17 @@ async def delete_path(params: DeletePathInput, state: FileOpsState, ctx: ToolCon
     return DeletePathResult.model_validate(outcome)
 
 
-@tool(name="move_file", title="Move or rename", annotations=MOVE)
+@tool(
+    name="move_file",
+    title="Move or rename",
+    annotations=MOVE,
+    examples=(
+        "rename a file",
+        "move a folder somewhere else in the project",
+        "relocate a file to another directory",
+        "mv a file to a new name",
+    ),
+)
 async def move_file(params: MoveFileInput, state: FileOpsState, ctx: ToolContext) -> MoveFileResult:
     """Move or rename a file, directory or symlink to a new full path inside the allowed roots.
 
@@ -555,7 +685,17 @@ async def move_file(params: MoveFileInput, state: FileOpsState, ctx: ToolContext
     return MoveFileResult.model_validate(outcome)
 
 
-@tool(name="copy_file", title="Copy a file or directory", annotations=OVERWRITE)
+@tool(
+    name="copy_file",
+    title="Copy a file or directory",
+    annotations=OVERWRITE,
+    examples=(
+        "duplicate a file under a new name",
+        "copy a whole directory to a new location",
+        "make a copy of a file",
+        "back up a folder by copying it",
+    ),
+)
 async def copy_file(params: CopyFileInput, state: FileOpsState, ctx: ToolContext) -> CopyFileResult:
     """Copy a file (atomically) or, with `recursive=true`, a directory tree to a new full path inside the roots.
 
@@ -585,7 +725,16 @@ async def copy_file(params: CopyFileInput, state: FileOpsState, ctx: ToolContext
 # -- undo -----------------------------------------------------------------------------------------------------
 
 
-@tool(name="list_file_changes", title="List recent file changes", annotations=READ_ONLY)
+@tool(
+    name="list_file_changes",
+    title="List recent file changes",
+    annotations=READ_ONLY,
+    examples=(
+        "what did the agent change in my files just now",
+        "show the history of edits made by the tools",
+        "which files were deleted or overwritten recently",
+    ),
+)
 async def list_file_changes(
     params: ListFileChangesInput, state: FileOpsState, ctx: ToolContext
 ) -> ListFileChangesResult:
@@ -602,7 +751,16 @@ async def list_file_changes(
     return ListFileChangesResult.model_validate({**vars(outcome), "changes": [vars(item) for item in outcome.changes]})
 
 
-@tool(name="undo_file_change", title="Undo a file change", annotations=EDIT)
+@tool(
+    name="undo_file_change",
+    title="Undo a file change",
+    annotations=EDIT,
+    examples=(
+        "undo what the agent just did to my file",
+        "restore the file that was deleted by mistake",
+        "roll back the last edit",
+    ),
+)
 async def undo_file_change(params: UndoFileChangeInput, state: FileOpsState, ctx: ToolContext) -> UndoFileChangeResult:
     """Undo one change made by the file tools: the newest one not undone yet by default (call again to go
     further back), or `change_id` from list_file_changes or a tool's result.
@@ -626,7 +784,17 @@ async def undo_file_change(params: UndoFileChangeInput, state: FileOpsState, ctx
 # -- packages and roots -------------------------------------------------------------------------------------
 
 
-@tool(name="install_package", title="Install npm or pip packages", annotations=OPEN_WORLD)
+@tool(
+    name="install_package",
+    title="Install npm or pip packages",
+    annotations=OPEN_WORLD,
+    examples=(
+        "npm install a library into this project",
+        "add a python package to the virtualenv",
+        "add a package needed only for development",
+        "pip install a package",
+    ),
+)
 async def install_package(params: InstallPackageInput, state: FileOpsState, ctx: ToolContext) -> InstallPackageResult:
     """Install packages from the npm or PyPI registry into a project inside the allowed roots.
 
@@ -657,7 +825,17 @@ async def install_package(params: InstallPackageInput, state: FileOpsState, ctx:
     return InstallPackageResult.model_validate(outcome)
 
 
-@tool(name="list_allowed_roots", title="List the allowed roots", annotations=READ_ONLY)
+@tool(
+    name="list_allowed_roots",
+    title="List the allowed roots",
+    annotations=READ_ONLY,
+    examples=(
+        "which folders can the file tools access",
+        "what are my allowed root directories",
+        "which paths am I permitted to read and write",
+        "show the workspace roots",
+    ),
+)
 async def list_allowed_roots(params: NoInput, state: FileOpsState, ctx: ToolContext) -> ListRootsResult:
     """List the directories file tools may use right now, and where they come from.
 

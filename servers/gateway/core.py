@@ -36,6 +36,8 @@ from . import context as context_info
 from .models import (
     DescribeSectionResult,
     EnvironmentInfoResult,
+    FindToolsInput,
+    FindToolsResult,
     GitInfo,
     ListSectionsResult,
     ModelInfo,
@@ -47,6 +49,7 @@ from .models import (
     WorkingDirectoryResult,
 )
 from .section import GATEWAY_TOOLS
+from .tool_search import ToolSearch
 
 logger = logging.getLogger("mcp_sections.gateway")
 
@@ -70,6 +73,7 @@ class Gateway:
             state_for=lambda scope: ScopedState(self, scope),
             untrusted_own={"plan_actions": "sub-agent report"},
         )
+        self.tool_search = ToolSearch(self.pool.catalog, settings)
         from mcp_sections.shared.agents.runtime import AgentRuntime
 
         self.agents = AgentRuntime(self)
@@ -153,6 +157,11 @@ class Gateway:
             await anyio.to_thread.run_sync(lambda: entry.load_error)
         definitions = await self.pool.definitions(entry)
         return DescribeSectionResult(section=self.section_info(entry), tools=definitions)
+
+    async def find_tools(self, params: FindToolsInput) -> FindToolsResult:
+        for section_id in params.sections or []:
+            self.pool.entry(section_id)  # NOT_FOUND names the known sections
+        return await anyio.to_thread.run_sync(self.tool_search.find, params, abandon_on_cancel=True)
 
     async def working_directory(self, ctx: ToolContext | None) -> WorkingDirectoryResult:
         client_roots = None

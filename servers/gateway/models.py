@@ -44,6 +44,51 @@ class ListSectionsResult(ToolResult):
         return "\n".join(lines)
 
 
+class FindToolsInput(ToolInput):
+    query: str = Field(
+        description="The need in plain words, e.g. 'convert miles to km'.",
+        min_length=1,
+        max_length=500,
+    )
+    limit: int = Field(default=5, ge=1, le=20, description="How many tools to return.")
+    sections: list[Annotated[str, Field(pattern=SECTION_ID_PATTERN)]] | None = Field(
+        default=None, max_length=20, description="Search only these sections (default: all)."
+    )
+
+
+class FoundTool(BaseModel):
+    section: str
+    name: str
+    summary: str
+    score: float
+    inputSchema: dict[str, Any]  # the MCP field name, as describe_section shows it
+
+
+class UnsearchedSection(BaseModel):
+    section: str
+    reason: str
+
+
+class FindToolsResult(ToolResult):
+    tools: list[FoundTool]
+    mode: Literal["hybrid", "bm25"]
+    note: str | None = None
+    unsearched: list[UnsearchedSection] = Field(default_factory=list)
+
+    def render_text(self) -> str:
+        lines = [f"{len(self.tools)} tools ({self.mode}); call one with call_section_tool(section, tool, arguments)"]
+        if self.note:
+            lines.append(f"note: {self.note}")
+        for found in self.tools:
+            schema = json.dumps(found.inputSchema, ensure_ascii=False, separators=(",", ":"))
+            lines.append(
+                f"- {found.section} / {found.name} ({found.score:.3f}): {found.summary}\n  inputSchema: {schema}"
+            )
+        for section in self.unsearched:
+            lines.append(f"not searched: {section.section} ({section.reason})")
+        return "\n".join(lines)
+
+
 class DescribeSectionInput(ToolInput):
     section: str = Field(description="Section id (see list_tool_sections).", pattern=SECTION_ID_PATTERN)
 

@@ -11,6 +11,8 @@ from .models import (
     DescribeSectionInput,
     DescribeSectionResult,
     EnvironmentInfoResult,
+    FindToolsInput,
+    FindToolsResult,
     ListSectionsResult,
     NoInput,
     PlanActionsInput,
@@ -28,6 +30,13 @@ async def list_tool_sections(params: NoInput, state: ScopedState) -> ListSection
     """List the tool sections (groups of tools): id, name, description, tool names and state. Starts
     nothing. Then: describe_section for schemas, call_section_tool to run a tool, plan_actions to delegate."""
     return await state.host.list_sections(state.scope)
+
+
+@tool(name="find_tools", title="Find tools for a need", annotations=READ_ONLY)
+async def find_tools(params: FindToolsInput, state: ScopedState) -> FindToolsResult:
+    """Section tools ranked for a need in plain words, with their inputSchema: call the best one with
+    call_section_tool. Starts nothing. mode: hybrid, or bm25 (words alone) without an embedding model."""
+    return await state.host.find_tools(params)
 
 
 @tool(name="describe_section", title="Describe a section's tools", annotations=READ_ONLY)
@@ -79,6 +88,7 @@ def get_project_info(params: ProjectInfoInput, state: ScopedState) -> ProjectInf
 
 GATEWAY_TOOLS = (
     list_tool_sections,
+    find_tools,
     describe_section,
     call_section_tool,
     plan_actions,

@@ -24,10 +24,11 @@ from mcp_sections.shared.tools import ToolContext
 from .core import FORWARD_TOOL, GATEWAY_SPECS, Gateway, Route
 
 INSTRUCTIONS = (
-    "Tools are grouped in sections. Call list_tool_sections to see them, describe_section for one section's "
-    "tool schemas, call_section_tool to run one tool, or plan_actions to give a multi-step task to a sub-agent "
-    "with the sections it needs. Context tools (get_working_directory, get_environment_info, get_project_info) "
-    "are always available."
+    "Tools are grouped in sections. Call find_tools with your need in plain words to get the best tools with "
+    "their schemas, or list_tool_sections to see every section and describe_section for one section's tool "
+    "schemas; then call_section_tool runs one tool, or plan_actions gives a multi-step task to a sub-agent with "
+    "the sections it needs. Context tools (get_working_directory, get_environment_info, get_project_info) are "
+    "always available."
 )
 
 

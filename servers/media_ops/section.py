@@ -30,7 +30,17 @@ from mcp_sections.shared.tools import READ_ONLY, WEB_READ, Annotations, ToolCont
 GENERATE = Annotations(read_only=False, destructive=False, idempotent=False, open_world=True)
 
 
-@tool(name="list_images", title="List images", annotations=READ_ONLY)
+@tool(
+    name="list_images",
+    title="List images",
+    annotations=READ_ONLY,
+    examples=(
+        "find all the images in a folder",
+        "list pictures with their sizes and formats",
+        "list images",
+        "which photos are in this directory",
+    ),
+)
 def list_images(params: ListImagesInput, state: Any) -> ListImagesResult:
     """List the images (PNG, JPEG, GIF, WebP, BMP, TIFF, ICO) under a directory inside the roots: format,
     dimensions, size and modification time, read from each file's header without decoding it. Pages of `limit`
@@ -40,7 +50,17 @@ def list_images(params: ListImagesInput, state: Any) -> ListImagesResult:
     )
 
 
-@tool(name="read_image", title="Read the text in an image (OCR)", annotations=READ_ONLY)
+@tool(
+    name="read_image",
+    title="Read the text in an image (OCR)",
+    annotations=READ_ONLY,
+    examples=(
+        "read the text from an image",
+        "OCR a scanned document",
+        "extract text from a screenshot",
+        "recognise the characters in a photo",
+    ),
+)
 async def read_image(params: ReadImageInput, state: Any) -> ReadImageResult:
     """Read the text in an image with local OCR (RapidOCR's PP-OCR models on the CPU, ~1 s per image; nothing
     leaves the machine): the full text, each line with its confidence and box, and the image itself (downscaled).
@@ -49,7 +69,17 @@ async def read_image(params: ReadImageInput, state: Any) -> ReadImageResult:
     return ReadImageResult.build(outcome.values, outcome.images)
 
 
-@tool(name="describe_image", title="Describe an image", annotations=WEB_READ)
+@tool(
+    name="describe_image",
+    title="Describe an image",
+    annotations=WEB_READ,
+    examples=(
+        "describe what a photo shows",
+        "ask a vision model about a picture",
+        "what is in this image",
+        "caption a picture",
+    ),
+)
 async def describe_image(params: DescribeImageInput, state: Any, ctx: ToolContext | None = None) -> DescribeImageResult:
     """Describe an image with a vision model: the configured provider ([sections.media_ops] vision_provider =
     openai | anthropic, vision_model, vision_api_key_env), else the client's own model through MCP sampling.
@@ -59,7 +89,17 @@ async def describe_image(params: DescribeImageInput, state: Any, ctx: ToolContex
     return DescribeImageResult.build(outcome.values, outcome.images)
 
 
-@tool(name="generate_image", title="Generate images", annotations=GENERATE)
+@tool(
+    name="generate_image",
+    title="Generate images",
+    annotations=GENERATE,
+    examples=(
+        "create an image from a prompt",
+        "make an illustration",
+        "generate an image",
+        "draw a picture from a text description",
+    ),
+)
 async def generate_image(params: GenerateImageInput, state: Any) -> GeneratedImagesResult:
     """Generate images from a prompt with the configured images API ([sections.media_ops] image_base_url: any
     OpenAI-compatible `/images/generations`) and write them as PNG inside the roots (default generated/ in the
@@ -69,7 +109,17 @@ async def generate_image(params: GenerateImageInput, state: Any) -> GeneratedIma
     return GeneratedImagesResult.build(outcome.values, outcome.images)
 
 
-@tool(name="generate_multiview_images", title="Generate views of an object", annotations=GENERATE)
+@tool(
+    name="generate_multiview_images",
+    title="Generate views of an object",
+    annotations=GENERATE,
+    examples=(
+        "generate several views of an object",
+        "consistent turnaround images of one object",
+        "multiple angles of the same object",
+        "four views of a character for modelling",
+    ),
+)
 async def generate_multiview_images(params: GenerateMultiviewInput, state: Any) -> GeneratedImagesResult:
     """Generate `views` consistent views of one object (front, right, back, left, then top and three-quarter
     views) with the images API, e.g. as input for 3D generation; each view is a PNG inside the roots."""
@@ -77,7 +127,17 @@ async def generate_multiview_images(params: GenerateMultiviewInput, state: Any) 
     return GeneratedImagesResult.build(outcome.values, outcome.images)
 
 
-@tool(name="render_3d_asset", title="Render a 3D asset", annotations=READ_ONLY)
+@tool(
+    name="render_3d_asset",
+    title="Render a 3D asset",
+    annotations=READ_ONLY,
+    examples=(
+        "render a GLB model to images",
+        "preview an OBJ or STL file",
+        "render a 3D model",
+        "look at a mesh from several angles",
+    ),
+)
 async def render_3d_asset(params: Render3DInput, state: Any) -> Render3DResult:
     """Render a 3D asset (GLB, GLTF, OBJ, STL, PLY) to PNG views locally on the CPU (trimesh + pyrender on Mesa's
     software OpenGL): the camera turns around the model at 20° elevation, lit from the camera, white background.
@@ -86,7 +146,17 @@ async def render_3d_asset(params: Render3DInput, state: Any) -> Render3DResult:
     return Render3DResult.build(outcome.values, outcome.images)
 
 
-@tool(name="generate_3d_from_image", title="Generate a 3D asset from an image", annotations=GENERATE)
+@tool(
+    name="generate_3d_from_image",
+    title="Generate a 3D asset from an image",
+    annotations=GENERATE,
+    examples=(
+        "make a 3D model from a picture",
+        "image to 3D mesh",
+        "convert a photo into a 3D asset",
+        "reconstruct a GLB from a reference image",
+    ),
+)
 async def generate_3d_from_image(
     params: Generate3DFromImageInput, state: Any, ctx: ToolContext | None = None
 ) -> Generated3DResult:
@@ -98,7 +168,17 @@ async def generate_3d_from_image(
     return Generated3DResult.build(outcome.values, outcome.images)
 
 
-@tool(name="generate_3d_from_text", title="Generate a 3D asset from text", annotations=GENERATE)
+@tool(
+    name="generate_3d_from_text",
+    title="Generate a 3D asset from text",
+    annotations=GENERATE,
+    examples=(
+        "generate a 3D object from a description",
+        "text to 3D model",
+        "create a 3D model from a prompt",
+        "text-to-3D generation",
+    ),
+)
 async def generate_3d_from_text(
     params: Generate3DFromTextInput, state: Any, ctx: ToolContext | None = None
 ) -> Generated3DResult:

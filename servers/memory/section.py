@@ -105,7 +105,17 @@ def _scope_of(workflow_id: str | None) -> str:
     return "workflow" if workflow_id else "general"
 
 
-@tool(name="memory_activate_workflow", title="Scope memory to a workflow", annotations=WRITE)
+@tool(
+    name="memory_activate_workflow",
+    title="Scope memory to a workflow",
+    annotations=WRITE,
+    examples=(
+        "scope my memories to a specific workflow",
+        "switch memory to the workflow of project X",
+        "set the active workflow for memories",
+        "work inside one workflow's memory",
+    ),
+)
 def memory_activate_workflow(params: ActivateWorkflowInput, state: MemoryState) -> ActivateResult:
     """Make a workflow the active memory scope for the following calls of this server process.
 
@@ -123,7 +133,17 @@ def memory_activate_workflow(params: ActivateWorkflowInput, state: MemoryState) 
     )
 
 
-@tool(name="memory_activate_general", title="Use general memory scope", annotations=WRITE)
+@tool(
+    name="memory_activate_general",
+    title="Use general memory scope",
+    annotations=WRITE,
+    examples=(
+        "use the global memories again",
+        "leave the workflow memory scope",
+        "go back to general memory",
+        "stop using a workflow for memory",
+    ),
+)
 def memory_activate_general(params: ActivateGeneralInput, state: MemoryState) -> ActivateResult:
     """Leave any workflow scope: following calls of this server process use general (cross-workflow) memories.
 
@@ -135,7 +155,17 @@ def memory_activate_general(params: ActivateGeneralInput, state: MemoryState) ->
     return ActivateResult(message="General mode activated", scope="general", workflow_id=None, memory_count=total)
 
 
-@tool(name="memory_add", title="Store a memory", annotations=CREATE)
+@tool(
+    name="memory_add",
+    title="Store a memory",
+    annotations=CREATE,
+    examples=(
+        "remember this fact for later",
+        "save the user's preference for tabs over spaces",
+        "record a decision and why we made it",
+        "store a note about the project",
+    ),
+)
 def memory_add(params: AddInput, state: MemoryState) -> AddResult:
     """Store a memory (a preference, context fact, piece of knowledge or decision) for later retrieval by meaning.
 
@@ -175,7 +205,17 @@ def memory_add(params: AddInput, state: MemoryState) -> AddResult:
     )
 
 
-@tool(name="memory_get", title="Read a memory", annotations=READ_ONLY)
+@tool(
+    name="memory_get",
+    title="Read a memory",
+    annotations=READ_ONLY,
+    examples=(
+        "read one stored memory by its id",
+        "look at a memory's content, tags and metadata",
+        "fetch a memory by id",
+        "show a memory's full text",
+    ),
+)
 def memory_get(params: GetInput, state: MemoryState) -> GetResult:
     """Return one memory in full (content, metadata, tags, scope, timestamps) by its id.
 
@@ -185,7 +225,17 @@ def memory_get(params: GetInput, state: MemoryState) -> GetResult:
     return GetResult(memory=MemoryView.of(memory))
 
 
-@tool(name="memory_list", title="List memories", annotations=READ_ONLY)
+@tool(
+    name="memory_list",
+    title="List memories",
+    annotations=READ_ONLY,
+    examples=(
+        "show my latest memories",
+        "list the stored knowledge entries with a given tag",
+        "list memories of a type",
+        "browse what's stored in memory",
+    ),
+)
 def memory_list(params: ListInput, state: MemoryState) -> ListResult:
     """List memories newest first, optionally filtered by type and tags (all given tags must match).
 
@@ -205,7 +255,17 @@ def memory_list(params: ListInput, state: MemoryState) -> ListResult:
     return ListResult(memories=views, count=len(views), total=total, scope=params.scope, workflow_id=workflow_id)
 
 
-@tool(name="memory_search", title="Search memories by meaning", annotations=READ_ONLY)
+@tool(
+    name="memory_search",
+    title="Search memories by meaning",
+    annotations=READ_ONLY,
+    examples=(
+        "search my notes by meaning",
+        "what do I remember about the deployment setup",
+        "find memories related to a topic",
+        "look up something I saved before",
+    ),
+)
 def memory_search(params: SearchInput, state: MemoryState) -> SearchResult:
     """Find memories similar in meaning to a natural-language query, best first, with their cosine similarity.
 
@@ -248,7 +308,17 @@ def memory_search(params: SearchInput, state: MemoryState) -> SearchResult:
     )
 
 
-@tool(name="memory_update", title="Update a memory", annotations=OVERWRITE)
+@tool(
+    name="memory_update",
+    title="Update a memory",
+    annotations=OVERWRITE,
+    examples=(
+        "edit a stored memory's text",
+        "add tags to an existing memory",
+        "correct an existing memory",
+        "change what a memory says",
+    ),
+)
 def memory_update(params: UpdateInput, state: MemoryState) -> UpdateResult:
     """Change a memory's content, metadata and/or tags (each given field replaces the old value).
 
@@ -274,14 +344,34 @@ def memory_update(params: UpdateInput, state: MemoryState) -> UpdateResult:
     )
 
 
-@tool(name="memory_delete", title="Delete a memory", annotations=OVERWRITE)
+@tool(
+    name="memory_delete",
+    title="Delete a memory",
+    annotations=OVERWRITE,
+    examples=(
+        "delete one memory",
+        "remove a wrong note from memory",
+        "forget a specific memory",
+        "remove a memory permanently by id",
+    ),
+)
 def memory_delete(params: DeleteInput, state: MemoryState) -> DeleteResult:
     """Delete one memory by id, permanently. Same visibility rules as memory_get (NOT_FOUND otherwise)."""
     memory = state.store.delete(params.memory_id, workflow_id=state.workflow(params.workflow_id))
     return DeleteResult(memory_id=memory.id, message=f"Memory {memory.id} deleted successfully.")
 
 
-@tool(name="memory_clear_by_type", title="Delete all memories of a type", annotations=OVERWRITE)
+@tool(
+    name="memory_clear_by_type",
+    title="Delete all memories of a type",
+    annotations=OVERWRITE,
+    examples=(
+        "delete all memories of one kind",
+        "clear every decision memory of this workflow",
+        "bulk delete memories by type",
+        "empty one category of memories",
+    ),
+)
 def memory_clear_by_type(params: ClearByTypeInput, state: MemoryState) -> ClearResult:
     """Permanently delete every memory of one type in the active scope only.
 

@@ -1,7 +1,7 @@
 """The orchestration host: permanent agents, sub-agents on the shared agent runtime, and their sections.
 
 Sub-agents run on `shared.agents.runtime.AgentRuntime`, the runtime of the gateway's plan_actions, over a section
-pool (`servers/gateway/pool.py`) and through a gate (`servers/gateway/gate.py`) like the gateway's:
+pool (`servers/pool/pool.py`) and through a gate (`servers/pool/gate.py`) like the gateway's:
 - behind a gateway (the default: the gateway hosts this section in its own process, `servers/gateway/hosted.py`)
   the orchestrator is given the gateway's pool and slot pool: one `max_subagents` bounds plan_actions and
   spawn_agent together, and no section runs twice;

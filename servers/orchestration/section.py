@@ -59,7 +59,17 @@ def _report(run: object) -> str:
     return report
 
 
-@tool(name="spawn_agent", title="Spawn a sub-agent", annotations=OPEN_WORLD)
+@tool(
+    name="spawn_agent",
+    title="Spawn a sub-agent",
+    annotations=OPEN_WORLD,
+    examples=(
+        "start a temporary helper agent for a subtask",
+        "create a sub-agent with only the file tools",
+        "spawn a sub-agent",
+        "delegate a one-off task to a new agent",
+    ),
+)
 async def spawn_agent(params: SpawnAgentInput, state: ScopedState, ctx: ToolContext) -> SpawnAgentResult:
     """Create a temporary sub-agent, run it on one task and return its markdown report with metrics
     (duration_ms, tokens, tool_calls). "Prompt in, report out": the sub-agent sees ONLY `prompt` (plus your
@@ -95,7 +105,17 @@ async def spawn_agent(params: SpawnAgentInput, state: ScopedState, ctx: ToolCont
     )
 
 
-@tool(name="list_children", title="List running sub-agents", annotations=READ_ONLY)
+@tool(
+    name="list_children",
+    title="List running sub-agents",
+    annotations=READ_ONLY,
+    examples=(
+        "which sub-agents are running now",
+        "check the free agent slots",
+        "list my child agents",
+        "what are my sub-agents doing right now",
+    ),
+)
 async def list_children(params: NoInput, state: ScopedState) -> ListChildrenResult:
     """The sub-agents running now (yours: for a sub-agent, the ones it started) with their id, name, kind
     (spawn, delegate, parallel), depth, parent and start time, and how many slots remain free (the limit is
@@ -120,7 +140,17 @@ async def list_children(params: NoInput, state: ScopedState) -> ListChildrenResu
     )
 
 
-@tool(name="terminate_agent", title="Stop a running sub-agent", annotations=OVERWRITE)
+@tool(
+    name="terminate_agent",
+    title="Stop a running sub-agent",
+    annotations=OVERWRITE,
+    examples=(
+        "cancel a running sub-agent",
+        "stop the agent I spawned",
+        "kill a child agent",
+        "abort a sub-agent that is stuck",
+    ),
+)
 async def terminate_agent(params: TerminateAgentInput, state: ScopedState) -> TerminateAgentResult:
     """Stop a running sub-agent (and the sub-agents it started) now. The call that started it returns at
     once with status `terminated` and what the sub-agent had done; its slot is freed. Unknown or finished
@@ -131,7 +161,17 @@ async def terminate_agent(params: TerminateAgentInput, state: ScopedState) -> Te
     )
 
 
-@tool(name="delegate_task", title="Delegate to a permanent agent", annotations=OPEN_WORLD)
+@tool(
+    name="delegate_task",
+    title="Delegate to a permanent agent",
+    annotations=OPEN_WORLD,
+    examples=(
+        "give a job to one of the configured agents",
+        "let the permanent writer agent handle this",
+        "delegate a task to an existing agent",
+        "ask the reviewer agent to do it",
+    ),
+)
 async def delegate_task(params: DelegateTaskInput, state: ScopedState, ctx: ToolContext) -> DelegateTaskResult:
     """Run a task on a permanent agent from the configuration (see list_agents): it works with its own
     instructions, sections and model, and returns a markdown report with metrics. "Prompt in, report out":
@@ -151,7 +191,17 @@ async def delegate_task(params: DelegateTaskInput, state: ScopedState, ctx: Tool
     )
 
 
-@tool(name="list_agents", title="List permanent agents", annotations=READ_ONLY)
+@tool(
+    name="list_agents",
+    title="List permanent agents",
+    annotations=READ_ONLY,
+    examples=(
+        "what permanent agents are configured",
+        "show the agents I can delegate to",
+        "list agents",
+        "which specialist agents exist",
+    ),
+)
 async def list_agents(params: NoInput, state: ScopedState) -> ListAgentsResult:
     """The permanent agents delegate_task and parallel_tasks can use (never the caller itself): id, name,
     description, capabilities, sections and model; plus the free sub-agent slots."""
@@ -170,7 +220,17 @@ async def list_agents(params: NoInput, state: ScopedState) -> ListAgentsResult:
     return ListAgentsResult(agents=agents, count=len(agents), remaining_slots=orchestrator.remaining_slots)
 
 
-@tool(name="parallel_tasks", title="Run tasks in parallel", annotations=OPEN_WORLD)
+@tool(
+    name="parallel_tasks",
+    title="Run tasks in parallel",
+    annotations=OPEN_WORLD,
+    examples=(
+        "run several agent tasks concurrently",
+        "fan out up to three jobs to agents at once",
+        "run tasks in parallel",
+        "execute a batch of agent tasks simultaneously",
+    ),
+)
 async def parallel_tasks(params: ParallelTasksInput, state: ScopedState, ctx: ToolContext) -> ParallelTasksResult:
     """execute_batch: run up to 3 independent tasks at the same time, each on a permanent agent (see
     list_agents), and wait for all of them; total time ≈ the slowest task. Returns, per task, success,
@@ -240,7 +300,18 @@ def _question(params: AskUserInput, state: ScopedState) -> UserQuestion:
     return UserQuestion(message=message_of(params), schema=form_of(params), timeout_seconds=timeout)
 
 
-@tool(name="ask_user", title="Ask the user a question", annotations=ASKS_USER, asks_user=_question)
+@tool(
+    name="ask_user",
+    title="Ask the user a question",
+    annotations=ASKS_USER,
+    asks_user=_question,
+    examples=(
+        "ask the user a clarifying question",
+        "let the user choose between options",
+        "get approval from a human",
+        "request input from the user",
+    ),
+)
 async def ask_user(params: AskUserInput, state: ScopedState, answer: UserAnswer) -> AskUserResult:
     """Ask the human user a question and wait for the answer (MCP elicitation): `checkbox` (choose among
     `options`), `text` (free answer) or `mixed` (options plus text). Use it only when you cannot go on

@@ -124,7 +124,17 @@ def _project_out(brain: Any, project: Any) -> ProjectOut:
 # ---- ingest ---------------------------------------------------------------------------------------
 
 
-@tool(name="ingest_directory", title="Ingest a directory into the brain", annotations=WRITE)
+@tool(
+    name="ingest_directory",
+    title="Ingest a directory into the brain",
+    annotations=WRITE,
+    examples=(
+        "parse a source tree into the knowledge graph",
+        "parse my repo so I can search it",
+        "re-index the files that changed",
+        "index a directory into the brain",
+    ),
+)
 async def ingest_directory(params: IngestDirectoryInput, state: Any, ctx: ToolContext) -> IngestDirectoryResult:
     """Parse a directory (code: Python, JS/TS, Go, Rust, Java into functions/classes/methods; Markdown into
     sections; other text into chunks) into the brain, incrementally: only files whose content hash changed
@@ -164,7 +174,17 @@ def _ingest_result(report: Any) -> IngestDirectoryResult:
     )
 
 
-@tool(name="setup_project", title="Set up a project in one call", annotations=WRITE)
+@tool(
+    name="setup_project",
+    title="Set up a project in one call",
+    annotations=WRITE,
+    examples=(
+        "register, index and embed a project in one call",
+        "quickstart: make this directory searchable",
+        "get a codebase ready for search in one step",
+        "set up a new project end to end",
+    ),
+)
 async def setup_project(params: SetupProjectInput, state: Any, ctx: ToolContext) -> SetupProjectResult:
     """Quickstart: register a directory as a named project, ingest it (incrementally if it already is one),
     make it the active project, and embed it for up to embed_seconds (default 30) with progress notifications;
@@ -192,7 +212,17 @@ async def setup_project(params: SetupProjectInput, state: Any, ctx: ToolContext)
     )
 
 
-@tool(name="ingest_code", title="Ingest a code snippet", annotations=WRITE)
+@tool(
+    name="ingest_code",
+    title="Ingest a code snippet",
+    annotations=WRITE,
+    examples=(
+        "put code given inline into the graph under a file name",
+        "index some code that isn't on disk",
+        "ingest a code snippet",
+        "index source text I give you directly",
+    ),
+)
 def ingest_code(params: IngestCodeInput, state: Any) -> IngestCodeResult:
     """Ingest source code given inline (not read from disk) as a file of a project: parsed like a file of that
     extension (functions, classes, sections), replacing an earlier snippet filed under the same path. Goes to
@@ -213,7 +243,17 @@ def ingest_code(params: IngestCodeInput, state: Any) -> IngestCodeResult:
     )
 
 
-@tool(name="generate_embeddings", title="Complete pending embeddings", annotations=WRITE)
+@tool(
+    name="generate_embeddings",
+    title="Complete pending embeddings",
+    annotations=WRITE,
+    examples=(
+        "compute the missing embeddings now",
+        "finish vectorizing the project for semantic search",
+        "generate embeddings for pending nodes",
+        "make semantic search work on the new files",
+    ),
+)
 async def generate_embeddings(
     params: GenerateEmbeddingsInput, state: Any, ctx: ToolContext
 ) -> GenerateEmbeddingsResult:
@@ -230,7 +270,17 @@ async def generate_embeddings(
 # ---- projects -------------------------------------------------------------------------------------
 
 
-@tool(name="create_project", title="Register a project", annotations=WRITE)
+@tool(
+    name="create_project",
+    title="Register a project",
+    annotations=WRITE,
+    examples=(
+        "declare a folder as a long-lived project",
+        "create a new project entry in the brain",
+        "create a project",
+        "name a project root in the brain",
+    ),
+)
 def create_project(params: CreateProjectInput, state: Any) -> ProjectResult:
     """Register a directory as a named project (kept until forgotten, unlike quick-ingests). A directory inside
     another project becomes its own project and leaves the parent. Does not parse anything: call
@@ -243,7 +293,17 @@ def create_project(params: CreateProjectInput, state: Any) -> ProjectResult:
     )
 
 
-@tool(name="load_project", title="Load a project", annotations=WRITE)
+@tool(
+    name="load_project",
+    title="Load a project",
+    annotations=WRITE,
+    examples=(
+        "load a project's vectors for this session",
+        "reopen an indexed project",
+        "load a project",
+        "bring a project into this session",
+    ),
+)
 def load_project(params: ProjectInput, state: Any) -> LoadProjectResult:
     """Load a project for this session: its vectors go into memory, it becomes active if none is, its last
     access is refreshed (which postpones auto-cleanup), and the files changed on disk since its last
@@ -255,21 +315,51 @@ def load_project(params: ProjectInput, state: Any) -> LoadProjectResult:
     )
 
 
-@tool(name="switch_project", title="Switch the active project", annotations=WRITE)
+@tool(
+    name="switch_project",
+    title="Switch the active project",
+    annotations=WRITE,
+    examples=(
+        "change the active project",
+        "search in a different project by default",
+        "switch to another project",
+        "make a project active",
+    ),
+)
 def switch_project(params: ProjectInput, state: Any) -> ProjectResult:
     """Make a project the active one: semantic_search and ingest_code default to it in this session."""
     project = state.switch_project(params.project)
     return ProjectResult(project=_project_out(state, project), message=f"active project: {project.id}")
 
 
-@tool(name="unload_project", title="Unload a project", annotations=WRITE)
+@tool(
+    name="unload_project",
+    title="Unload a project",
+    annotations=WRITE,
+    examples=(
+        "release a loaded project, its data stays",
+        "stop using a loaded project without deleting it",
+        "unload a project",
+        "close a project in the session",
+    ),
+)
 def unload_project(params: ProjectInput, state: Any) -> ProjectResult:
     """Unload a project from this session: it is no longer loaded or active (no data is deleted)."""
     project = state.unload_project(params.project)
     return ProjectResult(project=_project_out(state, project), message=f"unloaded {project.id}")
 
 
-@tool(name="list_projects", title="List the brain's projects", annotations=READ_ONLY)
+@tool(
+    name="list_projects",
+    title="List the brain's projects",
+    annotations=READ_ONLY,
+    examples=(
+        "which projects are indexed",
+        "list the brain's projects and their sizes",
+        "list projects",
+        "show the brain's known projects and their types",
+    ),
+)
 def list_projects(params: ListProjectsInput, state: Any) -> ListProjectsResult:
     """List the projects in the brain: id, root path or URL, type (project / quick-ingest / web-crawl), last
     access, node count, auto-cleanup policy, pending embeddings, and which are loaded/active."""
@@ -279,7 +369,17 @@ def list_projects(params: ListProjectsInput, state: Any) -> ListProjectsResult:
     )
 
 
-@tool(name="forget_path", title="Forget a path", annotations=OVERWRITE)
+@tool(
+    name="forget_path",
+    title="Forget a path",
+    annotations=OVERWRITE,
+    examples=(
+        "the brain should no longer know about a path",
+        "forget a web page I ingested",
+        "forget a file in the brain",
+        "remove a directory from the knowledge graph",
+    ),
+)
 def forget_path(params: ForgetPathInput, state: Any) -> ForgetPathResult:
     """Remove from the brain exactly the nodes of one file or directory (or a whole project when given its
     root, or a web page by URL). Files on disk are never touched. Refuses empty paths, globs and the
@@ -287,7 +387,17 @@ def forget_path(params: ForgetPathInput, state: Any) -> ForgetPathResult:
     return ForgetPathResult(**state.forget_path(params.path))
 
 
-@tool(name="gc", title="Garbage-collect the brain", annotations=OVERWRITE)
+@tool(
+    name="gc",
+    title="Garbage-collect the brain",
+    annotations=OVERWRITE,
+    examples=(
+        "garbage collect the knowledge graph",
+        "clean up expired quick ingests and orphans",
+        "delete old quick-ingest data",
+        "tidy up the brain's storage",
+    ),
+)
 def gc(params: GcInput, state: Any) -> GcResult:
     """Remove quick-ingests and web crawls not accessed within their retention period, then orphaned rows
     (edges, vectors, cached embeddings nothing uses). dry_run only reports; remove_missing also removes
@@ -298,7 +408,17 @@ def gc(params: GcInput, state: Any) -> GcResult:
 # ---- graph ----------------------------------------------------------------------------------------
 
 
-@tool(name="get_schema", title="Brain schema and counts", annotations=READ_ONLY)
+@tool(
+    name="get_schema",
+    title="Brain schema and counts",
+    annotations=READ_ONLY,
+    examples=(
+        "what node types and relationships does the graph have",
+        "show counts of nodes and pending vectors",
+        "describe the graph schema",
+        "which properties can I query on",
+    ),
+)
 def get_schema(params: SchemaInput, state: Any) -> SchemaResult:
     """The graph schema: node labels and relationship types with counts, the properties each label carries
     (usable in query_entities), vectors stored and pending, backend and embedding model status."""
@@ -308,7 +428,17 @@ def get_schema(params: SchemaInput, state: Any) -> SchemaResult:
     return SchemaResult(relationship_descriptions=RELATIONSHIP_DESCRIPTIONS, **schema)
 
 
-@tool(name="query_entities", title="Query entities", annotations=READ_ONLY)
+@tool(
+    name="query_entities",
+    title="Query entities",
+    annotations=READ_ONLY,
+    examples=(
+        "find nodes named X in the code graph",
+        "list the classes in a given file",
+        "look up functions by name prefix",
+        "search nodes by label and property",
+    ),
+)
 def query_entities(params: QueryEntitiesInput, state: Any) -> EntitiesResult:
     """Find nodes by typed filters: label, name (exact / prefix / contains), file or directory path, project,
     property values (see get_schema), with limit/offset. Returns ids for explore_relationships."""
@@ -349,7 +479,17 @@ def _path_filter(state: Any, path: str, project_ids: list[str] | None) -> tuple[
     return path.strip("/").removeprefix("./"), project_ids
 
 
-@tool(name="explore_relationships", title="Explore relationships", annotations=READ_ONLY)
+@tool(
+    name="explore_relationships",
+    title="Explore relationships",
+    annotations=READ_ONLY,
+    examples=(
+        "what calls this function",
+        "show what a file imports and defines",
+        "walk the call graph from a node",
+        "who imports this module",
+    ),
+)
 def explore_relationships(params: ExploreInput, state: Any) -> ExploreResult:
     """Walk the graph from a node: follow the given relationship types (CONTAINS, DEFINES, IMPORTS, CALLS,
     LINKS_TO, IN_PROJECT; default all) out, in or both ways, up to depth 5; returns the nodes reached (with
@@ -376,7 +516,17 @@ def explore_relationships(params: ExploreInput, state: Any) -> ExploreResult:
 # ---- search ---------------------------------------------------------------------------------------
 
 
-@tool(name="semantic_search", title="Semantic search", annotations=READ_ONLY)
+@tool(
+    name="semantic_search",
+    title="Semantic search",
+    annotations=READ_ONLY,
+    examples=(
+        "search the current project by meaning",
+        "where is the login handled in this code",
+        "natural-language code search in this project",
+        "find functions by what they do",
+    ),
+)
 def semantic_search(params: SemanticSearchInput, state: Any) -> SearchResult:
     """Search by meaning (sentence embeddings) in one project (default: the active project, else all): best
     for natural-language questions such as "where are passwords hashed". Returns functions/classes/sections
@@ -395,7 +545,17 @@ def semantic_search(params: SemanticSearchInput, state: Any) -> SearchResult:
     return _search_result(state, result)
 
 
-@tool(name="brain_search", title="Search the whole brain", annotations=READ_ONLY)
+@tool(
+    name="brain_search",
+    title="Search the whole brain",
+    annotations=READ_ONLY,
+    examples=(
+        "search across every project and web page I've ingested",
+        "find something anywhere in the brain",
+        "search all knowledge including crawled web pages",
+        "hybrid search over everything indexed",
+    ),
+)
 def brain_search(params: BrainSearchInput, state: Any) -> SearchResult:
     """Search everything the brain holds — all projects, quick-ingests and web pages — combining semantic
     similarity and full-text ranking into one ranking across sources. Each result names its project (id,
@@ -415,7 +575,17 @@ def brain_search(params: BrainSearchInput, state: Any) -> SearchResult:
     return _search_result(state, result)
 
 
-@tool(name="run_cypher", title="Run a read-only Cypher query", annotations=READ_ONLY)
+@tool(
+    name="run_cypher",
+    title="Run a read-only Cypher query",
+    annotations=READ_ONLY,
+    examples=(
+        "run a read-only Cypher query on Neo4j",
+        "query the graph with Cypher",
+        "MATCH query on the graph database",
+        "count nodes with a Cypher statement",
+    ),
+)
 def run_cypher(params: RunCypherInput, state: Any) -> RunCypherResult:
     """Neo4j backend only: run a read-only Cypher query on the brain (nodes carry the BrainNode label plus
     File/Scope/...; see get_schema). The query is read as Cypher tokens (quoting and comments do not hide

@@ -41,7 +41,17 @@ def _progress(ctx: ToolContext | None, what: str, timeout: float | None) -> Any:
     return report
 
 
-@tool(name="run_command", title="Run an allow-listed command", annotations=OPEN_WORLD)
+@tool(
+    name="run_command",
+    title="Run an allow-listed command",
+    annotations=OPEN_WORLD,
+    examples=(
+        "run the unit tests from the command line",
+        "execute a program like ls or python in the project",
+        "build the project with cargo",
+        "run a shell command",
+    ),
+)
 async def run_command(params: RunCommandInput, state: Any, ctx: ToolContext) -> CommandResult:
     """Run one allow-listed program (see list_safe_commands) inside the allowed roots, WITHOUT a shell.
 
@@ -59,7 +69,17 @@ async def run_command(params: RunCommandInput, state: Any, ctx: ToolContext) -> 
     return CommandResult(**data)
 
 
-@tool(name="run_npm_script", title="Run a package.json script", annotations=OPEN_WORLD)
+@tool(
+    name="run_npm_script",
+    title="Run a package.json script",
+    annotations=OPEN_WORLD,
+    examples=(
+        "run a script from package.json",
+        "start the dev server defined in package.json",
+        "execute an npm script like build or lint",
+        "npm run start",
+    ),
+)
 async def run_npm_script(params: RunNpmScriptInput, state: Any, ctx: ToolContext) -> NpmScriptResult:
     """Run an existing script from package.json (`npm run-script NAME -- ARGS`) in `cwd` (default: first root).
 
@@ -75,7 +95,17 @@ async def run_npm_script(params: RunNpmScriptInput, state: Any, ctx: ToolContext
     return NpmScriptResult(**data)
 
 
-@tool(name="git_status", title="Git status", annotations=READ_ONLY)
+@tool(
+    name="git_status",
+    title="Git status",
+    annotations=READ_ONLY,
+    examples=(
+        "show git status",
+        "are there uncommitted or untracked files",
+        "which branch is checked out",
+        "what's the state of the git repository",
+    ),
+)
 async def git_status(params: GitStatusInput, state: Any) -> GitStatusResult:
     """Structured `git status` of the repository containing `cwd` (which must be inside the roots).
 
@@ -89,7 +119,17 @@ async def git_status(params: GitStatusInput, state: Any) -> GitStatusResult:
     )
 
 
-@tool(name="git_diff", title="Git diff", annotations=READ_ONLY)
+@tool(
+    name="git_diff",
+    title="Git diff",
+    annotations=READ_ONLY,
+    examples=(
+        "show the diff of my uncommitted changes",
+        "what's different between two commits",
+        "diff stats of the staged files",
+        "what did I change in the code",
+    ),
+)
 async def git_diff(params: GitDiffInput, state: Any) -> GitDiffResult:
     """Diff of the repository containing `cwd`: mode unstaged (work tree vs index), staged (index vs HEAD, or vs
     `ref`), or ref (work tree vs `ref`, or `ref` vs `to_ref`). Revisions are validated (no leading `-`, no
@@ -111,7 +151,17 @@ async def git_diff(params: GitDiffInput, state: Any) -> GitDiffResult:
     return GitDiffResult(**data)
 
 
-@tool(name="git_log", title="Git log", annotations=READ_ONLY)
+@tool(
+    name="git_log",
+    title="Git log",
+    annotations=READ_ONLY,
+    examples=(
+        "show the recent commit history",
+        "list the commits that touched a file",
+        "who made the latest commits",
+        "git history of the repository",
+    ),
+)
 async def git_log(params: GitLogInput, state: Any) -> GitLogResult:
     """Recent commits of the repository containing `cwd`, newest first: at most `max_count` (≤ 200) after
     skipping `skip`, from `ref` (default HEAD), optionally only those touching `paths`.
@@ -122,7 +172,17 @@ async def git_log(params: GitLogInput, state: Any) -> GitLogResult:
     return GitLogResult(**await state.git_log(params.cwd, params.max_count, params.skip, params.ref, params.paths))
 
 
-@tool(name="list_safe_commands", title="List the allowed commands", annotations=READ_ONLY)
+@tool(
+    name="list_safe_commands",
+    title="List the allowed commands",
+    annotations=READ_ONLY,
+    examples=(
+        "which shell commands may I run",
+        "what programs are on the allow-list",
+        "which tools can run_command start",
+        "list the allowed executables",
+    ),
+)
 def list_safe_commands(params: ListSafeCommandsInput, state: Any) -> ListSafeCommandsResult:
     """The programs run_command may start (with their resolved executable and argument policy), the programs
     that are never allowed, the fixed search path, the roots, the timeout and output limits, and the rules.

@@ -67,7 +67,17 @@ def _status_result(change: StatusChange, verb: str) -> StatusResult:
     )
 
 
-@tool(name="todo_create", title="Create a task", annotations=CREATE)
+@tool(
+    name="todo_create",
+    title="Create a task",
+    annotations=CREATE,
+    examples=(
+        "add a task to write the release notes",
+        "plan a new step that depends on the setup task",
+        "create a todo item",
+        "add a new task to the board with a description",
+    ),
+)
 def todo_create(params: CreateInput, state: Board) -> CreateResult:
     """Create a task in a workflow's todo board, to break complex work into trackable steps.
 
@@ -88,7 +98,17 @@ def todo_create(params: CreateInput, state: Board) -> CreateResult:
     return CreateResult(task_id=task.id, message="Task created successfully", task=TaskView.of(task))
 
 
-@tool(name="todo_get", title="Get a task", annotations=READ_ONLY)
+@tool(
+    name="todo_get",
+    title="Get a task",
+    annotations=READ_ONLY,
+    examples=(
+        "full details of one task including its timestamps",
+        "what is task_0a1b2c3d4e5f waiting on",
+        "look up a single task by id",
+        "show one task's status and dependencies",
+    ),
+)
 def todo_get(params: GetInput, state: Board) -> GetResult:
     """Get one task of a workflow with all its fields: name, description, status, priority, assigned
     agent, dependencies, timestamps (created_at, started_at, completed_at; ISO 8601 UTC), duration_ms,
@@ -103,7 +123,17 @@ def todo_get(params: GetInput, state: Board) -> GetResult:
     )
 
 
-@tool(name="todo_update_status", title="Change a task's status", annotations=OVERWRITE)
+@tool(
+    name="todo_update_status",
+    title="Change a task's status",
+    annotations=OVERWRITE,
+    examples=(
+        "mark the current task as in progress",
+        "set that task back to pending",
+        "this step is stuck, set it to blocked",
+        "start working on a task",
+    ),
+)
 def todo_update_status(params: UpdateStatusInput, state: Board) -> StatusResult:
     """Set a task's status: pending, in_progress, completed or blocked.
 
@@ -118,7 +148,17 @@ def todo_update_status(params: UpdateStatusInput, state: Board) -> StatusResult:
     return _status_result(change, "status updated")
 
 
-@tool(name="todo_complete", title="Complete a task", annotations=WRITE)
+@tool(
+    name="todo_complete",
+    title="Complete a task",
+    annotations=WRITE,
+    examples=(
+        "I'm done with this task, log how long it took",
+        "close out the finished step",
+        "mark a task as done",
+        "finish a task and record its duration",
+    ),
+)
 def todo_complete(params: CompleteInput, state: Board) -> StatusResult:
     """Mark a task completed and record its execution time.
 
@@ -131,7 +171,17 @@ def todo_complete(params: CompleteInput, state: Board) -> StatusResult:
     return _status_result(change, "completed")
 
 
-@tool(name="todo_update", title="Edit a task", annotations=OVERWRITE)
+@tool(
+    name="todo_update",
+    title="Edit a task",
+    annotations=OVERWRITE,
+    examples=(
+        "change the description and owner of a task",
+        "lower the priority of the docs task to 4",
+        "replace a task's dependencies",
+        "assign a task to another agent",
+    ),
+)
 def todo_update(params: UpdateInput, state: Board) -> UpdateResult:
     """Edit a task's name, description, priority, assigned agent (or unassign=true), or replace its
     dependency list. Only the given fields change. New dependencies must be tasks of the same workflow
@@ -153,7 +203,17 @@ def todo_update(params: UpdateInput, state: Board) -> UpdateResult:
     return UpdateResult(task_id=task.id, message="Task updated successfully", task=TaskView.of(task))
 
 
-@tool(name="todo_list", title="List tasks", annotations=READ_ONLY)
+@tool(
+    name="todo_list",
+    title="List tasks",
+    annotations=READ_ONLY,
+    examples=(
+        "show all tasks in this workflow by priority",
+        "list the tasks filtered by status",
+        "what's on the task list",
+        "show pending and completed tasks",
+    ),
+)
 def todo_list(params: ListInput, state: Board) -> ListResult:
     """List a workflow's tasks, by priority (1 first) then oldest first, optionally filtered by status
     (status_filter) and assigned agent. Returns id, name, status, priority, assigned agent and
@@ -172,7 +232,17 @@ def todo_list(params: ListInput, state: Board) -> ListResult:
     )
 
 
-@tool(name="todo_next", title="Next task to do", annotations=READ_ONLY)
+@tool(
+    name="todo_next",
+    title="Next task to do",
+    annotations=READ_ONLY,
+    examples=(
+        "which task is ready to start now",
+        "give me the most urgent unblocked task",
+        "what should be done next",
+        "the next task whose dependencies are finished",
+    ),
+)
 def todo_next(params: NextInput, state: Board) -> NextResult:
     """The task to work on next: among `pending` tasks whose dependencies are all completed, the one
     with the best priority (1 first); ties go to the oldest (created first). With assigned_agent, only
@@ -192,7 +262,17 @@ def todo_next(params: NextInput, state: Board) -> NextResult:
     return NextResult(task=task, pending_count=pick.pending, waiting_count=pick.waiting, message=message)
 
 
-@tool(name="todo_delete", title="Delete a task", annotations=OVERWRITE)
+@tool(
+    name="todo_delete",
+    title="Delete a task",
+    annotations=OVERWRITE,
+    examples=(
+        "throw away a task I created by mistake",
+        "delete this task and the ones that depend on it",
+        "remove a task from the workflow",
+        "cancel a planned task entirely",
+    ),
+)
 def todo_delete(params: DeleteInput, state: Board) -> DeleteResult:
     """Delete a task from a workflow for good. If other tasks depend on it, the call is refused with
     VALIDATION_FAILED listing them, unless cascade=true, which also deletes every task that depends on

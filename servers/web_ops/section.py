@@ -28,7 +28,17 @@ from mcp_sections.shared.tools import WEB_READ, WEB_WRITE, ToolContext, tool
 MAX_BLOCKED_SHOWN = 20
 
 
-@tool(name="fetch_web_page", title="Fetch a web page", annotations=WEB_WRITE)
+@tool(
+    name="fetch_web_page",
+    title="Fetch a web page",
+    annotations=WEB_WRITE,
+    examples=(
+        "open a URL and read the page",
+        "crawl a website a couple of levels deep",
+        "screenshot a web page",
+        "get a page's text from its URL",
+    ),
+)
 async def fetch_web_page(params: FetchWebPageInput, state: Any, ctx: ToolContext | None = None) -> FetchWebPageResult:
     """Fetch a web page and return its main content as clean markdown, with its title and final URL.
 
@@ -103,7 +113,17 @@ async def fetch_web_page(params: FetchWebPageInput, state: Any, ctx: ToolContext
     return result.with_screenshot(page.screenshot)
 
 
-@tool(name="ingest_web_page", title="Ingest web pages into the brain", annotations=WEB_WRITE)
+@tool(
+    name="ingest_web_page",
+    title="Ingest web pages into the brain",
+    annotations=WEB_WRITE,
+    examples=(
+        "save a web page into the brain",
+        "index a documentation website for later search",
+        "store a site's pages for brain_search",
+        "crawl and remember a website",
+    ),
+)
 async def ingest_web_page(
     params: IngestWebPageInput, state: Any, ctx: ToolContext | None = None
 ) -> IngestWebPageResult:
@@ -153,7 +173,17 @@ async def ingest_web_page(
     )
 
 
-@tool(name="search_web", title="Search the web", annotations=WEB_READ)
+@tool(
+    name="search_web",
+    title="Search the web",
+    annotations=WEB_READ,
+    examples=(
+        "google something",
+        "search the internet for documentation",
+        "find web pages about a topic",
+        "web search for recent news",
+    ),
+)
 async def search_web(params: SearchWebInput, state: Any) -> SearchWebResult:
     """Search the web and return titles, URLs and snippets (then read a result with fetch_web_page).
 

@@ -8,7 +8,7 @@ A sub-agent's grant is by identity: the set of section ids it was given (`sectio
 their tools (`tools`, published names), always a subset of its caller's. A tool whose name matches a granted
 section's tool but that belongs to another section is not granted: every call carries the section id the host
 resolved it to, and the host's gate checks that id against the grant. `trail` is what the sub-agent has read so far
-(untrusted content since its goal was approved makes its destructive calls ask again, `servers/gateway/gate.py`).
+(untrusted content since its goal was approved makes its destructive calls ask again, `servers/pool/gate.py`).
 `AgentLimits` are the bounds every sub-agent of a host runs within, read from the host's settings once.
 """
 

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.skipif(not builtin_available("todo"), reason="the todo 
 
 OWN = [
     "list_tool_sections",
+    "find_tools",
     "describe_section",
     "call_section_tool",
     "plan_actions",

@@ -24,6 +24,7 @@ from tests.stdio import check_snapshot, data_of, error_of
 
 GATEWAY_TOOLS = [
     "list_tool_sections",
+    "find_tools",
     "describe_section",
     "call_section_tool",
     "plan_actions",

@@ -1,0 +1,479 @@
+"""`find_tools`: a need in plain words → the section tools that answer it, ranked, without starting a section.
+
+The index holds one entry per tool of every section whose definitions are known without a process (every
+built-in section, from its declaration; a third-party section once it was first started):
+- BM25 over SQLite FTS5 in memory (the suite's full-text machinery, `shared.fulltext`), one row per tool with
+  weighted columns: the name, the title, the description, the parameters (names and descriptions), the section
+  (id and description) and the tool's example needs (`@tool(examples=...)`);
+- one vector per tool, made with the suite's embedding model (`shared.embeddings`): the normalised mean of its
+  example needs' vectors plus the vector of its name, title and first sentence (a centroid: on the dev needs it
+  ranked better than the best single passage). Passage vectors are cached in `<cache dir>/tool_search.sqlite` by
+  content hash and model key, so a restart embeds nothing that did not change.
+
+A query is ranked by the memory section's fusion rule (`servers/memory/store.py`): cosine similarity plus
+`TEXT_WEIGHT × coverage^COVERAGE_POWER`, coverage being the share of the query's searched words a tool's text
+holds. The similarity is the query's, averaged with the query stripped of its specifics (paths, file names,
+ids, quoted text, numbers), which no tool text contains. Without the embedding model (light install, model
+failed, or still loading past `MODEL_WAIT_SECONDS`) the ranking is BM25 alone, and the result says so.
+
+The index is built off the event loop, once per gateway, on the first search (rebuilt, from cached vectors, when a
+third-party section's definitions become known): the text part first, so that BM25 answers while the model loads.
+Not at start-up: a gateway that never searches keeps its start, its hops and its memory (the model is ~160 MB of
+RSS) as they were, and a short-lived one never exits in the middle of loading a model.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from mcp_sections.shared.errors import invalid_input
+from mcp_sections.shared.fulltext import match_expression, query_terms
+from mcp_sections.shared.schemas import lean_schema
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from mcp_sections.shared.config import Settings
+    from mcp_sections.shared.embeddings import EmbeddingService, EmbeddingSettings
+
+    from mcp_sections.servers.pool.catalog import SectionEntry
+    from .models import FindToolsInput, FindToolsResult
+
+logger = logging.getLogger("mcp_sections.gateway")
+
+Mode = Literal["hybrid", "bm25"]
+
+#: FTS5 columns and their BM25 weights: names, titles and example needs say what a tool is for; descriptions and
+#: parameters say much else besides.
+COLUMNS = {"name": 4.0, "title": 3.0, "description": 1.0, "parameters": 0.5, "section": 0.5, "examples": 3.0}
+#: The memory section's fusion rule with this corpus's constants: similarity + TEXT_WEIGHT × coverage^POWER. On
+#: `benchmarks/data/tool_needs_dev.jsonl` coverage counts linearly (a need is a few words; holding one of three
+#: matters): recall@1/@3 0.76/0.91, 0.76/0.92, 0.78/0.93 for weights 0.2, 0.3, 0.4, against 0.74/0.90 with memory's
+#: 0.2 and cube; the brain's reciprocal-rank fusion (k = 10 or 60) ranked worse still (0.66/0.88 in the design runs).
+TEXT_WEIGHT = 0.3
+COVERAGE_POWER = 1
+MODEL_WAIT_SECONDS = 15.0  # a search waits this long for a loading model before answering by BM25 alone
+SUMMARY_LENGTH = 240
+CACHE_FILE = "tool_search.sqlite"
+
+_SPECIFIC = re.compile(r"""'[^']*'|"[^"]*"|`[^`]*`|\S*[./\\]\S*|\S*_\S*|\S*\d\S*""")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n\s*\n")
+
+
+@dataclass(frozen=True)
+class ToolEntry:
+    """One tool as the index knows it."""
+
+    section: str
+    name: str
+    title: str
+    summary: str
+    input_schema: dict[str, Any] = field(repr=False)
+    columns: tuple[str, ...] = field(repr=False)  # the FTS5 row, in `COLUMNS` order
+    examples: tuple[str, ...] = ()
+
+    @property
+    def heading(self) -> str:
+        """The passage embedded beside the examples: what the tool is called and its first sentence."""
+        return f"{self.name.replace('_', ' ')}. {self.title}: {self.summary}"
+
+
+@dataclass(frozen=True)
+class Hit:
+    entry: ToolEntry
+    score: float
+
+
+def summary(description: str) -> str:
+    """The first sentence of a description (cut at `SUMMARY_LENGTH` characters)."""
+    first = _SENTENCE_END.split(description.strip(), maxsplit=1)[0]
+    first = " ".join(first.split())
+    return first if len(first) <= SUMMARY_LENGTH else first[: SUMMARY_LENGTH - 1].rstrip() + "…"
+
+
+def without_specifics(query: str) -> str:
+    """The query without paths, file names, identifiers, quoted text and numbers (the query itself if nothing
+    else is left): what the user wants done, rather than what to."""
+    stripped = " ".join(_SPECIFIC.sub(" ", query).split())
+    return stripped if re.search(r"\w", stripped) else query
+
+
+def section_entries(
+    section: str, description: str, definitions: Iterable[dict[str, Any]], examples: dict[str, tuple[str, ...]]
+) -> list[ToolEntry]:
+    """The index entries of one section's tool definitions (`examples` by tool name, from the declaration)."""
+    entries = []
+    for definition in definitions:
+        name = str(definition.get("name") or "")
+        text = str(definition.get("description") or "")
+        title = str(definition.get("title") or name)
+        schema = lean_schema(definition.get("inputSchema") or {"type": "object"})  # same constraints, fewer tokens
+        tool_examples = tuple(examples.get(name, ()))
+        columns = (
+            name.replace("_", " "),
+            title,
+            text,
+            _parameters_text(schema),
+            f"{section.replace('_', ' ')} {description}",
+            " . ".join(tool_examples),
+        )
+        entries.append(ToolEntry(section, name, title, summary(text) or title, schema, columns, tool_examples))
+    return entries
+
+
+def _parameters_text(schema: dict[str, Any]) -> str:
+    parts = []
+    for name, prop in (schema.get("properties") or {}).items():
+        described = prop.get("description") if isinstance(prop, dict) else None
+        parts.append(f"{name.replace('_', ' ')} {described or ''}".strip())
+    return " ; ".join(parts)
+
+
+class ToolIndex:
+    """The entries, their BM25 table and (when a model is available) one vector per entry. Built once, then
+    only read (from any thread)."""
+
+    def __init__(self, entries: Sequence[ToolEntry], vectors: np.ndarray | None = None) -> None:
+        self.entries = list(entries)
+        self.vectors = vectors
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(":memory:", check_same_thread=False)
+        names = ", ".join(COLUMNS)
+        self._db.execute(
+            f"CREATE VIRTUAL TABLE tools USING fts5({names}, tokenize='porter unicode61 remove_diacritics 2')"
+        )
+        self._db.executemany(
+            f"INSERT INTO tools(rowid, {names}) VALUES (?{', ?' * len(COLUMNS)})",
+            [(row, *entry.columns) for row, entry in enumerate(self.entries)],
+        )
+        self._weights = ", ".join(str(weight) for weight in COLUMNS.values())
+
+    @property
+    def mode(self) -> Mode:
+        return "hybrid" if self.vectors is not None else "bm25"
+
+    def with_vectors(self, vectors: np.ndarray) -> ToolIndex:
+        return ToolIndex(self.entries, vectors)
+
+    def bm25(self, query: str) -> dict[int, float]:
+        """BM25 score (higher is better) of every entry holding a searched word of `query`."""
+        match = match_expression(query)
+        if match is None:
+            return {}
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT rowid, bm25(tools, {self._weights}) FROM tools WHERE tools MATCH ?", (match,)
+            ).fetchall()
+        return {row: -float(rank) for row, rank in rows}
+
+    def coverage(self, query: str) -> dict[int, float]:
+        """For each entry, the share of the query's searched words it holds (matched as FTS5 matches them)."""
+        terms = query_terms(query)
+        held: dict[int, int] = {}
+        with self._lock:
+            for term in terms:
+                for (row,) in self._db.execute(
+                    "SELECT rowid FROM tools WHERE tools MATCH ?", (match_expression(term),)
+                ):
+                    held[row] = held.get(row, 0) + 1
+        return {row: count / len(terms) for row, count in held.items()}
+
+    def similarities(self, query_vector: np.ndarray) -> np.ndarray:
+        from mcp_sections.shared.embeddings import cosine_scores
+
+        assert self.vectors is not None
+        return cosine_scores(self.vectors, query_vector)
+
+    def rank(
+        self,
+        query: str,
+        query_vector: np.ndarray | None,
+        limit: int,
+        sections: set[str] | None = None,
+        mode: Literal["fused", "bm25", "vectors"] = "fused",
+    ) -> list[Hit]:
+        """The best `limit` entries for `query`: fused (needs `query_vector`), BM25 alone or vectors alone."""
+        scores: dict[int, float]
+        if mode == "bm25" or query_vector is None or self.vectors is None:
+            scores = self.bm25(query)
+        else:
+            similarity = self.similarities(query_vector)
+            scores = {row: float(value) for row, value in enumerate(similarity)}
+            if mode == "fused":
+                for row, share in self.coverage(query).items():
+                    scores[row] += TEXT_WEIGHT * share**COVERAGE_POWER
+        allowed = [row for row in scores if sections is None or self.entries[row].section in sections]
+        best = sorted(allowed, key=lambda row: (-scores[row], row))[:limit]
+        return [Hit(self.entries[row], scores[row]) for row in best]
+
+
+def tool_vectors(entries: Sequence[ToolEntry], service: EmbeddingService) -> np.ndarray:
+    """One L2-normalised vector per entry: its heading's vector plus the normalised mean of its examples'."""
+    import numpy as np
+
+    passages = [entry.heading for entry in entries] + [example for entry in entries for example in entry.examples]
+    vectors = service.embed(passages)
+    result = vectors[: len(entries)].copy()
+    offset = len(entries)
+    for row, entry in enumerate(entries):
+        if entry.examples:
+            mean = vectors[offset : offset + len(entry.examples)].mean(axis=0)
+            result[row] += mean / max(float(np.linalg.norm(mean)), 1e-12)
+            offset += len(entry.examples)
+    result /= np.maximum(np.linalg.norm(result, axis=1, keepdims=True), 1e-12)
+    return np.ascontiguousarray(result, dtype=np.float32)
+
+
+def query_vector(query: str, service: EmbeddingService) -> np.ndarray:
+    """The query's vector, averaged with that of the query without its specifics (one forward pass)."""
+    import numpy as np
+
+    stripped = without_specifics(query)
+    texts = [query] if stripped == query else [query, stripped]
+    vectors = service.embedder.encode(texts)
+    vector = vectors.mean(axis=0)
+    return vector / max(float(np.linalg.norm(vector)), 1e-12)
+
+
+@dataclass
+class BuildTimes:
+    """Seconds spent on the last build: reading the definitions, loading the model, embedding (or reading the
+    cached vectors)."""
+
+    definitions: float = 0.0
+    model: float = 0.0
+    vectors: float = 0.0
+    embedded: int = 0  # passages sent to the model (0 when every vector came from the cache)
+
+
+class ToolSearch:
+    """The gateway's tool index: built in a worker thread on first need (or `start()`), rebuilt when a
+    third-party section's tools become known; `search` ranks and says which sections it could not search."""
+
+    def __init__(
+        self, catalog: dict[str, SectionEntry], settings: Settings, embedding: EmbeddingSettings | None = None
+    ) -> None:
+        self.catalog = catalog
+        self.settings = settings
+        self.embedding = embedding  # None: the suite's default model (all-MiniLM-L6-v2, local, ONNX)
+        self.times = BuildTimes()
+        self._index: ToolIndex | None = None
+        self._fingerprint: tuple[str, ...] = ()
+        self._service: EmbeddingService | None = None
+        self._model_error: str | None = None
+        self._lock = threading.Lock()
+        self._model_lock = threading.Lock()  # one thread loads the model; the others wait for it
+        self._built = threading.Event()  # the text index exists
+        self._started = False
+        self._broken: dict[str, str] = {}  # section id -> why its definitions could not be read
+
+    # -- building ------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Build the index in a background thread (once)."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        threading.Thread(target=self._build, name="tool-search-index", daemon=True).start()
+
+    def _known(self) -> list[SectionEntry]:
+        """Sections whose tool definitions are known without starting anything."""
+        return [entry for entry in self.catalog.values() if not entry.load_error and self._definitions(entry)]
+
+    def _definitions(self, entry: SectionEntry) -> list[dict[str, Any]] | None:
+        """A built-in section's definitions (from its declaration); a third-party one's once it has run; None for a
+        section whose definitions cannot be computed (the reason is kept for `unsearched`)."""
+        if entry.id in self._broken:
+            return None
+        try:
+            return entry.definitions(self.settings)
+        except Exception as exc:  # one broken declaration must not keep the other sections out of the index
+            logger.warning("tool search skips section %s: %r", entry.id, exc)
+            self._broken[entry.id] = f"its tool definitions cannot be computed: {type(exc).__name__}: {exc}"
+            return None
+
+    def _fingerprint_of(self, entries: list[SectionEntry]) -> tuple[str, ...]:
+        return tuple(f"{entry.id}:{len(self._definitions(entry) or [])}" for entry in entries)
+
+    def _entries(self, sections: list[SectionEntry]) -> list[ToolEntry]:
+        entries: list[ToolEntry] = []
+        for entry in sections:
+            declaration = entry.declaration
+            examples = {spec.name: spec.examples for spec in declaration.specs} if declaration is not None else {}
+            entries += section_entries(entry.id, entry.description, self._definitions(entry) or [], examples)
+        return entries
+
+    def _build(self) -> None:
+        try:
+            started = time.perf_counter()
+            known = self._known()
+            entries = self._entries(known)
+            text_index = ToolIndex(entries)
+            self.times.definitions = time.perf_counter() - started
+            with self._lock:
+                self._index, self._fingerprint = text_index, self._fingerprint_of(known)
+            self._built.set()
+            self._add_vectors()
+        except Exception:  # the gateway keeps serving; find_tools reports the failure
+            logger.exception("the tool search index could not be built")
+            self._model_error = self._model_error or "the index could not be built (see the gateway's log)"
+            self._built.set()
+
+    def _embedding_service(self) -> EmbeddingService | None:
+        """The embedder with its vector cache, loaded (None, with the reason kept, when it cannot be)."""
+        with self._model_lock:
+            if self._service is None and self._model_error is None:
+                self._load_model()
+            return self._service
+
+    def _load_model(self) -> None:
+        started = time.perf_counter()
+        try:
+            from mcp_sections.shared.embeddings import (
+                EMBEDDING_CACHE_SCHEMA,
+                EmbeddingCache,
+                EmbeddingService,
+                EmbeddingSettings,
+                get_embedder,
+            )
+            from mcp_sections.shared.store.sqlite import Database
+
+            embedder = get_embedder(self.embedding or EmbeddingSettings(), self.settings.cache_dir)
+            if not embedder.load():
+                self._model_error = embedder.describe()
+                return
+            cache = None
+            try:
+                cache = EmbeddingCache(Database(self.settings.cache_dir / CACHE_FILE, [EMBEDDING_CACHE_SCHEMA]))
+            except Exception as exc:  # an unwritable cache directory: embed at every start instead
+                logger.warning("tool search vectors are not cached: %r", exc)
+            self._service = EmbeddingService(embedder, cache)
+        except Exception as exc:  # no numpy, an unwritable cache directory...: BM25 still answers
+            logger.warning("tool search runs on BM25 alone: %r", exc)
+            self._model_error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.times.model = time.perf_counter() - started
+
+    def _add_vectors(self) -> None:
+        """Give the current index its vectors (loading the model first if needed); an index replaced meanwhile
+        (a third-party section became known) gets them in turn."""
+        service = self._embedding_service()
+        while service is not None:
+            with self._lock:
+                index = self._index
+            if index is None or index.vectors is not None:
+                return
+            started = time.perf_counter()
+            calls = service.model_calls
+            vectors = tool_vectors(index.entries, service)
+            self.times.vectors = time.perf_counter() - started
+            self.times.embedded = service.model_calls - calls
+            with self._lock:
+                if self._index is index:
+                    self._index = index.with_vectors(vectors)
+                    return
+
+    def _refresh(self) -> None:
+        """Rebuild when the known sections changed (a third-party one ran): the text part now, the vectors from the
+        cache (and the model for the new tools), here once the model is loaded, else by the building thread."""
+        known = self._known()
+        fingerprint = self._fingerprint_of(known)
+        if fingerprint == self._fingerprint:
+            return
+        index = ToolIndex(self._entries(known))
+        with self._lock:
+            self._index, self._fingerprint = index, fingerprint
+        if self._service is not None:
+            self._add_vectors()
+
+    # -- searching -----------------------------------------------------------------------------------
+
+    def index(self, wait_seconds: float = MODEL_WAIT_SECONDS) -> ToolIndex:
+        """The current index, built if needed; waits up to `wait_seconds` for its vectors while the model loads."""
+        self.start()
+        self._built.wait()
+        self._refresh()
+        deadline = time.monotonic() + wait_seconds
+        while self._pending_vectors() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with self._lock:
+            if self._index is None:
+                raise RuntimeError(self._model_error or "the tool search index is not built")
+            return self._index
+
+    def _pending_vectors(self) -> bool:
+        with self._lock:
+            missing = self._index is not None and self._index.vectors is None
+        return missing and self._model_error is None
+
+    def search(self, query: str, limit: int, sections: list[str] | None) -> tuple[list[Hit], Mode, str | None]:
+        """Ranked hits, the mode used, and a note when the ranking is BM25 alone (and why)."""
+        index = self.index()
+        wanted = set(sections) if sections is not None else None
+        vector = None
+        note = None
+        if index.vectors is not None:
+            try:
+                vector = self.embed_query(query)
+            except Exception as exc:  # the model broke after loading: words still answer
+                logger.warning("embedding a tool search query failed: %r", exc)
+                note = f"BM25 alone: embedding the query failed ({type(exc).__name__})"
+        elif self._model_error is not None:
+            note = f"BM25 alone: {self._model_error}"
+        else:
+            note = f"BM25 alone: the embedding model is still loading after {MODEL_WAIT_SECONDS:g} s; retry shortly"
+        hits = index.rank(query, vector, limit, wanted)
+        return hits, ("hybrid" if vector is not None else "bm25"), note
+
+    def embed_query(self, query: str) -> np.ndarray | None:
+        """The query's vector (see `query_vector`), or None without a model."""
+        return query_vector(query, self._service) if self._service is not None else None
+
+    def find(self, params: FindToolsInput) -> FindToolsResult:
+        """The find_tools answer (blocking: call it from a worker thread)."""
+        from .models import FindToolsResult
+
+        if not re.search(r"\w", params.query):
+            raise invalid_input("query holds no word: describe the need in plain words, e.g. 'read a file'.")
+        hits, mode, note = self.search(params.query, params.limit, params.sections)
+        return FindToolsResult.model_validate(
+            {
+                "tools": [
+                    {
+                        "section": hit.entry.section,
+                        "name": hit.entry.name,
+                        "summary": hit.entry.summary,
+                        "score": round(hit.score, 4),
+                        "inputSchema": hit.entry.input_schema,
+                    }
+                    for hit in hits
+                ],
+                "mode": mode,
+                "note": note,
+                "unsearched": [
+                    {"section": section, "reason": reason} for section, reason in self.unsearched(params.sections)
+                ],
+            }
+        )
+
+    def unsearched(self, sections: list[str] | None = None) -> list[tuple[str, str]]:
+        """(section, why) for every section (of `sections`) whose tools could not be searched."""
+        result = []
+        for entry in self.catalog.values():
+            if sections is not None and entry.id not in sections:
+                continue
+            if entry.load_error:
+                result.append((entry.id, f"cannot be loaded: {entry.load_error}"))
+            elif entry.id in self._broken:
+                result.append((entry.id, self._broken[entry.id]))
+            elif not self._definitions(entry):
+                result.append((entry.id, "third-party section not started yet: its tools are known once it runs"))
+        return result
