@@ -47,9 +47,9 @@ class Score:
 
 def tool_search(cache_dir: Path, data_dir: Path, embedding: Any = None) -> Any:
     """A gateway's ToolSearch over the built-in sections (no section started), built now."""
+    from mcp_sections.servers.gateway.tool_search import ToolSearch
     from mcp_sections.servers.pool.catalog import build_catalog
     from mcp_sections.servers.pool.settings import GatewaySettings
-    from mcp_sections.servers.gateway.tool_search import ToolSearch
     from mcp_sections.shared.config import Settings
 
     settings = Settings(cache_dir=cache_dir, data_dir=data_dir)

@@ -40,10 +40,10 @@ from mcp_sections.shared.schemas import lean_schema
 if TYPE_CHECKING:
     import numpy as np
 
+    from mcp_sections.servers.pool.catalog import SectionEntry
     from mcp_sections.shared.config import Settings
     from mcp_sections.shared.embeddings import EmbeddingService, EmbeddingSettings
 
-    from mcp_sections.servers.pool.catalog import SectionEntry
     from .models import FindToolsInput, FindToolsResult
 
 logger = logging.getLogger("mcp_sections.gateway")
