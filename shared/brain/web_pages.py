@@ -1,5 +1,6 @@
 """Web pages in the brain: a fetched page as a `WebPage` node with a deterministic id from its normalised URL
-(re-ingesting updates, never duplicates), its text in chunks, and `LINKS_TO` edges to the other ingested pages
+(re-ingesting updates, never duplicates), its markdown in chunks of whole blocks (a code block is never split
+across chunks unless it is longer than MAX_CODE_BLOCK_CHARS), and `LINKS_TO` edges to the other ingested pages
 it links to, in a `web-crawl` project per site. Written by web_ops (and rag_ops); no MCP, no network here.
 """
 
@@ -38,7 +39,7 @@ def store_web_page(
 
     `embed=False` stores it for text search only: its nodes carry no text to embed, so they never wait for a vector.
     """
-    from mcp_sections.shared.brain.parsing import Builder, chunk_text  # the parsers load only when a page comes
+    from mcp_sections.shared.brain.parsing import Builder, chunk_markdown  # the parsers load only when a page comes
 
     parsed_url = urlparse(url)
     if parsed_url.scheme not in ("http", "https") or not parsed_url.netloc:
@@ -68,7 +69,7 @@ def store_web_page(
     builder.file.embed_text = f"{title}\n{text[:600]}"
     builder.edges = [Edge(page_id, "IN_PROJECT", project_node_id(pid))]
     if len(text) > PAGE_CONTENT_CHARS:
-        chunk_text(builder, text, prose=True)
+        chunk_markdown(builder, text)
     builder.refs = [Ref(page_id, "link", link.split("#", 1)[0]) for link in links[:MAX_LINKS]]
     parsed = builder.done()
     parsed.nodes[0].embed_text = f"{title}\n{text[:600]}"
