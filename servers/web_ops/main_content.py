@@ -69,6 +69,8 @@ _CHROME_CLASSES = frozenset(
         "theme-doc-toc-desktop",
         "theme-doc-footer",
         "theme-edit-this-page",
+        "test-arrow",  # rustdoc's "Run" (a playground link carrying the whole example)
+        "hideme",  # rustdoc's "Expand description"
     }
 )
 _CHROME_IDS = frozenset({"toc", "sidebar", "gtoc", "menu-bar", "toggle-all-docs", "skip-to-content"})
@@ -117,9 +119,19 @@ def to_markdown(document: Any, resolve: Resolver) -> str:
     for heading in region.xpath(_HEADINGS):
         _drop_permalinks(heading)
     blocks = [(pre, _language(pre)) for pre in region.xpath(".//pre[not(ancestor::pre)]")]
-    for box in region.xpath(".//div[@class]|.//aside[@class]"):
+    for box in region.xpath(".//div[@class]|.//aside[@class]|.//details[@class]"):
         if _ADMONITION.search(box.get("class", "")):
             _as_quote(box)
+    for summary in region.xpath(".//summary"):  # a collapsed section shows open: its summary is a line or a title
+        if summary.xpath("./h1|./h2|./h3|./h4|./h5|./h6|./div|./p|./section"):
+            summary.drop_tag()
+        else:
+            summary.tag = "p"
+            _embolden(summary)
+    for details in region.xpath(".//details"):
+        details.drop_tag()
+    for anchor in region.xpath(".//a[not(.//img) and not(normalize-space())]"):  # rustdoc's empty anchors
+        anchor.drop_tree()
     for grid in region.xpath(".//div[contains(@class, '-column-summary')]"):
         _grid_as_table(grid)
     for listing in region.xpath(".//ul|.//ol"):
@@ -164,10 +176,10 @@ class Resolver:
             return found
         reference = href.strip()
         target: str | None
-        if reference.startswith("#"):
-            target = self.page + reference
-        elif not reference or reference.startswith(("javascript:", "mailto:", "tel:", "data:")):
+        if reference in ("", "#") or reference.startswith(("javascript:", "mailto:", "tel:", "data:")):
             target = None
+        elif reference.startswith("#"):
+            target = self.page + reference
         else:
             try:
                 target = urljoin(self.base, reference)
@@ -249,15 +261,10 @@ def _as_code(pre: Any) -> Any:
 def _as_quote(box: Any) -> None:
     """An admonition as a block quote whose first line is its title in bold."""
     titles = [e for e in box.iter() if isinstance(e.tag, str) and _ADMONITION_TITLE.search(e.get("class", ""))]
+    titles += box.xpath("./summary")  # MkDocs Material's collapsible admonitions
     if titles:
-        title = titles[0]
-        text = " ".join(title.text_content().split())
-        tail = title.tail
-        title.clear()
-        title.tag, title.tail = "p", tail
-        strong = title.makeelement("strong", {})
-        strong.text = text
-        title.append(strong)
+        titles[0].tag = "p"
+        _embolden(titles[0])
     box.tag = "blockquote"
     before = box.getprevious()
     if before is not None and before.tag == "blockquote" and not (before.tail or "").strip():
@@ -266,6 +273,16 @@ def _as_quote(box: Any) -> None:
         separator = box.makeelement("p", {})
         separator.text = "\u200b"
         box.addprevious(separator)
+
+
+def _embolden(element: Any) -> None:
+    """The element's text, flattened, in bold (a title)."""
+    text, tail = " ".join(element.text_content().split()), element.tail
+    element.clear()
+    element.tail = tail
+    strong = element.makeelement("strong", {})
+    strong.text = text
+    element.append(strong)
 
 
 def _grid_as_table(grid: Any) -> None:
