@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 
 from mcp_sections.shared.brain.model import Edge, Project, Ref, node_id, project_node_id, slugify, text_hash
 from mcp_sections.shared.errors import invalid_input
+from mcp_sections.shared.markdown_blocks import window
 
 INLINE_MTIME = -1  # records not read from a directory (pages, inline snippets): never "removed" by a walk
 PAGE_CONTENT_CHARS = 4000
@@ -64,7 +65,7 @@ def store_web_page(
     builder.file.label = "WebPage"
     builder.file.name = title[:200] or url
     builder.file.file_id = page_id
-    builder.file.content = text[:PAGE_CONTENT_CHARS]
+    builder.file.content = window(text, 0, PAGE_CONTENT_CHARS)[0]  # the page's head, cut between blocks
     builder.file.props = {"url": url, "title": title[:300], "fetched_at": time.time()}
     builder.file.embed_text = f"{title}\n{text[:600]}"
     builder.edges = [Edge(page_id, "IN_PROJECT", project_node_id(pid))]
