@@ -2,8 +2,8 @@
 
 1. The region: the page's own landmark when it has one, tried in order: `[role=main]` (Sphinx and most doc
    themes), a single `<article>` (MkDocs Material, Docusaurus, blogs), rustdoc's `#main-content`, Node's
-   `#apicontent`, a single `<main>` (mdBook, Javadoc, HTML5 sites). Without one, the whole body, less its
-   top-level `<header>`.
+   `#apicontent`, a single `<main>` (mdBook, Javadoc, HTML5 sites), if it holds a fair share of the page's text
+   outside links. Without one, the whole body, less its top-level `<header>`.
 2. Cleaning, in the region: navigation, sidebars, tables of contents, breadcrumbs, pagers, footers, forms,
    buttons and scripts go (by tag, ARIA role, and the class names doc tools give them); permalink marks
    (`¶`, `#`, `§`, Sphinx's `headerlink`, Docusaurus' `hash-link`, …) go, and links that wrap a heading's own
@@ -32,6 +32,7 @@ LANDMARKS = (
     "//div[@id='apicontent']",
     "//main",
 )
+MIN_LANDMARK_SHARE = 0.15
 MAX_HTML_CHARS = 5_000_000
 MAX_URL_CHARS = 2048
 _CHROME_TAGS = frozenset(
@@ -95,13 +96,25 @@ _BLANK_LINES = re.compile(r"\n{3,}")
 
 
 def main_region(document: Any) -> tuple[Any, bool]:
-    """(the element holding the page's main content, whether a landmark named it)."""
+    """(the element holding the page's main content, whether a landmark named it).
+
+    A landmark holding less than MIN_LANDMARK_SHARE of the body's text outside links (a lone `<article>` card
+    in a sidebar, say) is passed over."""
+    body = document.find("body")
+    body = body if body is not None else document
+    total = None
     for xpath in LANDMARKS:
         found = document.xpath(xpath)
         if len(found) == 1:
-            return found[0], True
-    body = document.find("body")
-    return (body if body is not None else document), False
+            total = _prose_chars(body) if total is None else total
+            if _prose_chars(found[0]) >= MIN_LANDMARK_SHARE * total:
+                return found[0], True
+    return body, False
+
+
+def _prose_chars(element: Any) -> int:
+    """Characters of text outside links (navigation is mostly links)."""
+    return len(element.text_content()) - sum(len(a.text_content()) for a in element.iter("a"))
 
 
 def to_markdown(document: Any, resolve: Resolver) -> str:

@@ -137,3 +137,15 @@ async def test_an_ingested_docs_page_is_chunked_with_whole_code_blocks(site: Sit
             opening = block.split("\n", 1)[0]
             parts = [c for c in contents if c.startswith(opening) and c.split("\n", 2)[1] in block]
             assert len(parts) >= 2 and all(part.endswith("```") for part in parts)
+
+
+def test_a_lone_article_card_beside_the_content_is_not_taken_for_it() -> None:
+    story = "<p>" + "The harbour opened a new pier for the ferries this spring. " * 20 + "</p>"
+    html = (
+        "<html><body><header><a href='/'>Home</a></header><div class='post'><h1>The pier</h1>"
+        f"{story}</div><div class='rail'><article><h3>Related</h3><p>Boats.</p></article></div>"
+        "<footer>Footer text of the site</footer></body></html>"
+    )
+    text = extract_html(html, "https://example.org/news/pier").text
+    assert text.startswith("# The pier") and "new pier for the ferries" in text
+    assert "Footer text" not in text
