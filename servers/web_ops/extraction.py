@@ -1,9 +1,9 @@
 """From a fetched body to what an agent reads: title, main text as markdown, links and images.
 
-HTML: trafilatura keeps the main content and drops navigation and boilerplate; when it finds nothing worth
-keeping (a bare page, a list of links), html-to-markdown converts the whole body faithfully instead. Links and
-images come from the document itself (lxml), made absolute against the page (or its `<base>`), http(s) only,
-without duplicates. JSON is pretty-printed, plain text passed through, PDF text read with pypdf.
+HTML: the page's main region as structured markdown (`main_content`: code blocks, tables, headings, links made
+absolute with their fragments). The lists of links and images come from the whole document (lxml), made
+absolute against the page (or its `<base>`), http(s) only, without fragments or duplicates. JSON is
+pretty-printed, plain text passed through, PDF text read with pypdf.
 
 Page text is untrusted data: invisible and tag characters (zero-width, bidirectional overrides, Unicode tags,
 supplementary variation selectors), which can hide instructions from a human reader, are removed.
@@ -15,16 +15,19 @@ import io
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-MIN_MAIN_TEXT = 200  # below this, trafilatura's pick is too thin and the whole body is converted instead
+if TYPE_CHECKING:
+    from mcp_sections.servers.web_ops.main_content import Resolver
+
 MAX_LINKS = 1000
 MAX_IMAGES = 200
 _INVISIBLE = re.compile(
     "[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
 )
 _BLANK_LINES = re.compile(r"\n{3,}")
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")  # lxml refuses a str that declares its encoding
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 TEXT_TYPES = frozenset({"text/plain", "text/markdown", "text/csv", "text/xml", "application/xml"})
 JSON_TYPES = frozenset({"application/json", "application/ld+json"})
@@ -49,6 +52,7 @@ class Extracted:
     links: list[Link] = field(default_factory=list)
     images: list[Image] = field(default_factory=list)
     kind: str = "html"  # html | json | text | pdf
+    visible_chars: int | None = None  # HTML: text a reader sees without scripts (None: not HTML)
 
 
 class UnsupportedContent(ValueError):
@@ -83,61 +87,38 @@ def extract(body: bytes | str, content_type: str, url: str) -> Extracted:
 
 def extract_html(html: str, url: str) -> Extracted:
     """Main content as markdown, with the page's title, links and images."""
-    import trafilatura
     from lxml import html as lxml_html
 
+    from mcp_sections.servers.web_ops.main_content import Resolver, to_markdown
+
     try:
-        document = lxml_html.document_fromstring(html) if html.strip() else None
+        document = lxml_html.document_fromstring(_XML_DECLARATION.sub("", html, count=1)) if html.strip() else None
     except (ValueError, lxml_html.etree.ParserError):
         document = None
-    base = url
-    title = ""
-    links: list[Link] = []
-    images: list[Image] = []
-    if document is not None:
-        base_href = document.xpath("string(//base/@href)")
-        base = urljoin(url, base_href) if base_href else url
-        title = " ".join(document.xpath("string(//title)").split()) or " ".join(document.xpath("string(//h1)").split())
-        links = _links(document, base)
-        images = _images(document, base)
-    main = trafilatura.extract(
-        html, url=url, output_format="markdown", include_links=True, include_tables=True, favor_recall=True
-    )
-    if not main or len(main) < MIN_MAIN_TEXT:
-        whole = _whole_body_markdown(html)
-        if len(whole.strip()) > len((main or "").strip()):
-            main = whole
-    text = _BLANK_LINES.sub("\n\n", strip_invisible(main or "")).strip()
-    return Extracted(title=strip_invisible(title)[:300], text=text, links=links, images=images)
+    if document is None:
+        return Extracted(title="", text="", visible_chars=0)
+    base_href = document.xpath("string(//base/@href)").strip()
+    resolve = Resolver(urljoin(url, base_href) if base_href else url)
+    title = " ".join(document.xpath("string(//title)").split()) or " ".join(document.xpath("string(//h1)").split())
+    links = _links(document, resolve)
+    images = _images(document, resolve)
+    visible = _visible_chars(document)
+    text = _BLANK_LINES.sub("\n\n", strip_invisible(to_markdown(document, resolve)))
+    return Extracted(title=strip_invisible(title)[:300], text=text, links=links, images=images, visible_chars=visible)
 
 
-def visible_text_length(html: str) -> int:
+def _visible_chars(document: Any) -> int:
     """How much text a page shows without running scripts (to decide whether a browser is needed)."""
-    from lxml import html as lxml_html
-
-    try:
-        document = lxml_html.document_fromstring(html)
-    except (ValueError, lxml_html.etree.ParserError):
-        return 0
-    for element in document.xpath("//script|//style|//noscript|//template"):
-        element.drop_tree()
-    return len(" ".join(document.text_content().split()))
+    hidden = document.xpath("//script//text()|//style//text()|//noscript//text()|//template//text()")
+    return len(" ".join(document.text_content().split())) - sum(len(" ".join(text.split())) for text in hidden)
 
 
-def _whole_body_markdown(html: str) -> str:
-    import html_to_markdown
-
-    options = html_to_markdown.ConversionOptions(extract_metadata=False, skip_images=True)
-    try:
-        return html_to_markdown.convert(html, options).content or ""
-    except Exception:  # the converter's own errors (parse, size): fall back to trafilatura's pick
-        return ""
-
-
-def _links(document: object, base: str) -> list[Link]:
+def _links(document: Any, resolve: Resolver) -> list[Link]:
     seen: dict[str, Link] = {}
-    for anchor in document.xpath("//a[@href]"):  # type: ignore[attr-defined]
-        target = _absolute(base, anchor.get("href", ""))
+    for anchor in document.xpath("//a[@href]"):
+        href = anchor.get("href", "")
+        target = None if href.startswith("#") else resolve(href)
+        target = target.split("#", 1)[0] if target else None
         if target and target not in seen:
             seen[target] = Link(target, strip_invisible(" ".join(anchor.text_content().split()))[:200])
             if len(seen) >= MAX_LINKS:
@@ -145,27 +126,15 @@ def _links(document: object, base: str) -> list[Link]:
     return list(seen.values())
 
 
-def _images(document: object, base: str) -> list[Image]:
+def _images(document: Any, resolve: Resolver) -> list[Image]:
     seen: dict[str, Image] = {}
-    for image in document.xpath("//img[@src]"):  # type: ignore[attr-defined]
-        target = _absolute(base, image.get("src", ""))
+    for image in document.xpath("//img[@src]"):
+        target = resolve(image.get("src", ""))
         if target and target not in seen:
             seen[target] = Image(target, strip_invisible(image.get("alt", "") or "")[:200])
             if len(seen) >= MAX_IMAGES:
                 break
     return list(seen.values())
-
-
-def _absolute(base: str, href: str) -> str | None:
-    href = href.strip()
-    if not href or href.startswith(("#", "javascript:", "mailto:", "data:", "tel:")):
-        return None
-    try:
-        target = urljoin(base, href).split("#", 1)[0]
-        scheme = urlsplit(target).scheme
-    except ValueError:
-        return None
-    return target if scheme in ("http", "https") and len(target) <= 2048 else None
 
 
 def _pdf(body: bytes, url: str) -> Extracted:

@@ -21,7 +21,6 @@ from mcp_sections.servers.web_ops.extraction import (
     Link,
     UnsupportedContent,
     extract,
-    visible_text_length,
 )
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.guards.urls import normalise_url
@@ -159,7 +158,8 @@ class PageFetcher:
         page.truncated_body = response.truncated
         page.redirects = response.redirects
         if extracted.kind == "html" and response.content_type in HTML_TYPES | {""}:
-            page.thin_without_scripts = visible_text_length(text) < THIN_TEXT and "<script" in text.lower()
+            visible = extracted.visible_chars or 0
+            page.thin_without_scripts = visible < THIN_TEXT and "<script" in text.lower()
         if response.truncated:
             page.notes.append(f"the body was cut at {len(response.body)} bytes (max_page_bytes)")
         return page

@@ -1,5 +1,6 @@
 """Web pages in the brain: a fetched page as a `WebPage` node with a deterministic id from its normalised URL
-(re-ingesting updates, never duplicates), its text in chunks, and `LINKS_TO` edges to the other ingested pages
+(re-ingesting updates, never duplicates), its markdown in chunks of whole blocks (a code block is never split
+across chunks unless it is longer than MAX_CODE_BLOCK_CHARS), and `LINKS_TO` edges to the other ingested pages
 it links to, in a `web-crawl` project per site. Written by web_ops (and rag_ops); no MCP, no network here.
 """
 
@@ -12,6 +13,7 @@ from urllib.parse import urlparse
 
 from mcp_sections.shared.brain.model import Edge, Project, Ref, node_id, project_node_id, slugify, text_hash
 from mcp_sections.shared.errors import invalid_input
+from mcp_sections.shared.markdown_blocks import window
 
 INLINE_MTIME = -1  # records not read from a directory (pages, inline snippets): never "removed" by a walk
 PAGE_CONTENT_CHARS = 4000
@@ -38,7 +40,7 @@ def store_web_page(
 
     `embed=False` stores it for text search only: its nodes carry no text to embed, so they never wait for a vector.
     """
-    from mcp_sections.shared.brain.parsing import Builder, chunk_text  # the parsers load only when a page comes
+    from mcp_sections.shared.brain.parsing import Builder, chunk_markdown  # the parsers load only when a page comes
 
     parsed_url = urlparse(url)
     if parsed_url.scheme not in ("http", "https") or not parsed_url.netloc:
@@ -63,12 +65,12 @@ def store_web_page(
     builder.file.label = "WebPage"
     builder.file.name = title[:200] or url
     builder.file.file_id = page_id
-    builder.file.content = text[:PAGE_CONTENT_CHARS]
+    builder.file.content = window(text, 0, PAGE_CONTENT_CHARS)[0]  # the page's head, cut between blocks
     builder.file.props = {"url": url, "title": title[:300], "fetched_at": time.time()}
     builder.file.embed_text = f"{title}\n{text[:600]}"
     builder.edges = [Edge(page_id, "IN_PROJECT", project_node_id(pid))]
     if len(text) > PAGE_CONTENT_CHARS:
-        chunk_text(builder, text, prose=True)
+        chunk_markdown(builder, text)
     builder.refs = [Ref(page_id, "link", link.split("#", 1)[0]) for link in links[:MAX_LINKS]]
     parsed = builder.done()
     parsed.nodes[0].embed_text = f"{title}\n{text[:600]}"

@@ -15,7 +15,7 @@ from mcp_sections.shared.server import build_server
 from tests.web_ops.site import Site, running_site
 
 pytest.importorskip("playwright", reason="web_ops needs the `web` extra: pip install 'mcp-sections[web]'")
-pytest.importorskip("trafilatura", reason="web_ops needs the `web` extra: pip install 'mcp-sections[web]'")
+pytest.importorskip("html_to_markdown", reason="web_ops needs the `web` extra: pip install 'mcp-sections[web]'")
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,9 @@
 
 The site has static pages, a page rendered by JavaScript whose script tries to reach the canary and a cloud
 metadata address, redirects (to a page, to the canary, in a loop), a link trap, a slow and a huge page, JSON,
-text and PDF bodies, robots.txt, hidden Unicode, and a 10-page site for crawls.
+text and PDF bodies, robots.txt, hidden Unicode, a 10-page site for crawls, a small documentation page with
+relative links and fragments (and one under `<base>`, and a redirect to it), and the documentation corpus of
+bench_web under `/corpus/` (benchmarks/corpus).
 """
 
 from __future__ import annotations
@@ -20,6 +22,19 @@ ARTICLE = (
     "and the keeper lit the lamp an hour early. "
 ) * 8
 CRAWL_PAGES = 10
+GUIDE = """<!doctype html><html><head><meta charset="utf-8"><title>Guide</title></head><body>
+<nav class="sidebar"><a href="/">Home of the project docs</a> <a href="/guide/all.html">Every guide page</a></nav>
+<main><h1 id="guide">The guide<a class="headerlink" href="#guide">¶</a></h1>
+<p>See <a href="#usage">usage</a>, <a href="api.html#fn">the function</a> and <a href="../other/">elsewhere</a>.</p>
+<img src="img/flow.png" alt="Flow diagram">
+<h2 id="usage">Usage<a class="headerlink" href="#usage">¶</a></h2>
+<dl><dt id="fn">fn(x)<a class="headerlink" href="#fn">¶</a></dt><dd><p>Equivalent to:</p>
+<div class="highlight-python3"><div class="highlight"><pre><span class="k">def</span> fn(x):
+    <span class="k">return</span> x</pre></div></div></dd></dl>
+<table><tr><th>Name</th><th>Meaning</th></tr><tr><td><code>x</code></td><td>the value</td></tr></table>
+</main><footer>Copyright of the guide footer</footer></body></html>"""
+BASED = """<!doctype html><html><head><base href="/reference/v2/"><title>Based</title></head><body><main>
+<h1>Under a base</h1><p><a href="api.html#x">API</a> and <a href="#top">top</a>.</p></main></body></html>"""
 
 
 @dataclass
@@ -161,6 +176,17 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             elif path == "/hidden.html":
                 hidden = "Visible\u200b text\u202e with\U000e0049\U000e0047 hidden marks"
                 self._send(200, _page("Hidden", f"<article><p>{hidden}. {ARTICLE}</p></article>"))
+            elif path == "/guide/intro.html":
+                self._send(200, GUIDE.encode())
+            elif path == "/guide/based.html":
+                self._send(200, BASED.encode())
+            elif path == "/old-guide":
+                self._send(302, b"", Location="/guide/intro.html")
+            elif path.startswith("/corpus/"):
+                from benchmarks import corpus
+
+                found = [p for p in corpus.pages() if p.path == path.removeprefix("/corpus/")]
+                self._send(200, found[0].html) if found else self._send(404, b"no")
             elif path == "/robots.txt":
                 self._send(200, b"User-agent: *\nDisallow: /private/\n", "text/plain")
             elif path.startswith("/crawl/"):

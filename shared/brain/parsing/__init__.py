@@ -14,7 +14,7 @@ Modules: `files` (what is read, the filtered walk), `builder` (records in the ma
 `parse` (the dispatch by language), `python_code`, `grammars` (tree-sitter languages), `markdown_docs`.
 """
 
-from mcp_sections.shared.brain.parsing.builder import Builder, chunk_text
+from mcp_sections.shared.brain.parsing.builder import Builder, chunk_markdown, chunk_text
 from mcp_sections.shared.brain.parsing.files import (
     LANGUAGES,
     WalkEntry,
@@ -32,6 +32,7 @@ __all__ = [
     "Builder",
     "WalkEntry",
     "WalkStats",
+    "chunk_markdown",
     "chunk_text",
     "holds_private_key",
     "is_secret_name",

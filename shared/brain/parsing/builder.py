@@ -19,6 +19,7 @@ from mcp_sections.shared.brain.model import (
 from mcp_sections.shared.brain.parsing.files import (
     CHUNK_CHARS,
     MAX_CHUNKS_PER_FILE,
+    MAX_CODE_BLOCK_CHARS,
     MAX_EMBED_CHARS,
     MAX_REFS_PER_SCOPE,
     MAX_SCOPE_CHARS,
@@ -140,6 +141,7 @@ def compact_embed_text(rel: str, kind: str, qualname: str, signature: str, doc: 
 
 
 def chunk_text(builder: Builder, text: str, *, prose: bool) -> None:
+    """Chunks of about CHUNK_CHARS on line boundaries."""
     chunks, current = [], []
     size = 0
     start_line = 1
@@ -152,6 +154,18 @@ def chunk_text(builder: Builder, text: str, *, prose: bool) -> None:
             current, size, start_line = [], 0, line_no + 1
     if current and "".join(current).strip():
         chunks.append((start_line, line_no, "\n".join(current)))
+    _add_chunks(builder, chunks, prose=prose)
+
+
+def chunk_markdown(builder: Builder, text: str) -> None:
+    """Chunks of whole markdown blocks, about CHUNK_CHARS each; a code block stays whole in one chunk up to
+    MAX_CODE_BLOCK_CHARS (longer ones are cut at line ends, each part fenced)."""
+    from mcp_sections.shared.markdown_blocks import pieces
+
+    _add_chunks(builder, pieces(text, CHUNK_CHARS, MAX_CODE_BLOCK_CHARS), prose=True)
+
+
+def _add_chunks(builder: Builder, chunks: Sequence[tuple[int, int, str]], *, prose: bool) -> None:
     for index, (start, end, content) in enumerate(chunks[:MAX_CHUNKS_PER_FILE]):
         cid = node_id(builder.project_id, "Chunk", builder.rel, str(index))
         builder.nodes.append(

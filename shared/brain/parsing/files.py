@@ -24,6 +24,7 @@ MAX_EMBED_CHARS = 240
 characters. Names, signatures and the first docstring paragraph carry the meaning; bodies stay text-searchable."""
 TRIVIAL_LINES = 3
 CHUNK_CHARS = 1_500
+MAX_CODE_BLOCK_CHARS = 6_000  # a fenced code block up to this length stays whole in one chunk
 MAX_CHUNKS_PER_FILE = 200
 MAX_SCOPES_PER_FILE = 2_000
 MAX_REFS_PER_SCOPE = 100
