@@ -48,10 +48,12 @@ class SectionRuntime:
 @dataclass(frozen=True)
 class Container:
     """The section's container, as `docker/Dockerfile` and `compose.yaml` must build and run it (checked by
-    tests/containers, which print what to add for a new section): the Dockerfile stage its target starts from,
-    what it does with the workspace, and whether it needs a route out of the compose network."""
+    tests/containers, which print what to add for a new section): the Dockerfile stage its target starts from and
+    the build stage its virtual environment comes from, what it does with the workspace, and whether it needs a
+    route out of the compose network."""
 
     stage: Literal["runtime", "runtime-tools", "runtime-browser", "runtime-render"] = "runtime"
+    build: Literal["build-core", "build-ml", "build-web", "build-media"] = "build-core"  # its virtual environment
     workspace: Literal["none", "read", "write"] = "none"
     egress: bool = False
 

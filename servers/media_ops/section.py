@@ -266,5 +266,5 @@ SECTION = Section(
         Requirement("3D rendering (trimesh, pyrender, EGL)", software_opengl, "scripts/setup.sh media", optional=True),
     ),
     output_source="image (OCR text, descriptions by a model)",
-    container=Container(stage="runtime-render", workspace="write"),
+    container=Container(stage="runtime-render", build="build-media", workspace="write"),
 )

@@ -34,7 +34,7 @@ from mcp_sections.shared.config import SectionSettings
 from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService, EmbeddingSettings, get_embedder
 from mcp_sections.shared.embeddings.requirements import embedding_requirements
 from mcp_sections.shared.errors import invalid_input
-from mcp_sections.shared.sections import Section, SectionRuntime
+from mcp_sections.shared.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.tools import CREATE, OVERWRITE, READ_ONLY, WRITE, tool
 
 
@@ -396,6 +396,7 @@ SECTION = Section(
     heavy="torch and sentence-transformers",
     embeds=True,
     output_source="memory",
+    container=Container(build="build-ml"),
     name="Memory",
     description="Persistent memories (preferences, context, knowledge, decisions) searched by meaning, per workflow.",
     instructions=(

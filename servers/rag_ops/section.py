@@ -661,5 +661,5 @@ SECTION = Section(
     heavy="torch, sentence-transformers and neo4j",
     embeds=True,
     output_source="knowledge graph (ingested files and pages)",
-    container=Container(stage="runtime-tools", workspace="read"),
+    container=Container(stage="runtime-tools", build="build-ml", workspace="read"),
 )

@@ -276,5 +276,5 @@ SECTION = Section(
         ),
     ),
     output_source="web page",
-    container=Container(stage="runtime-browser", egress=True),
+    container=Container(stage="runtime-browser", build="build-web", egress=True),
 )

@@ -13,17 +13,52 @@ from typing import Any
 
 import pytest
 
-from mcp_sections.servers.registry import BUILTIN_SECTIONS
+from mcp_sections.servers.registry import BUILTIN_SECTIONS, all_sections
+from mcp_sections.shared.sections import Container, Section
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
 
-# Where the workspace is mounted, and how: the sections that write files, those that only read them.
-WORKSPACE_WRITERS = {"file_ops", "shell_ops", "media_ops"}
-WORKSPACE_READERS = {"rag_ops", "gateway"}
-# Sections that reach outside the compose network (remote providers, the web).
-EGRESS = {"gateway", "web_ops", "searxng"}  # searxng asks the search engines
+# Each section's container facts come from its declaration (`Section.container`); the services that are no section
+# state theirs here: the gateway reads the workspace and reaches its model provider, SearXNG its search engines.
+CONTAINERS: dict[str, Container] = {section.id: section.container for section in all_sections()}
+OTHERS = {
+    "gateway": Container(stage="runtime-tools", workspace="read", egress=True),
+    "searxng": Container(egress=True),
+    "neo4j": Container(),
+}
 THIRD_PARTY = {"neo4j", "searxng"}
+
+
+def dockerfile_stanza(section: Section) -> str:
+    """What docker/Dockerfile needs for a section: its target, from the stage and environment it declares."""
+    facts = section.container
+    return (
+        f"FROM {facts.stage} AS {section.id}\nCOPY --from={facts.build} /opt/venv /opt/venv\nUSER 10001\n"
+        f'CMD ["serve", "{section.id}"]'
+    )
+
+
+def compose_service(section: Section) -> str:
+    """What compose.yaml needs for a section (its own limits, variables and volumes come on top)."""
+    facts = section.container
+    networks = "[sections, egress]" if facts.egress else "[sections]"
+    mount = {"write": ['"${WORKSPACE:-.}:/workspace"'], "read": ['"${WORKSPACE:-.}:/workspace:ro"'], "none": []}
+    volumes = ", ".join([f'"{section.id}-data:/data"', *mount[facts.workspace]])
+    return (
+        f"  {section.id}:\n    <<: *hardened\n    image: mcp-sections:{section.id}\n"
+        f"    build: {{context: ., dockerfile: docker/Dockerfile, target: {section.id}}}\n"
+        f'    command: ["serve", "{section.id}", "--transport", "http", "--host", "0.0.0.0", "--port", "8000",\n'
+        f'              "--auth-token-file", "/run/secrets/mcp_token", "--allowed-host", "{section.id}:8000"]\n'
+        f"    volumes: [{volumes}]\n    networks: {networks}"
+    )
+
+
+def gateway_table(section_id: str) -> str:
+    return (
+        f'[gateway.sections.{section_id}]\nurl = "http://{section_id}:8000/mcp"\n'
+        'auth_token_file = "/run/secrets/mcp_token"'
+    )
 
 
 def _tool(name: str) -> str:
@@ -79,24 +114,38 @@ def test_base_image_is_pinned_by_digest_and_final_stages_have_no_build_tools() -
     assert not re.search(r"apt-get install[^\n]*\b(gcc|g\+\+|build-essential|make)\b", text)
 
 
-def test_every_section_has_an_image_target_and_a_service(compose: dict[str, Any]) -> None:
-    targets = dockerfile_targets()
-    for section_id in [*BUILTIN_SECTIONS, "gateway"]:
-        assert section_id in targets, f"docker/Dockerfile has no target {section_id}"
-        service = compose["services"].get(section_id)
-        assert service is not None, f"compose.yaml has no service {section_id}"
-        assert service["build"]["target"] == section_id
+@pytest.mark.parametrize("section", all_sections(), ids=lambda section: section.id)
+def test_every_section_has_the_target_its_declaration_asks_for(section: Section) -> None:
+    stages = dockerfile_targets()
+    facts = section.container
+    want = f"add this target to docker/Dockerfile:\n\n{dockerfile_stanza(section)}\n"
+    assert stages.get(section.id) == facts.stage, want
+    text = DOCKERFILE.read_text(encoding="utf-8")
+    target = text.split(f"AS {section.id}\n", 1)[1].split("\nFROM ", 1)[0]
+    assert f"COPY --from={facts.build} /opt/venv /opt/venv" in target, want
+    assert f'CMD ["serve", "{section.id}"]' in target, want
 
 
-def test_the_gateway_reaches_every_section_with_the_token() -> None:
+@pytest.mark.parametrize("section", all_sections(), ids=lambda section: section.id)
+def test_every_section_has_its_service_and_the_gateway_reaches_it(compose: dict[str, Any], section: Section) -> None:
     import tomllib
 
+    service = compose["services"].get(section.id)
+    assert service is not None, f"add this service to compose.yaml:\n\n{compose_service(section)}\n"
+    assert service["build"]["target"] == section.id
+    sections = tomllib.loads((ROOT / "docker" / "gateway.toml").read_text(encoding="utf-8"))["gateway"]["sections"]
+    assert sections.get(section.id) == {
+        "url": f"http://{section.id}:8000/mcp",
+        "auth_token_file": "/run/secrets/mcp_token",
+    }, f"add this table to docker/gateway.toml:\n\n{gateway_table(section.id)}\n"
+
+
+def test_the_gateway_has_its_target_and_reaches_only_the_sections() -> None:
+    import tomllib
+
+    assert dockerfile_targets().get("gateway") == OTHERS["gateway"].stage
     config = tomllib.loads((ROOT / "docker" / "gateway.toml").read_text(encoding="utf-8"))
-    sections = config["gateway"]["sections"]
-    assert set(sections) == set(BUILTIN_SECTIONS)
-    for section_id, entry in sections.items():
-        assert entry["url"] == f"http://{section_id}:8000/mcp"
-        assert entry["auth_token_file"] == "/run/secrets/mcp_token"
+    assert set(config["gateway"]["sections"]) == set(BUILTIN_SECTIONS)
 
 
 @pytest.mark.parametrize("name", [*BUILTIN_SECTIONS, "gateway"])
@@ -116,16 +165,17 @@ def test_every_service_runs_the_hardened_profile(compose: dict[str, Any], name: 
 @pytest.mark.parametrize("name", [*BUILTIN_SECTIONS, "gateway", *sorted(THIRD_PARTY)])
 def test_networks_and_mounts_are_least_privilege(compose: dict[str, Any], name: str) -> None:
     service = compose["services"][name]
+    facts = CONTAINERS.get(name) or OTHERS[name]
     networks = set(service["networks"])
     internal = {key for key, value in compose["networks"].items() if value.get("internal")}
-    if name in EGRESS:
+    if facts.egress:
         assert networks - internal, f"{name} needs a network with a route out"
     else:
         assert networks <= internal, f"{name} must sit on internal networks only, not {networks - internal}"
     workspace = [mount for mount in service.get("volumes", []) if mount["target"] == "/workspace"]
-    if name in WORKSPACE_WRITERS:
+    if facts.workspace == "write":
         assert workspace and not workspace[0].get("read_only")
-    elif name in WORKSPACE_READERS:
+    elif facts.workspace == "read":
         assert workspace and workspace[0].get("read_only") is True
     else:
         assert not workspace, f"{name} has no use for the workspace"
