@@ -26,6 +26,7 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.registry import load_section
+from mcp_sections.servers.web_ops.browser import MAX_SUBREQUESTS
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.egress_proxy import EgressProxy
 from mcp_sections.shared.server import SectionState, build_server
@@ -37,6 +38,7 @@ pytest.importorskip("trafilatura", reason="web_ops needs the `web` extra: pip in
 pytestmark = pytest.mark.anyio
 OLD_DEAD_PROXY_PORT = 9
 HOLD_SECONDS = 8.0  # the longest a page waits for its own script to report its attempts settled
+MAX_PAGE_BYTES = 100_000
 
 
 @pytest.fixture(scope="module")
@@ -291,6 +293,15 @@ def _handler(site: ChannelSite, canaries: Canaries) -> type[BaseHTTPRequestHandl
             elif parts.path == "/js-location":
                 target = canary.replace("http:", "https:") if "tls" in query else canary
                 self._send(200, f"<script>location.href = '{target}/js-location';</script>".encode())
+            elif parts.path == "/many":  # more sub-requests than a render may make
+                images = "".join(f"<img src='/pixel?i={n}'>" for n in range(MAX_SUBREQUESTS + 10))
+                self._send(200, f"<title>many</title><p>Many images.</p>{images}".encode())
+            elif parts.path == "/big-image":  # a sub-resource larger than max_page_bytes
+                self._send(200, b"<title>big</title><p>One big image.</p><img src='/big'>")
+            elif parts.path == "/pixel":
+                self._send(200, b"GIF89a", "image/gif")
+            elif parts.path == "/big":
+                self._send(200, b"GIF89a" + b"\0" * (2 * MAX_PAGE_BYTES), "image/gif")
             else:
                 self._send(404, b"no")
 
@@ -316,6 +327,7 @@ async def served(
     table = {
         "allow": [f"127.0.0.1:{channel_site.port}"],
         "timeout_seconds": 15,
+        "max_page_bytes": MAX_PAGE_BYTES,
         "embeddings": False,
         "cache_pages": 0,
     }
@@ -408,6 +420,14 @@ async def test_a_main_frame_navigation_to_the_canary_is_refused(
     message = await fail(web, "fetch_web_page", "PERMISSION_DENIED", url=url, render="browser", wait_for="networkidle")
     assert "loopback" in message and f"127.0.0.1:{canaries.tcp.port}" in message
     assert canaries.seen_since(before) == {}
+
+
+async def test_a_render_makes_at_most_its_share_of_requests_and_bytes(web: Client, channel_site: ChannelSite) -> None:
+    many = await call(web, "fetch_web_page", url=channel_site.url("/many"), render="browser")
+    over = [line for line in many["blocked_requests"] if f"more than {MAX_SUBREQUESTS} requests" in line]
+    assert over and over[0].startswith(channel_site.url("/pixel?i="))
+    big = await call(web, "fetch_web_page", url=channel_site.url("/big-image"), render="browser")
+    assert big["blocked_requests"] == [f"{channel_site.url('/big')}: cut at {MAX_PAGE_BYTES} bytes"]
 
 
 async def test_a_service_worker_that_does_register_goes_through_the_proxy_too(
