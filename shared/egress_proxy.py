@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import os
 from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ HOP_BY_HOP = frozenset(
 )
 _CHUNK = 65_536
 MAX_REFUSALS_KEPT = 200
+MAX_RESPONSE_HEAD = 262_144  # what Chromium itself accepts
 LINGER_SECONDS = 0.5  # after an error answer, how long the rest of a request is read and dropped
 
 
@@ -52,7 +54,8 @@ class Destination:
 
 
 class Policy(Protocol):
-    """Decides destinations. Blocking (it may resolve names): the proxy calls it in a worker thread."""
+    """Decides destinations. Blocking when it resolves a name: the proxy calls it in a worker thread then (and
+    directly for an IP address)."""
 
     def addresses(self, destination: Destination) -> Sequence[str]:
         """The checked IP addresses to connect to, or raise `ToolFailure` saying why the destination is refused."""
@@ -287,6 +290,8 @@ class EgressProxy:
             too_large = f"the request head is larger than {self.limits.max_head_bytes} bytes"
             raise _Refused(431, _failure(too_large)) from None
         lines = raw[:-4].decode("latin-1").split("\r\n")
+        if any(ch in line for line in lines for ch in "\r\n\0"):  # a bare CR or LF could frame a second request
+            raise _Refused(400, _failure("a bare CR, LF or NUL in the request head"))
         parts = lines[0].split(" ")
         if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
             raise _Refused(400, _failure("not an HTTP/1.x request line"))
@@ -310,7 +315,10 @@ class EgressProxy:
         if total is not None and self.ledger.bytes >= total:
             raise _Refused(403, _failure(f"more than {total} bytes in all", ErrorCode.MAX_LIMIT_EXCEEDED), target)
         try:
-            addresses = await asyncio.to_thread(self.policy.addresses, destination)
+            if _is_ip(destination.host):  # no name to resolve: nothing to wait for
+                addresses = self.policy.addresses(destination)
+            else:
+                addresses = await asyncio.to_thread(self.policy.addresses, destination)
         except ToolFailure as failure:
             raise _Refused(403, failure, target) from None
         self.ledger.requests += 1
@@ -318,7 +326,7 @@ class EgressProxy:
         for address in list(addresses)[:3]:
             try:
                 async with asyncio.timeout(self.limits.connect_timeout):
-                    return await asyncio.open_connection(address, destination.port, limit=self.limits.max_head_bytes)
+                    return await asyncio.open_connection(address, destination.port, limit=MAX_RESPONSE_HEAD)
             except (OSError, TimeoutError) as exc:
                 last = exc
         reason = f"could not connect to {target} ({last or 'no address'})"
@@ -361,6 +369,10 @@ class EgressProxy:
             raw = await self._idle_bounded(upstream.readuntil(b"\r\n\r\n"))
         except asyncio.LimitOverrunError:
             raise _Refused(502, _failure("the response head is too large", ErrorCode.EXECUTION_FAILED)) from None
+        except asyncio.IncompleteReadError:
+            raise _Refused(
+                502, _failure("the destination closed without an answer", ErrorCode.EXECUTION_FAILED)
+            ) from None
         lines = raw[:-4].split(b"\r\n")
         kept = [lines[0], *(line for line in lines[1:] if line.split(b":", 1)[0].strip().lower() not in _HOP_BYTES)]
         head = b"\r\n".join([*kept, b"Connection: close"]) + b"\r\n\r\n"
@@ -473,6 +485,14 @@ def _host_port(authority: str, default: int | None) -> tuple[str, int]:
         return parse_url(f"https://{_authority(host, port)}/").host, port
     except ToolFailure as failure:
         raise _Refused(400, failure, authority[:300]) from None
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _authority(host: str, port: int) -> str:

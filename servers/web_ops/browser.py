@@ -113,7 +113,8 @@ class Browser:
         self._playwright: Any = None
         self._browser: Any = None
 
-    async def _ensure(self) -> Any:
+    async def chromium(self) -> Any:
+        """The running Chromium (Playwright's `Browser`), launched on first use: against the deny-all proxy."""
         async with self._lock:
             if self._browser is not None and self._browser.is_connected():
                 return self._browser
@@ -146,7 +147,7 @@ class Browser:
         self, url: str, *, wait_for: WaitFor, timeout_seconds: float, screenshot: bool = False
     ) -> RenderedPage:
         """Load a page with every request of its context through its own guarding proxy; its HTML after scripts."""
-        browser = await self._ensure()
+        browser = await self.chromium()
         async with self._slots, EgressProxy(self.policy, self.limits) as proxy:
             context = await browser.new_context(
                 proxy={"server": await proxy.listen_tcp()},

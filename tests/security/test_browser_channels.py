@@ -436,7 +436,7 @@ async def test_a_service_worker_that_does_register_goes_through_the_proxy_too(
     """Behind the blocked registration: in a context that allows service workers, the worker's own fetch (during
     its install) reaches the context's proxy and is refused there."""
     browser = web_ops.browser
-    chromium = await browser._ensure()
+    chromium = await browser.chromium()
     before = canaries.counts()
     async with EgressProxy(browser.policy, browser.limits) as proxy:
         context = await chromium.new_context(proxy={"server": await proxy.listen_tcp()}, service_workers="allow")

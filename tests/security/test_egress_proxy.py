@@ -230,6 +230,7 @@ async def test_a_rebinding_name_is_resolved_once_and_the_checked_address_is_used
         (b"GET http://example.org/ SPDY/3\r\n\r\n", 400),
         (b"GET http://example.org/ HTTP/1.1\r\nBad Header: x\r\n\r\n", 400),
         (b"GET http://example.org/ HTTP/1.1\r\n folded: x\r\n\r\n", 400),
+        (b"GET http://example.org/ HTTP/1.1\r\nX-A: 1\nGET /smuggled HTTP/1.1\r\n\r\n", 400),
     ],
 )
 async def test_malformed_and_oversize_requests_are_answered_and_closed(request_bytes: bytes, status: int) -> None:
