@@ -11,10 +11,12 @@ caller alone (connections at once, request heads, idle and connect timeouts, req
 listens on a loopback TCP port (`listen_tcp`, for a browser context) and/or a Unix socket (`listen_unix`, bound
 into a sandbox that has no network of its own).
 
-Two policies: `GuardPolicy` (any destination the URL guard allows: web_ops' browser) and `HostListPolicy` (only
-listed hosts and ports, at addresses the URL guard allows: a package installer's registries). A plain-HTTP
-request is forwarded with `Connection: close` (one request per connection, so each one is seen and counted); a
-tunnel is opaque, so HTTPS requests sharing one tunnel count once.
+Policies: `GuardPolicy` (any destination the URL guard allows: web_ops' browser), `HostListPolicy` (tunnels to
+listed hosts and ports only, at addresses the URL guard allows: a package installer's registries) and
+`DenyAllPolicy` (a browser's own background traffic). A plain-HTTP request is forwarded with `Connection: close`
+(one request per connection, so each one is seen and counted); a tunnel is opaque, so HTTPS requests sharing one
+tunnel count once. Clients that only speak TCP proxy URLs (pip, npm) need a loopback-to-Unix-socket relay on
+their side of a sandbox to use `listen_unix`.
 """
 
 from __future__ import annotations

@@ -186,12 +186,12 @@ CHANNELS: dict[str, tuple[str, str]] = {
         "const frame = document.body.appendChild(document.createElement('iframe')); "
         "const register = frame.contentWindow.ServiceWorkerContainer.prototype.register; "
         "const r = await register.call(navigator.serviceWorker, '/sw.js'); "
-        "if (r) await Promise.race([navigator.serviceWorker.ready, pause(3000)]); await pause(1000); "
+        "if (r) await Promise.race([navigator.serviceWorker.ready, pause(3000)]); await pause(300); "
         "return r ? 'registered' : 'not registered'",
     ),
     "prefetch": (
         "<link rel=prefetch href='CANARY/prefetch'><link rel=preload as=fetch href='CANARY/preload'>",
-        "await pause(1000)",
+        "await pause(500)",
     ),
     "redirect-img": ("<img id=target src='/bounce?to=CANARY/redirect-img'>", "await settled('target')"),
     "redirect-iframe": (
@@ -200,7 +200,7 @@ CHANNELS: dict[str, tuple[str, str]] = {
     ),
     "redirect-fetch": ("", "await fetch('/bounce?to=CANARY/redirect-fetch')"),
     "beacon": ("", "navigator.sendBeacon('CANARY/beacon', 'x'); await pause(500)"),
-    "popup": ("", "window.open('CANARY/popup'); await pause(1000)"),
+    "popup": ("", "window.open('CANARY/popup'); await pause(500)"),
     "webrtc": (
         "",
         "const pc = new RTCPeerConnection({iceServers: [{urls: 'stun:127.0.0.1:UDP_PORT'}, "
