@@ -351,6 +351,7 @@ async def speed_table(calls: int) -> None:
     print(f"{'measure':<{width}}  {'web_ops':<26}{REFERENCE:<22}")
     for name, ours, theirs, note in rows:
         print(f"{name:<{width}}  {ours:<26}{theirs:<22}{note}")
+    subprocess.run([sys.executable, "-m", "benchmarks.web_browser_guard", "--runs", str(calls)], check=True)
 
 
 async def _reference_static(site: Site, calls: int) -> list[float] | None:

@@ -1,10 +1,14 @@
-"""One headless Chromium, started on first use and reused, with a fresh context per page.
+"""One headless Chromium, started on first use and reused, with a fresh context per page behind a guarding proxy.
 
-The browser never touches the network itself. Every request it makes — the page, sub-resources, iframes,
-`fetch()`/XHR from page scripts — is intercepted (`context.route("**/*")`) and answered by `GuardedHttp`, which
-checks the URL with the shared guard and connects to the checked address; a refused request is aborted and
-reported. WebSockets are closed, service workers blocked, and the browser is launched with a dead proxy
-(loopback included), so a request that escaped interception would go nowhere.
+Each render gets its own `EgressProxy` (shared/egress_proxy.py) on an ephemeral loopback port, deciding with the
+URL guard, and its browser context sends every request there, loopback included: Chromium's network stack itself
+goes through the proxy, so the page, each redirect hop, sub-resources, iframes, `fetch()`/XHR, EventSource,
+prefetches, workers and service workers all pass the guard and reach only the address it checked. The proxy's
+ledger is the render's own: its refusals are `blocked`, its request count the sub-request cap, its byte count the
+render's size cap. The browser is launched against a second proxy that refuses everything, which is where its own
+traffic outside any page (component updates, sign-in, safe browsing, metrics) goes, with QUIC off (HTTP/3 would
+not use the proxy), WebRTC kept off UDP unless proxied (no STUN to any address), and its background services off.
+Page scripts' WebSockets are refused and reported; service worker registration is blocked.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mcp_sections.shared.egress_proxy import DenyAllPolicy, EgressProxy, GuardPolicy, Limits, Refusal
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.web_fetch import GuardedHttp
 
@@ -27,9 +32,27 @@ SYSTEM_CHROMIUMS = (
     "google-chrome",
     "google-chrome-stable",
 )
-DEAD_PROXY = "http://127.0.0.1:9"
-MAX_SUBREQUESTS = 300
+MAX_SUBREQUESTS = 300  # requests and tunnels through a render's proxy
+RENDER_BUDGET_PAGES = 4  # a render moves at most this many times max_page_bytes through its proxy, in all
+#: Checked against Chromium 156 (its switch names, and the WebRTC test): `--force-webrtc-ip-handling-policy` does
+#: nothing there (STUN still leaves), `--webrtc-ip-handling-policy` works; no safe-browsing switch is left. What
+#: these flags miss still meets the browser-wide proxy that refuses everything.
+LAUNCH_FLAGS = (
+    "--proxy-bypass-list=<-loopback>",  # loopback goes through the proxy too (Chromium bypasses it by default)
+    "--disable-quic",
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-domain-reliability",
+    "--no-pings",
+    "--no-first-run",
+    "--metrics-recording-only",
+    "--disable-breakpad",
+    "--disable-dev-shm-usage",
+)
 SCREENSHOT_VIEWPORT = {"width": 1280, "height": 800}
+ERROR_PAGE = "chrome-error://"  # the URL of the page Chromium shows for a navigation that failed
 
 
 @dataclass
@@ -66,17 +89,32 @@ def browser_problem(configured: str | None = None) -> str | None:
 
 
 class Browser:
-    """A lazily started Chromium; `render` is safe to call concurrently (one context per call)."""
+    """A lazily started Chromium; `render` is safe to call concurrently (one context and one proxy per call)."""
 
-    def __init__(self, http: GuardedHttp, *, executable: str | None = None, max_concurrent: int = 3) -> None:
+    def __init__(
+        self, http: GuardedHttp, *, executable: str | None = None, max_concurrent: int = 3, verify_tls: bool = True
+    ) -> None:
         self.http = http
         self.executable = executable
+        self.verify_tls = verify_tls
+        self.policy = GuardPolicy(http.guard)
+        self.limits = Limits(
+            max_requests=MAX_SUBREQUESTS,
+            max_bytes_per_connection=http.max_bytes,
+            max_bytes=RENDER_BUDGET_PAGES * http.max_bytes,
+            connect_timeout=min(10.0, http.timeout_seconds),
+            idle_timeout=http.timeout_seconds,
+        )
+        #: Where the browser's own traffic goes (and is refused): its ledger shows what Chromium tried.
+        self.background = EgressProxy(DenyAllPolicy("the browser's own traffic is refused"))
+        self._background_url: str | None = None
         self._lock = asyncio.Lock()
         self._slots = asyncio.Semaphore(max_concurrent)
         self._playwright: Any = None
         self._browser: Any = None
 
-    async def _ensure(self) -> Any:
+    async def chromium(self) -> Any:
+        """The running Chromium (Playwright's `Browser`), launched on first use: against the deny-all proxy."""
         async with self._lock:
             if self._browser is not None and self._browser.is_connected():
                 return self._browser
@@ -88,12 +126,14 @@ class Browser:
             from playwright.async_api import Error as PlaywrightError
             from playwright.async_api import async_playwright
 
+            if self._background_url is None:
+                self._background_url = await self.background.listen_tcp()
             if self._playwright is None:
                 self._playwright = await async_playwright().start()
             try:
                 self._browser = await self._playwright.chromium.launch(
                     executable_path=find_chromium(self.executable),
-                    args=[f"--proxy-server={DEAD_PROXY}", "--proxy-bypass-list=<-loopback>", "--disable-dev-shm-usage"],
+                    args=[f"--proxy-server={self._background_url}", *LAUNCH_FLAGS],
                 )
             except PlaywrightError as exc:
                 raise ToolFailure(
@@ -106,51 +146,37 @@ class Browser:
     async def render(
         self, url: str, *, wait_for: WaitFor, timeout_seconds: float, screenshot: bool = False
     ) -> RenderedPage:
-        """Load a page with every request routed through the guard; its HTML after scripts ran."""
-        browser = await self._ensure()
-        async with self._slots:
+        """Load a page with every request of its context through its own guarding proxy; its HTML after scripts."""
+        browser = await self.chromium()
+        async with self._slots, EgressProxy(self.policy, self.limits) as proxy:
             context = await browser.new_context(
+                proxy={"server": await proxy.listen_tcp()},
                 service_workers="block",
                 user_agent=self.http.user_agent,
                 viewport=SCREENSHOT_VIEWPORT,
                 java_script_enabled=True,
                 accept_downloads=False,
+                ignore_https_errors=not self.verify_tls,
             )
-            blocked: list[str] = []
-            main_failure: list[ToolFailure] = []
-            count = 0
-
-            async def route(request_route: Any) -> None:
-                nonlocal count
-                request = request_route.request
-                count += 1
-                if count > MAX_SUBREQUESTS:
-                    blocked.append(f"{request.url} (more than {MAX_SUBREQUESTS} requests)")
-                    await request_route.abort("blockedbyclient")
-                    return
-                try:
-                    answer = await self.http.request(
-                        request.method,
-                        request.url,
-                        headers=await request.all_headers(),
-                        content=request.post_data_buffer,
-                    )
-                except ToolFailure as failure:
-                    blocked.append(f"{request.url[:300]}: {failure.message.split(';')[0]}")
-                    if request.is_navigation_request() and request.frame.parent_frame is None:
-                        main_failure.append(failure)
-                    with contextlib.suppress(Exception):
-                        await request_route.abort("blockedbyclient")
-                    return
-                headers = {k: v for k, v in answer.headers.items() if k not in ("content-encoding", "content-length")}
-                with contextlib.suppress(Exception):  # the page may be gone already
-                    await request_route.fulfill(status=answer.status, headers=headers, body=answer.body)
-
-            await context.route("**/*", route)
-            await context.route_web_socket("**/*", _refuse_websocket(blocked))
+            sockets: list[str] = []
+            await context.route_web_socket("**/*", _refuse_websocket(sockets))
             try:
                 page = await context.new_page()
-                response = await page.goto(url, wait_until=wait_for, timeout=timeout_seconds * 1000)
+                try:
+                    response = await page.goto(url, wait_until=wait_for, timeout=timeout_seconds * 1000)
+                except Exception as exc:
+                    refused = _refused_navigation(proxy, page.url, "ERR_TUNNEL_CONNECTION_FAILED" in str(exc))
+                    if refused is not None:
+                        raise refused.failure from None
+                    raise
+                error_page = page.url.startswith(ERROR_PAGE)
+                refused = _refused_navigation(proxy, page.url, error_page)
+                if refused is not None:  # the page ended on a refused URL (a redirect, or it navigated itself)
+                    raise refused.failure
+                if error_page:
+                    raise ToolFailure(
+                        ErrorCode.EXECUTION_FAILED, f"the browser could not load {url}: it ended on an error page."
+                    )
                 html = await page.content()
                 title = await page.title()
                 shot = await page.screenshot(type="png", full_page=False) if screenshot else None
@@ -160,7 +186,7 @@ class Browser:
                     html=html,
                     title=title,
                     screenshot=shot,
-                    blocked=blocked,
+                    blocked=_blocked(proxy, sockets),
                     content_type=(await response.header_value("content-type") or "text/html").split(";")[0]
                     if response is not None
                     else "text/html",
@@ -168,8 +194,6 @@ class Browser:
             except ToolFailure:
                 raise
             except Exception as exc:
-                if main_failure:
-                    raise main_failure[0] from None
                 message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 code = (
                     ErrorCode.TIMEOUT
@@ -188,11 +212,30 @@ class Browser:
         with contextlib.suppress(Exception):
             if self._playwright is not None:
                 await self._playwright.stop()
-        self._browser = self._playwright = None
+        await self.background.aclose()
+        self._browser = self._playwright = self._background_url = None
 
     @property
     def started(self) -> bool:
         return self._browser is not None
+
+
+def _blocked(proxy: EgressProxy, sockets: list[str]) -> list[str]:
+    """What the render's proxy refused or cut, then the WebSockets refused in the page."""
+    blocked = [str(refusal) for refusal in proxy.ledger.refusals] + sockets
+    if proxy.ledger.refusals_dropped:
+        blocked.append(f"... and {proxy.ledger.refusals_dropped} more refused requests")
+    return blocked
+
+
+def _refused_navigation(proxy: EgressProxy, page_url: str, failed: bool) -> Refusal | None:
+    """The proxy's refusal the main frame ended on: the one of its URL (a plain-HTTP page is the proxy's 403), or,
+    when the navigation failed (a refused tunnel shows Chromium's error page), the last refusal of an address."""
+    denied = [refusal for refusal in proxy.ledger.refusals if refusal.failure.code is ErrorCode.PERMISSION_DENIED]
+    exact = proxy.ledger.refusal_for(page_url)
+    if exact is not None and exact in denied:
+        return exact
+    return denied[-1] if failed and denied else None
 
 
 def _refuse_websocket(blocked: list[str]) -> Any:

@@ -52,7 +52,11 @@ class WebOps:
         allow = AllowList.parse(settings.allow)
         self.http = self._client(UrlGuard(allow, allow_setting=ALLOW_SETTING))
         self.search_http = self._client(UrlGuard(_with_searxng(allow, settings), allow_setting=ALLOW_SETTING))
-        self.browser = Browser(self.http, executable=settings.browser_executable) if settings.browser else None
+        self.browser = (
+            Browser(self.http, executable=settings.browser_executable, verify_tls=settings.verify_tls)
+            if settings.browser
+            else None
+        )
         self.cache = PageCache(settings.cache_pages)
         self.fetcher = PageFetcher(self.http, self.browser, self.cache, timeout_seconds=settings.timeout_seconds)
         self._ingest: PageIngest | None = None
