@@ -25,7 +25,8 @@ import asyncio
 import contextlib
 import ipaddress
 import os
-from collections.abc import Awaitable, Iterable, Sequence
+import threading
+from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -76,21 +77,33 @@ class GuardPolicy:
 
 
 class HostListPolicy:
-    """Tunnels (TLS end to end) to the listed hosts (`name` or `*.suffix`) on the listed ports, and there only what
-    the URL guard allows (a listed name that resolves to loopback or a private address is still refused): an
-    installer's policy towards its registries."""
+    """Only the listed destinations, and there only what the URL guard allows (a listed name that resolves to loopback
+    or a private address is still refused, unless the guard's allow-list opens it): an installer's policy towards
+    its registries. `hosts` are `name` or `*.suffix`, reached by tunnels (TLS end to end) on `ports`; `plain_http`
+    holds `(host, port)` pairs also reached by plain HTTP (a registry configured with an `http://` URL)."""
 
-    def __init__(self, hosts: Iterable[str], ports: Iterable[int] = (443,), guard: UrlGuard | None = None) -> None:
+    def __init__(
+        self,
+        hosts: Iterable[str],
+        ports: Iterable[int] = (443,),
+        guard: UrlGuard | None = None,
+        plain_http: Iterable[tuple[str, int]] = (),
+    ) -> None:
         names = [host.strip().lower().rstrip(".") for host in hosts if host.strip()]
         self.exact = frozenset(name for name in names if not name.startswith("*."))
         self.suffixes = tuple(name[1:] for name in names if name.startswith("*."))  # ".example.org"
         self.ports = frozenset(ports)
+        self.plain_http = frozenset((host.lower().rstrip("."), port) for host, port in plain_http)
         self.guard = guard or UrlGuard()
 
     def addresses(self, destination: Destination) -> Sequence[str]:
         host = destination.host
         if destination.kind != "connect":
-            raise permission_denied("this proxy opens HTTPS tunnels only (CONNECT), not plain-HTTP requests.")
+            if (host, destination.port) not in self.plain_http:
+                raise permission_denied(
+                    f"{host}:{destination.port} is not a registry this proxy opens over plain HTTP ({self._listed()})."
+                )
+            return self.guard.check(_origin("http", host, destination.port)).addresses
         if not (host in self.exact or host.endswith(self.suffixes)):
             raise permission_denied(f"{host} is not one of the hosts this proxy opens ({self._listed()}).")
         if destination.port not in self.ports:
@@ -99,7 +112,8 @@ class HostListPolicy:
         return self.guard.check(_origin("https", host, destination.port)).addresses
 
     def _listed(self) -> str:
-        return ", ".join(sorted(self.exact) + [f"*{suffix}" for suffix in self.suffixes])
+        plain = [f"http://{host}:{port}" for host, port in sorted(self.plain_http)]
+        return ", ".join(sorted(self.exact) + [f"*{suffix}" for suffix in self.suffixes] + plain)
 
 
 class DenyAllPolicy:
@@ -529,3 +543,22 @@ async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, st
             for _ in range(16):
                 if not await reader.read(_CHUNK):
                     break
+
+
+@contextlib.contextmanager
+def serving_unix(policy: Policy, path: Path, limits: Limits | None = None) -> Iterator[EgressProxy]:
+    """An `EgressProxy` listening on the Unix socket `path`, served by an event loop of its own in a thread, for as
+    long as the block lasts (for blocking callers, e.g. an installer started with `subprocess.run`)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="egress-proxy", daemon=True)
+    thread.start()
+    proxy = EgressProxy(policy, limits)
+    try:
+        asyncio.run_coroutine_threadsafe(proxy.listen_unix(path), loop).result(timeout=10)
+        yield proxy
+    finally:
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(proxy.aclose(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.close()

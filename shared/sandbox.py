@@ -84,10 +84,17 @@ class Confinement:
     network: bool = False
     hidden: tuple[Path, ...] = ()
     pinned: tuple[Path, ...] = ()
+    egress: Path | None = None  # a Unix socket of an egress proxy (`shared.egress_proxy`): the only way out
 
     @classmethod
     def within(
-        cls, guard: PathGuard, *, writable: Sequence[Path] = (), readable: Sequence[Path] = (), network: bool = False
+        cls,
+        guard: PathGuard,
+        *,
+        writable: Sequence[Path] = (),
+        readable: Sequence[Path] = (),
+        network: bool = False,
+        egress: Path | None = None,
     ) -> Confinement:
         """The confinement of a program working inside `guard`'s roots: the suite's own state and the deny-listed files
         (.env, keys, ~/.ssh: `shared.secret_files`) in what it is shown are hidden, the way to the state pinned."""
@@ -99,6 +106,7 @@ class Confinement:
             network=network,
             hidden=hidden_from_programs(guard, (*writable, *readable)),
             pinned=guard.pinned_inside_roots(),
+            egress=egress,
         )
 
     def shows(self, path: str) -> bool:
@@ -136,7 +144,7 @@ class Sandbox:
         # --cap-drop ALL: bubblewrap started by root keeps every capability by default, and a program with
         # CAP_SYS_ADMIN could unmount what hides the suite's state, or mount a disk it made with CAP_MKNOD
         args = [self.executable, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
-        if confinement.network:
+        if confinement.network and confinement.egress is None:
             args.append("--share-net")
         for directory in SYSTEM_DIRECTORIES:
             args += ["--ro-bind-try", directory, directory]
@@ -157,6 +165,10 @@ class Sandbox:
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
             elif path.exists():
                 args += ["--ro-bind", "/dev/null", str(path)]
+        if confinement.egress is not None:  # no network but loopback; the bridge leads to the proxy's socket
+            args += ["--ro-bind", str(confinement.egress), EGRESS_SOCKET]
+            args += ["--chdir", str(cwd), "--", *bridge_argv(argv)]
+            return args
         args += ["--chdir", str(cwd), "--", *argv]
         return args
 
@@ -166,6 +178,30 @@ class Sandbox:
         trusted search path. A program inside the roots gets none: a link there is no reason to show a folder
         (interpreters it needs are verified by `shared.toolchains` and come in `readable`)."""
         return [] if confinement.shows(os.path.abspath(executable)) else install_prefixes(executable)
+
+
+EGRESS_SOCKET = "/run/mcp-sections/egress.sock"  # where a sandbox finds the egress proxy's socket
+EGRESS_PORT = 3128  # the loopback port the bridge listens on inside the sandbox's own network namespace
+
+
+def bridge_argv(argv: Sequence[str]) -> list[str]:
+    """`argv` behind the egress bridge (`shared.egress_bridge`), run by the system's Python in isolated mode."""
+    from mcp_sections.shared.egress_bridge import source
+
+    python = shutil.which("python3", path=DEFAULT_SEARCH_PATH) or "/usr/bin/python3"
+    return [python, "-I", "-S", "-c", source(), EGRESS_SOCKET, str(EGRESS_PORT), "--", *argv]
+
+
+def egress_environment() -> dict[str, str]:
+    """What tells pip, npm and most HTTP clients to use the egress proxy inside the sandbox."""
+    proxy = f"http://127.0.0.1:{EGRESS_PORT}"
+    return {
+        **{name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY")},
+        "npm_config_proxy": proxy,
+        "npm_config_https_proxy": proxy,
+        "NO_PROXY": "",
+        "no_proxy": "",
+    }
 
 
 SEATBELT_READABLE = ("/usr", "/bin", "/sbin", "/System", "/Library", "/private/etc", "/private/var/db", "/dev")

@@ -596,6 +596,10 @@ class InstallPackageResult(ToolResult):
     output: str = Field(description="The end of the installer's output.")
     sandbox: Literal["bubblewrap", "seatbelt", "off"] = Field(description="How the installer was confined by the OS.")
     warning: str | None = Field(default=None, description="Set when it ran unconfined (sandbox = 'off').")
+    blocked: list[str] = Field(
+        default_factory=list,
+        description="Destinations the installer tried beyond the configured registries (refused by the egress proxy).",
+    )
 
 
 class NoInput(ToolInput):

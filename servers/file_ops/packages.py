@@ -18,18 +18,23 @@ it goes into the server's own environment (`sys.executable -m pip`). npm install
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from mcp_sections.shared.egress_proxy import HostListPolicy, serving_unix
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
 from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.sandbox import Confinement, Sandbox
+from mcp_sections.shared.guards.urls import AllowList, UrlGuard
+from mcp_sections.shared.sandbox import Confinement, Sandbox, egress_environment
 from mcp_sections.shared.toolchains import find_venv, forbidden_prefixes, venv_base_prefix
 
 NPM_NAME = r"(?:@[a-z0-9][a-z0-9._~-]{0,100}/)?[a-z0-9][a-z0-9._~-]{0,213}"
@@ -45,6 +50,7 @@ PIP_SPEC = re.compile(
 )
 
 OUTPUT_TAIL = 4000
+DEFAULT_REGISTRY_URLS = frozenset({"https://pypi.org", "https://files.pythonhosted.org", "https://registry.npmjs.org"})
 
 
 def validate_specs(manager: str, specs: list[str]) -> list[str]:
@@ -112,6 +118,36 @@ class InstallOutcome:
     output: str
     sandbox: str
     warning: str | None
+    blocked: list[str]
+
+
+def registry_policy(registries: Sequence[str], environment: Mapping[str, str]) -> HostListPolicy:
+    """Where an installer may go: the configured registries and the ones the server's own environment names
+    (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, npm_config_registry). Hosts listed by name stay subject to the URL guard
+    (loopback and private addresses refused) unless they were configured explicitly, which opens them."""
+    entries = [*registries]
+    for variable in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "npm_config_registry", "NPM_CONFIG_REGISTRY"):
+        entries += environment.get(variable, "").split()
+    hosts: list[str] = []
+    ports: set[int] = {443}
+    plain: list[tuple[str, int]] = []
+    opened: list[str] = []
+    for entry in entries:
+        if "://" not in entry:  # a bare host (or *.suffix)
+            hosts.append(entry)
+            continue
+        parts = urlsplit(entry)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            continue
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        if parts.scheme == "https":
+            hosts.append(parts.hostname)
+            ports.add(port)
+        else:
+            plain.append((parts.hostname, port))
+        if entry not in DEFAULT_REGISTRY_URLS:
+            opened.append(f"{parts.hostname}:{port}")
+    return HostListPolicy(hosts, ports, UrlGuard(AllowList.parse(opened)), plain_http=plain)
 
 
 def install_package(
@@ -125,6 +161,7 @@ def install_package(
     npm_ignore_scripts: bool,
     pip_allow_server_environment: bool,
     sandbox: Sandbox,
+    registries: Sequence[str] = (),
 ) -> InstallOutcome:
     specs = validate_specs(manager, packages)
     project = guard.resolve(path, purpose="execute")
@@ -178,32 +215,48 @@ def install_package(
         writable.append(Path(sys.prefix))
     if sandbox.kind != "off":
         env.update({"HOME": "/tmp", "npm_config_cache": "/tmp/.npm", "PIP_CACHE_DIR": "/tmp/.pip-cache"})
-    argv = sandbox.wrap(command, project, Confinement.within(guard, writable=writable, readable=readable, network=True))
-    try:
-        completed = subprocess.run(
-            argv,
-            cwd=project,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            timeout=timeout_seconds,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise ToolFailure(
-            ErrorCode.TIMEOUT,
-            f"{manager} install did not finish within {timeout_seconds:g}s; it was stopped. Retry, or install "
-            "fewer packages at once.",
-        ) from None
-    except OSError as exc:
-        raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, f"{manager} could not be started ({exc.strerror}).") from None
+    confined = sandbox.kind == "bubblewrap"  # Seatbelt and "off" keep the machine's network (see the README)
+    with contextlib.ExitStack() as stack:
+        socket = None
+        proxy = None
+        if confined:
+            directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mcp-sections-egress-")))
+            socket = directory / "egress.sock"
+            proxy = stack.enter_context(serving_unix(registry_policy(registries, os.environ), socket))
+            env.update(egress_environment())
+        confinement = Confinement.within(guard, writable=writable, readable=readable, network=True, egress=socket)
+        argv = sandbox.wrap(command, project, confinement)
+        try:
+            completed = subprocess.run(
+                argv,
+                cwd=project,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=timeout_seconds,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise ToolFailure(
+                ErrorCode.TIMEOUT,
+                f"{manager} install did not finish within {timeout_seconds:g}s; it was stopped. Retry, or install "
+                "fewer packages at once.",
+            ) from None
+        except OSError as exc:
+            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, f"{manager} could not be started ({exc.strerror}).") from None
+        blocked = [str(refusal) for refusal in proxy.ledger.refusals] if proxy is not None else []
     output = completed.stdout.decode("utf-8", errors="replace")
     tail = output[-OUTPUT_TAIL:]
     if completed.returncode != 0:
+        refused = (
+            f" Destinations refused (only the configured registries are open): {'; '.join(blocked[:5])}."
+            if blocked
+            else ""
+        )
         raise ToolFailure(
             ErrorCode.EXECUTION_FAILED,
-            f"{manager} install failed with exit code {completed.returncode}. Last output:\n{tail}",
+            f"{manager} install failed with exit code {completed.returncode}.{refused} Last output:\n{tail}",
         )
     return InstallOutcome(
         manager=manager,
@@ -215,4 +268,5 @@ def install_package(
         output=tail,
         sandbox=sandbox.kind,
         warning=sandbox.warning,
+        blocked=blocked,
     )

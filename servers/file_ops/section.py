@@ -798,12 +798,13 @@ async def undo_file_change(params: UndoFileChangeInput, state: FileOpsState, ctx
 async def install_package(params: InstallPackageInput, state: FileOpsState, ctx: ToolContext) -> InstallPackageResult:
     """Install packages from the npm or PyPI registry into a project inside the allowed roots.
 
-        Specs are strictly validated (name plus optional version or range; pip extras) — no options, URLs or
-        paths. Runs without a shell in the project directory, with a time limit. npm installs into the
-        project (install scripts are skipped by default); pip installs into the project's virtual environment
-        (.venv, venv or env) and is refused if there is none. The installer runs inside the OS sandbox (bubblewrap):
-    it sees the project and the network, not the rest of the machine. Returns the command run and the end of its
-    output.
+    Specs are strictly validated (name plus optional version or range; pip extras): no options, URLs or paths.
+    Runs without a shell in the project directory, with a time limit. npm installs into the project (install
+    scripts are skipped by default); pip installs into the project's virtual environment (the nearest directory
+    with a pyvenv.cfg, .venv first) and is refused if there is none. The installer runs inside the OS sandbox
+    (bubblewrap): it sees the project, not the rest of the machine, and reaches only the configured package
+    registries (through an egress proxy; `blocked` lists what else it tried). Returns the command run and the end
+    of its output.
     """
     from mcp_sections.servers.file_ops import packages
 
@@ -821,6 +822,7 @@ async def install_package(params: InstallPackageInput, state: FileOpsState, ctx:
         npm_ignore_scripts=settings.npm_ignore_scripts,
         pip_allow_server_environment=settings.pip_allow_server_environment,
         sandbox=state.sandbox(),
+        registries=settings.install_registries,
     )
     return InstallPackageResult.model_validate(outcome)
 

@@ -27,6 +27,8 @@ from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.guards.paths import DEFAULT_DENY_GLOBS, PathGuard, intersect_roots, roots_from_uris
 from mcp_sections.shared.sandbox import Sandbox, detect
 
+DEFAULT_REGISTRIES = ("https://pypi.org", "https://files.pythonhosted.org", "https://registry.npmjs.org")
+
 if TYPE_CHECKING:
     from .journal import Journal
 
@@ -76,6 +78,14 @@ class FileOpsSettings(SectionSettings):
         "Seatbelt on macOS) refuses to install without a working sandbox; off installs unconfined and says so in "
         "the result.",
     )
+    install_registries: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_REGISTRIES),
+        description="The only places install_package's installer may reach (through an egress proxy: no other address, "
+        "loopback included): registry URLs (`https://pypi.org/simple`) or hosts (`*.example.org`). The server's own "
+        "PIP_INDEX_URL, PIP_EXTRA_INDEX_URL and npm_config_registry are added. An `http://` URL opens that host and "
+        "port over plain HTTP; a private or loopback registry is reached only when listed here.",
+        max_length=100,
+    )
     pip_allow_server_environment: bool = Field(
         default=False,
         description="When the project has no virtual environment, install into the server's own environment "
@@ -101,7 +111,7 @@ class FileOpsSettings(SectionSettings):
     undo_max_changes: int = Field(default=1000, ge=1, le=1_000_000, description="Changes the undo journal keeps.")
     undo_max_age_days: float = Field(default=30.0, gt=0, le=3650, description="Changes older than this are dropped.")
 
-    _split_globs = field_validator("deny_globs", "extra_deny_globs", mode="before")(split_commas)
+    _split_globs = field_validator("deny_globs", "extra_deny_globs", "install_registries", mode="before")(split_commas)
 
     def all_deny_globs(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys([*self.deny_globs, *self.extra_deny_globs]))

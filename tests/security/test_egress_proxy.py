@@ -316,7 +316,7 @@ async def test_a_unix_socket_proxy_opens_only_listed_hosts_at_allowed_addresses(
             f"CONNECT evil.test:{registry.port} HTTP/1.1\r\n\r\n": "not one of the hosts",
             "CONNECT registry.test:8443 HTTP/1.1\r\n\r\n": "port 8443 is not open",
             f"CONNECT 127.0.0.1:{canary.port} HTTP/1.1\r\n\r\n": "not one of the hosts",
-            f"GET http://registry.test:{registry.port}/ HTTP/1.1\r\n\r\n": "HTTPS tunnels only",
+            f"GET http://registry.test:{registry.port}/ HTTP/1.1\r\n\r\n": "not a registry this proxy opens over plain",
             # a listed name that resolves to loopback is still refused
             f"CONNECT rebound.registry.test:{canary.port} HTTP/1.1\r\n\r\n": "loopback",
         }
