@@ -50,7 +50,6 @@ PIP_SPEC = re.compile(
 )
 
 OUTPUT_TAIL = 4000
-DEFAULT_REGISTRY_URLS = frozenset({"https://pypi.org", "https://files.pythonhosted.org", "https://registry.npmjs.org"})
 
 
 def validate_specs(manager: str, specs: list[str]) -> list[str]:
@@ -123,8 +122,9 @@ class InstallOutcome:
 
 def registry_policy(registries: Sequence[str], environment: Mapping[str, str]) -> HostListPolicy:
     """Where an installer may go: the configured registries and the ones the server's own environment names
-    (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, npm_config_registry). Hosts listed by name stay subject to the URL guard
-    (loopback and private addresses refused) unless they were configured explicitly, which opens them."""
+    (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, npm_config_registry), whatever address their names resolve to (a registry
+    name often resolves to a mirror or a proxy on the operator's network); a `*.suffix` entry stays subject to the URL
+    guard (loopback and private addresses refused), and nothing else is reached."""
     entries = [*registries]
     for variable in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "npm_config_registry", "NPM_CONFIG_REGISTRY"):
         entries += environment.get(variable, "").split()
@@ -145,8 +145,7 @@ def registry_policy(registries: Sequence[str], environment: Mapping[str, str]) -
             ports.add(port)
         else:
             plain.append((parts.hostname, port))
-        if entry not in DEFAULT_REGISTRY_URLS:
-            opened.append(f"{parts.hostname}:{port}")
+        opened.append(f"{parts.hostname}:{port}")
     return HostListPolicy(hosts, ports, UrlGuard(AllowList.parse(opened)), plain_http=plain)
 
 
