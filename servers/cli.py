@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         "reembed", help="give a section's store to the configured embedding model (vectors are made again)"
     )
     _add_settings_flags(reembed)
-    reembed.add_argument("section", choices=["memory", "rag_ops"], help="the section whose store to re-embed")
+    reembed.add_argument("section", help="the section whose store to re-embed (one that keeps embeddings)")
 
     gateway = commands.add_parser(
         "gateway", help="run the gateway: lists the sections, forwards calls to them, runs sub-agents"
@@ -285,7 +285,10 @@ def _reembed(args: argparse.Namespace) -> int:
     from mcp_sections.shared.errors import ToolFailure
 
     section = load_section(args.section)
-    assert section.open_state is not None
+    if not section.embeds or section.open_state is None:
+        embedding = ", ".join(other.id for other in all_sections() if other.embeds)
+        print(f"mcp-sections: {args.section} keeps no embeddings; sections that do: {embedding}", file=sys.stderr)
+        return 2
     state = section.open_state(section.runtime(_settings_from(args)))
     try:
         owner = state if hasattr(state, "reembed") else state.store

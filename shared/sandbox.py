@@ -291,8 +291,9 @@ def bubblewrap_problem(executable: str | None = None) -> str | None:
     return "bubblewrap (bwrap) is not installed" if executable is None else _bubblewrap_problem(executable)
 
 
-def detect(mode: Mode, section: str = "shell_ops") -> Sandbox:
-    """The sandbox of `mode`: never silently unconfined (see the module docstring)."""
+def detect(mode: Mode, section: str = "<section>") -> Sandbox:
+    """The sandbox of `mode`: never silently unconfined (see the module docstring). `section` (the caller's id) is named
+    in the messages that say how to change its setting."""
     if mode == "off":
         return Sandbox("off", reason="configured off")
     if mode == "seatbelt" or (mode == "auto" and sys.platform == "darwin"):

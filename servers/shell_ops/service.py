@@ -68,7 +68,7 @@ class ShellOps:
     def sandbox(self) -> Sandbox:
         """The sandbox every program runs in (detected on first use; DEPENDENCY_ERROR when none can run)."""
         if self._sandbox is None:
-            self._sandbox = detect(self.settings.sandbox)
+            self._sandbox = detect(self.settings.sandbox, "shell_ops")
         return self._sandbox
 
     def confinement(self, home: Path) -> Confinement:
