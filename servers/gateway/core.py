@@ -25,7 +25,7 @@ from mcp_sections.servers.pool.launchers import Launcher
 from mcp_sections.servers.pool.pool import Route, SectionPool
 from mcp_sections.servers.pool.settings import GatewaySettings
 from mcp_sections.shared.about import package_version
-from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ScopedState, Trail
+from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ScopedState
 from mcp_sections.shared.audit import audit_log
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.errors import not_found, permission_denied
@@ -267,27 +267,6 @@ class Gateway:
     def agent_host_tools(self, depth: int) -> list[str]:
         """The gateway tools a sub-agent at `depth` gets: plan_actions only while it may delegate deeper."""
         return [name for name in SUBAGENT_GATEWAY_TOOLS if name != "plan_actions" or depth < self.config.max_depth]
-
-    def agent_scope(
-        self,
-        depth: int,
-        agent_id: str,
-        sections: frozenset[str],
-        tools: frozenset[str] | None,
-        routes: Mapping[str, Any],
-        host_tools: tuple[str, ...],
-        profile: str | None = None,
-    ) -> AgentScope:
-        return AgentScope(
-            depth=depth,
-            agent_id=agent_id,
-            sections=sections,
-            tools=tools,
-            host_tools=host_tools,
-            routes=routes,
-            profile=profile,
-            trail=Trail(),
-        )
 
 
 def _without_userinfo(url: str) -> str:

@@ -29,7 +29,7 @@ from mcp_sections.servers.pool.gate import Gate
 from mcp_sections.servers.pool.pool import Route, SectionPool
 from mcp_sections.shared.agents.providers import ToolDef
 from mcp_sections.shared.agents.runtime import AgentRun, AgentRuntime, AgentTask, Metrics, SlotPool
-from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ScopedState, Trail
+from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ScopedState
 from mcp_sections.shared.audit import audit_log
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.errors import (
@@ -104,27 +104,6 @@ class Orchestrator:
 
     def agent_host_tools(self, depth: int) -> list[str]:
         return list(SUBAGENT_TOOLS) if depth < self.limits.max_depth else []
-
-    def agent_scope(
-        self,
-        depth: int,
-        agent_id: str,
-        sections: frozenset[str],
-        tools: frozenset[str] | None,
-        routes: Mapping[str, Any],
-        host_tools: tuple[str, ...],
-        profile: str | None = None,
-    ) -> AgentScope:
-        return AgentScope(
-            depth=depth,
-            agent_id=agent_id,
-            sections=sections,
-            tools=tools,
-            host_tools=host_tools,
-            routes=routes,
-            profile=profile,
-            trail=Trail(),
-        )
 
     async def dispatch(
         self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: AgentScope

@@ -34,7 +34,7 @@ from mcp_types import CallToolResult
 
 from mcp_sections.shared.agents.providers import Message, ModelProvider, ToolCall, ToolDef
 from mcp_sections.shared.agents.sampling import select_provider
-from mcp_sections.shared.agents.scope import AgentLimits, AgentScope
+from mcp_sections.shared.agents.scope import AgentLimits, AgentScope, Trail
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
 from mcp_sections.shared.tools import ToolContext
 
@@ -98,19 +98,6 @@ class ToolHost(Protocol):
         self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: AgentScope
     ) -> CallToolResult:
         """Every call of a sub-agent, through the host's gate (grant, approval, audit)."""
-        ...
-
-    def agent_scope(
-        self,
-        depth: int,
-        agent_id: str,
-        sections: frozenset[str],
-        tools: frozenset[str] | None,
-        routes: Mapping[str, Route],
-        host_tools: tuple[str, ...],
-        profile: str | None = None,
-    ) -> AgentScope:
-        """The scope a sub-agent's calls carry: its depth (set by the runtime) and its grant."""
         ...
 
 
@@ -479,8 +466,15 @@ class AgentRuntime:
         names = tuple(tool.name for tool in task.tools)
         tools = task.tools
         host_tools = tuple(name for name in names if name not in routes)
-        scope = self.host.agent_scope(
-            depth, agent_id, task.sections, task.tool_filter, routes, host_tools, profile=task.profile
+        scope = AgentScope(
+            depth=depth,
+            agent_id=agent_id,
+            sections=task.sections,
+            tools=task.tool_filter,
+            host_tools=host_tools,
+            routes=routes,
+            profile=task.profile,
+            trail=Trail(),
         )
 
         async def labelled(progress_value: float, total: float | None, message: str | None) -> None:
