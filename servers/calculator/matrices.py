@@ -1,0 +1,525 @@
+"""Linear algebra for calculator_evaluate: matrix values, their operations and their limits (worker side).
+
+A matrix value is a sympy `ImmutableMatrix`; a vector is an n×1 column. Every matrix made here passes
+`checked` (`expressions.check_shape`: 40×40 when every entry is a rational number, 20×20 otherwise), and
+the parser has already checked the literals' shapes, so no heavy work starts on an oversized matrix.
+Exponents of `A**k` are bounded, and for rational matrices so is the size of the result's numbers.
+
+Matrices of rational numbers go through sympy's `DomainMatrix` over the integers, denominators cleared
+row by row: exact, and far faster than the generic `Matrix` methods with sympy's pure-Python integers
+(measured on this machine: `Matrix.rank()` of a 20×20 decimal matrix ran for over 15 minutes; the
+integer route takes milliseconds). Other matrices use sympy's `Matrix` methods.
+
+rref, nullspace, eigenvals, eigenvects and linsolve return a `Final` value, which must be the whole
+expression. Errors: INVALID_INPUT for shapes that do not fit (non-square det, mismatched product),
+singular inverses and misuse of matrices as numbers; MAX_LIMIT_EXCEEDED for sizes, exponents, digits.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import mpmath
+import sympy
+from sympy.matrices.exceptions import MatrixError, NonInvertibleMatrixError
+from sympy.polys.matrices import DomainMatrix
+from sympy.polys.matrices.exceptions import DMNonInvertibleMatrixError
+from sympy.solvers.solveset import NonlinearError
+
+from mcp_sections.servers.calculator import expressions as ex
+from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, validation_failed
+
+FINAL_DESCRIPTIONS = {
+    "rref": "the reduced row echelon form and its pivot columns",
+    "nullspace": "a list of basis vectors",
+    "eigenvals": "the eigenvalues with their multiplicities",
+    "eigenvects": "the eigenvalues with their eigenvectors",
+    "linsolve": "the solution of a system",
+}
+
+
+@dataclass(frozen=True)
+class Final:
+    """A result that is not a number or a matrix; `function` names the call that made it.
+
+    rref: `matrix` and `pivots`; nullspace: `vectors`; eigenvals/eigenvects: `eigen` as (value,
+    multiplicity, basis vectors or None, and for a value known only numerically the irreducible factor of
+    the characteristic polynomial it is a root of); linsolve: `unknowns` and `solution` (None: none).
+    """
+
+    function: str
+    matrix: Any = None
+    pivots: tuple[int, ...] = ()
+    vectors: tuple[Any, ...] = ()
+    eigen: tuple[tuple[Any, int, tuple[Any, ...] | None, Any], ...] = ()
+    unknowns: tuple[Any, ...] = ()
+    solution: tuple[Any, ...] | None = None
+
+
+def is_matrix(value: Any) -> bool:
+    return isinstance(value, sympy.MatrixBase)
+
+
+def is_value(value: Any) -> bool:
+    """A matrix or a `Final`: anything that is not a scalar sympy expression."""
+    return is_matrix(value) or isinstance(value, Final)
+
+
+def scalar(value: Any, role: str, what: str) -> Any:
+    """`value` when it is a number or a scalar expression; INVALID_INPUT naming `role` otherwise."""
+    _not_final(value, what)
+    if is_matrix(value):
+        raise invalid_input(f"{role} in the {what} must be a number or an expression, not a {_size(value)} matrix.")
+    return value
+
+
+def checked(value: Any, what: str) -> Any:
+    """The matrix as an ImmutableMatrix, once its shape is within the limits."""
+    matrix = value if isinstance(value, sympy.ImmutableMatrix) else sympy.ImmutableMatrix(value)
+    ex.check_shape(matrix.rows, matrix.cols, _rational(matrix), what)
+    return matrix
+
+
+def literal(rows: list[list[Any]], what: str) -> Any:
+    return checked(sympy.ImmutableMatrix(rows), what)
+
+
+# -- arithmetic --------------------------------------------------------------------------------------------
+
+
+def negate(value: Any, what: str) -> Any:
+    _not_final(value, what)
+    return -value
+
+
+def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
+    """`left op right` where at least one side is a matrix (or the operator is `@`)."""
+    _not_final(left, what)
+    _not_final(right, what)
+    matrices = is_matrix(left), is_matrix(right)
+    if isinstance(op, ast.Add | ast.Sub):
+        if not all(matrices):
+            raise invalid_input(
+                f"cannot add or subtract a matrix and a number in the {what}; to shift the diagonal of an n×n "
+                "matrix write A + c*eye(n)."
+            )
+        if left.shape != right.shape:
+            raise invalid_input(
+                f"cannot add or subtract a {_size(left)} and a {_size(right)} matrix in the {what}; "
+                "both need the same shape."
+            )
+        return checked(left + right if isinstance(op, ast.Add) else left - right, what)
+    if isinstance(op, ast.Mult | ast.MatMult):
+        if all(matrices):
+            return product(left, right, what)
+        if isinstance(op, ast.MatMult):
+            raise invalid_input(f"`@` multiplies two matrices (in the {what}); scale a matrix by a number with *.")
+        return checked(left * right, what)
+    if isinstance(op, ast.Div):
+        if matrices[1]:
+            raise invalid_input(f"cannot divide by a matrix in the {what}; multiply by its inverse instead: A*inv(B).")
+        if right.is_zero:
+            raise validation_failed(f"division by zero in the {what}; the divisor evaluates to 0.")
+        return checked(left / right, what)
+    if isinstance(op, ast.Pow | ast.BitXor):
+        if matrices[1]:
+            raise invalid_input(
+                f"a matrix cannot be an exponent (in the {what}); matrix powers are A**k with a whole number k."
+            )
+        return power(left, right, what)
+    raise invalid_input(f"the operator % does not apply to matrices (in the {what}).")
+
+
+def product(left: Any, right: Any, what: str) -> Any:
+    if left.cols != right.rows:
+        raise invalid_input(
+            f"cannot multiply a {_size(left)} matrix by a {_size(right)} matrix in the {what}: the columns of the "
+            f"first ({left.cols}) must equal the rows of the second ({right.rows}). Check the order, or transpose "
+            "one of them (transpose(B)); dot(u, v) multiplies two vectors."
+        )
+    if _rational(left) and _rational(right):
+        (first, a), (second, b) = _integers(left), _integers(right)
+        return checked(_divided(first * second, a * b), what)
+    return checked(left * right, what)
+
+
+def power(base: Any, exponent: Any, what: str) -> Any:
+    _square(base, "a matrix power", what)
+    exponent = scalar(exponent, "the exponent of a matrix power", what)
+    if not exponent.is_Integer:
+        raise invalid_input(
+            f"a matrix power needs a whole-number exponent (in the {what}), e.g. A**2, or A**-1 for the inverse; "
+            f"got {sympy.sstr(exponent)[:40]}."
+        )
+    if abs(exponent) > ex.MAX_MATRIX_EXPONENT:
+        raise limit_exceeded(
+            f"the exponent of a matrix power in the {what} is {_short(exponent)}; the limit is "
+            f"{ex.MAX_MATRIX_EXPONENT} in magnitude. Use a smaller power (eigenvects gives the diagonal form)."
+        )
+    k = int(exponent)
+    if k < 0:
+        base, k = inverse(base, what), -k
+    if not _rational(base):
+        return checked(base**k, what)
+    numerators = max(abs(entry.p) for entry in base)
+    denominators = max(entry.q for entry in base)
+    estimate = k * (math.log10(max(numerators, 1)) + math.log10(denominators) + math.log10(base.rows)) + 1
+    if estimate > ex.MAX_RESULT_DIGITS:
+        raise limit_exceeded(
+            f"A**{k} in the {what} would hold numbers of about {int(estimate)} digits; exact results are limited "
+            f"to {ex.MAX_RESULT_DIGITS} digits. Use a smaller power, or entries with fewer digits."
+        )
+    integers, denominator = _integers(base)
+    return checked(_divided(integers**k, denominator**k), what)
+
+
+# -- functions ----------------------------------------------------------------------------------------------
+
+
+def call(name: str, arguments: list[Any], what: str) -> Any:
+    """One of expressions.MATRIX_FUNCTIONS (linsolve of equations: `linsolve_equations`)."""
+    for argument in arguments:
+        _not_final(argument, what)
+    if name in ("eye", "zeros", "ones"):
+        rows = _dimension(arguments[0], name, what)
+        columns = _dimension(arguments[-1], name, what)
+        if name == "eye":
+            return checked(sympy.eye(rows), what)
+        return checked(sympy.zeros(rows, columns) if name == "zeros" else sympy.ones(rows, columns), what)
+    if name == "diag":
+        return checked(sympy.diag(*(scalar(value, "each argument of diag", what) for value in arguments)), what)
+    if name in ("dot", "cross", "linsolve"):
+        if len(arguments) != 2:
+            raise invalid_input(
+                f"linsolve takes a matrix and a vector, linsolve(A, b), or a list of equations and a list of "
+                f"unknowns, linsolve([x + y == 3, x - y == 1], [x, y]) (in the {what})."
+            )
+        left, right = (_matrix(value, name, what) for value in arguments)
+        if name == "linsolve":
+            return _linsolve_matrix(left, right, what)
+        return _dot(left, right, what) if name == "dot" else _cross(left, right, what)
+    matrix = _matrix(arguments[0], name, what)
+    if name == "Matrix":
+        return matrix
+    if name == "transpose":
+        return checked(matrix.T, what)
+    if name == "rank":
+        return sympy.Integer(len(_reduced(matrix)[1]))
+    if name == "rref":
+        reduced, pivots = _reduced(matrix)
+        return Final("rref", matrix=reduced, pivots=pivots)
+    if name == "nullspace":
+        return Final("nullspace", vectors=_nullspace(*_reduced(matrix)))
+    if name == "inv":
+        return inverse(matrix, what)
+    _square(matrix, f"{name}(...)", what)
+    if name == "det":
+        return determinant(matrix)
+    if name == "trace":
+        return matrix.trace()
+    return _eigen(matrix, name, what)
+
+
+def determinant(matrix: Any) -> Any:
+    if not _rational(matrix):
+        return matrix.det()
+    denominators, integers = _integer_rows(matrix)
+    return sympy.Rational(int(integers.det()), math.prod(int(d) for d in denominators))
+
+
+def inverse(matrix: Any, what: str) -> Any:
+    _square(matrix, "inv(...)", what)
+    if not _rational(matrix):
+        try:
+            return checked(matrix.inv(), what)
+        except NonInvertibleMatrixError:
+            raise _singular(matrix, what) from None
+    denominators, integers = _integer_rows(matrix)  # A = D⁻¹·Z, so A⁻¹ = Z⁻¹·D
+    try:
+        adjugate, determinant = integers.inv_den()
+    except DMNonInvertibleMatrixError:
+        raise _singular(matrix, what) from None
+    rows = adjugate.to_list()
+    return checked(
+        [
+            [sympy.Rational(int(entry) * int(d), int(determinant)) for entry, d in zip(row, denominators, strict=True)]
+            for row in rows
+        ],
+        what,
+    )
+
+
+def linsolve_equations(equations: list[Any], unknowns: list[Any] | None, what: str) -> Final:
+    """linsolve([lhs - rhs, ...], [x, y]): `equations` are scalar expressions meaning '= 0'."""
+    if unknowns is None:
+        free = set().union(*(equation.free_symbols for equation in equations))
+        unknowns = sorted(free, key=lambda symbol: symbol.name)
+    if not unknowns:
+        raise invalid_input(f"linsolve's equations contain no unknown (in the {what}); e.g. linsolve([x + y == 3]).")
+    if len(unknowns) > ex.MAX_SYMBOLIC_SIZE:
+        raise limit_exceeded(f"linsolve takes at most {ex.MAX_SYMBOLIC_SIZE} unknowns; got {len(unknowns)}.")
+    try:
+        found = sympy.linsolve(equations, unknowns)
+    except NonlinearError as exc:
+        raise invalid_input(
+            f"linsolve solves linear systems, and this one is not linear in {', '.join(map(str, unknowns))} "
+            f"({str(exc)[:80]}); use calculator_solve for non-linear equations."
+        ) from None
+    return _solution(found, unknowns)
+
+
+# -- helpers ------------------------------------------------------------------------------------------------
+
+
+def _rational(matrix: Any) -> bool:
+    return all(entry.is_Rational for entry in matrix)
+
+
+def _domain(matrix: Any) -> DomainMatrix:
+    return DomainMatrix.from_Matrix(matrix)
+
+
+def _integers(matrix: Any) -> tuple[DomainMatrix, int]:
+    """A rational matrix as Z/d: an integer matrix Z (DomainMatrix over ZZ) and the common denominator d."""
+    domain = _domain(matrix)
+    if domain.domain.is_ZZ:
+        return domain, 1
+    denominator, integers = domain.clear_denoms(convert=True)
+    return integers, int(denominator.element)
+
+
+def _divided(integers: DomainMatrix, denominator: int) -> Any:
+    return sympy.ImmutableMatrix(
+        [[sympy.Rational(int(entry), denominator) for entry in row] for row in integers.to_list()]
+    )
+
+
+def _reduced(matrix: Any) -> tuple[Any, tuple[int, ...]]:
+    """The reduced row echelon form and its pivot columns (sympy's Matrix.rref)."""
+    if not _rational(matrix):
+        reduced, pivots = matrix.rref()
+        return sympy.ImmutableMatrix(reduced), tuple(int(pivot) for pivot in pivots)
+    reduced, denominator, pivots = _integer_rows(matrix)[1].rref_den()  # scaling rows keeps the rref
+    return _divided(reduced, int(denominator)), tuple(int(pivot) for pivot in pivots)
+
+
+def _nullspace(reduced: Any, pivots: tuple[int, ...]) -> tuple[Any, ...]:
+    """A basis of the null space from the rref, as Matrix.nullspace gives it: each free column's entry is 1."""
+    basis = []
+    for free in (column for column in range(reduced.cols) if column not in pivots):
+        vector = [sympy.Integer(0)] * reduced.cols
+        vector[free] = sympy.Integer(1)
+        for row, pivot in enumerate(pivots):
+            vector[pivot] = -reduced[row, free]
+        basis.append(sympy.ImmutableMatrix(vector))
+    return tuple(basis)
+
+
+def _integer_rows(matrix: Any) -> tuple[list[int], DomainMatrix]:
+    """A rational matrix as D⁻¹·Z: the rows' denominators D and an integer matrix Z (DomainMatrix over ZZ)."""
+    domain = _domain(matrix)
+    if domain.domain.is_ZZ:
+        return [1] * matrix.rows, domain
+    denominators, integers = domain.clear_denoms_rowwise(convert=True)
+    return [int(row[index]) for index, row in enumerate(denominators.to_list())], integers
+
+
+def _size(matrix: Any) -> str:
+    return f"{matrix.rows}×{matrix.cols}"
+
+
+def _short(value: Any) -> str:
+    text = sympy.sstr(value)
+    return text if len(text) <= 12 else f"about 10**{len(text.lstrip('-')) - 1}"
+
+
+def _not_final(value: Any, what: str) -> None:
+    if isinstance(value, Final):
+        raise invalid_input(
+            f"{value.function}(...) gives {FINAL_DESCRIPTIONS[value.function]}, so it must be the whole expression "
+            f"(in the {what}), not part of a larger one; compute it in a call of its own."
+        )
+
+
+def _matrix(value: Any, name: str, what: str) -> Any:
+    if not is_matrix(value):
+        example = "[1, 2, 3], [4, 5, 6]" if name in ("dot", "cross") else "[[1, 2], [3, 4]]"
+        raise invalid_input(
+            f"{name} takes matrices or vectors, e.g. {name}({example}); got the number {sympy.sstr(value)[:40]} "
+            f"(in the {what})."
+        )
+    return value
+
+
+def _square(matrix: Any, operation: str, what: str) -> None:
+    if matrix.rows != matrix.cols:
+        raise invalid_input(
+            f"{operation} needs a square matrix, and this one is {_size(matrix)} (in the {what}); "
+            "check the rows, or use rank/rref/nullspace, which take any shape."
+        )
+
+
+def _singular(matrix: Any, what: str) -> ToolFailure:
+    return invalid_input(
+        f"the {_size(matrix)} matrix is singular (its determinant is 0), so it has no inverse (in the {what}). "
+        "Check its entries; rank(A) counts its independent rows, nullspace(A) shows the dependency, and "
+        "linsolve(A, b) solves A*x = b without an inverse."
+    )
+
+
+def _dimension(value: Any, name: str, what: str) -> int:
+    value = scalar(value, f"the size given to {name}", what)
+    if not value.is_Integer or value < 1:
+        raise invalid_input(f"{name} takes positive whole numbers as sizes, e.g. {name}(3) (in the {what}).")
+    if value > ex.MAX_NUMERIC_SIZE:
+        raise limit_exceeded(
+            f"{name}({_short(value)}) is over the limit of {ex.MAX_NUMERIC_SIZE} rows and columns (in the {what}); "
+            "use a smaller size."
+        )
+    return int(value)
+
+
+def _vector(matrix: Any, name: str, what: str) -> Any:
+    if min(matrix.shape) != 1:
+        raise invalid_input(
+            f"{name} takes vectors such as [1, 2, 3]; got a {_size(matrix)} matrix (in the {what}). "
+            "Multiply matrices with * or @."
+        )
+    return matrix
+
+
+def _dot(left: Any, right: Any, what: str) -> Any:
+    left, right = _vector(left, "dot", what), _vector(right, "dot", what)
+    if len(left) != len(right):
+        raise invalid_input(f"dot needs two vectors of the same length; got {len(left)} and {len(right)} entries.")
+    return left.dot(right)
+
+
+def _cross(left: Any, right: Any, what: str) -> Any:
+    left, right = _vector(left, "cross", what), _vector(right, "cross", what)
+    if len(left) != 3 or len(right) != 3:
+        raise invalid_input(f"cross takes two vectors of 3 entries; got {len(left)} and {len(right)} (in the {what}).")
+    return checked(left.cross(right), what)
+
+
+def _eigen(matrix: Any, name: str, what: str) -> Final:
+    if matrix.rows > ex.MAX_EIGEN_SIZE:
+        raise limit_exceeded(
+            f"{name} takes matrices up to {ex.MAX_EIGEN_SIZE}×{ex.MAX_EIGEN_SIZE}, and this one is {_size(matrix)} "
+            f"(in the {what}): the roots of a larger characteristic polynomial take too long. det, rank and trace "
+            "take larger matrices."
+        )
+    if not _rational(matrix):
+        items = _sympy_eigen(matrix, name)
+    elif name == "eigenvals":
+        items = _rational_eigenvalues(matrix)
+    else:
+        _require_closed_form(matrix, what)
+        items = _sympy_eigen(matrix, name)
+    items.sort(key=_eigen_order)
+    return Final(name, eigen=tuple(items))
+
+
+Eigen = tuple[Any, int, tuple[Any, ...] | None, Any]  # value, multiplicity, eigenvectors, polynomial if numeric
+
+
+def _characteristic_factors(matrix: Any) -> list[tuple[Any, int]]:
+    """The irreducible factors over the rationals (in x) of a rational matrix's characteristic polynomial."""
+    coefficients = _domain(matrix).to_field().charpoly()
+    polynomial = sympy.Poly(coefficients, sympy.Symbol("x"), domain=sympy.QQ)
+    return [(factor, int(power)) for factor, power in polynomial.factor_list()[1]]
+
+
+def _rational_eigenvalues(matrix: Any) -> list[Eigen]:
+    """Exact roots of the factors of degree up to 4; roots of higher factors to 15 digits, with their factor."""
+    items: list[Eigen] = []
+    for factor, power in _characteristic_factors(matrix):
+        if factor.degree() <= 4:
+            items.extend((root, power * int(count), None, None) for root, count in sympy.roots(factor).items())
+        else:
+            try:
+                roots = factor.nroots(n=15, maxsteps=200)
+            except mpmath.NoConvergence:
+                raise ToolFailure(
+                    ErrorCode.EXECUTION_FAILED,
+                    f"the numeric roots of a degree-{factor.degree()} factor of the characteristic polynomial did not "
+                    "converge; use entries with fewer digits, or a smaller matrix.",
+                ) from None
+            items.extend((root, power, None, factor.as_expr()) for root in roots)
+    return items
+
+
+def _require_closed_form(matrix: Any, what: str) -> None:
+    """EXECUTION_FAILED unless every eigenvalue of a rational matrix has a closed form (factors of degree <= 4)."""
+    degrees = [factor.degree() for factor, _ in _characteristic_factors(matrix)]
+    if max(degrees) > 4:
+        raise ToolFailure(
+            ErrorCode.EXECUTION_FAILED,
+            f"eigenvects needs every eigenvalue in closed form, but the characteristic polynomial has an irreducible "
+            f"factor of degree {max(degrees)}, whose roots have none (in the {what}). eigenvals gives these "
+            "eigenvalues numerically; linsolve or nullspace(A - c*eye(n)) then gives eigenvectors for a known c.",
+        )
+
+
+def _sympy_eigen(matrix: Any, name: str) -> list[Eigen]:
+    try:
+        if name == "eigenvals":
+            values = matrix.eigenvals(error_when_incomplete=True)
+            return [(value, int(count), None, None) for value, count in values.items()]
+        found = matrix.eigenvects(error_when_incomplete=True)
+    except MatrixError as exc:
+        raise ToolFailure(
+            ErrorCode.EXECUTION_FAILED,
+            f"sympy could not find every eigenvalue in closed form ({str(exc)[:120]}). With numbers as entries, "
+            "eigenvals gives the eigenvalues it cannot write exactly as numbers; otherwise use a smaller matrix.",
+        ) from None
+    return [(value, int(count), tuple(sympy.ImmutableMatrix(v) for v in basis), None) for value, count, basis in found]
+
+
+def _eigen_order(item: Eigen) -> tuple[Any, ...]:
+    """Numbers by real then imaginary part, then expressions in sympy's order."""
+    value = item[0]
+    if value.is_number:
+        approximation = complex(value.evalf(15))
+        return (0, approximation.real, approximation.imag, ())
+    return (1, 0.0, 0.0, sympy.default_sort_key(value))
+
+
+def _linsolve_matrix(matrix: Any, right: Any, what: str) -> Final:
+    if min(right.shape) != 1 or len(right) != matrix.rows:
+        raise invalid_input(
+            f"linsolve(A, b) needs a vector b with one entry per row of A: A is {_size(matrix)}, b is {_size(right)} "
+            f"(in the {what})."
+        )
+    unknowns = [sympy.Symbol(f"x{index + 1}") for index in range(matrix.cols)]
+    taken = {symbol.name for symbol in matrix.free_symbols | right.free_symbols}
+    if taken & {symbol.name for symbol in unknowns}:
+        raise invalid_input(
+            f"linsolve(A, b) names its unknowns x1..x{matrix.cols}, and A or b already uses one of these names; "
+            "rename the variable, or pass equations: linsolve([...], [unknowns])."
+        )
+    column = right if right.cols == 1 else right.T
+    if _rational(matrix) and _rational(column):
+        return _rational_solution(matrix.row_join(column), unknowns)
+    return _solution(sympy.linsolve((matrix, column), unknowns), unknowns)
+
+
+def _rational_solution(augmented: Any, unknowns: list[Any]) -> Final:
+    """linsolve((A, b)) read off the rref of [A | b], in sympy's form: free unknowns stand for themselves."""
+    reduced, pivots = _reduced(augmented)
+    last = augmented.cols - 1
+    if last in pivots:
+        return Final("linsolve", unknowns=tuple(unknowns), solution=None)
+    values = list(unknowns)
+    free = [column for column in range(last) if column not in pivots]
+    for row, pivot in enumerate(pivots):
+        values[pivot] = reduced[row, last] - sympy.Add(*(reduced[row, column] * unknowns[column] for column in free))
+    return Final("linsolve", unknowns=tuple(unknowns), solution=tuple(values))
+
+
+def _solution(found: Any, unknowns: list[Any]) -> Final:
+    solution = next(iter(found), None) if isinstance(found, sympy.FiniteSet) else None
+    return Final("linsolve", unknowns=tuple(unknowns), solution=None if solution is None else tuple(solution))
