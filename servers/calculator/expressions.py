@@ -51,9 +51,7 @@ MAX_DECIMAL_EXPONENT = 308  # decimal literals stay within the float range: MAX_
 
 # Linear algebra (grammars with `matrices`). Numbers measured on this 2-core machine (README, calculator row).
 MAX_MATRIX_EXPRESSION_LENGTH = 100_000  # characters, when the expression holds a matrix literal (else 2000)
-MAX_MATRIX_NODES = (
-    13_000  # nodes inside matrix literals: two 40×40 of signed fractions (-1/3: 4 nodes); MAX_NODES counts the rest
-)
+MAX_MATRIX_NODES = 13_000  # nodes inside matrix literals: two 40×40 of -1/3 (4 nodes each); MAX_NODES: the rest
 MAX_SYMBOLIC_SIZE = 20  # rows and columns of a matrix with an entry that is not a number
 MAX_NUMERIC_SIZE = 40  # rows and columns of a matrix of numbers (exact rational arithmetic)
 MAX_PLAIN_DIGITS = 20  # a literal entry with more digits counts as symbolic

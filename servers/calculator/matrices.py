@@ -140,10 +140,12 @@ def product(left: Any, right: Any, what: str) -> Any:
             f"first ({left.cols}) must equal the rows of the second ({right.rows}). Check the order, or transpose "
             "one of them (transpose(B)); dot(u, v) multiplies two vectors."
         )
-    if _rational(left) and _rational(right):
-        (first, a), (second, b) = _integers(left), _integers(right)
-        return checked(_divided(first * second, a * b), what)
-    return checked(left * right, what)
+    first, second = _over_field(left), _over_field(right)
+    if first is None or second is None:
+        return checked(left * right, what)
+    first, second = first.unify(second)
+    (a, first), (b, second) = _cleared(first), _cleared(second)
+    return checked(_divided(first * second, first.domain.mul(a, b), first.domain), what)
 
 
 def power(base: Any, exponent: Any, what: str) -> Any:
@@ -162,18 +164,20 @@ def power(base: Any, exponent: Any, what: str) -> Any:
     k = int(exponent)
     if k < 0:
         base, k = inverse(base, what), -k
-    if not _rational(base):
+    if _rational(base):
+        numerators = max(abs(entry.p) for entry in base)
+        denominators = max(entry.q for entry in base)
+        estimate = k * (math.log10(max(numerators, 1)) + math.log10(denominators) + math.log10(base.rows)) + 1
+        if estimate > ex.MAX_RESULT_DIGITS:
+            raise limit_exceeded(
+                f"A**{k} in the {what} would hold numbers of about {int(estimate)} digits; exact results are "
+                f"limited to {ex.MAX_RESULT_DIGITS} digits. Use a smaller power, or entries with fewer digits."
+            )
+    field = _over_field(base)
+    if field is None:
         return checked(base**k, what)
-    numerators = max(abs(entry.p) for entry in base)
-    denominators = max(entry.q for entry in base)
-    estimate = k * (math.log10(max(numerators, 1)) + math.log10(denominators) + math.log10(base.rows)) + 1
-    if estimate > ex.MAX_RESULT_DIGITS:
-        raise limit_exceeded(
-            f"A**{k} in the {what} would hold numbers of about {int(estimate)} digits; exact results are limited "
-            f"to {ex.MAX_RESULT_DIGITS} digits. Use a smaller power, or entries with fewer digits."
-        )
-    integers, denominator = _integers(base)
-    return checked(_divided(integers**k, denominator**k), what)
+    denominator, ring = _cleared(field)
+    return checked(_divided(ring**k, ring.domain.pow(denominator, k), ring.domain), what)
 
 
 # -- functions ----------------------------------------------------------------------------------------------
@@ -224,32 +228,33 @@ def call(name: str, arguments: list[Any], what: str) -> Any:
 
 
 def determinant(matrix: Any) -> Any:
-    if not _rational(matrix):
+    field = _over_field(matrix)
+    if field is None:
         return matrix.det()
-    denominators, integers = _integer_rows(matrix)
-    return sympy.Rational(int(integers.det()), math.prod(int(d) for d in denominators))
+    denominators, ring = _cleared_rows(field)  # A = D⁻¹·Z, so det A = det Z / det D
+    product = field.domain.one
+    for denominator in denominators:
+        product = field.domain.mul(product, field.domain.convert_from(denominator, ring.domain))
+    return field.domain.to_sympy(field.domain.quo(field.domain.convert_from(ring.det(), ring.domain), product))
 
 
 def inverse(matrix: Any, what: str) -> Any:
     _square(matrix, "inv(...)", what)
-    if not _rational(matrix):
+    field = _over_field(matrix)
+    if field is None:
         try:
             return checked(matrix.inv(), what)
         except NonInvertibleMatrixError:
             raise _singular(matrix, what) from None
-    denominators, integers = _integer_rows(matrix)  # A = D⁻¹·Z, so A⁻¹ = Z⁻¹·D
+    denominators, ring = _cleared_rows(field)  # A = D⁻¹·Z, so A⁻¹ = Z⁻¹·D
     try:
-        adjugate, determinant = integers.inv_den()
+        adjugate, determinant = ring.inv_den()
     except DMNonInvertibleMatrixError:
         raise _singular(matrix, what) from None
-    rows = adjugate.to_list()
-    return checked(
-        [
-            [sympy.Rational(int(entry) * int(d), int(determinant)) for entry, d in zip(row, denominators, strict=True)]
-            for row in rows
-        ],
-        what,
-    )
+    domain = field.domain
+    scale = DomainMatrix.diag([domain.convert_from(d, ring.domain) for d in denominators], domain)
+    reciprocal = domain.quo(domain.one, domain.convert_from(determinant, ring.domain))
+    return checked((adjugate.convert_to(domain) * scale).mul(reciprocal).to_Matrix(), what)
 
 
 def linsolve_equations(equations: list[Any], unknowns: list[Any] | None, what: str) -> Final:
@@ -278,32 +283,40 @@ def _rational(matrix: Any) -> bool:
     return all(entry.is_Rational for entry in matrix)
 
 
-def _domain(matrix: Any) -> DomainMatrix:
-    return DomainMatrix.from_Matrix(matrix)
+def _over_field(matrix: Any) -> DomainMatrix | None:
+    """The matrix over the field sympy finds for its entries (QQ for numbers, QQ_I, QQ<sqrt(2)>, ZZ(x, pi)...),
+    or None when only the generic expression domain EX fits (then sympy's Matrix methods do the work)."""
+    domain = DomainMatrix.from_Matrix(matrix, extension=True)
+    return None if domain.domain.is_EX else domain.to_field()
 
 
-def _integers(matrix: Any) -> tuple[DomainMatrix, int]:
-    """A rational matrix as Z/d: an integer matrix Z (DomainMatrix over ZZ) and the common denominator d."""
-    domain = _domain(matrix)
-    if domain.domain.is_ZZ:
-        return domain, 1
-    denominator, integers = domain.clear_denoms(convert=True)
-    return integers, int(denominator.element)
+def _cleared(field: DomainMatrix) -> tuple[Any, DomainMatrix]:
+    """field = Z/d: the common denominator d (a ring element) and Z over the ring (ZZ, ZZ_I, ZZ[x]...)."""
+    denominator, ring = field.clear_denoms(convert=True)
+    return denominator.element, ring
 
 
-def _divided(integers: DomainMatrix, denominator: int) -> Any:
-    return sympy.ImmutableMatrix(
-        [[sympy.Rational(int(entry), denominator) for entry in row] for row in integers.to_list()]
-    )
+def _cleared_rows(field: DomainMatrix) -> tuple[list[Any], DomainMatrix]:
+    """field = D⁻¹·Z: the rows' denominators D (ring elements) and Z over the ring (ZZ, ZZ_I, ZZ[x]...)."""
+    denominators, ring = field.clear_denoms_rowwise(convert=True)
+    return [row[index] for index, row in enumerate(denominators.to_list())], ring
+
+
+def _divided(ring: DomainMatrix, denominator: Any, domain: Any) -> Any:
+    """ring / denominator as a sympy matrix (`domain` is the ring the denominator belongs to)."""
+    field = ring.to_field()
+    return field.mul(field.domain.quo(field.domain.one, field.domain.convert_from(denominator, domain))).to_Matrix()
 
 
 def _reduced(matrix: Any) -> tuple[Any, tuple[int, ...]]:
-    """The reduced row echelon form and its pivot columns (sympy's Matrix.rref)."""
-    if not _rational(matrix):
+    """The reduced row echelon form and its pivot columns, as sympy's Matrix.rref gives them."""
+    field = _over_field(matrix)
+    if field is None:
         reduced, pivots = matrix.rref()
         return sympy.ImmutableMatrix(reduced), tuple(int(pivot) for pivot in pivots)
-    reduced, denominator, pivots = _integer_rows(matrix)[1].rref_den()  # scaling rows keeps the rref
-    return _divided(reduced, int(denominator)), tuple(int(pivot) for pivot in pivots)
+    ring = _cleared_rows(field)[1]  # scaling rows keeps the rref
+    reduced, denominator, pivots = ring.rref_den()
+    return sympy.ImmutableMatrix(_divided(reduced, denominator, ring.domain)), tuple(int(p) for p in pivots)
 
 
 def _nullspace(reduced: Any, pivots: tuple[int, ...]) -> tuple[Any, ...]:
@@ -316,15 +329,6 @@ def _nullspace(reduced: Any, pivots: tuple[int, ...]) -> tuple[Any, ...]:
             vector[pivot] = -reduced[row, free]
         basis.append(sympy.ImmutableMatrix(vector))
     return tuple(basis)
-
-
-def _integer_rows(matrix: Any) -> tuple[list[int], DomainMatrix]:
-    """A rational matrix as D⁻¹·Z: the rows' denominators D and an integer matrix Z (DomainMatrix over ZZ)."""
-    domain = _domain(matrix)
-    if domain.domain.is_ZZ:
-        return [1] * matrix.rows, domain
-    denominators, integers = domain.clear_denoms_rowwise(convert=True)
-    return [int(row[index]) for index, row in enumerate(denominators.to_list())], integers
 
 
 def _size(matrix: Any) -> str:
@@ -412,13 +416,16 @@ def _eigen(matrix: Any, name: str, what: str) -> Final:
             f"(in the {what}): the roots of a larger characteristic polynomial take too long. det, rank and trace "
             "take larger matrices."
         )
-    if not _rational(matrix):
+    field = _over_field(matrix)
+    if field is None:
         items = _sympy_eigen(matrix, name)
-    elif name == "eigenvals":
-        items = _rational_eigenvalues(matrix)
     else:
-        _require_closed_form(matrix, what)
-        items = _sympy_eigen(matrix, name)
+        factors = _characteristic_factors(field, numbers=_rational(matrix))
+        if name == "eigenvals":
+            items = _eigenvalues(factors, numbers=_rational(matrix), what=what)
+        else:
+            _require_closed_forms(factors, name, what)
+            items = _sympy_eigen(matrix, name)
     items.sort(key=_eigen_order)
     return Final(name, eigen=tuple(items))
 
@@ -426,41 +433,51 @@ def _eigen(matrix: Any, name: str, what: str) -> Final:
 Eigen = tuple[Any, int, tuple[Any, ...] | None, Any]  # value, multiplicity, eigenvectors, polynomial if numeric
 
 
-def _characteristic_factors(matrix: Any) -> list[tuple[Any, int]]:
-    """The irreducible factors over the rationals (in x) of a rational matrix's characteristic polynomial."""
-    coefficients = _domain(matrix).to_field().charpoly()
-    polynomial = sympy.Poly(coefficients, sympy.Symbol("x"), domain=sympy.QQ)
-    return [(factor, int(power)) for factor, power in polynomial.factor_list()[1]]
+def _characteristic_factors(field: DomainMatrix, numbers: bool) -> list[tuple[Any, int]]:
+    """The irreducible factors of the characteristic polynomial (in x for a matrix of numbers)."""
+    variable = sympy.Symbol("x") if numbers else sympy.Dummy("x")
+    degree = field.shape[0]
+    polynomial = sympy.Add(
+        *(field.domain.to_sympy(c) * variable ** (degree - i) for i, c in enumerate(field.charpoly()))
+    )
+    return [(factor, int(power)) for factor, power in sympy.Poly(polynomial, variable).factor_list()[1]]
 
 
-def _rational_eigenvalues(matrix: Any) -> list[Eigen]:
-    """Exact roots of the factors of degree up to 4; roots of higher factors to 15 digits, with their factor."""
+def _eigenvalues(factors: list[tuple[Any, int]], numbers: bool, what: str) -> list[Eigen]:
+    """Exact roots of the factors of degree up to 4; for a matrix of numbers, 15-digit roots of higher factors."""
     items: list[Eigen] = []
-    for factor, power in _characteristic_factors(matrix):
+    for factor, power in factors:
         if factor.degree() <= 4:
             items.extend((root, power * int(count), None, None) for root, count in sympy.roots(factor).items())
-        else:
-            try:
-                roots = factor.nroots(n=15, maxsteps=200)
-            except mpmath.NoConvergence:
-                raise ToolFailure(
-                    ErrorCode.EXECUTION_FAILED,
-                    f"the numeric roots of a degree-{factor.degree()} factor of the characteristic polynomial did not "
-                    "converge; use entries with fewer digits, or a smaller matrix.",
-                ) from None
-            items.extend((root, power, None, factor.as_expr()) for root in roots)
+            continue
+        if not numbers:
+            _require_closed_forms([(factor, power)], "eigenvals", what)
+        try:
+            roots = factor.nroots(n=15, maxsteps=200)
+        except mpmath.NoConvergence:
+            raise ToolFailure(
+                ErrorCode.EXECUTION_FAILED,
+                f"the numeric roots of a degree-{factor.degree()} factor of the characteristic polynomial did not "
+                "converge; use entries with fewer digits, or a smaller matrix.",
+            ) from None
+        items.extend((root, power, None, factor.as_expr()) for root in roots)
     return items
 
 
-def _require_closed_form(matrix: Any, what: str) -> None:
-    """EXECUTION_FAILED unless every eigenvalue of a rational matrix has a closed form (factors of degree <= 4)."""
-    degrees = [factor.degree() for factor, _ in _characteristic_factors(matrix)]
-    if max(degrees) > 4:
+def _require_closed_forms(factors: list[tuple[Any, int]], name: str, what: str) -> None:
+    """EXECUTION_FAILED, saying what to do instead, when a factor has degree 5 or more (no closed-form roots)."""
+    degree = max(factor.degree() for factor, _ in factors)
+    if degree > 4:
+        instead = (
+            "eigenvals gives these eigenvalues numerically when every entry is a number; "
+            "linsolve or nullspace(A - c*eye(n)) then gives the eigenvectors for a known c."
+            if name == "eigenvects"
+            else "Put numbers instead of symbols in the matrix to get them numerically, or use a smaller matrix."
+        )
         raise ToolFailure(
             ErrorCode.EXECUTION_FAILED,
-            f"eigenvects needs every eigenvalue in closed form, but the characteristic polynomial has an irreducible "
-            f"factor of degree {max(degrees)}, whose roots have none (in the {what}). eigenvals gives these "
-            "eigenvalues numerically; linsolve or nullspace(A - c*eye(n)) then gives eigenvectors for a known c.",
+            f"{name} needs every eigenvalue in closed form, but the characteristic polynomial has an irreducible "
+            f"factor of degree {degree}, whose roots have none (in the {what}). {instead}",
         )
 
 
