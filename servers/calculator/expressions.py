@@ -488,15 +488,15 @@ def _plain_number(node: ast.expr) -> bool:
 
 
 def _plain_literal(node: ast.expr) -> bool:
+    """An integer or decimal literal of at most MAX_PLAIN_DIGITS digits, below 10**MAX_PLAIN_DIGITS in magnitude."""
     value = node.value if isinstance(node, ast.Constant) else None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     if isinstance(value, int):
-        return value.bit_length() <= 66 and len(str(abs(value))) <= MAX_PLAIN_DIGITS
-    written = (node.end_col_offset or 0) - node.col_offset if node.end_lineno == node.lineno else MAX_PLAIN_DIGITS
-    return written <= MAX_PLAIN_DIGITS + 4 and (
-        value == 0 or 10.0**-MAX_PLAIN_DIGITS <= abs(value) < 10.0**MAX_PLAIN_DIGITS
-    )
+        return abs(value) < 10**MAX_PLAIN_DIGITS
+    written = (node.end_col_offset or 0) - node.col_offset  # a number literal is one token on one line
+    in_range = value == 0 or 10.0**-MAX_PLAIN_DIGITS <= abs(value) < 10.0**MAX_PLAIN_DIGITS
+    return written <= MAX_PLAIN_DIGITS + 4 and in_range  # + 4: the point, the exponent's e, sign and digit
 
 
 def check_shape(rows: int, columns: int, numbers: bool, what: str = "expression") -> None:
@@ -584,8 +584,7 @@ class _Builder:
                 return self.bounded(la.binary(node.op, left, right, self.what))
             return self.bounded(self.binary(node.op, left, right))
         if isinstance(node, ast.List):
-            items = node.elts
-            rows = [row.elts for row in items] if isinstance(items[0], ast.List) else [[item] for item in items]  # type: ignore[attr-defined]
+            rows = [item.elts if isinstance(item, ast.List) else [item] for item in node.elts]  # [1, 2]: a column
             entries = [[self.scalar(self.build(entry), "a matrix entry") for entry in row] for row in rows]
             return self.bounded(la.literal(entries, self.what))
         if isinstance(node, ast.Call):
@@ -605,15 +604,19 @@ class _Builder:
 
     def linsolve(self, arguments: list[ast.expr]) -> Any:
         """linsolve([lhs == rhs or expression, ...], [unknowns]) (the parser checked the shape of the call)."""
-        equations = []
-        for item in arguments[0].elts:  # type: ignore[attr-defined]
+        listed, equations = arguments[0], []
+        assert isinstance(listed, ast.List)
+        for item in listed.elts:
             if isinstance(item, ast.Compare):
                 left = self.scalar(self.build(item.left), "each side of an equation")
                 right = self.scalar(self.build(item.comparators[0]), "each side of an equation")
                 equations.append(left - right)
             else:
                 equations.append(self.scalar(self.build(item), "an equation"))
-        unknowns = [self.name(item.id) for item in arguments[1].elts] if len(arguments) == 2 else None  # type: ignore[attr-defined]
+        unknowns = None
+        if len(arguments) == 2:
+            assert isinstance(arguments[1], ast.List)
+            unknowns = [self.name(item.id) for item in arguments[1].elts if isinstance(item, ast.Name)]
         return self.la.linsolve_equations(equations, unknowns, self.what)
 
     def decimal(self, node: ast.Constant) -> Any:
