@@ -290,6 +290,11 @@ def test_the_largest_accepted_matrices() -> None:
     assert len(f"{numbers} * {numbers}") < ex.MAX_MATRIX_EXPRESSION_LENGTH
 
 
+def test_matrix_advice_is_chosen_from_the_text_alone() -> None:
+    assert ex.mentions_linear_algebra("det([[1, 2], [3, 4]])") and ex.mentions_linear_algebra("A @ B")
+    assert ex.mentions_linear_algebra("eigenvects (x)") and not ex.mentions_linear_algebra("sqrt(2) + detail(1)")
+
+
 def test_long_text_needs_a_matrix_literal() -> None:
     long_scalar = "1 +" + " " * 2100 + "1"
     with pytest.raises(ToolFailure) as caught:
