@@ -4,7 +4,9 @@ Run: python -m benchmarks.bench_calculator
 Goal (issue #23): every function on a matrix at the limit (40×40 of numbers, 20×20 with symbols) answers
 well inside the worker's time limit (10 s), or fails fast with a coded error; the peer column runs sympy's
 generic Matrix method on the same matrix in the same worker (capped by the same limit), which is what the
-DomainMatrix route replaces. Timings vary with the machine's load; run it on an idle machine to compare.
+DomainMatrix route replaces. A second table times the issue's example limit, 200×200 of small integers,
+by the routes available without new dependencies (exact DomainMatrix, mpmath's float and multiprecision
+matrices): why the numeric limit is 40. Timings vary with the machine's load.
 """
 
 from __future__ import annotations
@@ -64,6 +66,22 @@ def generic(text: str, method: str) -> str:
     return str(getattr(matrix, method)())[:20]
 
 
+def at_200(route: str, operation: str) -> str:
+    """The peer for 200×200, in the worker: one route on a random matrix of integers in [-9, 9]."""
+    import mpmath
+    from sympy import ZZ
+    from sympy.polys.matrices import DomainMatrix
+
+    draw = random.Random(1)
+    rows = [[draw.randint(-9, 9) for _ in range(200)] for _ in range(200)]
+    if route == "exact (DomainMatrix over ZZ)":
+        matrix = DomainMatrix([[ZZ(v) for v in row] for row in rows], (200, 200), ZZ)
+        return str({"det": matrix.det, "rank": matrix.rank, "inv": matrix.inv_den}[operation]())[:20]
+    context = mpmath.fp if route.startswith("mpmath.fp") else mpmath.mp
+    floats = context.matrix(rows)
+    return str({"det": context.det, "inv": context.inverse}[operation](floats))[:20]
+
+
 def timed(worker: WorkerProcess, target: str, *args: Any) -> tuple[float, str]:
     started = time.perf_counter()
     try:
@@ -97,10 +115,21 @@ def main() -> None:
                     peer_seconds, peer_outcome = timed(worker, "benchmarks.bench_calculator:generic", matrix, function)
                     peer = f"{peer_seconds:.2f}" + ("" if peer_outcome == "ok" else f" ({peer_outcome})")
                 rows.append((f"{size}×{size} {kind}", function, f"{seconds:.2f}", outcome, peer))
+        routes = []
+        for route, operations in (
+            ("exact (DomainMatrix over ZZ)", ("det", "rank", "inv")),
+            ("mpmath.fp (floats)", ("det", "inv")),
+            ("mpmath.mp (15 digits)", ("det",)),
+        ):
+            for operation in operations:
+                seconds, outcome = timed(worker, "benchmarks.bench_calculator:at_200", route, operation)
+                routes.append((route, operation, f"{seconds:.2f}", outcome))
     finally:
         worker.close()
     print(f"worker time limit {settings.timeout_seconds:g} s; sympy Matrix method = the generic route replaced")
     print_table(("matrix", "function", "seconds", "outcome", "sympy Matrix method, s"), rows)
+    print("\n200×200 of integers in [-9, 9], the issue's example numeric limit (mpmath.fp.eig fails: no fp.hypot)")
+    print_table(("route", "operation", "seconds", "outcome"), routes)
 
 
 if __name__ == "__main__":

@@ -215,7 +215,7 @@ def call(name: str, arguments: list[Any], what: str) -> Any:
     if name == "transpose":
         return checked(matrix.T, what)
     if name == "rank":
-        return sympy.Integer(len(_reduced(matrix)[1]))
+        return sympy.Integer(len(_reduced(matrix, pivots_only=True)[1]))
     if name == "rref":
         reduced, pivots = _reduced(matrix)
         return Final("rref", matrix=reduced, pivots=pivots)
@@ -312,15 +312,19 @@ def _divided(ring: DomainMatrix, denominator: Any, domain: Any) -> Any:
     return field.mul(field.domain.quo(field.domain.one, field.domain.convert_from(denominator, domain))).to_Matrix()
 
 
-def _reduced(matrix: Any) -> tuple[Any, tuple[int, ...]]:
-    """The reduced row echelon form and its pivot columns, as sympy's Matrix.rref gives them."""
+def _reduced(matrix: Any, pivots_only: bool = False) -> tuple[Any, tuple[int, ...]]:
+    """The reduced row echelon form and its pivot columns, as sympy's Matrix.rref gives them; with
+    `pivots_only` the form is None (rank: no division of every entry by the denominator)."""
     field = _over_field(matrix)
     if field is None:
         reduced, pivots = matrix.rref()
         return sympy.ImmutableMatrix(reduced), tuple(int(pivot) for pivot in pivots)
     ring = _cleared_rows(field)[1]  # scaling rows keeps the rref
-    reduced, denominator, pivots = ring.rref_den()
-    return sympy.ImmutableMatrix(_divided(reduced, denominator, ring.domain)), tuple(int(p) for p in pivots)
+    fraction_free, denominator, pivots = ring.rref_den()
+    columns = tuple(int(pivot) for pivot in pivots)
+    if pivots_only:
+        return None, columns
+    return sympy.ImmutableMatrix(_divided(fraction_free, denominator, ring.domain)), columns
 
 
 def _nullspace(reduced: Any, pivots: tuple[int, ...]) -> tuple[Any, ...]:
