@@ -12,11 +12,15 @@ Accepted language:
 - calls of allow-listed functions (`FUNCTIONS`) with positional arguments only;
 - constants `pi`, `e`/`E`, `I` (imaginary unit), `oo`/`inf` (infinity);
 - variables (identifiers like `x`, `theta`, `v0`) only where the tool allows them;
-- one equation `lhs = rhs` or `lhs == rhs` only through `parse_equation` (calculator_solve).
+- one equation `lhs = rhs` or `lhs == rhs` only through `parse_equation` (calculator_solve);
+- where the grammar has `matrices` (calculator_evaluate): matrix literals `[[1, 2], [3, 4]]` (a list of
+  rows), vectors `[1, 2, 3]` (a column), `@` and the functions of `MATRIX_FUNCTIONS`; equations
+  `lhs == rhs` only as items of linsolve's list. An expression holding any of these may also hold
+  variables (symbolic entries); `matrices.py` does the work.
 Everything else (attributes, subscripts, strings, lambdas, comprehensions, keywords, names starting
 with `_`, comparisons, boolean operators, non-ASCII text...) is refused with INVALID_INPUT naming the
 construct. Bounds (length, AST size, nesting, literal size, exponents, factorials, intermediate
-result size) are enforced before the work is done and fail with MAX_LIMIT_EXCEEDED.
+result size, matrix shapes) are enforced before the work is done and fail with MAX_LIMIT_EXCEEDED.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import ast
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -38,11 +42,21 @@ MAX_PAREN_DEPTH = 40
 MAX_INTEGER_DIGITS = 1000
 MAX_EXPONENT = 10_000
 MAX_RESULT_DIGITS = 4000
+MAX_OUTPUT_CHARS = 20_000  # the text of a result
 MAX_FACTORIAL = 1000
 MAX_BINOMIAL = 10_000
 MAX_VARIABLES = 10
 MAX_NAME_LENGTH = 32
 MAX_DECIMAL_EXPONENT = 308  # decimal literals stay within the float range: MAX_VALUE 1e308, MIN_POSITIVE 1e-308
+
+# Linear algebra (grammars with `matrices`). Numbers measured on this 2-core machine (README, calculator row).
+MAX_MATRIX_EXPRESSION_LENGTH = 100_000  # characters, when the expression holds a matrix literal (else 2000)
+MAX_MATRIX_NODES = 13_000  # nodes inside matrix literals: two 40×40 of -1/3 (4 nodes each); MAX_NODES: the rest
+MAX_SYMBOLIC_SIZE = 20  # rows and columns of a matrix with an entry that is not a number
+MAX_NUMERIC_SIZE = 40  # rows and columns of a matrix of numbers (exact rational arithmetic)
+MAX_PLAIN_DIGITS = 20  # a literal entry with more digits counts as symbolic
+MAX_MATRIX_EXPONENT = 1000  # |k| in A**k
+MAX_EIGEN_SIZE = 20  # eigenvals/eigenvects: the roots of a larger characteristic polynomial take too long
 
 IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _TRANSLATIONS = str.maketrans({"×": "*", "·": "*", "÷": "/", "−": "-", "π": "pi", "²": "**2", "³": "**3"})
@@ -95,6 +109,28 @@ FUNCTIONS: dict[str, tuple[int, int | None]] = {
     "erf": (1, 1),
 }
 
+# Functions of the grammars with `matrices`: name -> (minimum arguments, maximum arguments).
+MATRIX_FUNCTIONS: dict[str, tuple[int, int | None]] = {
+    "Matrix": (1, 1),
+    "eye": (1, 1),
+    "zeros": (1, 2),
+    "ones": (1, 2),
+    "diag": (1, MAX_NUMERIC_SIZE),
+    "det": (1, 1),
+    "inv": (1, 1),
+    "transpose": (1, 1),
+    "rank": (1, 1),
+    "trace": (1, 1),
+    "rref": (1, 1),
+    "nullspace": (1, 1),
+    "eigenvals": (1, 1),
+    "eigenvects": (1, 1),
+    "dot": (2, 2),
+    "cross": (2, 2),
+    "linsolve": (1, 2),
+}
+_LINEAR_FUNCTIONS = {**FUNCTIONS, **MATRIX_FUNCTIONS}
+
 _REFUSED: dict[type, str] = {
     ast.Attribute: "attribute access (`a.b`) is not allowed; call functions directly: sqrt(2), not math.sqrt(2)",
     ast.Subscript: "subscripts/indexing (`a[i]`) are not allowed; write single values",
@@ -104,7 +140,8 @@ _REFUSED: dict[type, str] = {
     ast.SetComp: "comprehensions are not allowed; write the terms out, e.g. 1 + 2 + 3",
     ast.DictComp: "comprehensions are not allowed; write the terms out, e.g. 1 + 2 + 3",
     ast.GeneratorExp: "generator expressions are not allowed; write the terms out, e.g. 1 + 2 + 3",
-    ast.List: "lists (`[...]`) are not allowed; pass one expression (calculator_solve takes a JSON array)",
+    ast.List: "lists (`[...]`) are not allowed here; pass one expression (matrices and vectors go to "
+    "calculator_evaluate; calculator_solve takes its equations as a JSON array)",
     ast.Tuple: "tuples (`a, b`) are not allowed; pass one expression (calculator_solve takes a JSON array)",
     ast.Set: "sets (`{...}`) are not allowed; pass one expression",
     ast.Dict: "dictionaries are not allowed; pass one expression",
@@ -121,7 +158,7 @@ _REFUSED: dict[type, str] = {
 
 _OPERATOR_HINTS: dict[type, str] = {
     ast.FloorDiv: "the operator `//` is not supported; write floor(a/b)",
-    ast.MatMult: "the operator `@` is not supported; use * for multiplication",
+    ast.MatMult: "the operator `@` multiplies matrices, and only calculator_evaluate takes matrices; use * for numbers",
     ast.LShift: "the operator `<<` is not supported; write a*2**n",
     ast.RShift: "the operator `>>` is not supported; write floor(a/2**n)",
     ast.BitOr: "the operator `|` is not supported (use abs(x) for absolute values)",
@@ -131,6 +168,7 @@ _OPERATOR_HINTS: dict[type, str] = {
 }
 
 ARITHMETIC = frozenset({ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.BitXor, ast.Mod})
+LINEAR = ARITHMETIC | {ast.MatMult}
 PRODUCTS = frozenset({ast.Mult, ast.Div, ast.Pow, ast.BitXor})
 
 
@@ -145,20 +183,26 @@ class Grammar:
     operators: frozenset[type] = ARITHMETIC
     real_variables: bool = False
     reserved: frozenset[str] = field(default_factory=frozenset)
+    matrices: bool = False
+
+    @property
+    def functions(self) -> Mapping[str, tuple[int, int | None]]:
+        return _LINEAR_FUNCTIONS if self.matrices else FUNCTIONS
+
+    @property
+    def max_length(self) -> int:
+        return MAX_MATRIX_EXPRESSION_LENGTH if self.matrices else MAX_EXPRESSION_LENGTH
 
 
 # -- text and tree checks (no sympy) ------------------------------------------------------------------
 
 
-def check_text(text: str, what: str = "expression") -> str:
-    """Length, characters and bracket depth; returns the text with `^` rewritten to `**`."""
+def check_text(text: str, what: str = "expression", limit: int = MAX_EXPRESSION_LENGTH) -> str:
+    """Length (at most `limit`), characters and bracket depth; returns the text with `^` rewritten to `**`."""
     if not isinstance(text, str):
         raise invalid_input(f"the {what} must be a string.")
-    if len(text) > MAX_EXPRESSION_LENGTH:
-        raise limit_exceeded(
-            f"the {what} is {len(text)} characters long; the limit is {MAX_EXPRESSION_LENGTH}. "
-            "Split the computation into smaller steps."
-        )
+    if len(text) > limit:
+        raise _too_long(what, len(text), limit)
     text = text.translate(_TRANSLATIONS)
     for position, character in enumerate(text):
         if not (character.isascii() and (character.isprintable() or character in " \t\n")):
@@ -183,9 +227,16 @@ def check_text(text: str, what: str = "expression") -> str:
     return text.replace("^", "**")
 
 
+def _too_long(what: str, length: int, limit: int) -> Exception:
+    hint = "Split the computation into smaller steps."
+    if limit == MAX_EXPRESSION_LENGTH:
+        hint += f" (calculator_evaluate takes up to {MAX_MATRIX_EXPRESSION_LENGTH} characters for matrix literals.)"
+    return limit_exceeded(f"the {what} is {length} characters long; the limit is {limit}. {hint}")
+
+
 def parse(text: str, grammar: Grammar, *, equation: bool = False, what: str = "expression") -> ast.expr:
     """Check the text and its syntax tree against `grammar`; returns the (validated) tree's body."""
-    source = check_text(text, what)
+    source = check_text(text, what, grammar.max_length)
     try:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
@@ -203,6 +254,12 @@ def parse(text: str, grammar: Grammar, *, equation: bool = False, what: str = "e
         raise invalid_input(f"the {what} cannot be parsed ({exc}).") from None
     body = tree.body
     _check_size(body, what)
+    if grammar.matrices:
+        if not _has_linear_algebra(body):
+            if len(source) > MAX_EXPRESSION_LENGTH:
+                raise _too_long(what, len(source), MAX_EXPRESSION_LENGTH)
+        elif not grammar.variables:
+            grammar = replace(grammar, variables=True)  # symbolic entries
     if equation and isinstance(body, ast.Compare):
         if len(body.ops) != 1 or not isinstance(body.ops[0], ast.Eq):
             raise invalid_input(
@@ -217,21 +274,49 @@ def parse(text: str, grammar: Grammar, *, equation: bool = False, what: str = "e
 
 
 def _check_size(root: ast.expr, what: str) -> None:
-    count = 0
-    stack: list[tuple[ast.AST, int]] = [(root, 1)]
+    """At most MAX_NODES nodes outside list literals, MAX_MATRIX_NODES inside them, MAX_DEPTH levels."""
+    count = inside = 0
+    stack: list[tuple[ast.AST, int, bool]] = [(root, 1, False)]
     while stack:
-        node, depth = stack.pop()
+        node, depth, in_list = stack.pop()
         if isinstance(node, ast.expr):
-            count += 1
-            if count > MAX_NODES:
-                raise limit_exceeded(
-                    f"the {what} has more than {MAX_NODES} terms and operations; split it into smaller steps."
-                )
+            if in_list:
+                inside += 1
+                if inside > MAX_MATRIX_NODES:
+                    raise limit_exceeded(
+                        f"the matrix literals in the {what} hold more than {MAX_MATRIX_NODES} numbers and "
+                        "operations; use smaller matrices."
+                    )
+            else:
+                count += 1
+                if count > MAX_NODES:
+                    raise limit_exceeded(
+                        f"the {what} has more than {MAX_NODES} terms and operations; split it into smaller steps."
+                    )
             if depth > MAX_DEPTH:
                 raise limit_exceeded(
                     f"the {what} nests operations more than {MAX_DEPTH} levels deep; simplify it or split it."
                 )
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        in_list = in_list or isinstance(node, ast.List)
+        stack.extend((child, depth + 1, in_list) for child in ast.iter_child_nodes(node))
+
+
+_LINEAR_TEXT = re.compile(r"[\[@]|\b(?:" + "|".join(MATRIX_FUNCTIONS) + r")\s*\(")
+
+
+def mentions_linear_algebra(text: str) -> bool:
+    """A cheap textual guess (no parsing) that `text` does linear algebra: for choosing error advice only."""
+    return _LINEAR_TEXT.search(text) is not None
+
+
+def _has_linear_algebra(root: ast.expr) -> bool:
+    """Whether the tree holds a list literal, `@` or a call of a matrix function."""
+    for node in ast.walk(root):
+        if isinstance(node, ast.List) or (isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult)):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in MATRIX_FUNCTIONS:
+            return True
+    return False
 
 
 def _check_name(name: str, grammar: Grammar, what: str, called: bool) -> None:
@@ -248,13 +333,16 @@ def _check_name(name: str, grammar: Grammar, what: str, called: bool) -> None:
                 f"unknown unit {name[:40]!r} in the {what}; accepted units: {', '.join(sorted(grammar.names))}."
             )
         return
+    functions = grammar.functions
     if called:
-        if name not in FUNCTIONS:
-            raise invalid_input(
-                f"unknown function {name[:40]!r} in the {what}; allowed functions: {', '.join(sorted(FUNCTIONS))}."
-            )
+        if name not in functions:
+            hint = ""
+            if name in MATRIX_FUNCTIONS:
+                hint = f" ({name} is a matrix function: only calculator_evaluate takes matrices)"
+            allowed = ", ".join(sorted(functions))
+            raise invalid_input(f"unknown function {name[:40]!r} in the {what}{hint}; allowed functions: {allowed}.")
         return
-    if name in FUNCTIONS:
+    if name in functions:
         raise invalid_input(f"{name!r} is a function; call it with an argument, e.g. {name}(x).")
     if name in CONSTANT_NAMES:
         return
@@ -324,13 +412,19 @@ def _check_node(node: ast.AST, grammar: Grammar, what: str, source: str) -> None
                 f"keyword arguments are not supported in {node.func.id}(...); pass arguments by position, "
                 "e.g. log(x, 2) for the base-2 logarithm."
             )
-        low, high = FUNCTIONS[node.func.id]
+        low, high = grammar.functions[node.func.id]
         count = len(node.args)
         if count < low or (high is not None and count > high):
             expected = str(low) if low == high else f"{low} to {high}"
             raise invalid_input(f"{node.func.id} takes {expected} argument(s), got {count} (in the {what}).")
+        if node.func.id == "linsolve" and is_equation_list(node.args[0]):
+            _check_equations(node.args, grammar, what, source)
+            return
         for argument in node.args:
             _check_node(argument, grammar, what, source)
+        return
+    if isinstance(node, ast.List) and grammar.matrices:
+        _check_literal(node, grammar, what, source)
         return
     if isinstance(node, ast.Compare):
         raise invalid_input(
@@ -343,6 +437,114 @@ def _check_node(node: ast.AST, grammar: Grammar, what: str, source: str) -> None
     raise invalid_input(f"{message} (in the {what}).")
 
 
+def is_equation_list(node: ast.expr) -> bool:
+    """linsolve's first argument is a list of equations when it is a list literal of anything but rows."""
+    return isinstance(node, ast.List) and not any(isinstance(item, ast.List) for item in node.elts)
+
+
+def _check_equations(arguments: list[ast.expr], grammar: Grammar, what: str, source: str) -> None:
+    equations = arguments[0]
+    assert isinstance(equations, ast.List)
+    if not equations.elts:
+        raise invalid_input(
+            f"linsolve needs at least one equation (in the {what}), e.g. linsolve([x + y == 3], [x, y])."
+        )
+    if len(equations.elts) > MAX_SYMBOLIC_SIZE:
+        raise limit_exceeded(f"linsolve takes at most {MAX_SYMBOLIC_SIZE} equations; got {len(equations.elts)}.")
+    for item in equations.elts:
+        if isinstance(item, ast.Compare):
+            if len(item.ops) != 1 or not isinstance(item.ops[0], ast.Eq):
+                raise invalid_input(
+                    f"linsolve's equations are 'lhs == rhs' or an expression meaning '= 0' (in the {what}); "
+                    "inequalities and chained comparisons are not supported."
+                )
+            _check_node(item.left, grammar, what, source)
+            _check_node(item.comparators[0], grammar, what, source)
+        else:
+            _check_node(item, grammar, what, source)
+    if len(arguments) == 2:
+        unknowns = arguments[1]
+        if not isinstance(unknowns, ast.List) or not all(isinstance(item, ast.Name) for item in unknowns.elts):
+            raise invalid_input(
+                f"linsolve's second argument is the list of unknowns, e.g. linsolve([x + y == 3, x - y == 1], [x, y]) "
+                f"(in the {what})."
+            )
+        if not unknowns.elts or len(unknowns.elts) > MAX_SYMBOLIC_SIZE:
+            raise invalid_input(f"linsolve takes 1 to {MAX_SYMBOLIC_SIZE} unknowns (in the {what}).")
+        for item in unknowns.elts:
+            assert isinstance(item, ast.Name)
+            _check_name(item.id, grammar, what, called=False)
+            if item.id in CONSTANT_NAMES:
+                raise invalid_input(f"{item.id!r} is a constant, not an unknown (in the {what}).")
+
+
+def _plain_number(node: ast.expr) -> bool:
+    """A number literal of at most MAX_PLAIN_DIGITS digits, maybe signed, or a fraction of two such literals."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        return _plain_number(node.operand)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return _plain_literal(node.left) and _plain_literal(node.right)
+    return _plain_literal(node)
+
+
+def _plain_literal(node: ast.expr) -> bool:
+    """An integer or decimal literal of at most MAX_PLAIN_DIGITS digits, below 10**MAX_PLAIN_DIGITS in magnitude."""
+    value = node.value if isinstance(node, ast.Constant) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(value, int):
+        return abs(value) < 10**MAX_PLAIN_DIGITS
+    written = (node.end_col_offset or 0) - node.col_offset  # a number literal is one token on one line
+    in_range = value == 0 or 10.0**-MAX_PLAIN_DIGITS <= abs(value) < 10.0**MAX_PLAIN_DIGITS
+    return written <= MAX_PLAIN_DIGITS + 4 and in_range  # + 4: the point, the exponent's e, sign and digit
+
+
+def check_shape(rows: int, columns: int, numbers: bool, what: str = "expression") -> None:
+    """MAX_LIMIT_EXCEEDED when a rows×columns matrix is over its limit (`numbers`: every entry is a number)."""
+    limit = MAX_NUMERIC_SIZE if numbers else MAX_SYMBOLIC_SIZE
+    if rows > limit or columns > limit:
+        raise limit_exceeded(
+            f"a {rows}×{columns} matrix in the {what} is over the limit: {MAX_NUMERIC_SIZE}×{MAX_NUMERIC_SIZE} when "
+            f"every entry is a number (at most {MAX_PLAIN_DIGITS} digits), {MAX_SYMBOLIC_SIZE}×{MAX_SYMBOLIC_SIZE} "
+            "when an entry is an expression (sqrt(2), pi, x, 10**30...). Use a smaller matrix, or numeric entries."
+        )
+
+
+def _check_literal(node: ast.List, grammar: Grammar, what: str, source: str) -> None:
+    """A matrix literal: a list of rows of the same length, or a flat list (a column vector)."""
+    items = node.elts
+    if not items:
+        raise invalid_input(f"an empty list `[]` in the {what}; a matrix needs entries, e.g. [[1, 2], [3, 4]].")
+    rows = [item for item in items if isinstance(item, ast.List)]
+    if rows and len(rows) != len(items):
+        raise invalid_input(
+            f"a list in the {what} mixes rows and single entries; write a matrix as a list of rows "
+            "[[1, 2], [3, 4]], or a vector as [1, 2, 3]."
+        )
+    if rows:
+        width = len(rows[0].elts)
+        for index, row in enumerate(rows):
+            if len(row.elts) != width:
+                raise invalid_input(
+                    f"row {index + 1} of a matrix in the {what} has {len(row.elts)} entries but row 1 has {width}; "
+                    "every row needs the same number of entries."
+                )
+        entries = [entry for row in rows for entry in row.elts]
+        shape = (len(rows), width)
+    else:
+        entries, shape = items, (len(items), 1)
+    if not entries:
+        raise invalid_input(f"a matrix in the {what} has empty rows; write entries, e.g. [[1, 2], [3, 4]].")
+    if any(isinstance(entry, ast.List) for entry in entries):
+        raise invalid_input(
+            f"a matrix in the {what} nests lists deeper than rows; entries are numbers or expressions, "
+            "e.g. [[1, 2], [3, 4]]."
+        )
+    check_shape(*shape, all(_plain_number(entry) for entry in entries), what)
+    for entry in entries:
+        _check_node(entry, grammar, what, source)
+
+
 # -- building sympy objects -----------------------------------------------------------------------------
 
 
@@ -353,11 +555,18 @@ class _Builder:
         self.sp = sympy
         self.grammar = grammar
         self.source = source
+        self.line_starts = [0, *(match.end() for match in re.finditer("\n", source))]
         self.what = what
         self.symbols = symbols
+        self.la: Any = None
+        if grammar.matrices:
+            from mcp_sections.servers.calculator import matrices
+
+            self.la = matrices
 
     def build(self, node: ast.AST) -> Any:
         sp = self.sp
+        la = self.la
         if isinstance(node, ast.Constant):
             if isinstance(node.value, int):
                 return sp.Integer(node.value)
@@ -366,18 +575,54 @@ class _Builder:
             return self.name(node.id)
         if isinstance(node, ast.UnaryOp):
             operand = self.build(node.operand)
-            return self.bounded(-operand if isinstance(node.op, ast.USub) else operand)
+            if isinstance(node.op, ast.UAdd):
+                return operand
+            return self.bounded(la.negate(operand, self.what) if la and la.is_value(operand) else -operand)
         if isinstance(node, ast.BinOp):
             left, right = self.build(node.left), self.build(node.right)
+            if la and (la.is_value(left) or la.is_value(right) or isinstance(node.op, ast.MatMult)):
+                return self.bounded(la.binary(node.op, left, right, self.what))
             return self.bounded(self.binary(node.op, left, right))
+        if isinstance(node, ast.List):
+            rows = [item.elts if isinstance(item, ast.List) else [item] for item in node.elts]  # [1, 2]: a column
+            entries = [[self.scalar(self.build(entry), "a matrix entry") for entry in row] for row in rows]
+            return self.bounded(la.literal(entries, self.what))
         if isinstance(node, ast.Call):
             assert isinstance(node.func, ast.Name)
-            arguments = [self.build(argument) for argument in node.args]
-            return self.bounded(self.call(node.func.id, arguments))
+            name = node.func.id
+            if la and name in MATRIX_FUNCTIONS:
+                if name == "linsolve" and is_equation_list(node.args[0]):
+                    return self.bounded(self.linsolve(node.args))
+                arguments = [self.build(argument) for argument in node.args]
+                return self.bounded(la.call(name, arguments, self.what))
+            arguments = [self.scalar(self.build(argument), f"the argument of {name}") for argument in node.args]
+            return self.bounded(self.call(name, arguments))
         raise invalid_input(f"unsupported construct {type(node).__name__} in the {self.what}.")  # pragma: no cover
 
+    def scalar(self, value: Any, role: str) -> Any:
+        return self.la.scalar(value, role, self.what) if self.la else value
+
+    def linsolve(self, arguments: list[ast.expr]) -> Any:
+        """linsolve([lhs == rhs or expression, ...], [unknowns]) (the parser checked the shape of the call)."""
+        listed, equations = arguments[0], []
+        assert isinstance(listed, ast.List)
+        for item in listed.elts:
+            if isinstance(item, ast.Compare):
+                left = self.scalar(self.build(item.left), "each side of an equation")
+                right = self.scalar(self.build(item.comparators[0]), "each side of an equation")
+                equations.append(left - right)
+            else:
+                equations.append(self.scalar(self.build(item), "an equation"))
+        unknowns = None
+        if len(arguments) == 2:
+            assert isinstance(arguments[1], ast.List)
+            unknowns = [self.name(item.id) for item in arguments[1].elts if isinstance(item, ast.Name)]
+        return self.la.linsolve_equations(equations, unknowns, self.what)
+
     def decimal(self, node: ast.Constant) -> Any:
-        segment = ast.get_source_segment(self.source, node) or repr(node.value)
+        start = self.line_starts[node.lineno - 1] + node.col_offset
+        end = self.line_starts[(node.end_lineno or node.lineno) - 1] + (node.end_col_offset or 0)
+        segment = self.source[start:end] or repr(node.value)
         try:
             number = Decimal(segment.replace("_", ""))
         except InvalidOperation:  # pragma: no cover - ast accepted it as a float literal
@@ -495,6 +740,8 @@ class _Builder:
 
     def bounded(self, value: Any) -> Any:
         sp = self.sp
+        if self.la and isinstance(value, self.la.Final):
+            return value
         numbers = [value] if value.is_Rational else value.atoms(sp.Rational)
         for number in numbers:
             size = max(_digits(number.p), _digits(number.q))
@@ -543,7 +790,9 @@ def build(
 ) -> Any:
     """Parse and build one expression; `symbols` (name → Symbol) is shared across calls when given."""
     tree = parse(text, grammar, what=what)
-    builder = _Builder(grammar, check_text(text, what).strip(), what, {} if symbols is None else symbols)
+    builder = _Builder(
+        grammar, check_text(text, what, grammar.max_length).strip(), what, {} if symbols is None else symbols
+    )
     return builder.build(tree)
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from mcp_sections.servers.calculator.expressions import MAX_EXPRESSION_LENGTH
+from mcp_sections.servers.calculator.expressions import MAX_EXPRESSION_LENGTH, MAX_MATRIX_EXPRESSION_LENGTH
 from mcp_sections.servers.calculator.operations import (
     MAX_VALUE,
     BinaryOperation,
@@ -25,11 +25,10 @@ def _number(description: str) -> Any:
     return Field(description=description, ge=-MAX_VALUE, le=MAX_VALUE, allow_inf_nan=False)
 
 
-def _expression(description: str) -> Any:
-    return Field(
-        description=f"{description} At most {MAX_EXPRESSION_LENGTH} characters.",
-        json_schema_extra={"maxLength": MAX_EXPRESSION_LENGTH},
-    )
+def _expression(description: str, limit: int = MAX_EXPRESSION_LENGTH) -> Any:
+    if limit == MAX_EXPRESSION_LENGTH:
+        description += f" At most {MAX_EXPRESSION_LENGTH} characters."
+    return Field(description=description, json_schema_extra={"maxLength": limit})
 
 
 def _with_note(text: str, note: str | None) -> str:
@@ -110,17 +109,55 @@ class EvaluateInput(ToolInput):
         "Arithmetic expression without variables, e.g. 'sqrt(2)*pi', '2^10 + 3/7', 'factorial(20)', "
         "'log(8, 2)'. Operators + - * / % ** (^ is power), functions such as sin cos tan asin acos atan sinh "
         "exp log (log(x) natural, log(x, b)) ln log10 log2 sqrt cbrt root(x, n) abs sign floor ceil factorial "
-        "binomial gamma gcd lcm min max re im; constants pi, e, I, oo. Decimals are exact (0.1 = 1/10)."
+        "binomial gamma gcd lcm min max re im; constants pi, e, I, oo. Decimals are exact (0.1 = 1/10). "
+        "Or linear algebra (see the tool description): matrices '[[1, 2], [3, 4]]', vectors '[1, 2, 3]', det(A), "
+        f"linsolve(A, b)... At most {MAX_EXPRESSION_LENGTH} characters without a matrix literal, "
+        f"{MAX_MATRIX_EXPRESSION_LENGTH} with one.",
+        MAX_MATRIX_EXPRESSION_LENGTH,
     )
     digits: int = Field(default=15, ge=1, le=MAX_DIGITS, description="Significant digits of the numeric value.")
 
 
+class Eigenvalue(BaseModel):
+    value: str = Field(description="The eigenvalue: exact, or to 15 digits when `exact` is false.")
+    numeric: str = Field(description="The eigenvalue to `digits` significant digits (at most 15 when not exact).")
+    multiplicity: int = Field(description="Algebraic multiplicity.")
+    vectors: list[list[str]] | None = Field(
+        default=None, description="eigenvects: a basis of the eigenspace, each vector as its entries."
+    )
+    exact: bool = Field(
+        default=True,
+        description="False for a root of an irreducible factor of degree 5 or more of the characteristic "
+        "polynomial (numbers as entries): such roots have no closed form and come numerically.",
+    )
+    polynomial: str | None = Field(default=None, description="When not exact: the factor (in x) it is a root of.")
+
+
 class EvaluateResult(ToolResult):
     expression: str
-    exact: str = Field(description="Exact result (sympy form), e.g. '2*sqrt(2)' or '5/6'.")
-    numeric: str = Field(description="The result to `digits` significant digits.")
-    value: float | None = Field(description="The result as a float, or null if not real or beyond 1e308.")
+    exact: str = Field(
+        description="Exact result (sympy form), e.g. '2*sqrt(2)' or '5/6'; a matrix as '[[1, 2], [3, 4]]' "
+        "(a column vector as '[1, 2]')."
+    )
+    numeric: str = Field(description="The result to `digits` significant digits (the same shape as `exact`).")
+    value: float | None = Field(description="The result as a float, or null if not a real number or beyond 1e308.")
     digits: int
+    kind: Literal["number", "matrix", "rref", "nullspace", "eigenvals", "eigenvects", "linsolve"] = Field(
+        default="number",
+        description="What the result is: a number (or expression), a matrix, or what the named function gives.",
+    )
+    shape: list[int] | None = Field(default=None, description="[rows, columns] of a matrix or rref result.")
+    matrix: list[list[str]] | None = Field(
+        default=None, description="The exact entries of a matrix or rref result, row by row (a vector: n rows of 1)."
+    )
+    pivots: list[int] | None = Field(default=None, description="rref: the pivot columns, counted from 0.")
+    vectors: list[list[str]] | None = Field(default=None, description="nullspace: the basis vectors' entries.")
+    eigenvalues: list[Eigenvalue] | None = Field(default=None, description="eigenvals / eigenvects.")
+    solutions: list[dict[str, str]] | None = Field(
+        default=None,
+        description="linsolve: [] when there is no solution, else one map unknown → value; a value holding unknowns "
+        "is a family of solutions (those unknowns are free). linsolve(A, b) names the unknowns x1, x2, ...",
+    )
 
     def render_text(self) -> str:
         parts = [self.expression]
@@ -154,7 +191,7 @@ class SimplifyResult(ToolResult):
 
 
 class SolveInput(ToolInput):
-    equations: list[str] = Field(
+    equations: list[Annotated[str, Field(max_length=MAX_MATRIX_EXPRESSION_LENGTH)]] = Field(  # checked finer below
         min_length=1,
         max_length=MAX_EQUATIONS,
         description=(
@@ -163,7 +200,7 @@ class SolveInput(ToolInput):
             f"variables. At most {MAX_EXPRESSION_LENGTH} characters each."
         ),
     )
-    variables: list[str] | None = Field(
+    variables: list[Annotated[str, Field(max_length=64)]] | None = Field(
         default=None,
         min_length=1,
         max_length=MAX_EQUATIONS,

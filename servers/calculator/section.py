@@ -14,7 +14,17 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_sections.servers.calculator import operations
-from mcp_sections.servers.calculator.expressions import check_text
+from mcp_sections.servers.calculator.expressions import (
+    MAX_EIGEN_SIZE,
+    MAX_MATRIX_EXPONENT,
+    MAX_MATRIX_EXPRESSION_LENGTH,
+    MAX_NUMERIC_SIZE,
+    MAX_OUTPUT_CHARS,
+    MAX_PLAIN_DIGITS,
+    MAX_SYMBOLIC_SIZE,
+    check_text,
+    mentions_linear_algebra,
+)
 from mcp_sections.servers.calculator.models import (
     BinaryInput,
     BinaryInputs,
@@ -54,6 +64,29 @@ _SYMBOLIC_NOTE = (
 )
 
 _UNITS_NOTE = f"Units: {UNIT_NAMES_DOC}."
+_LINEAR_NOTE = (
+    "Linear algebra, exact: a matrix is a list of rows '[[1, 2], [3, 4]]' or Matrix([[1, 2], [3, 4]]); a vector "
+    "'[1, 2, 3]' is a column. A*B and A@B are matrix products (sympy semantics: * of two matrices is the matrix "
+    "product, of a number and a matrix it scales), A + B and A - B need equal shapes, A/c divides by a number, "
+    f"A**k takes a whole k up to {MAX_MATRIX_EXPONENT} in magnitude (negative: powers of the inverse). Functions: "
+    "det inv transpose rank trace rref nullspace eigenvals eigenvects dot cross, eye(n) zeros(n, m) ones(n, m) "
+    "diag(a, b, ...), linsolve(A, b) (unknowns x1, x2, ...) or linsolve([x + y == 3, x - y == 1], [x, y]). An "
+    "expression with linear algebra may hold variables: det([[a, b], [c, d]]) → a*d - b*c. Results: `kind`, and "
+    "`matrix` + `shape` (exact entries as strings), `pivots` (rref, from 0), `vectors` (nullspace), `eigenvalues` "
+    "(value, multiplicity, vectors for eigenvects) or `solutions` (linsolve: [] when there is none; unknowns left "
+    "in a value are free). rref, nullspace, eigenvals, eigenvects and linsolve must be the whole expression. "
+    "Eigenvalues without a closed form (roots of a factor of degree 5+ of the characteristic polynomial, numbers as "
+    "entries) come as 15-digit numbers with exact=false; eigenvects then fails, saying so. "
+    f"Limits: {MAX_NUMERIC_SIZE}×{MAX_NUMERIC_SIZE} when every entry is a number of at most {MAX_PLAIN_DIGITS} "
+    f"digits, {MAX_SYMBOLIC_SIZE}×{MAX_SYMBOLIC_SIZE} otherwise, {MAX_EIGEN_SIZE}×{MAX_EIGEN_SIZE} for eigenvals and "
+    f"eigenvects; {MAX_MATRIX_EXPRESSION_LENGTH} characters with a matrix literal; results up to "
+    f"{MAX_OUTPUT_CHARS} characters. INVALID_INPUT for shapes that do not fit (non-square det, mismatched product) "
+    "and singular inverses, saying why."
+)
+_MATRIX_ADVICE = (
+    "Exact linear algebra grows fast with the size and the kind of entries: use a smaller matrix, numbers instead "
+    "of symbols or radicals as entries, or a cheaper function (det, rank or trace rather than eigenvects or inv)."
+)
 
 
 def _tool(
@@ -136,12 +169,12 @@ async def calculator_constant(params: ConstantInput) -> ConstantResult:
 @_tool(
     "calculator_evaluate",
     "Evaluate an expression exactly",
-    _SYMBOLIC_NOTE,
+    f"{_LINEAR_NOTE}\n{_SYMBOLIC_NOTE}",
     examples=(
         "work out (3 + 4i) * (2 - i)",
         "evaluate 100 factorial",
-        "an exact answer for a long arithmetic expression",
-        "exact big-number arithmetic with fractions",
+        "the determinant and inverse of a 3 by 3 matrix",
+        "solve a system of linear equations",
     ),
 )
 def calculator_evaluate(params: EvaluateInput, state: CalculatorState) -> EvaluateResult:
@@ -150,8 +183,10 @@ def calculator_evaluate(params: EvaluateInput, state: CalculatorState) -> Evalua
     'sin(pi/6)' → 1/2. ^ and ** are powers (2^3^2 = 2^9). Use it for long or exact computations, big
     integers, fractions and complex numbers (I); for one float operation calculator_unary/binary is faster.
     """
-    check_text(params.expression)
-    return EvaluateResult(**state.call("evaluate", expression=params.expression, digits=params.digits))
+    check_text(params.expression, limit=MAX_MATRIX_EXPRESSION_LENGTH)
+    advice = _MATRIX_ADVICE if mentions_linear_algebra(params.expression) else None
+    data = state.call("evaluate", advice=advice, expression=params.expression, digits=params.digits)
+    return EvaluateResult(**data)
 
 
 @_tool(

@@ -62,19 +62,21 @@ class CalculatorState:
         self.worker.start(wait=True)
         self.worker.run(f"{SYMBOLIC}:warm", timeout=max(self.settings.timeout_seconds, 30.0))
 
-    def call(self, function: str, **arguments: Any) -> dict[str, Any]:
+    def call(self, function: str, *, advice: str | None = None, **arguments: Any) -> dict[str, Any]:
+        """Run `symbolic.<function>(**arguments)`; `advice` ends the TIMEOUT and memory messages when given."""
         try:
             return self.worker.run(f"{SYMBOLIC}:{function}", **arguments)
         except WorkerTimeout:
             raise ToolFailure(
                 ErrorCode.TIMEOUT,
                 f"the computation took longer than {self.settings.timeout_seconds:g} s and was stopped (the worker "
-                "was restarted). Simplify the input, split it into smaller steps, or try another method.",
+                "was restarted). "
+                + (advice or "Simplify the input, split it into smaller steps, or try another method."),
             ) from None
         except WorkerMemoryError:
             raise limit_exceeded(
                 f"the computation needed more than the {self.settings.memory_limit_mb} MiB memory cap and was stopped. "
-                "Use smaller inputs or split the computation."
+                + (advice or "Use smaller inputs or split the computation.")
             ) from None
         except WorkerCrashed as exc:
             logger.warning("calculator worker crashed: %s", exc)

@@ -17,15 +17,15 @@ import sympy
 from sympy.physics import units as u
 
 from mcp_sections.servers.calculator import expressions as ex
+from mcp_sections.servers.calculator import matrices as la
 from mcp_sections.servers.calculator.units import AFFINE_TEMPERATURES, TEMPERATURES, unit_names
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, validation_failed
 
-MAX_OUTPUT_CHARS = 20_000
 MAX_UNKNOWNS = 6
 MAX_VALUE = 1e308
 SI_BASE = [u.meter, u.kilogram, u.second, u.ampere, u.kelvin, u.mole, u.candela, u.bit, u.radian]
 
-EVALUATE = ex.Grammar(tool="calculator_evaluate", variables=False)
+EVALUATE = ex.Grammar(tool="calculator_evaluate", variables=False, matrices=True, operators=ex.LINEAR)
 SIMPLIFY = ex.Grammar(tool="calculator_simplify", variables=True)
 CALCULUS = ex.Grammar(tool="calculator_differentiate", variables=True)
 BOUNDS = ex.Grammar(tool="calculator_integrate", variables=True)
@@ -86,11 +86,12 @@ def warm() -> bool:
 
 
 def _text(value: Any, what: str = "result") -> str:
-    text = sympy.sstr(value)
-    if len(text) > MAX_OUTPUT_CHARS:
-        raise limit_exceeded(
-            f"the {what} is {len(text)} characters long; the limit is {MAX_OUTPUT_CHARS}. Ask for something smaller."
-        )
+    return _bounded(sympy.sstr(value), what)
+
+
+def _bounded(text: str, what: str = "result", hint: str = "Ask for something smaller.") -> str:
+    if len(text) > ex.MAX_OUTPUT_CHARS:
+        raise limit_exceeded(f"the {what} is {len(text)} characters long; the limit is {ex.MAX_OUTPUT_CHARS}. {hint}")
     return text
 
 
@@ -156,6 +157,8 @@ def _only_variable(expression: Any, variable: str | None, symbols: dict[str, Any
 @_guarded
 def evaluate(expression: str, digits: int = 15) -> dict[str, Any]:
     value = ex.build(expression, EVALUATE)
+    if la.is_value(value):
+        return {"expression": expression.strip(), "value": None, "digits": digits, **_linear(value, digits)}
     _undefined(value, "result")
     return {
         "expression": expression.strip(),
@@ -164,6 +167,117 @@ def evaluate(expression: str, digits: int = 15) -> dict[str, Any]:
         "value": _float(value),
         "digits": digits,
     }
+
+
+_MATRIX_HINT = (
+    "Exact matrix results grow fast: ask for a scalar (det, rank, trace), use a smaller matrix, or entries "
+    "with fewer digits."
+)
+
+
+def _linear(value: Any, digits: int) -> dict[str, Any]:
+    """The fields of a matrix or `matrices.Final` result (see EvaluateResult)."""
+
+    def exact(entry: Any) -> str:
+        _undefined(entry, "result")
+        return sympy.sstr(entry)
+
+    def numeric(entry: Any) -> str:
+        return _approximate(entry, digits)
+
+    return {
+        "kind": "matrix" if la.is_matrix(value) else value.function,
+        "exact": _bounded(_show(value, exact), "exact result", _MATRIX_HINT),
+        "numeric": _bounded(_show(value, numeric), "numeric result", f"{_MATRIX_HINT} Or ask for fewer digits."),
+        **_structure(value, exact, numeric),
+    }
+
+
+def _show(value: Any, entry: Callable[[Any], str]) -> str:
+    """The text of a linear-algebra result, each scalar written by `entry`."""
+    if la.is_matrix(value):
+        return _matrix_text(value, entry)
+    if value.function == "rref":
+        return f"({_matrix_text(value.matrix, entry)}, {value.pivots})"
+    if value.function == "nullspace":
+        return _listing(_vector_text(vector, entry) for vector in value.vectors)
+    if value.function == "eigenvals":
+        return "{" + ", ".join(f"{entry(eigenvalue)}: {count}" for eigenvalue, count, _, _ in value.eigen) + "}"
+    if value.function == "eigenvects":
+        return _listing(
+            f"({entry(eigenvalue)}, {count}, {_listing(_vector_text(vector, entry) for vector in basis or ())})"
+            for eigenvalue, count, basis, _ in value.eigen
+        )
+    if value.solution is None:
+        return "EmptySet"
+    pairs = zip(value.unknowns, value.solution, strict=True)
+    return "{" + ", ".join(f"{unknown.name}: {entry(solution)}" for unknown, solution in pairs) + "}"
+
+
+def _structure(value: Any, exact: Callable[[Any], str], numeric: Callable[[Any], str]) -> dict[str, Any]:
+    """The structured fields of a linear-algebra result: shape, matrix, pivots, vectors, eigenvalues, solutions."""
+
+    def rows(matrix: Any) -> list[list[str]]:
+        return [[exact(entry) for entry in matrix.row(index)] for index in range(matrix.rows)]
+
+    def entries(vector: Any) -> list[str]:
+        return [exact(entry) for entry in vector]
+
+    if la.is_matrix(value):
+        return {"shape": list(value.shape), "matrix": rows(value)}
+    if value.function == "rref":
+        return {"shape": list(value.matrix.shape), "matrix": rows(value.matrix), "pivots": list(value.pivots)}
+    if value.function == "nullspace":
+        return {"vectors": [entries(vector) for vector in value.vectors]}
+    if value.function in ("eigenvals", "eigenvects"):
+        eigenvalues = [
+            {
+                "value": exact(eigenvalue),
+                "numeric": numeric(eigenvalue),
+                "multiplicity": count,
+                "vectors": None if basis is None else [entries(vector) for vector in basis],
+                "exact": polynomial is None,
+                "polynomial": None if polynomial is None else sympy.sstr(polynomial),
+            }
+            for eigenvalue, count, basis, polynomial in value.eigen
+        ]
+        return {"eigenvalues": eigenvalues}
+    if value.solution is None:
+        return {"solutions": []}
+    return {"solutions": [{u.name: exact(v) for u, v in zip(value.unknowns, value.solution, strict=True)}]}
+
+
+def _approximate(value: Any, digits: int) -> str:
+    """`_numeric` without a real or imaginary part below the digits shown: the real roots of a cubic come back
+    from evalf as e.g. 0.198246863397010 + 0.e-19*I."""
+    if value.is_number and not value.is_Rational:
+        if value.has(sympy.Float):  # a numeric eigenvalue: 15 digits are known
+            digits = min(digits, 15)
+        approx = value.evalf(digits)
+        real, imaginary = approx.as_real_imag()
+        if real.is_Number and imaginary.is_Number:
+            tiny = max(abs(real), abs(imaginary)) * sympy.Rational(1, 10**digits)
+            if abs(imaginary) <= tiny:
+                approx = real
+            elif abs(real) <= tiny:
+                approx = imaginary * sympy.I
+            return _text(approx, "numeric value")
+    return _numeric(value, digits) or sympy.sstr(value)
+
+
+def _matrix_text(matrix: Any, entry: Any) -> str:
+    """[[a, b], [c, d]]; a column vector as [a, b, c] (both are valid calculator_evaluate input)."""
+    if matrix.cols == 1:
+        return _listing(entry(value) for value in matrix)
+    return _listing(_listing(entry(value) for value in matrix.row(index)) for index in range(matrix.rows))
+
+
+def _vector_text(vector: Any, entry: Any) -> str:
+    return f"Matrix({_listing(entry(value) for value in vector)})"
+
+
+def _listing(items: Any) -> str:
+    return "[" + ", ".join(items) + "]"
 
 
 @_guarded

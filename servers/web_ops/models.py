@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from mcp_types import ImageContent
 from pydantic import Field, PrivateAttr, model_validator
@@ -19,15 +19,18 @@ MAX_START_INDEX = 50_000_000
 PATTERNS = "Regular expressions on absolute URLs (Python `re` syntax, at most 300 characters each), at most 10."
 
 
+Pattern = Annotated[str, Field(max_length=500)]  # a URL regex; longer ones are not a real need
+
+
 class CrawlOptions(ToolInput):
     depth: int = Field(
         default=0, ge=0, le=MAX_DEPTH, description=f"0 = this page only; 1..{MAX_DEPTH} = follow same-site links."
     )
     max_pages: int = Field(default=10, ge=1, le=MAX_PAGES, description="Most pages fetched in all, this one included.")
-    include_patterns: list[str] = Field(
+    include_patterns: list[Pattern] = Field(
         default_factory=list, max_length=10, description=f"Follow only links matching one of these. {PATTERNS}"
     )
-    exclude_patterns: list[str] = Field(
+    exclude_patterns: list[Pattern] = Field(
         default_factory=list, max_length=10, description=f"Never follow links matching one of these. {PATTERNS}"
     )
     render: Literal["auto", "browser", "http"] = Field(

@@ -107,6 +107,104 @@ def test_at_least_25_hostile_inputs() -> None:
     assert len(HOSTILE) >= 25
 
 
+SQUARE = "[[1, 2], [3, 4]]"
+MATRIX_HOSTILE: list[tuple[str, str]] = [
+    # code smuggled through matrices and linear-algebra calls
+    ("[[__import__('os')]]", "INVALID_INPUT"),
+    ("[[().__class__.__bases__[0]]]", "INVALID_INPUT"),
+    ("Matrix([[1]]).inv()", "INVALID_INPUT"),
+    ("Matrix.eye(3)", "INVALID_INPUT"),
+    ("Matrix(2, 2, lambda i, j: i + j)", "INVALID_INPUT"),
+    ("Matrix(lambda: 1)", "INVALID_INPUT"),
+    ("Matrix([[1]], evaluate=False)", "INVALID_INPUT"),
+    ("Matrix(*[[1]])", "INVALID_INPUT"),
+    ("det(" + SQUARE + ".T)", "INVALID_INPUT"),
+    (SQUARE + "[0]", "INVALID_INPUT"),
+    (SQUARE + "[0][0]", "INVALID_INPUT"),
+    ("[[i for i in range(3)]]", "INVALID_INPUT"),
+    ("[[1] * 3]", "INVALID_INPUT"),
+    ("[[1, 2], [3, 4]] if 1 else 2", "INVALID_INPUT"),
+    ("[[x := 1]]", "INVALID_INPUT"),
+    ("[*[1, 2]]", "INVALID_INPUT"),
+    ("[[1, 2], (3, 4)]", "INVALID_INPUT"),
+    ("{1, 2}", "INVALID_INPUT"),
+    ("[{1: 2}]", "INVALID_INPUT"),
+    ("linsolve([__import__('os') == 1], [x])", "INVALID_INPUT"),
+    ("linsolve([x == 1], [x.real])", "INVALID_INPUT"),
+    ("linsolve([x == 1], [_x])", "INVALID_INPUT"),
+    ("linsolve([x == 1 == 1], [x])", "INVALID_INPUT"),
+    ("eye(3) == eye(3)", "INVALID_INPUT"),
+    ("getattr(" + SQUARE + ", 'inv')", "INVALID_INPUT"),
+    ("exp(" + SQUARE + ")", "INVALID_INPUT"),
+    ("zeros(2, 2, 2)", "INVALID_INPUT"),
+    # strings mixed in
+    ("[['a', 'b']]", "INVALID_INPUT"),
+    ("[[1, '2']]", "INVALID_INPUT"),
+    ("Matrix('[[1]]')", "INVALID_INPUT"),
+    ("det([[b'1']])", "INVALID_INPUT"),
+    ("linsolve(['x = 1'], [x])", "INVALID_INPUT"),
+    # malformed shapes
+    ("[[1, 2], [3]]", "INVALID_INPUT"),
+    ("[[[1]]]", "INVALID_INPUT"),
+    ("[[1, [2]]]", "INVALID_INPUT"),
+    ("[1, [2]]", "INVALID_INPUT"),
+    ("[[" + SQUARE + "]]", "INVALID_INPUT"),
+    ("[]", "INVALID_INPUT"),
+    ("[[]]", "INVALID_INPUT"),
+    ("[[eye(2)]]", "INVALID_INPUT"),
+    ("diag(eye(2))", "INVALID_INPUT"),
+    ("det(rref(" + SQUARE + "))", "INVALID_INPUT"),
+    # size, shape and power bombs (refused before any work)
+    ("[" * 45 + "1" + "]" * 45, "MAX_LIMIT_EXCEEDED"),
+    ("[[" + ", ".join(["1"] * 41) + "]]", "MAX_LIMIT_EXCEEDED"),
+    ("[[" + "], [".join(["x"] * 21) + "]]", "MAX_LIMIT_EXCEEDED"),
+    ("[[" + "], [".join(["1"] * 20) + "], [10**30]]", "MAX_LIMIT_EXCEEDED"),
+    ("ones(10**9)", "MAX_LIMIT_EXCEEDED"),
+    ("zeros(1, 10**9)", "MAX_LIMIT_EXCEEDED"),
+    ("eye(9**9**9)", "MAX_LIMIT_EXCEEDED"),
+    ("eye(factorial(100))", "MAX_LIMIT_EXCEEDED"),
+    ("x*ones(21)", "MAX_LIMIT_EXCEEDED"),
+    ("diag(" + ", ".join(["x"] * 21) + ")", "MAX_LIMIT_EXCEEDED"),
+    (SQUARE + "**10**9", "MAX_LIMIT_EXCEEDED"),
+    (SQUARE + "**-(10**9)", "MAX_LIMIT_EXCEEDED"),
+    (SQUARE + "^9^9^9", "MAX_LIMIT_EXCEEDED"),
+    ("[[10**19, 1], [1, 1]]**1000", "MAX_LIMIT_EXCEEDED"),
+    ("eigenvects(ones(21))", "MAX_LIMIT_EXCEEDED"),
+    ("eigenvals(x*eye(21))", "MAX_LIMIT_EXCEEDED"),
+    ("[[9**9**9]]", "MAX_LIMIT_EXCEEDED"),
+    ("[[factorial(10**7)]]", "MAX_LIMIT_EXCEEDED"),
+    (" + ".join(["[" + ", ".join(["[" + ", ".join(["-1/3"] * 40) + "]"] * 40) + "]"] * 3), "MAX_LIMIT_EXCEEDED"),
+    ("1 +" + " " * 2100 + "1", "MAX_LIMIT_EXCEEDED"),
+    ("[" + "1, " * 40_000 + "1]", "MAX_LIMIT_EXCEEDED"),
+    # maths that does not fit
+    ("det([[1, 2, 3]])", "INVALID_INPUT"),
+    ("inv([[1, 2], [2, 4]])", "INVALID_INPUT"),
+    (SQUARE + " * [[1, 2, 3]]", "INVALID_INPUT"),
+    (SQUARE + " + 1", "INVALID_INPUT"),
+    (SQUARE + "**0.5", "INVALID_INPUT"),
+    ("2**" + SQUARE, "INVALID_INPUT"),
+    (SQUARE + " / 0", "VALIDATION_FAILED"),
+]
+
+
+@pytest.mark.parametrize(("text", "code"), MATRIX_HOSTILE, ids=[repr(text[:40]) for text, _ in MATRIX_HOSTILE])
+def test_hostile_matrix_expressions_are_refused_with_their_code(text: str, code: str) -> None:
+    """calculator_evaluate's grammar (matrices allowed); nothing here may run longer than the parse and the bounds."""
+    from mcp_sections.servers.calculator import symbolic
+
+    with pytest.raises(ToolFailure) as caught:
+        ex.build(text, symbolic.EVALUATE)
+    assert caught.value.code.value == code, caught.value.message
+    assert len(caught.value.message) < 1500
+
+
+def test_matrices_stay_out_of_the_other_grammars() -> None:
+    for text, needle in (("[[1, 2]]", "lists"), ("det(x)", "matrix function"), ("x @ y", "@")):
+        with pytest.raises(ToolFailure) as caught:
+            ex.build(text, ALGEBRA)
+        assert caught.value.code.value == "INVALID_INPUT" and needle in caught.value.message
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [

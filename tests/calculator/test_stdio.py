@@ -32,6 +32,20 @@ TOOLS = {
 HARD_INTEGRAL = "exp(x**7)*sin(x**5)*log(x)/(1 + x**3)**(1/3)"
 
 
+def literal(rows: list[list[object]]) -> str:
+    return "[" + ", ".join("[" + ", ".join(str(value) for value in row) + "]" for row in rows) + "]"
+
+
+# 20×20, symbols mixed with radicals: only sympy's generic expression domain fits, and eigenvects explodes
+HARD_EIGENVECTS = (
+    "eigenvects("
+    + literal(
+        [["x" if i == j else "sqrt(2)" if (i + j) % 5 == 0 else (i * j) % 7 - 3 for j in range(20)] for i in range(20)]
+    )
+    + ")"
+)
+
+
 @pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "asyncio"
@@ -149,6 +163,15 @@ async def test_every_constant(client: Client) -> None:
         ("calculator_evaluate", {"expression": "(" * 50 + "1" + ")" * 50}, "MAX_LIMIT_EXCEEDED"),
         ("calculator_evaluate", {"expression": "1+" * 50_000 + "1"}, "MAX_LIMIT_EXCEEDED"),
         ("calculator_evaluate", {"expression": "2", "digits": 101}, "INVALID_INPUT"),
+        ("calculator_evaluate", {"expression": "det([[1, 2, 3], [4, 5, 6]])"}, "INVALID_INPUT"),
+        ("calculator_evaluate", {"expression": "inv([[1, 2], [2, 4]])"}, "INVALID_INPUT"),
+        ("calculator_evaluate", {"expression": "[[1, 2], [3, 4]] * [[1, 2, 3]]"}, "INVALID_INPUT"),
+        ("calculator_evaluate", {"expression": "Matrix(2, 2, lambda i, j: 0)"}, "INVALID_INPUT"),
+        ("calculator_evaluate", {"expression": "[['a']]"}, "INVALID_INPUT"),
+        ("calculator_evaluate", {"expression": "ones(10**9)"}, "MAX_LIMIT_EXCEEDED"),
+        ("calculator_evaluate", {"expression": "[[1, 2], [3, 4]]**10**9"}, "MAX_LIMIT_EXCEEDED"),
+        ("calculator_evaluate", {"expression": literal([[1] * 41] * 41)}, "MAX_LIMIT_EXCEEDED"),
+        ("calculator_evaluate", {"expression": "[" + "1, " * 40_000 + "1]"}, "MAX_LIMIT_EXCEEDED"),
         ("calculator_simplify", {"expression": "x", "method": "magic"}, "INVALID_INPUT"),
         ("calculator_simplify", {"expression": "x.y"}, "INVALID_INPUT"),
         ("calculator_solve", {"equations": []}, "INVALID_INPUT"),
@@ -180,6 +203,24 @@ async def test_evaluate_and_simplify(client: Client) -> None:
     assert data["result"] == "x + 1"
     data, text = await call(client, "calculator_simplify", expression="x**2 - 5*x + 6", method="factor")
     assert text == "factor: x**2 - 5*x + 6 = (x - 3)*(x - 2)"
+
+
+@pytest.mark.anyio
+async def test_linear_algebra(client: Client) -> None:
+    data, text = await call(client, "calculator_evaluate", expression="inv([[1, 2], [3, 4]])")
+    assert data["kind"] == "matrix" and data["shape"] == [2, 2] and data["matrix"] == [["-2", "1"], ["3/2", "-1/2"]]
+    assert text == "inv([[1, 2], [3, 4]]) = [[-2, 1], [3/2, -1/2]] = [[-2, 1], [1.50000000000000, -0.500000000000000]]"
+    data, _ = await call(client, "calculator_evaluate", expression="det([[a, b], [c, d]])")
+    assert data["exact"] == "a*d - b*c" and data["kind"] == "number"
+    data, text = await call(client, "calculator_evaluate", expression="linsolve([x + y == 3, x - y == 1], [x, y])")
+    assert data["solutions"] == [{"x": "2", "y": "1"}] and text.endswith("= {x: 2, y: 1}")
+    data, _ = await call(client, "calculator_evaluate", expression="eigenvects([[2, 1], [1, 2]])")
+    assert [(e["value"], e["vectors"]) for e in data["eigenvalues"]] == [("1", [["-1", "1"]]), ("3", [["1", "1"]])]
+    big = literal([[(3 * i + j) % 17 - 8 + (i == j) * 40 for j in range(40)] for i in range(40)])
+    data, _ = await call(client, "calculator_evaluate", expression=f"rank({big}) + trace({big})")  # ~13 kB of text
+    assert data["exact"] == str(40 + sum((4 * i) % 17 - 8 + 40 for i in range(40)))
+    message = await fail(client, "calculator_evaluate", "INVALID_INPUT", expression="inv([[1, 2], [2, 4]])")
+    assert "singular" in message and "linsolve" in message
 
 
 @pytest.mark.anyio
@@ -238,6 +279,10 @@ async def test_timeout_restarts_the_worker_and_the_server_keeps_answering(enviro
             assert data["exact"] == "4"
         data, _ = await call(short, "calculator_unary", operation="sqrt", value=9)  # float tools never used it
         assert data["result"] == 3.0
+        message = await fail(short, "calculator_evaluate", "TIMEOUT", expression=HARD_EIGENVECTS)
+        assert "restarted" in message and "smaller matrix" in message and "numbers instead of symbols" in message
+        data, _ = await call(short, "calculator_evaluate", expression="det([[1, 2], [3, 4]])")
+        assert data["exact"] == "-2"
 
 
 def test_start_up_imports_no_sympy() -> None:

@@ -27,16 +27,6 @@ _UNBOUNDED_REPEAT = re.compile(r"(?<!\\)(?:[*+]|\{\d*,\})")
 # calculator and web_ops: other engineers bound these fields on their own branches at the same time. The lead
 # empties this allowance once those merge (test_the_allowance_lists_only_real_offenders fails for each entry
 # that is bounded by then). Nothing else may be listed.
-ALLOWED_FOR_NOW: frozenset[str] = frozenset(
-    {
-        "calculator: calculator_solve.equations[]",
-        "calculator: calculator_solve.variables[]",
-        "web_ops: fetch_web_page.include_patterns[]",
-        "web_ops: fetch_web_page.exclude_patterns[]",
-        "web_ops: ingest_web_page.include_patterns[]",
-        "web_ops: ingest_web_page.exclude_patterns[]",
-    }
-)
 
 
 def _specs() -> list[tuple[str, ToolSpec]]:
@@ -132,19 +122,7 @@ def test_every_tool_input_is_bounded() -> None:
     for section_id, spec in _specs():
         input_schema, _ = spec_schemas(spec)
         offenders += [f"{section_id}: {spec.name}.{where}" for where in unbounded(input_schema)]
-    remaining = [line for line in offenders if line.split(" (")[0] not in ALLOWED_FOR_NOW]
-    assert not remaining, "unbounded tool inputs (add max_length / Field limits):\n" + "\n".join(remaining)
-
-
-@pytest.mark.parametrize("entry", sorted(ALLOWED_FOR_NOW))
-def test_the_allowance_lists_only_real_offenders(entry: str) -> None:
-    """An entry that is bounded by now must leave the allowance (so it only ever shrinks)."""
-    offenders = {
-        f"{section_id}: {spec.name}.{where}".split(" (")[0]
-        for section_id, spec in _specs()
-        for where in unbounded(spec_schemas(spec)[0])
-    }
-    assert entry in offenders, f"{entry} is bounded now: remove it from ALLOWED_FOR_NOW"
+    assert not offenders, "unbounded tool inputs (add max_length / Field limits):\n" + "\n".join(offenders)
 
 
 def test_the_inputs_named_in_the_issue_are_refused_at_validation() -> None:
