@@ -32,7 +32,6 @@ from mcp_sections.shared.embeddings.embedder import Embedder, get_embedder
 from mcp_sections.shared.embeddings.settings import (
     DEFAULT_BACKEND,
     DEFAULT_MODEL,
-    INSTALL_HINT,
     ONNX_EXPORT_VERSION,
     Backend,
     EmbedderStatus,
@@ -46,7 +45,6 @@ __all__ = [
     "DEFAULT_BACKEND",
     "DEFAULT_MODEL",
     "EMBEDDING_CACHE_SCHEMA",
-    "INSTALL_HINT",
     "ONNX_EXPORT_VERSION",
     "Backend",
     "Embedder",
