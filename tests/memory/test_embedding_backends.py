@@ -217,7 +217,7 @@ def test_a_model_the_builder_cannot_reproduce_names_the_torch_extra(
     assert not embedder.load()
     assert "model_type is 'mpnet'" in (embedder.fallback_reason or "")
     error = embedder.error or ""
-    assert "mcp-sections[embeddings-torch]" in error and "--index-url https://download.pytorch.org/whl/cpu" in error
+    assert "[embeddings-torch]'" in error and "--index-url https://download.pytorch.org/whl/cpu" in error
 
 
 def test_models_the_onnx_path_cannot_reproduce_are_refused(tmp_path: Path) -> None:
@@ -246,7 +246,7 @@ def test_without_the_packaged_model_the_hint_names_the_memory_extra(monkeypatch:
     embedder = Embedder(backend="onnx", threads=1)
     assert not embedder.load()
     assert "the packaged model all-MiniLM-L6-v2 is not installed" in (embedder.error or "")
-    assert "mcp-sections[memory]" in (embedder.error or "")
+    assert "[memory]'" in (embedder.error or "")
 
 
 def test_settings_choose_the_backend(tmp_path: Path) -> None:
