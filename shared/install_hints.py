@@ -85,15 +85,16 @@ def current_installation() -> Installation:
         installer, direct = "pip", None
     source, editable = _source(direct)
     kind: Installer
-    if installer == "uv":
-        if (prefix / "uv-receipt.toml").is_file():
-            kind = "uv-tool"
-        elif "archive-v0" in prefix.parts:  # uv's cache of ephemeral environments: uvx / uv tool run
-            kind = "uvx"
-        else:
-            kind = "uv"
+    if (prefix / "pipx_metadata.json").is_file():  # whether pipx ran pip or uv underneath (`runpip` does either)
+        kind = "pipx"
+    elif installer != "uv":
+        kind = "pip"
+    elif (prefix / "uv-receipt.toml").is_file():
+        kind = "uv-tool"
+    elif "archive-v0" in prefix.parts:  # uv's cache of ephemeral environments: uvx / uv tool run
+        kind = "uvx"
     else:
-        kind = "pipx" if (prefix / "pipx_metadata.json").is_file() else "pip"
+        kind = "uv"
     return Installation(kind, source, editable, sys.executable)
 
 

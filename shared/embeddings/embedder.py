@@ -52,6 +52,15 @@ def bundled_model_dir() -> Path | None:
     return None
 
 
+def default_model_runs() -> bool:
+    """Whether the default model can run here on its default backend (its package and the ONNX libraries are
+    installed), looked up without importing them."""
+    import importlib.util
+
+    needed = ("numpy", "onnxruntime", "onnx", "tokenizers", "safetensors")
+    return all(importlib.util.find_spec(name) is not None for name in needed) and bundled_model_dir() is not None
+
+
 def local_cache_missing(name: str) -> bool:
     """True when the Hugging Face cache holds no snapshot of `name` (or huggingface_hub is not installed)."""
     try:
