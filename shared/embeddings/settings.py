@@ -84,15 +84,15 @@ class EmbeddingSettings(BaseModel):
     )
     embedding_backend: Backend = Field(
         default=DEFAULT_BACKEND,
-        description="How the model runs: `onnx` (ONNX Runtime on the CPU, exported once from the local weights; "
-        "same vectors as torch, ~2x faster per query, no torch in the server process), `onnx-int8` (quantised: "
+        description="How the model runs: `onnx` (ONNX Runtime on the CPU, from a file built once from the local "
+        "weights without torch; same vectors as torch, ~2x faster per query), `onnx-int8` (quantised: "
         "faster still, slightly different vectors: a store made with another backend needs `mcp-sections "
-        "reembed`) or `torch` (sentence-transformers). "
+        "reembed`) or `torch` (sentence-transformers, the embeddings-torch extra). "
         "The ONNX backends fall back to torch, with the reason in the log, when they cannot be used.",
     )
     embedding_onnx_dir: str | None = Field(
         default=None,
-        description="Where ONNX exports are cached; default `<cache dir>/models` (MCP_SECTIONS_CACHE_DIR, else the "
+        description="Where the built ONNX files are kept; default `<cache dir>/models` (MCP_SECTIONS_CACHE_DIR, else the "
         "user cache directory). Made locally from the model's weights, never downloaded.",
     )
     embedding_wait_seconds: float = Field(
