@@ -92,8 +92,8 @@ class EmbeddingSettings(BaseModel):
     )
     embedding_onnx_dir: str | None = Field(
         default=None,
-        description="Where the built ONNX files are kept; default `<cache dir>/models` (MCP_SECTIONS_CACHE_DIR, else the "
-        "user cache directory). Made locally from the model's weights, never downloaded.",
+        description="Where the built ONNX files are kept; default `<cache dir>/models` (MCP_SECTIONS_CACHE_DIR, else "
+        "the user cache directory). Made locally from the model's weights, never downloaded.",
     )
     embedding_wait_seconds: float = Field(
         default=30.0,
