@@ -20,8 +20,8 @@ mib() { du -sm "$1" 2>/dev/null | cut -f1; }
 
 # About how much each extra adds to .venv, measured on Linux x86-64 (benchmarks/bench_install.py).
 expect=60
-has all && expect=$((expect + 1000))
-has dev && expect=$((expect + 450))
+has all && expect=$((expect + 1150))
+has dev && expect=$((expect + 500))
 has embeddings-torch && expect=$((expect + 1150))
 
 say 1/4 "system packages"
