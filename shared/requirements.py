@@ -23,13 +23,26 @@ Probe = Callable[["SectionRuntime"], str | None]
 
 
 @dataclass(frozen=True)
+class InstallExtra:
+    """A fix that installs one of the package's extras, worded when shown for the way this copy was installed
+    (`shared.install_hints`: pip, uv, pipx, uv tool, uvx), not when the section is declared."""
+
+    extra: str
+
+    def __str__(self) -> str:
+        from mcp_sections.shared.install_hints import install_hint
+
+        return install_hint(self.extra)
+
+
+@dataclass(frozen=True)
 class Requirement:
     """One thing a section needs; `probe(runtime)` returns None when satisfied, else what is wrong; `fix` says what
     to run or set."""
 
     what: str
     probe: Probe
-    fix: str
+    fix: str | InstallExtra
     optional: bool = False
 
 

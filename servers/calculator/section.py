@@ -48,7 +48,7 @@ from mcp_sections.servers.calculator.models import (
 )
 from mcp_sections.servers.calculator.state import CalculatorSettings, CalculatorState, open_state, warm_up
 from mcp_sections.servers.calculator.units import UNIT_NAMES_DOC
-from mcp_sections.shared.requirements import Requirement, module
+from mcp_sections.shared.requirements import InstallExtra, Requirement, module
 from mcp_sections.shared.sections import Section
 from mcp_sections.shared.tools import READ_ONLY, tool
 
@@ -310,7 +310,7 @@ def calculator_convert_units(params: ConvertUnitsInput, state: CalculatorState) 
 
 SECTION = Section(
     id="calculator",
-    requirements=(Requirement("sympy", module("sympy"), "pip install 'mcp-sections[calculator]'"),),
+    requirements=(Requirement("sympy", module("sympy"), InstallExtra("calculator")),),
     output_source="computation",
     trusted_output=True,
     name="Calculator",

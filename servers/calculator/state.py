@@ -18,6 +18,7 @@ from mcp_sections.servers.calculator.workers import (
 )
 from mcp_sections.shared.config import SectionSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
+from mcp_sections.shared.install_hints import install_hint
 from mcp_sections.shared.sections import SectionRuntime
 
 logger = logging.getLogger("mcp_sections.calculator")
@@ -87,9 +88,8 @@ class CalculatorState:
             logger.error("calculator worker could not start: %s", exc)
             raise ToolFailure(
                 ErrorCode.DEPENDENCY_ERROR,
-                "the symbolic engine (sympy) could not start; install the calculator extra "
-                "(pip install 'mcp-sections[calculator]'). The float tools calculator_unary, calculator_binary "
-                "and calculator_constant still work.",
+                f"the symbolic engine (sympy) could not start; {install_hint('calculator')}. The float tools "
+                "calculator_unary, calculator_binary and calculator_constant still work.",
             ) from None
         except WorkerTaskError as exc:
             logger.error("calculator %s failed: %s", function, exc)

@@ -1,5 +1,6 @@
-"""3D assets (GLB/GLTF/OBJ/STL/PLY) rendered to PNG views on the CPU: trimesh loads, pyrender draws through Mesa's
-software EGL (or OSMesa). The camera orbits the model's bounding sphere; each view is lit from the camera."""
+"""3D assets (GLB/GLTF/OBJ/STL/PLY) rendered to PNG views on the CPU: trimesh loads, pyrender (the `pyrender2`
+distribution, from the media extra) draws through Mesa's software EGL (or OSMesa). The camera orbits the model's
+bounding sphere; each view is lit from the camera."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from typing import Any
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.install_hints import install_hint
 
 MESH_SUFFIXES = frozenset({".glb", ".gltf", ".obj", ".stl", ".ply"})
 MAX_REFERENCED_BYTES = 200_000_000
+MESA_PACKAGES = "apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri"  # Debian/Ubuntu: Mesa's software EGL
 _lock = threading.Lock()  # one OpenGL context at a time in this process
 
 
@@ -56,17 +59,17 @@ def load_mesh(path: Path, shown: str, guard: PathGuard) -> Any:
 
 def render_views(scene: Any, views: int, size: int) -> list[View]:
     """`views` images of `size`×`size`, the camera turning around the model at 20° elevation."""
-    os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
     import numpy as np
-    import pyrender
     from PIL import Image
+
+    pyrender = _pyrender()
 
     centroid = np.asarray(scene.centroid, dtype=float)
     radius = float(scene.scale) / 2 or 1.0
     distance = radius / math.sin(math.radians(22.5)) * 1.1
     elevation = 20.0
     with _lock:
-        renderer = pyrender.OffscreenRenderer(size, size)
+        renderer = _offscreen(pyrender, size)
         try:
             rendered = []
             for index in range(views):
@@ -82,6 +85,38 @@ def render_views(scene: Any, views: int, size: int) -> list[View]:
             return rendered
         finally:
             renderer.delete()
+
+
+def _pyrender() -> Any:
+    """pyrender on EGL (unless PYOPENGL_PLATFORM says otherwise); DEPENDENCY_ERROR naming the fix when missing."""
+    os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+    try:
+        import pyrender
+    except ModuleNotFoundError as exc:  # pyrender or one of its Python packages
+        raise ToolFailure(
+            ErrorCode.DEPENDENCY_ERROR,
+            f"render_3d_asset needs the Python package {exc.name!r} (the media extra's renderer); "
+            f"{install_hint('media')}.",
+        ) from None
+    except Exception as exc:  # PyOpenGL found no library for its platform
+        raise _no_opengl(exc) from None
+    return pyrender
+
+
+def _offscreen(pyrender: Any, size: int) -> Any:
+    try:
+        return pyrender.OffscreenRenderer(size, size)
+    except Exception as exc:  # no EGL/OSMesa library, or it cannot make a context
+        raise _no_opengl(exc) from None
+
+
+def _no_opengl(exc: Exception) -> ToolFailure:
+    platform = os.environ.get("PYOPENGL_PLATFORM", "egl")
+    return ToolFailure(
+        ErrorCode.DEPENDENCY_ERROR,
+        f"render_3d_asset found no OpenGL to draw with (PYOPENGL_PLATFORM={platform}: {str(exc)[:200] or type(exc)}); "
+        f"install Mesa's software EGL: {MESA_PACKAGES} (as root), then retry.",
+    )
 
 
 def _camera_pose(target: Any, distance: float, azimuth: float, elevation: float) -> Any:

@@ -23,7 +23,7 @@ from mcp_sections.servers.media_ops.models import (
     Render3DResult,
 )
 from mcp_sections.servers.media_ops.settings import MediaOpsSettings
-from mcp_sections.shared.requirements import Requirement, module
+from mcp_sections.shared.requirements import InstallExtra, Requirement, module
 from mcp_sections.shared.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.tools import READ_ONLY, WEB_READ, Annotations, ToolContext, tool
 
@@ -232,7 +232,7 @@ def software_opengl(runtime: SectionRuntime) -> str | None:
     import importlib.util
 
     if importlib.util.find_spec("pyrender") is None:
-        return "pyrender is not installed (pip install --no-deps pyrender==0.1.45; scripts/setup.sh does it)"
+        return f"pyrender is not installed (the media extra brings pyrender2); {InstallExtra('media')}"
     if ctypes.util.find_library("EGL") is None and ctypes.util.find_library("OSMesa") is None:
         return "no EGL or OSMesa library (Debian: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri)"
     return None
@@ -260,10 +260,12 @@ SECTION = Section(
     lifespan=_lifespan,
     extra="media",
     requirements=(
-        Requirement("Pillow", module("PIL"), "pip install 'mcp-sections[media]'"),
-        Requirement("OCR (rapidocr and its packaged models)", ocr_models_packaged, "pip install 'mcp-sections[media]'"),
-        Requirement("onnxruntime", module("onnxruntime"), "pip install 'mcp-sections[media]'"),
-        Requirement("3D rendering (trimesh, pyrender, EGL)", software_opengl, "scripts/setup.sh media", optional=True),
+        Requirement("Pillow", module("PIL"), InstallExtra("media")),
+        Requirement("OCR (rapidocr and its packaged models)", ocr_models_packaged, InstallExtra("media")),
+        Requirement("onnxruntime", module("onnxruntime"), InstallExtra("media")),
+        Requirement(
+            "3D rendering (trimesh, pyrender, EGL)", software_opengl, "then retry render_3d_asset", optional=True
+        ),
     ),
     output_source="image (OCR text, descriptions by a model)",
     container=Container(stage="runtime-render", build="build-media", workspace="write"),

@@ -34,6 +34,7 @@ from mcp_types.version import is_version_at_least
 
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.install_hints import install_hint
 
 from .catalog import SectionEntry
 from .settings import GatewaySettings
@@ -228,7 +229,7 @@ class SubprocessLauncher:
             raise ToolFailure(
                 ErrorCode.DEPENDENCY_ERROR,
                 f"section {self.entry.id!r} cannot be loaded ({self.entry.load_error}); "
-                "check that it is installed (`pip install 'mcp-sections[all]'`) and see the gateway log.",
+                f"check that it is installed ({install_hint('all')}) and see the gateway log.",
             )
         if self._task_group is None:
             raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "the gateway is not running; restart it.")

@@ -44,7 +44,7 @@ from mcp_sections.servers.rag_ops.models import (
     SetupProjectResult,
 )
 from mcp_sections.shared.embeddings.requirements import embedding_requirements
-from mcp_sections.shared.requirements import Requirement, module
+from mcp_sections.shared.requirements import InstallExtra, Requirement, module
 from mcp_sections.shared.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.tools import OVERWRITE, READ_ONLY, WRITE, ToolContext, tool
 
@@ -655,7 +655,7 @@ SECTION = Section(
     masks_secrets=True,
     requirements=(
         *embedding_requirements("rag"),
-        Requirement("tree-sitter grammars", module("tree_sitter"), "pip install 'mcp-sections[rag]'"),
+        Requirement("tree-sitter grammars", module("tree_sitter"), InstallExtra("rag")),
         Requirement("Neo4j (backend = neo4j)", neo4j_reachable, "start Neo4j 5 and set NEO4J_URI/USERNAME/PASSWORD"),
     ),
     heavy="torch, sentence-transformers and neo4j",

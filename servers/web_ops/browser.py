@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from mcp_sections.shared.egress_proxy import DenyAllPolicy, EgressProxy, GuardPolicy, Limits, Refusal
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.install_hints import install_hint
 from mcp_sections.shared.web_fetch import GuardedHttp
 
 WaitFor = Literal["load", "domcontentloaded", "networkidle"]
@@ -82,7 +83,7 @@ def browser_problem(configured: str | None = None) -> str | None:
     try:
         import playwright  # noqa: F401
     except ImportError:
-        return "the playwright package is missing: pip install 'mcp-sections[web]'"
+        return f"the playwright package is missing; {install_hint('web')}"
     if find_chromium(configured) is None and not _playwright_has_own_chromium():
         return "no Chromium found: install Debian's `chromium` package (or run `playwright install chromium`)"
     return None

@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 from mcp_sections.servers.web_ops.extraction import strip_invisible
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.install_hints import install_hint
 from mcp_sections.shared.web_fetch import GuardedHttp
 
 BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
@@ -104,7 +105,7 @@ def choose_provider(
     needs = {
         "searxng": "set `[sections.web_ops] searxng_url` (MCP_SECTIONS_WEB_OPS_SEARXNG_URL)",
         "brave": f"set the {brave_api_key_env} environment variable to a Brave Search API key",
-        "ddgs": "pip install ddgs",
+        "ddgs": install_hint("web"),
     }
     if requested != "auto":
         raise ToolFailure(

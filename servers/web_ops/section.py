@@ -23,7 +23,7 @@ from mcp_sections.servers.web_ops.models import (
 from mcp_sections.servers.web_ops.settings import WebOpsSettings
 from mcp_sections.shared.errors import invalid_input
 from mcp_sections.shared.markdown_blocks import window
-from mcp_sections.shared.requirements import Requirement, module
+from mcp_sections.shared.requirements import InstallExtra, Requirement, module
 from mcp_sections.shared.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.tools import WEB_READ, WEB_WRITE, ToolContext, tool
 
@@ -260,19 +260,22 @@ SECTION = Section(
     lifespan=_lifespan,
     extra="web",
     requirements=(
-        Requirement("playwright", module("playwright"), "pip install 'mcp-sections[web]'"),
-        Requirement("lxml (main-content extraction)", module("lxml"), "pip install 'mcp-sections[web]'"),
-        Requirement("html-to-markdown", module("html_to_markdown"), "pip install 'mcp-sections[web]'"),
-        Requirement("protego (robots.txt)", module("protego"), "pip install 'mcp-sections[web]'"),
+        Requirement("playwright", module("playwright"), InstallExtra("web")),
+        Requirement("lxml (main-content extraction)", module("lxml"), InstallExtra("web")),
+        Requirement("html-to-markdown", module("html_to_markdown"), InstallExtra("web")),
+        Requirement("protego (robots.txt)", module("protego"), InstallExtra("web")),
         Requirement(
             "Chromium (pages that need JavaScript)",
             browser_ready,
             "apt-get install chromium (or set [sections.web_ops] browser_executable)",
             optional=True,
         ),
-        Requirement("pypdf (PDF text)", module("pypdf"), "pip install 'mcp-sections[web]'", optional=True),
+        Requirement("pypdf (PDF text)", module("pypdf"), InstallExtra("web"), optional=True),
         Requirement(
-            "ddgs (search without a key)", module("ddgs"), "pip install ddgs, or configure SearXNG/Brave", optional=True
+            "ddgs (search without a key)",
+            module("ddgs"),
+            "install the web extra, or configure SearXNG/Brave",
+            optional=True,
         ),
     ),
     output_source="web page",

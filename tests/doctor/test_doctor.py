@@ -76,3 +76,18 @@ def test_neo4j_reads_its_password_from_the_secret_file_the_compose_service_mount
     monkeypatch.setenv("NEO4J_PASSWORD_FILE", str(tmp_path / "secret"))
     problem = neo4j_reachable() or ""
     assert "cannot reach Neo4j" in problem and "s3cret-value" not in problem  # read, used, never shown
+
+
+def test_each_section_names_its_own_extra_with_this_installations_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rag_ops' embedding needs are fixed by the rag extra (not memory's), with the installer this copy came from."""
+    from mcp_sections.shared.install_hints import install_command
+
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "numpy" else real(name, *a))
+    for section, extra in (("rag_ops", "rag"), ("memory", "memory")):
+        report = doctor.check_section(section)
+        assert report.status == "unavailable"
+        numpy_line = next(line for line in report.problems if "'numpy'" in line)
+        assert install_command(extra) in numpy_line, numpy_line

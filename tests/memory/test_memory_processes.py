@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from mcp_sections.shared.embeddings.embedder import default_model_runs
 from tests.processes import RawServer
 from tests.stdio import call, section_client
 
@@ -29,7 +29,7 @@ def integrity(path: Path) -> tuple[str, int]:
 
 @pytest.mark.anyio
 @pytest.mark.skipif(
-    importlib.util.find_spec("sentence_transformers") is None,
+    not default_model_runs(),
     reason="needs the memory extra (pip install 'mcp-sections[memory]'): without it there is no model path to break",
 )
 async def test_text_fallback_when_the_model_cannot_load(tmp_path: Path) -> None:

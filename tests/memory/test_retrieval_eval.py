@@ -3,13 +3,14 @@ in either mode, and hybrid never below the better of its two legs (vector, BM25 
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from mcp_sections.shared.embeddings.embedder import default_model_runs
+
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("sentence_transformers") is None or importlib.util.find_spec("numpy") is None,
+    not default_model_runs(),
     reason="needs the memory extra: pip install 'mcp-sections[memory]'",
 )
 

@@ -4,13 +4,14 @@ defaults, and text search answering while the vectors are still pending. Through
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from mcp_sections.shared.embeddings.embedder import default_model_runs
+
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("sentence_transformers") is None or importlib.util.find_spec("numpy") is None,
+    not default_model_runs(),
     reason="needs the rag extra: pip install 'mcp-sections[rag]'",
 )
 

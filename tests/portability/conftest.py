@@ -1,0 +1,22 @@
+"""A copy of the checkout's sources for install tests: pip builds in the source tree (build/, *.egg-info), and
+tests write only inside their temporary directories."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+_NOT_SOURCES = shutil.ignore_patterns(
+    ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"
+)
+
+
+@pytest.fixture(scope="session")
+def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's sources copied to a temporary directory (what `pip install <dir>` reads)."""
+    target = tmp_path_factory.mktemp("checkout") / "mcp-sections"
+    shutil.copytree(ROOT, target, ignore=_NOT_SOURCES, symlinks=True)
+    return target
