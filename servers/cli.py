@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, UnknownSection, all_sections, load_section
+from mcp_sections.shared import telemetry
 from mcp_sections.shared.about import package_version
 from mcp_sections.shared.config import ConfigError, Settings, load_settings
 
@@ -175,6 +176,7 @@ def _serve(args: argparse.Namespace) -> int:
     from mcp_sections.shared.server import build_server
 
     settings = _settings_from(args)
+    telemetry.configure(args.section)
     section = load_section(args.section)
     server, _ = build_server(section, section.runtime(settings))
     return _run(server, settings, args)
@@ -185,6 +187,7 @@ def _gateway(args: argparse.Namespace) -> int:
     from mcp_sections.servers.pool.settings import load_gateway_settings
 
     settings = _settings_from(args)
+    telemetry.configure("gateway")
     expose = [part.strip() for value in args.expose or [] for part in value.split(",") if part.strip()]
     in_process = [part.strip() for value in args.in_process or [] for part in value.split(",") if part.strip()]
     config = load_gateway_settings(
