@@ -10,7 +10,7 @@ Each one is dispatched here, and here only:
    when it is cancelled), refusals included;
 2. the name is resolved for this caller: the client's own tools and exposed tools; a sub-agent's routes and host
    tools — the route carries the section id, and the call runs only if the caller's grant holds that section id
-   (grant by identity, never by a tool's name);
+   (grant by identity, never by a tool's name) and the tool filters show the tool (`filters.py`);
 3. approval: the client was asked by the transport before dispatch (`shared.approval`, `servers/gateway/server.py`);
    a sub-agent that has read untrusted content since its goal was approved is asked again, mid-call, before each
    tool that needs approval (refused where no question can be asked);
@@ -119,6 +119,7 @@ class Gate:
             target = self._section_target(name, arguments, scope)
             if span is not None:
                 span.target(target.section, target.tool)
+            await self.pool.check_shown(target.section, target.tool)
             await self._approve(target.name, target.annotations, target.arguments, ctx, scope)
             result = await self.pool.forward(target.section, target.tool, target.arguments, ctx, scope)
         except ToolFailure as failure:

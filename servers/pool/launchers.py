@@ -62,6 +62,11 @@ class Launcher(Protocol):
     last_error: str | None
     starts: int
 
+    @property
+    def running_since(self) -> float | None:
+        """`time.monotonic()` when the running section started (None: not running)."""
+        ...
+
     def attach(self, task_group: TaskGroup) -> None:
         """The task group the section's connection lives in (the pool's)."""
 
@@ -145,6 +150,11 @@ class SubprocessLauncher:
 
     def attach(self, task_group: TaskGroup) -> None:
         self._task_group = task_group
+
+    @property
+    def running_since(self) -> float | None:
+        connection = self._connection
+        return connection.started_at if connection is not None else None
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
