@@ -129,11 +129,6 @@ class AuditCall:
         self.id = f"{os.getpid():x}-{next(_CALL_IDS)}"
         log.write(self._record("start", "STARTED", 0.0))
 
-    @property
-    def digest(self) -> str:
-        """The SHA-256 digest of the call's arguments (what a trace may carry of them)."""
-        return self._digest
-
     def _record(self, phase: str, outcome: str, duration_ms: float, message: str | None = None) -> AuditRecord:
         return AuditRecord(
             server=self._log.server,

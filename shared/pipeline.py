@@ -122,7 +122,7 @@ class SectionCalls:
     ) -> CallToolResult:
         record = self.audit.start(spec.name, arguments, ctx.caller)
         traced = telemetry.current()
-        span = traced.start(self.section.id, spec.name, ctx.caller, record.digest) if traced is not None else None
+        span = traced.start(self.section.id, spec.name, ctx.caller) if traced is not None else None
         try:
             result = await self._run(spec, arguments, ctx, answer)
         except BaseException:

@@ -4,22 +4,25 @@ Configured by the standard variables, read by the OpenTelemetry SDK itself: `OTE
 `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `_METRICS_ENDPOINT`), `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf`, the
 default, or `grpc` with `opentelemetry-exporter-otlp-proto-grpc` installed), `OTEL_EXPORTER_OTLP_HEADERS`,
 `OTEL_SERVICE_NAME` (default `mcp-sections-<server>`), `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER` (and
-`_ARG`), `OTEL_BSP_*`, `OTEL_METRICS_EXPORTER=none` (metrics off), `OTEL_METRIC_EXPORT_INTERVAL`,
-`OTEL_SDK_DISABLED=true`. With no endpoint set nothing is configured and nothing is imported beyond the
-opentelemetry-api the `mcp` SDK imports anyway: `current()` is None and the call paths go on after testing it.
+`_ARG`), `OTEL_BSP_*`, `OTEL_TRACES_EXPORTER=none`, `OTEL_METRICS_EXPORTER=otlp` (metrics are opt-in: they cost a
+call more than its span), `OTEL_METRIC_EXPORT_INTERVAL`, `OTEL_SDK_DISABLED=true`. With no endpoint set nothing is
+configured and nothing is imported beyond the opentelemetry-api the `mcp` SDK imports anyway: `current()` is None
+and the call paths go on after testing it.
 
 Where spans come from:
-- `calls.start(...)`: one span per tool call, in the two places every call passes — the agent host's gate
-  (`servers/pool/gate.py`, the gateway and orchestration) and a section's pipeline (`shared/pipeline.py`);
-- `agents.start(...)`: one span per sub-agent (`shared/agents/runtime.py`); its tool calls are its children;
+- `start(...)`: one span per tool call, in the two places every call passes — the agent host's gate
+  (`servers/pool/gate.py`, the gateway and orchestration) and a section's pipeline (`shared/pipeline.py`). When the
+  call is the request the SDK's middleware has a span for (`tools/call <tool>`), that span is annotated instead of
+  a second one being made (a span costs ~25 us); calls of sub-agents and in-process sections get their own;
+- `start_agent(...)`: one span per sub-agent (`shared/agents/runtime.py`); its tool calls are its children;
 - the `mcp` SDK: a SERVER span per request (`OpenTelemetryMiddleware`, which continues the trace named by the
   request's `_meta.traceparent`) and a CLIENT span per request the gateway sends to a section, which puts the
   current trace context in that request's `_meta`. So one client request — the gateway, its sections, every
   sub-agent of a `plan_actions` tree — is one trace.
 
 A span says which tool, which section, at what depth, for which agent, how it ended (`OK` or the error code) and
-how long it took; never an argument value or a result (the audit log's SHA-256 digest of the arguments at most),
-never an error message (messages may quote arguments).
+how long it took; never an argument value or a result (not even the audit log's digest of the arguments: the
+audit line of the same call has it), never an error message (messages may quote arguments).
 """
 
 from __future__ import annotations
@@ -57,21 +60,24 @@ def passed_environment(environ: Mapping[str, str] | None = None) -> dict[str, st
 
 
 class CallSpan:
-    """One tool call's span, current from `CallTelemetry.start` until `end` or `cancelled` (same task)."""
+    """One tool call's span, current from `CallTelemetry.start` until `end` or `cancelled` (same task). `token` is
+    None when the span is the SDK's own server span of the request, which this only annotates (the SDK ends it)."""
 
-    __slots__ = ("_attributes", "_owner", "_span", "_started", "_token")
+    __slots__ = ("_labels", "_owner", "_span", "_started", "_token")
 
-    def __init__(self, owner: CallTelemetry, span: Any, token: Any, attributes: dict[str, Any], started: int) -> None:
+    def __init__(
+        self, owner: CallTelemetry, span: Any, token: Any | None, labels: dict[str, Any], started: int
+    ) -> None:
         self._owner = owner
         self._span = span
         self._token = token
-        self._attributes = attributes
+        self._labels = labels  # tool, server, section: the metrics' attributes
         self._started = started
 
     def target(self, section: str, tool: str) -> None:
         """The section tool a gateway call resolved to (`call_section_tool` names it in its arguments)."""
-        self._attributes["mcp_sections.section"] = section
-        self._span.set_attributes({"mcp_sections.section": section, "mcp_sections.target_tool": tool})
+        self._labels["mcp_sections.section"] = section
+        self._span.set_attribute("mcp_sections.target_tool", tool)
 
     def end(self, result: Any) -> None:
         structured = getattr(result, "structured_content", None) or {}
@@ -83,13 +89,16 @@ class CallSpan:
 
     def _finish(self, outcome: str) -> None:
         owner, span = self._owner, self._span
-        span.set_attribute("mcp_sections.outcome", outcome)
-        if outcome != "OK":
-            span.set_attribute("error.type", outcome)
-            span.set_status(owner.error_status, outcome)
-        owner.detach(self._token)
-        span.end()
-        owner.record(self._attributes, outcome, time.perf_counter_ns() - self._started)
+        span.set_attributes(
+            {"mcp_sections.outcome": outcome, "mcp_sections.section": self._labels["mcp_sections.section"]}
+        )
+        if self._token is not None:  # our own span (the SDK marks its server span as failed itself)
+            if outcome != "OK":
+                span.set_attribute("error.type", outcome)
+                span.set_status(owner.error_status, outcome)
+            owner.detach(self._token)
+            span.end()
+        owner.record(self._labels, outcome, time.perf_counter_ns() - self._started)
 
 
 class CallTelemetry:
@@ -102,7 +111,9 @@ class CallTelemetry:
         self._tracer = tracer
         self._context = context
         self._set_span = trace.set_span_in_context
+        self._current_span = trace.get_current_span
         self._internal = SpanKind.INTERNAL
+        self._server = SpanKind.SERVER
         self.error_status = StatusCode.ERROR
         self._calls = self._duration = self._errors = None
         if meter is not None:
@@ -114,24 +125,24 @@ class CallTelemetry:
                 "mcp_sections.tool.duration", unit="ms", description="Duration of tool calls."
             )
 
-    def start(self, server: str, tool: str, caller: tuple[int, str | None], digest: str | None = None) -> CallSpan:
+    def start(self, server: str, tool: str, caller: tuple[int, str | None]) -> CallSpan:
         """A tool call `server` handles (a section id, or `gateway`), made current; end it with `end`/`cancelled`."""
         depth, agent_id = caller
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": tool,
-            "mcp_sections.server": server,
-            "mcp_sections.section": server,
-            "mcp_sections.depth": depth,
-        }
-        span_attributes = dict(attributes)
+        attributes: dict[str, Any] = {"mcp_sections.server": server, "mcp_sections.depth": depth}
         if agent_id is not None:
-            span_attributes["mcp_sections.agent_id"] = agent_id
-        if digest is not None:
-            span_attributes["mcp_sections.arguments_digest"] = digest
-        span = self._tracer.start_span(f"execute_tool {tool}", kind=self._internal, attributes=span_attributes)
+            attributes["mcp_sections.agent_id"] = agent_id
+        labels = {"gen_ai.tool.name": tool, "mcp_sections.server": server, "mcp_sections.section": server}
+        request = self._current_span()
+        if getattr(request, "kind", None) is self._server and getattr(request, "name", None) == f"tools/call {tool}":
+            # the SDK's span of this very request (OpenTelemetryMiddleware, which names the tool): annotated, so a
+            # call costs one span, not two
+            request.set_attributes(attributes)
+            return CallSpan(self, request, None, labels, time.perf_counter_ns())
+        attributes.update(labels)
+        attributes["gen_ai.operation.name"] = "execute_tool"
+        span = self._tracer.start_span(f"execute_tool {tool}", kind=self._internal, attributes=attributes)
         token = self._context.attach(self._set_span(span))
-        return CallSpan(self, span, token, attributes, time.perf_counter_ns())
+        return CallSpan(self, span, token, labels, time.perf_counter_ns())
 
     def start_agent(self, agent_id: str, name: str, kind: str, depth: int, parent: str | None) -> AgentSpan:
         """A sub-agent's span, made current: every tool call it makes is its child."""
@@ -154,14 +165,10 @@ class CallTelemetry:
         except Exception:  # a context detached elsewhere must never fail a call
             logger.debug("span context already detached", exc_info=True)
 
-    def record(self, attributes: dict[str, Any], outcome: str, duration_ns: int) -> None:
+    def record(self, labels: dict[str, Any], outcome: str, duration_ns: int) -> None:
+        """One call in the metrics (when they are exported): `labels` are its tool, server and section."""
         if self._calls is None or self._duration is None or self._errors is None:
             return
-        labels = {
-            "gen_ai.tool.name": attributes["gen_ai.tool.name"],
-            "mcp_sections.server": attributes["mcp_sections.server"],
-            "mcp_sections.section": attributes["mcp_sections.section"],
-        }
         self._calls.add(1, {**labels, "mcp_sections.outcome": outcome})
         self._duration.record(duration_ns / 1e6, labels)
         if outcome != "OK":
@@ -240,7 +247,7 @@ def _install(server: str, env: Mapping[str, str]) -> CallTelemetry:
         provider = TracerProvider(resource=resource)  # the sampler comes from OTEL_TRACES_SAMPLER
         provider.add_span_processor(BatchSpanProcessor(_span_exporter(protocol)))
         trace.set_tracer_provider(provider)
-    if env.get("OTEL_METRICS_EXPORTER", "otlp").strip().lower() != "none":
+    if _metrics_wanted(env):
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
@@ -249,6 +256,15 @@ def _install(server: str, env: Mapping[str, str]) -> CallTelemetry:
         meter = metrics.get_meter(SCOPE, package_version())
     logger.info("OpenTelemetry: exporting over OTLP (%s) as %s", protocol, resource.attributes.get("service.name"))
     return CallTelemetry(trace.get_tracer(SCOPE, package_version()), meter)
+
+
+def _metrics_wanted(env: Mapping[str, str]) -> bool:
+    """Metrics are opt-in (they cost a call more than its span): `OTEL_METRICS_EXPORTER=otlp`, or a metrics
+    endpoint of their own."""
+    exporter = env.get("OTEL_METRICS_EXPORTER", "").strip().lower()
+    if exporter == "none":
+        return False
+    return exporter == "otlp" or bool(env.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "").strip())
 
 
 def _protocol(env: Mapping[str, str], signal: str) -> str:

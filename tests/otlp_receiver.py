@@ -43,6 +43,7 @@ class OtlpReceiver:
     points: list[Point] = field(default_factory=list)
     bodies: list[bytes] = field(default_factory=list)  # every request body as received (decompressed)
     requests: int = 0
+    decode: bool = True  # False: only count the requests (a benchmark's receiver costs the machine little)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -78,6 +79,8 @@ class OtlpReceiver:
 
         with self._lock:
             self.requests += 1
+            if not self.decode:
+                return b""
             self.bodies.append(body)
             if path == "/v1/traces":
                 request = trace_service_pb2.ExportTraceServiceRequest.FromString(body)

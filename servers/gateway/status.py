@@ -57,7 +57,7 @@ SECURITY_HEADERS = {
     ),
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # no-referrer would make a browser send `Origin: null` on sign-in
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
     "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
@@ -316,7 +316,7 @@ def calls_html(records: list[dict[str, Any]]) -> str:
     return _table(
         "calls",
         "Recent calls",
-        ["Time (UTC)", "Tool", "Section", "Depth · agent", "Duration", "Outcome"],
+        ["Time (UTC)", "Tool", "Logged by", "Depth · agent", "Duration", "Outcome"],
         rows,
         "No call yet: the audit log is empty.",
     )

@@ -90,7 +90,7 @@ class Gate:
         """Run one call for `scope` and return its result; every outcome is a result, and every call is audited."""
         record = self.audit.start(name, arguments, scope.caller)
         traced = telemetry.current()
-        span = traced.start(self.audit.server, name, scope.caller, record.digest) if traced is not None else None
+        span = traced.start(self.audit.server, name, scope.caller) if traced is not None else None
         try:
             result = await self._dispatch(name, arguments, ctx, scope, span)
         except BaseException:

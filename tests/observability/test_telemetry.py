@@ -26,7 +26,7 @@ pytest.importorskip("opentelemetry.proto", reason="pip install 'mcp-sections[ote
 
 SECRET_TITLE = "SECRET-TITLE-7f3a"  # an argument value: it must never reach the receiver
 SECRET_GOAL = "SECRET-GOAL-91c2"
-FAST_EXPORT = {"OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_METRIC_EXPORT_INTERVAL": "300"}
+FAST_EXPORT = {"OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_METRICS_EXPORTER": "otlp", "OTEL_METRIC_EXPORT_INTERVAL": "300"}
 
 
 def dive(request: Request) -> Reply:
@@ -87,24 +87,24 @@ async def test_one_request_is_one_trace_across_the_gateway_its_sections_and_thre
     assert SECRET_TITLE.encode() not in bodies and SECRET_GOAL.encode() not in bodies
     assert b"999999" not in bodies
 
-    calls = [span for span in spans if span.name.startswith("execute_tool ")]
+    calls = [span for span in spans if "mcp_sections.server" in span.attributes]  # spans of tool calls
     by_id = {span.span_id: span for span in spans}
 
-    # the forwarded call: the gateway's span names the section it resolved to; the section's span is in the same
-    # trace, below the SDK's client span (traceparent in _meta) and the section's server span
+    # the forwarded call: the gateway's span (the SDK's server span of the request, annotated) names the section it
+    # resolved to; the section's span is in the same trace, below the SDK's client span (traceparent in _meta)
     gateway_call = next(
         s
         for s in calls
         if s.attributes["mcp_sections.server"] == "gateway" and s.attributes["mcp_sections.outcome"] == "OK"
     )
-    assert gateway_call.service == "mcp-sections-gateway"
+    assert gateway_call.service == "mcp-sections-gateway" and gateway_call.kind == 2
     assert gateway_call.attributes["gen_ai.tool.name"] == "call_section_tool"
     assert gateway_call.attributes["mcp_sections.section"] == "todo"
     assert gateway_call.attributes["mcp_sections.target_tool"] == "todo_create"
     assert gateway_call.attributes["mcp_sections.depth"] == 0
-    assert gateway_call.attributes["mcp_sections.arguments_digest"].startswith("sha256:")
+    assert not any(key.endswith("digest") for span in calls for key in span.attributes)
     section_call = next(s for s in calls if s.trace_id == gateway_call.trace_id and s.service == "mcp-sections-todo")
-    assert section_call.attributes["gen_ai.tool.name"] == "todo_create"
+    assert section_call.attributes["gen_ai.tool.name"] == "todo_create" and section_call.kind == 2
     assert section_call.attributes["mcp_sections.section"] == "todo"
     ancestors = []
     cursor = section_call
@@ -112,13 +112,11 @@ async def test_one_request_is_one_trace_across_the_gateway_its_sections_and_thre
         cursor = by_id[cursor.parent_id]
         ancestors.append(cursor)
     assert gateway_call in ancestors, "the section's span must descend from the gateway's span"
-    assert any(s.service == "mcp-sections-todo" and s.kind == 2 for s in ancestors), "the SDK's server span"
     assert any(s.service == "mcp-sections-gateway" and s.kind == 3 for s in ancestors), "the SDK's client span"
 
     # a failed call carries its error code, never its message
     failed = next(s for s in calls if s.service == "mcp-sections-todo" and s.attributes["mcp_sections.outcome"] != "OK")
-    assert failed.attributes["mcp_sections.outcome"] == "NOT_FOUND" == failed.attributes["error.type"]
-    assert failed.status == 2 and failed.status_message == "NOT_FOUND"
+    assert failed.attributes["mcp_sections.outcome"] == "NOT_FOUND" and failed.status == 2
 
     # plan_actions, three levels deep: one trace; each agent below the plan_actions call that started it
     plan = next(
@@ -135,7 +133,7 @@ async def test_one_request_is_one_trace_across_the_gateway_its_sections_and_thre
     for agent in agents:
         assert by_id[agent.parent_id] is parent_call
         assert agent.attributes["mcp_sections.agent.status"] == "completed"
-        own = [s for s in _children(tree, agent) if s.name.startswith("execute_tool ")]
+        own = [s for s in _children(tree, agent) if "mcp_sections.server" in s.attributes]
         assert {s.attributes["gen_ai.tool.name"] for s in own} <= {"todo_create", "plan_actions"}
         for call in own:
             assert call.attributes["mcp_sections.depth"] == agent.attributes["mcp_sections.depth"]
@@ -146,7 +144,7 @@ async def test_one_request_is_one_trace_across_the_gateway_its_sections_and_thre
             s
             for s in tree
             if s.service == "mcp-sections-todo"
-            and s.name == "execute_tool todo_create"
+            and s.attributes.get("gen_ai.tool.name") == "todo_create"
             and s.attributes.get("mcp_sections.agent_id") == agent.attributes["mcp_sections.agent_id"]
         ]
         assert in_section and in_section[0].attributes["mcp_sections.depth"] == created.attributes["mcp_sections.depth"]
