@@ -33,8 +33,9 @@ Run: python -m benchmarks.bench_gateway [--starts 5] [--calls 1500]
    tools/list ≤ 5% of the flat union in bytes.
 
 5. Tracing (issue #25): the subprocess gateway's hop with tracing off, on (every span of the gateway and its
-   section exported over OTLP/HTTP to a local receiver on 127.0.0.1), and on with the sampler `always_off`, in one
-   run; goal: on ≤ 1.05× off (p50). Needs the `otel` extra; `--tracing-only` prints this table alone.
+   section exported over OTLP/HTTP to a local receiver on 127.0.0.1), on with 10% of traces sampled, and on with
+   the sampler `always_off`, in one run; goal: on ≤ 1.05× off (p50). Needs the `otel` extra; `--tracing-only`
+   prints this table alone.
 
 Needs: the project installed (the `calculator` extra at least; the `memory` extra for the embedding rows).
 `--tool-search-only` prints tables 1 and 4 only. Optional, benchmark-only: `pip install
@@ -330,9 +331,10 @@ async def interleaved(subjects: dict[str, Subject], calls: int) -> dict[str, tup
 
 async def tracing_cost(data_dir: str, calls: int) -> list[list[Any]]:
     """Issue #25: the gateway hop with tracing off (no OTEL_* endpoint: nothing loaded), on with every span
-    exported over OTLP/HTTP to a local receiver (the gateway's and the section's spans, default batching), and on
-    with the sampler `always_off` (the instrumentation without export), in one run. Goal: ≤ 5% with an exporter
-    set (p50); off adds one check of a global per call and takes the SDK's no-op span per request out."""
+    exported over OTLP/HTTP to a local receiver (the gateway's and the section's spans, default batching), on with
+    10% of traces sampled, and on with the sampler `always_off` (the instrumentation without recording), in one
+    run. Goal: ≤ 5% with an exporter set (p50, every trace); off adds one check of a global per call and takes the
+    SDK's no-op span per request out."""
     from tests.otlp_receiver import OtlpReceiver
 
     off = {key: "" for key in os.environ if key.startswith("OTEL_")}
@@ -343,6 +345,13 @@ async def tracing_cost(data_dir: str, calls: int) -> list[list[Any]]:
             "off": Subject("gateway: tracing off (no OTEL_* endpoint)", argv, "call_section_tool", FORWARDED_ADD, off),
             "on": Subject(
                 "gateway: tracing on (OTLP/HTTP to a local receiver)", argv, "call_section_tool", FORWARDED_ADD, on
+            ),
+            "sampled": Subject(
+                "gateway: tracing on, 10% of traces sampled",
+                argv,
+                "call_section_tool",
+                FORWARDED_ADD,
+                {**on, "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.1"},
             ),
             "unsampled": Subject(
                 "gateway: tracing on, sampler always_off",

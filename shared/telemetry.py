@@ -61,23 +61,29 @@ def passed_environment(environ: Mapping[str, str] | None = None) -> dict[str, st
 
 class CallSpan:
     """One tool call's span, current from `CallTelemetry.start` until `end` or `cancelled` (same task). `token` is
-    None when the span is the SDK's own server span of the request, which this only annotates (the SDK ends it)."""
+    None when the span is the SDK's own server span of the request, which this only annotates (the SDK ends it).
+    Its attributes are set once, at the end: each one costs the SDK a few microseconds."""
 
-    __slots__ = ("_labels", "_owner", "_span", "_started", "_token")
+    __slots__ = ("_caller", "_owner", "_section", "_server", "_span", "_started", "_target", "_token", "_tool")
 
     def __init__(
-        self, owner: CallTelemetry, span: Any, token: Any | None, labels: dict[str, Any], started: int
+        self, owner: CallTelemetry, span: Any, token: Any | None, server: str, tool: str, caller: tuple[int, str | None]
     ) -> None:
         self._owner = owner
         self._span = span
         self._token = token
-        self._labels = labels  # tool, server, section: the metrics' attributes
-        self._started = started
+        self._server = server
+        self._section = server
+        self._tool = tool
+        self._target: str | None = None
+        self._caller = caller
+        self._started = time.perf_counter_ns()
 
     def target(self, section: str, tool: str) -> None:
         """The section tool a gateway call resolved to (`call_section_tool` names it in its arguments)."""
-        self._labels["mcp_sections.section"] = section
-        self._span.set_attribute("mcp_sections.target_tool", tool)
+        self._section = section
+        if tool != self._tool:
+            self._target = tool
 
     def end(self, result: Any) -> None:
         structured = getattr(result, "structured_content", None) or {}
@@ -89,16 +95,25 @@ class CallSpan:
 
     def _finish(self, outcome: str) -> None:
         owner, span = self._owner, self._span
-        span.set_attributes(
-            {"mcp_sections.outcome": outcome, "mcp_sections.section": self._labels["mcp_sections.section"]}
-        )
-        if self._token is not None:  # our own span (the SDK marks its server span as failed itself)
-            if outcome != "OK":
-                span.set_attribute("error.type", outcome)
-                span.set_status(owner.error_status, outcome)
+        depth, agent_id = self._caller
+        attributes: dict[str, Any] = {
+            "mcp_sections.section": self._section,
+            "mcp_sections.depth": depth,
+            "mcp_sections.outcome": outcome,
+        }
+        if agent_id is not None:
+            attributes["mcp_sections.agent_id"] = agent_id
+        if self._target is not None:
+            attributes["mcp_sections.target_tool"] = self._target
+        if outcome != "OK":
+            attributes["error.type"] = outcome
+        span.set_attributes(attributes)
+        if outcome != "OK":
+            span.set_status(owner.error_status, outcome)
+        if self._token is not None:
             owner.detach(self._token)
             span.end()
-        owner.record(self._labels, outcome, time.perf_counter_ns() - self._started)
+        owner.record(self._tool, self._server, self._section, outcome, time.perf_counter_ns() - self._started)
 
 
 class CallTelemetry:
@@ -127,22 +142,14 @@ class CallTelemetry:
 
     def start(self, server: str, tool: str, caller: tuple[int, str | None]) -> CallSpan:
         """A tool call `server` handles (a section id, or `gateway`), made current; end it with `end`/`cancelled`."""
-        depth, agent_id = caller
-        attributes: dict[str, Any] = {"mcp_sections.server": server, "mcp_sections.depth": depth}
-        if agent_id is not None:
-            attributes["mcp_sections.agent_id"] = agent_id
-        labels = {"gen_ai.tool.name": tool, "mcp_sections.server": server, "mcp_sections.section": server}
         request = self._current_span()
         if getattr(request, "kind", None) is self._server and getattr(request, "name", None) == f"tools/call {tool}":
             # the SDK's span of this very request (OpenTelemetryMiddleware, which names the tool): annotated, so a
             # call costs one span, not two
-            request.set_attributes(attributes)
-            return CallSpan(self, request, None, labels, time.perf_counter_ns())
-        attributes.update(labels)
-        attributes["gen_ai.operation.name"] = "execute_tool"
+            return CallSpan(self, request, None, server, tool, caller)
+        attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool}
         span = self._tracer.start_span(f"execute_tool {tool}", kind=self._internal, attributes=attributes)
-        token = self._context.attach(self._set_span(span))
-        return CallSpan(self, span, token, labels, time.perf_counter_ns())
+        return CallSpan(self, span, self._context.attach(self._set_span(span)), server, tool, caller)
 
     def start_agent(self, agent_id: str, name: str, kind: str, depth: int, parent: str | None) -> AgentSpan:
         """A sub-agent's span, made current: every tool call it makes is its child."""
@@ -165,10 +172,11 @@ class CallTelemetry:
         except Exception:  # a context detached elsewhere must never fail a call
             logger.debug("span context already detached", exc_info=True)
 
-    def record(self, labels: dict[str, Any], outcome: str, duration_ns: int) -> None:
-        """One call in the metrics (when they are exported): `labels` are its tool, server and section."""
+    def record(self, tool: str, server: str, section: str, outcome: str, duration_ns: int) -> None:
+        """One call in the metrics, when they are exported."""
         if self._calls is None or self._duration is None or self._errors is None:
             return
+        labels = {"gen_ai.tool.name": tool, "mcp_sections.server": server, "mcp_sections.section": section}
         self._calls.add(1, {**labels, "mcp_sections.outcome": outcome})
         self._duration.record(duration_ns / 1e6, labels)
         if outcome != "OK":

@@ -87,15 +87,13 @@ async def test_one_request_is_one_trace_across_the_gateway_its_sections_and_thre
     assert SECRET_TITLE.encode() not in bodies and SECRET_GOAL.encode() not in bodies
     assert b"999999" not in bodies
 
-    calls = [span for span in spans if "mcp_sections.server" in span.attributes]  # spans of tool calls
+    calls = [span for span in spans if "mcp_sections.outcome" in span.attributes]  # spans of tool calls
     by_id = {span.span_id: span for span in spans}
 
     # the forwarded call: the gateway's span (the SDK's server span of the request, annotated) names the section it
     # resolved to; the section's span is in the same trace, below the SDK's client span (traceparent in _meta)
     gateway_call = next(
-        s
-        for s in calls
-        if s.attributes["mcp_sections.server"] == "gateway" and s.attributes["mcp_sections.outcome"] == "OK"
+        s for s in calls if s.service == "mcp-sections-gateway" and s.attributes["mcp_sections.outcome"] == "OK"
     )
     assert gateway_call.service == "mcp-sections-gateway" and gateway_call.kind == 2
     assert gateway_call.attributes["gen_ai.tool.name"] == "call_section_tool"
@@ -133,7 +131,7 @@ async def test_one_request_is_one_trace_across_the_gateway_its_sections_and_thre
     for agent in agents:
         assert by_id[agent.parent_id] is parent_call
         assert agent.attributes["mcp_sections.agent.status"] == "completed"
-        own = [s for s in _children(tree, agent) if "mcp_sections.server" in s.attributes]
+        own = [s for s in _children(tree, agent) if "mcp_sections.outcome" in s.attributes]
         assert {s.attributes["gen_ai.tool.name"] for s in own} <= {"todo_create", "plan_actions"}
         for call in own:
             assert call.attributes["mcp_sections.depth"] == agent.attributes["mcp_sections.depth"]
