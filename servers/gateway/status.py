@@ -289,7 +289,7 @@ def _tree(nodes: list[dict[str, Any]], parent: str | None, depth: int = 0) -> st
     if depth > 12:
         return ""
     items = []
-    for node in sorted(children, key=lambda node: int(str(node["id"]).rsplit("-", 1)[-1] or 0)):
+    for node in sorted(children, key=lambda node: (len(node["id"]), node["id"])):  # agent-2 before agent-10
         below = _tree(nodes, node["id"], depth + 1)
         items.append(
             f"<li><span class=agent>{escape(node['id'])}</span> {escape(node['text'])} "
