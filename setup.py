@@ -12,4 +12,8 @@ PACKAGES = {
     for name in (root, *(f"{root}.{sub}" for sub in find_packages(root)))
 }
 
-setup(packages=list(PACKAGES), package_dir=PACKAGES, package_data={"mcp_sections.servers": ["*/*.json"]})
+setup(
+    packages=list(PACKAGES),
+    package_dir=PACKAGES,
+    package_data={"mcp_sections.servers": ["*/*.json", "gateway/static/*"]},
+)

@@ -32,6 +32,11 @@ Run: python -m benchmarks.bench_gateway [--starts 5] [--calls 1500]
    Goals: hybrid recall@3 ≥ 0.95 and recall@1 ≥ 0.80, search p95 ≤ 20 ms warm; and (table 1) the gateway's
    tools/list ≤ 5% of the flat union in bytes.
 
+5. Tracing (issue #25): the subprocess gateway's hop with tracing off, on (every span of the gateway and its
+   section exported over OTLP/HTTP to a local receiver on 127.0.0.1), on with 10% of traces sampled, and on with
+   the sampler `always_off`, in one run; goal: on ≤ 1.05× off (p50). Needs the `otel` extra; `--tracing-only`
+   prints this table alone.
+
 Needs: the project installed (the `calculator` extra at least; the `memory` extra for the embedding rows).
 `--tool-search-only` prints tables 1 and 4 only. Optional, benchmark-only: `pip install
 fastmcp` (4.x; without it the proxy row says "skipped") and `pip install bpe-openai` (the GPT-4o tokenizer;
@@ -74,6 +79,7 @@ SEARCH_P95_TARGET_MS = 20.0  # issue #24: a warm search answers in ≤ 20 ms p95
 HOP_TARGET_VS_DIRECT = 1.5  # gateway ≤ 1.5× direct
 HOP_TARGET_VS_FLOOR = 1.1  # issue #10: the gateway's hop ≤ 1.1× the bare SDK forwarder's
 HOP_TARGET_VS_FASTMCP = 3.0  # fastmcp proxy ≥ 3× the gateway
+TRACING_TARGET = 1.05  # issue #25: tracing on (an exporter set) costs the gateway hop ≤ 5%
 WARM_UP_CALLS = 20
 SKIP_FASTMCP = "skipped: pip install fastmcp"
 
@@ -245,6 +251,7 @@ class Subject:
     argv: list[str]
     tool: str
     arguments: dict[str, Any]
+    env: dict[str, str] | None = None  # added to the quiet environment (the tracing rows' OTEL_* variables)
 
 
 def gateway_argv(data_dir: str, *extra: str) -> list[str]:
@@ -298,6 +305,71 @@ async def checked_call(client: Client, subject: Subject) -> Any:
 
 
 # -- measurements ---------------------------------------------------------------------------------------------
+async def interleaved(subjects: dict[str, Subject], calls: int) -> dict[str, tuple[float, float]]:
+    """(p50, p95) in ms per subject, warm, its calls interleaved with the others' so machine noise hits all alike."""
+    samples: dict[str, list[float]] = {key: [] for key in subjects}
+    async with AsyncExitStack() as stack:
+        clients = {
+            key: await stack.enter_async_context(
+                Client(parameters(subject.argv, {**QUIET, **(subject.env or {})}), mode="legacy")
+            )
+            for key, subject in subjects.items()
+        }
+        for key, client in clients.items():
+            await client.list_tools()
+            for _ in range(WARM_UP_CALLS):  # starts the gateway's calculator, lazy state, worker processes
+                await checked_call(client, subjects[key])
+        order = list(clients)
+        for round_index in range(calls):  # interleaved: one call per path per round, first path rotating
+            shift = round_index % len(order)
+            for key in order[shift:] + order[:shift]:
+                started = time.perf_counter()
+                await checked_call(clients[key], subjects[key])
+                samples[key].append((time.perf_counter() - started) * 1000)
+    return {key: (median(values), percentile(values, 0.95)) for key, values in samples.items()}
+
+
+async def tracing_cost(data_dir: str, calls: int) -> list[list[Any]]:
+    """Issue #25: the gateway hop with tracing off (no OTEL_* endpoint: nothing loaded), on with every span
+    exported over OTLP/HTTP to a local receiver (the gateway's and the section's spans, default batching), on with
+    10% of traces sampled, and on with the sampler `always_off` (the instrumentation without recording), in one
+    run. Goal: ≤ 5% with an exporter set (p50, every trace); off adds one check of a global per call and takes the
+    SDK's no-op span per request out."""
+    from tests.otlp_receiver import OtlpReceiver
+
+    off = {key: "" for key in os.environ if key.startswith("OTEL_")}
+    with OtlpReceiver(decode=False) as receiver:
+        on = {**off, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_METRIC_EXPORT_INTERVAL": "5000"}
+        argv = gateway_argv(data_dir)
+        subjects = {
+            "off": Subject("gateway: tracing off (no OTEL_* endpoint)", argv, "call_section_tool", FORWARDED_ADD, off),
+            "on": Subject(
+                "gateway: tracing on (OTLP/HTTP to a local receiver)", argv, "call_section_tool", FORWARDED_ADD, on
+            ),
+            "sampled": Subject(
+                "gateway: tracing on, 10% of traces sampled",
+                argv,
+                "call_section_tool",
+                FORWARDED_ADD,
+                {**on, "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.1"},
+            ),
+            "unsampled": Subject(
+                "gateway: tracing on, sampler always_off",
+                argv,
+                "call_section_tool",
+                FORWARDED_ADD,
+                {**on, "OTEL_TRACES_SAMPLER": "always_off"},
+            ),
+        }
+        stats = await interleaved(subjects, calls)
+        received = receiver.requests
+    rows = [[subjects[key].label, calls, *stats[key], ratio(stats[key][0], stats["off"][0])] for key in subjects]
+    hop = "call_section_tool → calculator_binary"
+    print(f"\n5. Tracing on the gateway hop: {hop}, {calls} calls per path, interleaved (ms)")
+    print_table(["path", "calls", "p50", "p95", "p50 vs off"], rows)
+    print(f"   the receiver got {received} OTLP export requests (spans and metrics of the gateway and its section)")
+    on_p50 = stats["on"][0] / stats["off"][0]
+    return [["tracing on vs off (p50)", f"{on_p50:.3f}x", f"≤ {TRACING_TARGET}x", verdict(on_p50 <= TRACING_TARGET)]]
 
 
 async def context_cost(data_dir: str, listings: list[SectionListing], tokenizer: Tokenizer | None) -> list[list[Any]]:
@@ -380,26 +452,7 @@ async def hop_cost(data_dir: str, calls: int) -> dict[str, tuple[float, float] |
     proxy = fastmcp_subject(data_dir)
     if proxy is not None:
         subjects["fastmcp"] = proxy
-    samples: dict[str, list[float]] = {key: [] for key in subjects}
-    async with AsyncExitStack() as stack:
-        clients = {
-            key: await stack.enter_async_context(Client(parameters(subject.argv, QUIET), mode="legacy"))
-            for key, subject in subjects.items()
-        }
-        for key, client in clients.items():
-            await client.list_tools()
-            for _ in range(WARM_UP_CALLS):  # starts the gateway's calculator, lazy state, worker processes
-                await checked_call(client, subjects[key])
-        order = list(clients)
-        for round_index in range(calls):  # interleaved: one call per path per round, first path rotating
-            shift = round_index % len(order)
-            for key in order[shift:] + order[:shift]:
-                started = time.perf_counter()
-                await checked_call(clients[key], subjects[key])
-                samples[key].append((time.perf_counter() - started) * 1000)
-    stats: dict[str, tuple[float, float] | None] = {
-        key: (median(values), percentile(values, 0.95)) for key, values in samples.items()
-    }
+    stats: dict[str, tuple[float, float] | None] = dict(await interleaved(subjects, calls))
     stats.setdefault("fastmcp", None)
     direct = stats["direct"]
     assert direct is not None
@@ -623,17 +676,27 @@ def machine() -> str:
 
 
 async def main(
-    starts: int, calls: int, listings: list[SectionListing], tokenizer: Tokenizer | None, search_only: bool
+    starts: int,
+    calls: int,
+    listings: list[SectionListing],
+    tokenizer: Tokenizer | None,
+    search_only: bool,
+    tracing_only: bool = False,
 ) -> None:
     compile_project()
     print(f"bench_gateway: python {sys.version.split()[0]}, mcp {importlib.metadata.version('mcp')}, {machine()}")
     with tempfile.TemporaryDirectory() as data_dir:
-        targets = await context_cost(data_dir, listings, tokenizer)
-        if not search_only:
-            stats = await hop_cost(data_dir, calls)
-            await cold_start(data_dir, starts)
-            targets += hop_verdicts(stats)
-        targets += await tool_search(data_dir)
+        if tracing_only:
+            targets = await tracing_cost(data_dir, calls)
+        else:
+            targets = await context_cost(data_dir, listings, tokenizer)
+            if not search_only:
+                stats = await hop_cost(data_dir, calls)
+                await cold_start(data_dir, starts)
+                targets += hop_verdicts(stats)
+            targets += await tool_search(data_dir)
+            if not search_only and importlib.util.find_spec("opentelemetry.sdk") is not None:
+                targets += await tracing_cost(data_dir, calls)
     print(f"\nTargets ({machine()})")
     print_table(["target", "measured", "goal", "result"], targets)
 
@@ -643,7 +706,8 @@ if __name__ == "__main__":
     parser.add_argument("--starts", type=int, default=5, help="cold starts per server (default 5)")
     parser.add_argument("--calls", type=int, default=1500, help="timed calls per path (default 1500)")
     parser.add_argument("--tool-search-only", action="store_true", help="only the context cost and tool search")
+    parser.add_argument("--tracing-only", action="store_true", help="only the tracing rows (needs the otel extra)")
     options = parser.parse_args()
     # The flat union is computed in-process (like `mcp-sections tools`), before the event loop starts.
     listings, tokenizer = section_listings(), offline_tokenizer()
-    anyio.run(main, options.starts, options.calls, listings, tokenizer, options.tool_search_only)
+    anyio.run(main, options.starts, options.calls, listings, tokenizer, options.tool_search_only, options.tracing_only)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, UnknownSection, all_sections, load_section
+from mcp_sections.shared import telemetry
 from mcp_sections.shared.about import package_version
 from mcp_sections.shared.config import ConfigError, Settings, load_settings
 
@@ -131,6 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-depth", type=int, help="deepest sub-agent level, plan_actions is hidden there (default 3)"
     )
     gateway.add_argument("--max-subagents", type=int, help="sub-agents alive at once (default 3)")
+    gateway.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="tool profile: `readonly` (only tools annotated read-only) or a [gateway.profiles.NAME] of the config "
+        "(env MCP_SECTIONS_GATEWAY_PROFILE)",
+    )
     return parser
 
 
@@ -151,23 +158,24 @@ def _configure_logging(level: str) -> None:
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
 
-def _run(server: MCPServer, settings: Settings, args: argparse.Namespace) -> int:
-    """Serve on the transport of the flags; over HTTP, the flags' extra hosts and origins add to the settings'."""
+def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gateway: Any = None) -> int:
+    """Serve on the transport of the flags; over HTTP, the flags' extra hosts and origins add to the settings', and
+    the gateway's status page is served at /status (behind the same token)."""
     from mcp_sections.servers.startup import server_built
     from mcp_sections.shared.http_auth import resolve_token
-    from mcp_sections.shared.server import serve
+    from mcp_sections.shared.server import serve, transport_security
 
     token = resolve_token(args.auth_token_file, args.host) if args.transport == "http" else None
+    hosts = [*settings.allowed_hosts, *args.allowed_hosts]
+    origins = [*settings.allowed_origins, *args.allowed_origins]
+    pages = None
+    if gateway is not None and args.transport == "http":
+        from mcp_sections.servers.gateway.status import PREFIX, StatusPage
+
+        security = transport_security(args.host, args.port, hosts, origins)
+        pages = {PREFIX: StatusPage(gateway, token, security)}
     server_built()
-    serve(
-        server,
-        args.transport,
-        args.host,
-        args.port,
-        [*settings.allowed_hosts, *args.allowed_hosts],
-        [*settings.allowed_origins, *args.allowed_origins],
-        token,
-    )
+    serve(server, args.transport, args.host, args.port, hosts, origins, token, pages)
     return 0
 
 
@@ -175,6 +183,7 @@ def _serve(args: argparse.Namespace) -> int:
     from mcp_sections.shared.server import build_server
 
     settings = _settings_from(args)
+    telemetry.configure(args.section)
     section = load_section(args.section)
     server, _ = build_server(section, section.runtime(settings))
     return _run(server, settings, args)
@@ -185,6 +194,7 @@ def _gateway(args: argparse.Namespace) -> int:
     from mcp_sections.servers.pool.settings import load_gateway_settings
 
     settings = _settings_from(args)
+    telemetry.configure("gateway")
     expose = [part.strip() for value in args.expose or [] for part in value.split(",") if part.strip()]
     in_process = [part.strip() for value in args.in_process or [] for part in value.split(",") if part.strip()]
     config = load_gateway_settings(
@@ -193,9 +203,10 @@ def _gateway(args: argparse.Namespace) -> int:
         in_process=in_process or None,
         max_depth=args.max_depth,
         max_subagents=args.max_subagents,
+        profile=args.profile,
     )
-    server, _ = build_gateway_server(settings, config)
-    return _run(server, settings, args)
+    server, gateway = build_gateway_server(settings, config)
+    return _run(server, settings, args, gateway)
 
 
 def _list(args: argparse.Namespace) -> int:

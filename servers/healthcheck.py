@@ -1,14 +1,15 @@
-"""The containers' HEALTHCHECK: is the server answering HTTP on the port its command line names?
+"""The containers' HEALTHCHECK: does the server answer `/health` on the port its command line names?
 
 `python -m mcp_sections.servers.healthcheck` reads the command line of PID 1 (the container's `mcp-sections ...`).
-Served over Streamable HTTP, any HTTP answer from `/mcp` (even 401 or 405) means the server is up; over stdio there
-is nothing to probe and the check passes. Standard library only: it runs every 30 s and must stay cheap.
+Served over Streamable HTTP, every server answers `GET /health` with 200 `{"status": "ok"}` without the bearer token
+(`shared/http_pages.py`); anything else (no answer, another status) is unhealthy. Over stdio there is nothing to
+probe and the check passes. Standard library only: it runs every 30 s and must stay cheap.
 """
 
 from __future__ import annotations
 
+import json
 import sys
-import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -29,17 +30,15 @@ def probe_url(argv: list[str]) -> str | None:
     if _option(argv, "--transport") != "http":
         return None
     port = _option(argv, "--port") or str(DEFAULT_PORT)
-    return f"http://127.0.0.1:{int(port)}/mcp"
+    return f"http://127.0.0.1:{int(port)}/health"
 
 
 def check(url: str, timeout: float = 4.0) -> bool:
-    request = urllib.request.Request(url, method="GET", headers={"Accept": "text/event-stream"})
+    request = urllib.request.Request(url, method="GET")
     try:
-        with urllib.request.urlopen(request, timeout=timeout):
-            return True
-    except urllib.error.HTTPError:  # any status code: the server is there and answering
-        return True
-    except (OSError, ValueError):
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return bool(response.status == 200 and json.loads(response.read(256)).get("status") == "ok")
+    except (OSError, ValueError):  # no answer, an HTTP error status, or not our answer
         return False
 
 

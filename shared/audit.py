@@ -308,7 +308,38 @@ def read_lines(directory: Path, server: str | None = None) -> list[dict[str, Any
 def read_records(directory: Path, server: str | None = None) -> Iterator[dict[str, Any]]:
     """One record per call, oldest first: its outcome line, or its intent line as `UNFINISHED` when the call has no
     outcome (it was cut short: the server was killed, or it is still running)."""
-    lines = read_lines(directory, server)
+    return _paired(read_lines(directory, server))
+
+
+def recent_records(directory: Path, limit: int, tail_bytes: int = 256 * 1024) -> list[dict[str, Any]]:
+    """The newest `limit` calls across every server's current file, newest first, reading only the last
+    `tail_bytes` of each (cheap enough for a page that refreshes itself); a call still running is `UNFINISHED`."""
+    lines: list[dict[str, Any]] = []
+    try:
+        paths = [path for path in directory.iterdir() if path.name.endswith(".jsonl")]
+    except OSError:
+        return []
+    for path in paths:
+        try:
+            with path.open("rb") as handle:
+                size = handle.seek(0, os.SEEK_END)
+                handle.seek(max(0, size - tail_bytes))
+                chunk = handle.read()
+        except OSError:
+            continue
+        texts = chunk.decode("utf-8", "replace").splitlines()
+        for text in texts[1:] if size > tail_bytes else texts:  # the first line of a tail may be cut
+            try:
+                record = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                lines.append(record)
+    lines.sort(key=lambda record: str(record.get("time", "")))
+    return list(_paired(lines))[::-1][:limit]
+
+
+def _paired(lines: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     ended = {(line.get("server"), line.get("call")) for line in lines if line.get("phase") == "end"}
     for line in lines:
         phase = line.get("phase", "end")  # lines of older versions have no phase: one line per call

@@ -10,6 +10,7 @@ inside the gateway's process (`in_process`), or hosted by the gateway (orchestra
 4. secret values are masked (sections that show file contents), and the result's text is put in a provenance
    envelope that names its source (`shared.provenance`): whatever a model reads of a result is data;
 5. the outcome line goes to the audit log — `CANCELLED` if the call was cancelled on the way.
+Around it all, a span when traces are exported (`shared.telemetry`).
 Approval is asked before step 1 by the transport that can ask (`shared.server`, the gateway's gate).
 """
 
@@ -23,6 +24,7 @@ import anyio
 import anyio.to_thread
 from mcp_types import CallToolResult
 
+from mcp_sections.shared import telemetry
 from mcp_sections.shared.audit import audit_log
 from mcp_sections.shared.calls import failure_result, missing_dependency, run_tool
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
@@ -119,12 +121,18 @@ class SectionCalls:
         self, spec: ToolSpec, arguments: dict[str, Any], ctx: ToolContext, answer: UserAnswer | None = None
     ) -> CallToolResult:
         record = self.audit.start(spec.name, arguments, ctx.caller)
+        traced = telemetry.current()
+        span = traced.start(self.section.id, spec.name, ctx.caller) if traced is not None else None
         try:
             result = await self._run(spec, arguments, ctx, answer)
         except BaseException:
             record.cancelled()
+            if span is not None:
+                span.cancelled()
             raise
         record.end(result)
+        if span is not None:
+            span.end(result)
         return result
 
     async def _run(

@@ -6,7 +6,8 @@ pair and low-level server our stdio transport drives. Private SDK names used her
 - `mcp.shared._context_streams.create_context_streams`: the memory streams the SDK's session reads;
 - `MCPServer._lowlevel_server`: the SDK exposes no public way to run an `MCPServer` on given streams;
 - `ServerSession._connection`: the per-connection key of the client-roots cache;
-- `ArgModelBase.model_dump_one_level`: overridden so raw arguments reach our own validation untouched.
+- `ArgModelBase.model_dump_one_level`: overridden so raw arguments reach our own validation untouched;
+- `mcp.server._otel.OpenTelemetryMiddleware`: the SDK's span per request, taken out when nothing is exported.
 """
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ def message_streams() -> tuple[MessageSendStream, MessageReceiveStream]:
 def lowlevel_server(server: MCPServer) -> Any:
     """The low-level server inside an `MCPServer` (its `run(read, write, options)` takes our streams)."""
     return server._lowlevel_server
+
+
+def without_sdk_tracing(server: MCPServer) -> None:
+    """Take the SDK's OpenTelemetry middleware (on by default) out of `server`: with no exporter configured its
+    span per request is a no-op that still costs ~25 us (`shared.telemetry`)."""
+    from mcp.server._otel import OpenTelemetryMiddleware
+
+    server.middleware[:] = [item for item in server.middleware if not isinstance(item, OpenTelemetryMiddleware)]
 
 
 def connection_key(session: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 from typing import Any
@@ -18,13 +18,14 @@ from mcp_types import (
     CallToolResult,
 )
 
+from mcp_sections.shared import telemetry
 from mcp_sections.shared.about import package_version
 from mcp_sections.shared.approval import CANNOT_ASK, Approval, needs_approval, question_for, refusal
 from mcp_sections.shared.asking import asking_tool
 from mcp_sections.shared.calls import failure_result
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.pipeline import SectionCalls, SectionState
-from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, spec_tool
+from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, spec_tool, without_sdk_tracing
 from mcp_sections.shared.sections import Section, SectionRuntime
 from mcp_sections.shared.tools import ToolContext, ToolSpec, UserAnswer
 
@@ -152,32 +153,54 @@ def serve(
     extra_hosts: list[str],
     extra_origins: list[str],
     auth_token: str | None = None,
+    pages: Mapping[str, Any] | None = None,
 ) -> None:
     """Run until the client disconnects (stdio) or the process is stopped (http).
 
-    Over HTTP, `auth_token` (required by the caller beyond loopback, see `shared.http_auth`) guards every request.
+    Over HTTP, `auth_token` (required by the caller beyond loopback, see `shared.http_auth`) guards every request
+    but `/health` (`shared.http_pages`); `pages` are a host's own ASGI pages by path prefix (they guard themselves).
+    With no trace exporter configured (`shared.telemetry`), the SDK's per-request span is taken out: nothing is paid.
     """
+    if telemetry.current() is None:
+        without_sdk_tracing(server)
     if transport == "stdio":
         from mcp_sections.shared.stdio import run_stdio
 
         anyio.run(run_stdio, server)
         return
-    anyio.run(serve_http, server, host, port, transport_security(host, port, extra_hosts, extra_origins), auth_token)
+    security = transport_security(host, port, extra_hosts, extra_origins)
+    anyio.run(serve_http, server, host, port, security, auth_token, pages)
 
 
 async def serve_http(
-    server: MCPServer, host: str, port: int, security: TransportSecuritySettings, auth_token: str | None
+    server: MCPServer,
+    host: str,
+    port: int,
+    security: TransportSecuritySettings,
+    auth_token: str | None,
+    pages: Mapping[str, Any] | None = None,
 ) -> None:
-    """Streamable HTTP on `host:port` at `/mcp`, behind the bearer token when one is given."""
+    """Streamable HTTP on `host:port` at `/mcp`, behind the bearer token when one is given; `/health` for probes.
+
+    The line saying where it serves is printed once the port is bound (a taken port fails without it)."""
     import uvicorn
 
     from mcp_sections.shared.http_auth import BearerAuth
+    from mcp_sections.shared.http_pages import WithPages
 
     app: Any = server.streamable_http_app(transport_security=security, host=host)
     if auth_token is not None:
         app = BearerAuth(app, auth_token)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    app = WithPages(app, pages)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", server_header=False)
     shown = f"[{host}]" if ":" in host else host
     auth = "bearer token required" if auth_token else "no authentication (loopback only)"
-    print(f"mcp-sections: serving Streamable HTTP on http://{shown}:{port}/mcp ({auth})", file=sys.stderr, flush=True)
-    await uvicorn.Server(config).serve()
+    line = f"mcp-sections: serving Streamable HTTP on http://{shown}:{port}/mcp ({auth})"
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                print(line, file=sys.stderr, flush=True)
+
+    await Server(config).serve()

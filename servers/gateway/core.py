@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -73,10 +74,12 @@ class Gateway:
             state_for=lambda scope: ScopedState(self, scope),
             untrusted_own={"plan_actions": "sub-agent report"},
         )
-        self.tool_search = ToolSearch(self.pool.catalog, settings)
+        self.tool_search = ToolSearch(self.pool.catalog, settings, shows=self.pool.shows)
         from mcp_sections.shared.agents.runtime import AgentRuntime
 
         self.agents = AgentRuntime(self)
+        self.agent_runtimes: dict[str, AgentRuntime] = {"plan_actions": self.agents}  # + hosted orchestration's
+        self.started = time.monotonic()
 
     def _hosted(self, entry: SectionEntry) -> Launcher:
         from .hosted import HostedOrchestration
@@ -121,6 +124,8 @@ class Gateway:
     def section_info(self, entry: SectionEntry) -> SectionInfo:
         state, last_error = self.pool.state_of(entry.id)
         tools = entry.declared_tools
+        if tools is not None and self.pool.filters.active:  # hidden tools are not shown (`pool/filters.py`)
+            tools = [tool for tool in tools if self.pool.shows(entry.id, tool)]
         failed = entry.load_error or (last_error if state in ("failed", "stopped") else None)
         return SectionInfo(
             id=entry.id,
@@ -155,7 +160,7 @@ class Gateway:
         entry = self.pool.entry(section_id)
         if not entry.loaded:
             await anyio.to_thread.run_sync(lambda: entry.load_error)
-        definitions = await self.pool.definitions(entry)
+        definitions = self.pool.filters.shown_definitions(entry.id, await self.pool.definitions(entry))
         return DescribeSectionResult(section=self.section_info(entry), tools=definitions)
 
     async def find_tools(self, params: FindToolsInput) -> FindToolsResult:

@@ -29,7 +29,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -198,6 +198,7 @@ class ToolIndex:
         limit: int,
         sections: set[str] | None = None,
         mode: Literal["fused", "bm25", "vectors"] = "fused",
+        shows: Callable[[str, str], bool] | None = None,
     ) -> list[Hit]:
         """The best `limit` entries for `query`: fused (needs `query_vector`), BM25 alone or vectors alone."""
         scores: dict[int, float]
@@ -209,7 +210,13 @@ class ToolIndex:
             if mode == "fused":
                 for row, share in self.coverage(query).items():
                     scores[row] += TEXT_WEIGHT * share**COVERAGE_POWER
-        allowed = [row for row in scores if sections is None or self.entries[row].section in sections]
+        entries = self.entries
+        allowed = [
+            row
+            for row in scores
+            if (sections is None or entries[row].section in sections)
+            and (shows is None or shows(entries[row].section, entries[row].name))
+        ]
         best = sorted(allowed, key=lambda row: (-scores[row], row))[:limit]
         return [Hit(self.entries[row], scores[row]) for row in best]
 
@@ -258,9 +265,15 @@ class ToolSearch:
     third-party section's tools become known; `search` ranks and says which sections it could not search."""
 
     def __init__(
-        self, catalog: dict[str, SectionEntry], settings: Settings, embedding: EmbeddingSettings | None = None
+        self,
+        catalog: dict[str, SectionEntry],
+        settings: Settings,
+        embedding: EmbeddingSettings | None = None,
+        shows: Callable[[str, str], bool] | None = None,
     ) -> None:
+        """`shows(section, tool)`: whether the gateway's tool filters show a tool (hidden ones are never found)."""
         self.catalog = catalog
+        self.shows = shows
         self.settings = settings
         self.embedding = embedding  # None: the suite's default model (all-MiniLM-L6-v2, local, ONNX)
         self.times = BuildTimes()
@@ -430,7 +443,7 @@ class ToolSearch:
             note = f"BM25 alone: {self._model_error}"
         else:
             note = f"BM25 alone: the embedding model is still loading after {MODEL_WAIT_SECONDS:g} s; retry shortly"
-        hits = index.rank(query, vector, limit, wanted)
+        hits = index.rank(query, vector, limit, wanted, shows=self.shows)
         return hits, ("hybrid" if vector is not None else "bm25"), note
 
     def embed_query(self, query: str) -> np.ndarray | None:

@@ -10,13 +10,14 @@ Each one is dispatched here, and here only:
    when it is cancelled), refusals included;
 2. the name is resolved for this caller: the client's own tools and exposed tools; a sub-agent's routes and host
    tools — the route carries the section id, and the call runs only if the caller's grant holds that section id
-   (grant by identity, never by a tool's name);
+   (grant by identity, never by a tool's name) and the tool filters show the tool (`filters.py`);
 3. approval: the client was asked by the transport before dispatch (`shared.approval`, `servers/gateway/server.py`);
    a sub-agent that has read untrusted content since its goal was approved is asked again, mid-call, before each
    tool that needs approval (refused where no question can be asked);
 4. the call runs (a host tool, or `SectionPool.forward`), and what the caller reads is marked: results of
    third-party sections and of untrusted host tools get a provenance envelope here (built-in sections wrap their own),
    and a sub-agent's trail records that it read untrusted content.
+When traces are exported (`shared.telemetry`), each call is a span here too, naming the section it resolved to.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 from mcp_types import CallToolResult
 
+from mcp_sections.shared import telemetry
 from mcp_sections.shared.agents.scope import AgentScope
 from mcp_sections.shared.approval import (
     Approval,
@@ -40,6 +42,7 @@ from mcp_sections.shared.audit import AuditLog
 from mcp_sections.shared.calls import failure_result, parse_arguments, run_tool
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, not_found
 from mcp_sections.shared.provenance import wrap_result
+from mcp_sections.shared.telemetry import CallSpan
 from mcp_sections.shared.tools import Annotations, ToolContext, ToolSpec
 
 from .pool import Route, SectionPool
@@ -86,16 +89,22 @@ class Gate:
     ) -> CallToolResult:
         """Run one call for `scope` and return its result; every outcome is a result, and every call is audited."""
         record = self.audit.start(name, arguments, scope.caller)
+        traced = telemetry.current()
+        span = traced.start(self.audit.server, name, scope.caller) if traced is not None else None
         try:
-            result = await self._dispatch(name, arguments, ctx, scope)
+            result = await self._dispatch(name, arguments, ctx, scope, span)
         except BaseException:
             record.cancelled()
+            if span is not None:
+                span.cancelled()
             raise
         record.end(result)
+        if span is not None:
+            span.end(result)
         return result
 
     async def _dispatch(
-        self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: AgentScope
+        self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: AgentScope, span: CallSpan | None
     ) -> CallToolResult:
         try:
             spec = self._own_tool(name, scope)
@@ -108,6 +117,9 @@ class Gate:
                     return wrap_result(result, source, name)
                 return result
             target = self._section_target(name, arguments, scope)
+            if span is not None:
+                span.target(target.section, target.tool)
+            await self.pool.check_shown(target.section, target.tool)
             await self._approve(target.name, target.annotations, target.arguments, ctx, scope)
             result = await self.pool.forward(target.section, target.tool, target.arguments, ctx, scope)
         except ToolFailure as failure:

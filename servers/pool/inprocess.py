@@ -9,6 +9,7 @@ codes and argument validation are the ones the subprocess would give. What is lo
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -66,6 +67,7 @@ class InProcessLauncher:
         self.state: State = "not_started"
         self.last_error: str | None = None
         self.starts = 0
+        self.running_since: float | None = None
 
     def attach(self, task_group: Any) -> None:  # nothing to hold open
         pass
@@ -92,6 +94,7 @@ class InProcessLauncher:
                 ) from None
             self._calls = self._build_calls(section, runtime)
             self.state = "running"
+            self.running_since = time.monotonic()
             self.starts += 1
         return self._calls
 
@@ -136,3 +139,4 @@ class InProcessLauncher:
         if calls is not None:
             await anyio.to_thread.run_sync(calls.close)
         self.state = "not_started"
+        self.running_since = None

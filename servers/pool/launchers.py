@@ -35,6 +35,7 @@ from mcp_types.version import is_version_at_least
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.install_hints import install_hint
+from mcp_sections.shared.telemetry import passed_environment
 
 from .catalog import SectionEntry
 from .settings import GatewaySettings
@@ -61,6 +62,11 @@ class Launcher(Protocol):
     state: State
     last_error: str | None
     starts: int
+
+    @property
+    def running_since(self) -> float | None:
+        """`time.monotonic()` when the running section started (None: not running)."""
+        ...
 
     def attach(self, task_group: TaskGroup) -> None:
         """The task group the section's connection lives in (the pool's)."""
@@ -91,8 +97,9 @@ def builtin_parameters(
 ) -> StdioServerParameters:
     """`mcp-sections serve <id>` with this interpreter and the gateway's global settings.
 
-    A section that runs sub-agents (`Section.runs_agents`) also gets the model settings and the API-key variable
-    named by `[gateway.model] api_key_env` — and only that one variable.
+    The `OTEL_*` variables go along (the section's spans join the gateway's traces: the SDK's client puts the
+    trace context in each request's `_meta`). A section that runs sub-agents (`Section.runs_agents`) also gets the
+    model settings and the API-key variable named by `[gateway.model] api_key_env` — and only that one variable.
     """
     args = ["-m", "mcp_sections.servers", "serve", section_id, "--data-dir", str(settings.data_dir)]
     for root in settings.roots:
@@ -107,6 +114,7 @@ def builtin_parameters(
         or key in PASSED_ENVIRONMENT
     }
     env["MCP_SECTIONS_APPROVAL"] = "off"  # the gateway asks its client before destructive calls (shared.approval)
+    env.update(passed_environment())  # OTEL_*: the section exports its spans where the gateway does
     if runs_agents:
         env.update({key: value for key, value in os.environ.items() if key.startswith("MCP_SECTIONS_GATEWAY_MODEL_")})
         key_env = gateway.model.api_key_env if gateway is not None else None
@@ -143,6 +151,11 @@ class SubprocessLauncher:
 
     def attach(self, task_group: TaskGroup) -> None:
         self._task_group = task_group
+
+    @property
+    def running_since(self) -> float | None:
+        connection = self._connection
+        return connection.started_at if connection is not None else None
 
     # -- lifecycle ---------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from mcp_sections.shared.errors import ConfigError, ErrorCode, ToolFailure, not_
 from mcp_sections.shared.tools import ToolContext
 
 from .catalog import SectionEntry, SectionTool, build_catalog
+from .filters import ToolFilter
 from .inprocess import InProcessLauncher, in_process_refusal
 from .launchers import STARTUP_TIMEOUT_SECONDS, Launcher, SubprocessLauncher
 from .settings import GatewaySettings
@@ -61,6 +62,7 @@ class SectionPool:
         self.settings = settings
         self.config = config
         self.catalog: dict[str, SectionEntry] = build_catalog(config)
+        self.filters: ToolFilter = config.tool_filter()  # the tools hidden everywhere (`filters.py`)
         self._reserved = frozenset(reserved_names)
         self._hosted = hosted
         self._launchers: dict[str, Launcher] = {}
@@ -106,6 +108,11 @@ class SectionPool:
         if launcher is None:
             return "not_started", None
         return launcher.state, launcher.last_error
+
+    def running_since(self, section_id: str) -> float | None:
+        """`time.monotonic()` when the section's running process (or in-process pipeline) started."""
+        launcher = self._launchers.get(section_id)
+        return launcher.running_since if launcher is not None else None
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[SectionPool]:
@@ -208,7 +215,7 @@ class SectionPool:
         for entry in self.catalog.values():
             if entry.id not in wanted:
                 continue
-            for definition in entry.definitions(self.settings) or []:
+            for definition in self.filters.shown_definitions(entry.id, entry.definitions(self.settings) or []):
                 name = self.published_name(entry, definition["name"], taken=routes)
                 routes[name] = Route(name=name, section=entry.id, tool=definition["name"], definition=definition)
         return routes
@@ -227,6 +234,31 @@ class SectionPool:
                 )
             await self.definitions(self.entry(section_id))
         return self.routes(section_ids)
+
+    # -- filters ----------------------------------------------------------------------------------------------
+
+    def shows(self, section_id: str, tool: str) -> bool:
+        """Whether the filters show this tool, by what is known of it without starting anything."""
+        if not self.filters.active:
+            return True
+        known = self.known_tool(section_id, tool)
+        return self.filters.shows(section_id, tool, known.definition.get("annotations") if known else None)
+
+    async def check_shown(self, section_id: str, tool: str) -> None:
+        """PERMISSION_DENIED naming the setting when the filters hide this tool (before anything runs or asks).
+        A read-only profile needs the tool's annotations: a third-party section is listed first."""
+        filters = self.filters
+        if not filters.active:
+            return
+        annotations = None
+        if filters.read_only:
+            known = (await self.section_tools(self.entry(section_id))).get(tool)
+            if known is None:
+                return  # forward() answers NOT_FOUND with the section's tools
+            annotations = known.definition.get("annotations")
+        refusal = filters.refusal(section_id, tool, annotations)
+        if refusal is not None:
+            raise permission_denied(f"{refusal}. Hidden tools cannot be called; use another tool.")
 
     # -- grants -----------------------------------------------------------------------------------------------
 

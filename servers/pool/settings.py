@@ -8,6 +8,14 @@ expose = ["calculator"]        # tools listed directly in the gateway's tools/li
 in_process = ["calculator", "todo"]  # light built-ins run inside the gateway (or --in-process); see below
 max_depth = 3                  # deepest sub-agent; plan_actions is hidden there (0: no sub-agents)
 max_subagents = 3              # sub-agents alive at once; MAX_LIMIT_EXCEEDED beyond
+disabled_tools = ["shell_ops:*", "delete_*"]  # section tools hidden everywhere: shell-style patterns on a
+                               # tool's name or `<section>:<tool>` (see filters.py)
+enabled_tools = []             # when set: only the tools matching one of these
+profile = "readonly"           # or --profile: `readonly` (only tools annotated read-only) or a profile below
+
+[gateway.profiles.review]      # a named profile: its own patterns, and/or read_only = true
+enabled_tools = ["file_ops:*", "git_*"]
+read_only = true
 
 [gateway.model]                # the model sub-agents (plan_actions) run on
 provider = "openai"            # any OpenAI-compatible Chat Completions endpoint, or "anthropic"
@@ -61,6 +69,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from mcp_sections.shared.config import ConfigError, LayeredSettings, Settings, split_commas
 from mcp_sections.shared.sections import SECTION_ID
 
+from .filters import ToolFilter
+
 
 class ExternalSection(BaseModel):
     """`[gateway.sections.<id>]`: a third-party MCP server (stdio command or Streamable HTTP URL) as a section."""
@@ -95,6 +105,32 @@ class ExternalSection(BaseModel):
         from mcp_sections.shared.http_auth import read_token_file
 
         return {**self.headers, "Authorization": f"Bearer {read_token_file(self.auth_token_file)}"}
+
+
+class ToolProfile(BaseModel):
+    """`[gateway.profiles.<name>]`: a named set of tool filters, chosen with `[gateway] profile` or `--profile`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    description: str = Field(default="", max_length=500)
+    read_only: bool = Field(default=False, description="Only tools annotated read-only (readOnlyHint).")
+    enabled_tools: list[str] = Field(default_factory=list, description="Only tools matching one of these patterns.")
+    disabled_tools: list[str] = Field(default_factory=list, description="Tools matching one of these are hidden.")
+
+
+BUILTIN_PROFILES = {"readonly": ToolProfile(description="only tools annotated read-only", read_only=True)}
+MAX_PATTERN_LENGTH = 200
+
+
+def _patterns(value: Any) -> Any:
+    value = split_commas(value)
+    if isinstance(value, list):
+        for pattern in value:
+            if not isinstance(pattern, str) or not pattern.strip() or len(pattern) > MAX_PATTERN_LENGTH:
+                raise ValueError(
+                    f"a tool pattern must be a non-empty string of at most {MAX_PATTERN_LENGTH} characters"
+                )
+    return value
 
 
 class ModelSettings(LayeredSettings):
@@ -148,10 +184,43 @@ class GatewaySettings(LayeredSettings):
     call_timeout_seconds: float = Field(default=300, gt=0, description="Timeout of one forwarded section call.")
     restart_backoff_seconds: float = Field(default=0.5, ge=0, description="First restart delay of a dead section.")
     restart_backoff_max_seconds: float = Field(default=30, ge=0)
+    disabled_tools: list[str] = Field(
+        default_factory=list, description="Section tools hidden everywhere: name patterns (`write_*`, `shell_ops:*`)."
+    )
+    enabled_tools: list[str] = Field(
+        default_factory=list, description="When set, only the section tools matching one of these name patterns."
+    )
+    profile: str | None = Field(default=None, description="A tool profile: `readonly`, or a [gateway.profiles] name.")
+    profiles: dict[str, ToolProfile] = Field(default_factory=dict)
     sections: dict[str, ExternalSection] = Field(default_factory=dict)
     model: ModelSettings = Field(default_factory=ModelSettings)
 
     _split_expose = field_validator("expose", "in_process", mode="before")(split_commas)
+    _split_patterns = field_validator("disabled_tools", "enabled_tools", mode="before")(_patterns)
+
+    @model_validator(mode="after")
+    def _known_profile(self) -> GatewaySettings:
+        known = {**BUILTIN_PROFILES, **self.profiles}
+        if self.profile is not None and self.profile not in known:
+            raise ValueError(f"unknown tool profile {self.profile!r}; profiles: {', '.join(sorted(known))}")
+        for name, profile in self.profiles.items():
+            _patterns(profile.enabled_tools)
+            _patterns(profile.disabled_tools)
+            if not SECTION_ID.match(name):
+                raise ValueError(f"[gateway.profiles.{name}]: profile names must match {SECTION_ID.pattern}")
+        return self
+
+    def tool_filter(self) -> ToolFilter:
+        """The tool filters in force (`filters.py`)."""
+        chosen = {**BUILTIN_PROFILES, **self.profiles}.get(self.profile) if self.profile else None
+        return ToolFilter(
+            enabled=tuple(self.enabled_tools),
+            disabled=tuple(self.disabled_tools),
+            profile=self.profile,
+            profile_enabled=tuple(chosen.enabled_tools) if chosen else (),
+            profile_disabled=tuple(chosen.disabled_tools) if chosen else (),
+            read_only=bool(chosen and chosen.read_only),
+        )
 
     @field_validator("sections", mode="after")
     @classmethod

@@ -4,7 +4,9 @@ The runtime is shared by every host that runs sub-agents: the gateway (`plan_act
 `orchestration` section (`spawn_agent`, `delegate_task`, `parallel_tasks`). A host supplies the section
 tools (routes), its own tools a sub-agent may call at a given depth, and the limits. Every sub-agent is
 registered while it runs (`AgentRuntime.live`), so it can be listed and terminated; cancelling the call that
-started it (e.g. the client's `notifications/cancelled`) cancels its whole tree and frees its slots.
+started it (e.g. the client's `notifications/cancelled`) cancels its whole tree and frees its slots. The newest
+finished ones are remembered (`AgentRuntime.finished`, bounded) for the gateway's status page, and each sub-agent
+is a span when traces are exported (`shared.telemetry`): the spans of its tool calls are its children.
 
 A sub-agent runs inside the host process. Its tools are exactly the tools of the sections it was given,
 plus the host's own tools for its depth (`ToolHost.agent_host_tools`; in the gateway: `list_tool_sections`,
@@ -24,6 +26,7 @@ import itertools
 import json
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,6 +35,7 @@ from typing import Any, Protocol
 import anyio
 from mcp_types import CallToolResult
 
+from mcp_sections.shared import telemetry
 from mcp_sections.shared.agents.providers import Message, ModelProvider, ToolCall, ToolDef
 from mcp_sections.shared.agents.sampling import select_provider
 from mcp_sections.shared.agents.scope import AgentLimits, AgentScope, Trail
@@ -43,6 +47,7 @@ logger = logging.getLogger("mcp_sections.agents")
 DELEGATION_TOOLS = ("plan_actions", "spawn_agent", "delegate_task", "parallel_tasks")
 MAX_TOOL_OUTPUT_CHARS = 12_000
 MAX_REPORT_CHARS = 40_000
+FINISHED_KEPT = 200  # finished sub-agents remembered for the status page (the newest)
 
 SYSTEM_PROMPT = """{instructions}You are a sub-agent, at depth {depth} (the maximum depth is {max_depth}).
 You receive one task and work on it alone with the tools you are given: {tool_names}.
@@ -200,6 +205,39 @@ class LiveAgent:
         self.cancel_scope.cancel()
 
 
+@dataclass(frozen=True)
+class FinishedAgent:
+    """A sub-agent that ended: what the status page shows of it (never its goal or report)."""
+
+    id: str
+    name: str
+    kind: str
+    depth: int
+    parent: str | None
+    started_at: str
+    ended_at: str
+    status: str
+    tool_calls: int
+    duration_ms: int
+    profile: str | None = None
+
+    @classmethod
+    def of(cls, live: LiveAgent, status: str, metrics: Metrics) -> FinishedAgent:
+        return cls(
+            id=live.id,
+            name=live.name,
+            kind=live.kind,
+            depth=live.depth,
+            parent=live.parent,
+            started_at=live.started_at,
+            ended_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            status=status,
+            tool_calls=metrics.tool_calls,
+            duration_ms=metrics.duration_ms,
+            profile=live.profile,
+        )
+
+
 class SlotPool:
     """Live sub-agents across the gateway: taken without waiting (MAX_LIMIT_EXCEEDED when none is free)."""
 
@@ -283,6 +321,7 @@ class AgentRuntime:
         self._provider_factory = provider_factory  # None: per call, sampling or HTTP (shared.agents.sampling)
         self._ids = itertools.count(1)
         self.live: dict[str, LiveAgent] = {}
+        self.finished: deque[FinishedAgent] = deque(maxlen=FINISHED_KEPT)  # the newest, for the status page
 
     def provider(self, model_config: Any | None = None, ctx: ToolContext | None = None) -> ModelProvider:
         """The model provider of `model_config` (default: the host's) for a call with `ctx` (MCP sampling needs
@@ -441,11 +480,18 @@ class AgentRuntime:
         self.live[agent_id] = live
         started = time.monotonic()
         run: AgentRun | None = None
+        traced = telemetry.current()
+        span = traced.start_agent(agent_id, task.name, task.kind, task.depth, task.parent) if traced else None
         try:
             with live.cancel_scope:
                 run = await self._run_agent(task, agent_id, ctx, progress or _Progress(ctx))
         finally:
             self.live.pop(agent_id, None)
+            status = run.status if run is not None else ("terminated" if live.terminated_by else "cancelled")
+            metrics = run.metrics if run is not None else Metrics(depth=task.depth, started=started).finish()
+            self.finished.append(FinishedAgent.of(live, status, metrics))
+            if span is not None:
+                span.end(status, {"tool_calls": metrics.tool_calls, "turns": metrics.turns})
         if run is None:  # terminated (its own scope was cancelled; an outer cancellation propagates)
             metrics = Metrics(depth=task.depth, started=started).finish()
             reason = live.terminated_by or "terminated"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 BrainBackend = Literal["sqlite", "neo4j"]
+SQLITE_FILE = "brain.sqlite3"  # the embedded brain, in the data directory
 
 
 def open_brain_store(backend: BrainBackend, data_dir: Path) -> Any:
@@ -20,7 +21,7 @@ def open_brain_store(backend: BrainBackend, data_dir: Path) -> Any:
         return Neo4jBrainStore.from_env()
     from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
 
-    return SQLiteBrainStore(data_dir / "brain.sqlite3")
+    return SQLiteBrainStore(data_dir / SQLITE_FILE)
 
 
 def open_embedding_service(settings: Any, store: Any, data_dir: Path, cache_dir: Path) -> Any:

@@ -80,9 +80,9 @@ def test_neo4j_reads_its_password_from_the_secret_file_the_compose_service_mount
 
 def test_each_section_names_its_own_extra_with_this_installations_command(monkeypatch: pytest.MonkeyPatch) -> None:
     """rag_ops' embedding needs are fixed by the rag extra (not memory's), with the installer this copy came from."""
-    from mcp_sections.shared.install_hints import install_command
-
     import importlib.util
+
+    from mcp_sections.shared.install_hints import install_command
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "numpy" else real(name, *a))

@@ -59,7 +59,19 @@ def test_arg_model_base_keeps_model_dump_one_level() -> None:
     )
 
 
-@pytest.mark.parametrize("private", ["_context_streams", "_lowlevel_server", "_connection", "model_dump_one_level"])
+def test_the_sdk_still_ships_its_opentelemetry_middleware_in_every_server() -> None:
+    from mcp.server._otel import OpenTelemetryMiddleware
+    from mcp.server.mcpserver import MCPServer
+
+    assert any(isinstance(item, OpenTelemetryMiddleware) for item in MCPServer(name="contract").middleware), (
+        "SDK changed: mcp.server._otel.OpenTelemetryMiddleware is no longer in MCPServer.middleware "
+        "(taken out by shared/sdk_tools.py without_sdk_tracing)"
+    )
+
+
+@pytest.mark.parametrize(
+    "private", ["_context_streams", "_lowlevel_server", "_connection", "model_dump_one_level", "_otel"]
+)
 def test_private_sdk_names_are_used_in_the_adapter_only(private: str) -> None:
     pattern = re.compile(rf"(?<!\w){private}\b")
     own = re.compile(rf"(self|cls)\.{private}\b|def \w*{private}")

@@ -1,0 +1,413 @@
+"""The gateway's status page: `/status` on its Streamable HTTP server, behind the same bearer token as `/mcp`.
+
+What it shows, read-only (nothing on the page changes any state): the sections with their state, tool count (as the
+tool filters leave it) and uptime; the newest calls of the audit log (time, tool, section, depth, duration, outcome:
+never arguments); the sub-agents running and finished, as a tree; the brain's projects with node counts and
+pending embeddings, read from its SQLite file read-only without starting rag_ops (`shared.brain.summary`).
+
+Access: a request carries `Authorization: Bearer <token>`, or a session cookie a browser gets from the sign-in
+form (POST `/status/sign-in` with the token: an HttpOnly, SameSite=Strict cookie, path `/status`, 12 hours, kept
+in this process only). A gateway serving without a token (loopback only) serves the page without sign-in, as it
+serves `/mcp`. Host and Origin are checked as for `/mcp` (DNS-rebinding protection).
+
+The page is server-rendered HTML with its own stylesheet and script (no external asset), under a strict
+Content-Security-Policy; the script refreshes the live part (`/status/live`, a fragment) every few seconds, and
+only while the page is visible, refresh is on and the keyboard focus is not inside it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import time
+from collections import OrderedDict
+from datetime import UTC, datetime
+from html import escape
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route, Router
+
+from mcp_sections.shared.about import package_version
+from mcp_sections.shared.audit import recent_records
+from mcp_sections.shared.brain.summary import BrainSummary, brain_summary
+
+if TYPE_CHECKING:
+    from mcp_sections.shared.agents.runtime import AgentRuntime
+
+    from .core import Gateway
+
+PREFIX = "/status"
+COOKIE = "mcp_sections_status"
+SESSION_SECONDS = 12 * 3600
+MAX_SESSIONS = 64
+MAX_FORM_BYTES = 4096
+RECENT_CALLS = 40
+BRAIN_REFRESH_SECONDS = 10.0
+REFRESH_SECONDS = 5
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self'; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",  # no-referrer would make a browser send `Origin: null` on sign-in
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+    "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
+    "Cache-Control": "no-store",
+}
+
+
+class Sessions:
+    """Signed-in browsers: random ids kept in memory until they expire (the oldest go first beyond the cap)."""
+
+    def __init__(self) -> None:
+        self._expiry: OrderedDict[str, float] = OrderedDict()
+
+    def new(self) -> str:
+        session = secrets.token_urlsafe(32)
+        self._expiry[session] = time.monotonic() + SESSION_SECONDS
+        while len(self._expiry) > MAX_SESSIONS:
+            self._expiry.popitem(last=False)
+        return session
+
+    def valid(self, session: str) -> bool:
+        expiry = self._expiry.get(session)
+        if expiry is None:
+            return False
+        if expiry < time.monotonic():
+            del self._expiry[session]
+            return False
+        return True
+
+    def end(self, session: str | None) -> None:
+        if session is not None:
+            self._expiry.pop(session, None)
+
+
+class StatusPage:
+    """The ASGI app of `/status` and its paths (see the module docstring)."""
+
+    def __init__(self, gateway: Gateway, token: str | None, security: TransportSecuritySettings) -> None:
+        self.gateway = gateway
+        self._expected = f"Bearer {token}".encode() if token is not None else None
+        self._token = token.encode() if token is not None else None
+        self._security = TransportSecurityMiddleware(security)
+        self._sessions = Sessions()
+        self._brain: tuple[float, BrainSummary] | None = None
+        self._router = Router(
+            routes=[
+                Route(PREFIX, self.page, methods=["GET"]),
+                Route(f"{PREFIX}/live", self.live, methods=["GET"]),
+                Route(f"{PREFIX}/sign-in", self.sign_in, methods=["POST"]),
+                Route(f"{PREFIX}/sign-out", self.sign_out, methods=["POST"]),
+                Route(f"{PREFIX}/status.css", self.asset, methods=["GET"]),
+                Route(f"{PREFIX}/status.js", self.asset, methods=["GET"]),
+            ]
+        )
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        request = Request(scope, receive)
+        refused = await self._security.validate_request(request, is_post=False)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        await self._router(scope, receive, send)
+
+    # -- access ---------------------------------------------------------------------------------------------
+
+    def _signed_in(self, request: Request) -> bool:
+        if self._expected is None:
+            return True
+        presented = request.headers.get("authorization", "").encode()
+        if presented and hmac.compare_digest(presented, self._expected):
+            return True
+        session = request.cookies.get(COOKIE)
+        return session is not None and self._sessions.valid(session)
+
+    async def sign_in(self, request: Request) -> Response:
+        if self._token is None:
+            return RedirectResponse(PREFIX, status_code=303)
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_FORM_BYTES:
+                return _html(sign_in_page("The form is too large."), 413)
+        from urllib.parse import parse_qs
+
+        token = (parse_qs(body.decode("utf-8", "replace")).get("token") or [""])[0].strip().encode()
+        if not hmac.compare_digest(token, self._token):
+            return _html(sign_in_page("That is not the gateway's token."), 401)
+        response = RedirectResponse(PREFIX, status_code=303)
+        response.set_cookie(
+            COOKIE,
+            self._sessions.new(),
+            max_age=SESSION_SECONDS,
+            path=PREFIX,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        _secure(response)
+        return response
+
+    async def sign_out(self, request: Request) -> Response:
+        self._sessions.end(request.cookies.get(COOKIE))
+        response = RedirectResponse(PREFIX, status_code=303)
+        response.delete_cookie(COOKIE, path=PREFIX, httponly=True, samesite="strict")
+        return _secure(response)
+
+    # -- pages ----------------------------------------------------------------------------------------------
+
+    async def page(self, request: Request) -> Response:
+        if not self._signed_in(request):
+            return _html(sign_in_page(None), 401)
+        return _html(full_page(await self.live_html(), signed_in=self._expected is not None))
+
+    async def live(self, request: Request) -> Response:
+        if not self._signed_in(request):
+            return _secure(Response("sign in first", status_code=401, media_type="text/plain"))
+        return _html(await self.live_html())
+
+    async def asset(self, request: Request) -> Response:
+        name = request.url.path.rsplit("/", 1)[1]
+        media = "text/css" if name.endswith(".css") else "text/javascript"
+        text = resources.files("mcp_sections.servers.gateway").joinpath("static", name).read_text(encoding="utf-8")
+        response = Response(text, media_type=media)
+        _secure(response)
+        response.headers["Cache-Control"] = "no-cache"
+        return response
+
+    # -- what is shown --------------------------------------------------------------------------------------
+
+    async def live_html(self) -> str:
+        gateway = self.gateway
+        await gateway.pool.load_declarations()
+        data_dir = gateway.settings.data_dir
+        calls = await anyio.to_thread.run_sync(recent_records, data_dir / "audit", RECENT_CALLS)
+        now = time.monotonic()
+        if self._brain is None or now - self._brain[0] > BRAIN_REFRESH_SECONDS:
+            self._brain = (now, await anyio.to_thread.run_sync(brain_summary, data_dir))
+        return "\n".join(
+            [
+                self.overview_html(now),
+                self.sections_html(now),
+                agents_html(gateway.agent_runtimes),
+                calls_html(calls),
+                brain_html(self._brain[1]),
+            ]
+        )
+
+    def overview_html(self, now: float) -> str:
+        gateway = self.gateway
+        slots = gateway.agents.slots
+        filters = gateway.pool.filters.describe()
+        items = [
+            ("Up for", _duration(now - gateway.started)),
+            ("Version", package_version()),
+            ("Sub-agents running", f"{slots.live} of {slots.size}"),
+            ("Deepest sub-agent", str(gateway.config.max_depth)),
+            ("Tool filters", filters),
+            ("Updated", datetime.now(UTC).strftime("%H:%M:%S UTC")),
+        ]
+        rows = "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(v)}</dd></div>" for k, v in items)
+        heading = '<h2 id="overview-h">Gateway</h2>'
+        return f'<section aria-labelledby="overview-h">{heading}<dl class="facts">{rows}</dl></section>'
+
+    def sections_html(self, now: float) -> str:
+        gateway = self.gateway
+        rows = []
+        for entry in gateway.catalog.values():
+            info = gateway.section_info(entry)
+            since = gateway.pool.running_since(entry.id)
+            uptime = _duration(now - since) if since is not None and info.state == "running" else "—"
+            tools = str(info.tool_count) if info.tools_known else "?"
+            state = f'<span class="state {escape(info.state)}">{escape(info.state.replace("_", " "))}</span>'
+            detail = f'<div class="note">{escape(info.error[:200])}</div>' if info.error else ""
+            rows.append(
+                f"<tr><th scope=row>{escape(info.id)}<div class=note>{escape(info.name)}</div></th>"
+                f"<td>{state}{detail}</td><td class=num>{tools}</td><td>{uptime}</td>"
+                f"<td>{escape(info.kind)}{' · exposed' if info.exposed else ''}</td></tr>"
+            )
+        return _table(
+            "sections",
+            "Sections",
+            ["Section", "State", "Tools", "Up for", "Kind"],
+            rows,
+            "No section is configured.",
+        )
+
+
+def agents_html(runtimes: dict[str, AgentRuntime]) -> str:
+    """Every runtime's sub-agents, running then finished, as trees (children under the agent that started them)."""
+    parts = []
+    total = 0
+    for label, runtime in runtimes.items():
+        nodes: list[dict[str, Any]] = []
+        for agent in runtime.live.values():
+            nodes.append(
+                {
+                    "id": agent.id,
+                    "parent": agent.parent,
+                    "text": f"{agent.name} · {agent.kind} · depth {agent.depth}",
+                    "state": "running",
+                    "detail": f"started {agent.started_at[11:19]}",
+                }
+            )
+        for done in runtime.finished:
+            nodes.append(
+                {
+                    "id": done.id,
+                    "parent": done.parent,
+                    "text": f"{done.name} · {done.kind} · depth {done.depth}",
+                    "state": done.status,
+                    "detail": f"{done.tool_calls} tool calls · {done.duration_ms / 1000:.1f} s · "
+                    f"ended {done.ended_at[11:19]}",
+                }
+            )
+        total += len(nodes)
+        if nodes:
+            parts.append(f'<h3>{escape(label)}</h3><ul class="tree">{_tree(nodes, None)}</ul>')
+    body = "".join(parts) if total else '<p class="empty">No sub-agent has run since the gateway started.</p>'
+    return f'<section aria-labelledby="agents-h"><h2 id="agents-h">Sub-agents</h2>{body}</section>'
+
+
+def _tree(nodes: list[dict[str, Any]], parent: str | None, depth: int = 0) -> str:
+    ids = {node["id"] for node in nodes}
+    children = [
+        node
+        for node in nodes
+        if node["parent"] == parent or (parent is None and node["parent"] is not None and node["parent"] not in ids)
+    ]
+    if depth > 12:
+        return ""
+    items = []
+    for node in sorted(children, key=lambda node: (len(node["id"]), node["id"])):  # agent-2 before agent-10
+        below = _tree(nodes, node["id"], depth + 1)
+        items.append(
+            f"<li><span class=agent>{escape(node['id'])}</span> {escape(node['text'])} "
+            f'<span class="state {escape(node["state"])}">{escape(node["state"])}</span> '
+            f"<span class=note>{escape(node['detail'])}</span>" + (f"<ul>{below}</ul>" if below else "") + "</li>"
+        )
+    return "".join(items)
+
+
+def calls_html(records: list[dict[str, Any]]) -> str:
+    rows = []
+    for record in records:
+        outcome = str(record.get("outcome", ""))
+        kind = "ok" if outcome == "OK" else ("running" if outcome == "UNFINISHED" else "failed")
+        agent = record.get("agent_id")
+        duration = record.get("duration_ms")
+        shown = f"{float(duration):.1f} ms" if isinstance(duration, int | float) and outcome != "UNFINISHED" else "—"
+        rows.append(
+            f"<tr><td>{escape(str(record.get('time', ''))[11:23])}</td><td>{escape(str(record.get('tool', '')))}</td>"
+            f"<td>{escape(str(record.get('server', '')))}</td>"
+            f"<td class=num>{escape(str(record.get('depth', 0)))}{' · ' + escape(str(agent)) if agent else ''}</td>"
+            f"<td class=num>{shown}</td><td><span class='state {kind}'>{escape(outcome)}</span></td></tr>"
+        )
+    return _table(
+        "calls",
+        "Recent calls",
+        ["Time (UTC)", "Tool", "Logged by", "Depth · agent", "Duration", "Outcome"],
+        rows,
+        "No call yet: the audit log is empty.",
+    )
+
+
+def brain_html(summary: BrainSummary) -> str:
+    rows = []
+    for project in summary.projects:
+        ingested = (
+            datetime.fromtimestamp(project.last_ingest, UTC).strftime("%Y-%m-%d %H:%M") if project.last_ingest else "—"
+        )
+        rows.append(
+            f"<tr><th scope=row>{escape(project.name)}<div class=note>{escape(project.id)}</div></th>"
+            f"<td>{escape(project.type)}</td><td class=num>{project.nodes}</td>"
+            f"<td class=num>{project.pending_embeddings}</td><td>{escape(project.status)}</td><td>{ingested}</td></tr>"
+        )
+    return _table(
+        "brain",
+        "Brain projects",
+        ["Project", "Type", "Nodes", "Pending embeddings", "Status", "Last ingest (UTC)"],
+        rows,
+        summary.note or "The brain has no project yet.",
+    )
+
+
+def _table(key: str, title: str, headers: list[str], rows: list[str], empty: str) -> str:
+    heading = f'<h2 id="{key}-h">{escape(title)}</h2>'
+    if not rows:
+        return f'<section aria-labelledby="{key}-h">{heading}<p class="empty">{escape(empty)}</p></section>'
+    head = "".join(f"<th scope=col>{escape(h)}</th>" for h in headers)
+    return (
+        f'<section aria-labelledby="{key}-h">{heading}'
+        f'<div class="scroll" tabindex="0" role="region" aria-labelledby="{key}-h">'
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></section>"
+    )
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    if seconds < 86400:
+        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
+
+
+def _document(title: str, body: str) -> str:
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta name=viewport content="width=device-width, initial-scale=1">'
+        f'<title>{escape(title)}</title><link rel=stylesheet href="{PREFIX}/status.css">'
+        f'<script src="{PREFIX}/status.js" defer></script></head><body>{body}</body></html>'
+    )
+
+
+def full_page(live: str, *, signed_in: bool) -> str:
+    sign_out = (
+        f'<form method=post action="{PREFIX}/sign-out"><button type=submit>Sign out</button></form>'
+        if signed_in
+        else ""
+    )
+    header = (
+        '<header><h1>mcp-sections gateway</h1><div class="controls">'
+        f'<label><input type=checkbox id=refresh checked data-seconds="{REFRESH_SECONDS}"> '
+        f"Refresh every {REFRESH_SECONDS} s</label>{sign_out}</div></header>"
+    )
+    return _document("mcp-sections status", f'{header}<main id="live">{live}</main>')
+
+
+def sign_in_page(error: str | None) -> str:
+    alert = f'<p class="error" role="alert">{escape(error)}</p>' if error else ""
+    form = (
+        '<main class="sign-in"><h1>mcp-sections gateway</h1>'
+        "<p>Sign in with the gateway's bearer token (the content of its <code>--auth-token-file</code>).</p>"
+        f'{alert}<form method=post action="{PREFIX}/sign-in">'
+        "<label for=token>Token</label><input id=token name=token type=password autocomplete=current-password "
+        "required autofocus maxlength=512><button type=submit>Sign in</button></form></main>"
+    )
+    return _document("Sign in · mcp-sections", form)
+
+
+def _secure(response: Response) -> Response:
+    for name, value in SECURITY_HEADERS.items():
+        response.headers[name] = value
+    return response
+
+
+def _html(text: str, status: int = 200) -> Response:
+    response = Response(text, status_code=status, media_type="text/html")
+    if status == 401:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="mcp-sections"'
+    return _secure(response)

@@ -1,0 +1,1 @@
+"""Traces, health, the status page and tool filters (issue #25)."""
