@@ -24,6 +24,7 @@ from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
 from mcp_sections.shared.guards.paths import PathGuard
 from mcp_sections.shared.sandbox import Confinement, Sandbox, detect
+from mcp_sections.shared.toolchains import ProjectToolchain
 
 logger = logging.getLogger("mcp_sections.shell_ops")
 
@@ -55,7 +56,9 @@ class ShellOps:
         self.settings = settings
         self.paths = PathGuard(list(roots), private=private)
         search_path = self._trusted_search_path(settings.search_path)
-        self.guard = CommandGuard(self.paths, settings.allowed_programs, search_path)
+        self.guard = CommandGuard(
+            self.paths, settings.allowed_programs, search_path, project_programs=settings.project_programs
+        )
         extra: dict[str, str] = {}
         if settings.git_author_name:
             extra["GIT_AUTHOR_NAME"] = extra["GIT_COMMITTER_NAME"] = settings.git_author_name
@@ -71,9 +74,17 @@ class ShellOps:
             self._sandbox = detect(self.settings.sandbox)
         return self._sandbox
 
-    def confinement(self, home: Path) -> Confinement:
-        """What a program sees: the roots (writable: commands may build, format, commit) and its private HOME."""
-        return Confinement.within(self.paths, writable=(*self.paths.roots, home))
+    def confinement(self, home: Path, toolchain: ProjectToolchain | None = None) -> Confinement:
+        """What a program sees: the roots (writable: commands may build, format, commit), its private HOME, and the
+        verified interpreter installations its project environment needs (read-only)."""
+        readable = (toolchain or self.guard.base_toolchain()).readable
+        return Confinement.within(self.paths, writable=(*self.paths.roots, home), readable=readable)
+
+    def environment(self, toolchain: ProjectToolchain | None) -> dict[str, str]:
+        """The fixed environment with the project environment activated (its `bin` first on PATH, VIRTUAL_ENV)."""
+        if toolchain is None:
+            return dict(self.env)
+        return {**self.env, "PATH": toolchain.search_path(self.guard.search_path), **toolchain.environment()}
 
     def _trusted_search_path(self, search_path: str) -> str:
         """The configured search path minus directories inside the roots (the agent could plant programs there)."""
@@ -110,22 +121,19 @@ class ShellOps:
         progress: Progress = None,
         env: dict[str, str] | None = None,
         confine: bool = True,
+        toolchain: ProjectToolchain | None = None,
     ) -> ProcessResult:
         """Run one checked program inside the OS sandbox (`confine=False` only for the hardened git probes that
-        inspect a repository before anything runs in it: they must see where its config and objects point)."""
-        if not os.access(argv[0], os.X_OK):  # inside the sandbox this would only be bwrap's exit status
-            raise ToolFailure(
-                ErrorCode.EXECUTION_FAILED,
-                f"{os.path.basename(argv[0])} could not be started (not an executable file); check that the program "
-                "is installed.",
-            )
+        inspect a repository before anything runs in it: they must see where its config and objects point).
+        `toolchain`: the project environment of the command (search path, VIRTUAL_ENV, interpreters shown)."""
+        check_executable(argv[0])
         with private_home() as home:
-            confined = self.sandbox().wrap(argv, cwd, self.confinement(home)) if confine else argv
+            confined = self.sandbox().wrap(argv, cwd, self.confinement(home, toolchain)) if confine else argv
             try:
                 return await run_process(
                     confined,
                     cwd=cwd,
-                    env={**(env or self.env), **home_environment(home)},
+                    env={**(env or self.environment(toolchain)), **home_environment(home)},
                     timeout=timeout,
                     max_output_bytes=max_output,
                     progress=progress,
@@ -187,11 +195,25 @@ class ShellOps:
             )
             argv = [*repo.base, *checked.args[len(global_options) :]]
         result = await self._run(
-            argv, checked.cwd, timeout=timeout, max_output=self.settings.max_output_bytes, progress=progress
+            argv,
+            checked.cwd,
+            timeout=timeout,
+            max_output=self.settings.max_output_bytes,
+            progress=progress,
+            toolchain=checked.toolchain,
         )
         if result.timed_out:
             raise self._timed_out(checked.program, timeout, result)
+        self._check_started(checked.executable, result)
         return self._result(checked.executable, checked.args, checked.cwd, result)
+
+    def _check_started(self, executable: str, result: ProcessResult) -> None:
+        """EXECUTION_FAILED when the sandbox could not start the program at all (bubblewrap's own error, exit 1):
+        never a "successful" result with exit code 1."""
+        if self.sandbox().kind == "bubblewrap" and result.exit_code == 1:
+            problem = sandbox_start_failure(result.stderr.text())
+            if problem is not None:
+                raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{os.path.basename(executable)} {problem}")
 
     async def _git_probe(self, argv: list[str], cwd: Path) -> ProcessResult:
         # Outside the sandbox on purpose: a repository whose .git file, alternates or config includes lead out of
@@ -202,8 +224,9 @@ class ShellOps:
     async def run_npm_script(
         self, script: str, args: list[str], cwd: str | None, timeout_seconds: float | None, progress: Progress
     ) -> dict[str, Any]:
-        _, executable = self.guard.resolve_program("npm")
         workdir = self.guard.resolve_cwd(cwd)
+        _, executable = self.guard.resolve_program("npm", workdir)
+        toolchain = self.guard.toolchain(workdir)
         self.paths.resolve(str(workdir / "package.json"), purpose="read")
         scripts = npm.read_scripts(workdir)
         name = npm.checked_script(script, scripts)
@@ -213,10 +236,16 @@ class ShellOps:
         timeout = self.timeout_for(timeout_seconds)
         argv = npm.npm_argv(executable, name, args)
         result = await self._run(
-            argv, workdir, timeout=timeout, max_output=self.settings.max_output_bytes, progress=progress
+            argv,
+            workdir,
+            timeout=timeout,
+            max_output=self.settings.max_output_bytes,
+            progress=progress,
+            toolchain=toolchain,
         )
         if result.timed_out:
             raise self._timed_out(f"npm script {name!r}", timeout, result)
+        self._check_started(executable, result)
         data = self._result(executable, argv[1:], workdir, result)
         data.update(script=name, script_text=scripts[name])
         return data
@@ -356,6 +385,29 @@ class ShellOps:
             return self.sandbox().describe()
         except ToolFailure as failure:
             return {"kind": "unavailable", "executable": None, "warning": failure.message, "why": failure.message}
+
+
+def check_executable(path: str) -> None:
+    """EXECUTION_FAILED unless `path` is an executable file (inside the sandbox this would only be bwrap's exit
+    status)."""
+    if not os.access(path, os.X_OK) or not os.path.isfile(path):
+        raise ToolFailure(
+            ErrorCode.EXECUTION_FAILED,
+            f"{os.path.basename(path)} could not be started (not an executable file); check that the program is "
+            "installed.",
+        )
+
+
+def sandbox_start_failure(stderr: str) -> str | None:
+    """What kept bubblewrap from starting a program (its `bwrap: execvp …` line), said plainly; None otherwise."""
+    first = stderr.lstrip().splitlines()[0] if stderr.strip() else ""
+    if not first.startswith("bwrap: "):
+        return None
+    return (
+        f"could not be started inside the sandbox ({first[:300]}). A script's interpreter (its `#!` line) must be "
+        "visible there: inside the roots, in the system directories, or a verified interpreter installation (the "
+        "base Python of a project venv, an interpreter on the server's search path)."
+    )
 
 
 def git_failure(what: str, result: ProcessResult) -> ToolFailure:

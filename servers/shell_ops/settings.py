@@ -24,7 +24,16 @@ class ShellOpsSettings(SectionSettings):
     )
     search_path: str = Field(
         default=DEFAULT_SEARCH_PATH,
-        description="The fixed PATH programs are resolved on (and the children's PATH); never the caller's.",
+        description="The fixed PATH programs are resolved on (and the children's PATH); never the caller's. Entries "
+        "inside the roots are ignored: a project's own environment (.venv, node_modules/.bin) is put first per "
+        "command, from its working directory. An interpreter this path leads to outside the system directories "
+        "(nvm's node, a pyenv or Homebrew python3) is shown to programs once verified to be an installation.",
+    )
+    project_programs: bool = Field(
+        default=True,
+        description="Run the project's own programs given by a path inside the roots (./gradlew, .venv/bin/pytest, "
+        "scripts/check.sh), confined like every program. The default allow-list already runs project code (python3, "
+        "node, make, npm); set false together with a read-only allow-list.",
     )
     default_timeout_seconds: float = Field(default=60.0, gt=0, le=3600)
     max_timeout_seconds: float = Field(default=600.0, gt=0, le=86400)
