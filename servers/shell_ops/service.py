@@ -4,22 +4,29 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import signal
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from mcp_sections.servers.shell_ops import git, npm
+from mcp_sections.servers.shell_ops.background import BackgroundProcess, ProcessTable, write_input
 from mcp_sections.servers.shell_ops.policies.allow_list import NEVER_ALLOWED
+from mcp_sections.servers.shell_ops.policies.environment import checked_environment
 from mcp_sections.servers.shell_ops.policies.git import split_git_args
 from mcp_sections.servers.shell_ops.policies.guard import CommandGuard
+from mcp_sections.servers.shell_ops.policies.syntax import invalid
 from mcp_sections.servers.shell_ops.processes import (
     ProcessResult,
     SpawnError,
     child_environment,
     home_environment,
+    new_private_home,
     private_home,
     run_process,
 )
+from mcp_sections.servers.shell_ops.relay import PortPublisher, relay_argv
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
 from mcp_sections.shared.guards.paths import PathGuard
@@ -67,6 +74,11 @@ class ShellOps:
         # Every program gets a home of its own (processes.private_home); this is the rest of its environment.
         self.env = child_environment(search_path=search_path, home=Path("/nonexistent"), extra=extra)
         self._sandbox: Sandbox | None = None
+        self.processes = ProcessTable(
+            max_running=settings.max_processes,
+            output_bytes=settings.process_output_bytes,
+            max_lifetime=settings.max_process_lifetime_seconds,
+        )
 
     def sandbox(self) -> Sandbox:
         """The sandbox every program runs in (detected on first use; DEPENDENCY_ERROR when none can run)."""
@@ -97,7 +109,8 @@ class ShellOps:
         return os.pathsep.join(kept) or "/usr/bin:/bin"
 
     def close(self) -> None:
-        """Nothing to release: every program's home is removed when it ends."""
+        """End every long-running process (each program's home is removed when it ends)."""
+        self.processes.close()
 
     # -- plumbing ---------------------------------------------------------------------------------------
 
@@ -365,6 +378,176 @@ class ShellOps:
             "entries": entries[:max_count],
             "count": min(len(entries), max_count),
             "has_more": len(entries) > max_count,
+        }
+
+    # -- long-running processes ------------------------------------------------------------------------
+
+    def start_process(
+        self,
+        command: str | list[str],
+        cwd: str | None,
+        env: dict[str, str],
+        ports: list[int],
+        wait_seconds: float,
+        wait_for: str | None,
+        lifetime_seconds: float | None,
+        max_bytes: int,
+    ) -> dict[str, Any]:
+        """Start a checked program in the sandbox and keep it running (background.py); its first output."""
+        checked = self.guard.check(command, cwd)
+        if checked.program == "git":
+            raise invalid("git commands end on their own: use run_command, or git_status, git_diff and git_log.")
+        additions = checked_environment(env, self.settings.process_environment)
+        lifetime = self.processes.lifetime_for(lifetime_seconds)
+        self.processes.reserve()
+        sandbox = self.sandbox()
+        check_executable(checked.executable)
+        publisher = self._publisher(ports, sandbox)
+        argv = checked.argv
+        if publisher is not None:
+            python = self.guard.executable("python3")
+            assert python is not None  # checked by _publisher
+            argv = relay_argv(python, publisher.inside.fileno(), argv)
+        home = new_private_home()
+        try:
+            process = self.processes.start(
+                sandbox.wrap(argv, checked.cwd, self.confinement(home, checked.toolchain)),
+                cwd=checked.cwd,
+                env={
+                    **self.environment(checked.toolchain),
+                    **home_environment(home),
+                    "PYTHONUNBUFFERED": "1",  # output as it is written, not when a buffer fills
+                    **additions,
+                },
+                home=home,
+                command=checked.argv,
+                shown_cwd=self.paths.relative(checked.cwd),
+                lifetime=lifetime,
+                sandboxed=sandbox.kind == "bubblewrap",
+                pass_fds=[publisher.inside.fileno()] if publisher is not None else (),
+                ports=ports,
+                on_end=publisher.close if publisher is not None else None,
+            )
+        except BaseException:
+            shutil.rmtree(home, ignore_errors=True)
+            if publisher is not None:
+                publisher.close()
+            raise
+        if publisher is not None:
+            publisher.start()
+        ready = process.wait_for_output(0, wait_seconds, settle=False, until=wait_for) if wait_for else None
+        if not wait_for:
+            process.wait_end(wait_seconds)
+        if process.exit_code == 1 and process.sandboxed:
+            problem = sandbox_start_failure(process.ring.window(0, 4096).text())
+            if problem is not None:
+                raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{os.path.basename(checked.executable)} {problem}")
+        return self._process_output(process, process.cursor, max_bytes, ready=ready)
+
+    def _publisher(self, ports: list[int], sandbox: Sandbox) -> PortPublisher | None:
+        """The relay that publishes `ports` (None when there are none, or the program listens on the host itself)."""
+        if not ports:
+            return None
+        if not self.settings.publish_ports:
+            raise ToolFailure(
+                ErrorCode.PERMISSION_DENIED,
+                "publishing ports is off on this server; the operator allows it with `publish_ports = true` in "
+                "[sections.shell_ops] (config.example.toml; environment: MCP_SECTIONS_SHELL_OPS_PUBLISH_PORTS).",
+            )
+        if len(set(ports)) != len(ports):
+            raise invalid("ports lists a port twice; give each once.")
+        if sandbox.kind == "off":
+            return None  # unconfined, the program listens on the host's loopback itself
+        if sandbox.kind != "bubblewrap":
+            raise ToolFailure(
+                ErrorCode.DEPENDENCY_ERROR,
+                "publishing ports works with bubblewrap only (not with Seatbelt yet); omit `ports`.",
+            )
+        if self.guard.executable("python3") is None:
+            raise ToolFailure(
+                ErrorCode.DEPENDENCY_ERROR,
+                f"publishing ports needs python3 on the server's search path ({self.guard.search_path}) for its "
+                "relay inside the sandbox; install python3, or omit `ports`.",
+            )
+        try:
+            return PortPublisher(ports)
+        except OSError as exc:
+            raise ToolFailure(
+                ErrorCode.EXECUTION_FAILED,
+                f"a port of {ports} cannot be published on 127.0.0.1 ({exc.strerror or exc}): something else listens "
+                "there already; choose another port (list_processes shows the ports in use).",
+            ) from None
+
+    def read_process_output(
+        self, process_id: str, offset: int | None, max_bytes: int, wait_seconds: float
+    ) -> dict[str, Any]:
+        process = self.processes.get(process_id)
+        start = process.cursor if offset is None else offset
+        if wait_seconds and process.running and process.ring.total <= start:
+            process.wait_for_output(start, wait_seconds, settle=True)
+        return self._process_output(process, start, max_bytes)
+
+    def write_process_input(
+        self, process_id: str, text: str, newline: bool, close_input: bool, wait_seconds: float, max_bytes: int
+    ) -> dict[str, Any]:
+        process = self.processes.get(process_id)
+        if not process.running:
+            raise ToolFailure(
+                ErrorCode.EXECUTION_FAILED,
+                f"{process.id} has ended ({process.state}, exit code {process.exit_code}); start it again.",
+            )
+        before = process.ring.total
+        write_input(process, (text + ("\n" if newline else "")).encode("utf-8"), close=close_input)
+        if wait_seconds:
+            process.wait_for_output(before, wait_seconds, settle=True)
+        return self._process_output(process, process.cursor, max_bytes)
+
+    def stop_process(self, process_id: str, signal_name: str, grace_seconds: float, max_bytes: int) -> dict[str, Any]:
+        process = self.processes.get(process_id)
+        self.processes.stop(process, getattr(signal, signal_name), grace_seconds)
+        process.wait_end(5.0)  # until its exit code and last output are in
+        return self._process_output(process, process.cursor, max_bytes)
+
+    def list_processes(self) -> dict[str, Any]:
+        processes = self.processes.all()
+        return {
+            "processes": [self._process_summary(process) for process in processes],
+            "running": sum(process.running for process in processes),
+            "max_processes": self.processes.max_running,
+            "max_lifetime_seconds": self.processes.max_lifetime,
+            "environment_names": list(self.settings.process_environment),
+        }
+
+    def _process_output(
+        self, process: BackgroundProcess, start: int, max_bytes: int, ready: bool | None = None
+    ) -> dict[str, Any]:
+        window = process.ring.window(start, max_bytes)
+        process.cursor = window.next_offset
+        return {
+            "process": self._process_summary(process),
+            "output": window.text(),
+            "offset": window.offset,
+            "next_offset": window.next_offset,
+            "dropped_bytes": window.skipped,
+            "more": window.more,
+            "ready": ready,
+            **self.sandbox().result_fields(),
+        }
+
+    @staticmethod
+    def _process_summary(process: BackgroundProcess) -> dict[str, Any]:
+        ring = process.ring
+        return {
+            "process_id": process.id,
+            "command": process.command,
+            "cwd": process.cwd,
+            "state": process.state,
+            "exit_code": process.exit_code,
+            "started_at": process.started_at,
+            "elapsed_seconds": round(process.elapsed(), 1),
+            "total_bytes": ring.total,
+            "unread_bytes": ring.total - max(process.cursor, ring.dropped),
+            "ports": [{"port": port, "url": f"http://127.0.0.1:{port}/"} for port in process.ports],
         }
 
     def describe(self) -> dict[str, Any]:
