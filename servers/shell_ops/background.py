@@ -156,10 +156,14 @@ class BackgroundProcess:
         QUIET_SECONDS), `until` appears in the output past `after`, or the process ends; whether `until` was seen."""
         deadline = time.monotonic() + seconds
         ring = self.ring
+        wanted = until.encode() if until is not None else None
         with ring.changed:
             while True:
-                if until is not None and until.encode() in ring.window(after, ring.total).data:
-                    return True
+                if wanted is not None:
+                    window = ring.window(after, ring.total)
+                    if (found := window.data.find(wanted)) >= 0:
+                        self._finish_line(window.offset + found + len(wanted))  # the rest of the line it is on
+                        return True
                 ended = ring.closed and not self.running
                 arrived = ring.total > after and until is None
                 remaining = deadline - time.monotonic()
@@ -172,6 +176,16 @@ class BackgroundProcess:
                         return False
                 else:
                     ring.changed.wait(min(remaining, 0.5))
+
+    def _finish_line(self, position: int) -> None:
+        """Wait (at most QUIET_SECONDS after the last output) until the line at `position` has its line break."""
+        ring = self.ring
+        with ring.changed:
+            while b"\n" not in ring.window(position, ring.total).data and not ring.closed:
+                seen = ring.total
+                ring.changed.wait(QUIET_SECONDS)
+                if ring.total == seen:
+                    return
 
     def wait_end(self, seconds: float) -> None:
         """Wait up to `seconds` until the process has ended and everything it wrote is in."""

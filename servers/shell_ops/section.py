@@ -69,10 +69,14 @@ async def run_command(params: RunCommandInput, state: Any, ctx: ToolContext) -> 
     `&&`, redirections, `$(...)`, backticks, variables and `VAR=value` prefixes are refused (INVALID_INPUT):
     make one call per command. Per-program policies refuse flags that run code or write outside the project
     (e.g. `python3 -c`, `node -e`, `find -exec/-delete`, `git -c`, `git diff --output`, `rg --pre`, `sort -o`);
-    path-like arguments and `cwd` must stay inside the roots. The child gets a fixed environment (fixed PATH,
-    private HOME) — nothing from the server. Returns exit_code (non-zero is a normal result), stdout, stderr
-    (each capped: head and tail kept, dropped bytes counted) and duration_ms. Progress is reported about every
-    second. A timeout kills the whole process group and fails with TIMEOUT (last output in the details).
+    path-like arguments and `cwd` must stay inside the roots. Programs are looked up in the project's environment
+    first (the venv — `.venv`, `venv`, any `pyvenv.cfg` directory — and `node_modules/.bin` of `cwd` or above, as
+    an activated venv or `npm run` would: `python`, `pip`, `pytest` are the venv's), then on the server's fixed
+    search path; a program inside the roots may also be given by path (`./gradlew`, `.venv/bin/pytest`). The child
+    gets a fixed environment (that PATH, a private HOME) — nothing from the server. Returns exit_code (non-zero is
+    a normal result), stdout, stderr (each capped: head and tail kept, dropped bytes counted) and duration_ms.
+    Progress is reported about every second. A timeout kills the whole process group and fails with TIMEOUT (last
+    output in the details). For a program that keeps running (a dev server, a watcher, a REPL), use start_process.
     """
     timeout = state.timeout_for(params.timeout_seconds)
     data = await state.run_command(params.command, params.cwd, timeout, _progress(ctx, "command", timeout))
