@@ -43,10 +43,19 @@ PARTIAL_OUTPUT_BYTES = 4096
 RULES = [
     "No shell: commands are argv lists (strings are split with shlex); `;`, `|`, `&&`, redirections and `$(...)` "
     "are refused (INVALID_INPUT).",
-    "Programs are resolved on the fixed search path only; shells and wrappers are never allowed (PERMISSION_DENIED).",
+    "Programs are resolved in the project environment of cwd first (its venv's bin and node_modules/.bin, from cwd "
+    "up to its root), then on the fixed search path; the system tools and git always on the fixed search path. "
+    "Shells and wrappers are never allowed (PERMISSION_DENIED).",
+    "A program inside the roots may be given by path (./gradlew, .venv/bin/pytest) unless project_programs is off; "
+    "it gets the policy of its name and must not lead to a never-allowed program or outside what the sandbox shows.",
+    "A venv's base interpreter outside the roots (pyenv, uv, Homebrew) is shown read-only only once verified to be "
+    "a Python installation; never the home directory, a root or the server's state.",
+    "start_process keeps a program running under the same rules; its output is kept in a bounded ring, it ends at "
+    "stop_process, at the end of its lifetime, or with the server; published ports carry connections in, the "
+    "program gets no network.",
     "Path-like arguments and cwd must resolve inside the roots; secret files (.env, keys, ...) are refused.",
-    "Children get a fixed environment: PATH, a private HOME/TMPDIR, LANG=C.UTF-8, git/npm hardening; nothing "
-    "inherited from the server.",
+    "Children get a fixed environment: PATH (the project environment first), VIRTUAL_ENV in a venv, a private "
+    "HOME/TMPDIR, LANG=C.UTF-8, git/npm hardening; nothing inherited from the server.",
     "A non-zero exit code is a normal result; a timeout kills the whole process group and is a TIMEOUT error "
     "whose details hold the last output; a program that cannot start is EXECUTION_FAILED.",
     "Output is capped per stream; head and tail are kept and the dropped byte count is reported.",
