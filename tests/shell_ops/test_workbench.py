@@ -96,6 +96,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for name, text in (("ticker.py", TICKER), ("flood.py", FLOOD), ("spawner.py", SPAWNER), ("secret.py", SECRET)):
         (root / "tools" / name).write_text(text)
     (root / "tools" / "where.py").write_text(WHERE)
+    check = root / "tools" / "check.sh"
+    check.write_text('#!/bin/sh\necho checked "$@" in "$(pwd)"\n')
+    check.chmod(0o755)
     odd = root / "tools" / "odd.sh"
     odd.write_text("#!/opt/no-such-interpreter/bin/python\nprint('never')\n")
     odd.chmod(0o755)
@@ -239,6 +242,14 @@ async def test_a_node_project_runs_its_local_tools_on_a_verified_node(client: Cl
     script = await call(client, "run_npm_script", script="greet", cwd="node-proj")
     assert "hello from-npm" in script["stdout"], script
     await fail(client, "run_command", "PERMISSION_DENIED", command=["npx", "cowsay", "moo"], cwd="node-proj")
+
+
+@pytest.mark.anyio
+async def test_the_projects_own_programs_run_by_path(client: Client, world: dict[str, Path]) -> None:
+    ran = await call(client, "run_command", command=["../tools/check.sh", "--fast"], cwd="srv")
+    assert ran["stdout"] == f"checked --fast in {world['root'] / 'srv'}\n" and ran["sandbox"] == "bubblewrap", ran
+    started = await call(client, "start_process", command=["./tools/check.sh", "bg"], wait_seconds=5)
+    assert started["output"].startswith("checked bg") and started["process"]["state"] == "exited"
 
 
 @pytest.mark.anyio
