@@ -335,7 +335,8 @@ class ProcessSummary(BaseModel):
         "the end of its lifetime)."
     )
     exit_code: int | None = Field(
-        description="Its exit status once ended; killed by signal N: 128+N inside bubblewrap, -N without a sandbox."
+        description="Its exit status once ended; killed by signal N: 128+N inside bubblewrap (-9 when its whole "
+        "sandbox was killed), -N without a sandbox."
     )
     started_at: str
     elapsed_seconds: float

@@ -30,7 +30,7 @@ from mcp_sections.servers.shell_ops.relay import PortPublisher, relay_argv
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
 from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.sandbox import Confinement, Sandbox, detect
+from mcp_sections.shared.sandbox import Confinement, Sandbox, detect, install_prefixes
 from mcp_sections.shared.toolchains import ProjectToolchain
 
 logger = logging.getLogger("mcp_sections.shell_ops")
@@ -95,10 +95,16 @@ class ShellOps:
             self._sandbox = detect(self.settings.sandbox)
         return self._sandbox
 
-    def confinement(self, home: Path, toolchain: ProjectToolchain | None = None) -> Confinement:
+    def confinement(
+        self, home: Path, toolchain: ProjectToolchain | None = None, program: str | None = None
+    ) -> Confinement:
         """What a program sees: the roots (writable: commands may build, format, commit), its private HOME, and the
-        verified interpreter installations its project environment needs (read-only)."""
-        readable = (toolchain or self.guard.base_toolchain()).readable
+        verified interpreter installations its project environment needs (read-only). `program`: a program that is
+        not the sandbox's first one (behind the port relay) and needs its own install prefix shown."""
+        readable = [*(toolchain or self.guard.base_toolchain()).readable]
+        if program is not None:
+            shown = Confinement(writable=(*self.paths.roots, home), readable=tuple(readable))
+            readable += [] if shown.shows(os.path.abspath(program)) else [Path(p) for p in install_prefixes(program)]
         return Confinement.within(self.paths, writable=(*self.paths.roots, home), readable=readable)
 
     def environment(self, toolchain: ProjectToolchain | None) -> dict[str, str]:
@@ -420,7 +426,11 @@ class ShellOps:
         home = new_private_home()
         try:
             process = self.processes.start(
-                sandbox.wrap(argv, checked.cwd, self.confinement(home, checked.toolchain)),
+                sandbox.wrap(
+                    argv,
+                    checked.cwd,
+                    self.confinement(home, checked.toolchain, checked.executable if publisher is not None else None),
+                ),
                 cwd=checked.cwd,
                 env={
                     **self.environment(checked.toolchain),

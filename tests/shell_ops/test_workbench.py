@@ -58,6 +58,12 @@ SECRET = (
     "import time\nprint('export GITHUB_TOKEN=ghp_' + 'a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8', flush=True)\n"
     "time.sleep(30)\n"
 )
+NODE_SERVER = """
+const http = require("http");
+const port = Number(process.env.PORT);
+http.createServer((req, res) => res.end("node says hi from " + process.execPath + "\\n"))
+  .listen(port, "127.0.0.1", () => console.log("listening on " + port));
+"""
 HELLO_CLI = "#!/usr/bin/env node\nconsole.log('hello', process.argv.slice(2).join(' '), process.execPath)\n"
 
 
@@ -134,6 +140,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         (project / "package.json").write_text(
             json.dumps({"name": "node-proj", "version": "1.0.0", "scripts": {"greet": "hello from-npm"}})
         )
+        (project / "server.js").write_text(NODE_SERVER)
         subprocess.run(
             ["npm", "install", "--offline", "--no-audit", "--no-fund", "--ignore-scripts", "./tools/hello"],
             cwd=project,
@@ -153,6 +160,11 @@ async def client(world: dict[str, Path]) -> AsyncIterator[Client]:
     search_path = "/usr/local/bin:/usr/bin:/bin"
     if "nvm" in world:
         search_path = f"{world['nvm'] / 'bin'}:{search_path}"  # an operator's nvm node, first
+    if UV.exists():
+        (base / "uv-bin").mkdir(exist_ok=True)
+        (base / "uv-bin" / "uv").unlink(missing_ok=True)
+        (base / "uv-bin" / "uv").symlink_to(UV)  # uv where an operator put it: outside the system directories
+        search_path = f"{base / 'uv-bin'}:{search_path}"
     env = {
         "MCP_SECTIONS_CONFIG": str(base / "absent.toml"),
         "MCP_SECTIONS_DATA_DIR": str(base / "data"),
@@ -216,6 +228,33 @@ async def test_a_uv_venv(client: Client, world: dict[str, Path]) -> None:
         client, "run_command", command=["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd="uv-proj"
     )
     assert tests["exit_code"] == 0 and "1 passed" in tests["stdout"], tests
+    via_uv = await call(
+        client, "run_command", command=["uv", "run", "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd="uv-proj"
+    )
+    assert via_uv["exit_code"] == 0 and "1 passed" in via_uv["stdout"], via_uv
+    await fail(client, "run_command", "PERMISSION_DENIED", command=["uv", "run", "bash"], cwd="uv-proj")
+    await fail(client, "run_command", "PERMISSION_DENIED", command=["uv", "pip", "install", "x"], cwd="uv-proj")
+
+
+@pytest.mark.anyio
+async def test_uv_run_serves_behind_a_published_port(client: Client, world: dict[str, Path]) -> None:
+    """uv lives outside the system directories and runs behind the relay: its own prefix is shown all the same."""
+    if not (world["root"] / "uv-proj" / ".venv").exists():
+        pytest.skip("uv is not installed next to the test interpreter")
+    port = free_port()
+    started = await call(
+        client,
+        "start_process",
+        command=["uv", "run", "python", "-m", "http.server", "--bind", "127.0.0.1", str(port)],
+        cwd="uv-proj",
+        ports=[port],
+        wait_for="Serving HTTP",
+        wait_seconds=20,
+    )
+    assert started["ready"] is True, started
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/test_sample.py", timeout=10) as response:
+        assert response.read().decode() == SAMPLE_TEST
+    await call(client, "stop_process", process_id=started["process"]["process_id"], signal="SIGINT")
 
 
 @pytest.mark.anyio
@@ -315,6 +354,29 @@ async def test_a_dev_server_is_fetched_through_its_published_port(client: Client
     assert stopped["process"]["state"] == "stopped" and "Keyboard interrupt" in stopped["output"]
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
+
+
+@pytest.mark.anyio
+async def test_a_node_dev_server_on_an_interpreter_outside_the_system(client: Client, world: dict[str, Path]) -> None:
+    """The program behind the relay is not the sandbox's first one: its own installation is shown all the same."""
+    if not HAVE_NPM:
+        pytest.skip("node and npm are not installed")
+    port = free_port()
+    started = await call(
+        client,
+        "start_process",
+        command=["node", "server.js"],
+        cwd="node-proj",
+        env={"PORT": str(port)},
+        ports=[port],
+        wait_for="listening",
+        wait_seconds=15,
+    )
+    assert started["ready"] is True, started
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as response:
+        assert response.read().decode().strip() == f"node says hi from {world['nvm'] / 'bin' / 'node'}"
+    stopped = await call(client, "stop_process", process_id=started["process"]["process_id"])
+    assert stopped["process"]["state"] == "stopped"
 
 
 @pytest.mark.anyio
