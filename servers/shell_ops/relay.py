@@ -138,8 +138,11 @@ class PortPublisher:
             threading.Thread(target=self._accept, args=(listener, port), name=f"relay-{port}", daemon=True).start()
 
     def close(self) -> None:
+        """Stop listening at once (the port is free again when this returns) and end the relay's control."""
         self._closed = True
         for sock in (*self._listeners, self.control, self.inside):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked in accept(), which close() alone does not
             with contextlib.suppress(OSError):
                 sock.close()
 

@@ -354,6 +354,18 @@ async def test_a_dev_server_is_fetched_through_its_published_port(client: Client
     assert stopped["process"]["state"] == "stopped" and "Keyboard interrupt" in stopped["output"]
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
+    again = await call(  # the port is free again as soon as stop_process returns
+        client,
+        "start_process",
+        command=["python3", "-m", "http.server", "--bind", "127.0.0.1", str(port)],
+        cwd="srv",
+        ports=[port],
+        wait_for="Serving HTTP",
+        wait_seconds=15,
+    )
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=10) as response:
+        assert b"served from inside the sandbox" in response.read()
+    await call(client, "stop_process", process_id=again["process"]["process_id"], signal="SIGKILL")
 
 
 @pytest.mark.anyio
