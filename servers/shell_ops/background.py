@@ -204,6 +204,7 @@ class ProcessTable:
         self.max_lifetime = max_lifetime
         self._processes: dict[str, BackgroundProcess] = {}
         self._lock = threading.Lock()
+        self._starting = threading.Lock()
         self._ids = itertools.count(1)
         self._closed = False
         # One long-lived thread spawns every process: a parent-death signal follows the thread that forked.
@@ -244,39 +245,44 @@ class ProcessTable:
         on_end: Callable[[], None] | None = None,
     ) -> BackgroundProcess:
         """Spawn `argv` (already wrapped in the sandbox) and keep it running; `home` is removed when it ends."""
-        with self._lock:
-            if self._closed:
-                raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the server is shutting down; no process can start.")
-        self.reserve()
-        spawn = _spawner(argv, cwd, env, pass_fds, die_with_server=not sandboxed)
-        try:
-            popen = self._spawner.submit(spawn).result()
-        except OSError as exc:
-            raise ToolFailure(
-                ErrorCode.EXECUTION_FAILED,
-                f"{os.path.basename(argv[0])} could not be started: {exc.strerror or exc}; check that it is installed.",
-            ) from None
-        process = BackgroundProcess(
-            id=f"p{next(self._ids)}",
-            command=command,
-            cwd=shown_cwd,
-            popen=popen,
-            ring=OutputRing(self.output_bytes),
-            home=home,
-            lifetime=lifetime,
-            sandboxed=sandboxed,
-            ports=tuple(ports),
-            on_end=on_end,
-        )
-        with self._lock:
-            self._processes[process.id] = process
-            self._forget_finished()
+        with self._starting:  # one start at a time: the limit holds for calls made at once too
+            with self._lock:
+                if self._closed:
+                    raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the server is shutting down; no process can start.")
+            self.reserve()
+            process = BackgroundProcess(
+                id=f"p{next(self._ids)}",
+                command=command,
+                cwd=shown_cwd,
+                popen=self._popen(argv, cwd, env, pass_fds, sandboxed),
+                ring=OutputRing(self.output_bytes),
+                home=home,
+                lifetime=lifetime,
+                sandboxed=sandboxed,
+                ports=tuple(ports),
+                on_end=on_end,
+            )
+            with self._lock:
+                self._processes[process.id] = process
+                self._forget_finished()
         reader = threading.Thread(target=_pump, args=(process,), name=f"shell-ops-{process.id}-out", daemon=True)
         reader.start()
         threading.Thread(
             target=self._watch, args=(process, reader), name=f"shell-ops-{process.id}-wait", daemon=True
         ).start()
         return process
+
+    def _popen(
+        self, argv: Sequence[str], cwd: Path, env: Mapping[str, str], pass_fds: Sequence[int], sandboxed: bool
+    ) -> subprocess.Popen[bytes]:
+        spawn = _spawner(argv, cwd, env, pass_fds, die_with_server=not sandboxed)
+        try:
+            return self._spawner.submit(spawn).result()
+        except OSError as exc:
+            raise ToolFailure(
+                ErrorCode.EXECUTION_FAILED,
+                f"{os.path.basename(argv[0])} could not be started: {exc.strerror or exc}; check that it is installed.",
+            ) from None
 
     def get(self, process_id: str) -> BackgroundProcess:
         with self._lock:
