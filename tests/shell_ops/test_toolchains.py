@@ -175,6 +175,9 @@ def test_programs_given_by_a_path_inside_the_roots_run_with_the_policy_of_their_
     bash = project / "app" / "tool"
     bash.symlink_to("/bin/bash")
     assert "never allowed" in refusal(guard, ["./tool"], "app").message
+    python = project / "app" / "pytest"
+    python.symlink_to("/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable)
+    assert "another program than its name says" in refusal(guard, ["./pytest", "-c", "print(1)"], "app").message
     (project / "app" / "sh").write_text("#!/bin/sh\n")
     assert "never allowed" in refusal(guard, ["./sh"], "app").message
     (project / "app" / "data.txt").write_text("x\n")

@@ -225,11 +225,18 @@ class CommandGuard:
             raise denied(f"{shown[:200]!r} leads to {real!r}, which is never allowed: {NEVER_ALLOWED[target]}.")
         if self._paths.root_of(real) is not None:
             self._paths.resolve(real, purpose="execute")  # not the own state, not a protected file
-        elif not (any(is_inside(real, system) for system in SYSTEM_DIRECTORIES) or toolchain.shows(real)):
+            return str(entry)
+        if not (any(is_inside(real, system) for system in SYSTEM_DIRECTORIES) or toolchain.shows(real)):
             raise denied(
                 f"{shown[:200]!r} leads outside the roots to {real!r}, which the sandbox does not show (only the "
                 "system directories and verified interpreter installations are); run a program inside the roots or "
                 "an allowed program by name."
+            )
+        named, runs = policy_for(entry.name), policy_for(target)
+        if named.name != runs.name:  # `.venv/bin/pytest` → python3: `pytest -c CODE` would be `python3 -c CODE`
+            raise denied(
+                f"{shown[:200]!r} leads to {real!r}, another program than its name says (its arguments would be "
+                f"checked by the {named.name} policy, not the {runs.name} one); run {target!r} by its own name."
             )
         return str(entry)
 
