@@ -230,3 +230,151 @@ class ListSafeCommandsResult(ToolResult):
     max_output_bytes: int
     rules: list[str]
     sandbox: SandboxInfo = Field(description="The OS sandbox every program runs in, or why none can run.")
+
+
+# -- long-running processes -------------------------------------------------------------------------------
+
+ProcessState = Literal["running", "exited", "stopped", "expired"]
+ProcessId = Annotated[str, Field(min_length=1, max_length=40, description="The id start_process returned (`p1`).")]
+MAX_BYTES_DESCRIPTION = "At most this many bytes of output are returned (cut after a line break when more follows)."
+
+
+class StartProcessInput(ToolInput):
+    command: (
+        Annotated[list[Annotated[str, Field(max_length=MAX_ARGUMENT_CHARS)]], Field(min_length=1, max_length=256)]
+        | Annotated[str, Field(min_length=1, max_length=MAX_ARGUMENT_CHARS)]
+    ) = Field(
+        description='The command as an argv list (preferred), e.g. ["npm", "run", "dev"] or ["python3", "-i"]; the '
+        "same rules as run_command (allow-list, policies, no shell)."
+    )
+    cwd: str | None = Field(default=None, description=CWD_DESCRIPTION, max_length=4096)
+    env: dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=4096)]] = Field(
+        default_factory=dict,
+        max_length=32,
+        description="Environment variables to add, from the server's allowed names (PORT, NODE_ENV, DEBUG, ...; "
+        "list_processes shows them).",
+    )
+    ports: list[Annotated[int, Field(ge=1024, le=65535)]] = Field(
+        default_factory=list,
+        max_length=8,
+        description="Loopback ports the program listens on, published on the host's 127.0.0.1 under the same number "
+        "(e.g. [8000] for a dev server), so that it can be fetched; the program itself still has no network.",
+    )
+    wait_seconds: float = Field(
+        default=2.0, ge=0, le=60, description="How long to wait for the first output before returning."
+    )
+    wait_for: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Return as soon as this text appears in the output (e.g. 'Listening on'), within wait_seconds.",
+    )
+    lifetime_seconds: float | None = Field(
+        default=None, gt=0, le=7 * 86400, description="Kill it after this long (default and maximum: the server's)."
+    )
+    max_bytes: int = Field(default=16384, ge=256, le=1024 * 1024, description=MAX_BYTES_DESCRIPTION)
+
+
+class ReadProcessOutputInput(ToolInput):
+    process_id: ProcessId
+    offset: int | None = Field(
+        default=None,
+        ge=0,
+        description="Read from this byte offset of the process's output (a `next_offset` or `offset` returned "
+        "earlier); default: where the last read stopped (new output only).",
+    )
+    max_bytes: int = Field(default=65536, ge=256, le=1024 * 1024, description=MAX_BYTES_DESCRIPTION)
+    wait_seconds: float = Field(
+        default=0,
+        ge=0,
+        le=60,
+        description="When there is no new output yet, wait up to this long for some (or for the process to end).",
+    )
+
+
+class WriteProcessInputInput(ToolInput):
+    process_id: ProcessId
+    input: str = Field(max_length=65536, description="Text to write to the process's standard input.")
+    newline: bool = Field(default=True, description="Add a line break after `input` (as pressing Enter does).")
+    close_input: bool = Field(default=False, description="Close its standard input afterwards (end of input).")
+    wait_seconds: float = Field(
+        default=1.0, ge=0, le=60, description="Wait up to this long for the output the input causes."
+    )
+    max_bytes: int = Field(default=16384, ge=256, le=1024 * 1024, description=MAX_BYTES_DESCRIPTION)
+
+
+class StopProcessInput(ToolInput):
+    process_id: ProcessId
+    signal: Literal["SIGTERM", "SIGINT", "SIGHUP", "SIGKILL"] = Field(
+        default="SIGTERM", description="Sent to the program first (SIGINT is Ctrl-C); SIGKILL ends it at once."
+    )
+    grace_seconds: float = Field(
+        default=5.0, ge=0, le=60, description="How long it may take to end before its whole sandbox is killed."
+    )
+    max_bytes: int = Field(default=16384, ge=256, le=1024 * 1024, description=MAX_BYTES_DESCRIPTION)
+
+
+class ListProcessesInput(ToolInput):
+    pass
+
+
+class PublishedPort(BaseModel):
+    port: int
+    url: str = Field(
+        description="Where the program's server answers on this machine (web_ops may fetch it when its "
+        "operator allowed the address)."
+    )
+
+
+class ProcessSummary(BaseModel):
+    process_id: str
+    command: list[str] = Field(description="The absolute program and its arguments.")
+    cwd: str
+    state: ProcessState = Field(
+        description="running; exited (by itself); stopped (stop_process or the server's end); expired (killed at "
+        "the end of its lifetime)."
+    )
+    exit_code: int | None = Field(
+        description="Its exit status once ended; killed by signal N: 128+N inside bubblewrap (-9 when its whole "
+        "sandbox was killed), -N without a sandbox."
+    )
+    started_at: str
+    elapsed_seconds: float
+    total_bytes: int = Field(description="Bytes of output written so far.")
+    unread_bytes: int = Field(description="Output after where the last read stopped.")
+    ports: list[PublishedPort]
+
+
+class ProcessOutputResult(ToolResult):
+    process: ProcessSummary
+    output: str = Field(description="stdout and stderr interleaved as written, from `offset` to `next_offset`.")
+    offset: int = Field(description="Byte offset of the first byte of `output` in everything the process wrote.")
+    next_offset: int = Field(description="Where this read stopped: the next read without `offset` starts here.")
+    dropped_bytes: int = Field(
+        description="Bytes asked for that were no longer kept (the server keeps the last part of each process's "
+        "output); they are lost."
+    )
+    more: bool = Field(description="More output is already available after next_offset.")
+    ready: bool | None = Field(default=None, description="start_process: whether `wait_for` appeared.")
+    sandbox: Literal["bubblewrap", "seatbelt", "off"]
+    warning: str | None = None
+
+    def render_text(self) -> str:
+        info = self.process
+        status = info.state if info.exit_code is None else f"{info.state}, exit {info.exit_code}"
+        head = f"{info.process_id} ({status}) {' '.join(info.command)[:200]} in {info.cwd}"
+        if info.ports:
+            head += " — " + ", ".join(port.url for port in info.ports)
+        if self.warning:
+            head = f"WARNING: {self.warning}\n{head}"
+        lost = f"[... {self.dropped_bytes} bytes no longer kept ...]\n" if self.dropped_bytes else ""
+        tail = f"\n[more output after offset {self.next_offset}]" if self.more else ""
+        return f"{head}\n--- output (bytes {self.offset}-{self.next_offset}) ---\n{lost}{self.output}{tail}"
+
+
+class ListProcessesResult(ToolResult):
+    processes: list[ProcessSummary]
+    running: int
+    max_processes: int
+    max_lifetime_seconds: float
+    environment_names: list[str] = Field(description="Environment variables start_process may add.")

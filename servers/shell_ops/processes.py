@@ -86,12 +86,23 @@ def home_environment(home: Path) -> dict[str, str]:
 def private_home() -> Iterator[Path]:
     """A fresh private home (mode 0700, with its `tmp`) for one program, removed afterwards: nothing a program does
     to its home or TMPDIR (remove it, replace it by a file, fill it) reaches the next call."""
-    home = Path(tempfile.mkdtemp(prefix="mcp-sections-call-"))
+    home = new_private_home()
     try:
-        (home / "tmp").mkdir()
         yield home
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def new_private_home() -> Path:
+    """A fresh private home (mode 0700, with its `tmp`); the caller removes it (a long-running process keeps its
+    own for its life)."""
+    home = Path(tempfile.mkdtemp(prefix="mcp-sections-call-"))
+    try:
+        (home / "tmp").mkdir()
+    except OSError:
+        shutil.rmtree(home, ignore_errors=True)
+        raise
+    return home
 
 
 class CappedBuffer:

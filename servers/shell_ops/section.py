@@ -12,16 +12,26 @@ from mcp_sections.servers.shell_ops.models import (
     GitLogResult,
     GitStatusInput,
     GitStatusResult,
+    ListProcessesInput,
+    ListProcessesResult,
     ListSafeCommandsInput,
     ListSafeCommandsResult,
     NpmScriptResult,
+    ProcessOutputResult,
+    ReadProcessOutputInput,
     RunCommandInput,
     RunNpmScriptInput,
+    StartProcessInput,
+    StopProcessInput,
+    WriteProcessInputInput,
 )
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.requirements import Requirement, no_sandbox, program
 from mcp_sections.shared.sections import Container, Section, SectionRuntime
-from mcp_sections.shared.tools import OPEN_WORLD, READ_ONLY, ToolContext, tool
+from mcp_sections.shared.tools import OPEN_WORLD, OVERWRITE, READ_ONLY, Annotations, ToolContext, tool
+
+READS_OUTPUT = Annotations(read_only=True, destructive=False, idempotent=False, open_world=False)
+"""Reads a process's output and moves its read position (the next call returns newer output)."""
 
 
 def open_state(runtime: SectionRuntime) -> Any:
@@ -59,10 +69,14 @@ async def run_command(params: RunCommandInput, state: Any, ctx: ToolContext) -> 
     `&&`, redirections, `$(...)`, backticks, variables and `VAR=value` prefixes are refused (INVALID_INPUT):
     make one call per command. Per-program policies refuse flags that run code or write outside the project
     (e.g. `python3 -c`, `node -e`, `find -exec/-delete`, `git -c`, `git diff --output`, `rg --pre`, `sort -o`);
-    path-like arguments and `cwd` must stay inside the roots. The child gets a fixed environment (fixed PATH,
-    private HOME) — nothing from the server. Returns exit_code (non-zero is a normal result), stdout, stderr
-    (each capped: head and tail kept, dropped bytes counted) and duration_ms. Progress is reported about every
-    second. A timeout kills the whole process group and fails with TIMEOUT (last output in the details).
+    path-like arguments and `cwd` must stay inside the roots. Programs are looked up in the project's environment
+    first (the venv — `.venv`, `venv`, any `pyvenv.cfg` directory — and `node_modules/.bin` of `cwd` or above, as
+    an activated venv or `npm run` would: `python`, `pip`, `pytest` are the venv's), then on the server's fixed
+    search path; a program inside the roots may also be given by path (`./gradlew`, `.venv/bin/pytest`). The child
+    gets a fixed environment (that PATH, a private HOME) — nothing from the server. Returns exit_code (non-zero is
+    a normal result), stdout, stderr (each capped: head and tail kept, dropped bytes counted) and duration_ms.
+    Progress is reported about every second. A timeout kills the whole process group and fails with TIMEOUT (last
+    output in the details). For a program that keeps running (a dev server, a watcher, a REPL), use start_process.
     """
     timeout = state.timeout_for(params.timeout_seconds)
     data = await state.run_command(params.command, params.cwd, timeout, _progress(ctx, "command", timeout))
@@ -191,6 +205,132 @@ def list_safe_commands(params: ListSafeCommandsInput, state: Any) -> ListSafeCom
     return ListSafeCommandsResult(**state.describe())
 
 
+@tool(
+    name="start_process",
+    title="Start a long-running process",
+    annotations=OPEN_WORLD,
+    examples=(
+        "start the dev server and keep it running",
+        "run a watcher in the background",
+        "open a Python REPL I can send lines to",
+        "start a long test run and check on it later",
+    ),
+)
+def start_process(params: StartProcessInput, state: Any) -> ProcessOutputResult:
+    """Start one allow-listed program that keeps running (a dev server, a watcher, a REPL such as `python3 -i`, a
+    long test run), checked and confined exactly like run_command: the same allow-list, policies, project
+    environment and OS sandbox; no shell.
+
+    Waits up to `wait_seconds` (or until `wait_for` appears in the output, or the program ends) and returns its
+    first output and `process_id`. Then: read_process_output (new output), write_process_input (its stdin),
+    stop_process, list_processes. `env` adds variables from the server's allowed names (PORT, NODE_ENV, ...).
+    `ports`: loopback ports the program listens on, published on the host's 127.0.0.1 so that its server can be
+    fetched (web_ops, when its operator allows the address); the program itself still has no network. Limits: the
+    server's number of processes at once (MAX_LIMIT_EXCEEDED beyond), their lifetime, and the output kept per
+    process (the oldest is dropped and counted). Every process ends with the server.
+    """
+    return ProcessOutputResult(
+        **state.start_process(
+            params.command,
+            params.cwd,
+            params.env,
+            params.ports,
+            params.wait_seconds,
+            params.wait_for,
+            params.lifetime_seconds,
+            params.max_bytes,
+        )
+    )
+
+
+@tool(
+    name="read_process_output",
+    title="Read a process's output",
+    annotations=READS_OUTPUT,
+    examples=(
+        "what did the dev server print",
+        "check on the running tests",
+        "show the new output of the background process",
+        "did the watcher rebuild",
+    ),
+)
+def read_process_output(params: ReadProcessOutputInput, state: Any) -> ProcessOutputResult:
+    """The output (stdout and stderr interleaved) of a process started with start_process: by default what it
+    wrote since the last read; with `offset`, from that byte on (the server keeps the last part of each process's
+    output; `dropped_bytes` counts what was asked for but is gone). At most `max_bytes`, cut after a line break;
+    `more` says whether more is waiting. With `wait_seconds`, waits for new output when there is none yet. Also
+    returns the process's state and exit code. Works on ended processes too (the most recent ones are kept).
+    """
+    return ProcessOutputResult(
+        **state.read_process_output(params.process_id, params.offset, params.max_bytes, params.wait_seconds)
+    )
+
+
+@tool(
+    name="write_process_input",
+    title="Write to a process's input",
+    annotations=OPEN_WORLD,
+    examples=(
+        "type a line into the REPL",
+        "answer the prompt of the running program",
+        "send input to the background process",
+        "end the program's input",
+    ),
+)
+def write_process_input(params: WriteProcessInputInput, state: Any) -> ProcessOutputResult:
+    """Write `input` (plus a line break, unless `newline` is false) to the standard input of a running process
+    started with start_process — a REPL (`python3 -i`), an interactive tool — then wait up to `wait_seconds` for
+    the output it causes and return the unread output. `close_input` ends its input (EOF) afterwards. What a REPL
+    runs is confined like every program (inside the sandbox). Fails with EXECUTION_FAILED when the process has
+    ended or closed its input.
+    """
+    return ProcessOutputResult(
+        **state.write_process_input(
+            params.process_id, params.input, params.newline, params.close_input, params.wait_seconds, params.max_bytes
+        )
+    )
+
+
+@tool(
+    name="stop_process",
+    title="Stop a process",
+    annotations=OVERWRITE,
+    examples=(
+        "stop the dev server",
+        "kill the background process",
+        "press Ctrl-C in the running program",
+        "end the watcher",
+    ),
+)
+def stop_process(params: StopProcessInput, state: Any) -> ProcessOutputResult:
+    """Stop a process started with start_process: send `signal` (SIGTERM by default; SIGINT is Ctrl-C) to the
+    program, wait up to `grace_seconds` for it to end, then kill its whole sandbox (every process it started).
+    Returns its final state, exit code and unread output. Stopping an ended process changes nothing.
+    """
+    return ProcessOutputResult(
+        **state.stop_process(params.process_id, params.signal, params.grace_seconds, params.max_bytes)
+    )
+
+
+@tool(
+    name="list_processes",
+    title="List long-running processes",
+    annotations=READ_ONLY,
+    examples=(
+        "which background processes are running",
+        "is the dev server still up",
+        "list the processes I started",
+        "show the running and finished processes",
+    ),
+)
+def list_processes(params: ListProcessesInput, state: Any) -> ListProcessesResult:
+    """The processes started with start_process — running, and the most recent ended ones — with their command,
+    working directory, state, exit code, age, output size, unread output and published ports; the limit of
+    processes at once, their maximum lifetime, and the environment variables start_process may add.
+    """
+    return ListProcessesResult(**state.list_processes())
+
+
 SECTION = Section(
     id="shell_ops",
     requirements=(
@@ -204,12 +344,26 @@ SECTION = Section(
     output_source="program output",
     container=Container(stage="runtime-tools", workspace="write"),
     name="Shell operations",
-    description="Run allow-listed programs without a shell, package.json scripts, and hardened git queries, "
-    "confined to the allowed roots.",
-    tools=(run_command, run_npm_script, git_status, git_diff, git_log, list_safe_commands),
+    description="Run allow-listed programs without a shell — one-shot or long-running (dev servers, watchers, "
+    "REPLs) — package.json scripts, and hardened git queries, confined to the allowed roots.",
+    tools=(
+        run_command,
+        run_npm_script,
+        git_status,
+        git_diff,
+        git_log,
+        list_safe_commands,
+        start_process,
+        read_process_output,
+        write_process_input,
+        stop_process,
+        list_processes,
+    ),
     instructions=(
         "Commands never go through a shell: pass argv lists, one command per call. Call list_safe_commands to see "
-        "which programs and flags are allowed. Prefer git_status/git_diff/git_log over `git` in run_command."
+        "which programs and flags are allowed. Prefer git_status/git_diff/git_log over `git` in run_command. A "
+        "project's venv and node_modules/.bin come first on the search path. For programs that keep running, use "
+        "start_process, then read_process_output / write_process_input / stop_process."
     ),
     settings_model=ShellOpsSettings,
     open_state=open_state,

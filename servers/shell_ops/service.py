@@ -4,26 +4,34 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import signal
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from mcp_sections.servers.shell_ops import git, npm
+from mcp_sections.servers.shell_ops.background import BackgroundProcess, ProcessTable, write_input
 from mcp_sections.servers.shell_ops.policies.allow_list import NEVER_ALLOWED
+from mcp_sections.servers.shell_ops.policies.environment import checked_environment
 from mcp_sections.servers.shell_ops.policies.git import split_git_args
 from mcp_sections.servers.shell_ops.policies.guard import CommandGuard
+from mcp_sections.servers.shell_ops.policies.syntax import invalid
 from mcp_sections.servers.shell_ops.processes import (
     ProcessResult,
     SpawnError,
     child_environment,
     home_environment,
+    new_private_home,
     private_home,
     run_process,
 )
+from mcp_sections.servers.shell_ops.relay import PortPublisher, relay_argv
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
 from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.sandbox import Confinement, Sandbox, detect
+from mcp_sections.shared.sandbox import Confinement, Sandbox, detect, install_prefixes
+from mcp_sections.shared.toolchains import ProjectToolchain
 
 logger = logging.getLogger("mcp_sections.shell_ops")
 
@@ -35,10 +43,19 @@ PARTIAL_OUTPUT_BYTES = 4096
 RULES = [
     "No shell: commands are argv lists (strings are split with shlex); `;`, `|`, `&&`, redirections and `$(...)` "
     "are refused (INVALID_INPUT).",
-    "Programs are resolved on the fixed search path only; shells and wrappers are never allowed (PERMISSION_DENIED).",
+    "Programs are resolved in the project environment of cwd first (its venv's bin and node_modules/.bin, from cwd "
+    "up to its root), then on the fixed search path; the system tools and git always on the fixed search path. "
+    "Shells and wrappers are never allowed (PERMISSION_DENIED).",
+    "A program inside the roots may be given by path (./gradlew, .venv/bin/pytest) unless project_programs is off; "
+    "it gets the policy of its name and must not lead to a never-allowed program or outside what the sandbox shows.",
+    "A venv's base interpreter outside the roots (pyenv, uv, Homebrew) is shown read-only only once verified to be "
+    "a Python installation; never the home directory, a root or the server's state.",
+    "start_process keeps a program running under the same rules; its output is kept in a bounded ring, it ends at "
+    "stop_process, at the end of its lifetime, or with the server; published ports carry connections in, the "
+    "program gets no network.",
     "Path-like arguments and cwd must resolve inside the roots; secret files (.env, keys, ...) are refused.",
-    "Children get a fixed environment: PATH, a private HOME/TMPDIR, LANG=C.UTF-8, git/npm hardening; nothing "
-    "inherited from the server.",
+    "Children get a fixed environment: PATH (the project environment first), VIRTUAL_ENV in a venv, a private "
+    "HOME/TMPDIR, LANG=C.UTF-8, git/npm hardening; nothing inherited from the server.",
     "A non-zero exit code is a normal result; a timeout kills the whole process group and is a TIMEOUT error "
     "whose details hold the last output; a program that cannot start is EXECUTION_FAILED.",
     "Output is capped per stream; head and tail are kept and the dropped byte count is reported.",
@@ -55,7 +72,9 @@ class ShellOps:
         self.settings = settings
         self.paths = PathGuard(list(roots), private=private)
         search_path = self._trusted_search_path(settings.search_path)
-        self.guard = CommandGuard(self.paths, settings.allowed_programs, search_path)
+        self.guard = CommandGuard(
+            self.paths, settings.allowed_programs, search_path, project_programs=settings.project_programs
+        )
         extra: dict[str, str] = {}
         if settings.git_author_name:
             extra["GIT_AUTHOR_NAME"] = extra["GIT_COMMITTER_NAME"] = settings.git_author_name
@@ -64,6 +83,11 @@ class ShellOps:
         # Every program gets a home of its own (processes.private_home); this is the rest of its environment.
         self.env = child_environment(search_path=search_path, home=Path("/nonexistent"), extra=extra)
         self._sandbox: Sandbox | None = None
+        self.processes = ProcessTable(
+            max_running=settings.max_processes,
+            output_bytes=settings.process_output_bytes,
+            max_lifetime=settings.max_process_lifetime_seconds,
+        )
 
     def sandbox(self) -> Sandbox:
         """The sandbox every program runs in (detected on first use; DEPENDENCY_ERROR when none can run)."""
@@ -71,9 +95,23 @@ class ShellOps:
             self._sandbox = detect(self.settings.sandbox, "shell_ops")
         return self._sandbox
 
-    def confinement(self, home: Path) -> Confinement:
-        """What a program sees: the roots (writable: commands may build, format, commit) and its private HOME."""
-        return Confinement.within(self.paths, writable=(*self.paths.roots, home))
+    def confinement(
+        self, home: Path, toolchain: ProjectToolchain | None = None, program: str | None = None
+    ) -> Confinement:
+        """What a program sees: the roots (writable: commands may build, format, commit), its private HOME, and the
+        verified interpreter installations its project environment needs (read-only). `program`: a program that is
+        not the sandbox's first one (behind the port relay) and needs its own install prefix shown."""
+        readable = [*(toolchain or self.guard.base_toolchain()).readable]
+        if program is not None:
+            shown = Confinement(writable=(*self.paths.roots, home), readable=tuple(readable))
+            readable += [] if shown.shows(os.path.abspath(program)) else [Path(p) for p in install_prefixes(program)]
+        return Confinement.within(self.paths, writable=(*self.paths.roots, home), readable=readable)
+
+    def environment(self, toolchain: ProjectToolchain | None) -> dict[str, str]:
+        """The fixed environment with the project environment activated (its `bin` first on PATH, VIRTUAL_ENV)."""
+        if toolchain is None:
+            return dict(self.env)
+        return {**self.env, "PATH": toolchain.search_path(self.guard.search_path), **toolchain.environment()}
 
     def _trusted_search_path(self, search_path: str) -> str:
         """The configured search path minus directories inside the roots (the agent could plant programs there)."""
@@ -86,7 +124,8 @@ class ShellOps:
         return os.pathsep.join(kept) or "/usr/bin:/bin"
 
     def close(self) -> None:
-        """Nothing to release: every program's home is removed when it ends."""
+        """End every long-running process (each program's home is removed when it ends)."""
+        self.processes.close()
 
     # -- plumbing ---------------------------------------------------------------------------------------
 
@@ -110,22 +149,19 @@ class ShellOps:
         progress: Progress = None,
         env: dict[str, str] | None = None,
         confine: bool = True,
+        toolchain: ProjectToolchain | None = None,
     ) -> ProcessResult:
         """Run one checked program inside the OS sandbox (`confine=False` only for the hardened git probes that
-        inspect a repository before anything runs in it: they must see where its config and objects point)."""
-        if not os.access(argv[0], os.X_OK):  # inside the sandbox this would only be bwrap's exit status
-            raise ToolFailure(
-                ErrorCode.EXECUTION_FAILED,
-                f"{os.path.basename(argv[0])} could not be started (not an executable file); check that the program "
-                "is installed.",
-            )
+        inspect a repository before anything runs in it: they must see where its config and objects point).
+        `toolchain`: the project environment of the command (search path, VIRTUAL_ENV, interpreters shown)."""
+        check_executable(argv[0])
         with private_home() as home:
-            confined = self.sandbox().wrap(argv, cwd, self.confinement(home)) if confine else argv
+            confined = self.sandbox().wrap(argv, cwd, self.confinement(home, toolchain)) if confine else argv
             try:
                 return await run_process(
                     confined,
                     cwd=cwd,
-                    env={**(env or self.env), **home_environment(home)},
+                    env={**(env or self.environment(toolchain)), **home_environment(home)},
                     timeout=timeout,
                     max_output_bytes=max_output,
                     progress=progress,
@@ -187,11 +223,25 @@ class ShellOps:
             )
             argv = [*repo.base, *checked.args[len(global_options) :]]
         result = await self._run(
-            argv, checked.cwd, timeout=timeout, max_output=self.settings.max_output_bytes, progress=progress
+            argv,
+            checked.cwd,
+            timeout=timeout,
+            max_output=self.settings.max_output_bytes,
+            progress=progress,
+            toolchain=checked.toolchain,
         )
         if result.timed_out:
             raise self._timed_out(checked.program, timeout, result)
+        self._check_started(checked.executable, result)
         return self._result(checked.executable, checked.args, checked.cwd, result)
+
+    def _check_started(self, executable: str, result: ProcessResult) -> None:
+        """EXECUTION_FAILED when the sandbox could not start the program at all (bubblewrap's own error, exit 1):
+        never a "successful" result with exit code 1."""
+        if self.sandbox().kind == "bubblewrap" and result.exit_code == 1:
+            problem = sandbox_start_failure(result.stderr.text())
+            if problem is not None:
+                raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{os.path.basename(executable)} {problem}")
 
     async def _git_probe(self, argv: list[str], cwd: Path) -> ProcessResult:
         # Outside the sandbox on purpose: a repository whose .git file, alternates or config includes lead out of
@@ -202,8 +252,9 @@ class ShellOps:
     async def run_npm_script(
         self, script: str, args: list[str], cwd: str | None, timeout_seconds: float | None, progress: Progress
     ) -> dict[str, Any]:
-        _, executable = self.guard.resolve_program("npm")
         workdir = self.guard.resolve_cwd(cwd)
+        _, executable = self.guard.resolve_program("npm", workdir)
+        toolchain = self.guard.toolchain(workdir)
         self.paths.resolve(str(workdir / "package.json"), purpose="read")
         scripts = npm.read_scripts(workdir)
         name = npm.checked_script(script, scripts)
@@ -213,10 +264,16 @@ class ShellOps:
         timeout = self.timeout_for(timeout_seconds)
         argv = npm.npm_argv(executable, name, args)
         result = await self._run(
-            argv, workdir, timeout=timeout, max_output=self.settings.max_output_bytes, progress=progress
+            argv,
+            workdir,
+            timeout=timeout,
+            max_output=self.settings.max_output_bytes,
+            progress=progress,
+            toolchain=toolchain,
         )
         if result.timed_out:
             raise self._timed_out(f"npm script {name!r}", timeout, result)
+        self._check_started(executable, result)
         data = self._result(executable, argv[1:], workdir, result)
         data.update(script=name, script_text=scripts[name])
         return data
@@ -338,6 +395,180 @@ class ShellOps:
             "has_more": len(entries) > max_count,
         }
 
+    # -- long-running processes ------------------------------------------------------------------------
+
+    def start_process(
+        self,
+        command: str | list[str],
+        cwd: str | None,
+        env: dict[str, str],
+        ports: list[int],
+        wait_seconds: float,
+        wait_for: str | None,
+        lifetime_seconds: float | None,
+        max_bytes: int,
+    ) -> dict[str, Any]:
+        """Start a checked program in the sandbox and keep it running (background.py); its first output."""
+        checked = self.guard.check(command, cwd)
+        if checked.program == "git":
+            raise invalid("git commands end on their own: use run_command, or git_status, git_diff and git_log.")
+        additions = checked_environment(env, self.settings.process_environment)
+        lifetime = self.processes.lifetime_for(lifetime_seconds)
+        self.processes.reserve()
+        sandbox = self.sandbox()
+        check_executable(checked.executable)
+        publisher = self._publisher(ports, sandbox)
+        argv = checked.argv
+        if publisher is not None:
+            python = self.guard.executable("python3")
+            assert python is not None  # checked by _publisher
+            argv = relay_argv(python, publisher.inside.fileno(), argv)
+        home = new_private_home()
+        try:
+            process = self.processes.start(
+                sandbox.wrap(
+                    argv,
+                    checked.cwd,
+                    self.confinement(home, checked.toolchain, checked.executable if publisher is not None else None),
+                ),
+                cwd=checked.cwd,
+                env={
+                    **self.environment(checked.toolchain),
+                    **home_environment(home),
+                    "PYTHONUNBUFFERED": "1",  # output as it is written, not when a buffer fills
+                    **additions,
+                },
+                home=home,
+                command=checked.argv,
+                shown_cwd=self.paths.relative(checked.cwd),
+                lifetime=lifetime,
+                sandboxed=sandbox.kind == "bubblewrap",
+                pass_fds=[publisher.inside.fileno()] if publisher is not None else (),
+                ports=ports,
+                on_end=publisher.close if publisher is not None else None,
+            )
+        except BaseException:
+            shutil.rmtree(home, ignore_errors=True)
+            if publisher is not None:
+                publisher.close()
+            raise
+        if publisher is not None:
+            publisher.start()
+        ready = process.wait_for_output(0, wait_seconds, settle=False, until=wait_for) if wait_for else None
+        if not wait_for:
+            process.wait_end(wait_seconds)
+        if process.exit_code == 1 and process.sandboxed:
+            problem = sandbox_start_failure(process.ring.window(0, 4096).text())
+            if problem is not None:
+                raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{os.path.basename(checked.executable)} {problem}")
+        return self._process_output(process, process.cursor, max_bytes, ready=ready)
+
+    def _publisher(self, ports: list[int], sandbox: Sandbox) -> PortPublisher | None:
+        """The relay that publishes `ports` (None when there are none, or the program listens on the host itself)."""
+        if not ports:
+            return None
+        if not self.settings.publish_ports:
+            raise ToolFailure(
+                ErrorCode.PERMISSION_DENIED,
+                "publishing ports is off on this server; the operator allows it with `publish_ports = true` in "
+                "[sections.shell_ops] (config.example.toml; environment: MCP_SECTIONS_SHELL_OPS_PUBLISH_PORTS).",
+            )
+        if len(set(ports)) != len(ports):
+            raise invalid("ports lists a port twice; give each once.")
+        if sandbox.kind == "off":
+            return None  # unconfined, the program listens on the host's loopback itself
+        if sandbox.kind != "bubblewrap":
+            raise ToolFailure(
+                ErrorCode.DEPENDENCY_ERROR,
+                "publishing ports works with bubblewrap only (not with Seatbelt yet); omit `ports`.",
+            )
+        if self.guard.executable("python3") is None:
+            raise ToolFailure(
+                ErrorCode.DEPENDENCY_ERROR,
+                f"publishing ports needs python3 on the server's search path ({self.guard.search_path}) for its "
+                "relay inside the sandbox; install python3, or omit `ports`.",
+            )
+        try:
+            return PortPublisher(ports)
+        except OSError as exc:
+            raise ToolFailure(
+                ErrorCode.EXECUTION_FAILED,
+                f"a port of {ports} cannot be published on 127.0.0.1 ({exc.strerror or exc}): something else listens "
+                "there already; choose another port (list_processes shows the ports in use).",
+            ) from None
+
+    def read_process_output(
+        self, process_id: str, offset: int | None, max_bytes: int, wait_seconds: float
+    ) -> dict[str, Any]:
+        process = self.processes.get(process_id)
+        start = process.cursor if offset is None else offset
+        if wait_seconds and process.running and process.ring.total <= start:
+            process.wait_for_output(start, wait_seconds, settle=True)
+        return self._process_output(process, start, max_bytes)
+
+    def write_process_input(
+        self, process_id: str, text: str, newline: bool, close_input: bool, wait_seconds: float, max_bytes: int
+    ) -> dict[str, Any]:
+        process = self.processes.get(process_id)
+        if not process.running:
+            raise ToolFailure(
+                ErrorCode.EXECUTION_FAILED,
+                f"{process.id} has ended ({process.state}, exit code {process.exit_code}); start it again.",
+            )
+        before = process.ring.total
+        write_input(process, (text + ("\n" if newline else "")).encode("utf-8"), close=close_input)
+        if wait_seconds:
+            process.wait_for_output(before, wait_seconds, settle=True)
+        return self._process_output(process, process.cursor, max_bytes)
+
+    def stop_process(self, process_id: str, signal_name: str, grace_seconds: float, max_bytes: int) -> dict[str, Any]:
+        process = self.processes.get(process_id)
+        self.processes.stop(process, getattr(signal, signal_name), grace_seconds)
+        process.wait_end(5.0)  # until its exit code and last output are in
+        return self._process_output(process, process.cursor, max_bytes)
+
+    def list_processes(self) -> dict[str, Any]:
+        processes = self.processes.all()
+        return {
+            "processes": [self._process_summary(process) for process in processes],
+            "running": sum(process.running for process in processes),
+            "max_processes": self.processes.max_running,
+            "max_lifetime_seconds": self.processes.max_lifetime,
+            "environment_names": list(self.settings.process_environment),
+        }
+
+    def _process_output(
+        self, process: BackgroundProcess, start: int, max_bytes: int, ready: bool | None = None
+    ) -> dict[str, Any]:
+        window = process.ring.window(start, max_bytes)
+        process.cursor = window.next_offset
+        return {
+            "process": self._process_summary(process),
+            "output": window.text(),
+            "offset": window.offset,
+            "next_offset": window.next_offset,
+            "dropped_bytes": window.skipped,
+            "more": window.more,
+            "ready": ready,
+            **self.sandbox().result_fields(),
+        }
+
+    @staticmethod
+    def _process_summary(process: BackgroundProcess) -> dict[str, Any]:
+        ring = process.ring
+        return {
+            "process_id": process.id,
+            "command": process.command,
+            "cwd": process.cwd,
+            "state": process.state,
+            "exit_code": process.exit_code,
+            "started_at": process.started_at,
+            "elapsed_seconds": round(process.elapsed(), 1),
+            "total_bytes": ring.total,
+            "unread_bytes": ring.total - max(process.cursor, ring.dropped),
+            "ports": [{"port": port, "url": f"http://127.0.0.1:{port}/"} for port in process.ports],
+        }
+
     def describe(self) -> dict[str, Any]:
         return {
             "programs": self.guard.describe(),
@@ -356,6 +587,29 @@ class ShellOps:
             return self.sandbox().describe()
         except ToolFailure as failure:
             return {"kind": "unavailable", "executable": None, "warning": failure.message, "why": failure.message}
+
+
+def check_executable(path: str) -> None:
+    """EXECUTION_FAILED unless `path` is an executable file (inside the sandbox this would only be bwrap's exit
+    status)."""
+    if not os.access(path, os.X_OK) or not os.path.isfile(path):
+        raise ToolFailure(
+            ErrorCode.EXECUTION_FAILED,
+            f"{os.path.basename(path)} could not be started (not an executable file); check that the program is "
+            "installed.",
+        )
+
+
+def sandbox_start_failure(stderr: str) -> str | None:
+    """What kept bubblewrap from starting a program (its `bwrap: execvp …` line), said plainly; None otherwise."""
+    first = stderr.lstrip().splitlines()[0] if stderr.strip() else ""
+    if not first.startswith("bwrap: "):
+        return None
+    return (
+        f"could not be started inside the sandbox ({first[:300]}). A script's interpreter (its `#!` line) must be "
+        "visible there: inside the roots, in the system directories, or a verified interpreter installation (the "
+        "base Python of a project venv, an interpreter on the server's search path)."
+    )
 
 
 def git_failure(what: str, result: ProcessResult) -> ToolFailure:

@@ -8,6 +8,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator
 
 from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS, check_allow_list
+from mcp_sections.servers.shell_ops.policies.environment import DEFAULT_PROCESS_ENVIRONMENT, check_environment_names
 from mcp_sections.shared.config import SectionSettings
 from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
 
@@ -24,7 +25,16 @@ class ShellOpsSettings(SectionSettings):
     )
     search_path: str = Field(
         default=DEFAULT_SEARCH_PATH,
-        description="The fixed PATH programs are resolved on (and the children's PATH); never the caller's.",
+        description="The fixed PATH programs are resolved on (and the children's PATH); never the caller's. Entries "
+        "inside the roots are ignored: a project's own environment (.venv, node_modules/.bin) is put first per "
+        "command, from its working directory. An interpreter this path leads to outside the system directories "
+        "(nvm's node, a pyenv or Homebrew python3) is shown to programs once verified to be an installation.",
+    )
+    project_programs: bool = Field(
+        default=True,
+        description="Run the project's own programs given by a path inside the roots (./gradlew, .venv/bin/pytest, "
+        "scripts/check.sh), confined like every program. The default allow-list already runs project code (python3, "
+        "node, make, npm); set false together with a read-only allow-list.",
     )
     default_timeout_seconds: float = Field(default=60.0, gt=0, le=3600)
     max_timeout_seconds: float = Field(default=600.0, gt=0, le=86400)
@@ -46,6 +56,43 @@ class ShellOpsSettings(SectionSettings):
         "Seatbelt (sandbox-exec) on macOS and refuses to run commands without a working one; off runs them "
         "unconfined and says so in every result.",
     )
+
+    max_processes: int = Field(
+        default=8, ge=1, le=64, description="Long-running processes (start_process) running at once."
+    )
+    process_output_bytes: int = Field(
+        default=1024 * 1024,
+        ge=64 * 1024,
+        le=64 * 1024 * 1024,
+        description="Output kept per long-running process: the last this many bytes (older output is dropped and "
+        "counted).",
+    )
+    max_process_lifetime_seconds: float = Field(
+        default=3600.0, gt=0, le=7 * 86400, description="A long-running process is killed after this long."
+    )
+    process_environment: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_PROCESS_ENVIRONMENT),
+        description="Environment variables start_process may add (comma-separated in the environment). Names that "
+        "change how programs are found, loaded or configured (PATH, HOME, LD_*, PYTHONPATH, NODE_OPTIONS, GIT_*, "
+        "npm_config_*, ...) are refused even if listed.",
+    )
+    publish_ports: bool = Field(
+        default=True,
+        description="Let start_process publish a sandboxed server's loopback ports on the host's 127.0.0.1 "
+        "(a relay; the program itself still has no network).",
+    )
+
+    @field_validator("process_environment", mode="before")
+    @classmethod
+    def _split_names(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("process_environment", mode="after")
+    @classmethod
+    def _check_names(cls, value: list[str]) -> list[str]:
+        return check_environment_names(value)
 
     @field_validator("allowed_programs", mode="before")
     @classmethod

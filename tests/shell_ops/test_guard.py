@@ -134,7 +134,7 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         ["python3", "-c", "print(1)"],
         ["python3", "-Bc", "print(1)"],
-        ["python3", "-m", "pdb", "src/main.py"],
+        ["python3", "-m", "pdb", "-c", "!import os", "src/main.py"],
         ["python3", "-m", "http.server"],
         ["python3", "-"],
         ["python3", "--check-hash-based-pycs", "always"],

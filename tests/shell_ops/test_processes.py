@@ -1,14 +1,24 @@
-"""The process runner on its own: capped output, spawn failures, fixed environment, group kill."""
+"""The process runner on its own: capped output, spawn failures, fixed environment, group kill; the output ring of
+long-running processes."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from mcp_sections.servers.shell_ops.processes import CappedBuffer, SpawnError, child_environment, run_process
+from mcp_sections.servers.shell_ops.background import OutputRing, descendants
+from mcp_sections.servers.shell_ops.processes import (
+    CappedBuffer,
+    SpawnError,
+    child_environment,
+    kill_group,
+    run_process,
+)
 from mcp_sections.servers.shell_ops.service import ShellOps
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
@@ -84,3 +94,42 @@ def test_an_output_flood_is_stopped_at_the_total_limit(tmp_path: Path) -> None:
     assert result.flooded and not result.timed_out and result.exit_code == -9
     assert 2 * 1024**2 < result.stdout.total < 64 * 1024**2  # read just past the limit, nowhere near 4 GiB
     assert len(result.stdout.raw()) == 1024  # head and tail kept as usual
+
+
+def test_the_output_ring_keeps_the_last_bytes_with_absolute_offsets() -> None:
+    ring = OutputRing(16)
+    ring.feed(b"line one\nline two\n")  # 18 bytes: the first 2 fall out
+    assert ring.total == 18 and ring.dropped == 2
+    window = ring.window(0, 100)
+    assert window.skipped == 2 and window.offset == 2 and window.data == b"ne one\nline two\n"
+    assert window.next_offset == 18 and not window.more
+    cut = ring.window(2, 10)  # more follows: cut after the last line break
+    assert cut.data == b"ne one\n" and cut.next_offset == 9 and cut.more
+    assert ring.window(18, 10).data == b"" and ring.window(50, 10).offset == 18
+
+
+def test_a_window_never_ends_inside_a_character_still_being_written() -> None:
+    ring = OutputRing(1024)
+    ring.feed("é".encode()[:1])
+    assert ring.window(0, 100).data == b""  # the rest of the character has not come yet
+    ring.feed("é".encode()[1:] + b"x")
+    assert ring.window(0, 100).text() == "éx"
+    ring.feed("€".encode()[:2])
+    assert ring.window(3, 100).data == b""
+    ring.close()
+    assert ring.window(3, 100).data == "€".encode()[:2]  # the stream ended: what there is
+
+
+def test_descendants_are_found_from_proc(tmp_path: Path) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess; subprocess.run(['sleep', '5'])"], start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not any(name == "sleep" for _, name in descendants(child.pid)):
+            time.sleep(0.05)
+        assert any(name == "sleep" for _, name in descendants(child.pid))
+    finally:
+        kill_group(child.pid)
+        child.kill()
+        child.wait()

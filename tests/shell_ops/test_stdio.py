@@ -15,7 +15,19 @@ from mcp import Client
 from tests.shell_ops.repos import git, make_repo
 from tests.stdio import annotation_hints, call, check_tools_snapshot, data_of, error_of, section_client
 
-TOOLS = {"run_command", "run_npm_script", "git_status", "git_diff", "git_log", "list_safe_commands"}
+TOOLS = {
+    "run_command",
+    "run_npm_script",
+    "git_status",
+    "git_diff",
+    "git_log",
+    "list_safe_commands",
+    "start_process",
+    "read_process_output",
+    "write_process_input",
+    "stop_process",
+    "list_processes",
+}
 CAP = 8192
 
 SPAWNER = """
@@ -112,10 +124,12 @@ async def test_tools_list_snapshot_and_annotations(client: Client) -> None:
     check_tools_snapshot("shell_ops", tools)
     assert {t.name for t in tools} == TOOLS
     hints = annotation_hints(tools)
-    for name in ("git_status", "git_diff", "git_log", "list_safe_commands"):
+    for name in ("git_status", "git_diff", "git_log", "list_safe_commands", "list_processes"):
         assert hints[name] == (True, False, True, False)
-    for name in ("run_command", "run_npm_script"):
+    for name in ("run_command", "run_npm_script", "start_process", "write_process_input"):
         assert hints[name] == (False, True, False, True)
+    assert hints["read_process_output"] == (True, False, False, False)  # moves the read position
+    assert hints["stop_process"] == (False, True, True, False)
     for t in tools:
         assert t.output_schema is not None and t.description and len(t.description) > 80
 

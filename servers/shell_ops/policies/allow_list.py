@@ -24,14 +24,48 @@ DEFAULT_ALLOWED_PROGRAMS: dict[str, str] = {
     "du": "disk usage; read-only",
     "jq": "JSON queries; its language cannot run programs or write files (modules, which read any path, are refused)",
     "git": "version control: local subcommands only, hardened so repository config runs nothing",
-    "python3": "runs project scripts and allow-listed modules (pytest, unittest, ...); `-c` is refused",
-    "python": "same policy as python3",
+    "python3": "runs project scripts and modules (`-m pytest`, `-m mypy`, ...); `-c`, `-m timeit` and `pip install` "
+    "are refused, `-m http.server` only on a loopback address",
+    "python": "same policy as python3 (in a project with a venv: the venv's interpreter)",
+    "pip": "reads the project environment (list, show, freeze, check); installing goes through file_ops' "
+    "install_package",
+    "pip3": "same policy as pip",
     "node": "runs project scripts; -e/--eval/-p/--require/--import/--inspect and other flags are refused",
     "npm": "only `npm run`/`npm test`/`npm ls`, with lifecycle scripts disabled and the script shell pinned",
+    "npx": "runs a tool installed in the project's node_modules/.bin, never one it would download; -c/--call and "
+    "-p/--package are refused",
     "pytest": "runs the project's tests; -o/--override-ini, -p (except `no:`), --pdb are refused",
     "ruff": "Python linter/formatter; writes only files inside the roots",
+    "mypy": "Python type checker; --install-types is refused (it installs packages)",
+    "uv": "`uv run CMD` (CMD checked as a command of its own), `uv pip list/show/freeze/check/tree`, `uv venv`, "
+    "`uv tree`, `uv version`; nothing that installs or downloads",
+    "tox": "runs the project's tox environments (its own configuration is code; no network inside the sandbox)",
+    "nox": "runs the project's noxfile sessions (its own code; no network inside the sandbox)",
     "make": "runs the project's Makefile; variable overrides (`X=...`) and --eval are refused",
+    "cargo": "builds and tests a Rust project (no network inside the sandbox: dependencies must be vendored)",
+    "go": "builds and tests a Go module (no network inside the sandbox: dependencies must be vendored)",
 }
+
+#: Always the system's own programs, found on the trusted search path only: never taken from a project environment
+#: nor run by a path inside the roots. They are the read-only tools an operator may allow on their own (a planted
+#: `.venv/bin/cat` must not turn `cat` into the project's code), and git, whose hardened repository probes run
+#: outside the sandbox.
+SYSTEM_PROGRAMS = frozenset(words("ls cat head tail wc grep rg find sort diff stat du jq git make tar"))
+
+#: Where every refusal of a program points: the settings that allow it.
+ALLOW_HINT = (
+    "To allow it, the server's operator adds it to `allowed_programs` in [sections.shell_ops] (config.example.toml; "
+    "environment: MCP_SECTIONS_SHELL_OPS_ALLOWED_PROGRAMS, comma-separated)."
+)
+SEARCH_PATH_HINT = (
+    "install it, create a project environment that provides it (a `.venv` or `node_modules/.bin` in the working "
+    "directory or above it), or have the operator add its directory to `search_path` in [sections.shell_ops] "
+    "(config.example.toml; environment: MCP_SECTIONS_SHELL_OPS_SEARCH_PATH)"
+)
+PROJECT_PROGRAMS_HINT = (
+    "set `project_programs = true` in [sections.shell_ops] (config.example.toml; environment: "
+    "MCP_SECTIONS_SHELL_OPS_PROJECT_PROGRAMS)"
+)
 
 #: Never allowed, not even through configuration: they exist to run other programs or evaluate code.
 NEVER_ALLOWED: dict[str, str] = {
@@ -44,7 +78,7 @@ NEVER_ALLOWED: dict[str, str] = {
         words(
             "env xargs sudo su doas pkexec runuser nohup timeout nice ionice chrt taskset setsid stdbuf unbuffer "
             "script time command exec eval builtin watch flock chroot unshare nsenter systemd-run strace ltrace "
-            "gdb parallel at batch crontab npx ssh rsync socat nc ncat"
+            "gdb parallel at batch crontab ssh rsync socat nc ncat"
         ),
         "a wrapper that runs another program (or a remote one): it would bypass the allow-list",
     ),
@@ -53,7 +87,7 @@ NEVER_ALLOWED: dict[str, str] = {
         "its scripts are code (system(), `e`, `w file`, `!cmd`), so arguments cannot be made safe",
     ),
     **dict.fromkeys(
-        words("php lua luajit Rscript tclsh wish osascript deno bun java jshell pip pip3"),
+        words("php lua luajit Rscript tclsh wish osascript deno bun java jshell"),
         "an interpreter or installer without an argument policy here",
     ),
 }

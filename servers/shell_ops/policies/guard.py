@@ -12,9 +12,14 @@ Rules, in the order they are applied:
 2. Program (PERMISSION_DENIED / NOT_FOUND): shells, wrappers that run another program (`env`, `xargs`,
    `sudo`, `timeout`, `nice`, ...) and script-evaluating text tools (`awk`, `sed`, ...) are never
    allowed, whatever the configuration says; otherwise the name must be on the allow-list and is
-   resolved on the fixed search path to an absolute executable. An absolute program path is accepted
-   only if it is exactly that resolved executable; relative program paths (`./x`) are refused.
-   An allowed program that is not installed on the search path is NOT_FOUND.
+   resolved to an absolute executable: in the project environment of the working directory first (its venv's
+   `bin`, its `node_modules/.bin`: shared/toolchains.py), then on the fixed search path — except the system
+   programs (`SYSTEM_PROGRAMS`: the read-only tools and git), always the system's. A program given by a path
+   inside the roots (`./gradlew`, `.venv/bin/pytest`, `scripts/check.sh`) is the project's own and runs
+   (with the policy of its name) when `project_programs` is on; a program of the project environment or given
+   by path must not lead (through links) to a never-allowed program, nor outside the roots anywhere but the
+   system directories and the verified interpreter installations the sandbox shows. Any other absolute
+   program path must be exactly the resolved executable. An allowed program found nowhere is NOT_FOUND.
 3. Arguments (PERMISSION_DENIED): the program's policy (below; `policy_summaries()` describes them all),
    then the option classes (option_classes.py: options that read paths from a file or follow symbolic links
    are refused; base-directory options such as `git -C` are confined and become a second place relative paths
@@ -22,6 +27,8 @@ Rules, in the order they are applied:
    or names an entry that exists in the working directory) and every value attached to an option (`-qfFILE`,
    `--opt=value`, `name=value`) that does, must resolve (symlinks followed) inside the roots, and must not
    match the path guard's deny globs.
+
+`uv run CMD` is a wrapper whose CMD is checked as a command of its own (same rules, same working directory).
 
 Long options are matched by unambiguous prefix too (`--outp=x` is `--output=x`, as getopt_long and
 git's parse-options accept), and short-option clusters are scanned letter by letter (`-uo x` holds
@@ -41,7 +48,15 @@ import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS, NEVER_ALLOWED, check_allow_list
+from mcp_sections.servers.shell_ops.policies.allow_list import (
+    ALLOW_HINT,
+    DEFAULT_ALLOWED_PROGRAMS,
+    NEVER_ALLOWED,
+    PROJECT_PROGRAMS_HINT,
+    SEARCH_PATH_HINT,
+    SYSTEM_PROGRAMS,
+    check_allow_list,
+)
 from mcp_sections.servers.shell_ops.policies.option_classes import (
     attached_values,
     base_directories,
@@ -50,21 +65,41 @@ from mcp_sections.servers.shell_ops.policies.option_classes import (
 )
 from mcp_sections.servers.shell_ops.policies.policy import PolicyContext
 from mcp_sections.servers.shell_ops.policies.programs import policy_for
+from mcp_sections.servers.shell_ops.policies.project_tools import split_uv
 from mcp_sections.servers.shell_ops.policies.syntax import CheckedCommand, denied, invalid, split_command
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.guards.paths import PathGuard, is_inside
 from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
+from mcp_sections.shared.sandbox import SYSTEM_DIRECTORIES
+from mcp_sections.shared.toolchains import (
+    ProjectToolchain,
+    forbidden_prefixes,
+    program_venv_prefixes,
+    project_toolchain,
+    trusted_interpreters,
+)
+
+MAX_WRAPPED = 3  # `uv run uv run ...` nests at most this deep
 
 
 class CommandGuard:
-    """Checks commands against an allow-list, a fixed search path, the policies and the path guard."""
+    """Checks commands against an allow-list, the search path and project environments, the policies and the path
+    guard."""
 
     def __init__(
-        self, path_guard: PathGuard, allowed_programs: Iterable[str], search_path: str = DEFAULT_SEARCH_PATH
+        self,
+        path_guard: PathGuard,
+        allowed_programs: Iterable[str],
+        search_path: str = DEFAULT_SEARCH_PATH,
+        *,
+        project_programs: bool = True,
     ) -> None:
         self._paths = path_guard
         self._allowed = tuple(check_allow_list(allowed_programs))
         self._search_path = search_path
+        self._project_programs = project_programs
+        self._forbidden = forbidden_prefixes(path_guard)
+        self._trusted = trusted_interpreters(search_path, self._forbidden)
 
     @property
     def allowed_programs(self) -> tuple[str, ...]:
@@ -82,39 +117,128 @@ class CommandGuard:
         """The absolute executable of `program` on the fixed search path (None if not installed)."""
         return shutil.which(program, path=self._search_path)
 
-    def resolve_program(self, program: str) -> tuple[str, str]:
+    def toolchain(self, workdir: Path) -> ProjectToolchain:
+        """The project environment of a command run in `workdir` (shared.toolchains)."""
+        return project_toolchain(workdir, self._paths, self._forbidden, self._trusted)
+
+    def base_toolchain(self) -> ProjectToolchain:
+        """What every program gets outside a project environment: the verified interpreters of the search path."""
+        return ProjectToolchain(readable=self._trusted)
+
+    def resolve_program(self, program: str, workdir: Path | None = None) -> tuple[str, str]:
         """(name, absolute executable) of an allowed program, or PERMISSION_DENIED / NOT_FOUND."""
         name = self.allowed_name(program)
-        return name, self.locate(program, name)
+        workdir = workdir or self.resolve_cwd(None)
+        return name, self.locate(program, name, workdir, self.toolchain(workdir))
 
     def allowed_name(self, program: str) -> str:
         """The program's name if it may run at all (PERMISSION_DENIED otherwise); nothing is looked up yet."""
         name = os.path.basename(program) if "/" in program else program
         if name in NEVER_ALLOWED:
-            raise denied(f"{name!r} is never allowed: {NEVER_ALLOWED[name]}. Run the program you need directly.")
+            raise denied(
+                f"{name!r} is never allowed: {NEVER_ALLOWED[name]}; no setting allows it. Run the program you need "
+                "directly."
+            )
         if name not in self._allowed:
             raise denied(
                 f"{name[:60]!r} is not on the allow-list of programs; allowed: {', '.join(self._allowed)} "
-                "(see list_safe_commands). The allow-list is set by the server's operator."
+                f"(see list_safe_commands). {ALLOW_HINT}"
             )
-        if "/" in program and not os.path.isabs(program):
-            raise denied(f"{program[:200]!r} is a relative program path; give the bare name {name!r} instead.")
         return name
 
-    def locate(self, program: str, name: str) -> str:
-        """The absolute executable on the fixed search path; an absolute `program` must be exactly it."""
-        executable = self.executable(name)
+    def project_name(self, program: str) -> str:
+        """The name of a program given by a path inside the roots (PERMISSION_DENIED when it may not run)."""
+        name = os.path.basename(program)
+        if name in NEVER_ALLOWED:
+            raise denied(f"{program[:200]!r} is a {name!r}, which is never allowed: {NEVER_ALLOWED[name]}.")
+        if name in SYSTEM_PROGRAMS:
+            raise denied(
+                f"{program[:200]!r}: {name!r} is always the system's own (found on the fixed search path); give the "
+                f"bare name {name!r} instead."
+            )
+        if not self._project_programs:
+            raise denied(
+                f"{program[:200]!r} is a program inside the roots, and this server runs only allow-listed programs "
+                f"by name (project_programs is off). To allow the project's own programs, {PROJECT_PROGRAMS_HINT}."
+            )
+        return name
+
+    def is_project_path(self, program: str, workdir: Path) -> bool:
+        """Whether `program` names a program by a path inside the roots (relative ones always do)."""
+        if "/" not in program:
+            return False
+        if not os.path.isabs(program):
+            return True
+        parent = os.path.realpath(os.path.dirname(program))
+        return self._paths.root_of(parent) is not None or self._paths.root_of(os.path.normpath(program)) is not None
+
+    def locate(self, program: str, name: str, workdir: Path, toolchain: ProjectToolchain) -> str:
+        """The absolute executable: a path inside the roots as given, a system program on the fixed search path, any
+        other name in the project environment first; an absolute `program` elsewhere must be exactly it."""
+        if self.is_project_path(program, workdir):
+            return self.checked_project_program(os.path.join(workdir, program), toolchain)
+        search_path = self._search_path if name in SYSTEM_PROGRAMS else toolchain.search_path(self._search_path)
+        executable = shutil.which(name, path=search_path)
         if "/" in program and (executable is None or os.path.realpath(program) != os.path.realpath(executable)):
             raise denied(
-                f"{program[:200]!r} is not the allowed {name!r} from the fixed search path ({self._search_path}); "
-                f"give the bare name {name!r} instead."
+                f"{program[:200]!r} is not the allowed {name!r} from the project environment or the fixed search "
+                f"path ({search_path}); give the bare name {name!r} instead."
             )
         if executable is None:
+            hint = " (`python3` is)" if name == "python" and shutil.which("python3", path=search_path) else ""
+            where = f"on the server's search path ({self._search_path})"
+            if toolchain.path_entries and name not in SYSTEM_PROGRAMS:
+                where = f"in the project environment ({', '.join(toolchain.path_entries)}) nor {where}"
             raise ToolFailure(
                 ErrorCode.NOT_FOUND,
-                f"{name!r} is allowed but not installed on the server's search path ({self._search_path}).",
+                f"{name!r} is allowed but not found {where}{hint}; {SEARCH_PATH_HINT}.",
             )
+        if any(is_inside(os.path.dirname(executable), entry) for entry in toolchain.path_entries):
+            return self.checked_project_program(executable, toolchain)
         return executable
+
+    def program_toolchain(self, program: str, workdir: Path, toolchain: ProjectToolchain) -> ProjectToolchain:
+        """`toolchain`, also showing the interpreter of the venv a program given by path lives in."""
+        if not self.is_project_path(program, workdir):
+            return toolchain
+        path = Path(os.path.realpath(os.path.dirname(os.path.join(workdir, program)))) / os.path.basename(program)
+        return toolchain.showing(program_venv_prefixes(path, self._paths, self._forbidden))
+
+    def checked_project_program(self, path: str, toolchain: ProjectToolchain) -> str:
+        """`path` (absolute, as named) if it is an executable file inside the roots whose real file is neither a
+        never-allowed program nor outside everything the sandbox shows (the roots, the system directories, the
+        verified interpreter installations)."""
+        shown = self._paths.relative(path) if self._paths.root_of(os.path.normpath(path)) else path
+        folder = self._paths.resolve(os.path.dirname(os.path.normpath(path)), purpose="list")  # inside, not denied
+        entry = folder / os.path.basename(path)
+        if self._paths.is_denied_name(entry.name) or self._paths.is_denied(str(entry)):
+            raise denied(f"{shown[:200]!r} matches a protected pattern (secrets are never run nor read).")
+        real = os.path.realpath(entry)
+        if not os.path.isfile(real) or not os.access(real, os.X_OK):
+            raise ToolFailure(
+                ErrorCode.NOT_FOUND if not os.path.lexists(entry) else ErrorCode.PERMISSION_DENIED,
+                f"{shown[:200]!r} is not an executable file; check the path (make it executable with "
+                "`chmod +x` if it is a script with a `#!` line).",
+            )
+        target = os.path.basename(real)
+        if target in NEVER_ALLOWED:
+            raise denied(f"{shown[:200]!r} leads to {real!r}, which is never allowed: {NEVER_ALLOWED[target]}.")
+        if self._paths.root_of(real) is not None:
+            self._paths.resolve(real, purpose="execute")  # not the own state, not a protected file
+            return str(entry)
+        if not (any(is_inside(real, system) for system in SYSTEM_DIRECTORIES) or toolchain.shows(real)):
+            raise denied(
+                f"{shown[:200]!r} leads outside the roots to {real!r}, which the sandbox does not show (only the "
+                "system directories and verified interpreter installations are); run a program inside the roots or "
+                "an allowed program by name."
+            )
+        named, runs = policy_for(entry.name), policy_for(target)
+        if named.name != runs.name:  # `.venv/bin/pytest` → python3: `pytest -c CODE` would be `python3 -c CODE`
+            raise denied(
+                f"{shown[:200]!r} leads to {real!r}, another program than its name says (its arguments would be "
+                f"checked by the {named.name} policy, not the {runs.name} one); run {target!r} by its own name."
+            )
+        return str(entry)
 
     def resolve_cwd(self, cwd: str | None) -> Path:
         """The checked real working directory (default: the first root)."""
@@ -141,14 +265,19 @@ class CommandGuard:
     def check(self, command: str | Sequence[str], cwd: str | None = None) -> CheckedCommand:
         """The checked command, or a ToolFailure (INVALID_INPUT / PERMISSION_DENIED / NOT_FOUND)."""
         argv = split_command(command)
-        name = self.allowed_name(argv[0])
         workdir = self.resolve_cwd(cwd)
+        return self._check(argv, workdir, self.toolchain(workdir), depth=0)
+
+    def _check(self, argv: list[str], workdir: Path, toolchain: ProjectToolchain, depth: int) -> CheckedCommand:
+        project = self.is_project_path(argv[0], workdir)
+        name = self.project_name(argv[0]) if project else self.allowed_name(argv[0])
         info = policy_for(name)
         ctx = PolicyContext(
             program=name,
             cwd=workdir,
             confine=lambda value: self.confine(value, workdir),
             denied=self._paths.is_denied_relative,
+            node_bin=toolchain.node_bin,
         )
         assert info.check is not None
         args = info.check(list(argv[1:]), ctx)
@@ -160,8 +289,21 @@ class CommandGuard:
             for arg in argv[1:]:
                 for value in path_candidates(arg, base):
                     self.confine(value, base)
-        executable = self.locate(argv[0], name)  # last: a refused command is refused even where not installed
-        return CheckedCommand(program=name, executable=executable, args=tuple(args), cwd=workdir, policy=info.name)
+        if name == "uv" and (inner := split_uv(argv[1:]).inner) is not None:
+            if depth >= MAX_WRAPPED:
+                raise denied("uv run is nested too deeply; run the command itself.")
+            self._check(inner, workdir, toolchain, depth + 1)  # the command uv runs, checked as one of its own
+        toolchain = self.program_toolchain(argv[0], workdir, toolchain)
+        executable = self.locate(argv[0], name, workdir, toolchain)  # last: refused even where not installed
+        return CheckedCommand(
+            program=name,
+            executable=executable,
+            args=tuple(args),
+            cwd=workdir,
+            policy=info.name,
+            toolchain=toolchain,
+            project_program=project,
+        )
 
     def describe(self) -> list[dict[str, object]]:
         """The allow-list with each program's executable and policy (for list_safe_commands)."""

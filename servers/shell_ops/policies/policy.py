@@ -18,6 +18,8 @@ class PolicyContext:
     confine: Callable[[str], Path]
     denied: Callable[[str], bool] = lambda relative: False
     """Whether a path relative to a repository or root matches the deny globs (`HEAD:.env` names one)."""
+    node_bin: Path | None = None
+    """The project's `node_modules/.bin` for a command in `cwd` (shared.toolchains), if any."""
 
 
 Policy = Callable[[list[str], PolicyContext], list[str]]

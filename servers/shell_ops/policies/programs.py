@@ -11,6 +11,17 @@ from pathlib import Path
 from mcp_sections.servers.shell_ops.policies.git import GIT_REFUSED_FLAGS, GIT_REFUSED_SUBCOMMANDS, policy_git
 from mcp_sections.servers.shell_ops.policies.npm import NPM_REFUSED, NPM_SUBCOMMANDS, policy_npm
 from mcp_sections.servers.shell_ops.policies.policy import Policy, PolicyContext, PolicyInfo
+from mcp_sections.servers.shell_ops.policies.project_tools import (
+    PIP_SUBCOMMANDS,
+    REFUSED_MODULES,
+    UV_PIP_READING,
+    UV_SUBCOMMANDS,
+    check_module,
+    policy_mypy,
+    policy_npx,
+    policy_pip,
+    policy_uv,
+)
 from mcp_sections.servers.shell_ops.policies.syntax import denied, find_flag, invalid, short_cluster, words
 from mcp_sections.shared.errors import ToolFailure
 
@@ -97,7 +108,6 @@ def _policy_pytest(args: list[str], ctx: PolicyContext) -> list[str]:
     return args
 
 
-PYTHON_MODULES = ("pytest", "unittest", "doctest", "json.tool", "py_compile", "compileall")
 _PYTHON_SIMPLE = set("BbdEhiIOPqsSuvVx")
 _PYTHON_LONG_OK = ("--version", "--help")
 
@@ -129,14 +139,7 @@ def _policy_python(args: list[str], ctx: PolicyContext) -> list[str]:
                 break
             if letter == "m":
                 module = rest or (args[index + 1] if index + 1 < len(args) else "")
-                if module not in PYTHON_MODULES:
-                    raise denied(
-                        f"python3 -m {module or '(missing)'} is refused by the command policy; allowed modules: "
-                        f"{', '.join(PYTHON_MODULES)}. Run project scripts by path instead."
-                    )
-                following = args[index + (1 if rest else 2) :]
-                if module == "pytest":
-                    _policy_pytest(list(following), ctx)
+                check_module(module, list(args[index + (1 if rest else 2) :]), ctx)
                 return args
             if letter == "c":
                 raise denied(
@@ -411,8 +414,9 @@ POLICIES: dict[str, PolicyInfo] = {
     "python": PolicyInfo(
         "python",
         f"options before the script limited to -{''.join(sorted(_PYTHON_SIMPLE))} -W -X; the script must be "
-        f"inside the roots; -m only for {', '.join(PYTHON_MODULES)} (pytest's policy applies to -m pytest)",
-        ("-c", "-m (other modules)", "- (stdin)", "other long options"),
+        "inside the roots; -m runs any module (pip, pytest, mypy, uv and ruff with their own policies; "
+        "http.server and pydoc -p on loopback only)",
+        ("-c", *(f"-m {module}" for module in REFUSED_MODULES), "-m pdb -c", "- (stdin)", "other long options"),
         _policy_python,
     ),
     "node": PolicyInfo(
@@ -453,6 +457,26 @@ POLICIES: dict[str, PolicyInfo] = {
         ("import", "include", "modulemeta", "get_search_list"),
         _policy_jq,
     ),
+    "pip": PolicyInfo(
+        "pip",
+        f"reads the environment only: {', '.join(PIP_SUBCOMMANDS)}",
+        ("install", "download", "uninstall", "wheel", "config", "cache", "index"),
+        policy_pip,
+    ),
+    "mypy": PolicyInfo("mypy", "type checks; writes its cache inside the roots", ("--install-types",), policy_mypy),
+    "uv": PolicyInfo(
+        "uv",
+        f"subcommands {', '.join(UV_SUBCOMMANDS)}; `uv run CMD` checks CMD as a command of its own; `uv pip` only "
+        f"{', '.join(UV_PIP_READING)}",
+        ("sync", "lock", "add", "remove", "tool", "python install", "pip install", "run --with", "run --env-file"),
+        policy_uv,
+    ),
+    "npx": PolicyInfo(
+        "npx",
+        "runs a tool of the project's node_modules/.bin (never downloads: `--no` is always added)",
+        ("-c/--call", "-p/--package", "tools not installed in node_modules/.bin"),
+        policy_npx,
+    ),
     "generic": PolicyInfo("generic", "no option runs code; path arguments confined to the roots", (), _policy_generic),
 }
 
@@ -465,6 +489,8 @@ def policy_for(program: str) -> PolicyInfo:
         return POLICIES["python"]
     if program in ("nodejs",):
         return POLICIES["node"]
+    if re.fullmatch(r"pip[0-9.]*", program):
+        return POLICIES["pip"]
     if re.fullmatch(r"perl[0-9.]*", program):
         return POLICIES["perl"]
     if re.fullmatch(r"ruby[0-9.]*", program):

@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.toolchains import ProjectToolchain
 
 
 def words(text: str) -> tuple[str, ...]:
@@ -43,6 +44,10 @@ class CheckedCommand:
     args: tuple[str, ...]
     cwd: Path
     policy: str
+    toolchain: ProjectToolchain = field(default_factory=ProjectToolchain)
+    """The project environment of `cwd`: its search-path entries, `VIRTUAL_ENV`, the interpreters to show."""
+    project_program: bool = False
+    """Given by a path inside the roots (the project's own program)."""
 
     @property
     def argv(self) -> list[str]:

@@ -1,0 +1,230 @@
+"""Policies of the programs a project environment brings: pip, uv, npx, mypy, and what `python -m` may run.
+
+These programs run the project's own code inside the OS sandbox, like `python3 script.py`; their policies keep the
+few properties that do not depend on the sandbox: nothing installs or downloads packages (file_ops'
+`install_package` does, with the network, in a sandbox of its own), no inline code (`-c`, `timeit`'s statements,
+`npx -c`), and no server listens beyond the loopback interface (`-m http.server` with `--bind 127.0.0.1`).
+
+`uv run CMD` is a wrapper: CMD is returned to the guard, which checks it as a command of its own (allow-list,
+policy, paths), so `uv run bash` is refused exactly as `bash` is.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mcp_sections.servers.shell_ops.policies.allow_list import NEVER_ALLOWED
+from mcp_sections.servers.shell_ops.policies.policy import PolicyContext
+from mcp_sections.servers.shell_ops.policies.syntax import denied, invalid, words
+
+INSTALL_HINT = (
+    "installing packages goes through file_ops' install_package (it installs into the project's venv or "
+    "node_modules, with the network, in a sandbox of its own)"
+)
+INSTALL_SENTENCE = "I" + INSTALL_HINT[1:] + "."
+
+PIP_SUBCOMMANDS = ("list", "show", "freeze", "check", "inspect", "hash", "help", "debug")
+_PIP_GLOBAL_OK = words("-q --quiet -v --verbose --isolated --no-color --disable-pip-version-check --no-input")
+
+
+def policy_pip(args: list[str], ctx: PolicyContext) -> list[str]:
+    """pip reads the environment: list, show, freeze, check, inspect, hash, help, debug."""
+    for index, arg in enumerate(args):
+        if arg in ("--version", "-V", "--help", "-h") and index == len(args) - 1:
+            return args
+        if arg.startswith("-"):
+            if arg not in _PIP_GLOBAL_OK:
+                raise denied(
+                    f"pip {arg.split('=', 1)[0]} is refused by the command policy before the subcommand; allowed: "
+                    f"{', '.join(_PIP_GLOBAL_OK)}."
+                )
+            continue
+        if arg not in PIP_SUBCOMMANDS:
+            raise denied(
+                f"pip {arg[:40]} is refused by the command policy: pip here only reads the environment "
+                f"({', '.join(PIP_SUBCOMMANDS)}); {INSTALL_HINT}."
+            )
+        return args
+    raise invalid(f'pip needs a subcommand ({", ".join(PIP_SUBCOMMANDS)}), e.g. ["pip", "list"].')
+
+
+def policy_mypy(args: list[str], ctx: PolicyContext) -> list[str]:
+    for arg in args:
+        if arg == "--":
+            break
+        if arg.split("=", 1)[0] == "--install-types":
+            raise denied(f"mypy --install-types is refused by the command policy (it installs); {INSTALL_HINT}.")
+    return args
+
+
+_NPX_OPTIONS_OK = words("--no --no-install --offline -q --quiet --silent")
+
+
+def policy_npx(args: list[str], ctx: PolicyContext) -> list[str]:
+    """npx runs a tool of the project's node_modules/.bin, never one it would fetch from the registry."""
+    for arg in args:
+        if arg.startswith("-"):
+            if arg in _NPX_OPTIONS_OK:
+                continue
+            raise denied(
+                f"npx {arg.split('=', 1)[0]} is refused by the command policy (-c/--call runs shell text, "
+                f"-p/--package installs); allowed options: {', '.join(_NPX_OPTIONS_OK)}. Run a tool of the "
+                "project's node_modules/.bin by name."
+            )
+        tool = arg
+        if tool in NEVER_ALLOWED or "/" in tool or tool.startswith("."):
+            raise denied(f"npx {tool[:60]} is refused by the command policy: npx runs only the project's own tools.")
+        installed = ctx.node_bin is not None and (ctx.node_bin / tool).is_file()
+        if not installed:
+            where = f" ({ctx.node_bin})" if ctx.node_bin is not None else ""
+            raise denied(
+                f"npx {tool[:60]}: no such tool in the project's node_modules/.bin{where}; npx here never downloads "
+                f"a package. {INSTALL_SENTENCE}"
+            )
+        return ["--no", *args]
+    raise invalid('npx needs the name of a tool from node_modules/.bin, e.g. ["npx", "eslint", "."].')
+
+
+UV_SUBCOMMANDS = ("run", "pip", "venv", "tree", "version", "help")
+_UV_GLOBAL_OK = words("-q --quiet -v --verbose --offline --no-progress --no-cache --native-tls --no-config")
+_UV_RUN_FLAGS_OK = words(
+    "--no-sync --frozen --locked --offline --no-project --active --isolated --no-dev --all-extras -q --quiet "
+    "--no-progress --exact --inexact"
+)
+_UV_RUN_VALUES_OK = ("--python", "-p", "--directory", "--project", "--extra", "--group", "--only-group", "--package")
+UV_PIP_READING = ("list", "show", "freeze", "check", "tree")
+
+
+@dataclass(frozen=True)
+class Wrapped:
+    """A wrapper's checked arguments and the command it runs, for the guard to check as a command of its own."""
+
+    args: list[str]
+    inner: list[str] | None
+
+
+def policy_uv(args: list[str], ctx: PolicyContext) -> list[str]:
+    return split_uv(args).args
+
+
+def split_uv(args: Sequence[str]) -> Wrapped:
+    """uv's arguments checked; for `uv run`, the command it runs (`uv run -m mod` → `python -m mod`, `uv run x.py`
+    → `python x.py`)."""
+    args = list(args)
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        option = args[index]
+        if option in ("--version", "-V", "--help", "-h") and index == len(args) - 1:
+            return Wrapped(args, None)
+        if option.split("=", 1)[0] not in _UV_GLOBAL_OK:
+            raise denied(
+                f"uv {option.split('=', 1)[0]} is refused by the command policy before the subcommand; allowed: "
+                f"{', '.join(_UV_GLOBAL_OK)}."
+            )
+        index += 1
+    if index == len(args):
+        raise invalid(f'uv needs a subcommand ({", ".join(UV_SUBCOMMANDS)}), e.g. ["uv", "run", "pytest"].')
+    sub = args[index]
+    if sub not in UV_SUBCOMMANDS:
+        raise denied(
+            f"uv {sub[:40]} is refused by the command policy (it installs, downloads or changes the lock file; "
+            f"there is no network inside the sandbox); allowed: {', '.join(UV_SUBCOMMANDS)}. {INSTALL_SENTENCE}"
+        )
+    rest = args[index + 1 :]
+    if sub == "pip":
+        reading = next((arg for arg in rest if not arg.startswith("-")), None)
+        if reading not in UV_PIP_READING:
+            raise denied(
+                f"uv pip {str(reading)[:40]} is refused by the command policy: only {', '.join(UV_PIP_READING)}; "
+                f"{INSTALL_HINT}."
+            )
+        return Wrapped(args, None)
+    if sub != "run":
+        return Wrapped(args, None)
+    position = 0
+    while position < len(rest):
+        option = rest[position]
+        if option == "--":
+            position += 1
+            break
+        if not option.startswith("-"):
+            break
+        name = option.split("=", 1)[0]
+        if name in ("-m", "--module"):
+            attached = "=" in option
+            following = rest[position + 1 :]
+            module = option.split("=", 1)[1] if attached else (following[0] if following else "")
+            return Wrapped(args, ["python", "-m", module, *following[0 if attached else 1 :]])
+        if name in _UV_RUN_FLAGS_OK and "=" not in option:
+            position += 1
+        elif name in _UV_RUN_VALUES_OK:
+            position += 1 if "=" in option else 2
+        else:
+            raise denied(
+                f"uv run {name} is refused by the command policy (--with and similar options install packages; "
+                f"--env-file reads a secrets file); allowed: {', '.join((*_UV_RUN_FLAGS_OK, *_UV_RUN_VALUES_OK))}."
+            )
+    inner = rest[position:]
+    if not inner:
+        raise invalid('uv run needs a command, e.g. ["uv", "run", "pytest", "-q"].')
+    if inner[0].endswith(".py") and "/" not in inner[0]:
+        inner = ["python", *inner]  # uv runs a script file with the project's interpreter
+    return Wrapped(args, inner)
+
+
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+#: Modules refused under `python -m`, and why (their arguments are code, like -c's).
+REFUSED_MODULES = {
+    "timeit": "its arguments are statements it runs, like -c; time a function from a script instead",
+}
+
+
+def check_module(module: str, following: list[str], ctx: PolicyContext) -> None:
+    """`python -m MODULE ARGS`: any importable module (the project's, the venv's, the standard library's) runs,
+    inside the sandbox like a script, except those whose arguments are code; modules that are programs of their own
+    (pip, pytest, mypy, uv, ruff) get those programs' policies; servers listen on loopback only."""
+    from mcp_sections.servers.shell_ops.policies.programs import POLICIES
+
+    if not _MODULE.match(module):
+        raise invalid(f"python -m {module[:60] or '(missing)'}: not a module name; give e.g. `-m pytest`.")
+    if module in REFUSED_MODULES:
+        raise denied(f"python -m {module} is refused by the command policy: {REFUSED_MODULES[module]}.")
+    if module == "pdb" and any(arg in ("-c", "--command") or arg.startswith("--command=") for arg in following):
+        raise denied("python -m pdb -c is refused by the command policy (debugger commands run code, like -c).")
+    if module == "http.server":
+        _loopback_only(module, following, ("-b", "--bind"), required=True)
+    elif module == "pydoc" and "-p" in following:
+        _loopback_only(module, following, ("-n",), required=False)
+    program = {"pip": "pip", "pytest": "pytest", "mypy": "mypy", "uv": "uv", "ruff": "ruff"}.get(module)
+    if program is not None:
+        check = POLICIES[program].check
+        assert check is not None
+        check(list(following), ctx)
+
+
+def _loopback_only(module: str, args: Sequence[str], options: Sequence[str], *, required: bool) -> None:
+    value = None
+    for index, arg in enumerate(args):
+        name, _, attached = arg.partition("=")
+        if name in options:
+            value = attached or (args[index + 1] if index + 1 < len(args) else "")
+    if value is None and not required:
+        return
+    if value is None or not _is_loopback(value):
+        shown = "all interfaces" if value is None else repr(value[:60])
+        raise denied(
+            f"python -m {module} listening on {shown} is refused by the command policy: a server the agent starts "
+            f"listens on loopback only; add `{options[0]} 127.0.0.1`."
+        )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,286 @@
+"""The workbench cannot widen the boundary (issue #23): a long-running process is confined like run_command's
+programs, gets no network from a published port, and dies with the server — killed with SIGKILL too; a project
+environment cannot turn a system tool into the project's code, nor show the sandbox a directory that is not a
+verified interpreter installation."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
+from tests.processes import RawServer, free_port
+from tests.stdio import call, fail, section_client
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin") is None,
+    reason="bubblewrap is not installed (apt-get install bubblewrap); shell_ops refuses commands without it",
+)
+
+SECRET = "workbench-canary-31c7"
+ATTACK = """
+import os, pathlib, socket, sys, time
+outside, home = pathlib.Path(OUTSIDE), pathlib.Path(HOME)
+for probe in (outside / "secret.txt", home / ".ssh", pathlib.Path("/root")):
+    print("read", probe, "visible" if probe.exists() else "absent")
+try:
+    (outside / "planted.txt").write_text("x")
+    print("write outside: ok")
+except OSError as exc:
+    print("write outside: refused", type(exc).__name__)
+for host, port in (("127.0.0.1", HOST_PORT), ("1.1.1.1", 443)):
+    try:
+        socket.create_connection((host, port), timeout=2)
+        print("connect", host, "reachable")
+    except OSError as exc:
+        print("connect", host, "none")
+try:
+    socket.getaddrinfo("pypi.org", 443)
+    print("dns: resolved")
+except OSError:
+    print("dns: none")
+print("pid", os.getpid(), flush=True)
+time.sleep(600)
+"""
+SPAWNER = """
+import subprocess, sys, time
+subprocess.Popen(["sleep", sys.argv[1]], start_new_session=True)
+print("spawned", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def host_listener() -> AsyncIterator[int]:
+    """A server on the host's loopback that a sandboxed program must not reach (counts its connections)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.2)
+    accepted: list[int] = []
+    running = True
+
+    def accept() -> None:
+        while running:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                continue
+            accepted.append(1)
+            connection.close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    running = False
+    thread.join(timeout=2)
+    listener.close()
+    assert not accepted, "a sandboxed program reached a server on the host's loopback"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, host_listener: int) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("workbench-attacks")
+    root, outside = base / "root", base / "outside"
+    (root / "tools").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET)
+    attack = ATTACK.replace("OUTSIDE", repr(str(outside))).replace("HOME", repr(str(Path.home())))
+    (root / "tools" / "attack.py").write_text(attack.replace("HOST_PORT", str(host_listener)))
+    (root / "tools" / "spawner.py").write_text(SPAWNER)
+    (root / "notes.txt").write_text("the real notes\n")
+    (base / "absent.toml").write_text("")
+    return {"base": base, "root": root, "outside": outside}
+
+
+def server_env(world: dict[str, Path], **extra: str) -> dict[str, str]:
+    return {
+        "MCP_SECTIONS_CONFIG": str(world["base"] / "absent.toml"),
+        "MCP_SECTIONS_DATA_DIR": str(world["base"] / "data"),
+        **extra,
+    }
+
+
+@pytest.fixture(scope="module")
+async def shell(world: dict[str, Path]) -> AsyncIterator[Client]:
+    async with section_client("shell_ops", "--root", str(world["root"]), env=server_env(world)) as client:
+        yield client
+
+
+@pytest.mark.anyio
+async def test_a_long_running_process_is_confined_like_any_program(
+    shell: Client, world: dict[str, Path], host_listener: int
+) -> None:
+    port = free_port()
+    started = await call(
+        shell, "start_process", command=["python3", "tools/attack.py"], ports=[port], wait_for="pid", wait_seconds=20
+    )
+    out = started["output"]
+    assert started["sandbox"] == "bubblewrap"
+    assert f"read {world['outside'] / 'secret.txt'} absent" in out and SECRET not in out
+    assert "/.ssh absent" in out and "read /root absent" in out
+    assert "write outside: refused" in out and not (world["outside"] / "planted.txt").exists()
+    assert "connect 127.0.0.1 none" in out and "connect 1.1.1.1 none" in out and "dns: none" in out, out
+    assert "pid " in out, started
+    assert int(out.split("pid ")[1].split()[0]) < 10, out  # its own PID namespace (the relay is pid 2)
+    await call(shell, "stop_process", process_id=started["process"]["process_id"], signal="SIGKILL")
+
+
+@pytest.mark.anyio
+async def test_a_project_environment_cannot_take_over_system_tools(shell: Client, world: dict[str, Path]) -> None:
+    venv = world["root"] / "proj" / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    marker = world["root"] / "planted-ran"
+    for tool in ("cat", "git", "ls", "grep"):
+        (venv / "bin" / tool).write_text(f"#!/bin/sh\ntouch {marker}\n")
+        (venv / "bin" / tool).chmod(0o755)
+    (world["root"] / "proj" / "notes.txt").write_text("the real notes\n")
+    shown = await call(shell, "run_command", command=["cat", "notes.txt"], cwd="proj")
+    assert shown["stdout"] == "the real notes\n" and not shown["executable"].startswith(str(venv))
+    await call(shell, "run_command", command=["git", "--version"], cwd="proj")
+    assert not marker.exists()
+    await fail(shell, "run_command", "PERMISSION_DENIED", command=[".venv/bin/cat", "notes.txt"], cwd="proj")
+    (venv / "bin" / "pytest").symlink_to("/bin/bash")
+    message = await fail(shell, "run_command", "PERMISSION_DENIED", command=["pytest", "-c", "id"], cwd="proj")
+    assert "never allowed" in message
+    message = await fail(shell, "start_process", "PERMISSION_DENIED", command=["pytest"], cwd="proj")
+    assert "never allowed" in message
+
+
+@pytest.mark.anyio
+async def test_a_venv_cannot_show_the_sandbox_what_is_not_an_installation(
+    shell: Client, world: dict[str, Path]
+) -> None:
+    """pyvenv.cfg is the agent's to write: pointing `home` at a directory of secrets shows nothing."""
+    venv = world["root"] / "fake" / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {world['outside']}/bin\n")
+    (world["outside"] / "bin").mkdir(exist_ok=True)
+    (world["outside"] / "bin" / "python3").write_text("#!/bin/sh\n")
+    (world["outside"] / "bin" / "python3").chmod(0o755)
+    (venv / "bin" / "python").symlink_to(world["outside"] / "bin" / "python3")
+    message = await fail(shell, "run_command", "PERMISSION_DENIED", command=["python", "x.py"], cwd="fake")
+    assert "leads outside the roots" in message
+    (venv / "pyvenv.cfg").write_text(f"home = {Path.home()}/bin\n")  # a prefix that is the home directory
+    probe = world["root"] / "fake" / "probe.py"
+    probe.write_text(
+        f"import os; print(os.path.exists({str(world['outside'])!r}), os.path.exists({str(Path.home())!r}))\n"
+    )
+    seen = await call(shell, "run_command", command=["python3", "probe.py"], cwd="fake")
+    assert seen["stdout"].strip() == "False False", seen
+
+
+@pytest.mark.anyio
+async def test_environment_additions_cannot_change_what_loads(shell: Client) -> None:
+    for name in ("LD_PRELOAD", "PYTHONPATH", "PYTHONSTARTUP", "NODE_OPTIONS", "PYTEST_ADDOPTS", "GIT_DIR", "PATH"):
+        message = await fail(shell, "start_process", "PERMISSION_DENIED", command=["ls"], env={name: "/tmp/x"})
+        assert "can never be set" in message, message
+    with pytest.raises(ValueError, match="can never be set"):
+        ShellOpsSettings.load(process_environment=["PORT", "LD_PRELOAD"])
+
+
+def _running(argv: list[str]) -> list[int]:
+    wanted = "\0".join(argv).encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "cmdline").read_bytes() == wanted:
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state not in ("Z", "X"):
+                    found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _gone(argv: list[str], seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _running(argv):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _start_in_raw_server(server: RawServer, arguments: dict[str, object]) -> dict[str, object]:
+    server.initialize()
+    server.call_tool(1, "start_process", arguments)
+    server.wait_for(lambda responses: 1 in responses, timeout=60)
+    result = server.tool_results()[1]
+    assert not result.get("isError"), result
+    return result
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
+def test_processes_die_with_a_server_killed_with_sigkill(world: dict[str, Path], sandbox: str) -> None:
+    seconds = f"{800 + time.monotonic_ns() % 1000}"
+    port = free_port()
+    env = server_env(world, MCP_SECTIONS_SHELL_OPS_SANDBOX=sandbox)
+    arguments: dict[str, object] = {"command": ["python3", "tools/spawner.py", seconds], "wait_for": "spawned"}
+    if sandbox == "auto":
+        arguments["ports"] = [port]
+    with RawServer(["shell_ops", "--root", str(world["root"])], env=env) as server:
+        _start_in_raw_server(server, {**arguments, "wait_seconds": 20})
+        assert _running(["sleep", seconds])
+        server.kill_9()
+    if sandbox == "auto":
+        assert _gone(["sleep", seconds]), "a process survived the server's SIGKILL"
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", port)) != 0  # the published port went with the server
+    else:
+        # Unconfined, the program itself gets the parent-death signal; what it started in a session of its own has
+        # no PID namespace to die with (README: "With the sandbox off").
+        assert _gone_cmd_suffix(["tools/spawner.py", seconds]), "the program survived the server's SIGKILL"
+        for pid in _running(["sleep", seconds]):
+            os.kill(pid, 9)
+
+
+def _gone_cmd_suffix(suffix: list[str], seconds: float = 10) -> bool:
+    wanted = "\0".join(suffix).encode() + b"\0"
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        alive = False
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    alive |= (entry / "cmdline").read_bytes().endswith(wanted) and (
+                        (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+                    )
+                except OSError:
+                    continue
+        if not alive:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.anyio
+async def test_processes_end_when_the_server_ends(world: dict[str, Path]) -> None:
+    seconds = f"{900 + time.monotonic_ns() % 1000}"
+    async with section_client("shell_ops", "--root", str(world["root"]), env=server_env(world)) as shell:
+        await call(
+            shell,
+            "start_process",
+            command=["python3", "tools/spawner.py", seconds],
+            wait_for="spawned",
+            wait_seconds=20,
+        )
+        assert _running(["sleep", seconds])
+    assert _gone(["sleep", seconds]), "a process outlived its server"
