@@ -141,14 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def settings_from(args: argparse.Namespace) -> Settings:
+    """The settings of the config layers and the flags."""
+    return load_settings(config_file=args.config, data_dir=args.data_dir, roots=args.roots, log_level=args.log_level)
+
+
 def _settings_from(args: argparse.Namespace) -> Settings:
-    """The settings of the config layers and the flags, with logging configured from them."""
-    settings = load_settings(
-        config_file=args.config,
-        data_dir=args.data_dir,
-        roots=args.roots,
-        log_level=args.log_level,
-    )
+    """`settings_from`, with logging configured from them."""
+    settings = settings_from(args)
     _configure_logging(settings.log_level)
     return settings
 
@@ -179,22 +179,20 @@ def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gatewa
     return 0
 
 
-def _serve(args: argparse.Namespace) -> int:
+def section_server(args: argparse.Namespace, settings: Settings) -> MCPServer:
+    """The server `serve` runs for these arguments (also what the tests connect to in memory)."""
     from mcp_sections.shared.server import build_server
 
-    settings = _settings_from(args)
-    telemetry.configure(args.section)
     section = load_section(args.section)
     server, _ = build_server(section, section.runtime(settings))
-    return _run(server, settings, args)
+    return server
 
 
-def _gateway(args: argparse.Namespace) -> int:
+def gateway_server(args: argparse.Namespace, settings: Settings) -> tuple[MCPServer, Any]:
+    """The server and `Gateway` that `gateway` runs for these arguments (also what the tests connect to in memory)."""
     from mcp_sections.servers.gateway.server import build_gateway_server
     from mcp_sections.servers.pool.settings import load_gateway_settings
 
-    settings = _settings_from(args)
-    telemetry.configure("gateway")
     expose = [part.strip() for value in args.expose or [] for part in value.split(",") if part.strip()]
     in_process = [part.strip() for value in args.in_process or [] for part in value.split(",") if part.strip()]
     config = load_gateway_settings(
@@ -205,7 +203,19 @@ def _gateway(args: argparse.Namespace) -> int:
         max_subagents=args.max_subagents,
         profile=args.profile,
     )
-    server, gateway = build_gateway_server(settings, config)
+    return build_gateway_server(settings, config)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    settings = _settings_from(args)
+    telemetry.configure(args.section)
+    return _run(section_server(args, settings), settings, args)
+
+
+def _gateway(args: argparse.Namespace) -> int:
+    settings = _settings_from(args)
+    telemetry.configure("gateway")
+    server, gateway = gateway_server(args, settings)
     return _run(server, settings, args, gateway)
 
 

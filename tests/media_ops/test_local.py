@@ -63,6 +63,13 @@ async def test_ocr_reads_rendered_sentences_exactly(media: Connect, tmp_path: Pa
     assert len(images) == 1 and images[0].mime_type == "image/png"
 
 
+async def test_ocr_reads_a_receipt(media: Connect, tmp_path: Path) -> None:
+    render_text(tmp_path / "root" / "receipt.png", [("DejaVuSans.ttf", 40, "Total 18.50 EUR")])
+    async with media() as client:
+        result = await call(client, "read_image", path="receipt.png")
+    assert result["text"] == "Total 18.50 EUR"
+
+
 async def test_large_images_are_downscaled_in_results(media: Connect, tmp_path: Path) -> None:
     from PIL import Image
 

@@ -1,4 +1,5 @@
-"""media_ops over stdio through the real CLI: its tools/list snapshot, truthful annotations, OCR and a render."""
+"""media_ops over stdio through the real CLI: its tools/list snapshot, truthful annotations, a listing and a render
+(its images through the real transport). OCR is in test_local.py, in memory."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import pytest
 from mcp import Client
 
 from tests.media_ops.conftest import needs_renderer
-from tests.media_ops.test_local import render_text
 from tests.stdio import annotation_hints, call, check_tools_snapshot, section_client
 
 pytestmark = pytest.mark.anyio
@@ -31,8 +31,10 @@ async def client(root: Path) -> AsyncIterator[Client]:
         yield c
 
 
-async def test_tools_list_matches_the_snapshot_and_annotations_are_truthful(client: Client) -> None:
+async def test_tools_list_matches_the_snapshot_and_annotations_are_truthful(client: Client, root: Path) -> None:
     tools = (await client.list_tools()).tools
+    (root / "empty").mkdir()
+    assert (await call(client, "list_images", directory="empty"))["images"] == []
     check_tools_snapshot("media_ops", tools)
     generate = (False, False, False, True)
     assert annotation_hints(tools) == {
@@ -45,12 +47,6 @@ async def test_tools_list_matches_the_snapshot_and_annotations_are_truthful(clie
         "generate_3d_from_image": generate,
         "generate_3d_from_text": generate,
     }
-
-
-async def test_ocr_over_stdio(client: Client, root: Path) -> None:
-    render_text(root / "receipt.png", [("DejaVuSans.ttf", 40, "Total 18.50 EUR")])
-    result = await call(client, "read_image", path="receipt.png")
-    assert result["text"] == "Total 18.50 EUR"
 
 
 @needs_renderer
