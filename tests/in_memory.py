@@ -7,7 +7,9 @@ Use it for what a section does; keep `section_client` where the process is the s
 start-up, several processes on one database) and for each section's stdio smoke test.
 
 `env` is set in this process's environment (and `cwd` is the working directory) for as long as the client is open:
-the settings read it when the server is built, and the sections at run time, as a served section would.
+the settings read it when the server is built, and the sections at run time, as a served section would. The state a
+process keeps for its whole life starts afresh with each server, as in a new process: the secret values masking
+has learnt (`shared.secret_values.KNOWN`), so that what one test's server learnt masks nothing in another's.
 """
 
 from __future__ import annotations
@@ -22,18 +24,20 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.cli import build_parser, gateway_server, section_server, settings_from
+from mcp_sections.shared.secret_values import KNOWN
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @contextmanager
 def environment(env: dict[str, str] | None, cwd: Path | None) -> Iterator[None]:
-    """`env` set and `cwd` the working directory, both restored on exit."""
+    """`env` set and `cwd` the working directory (both restored on exit), and no secret value known yet."""
     with pytest.MonkeyPatch.context() as patch:
         for key, value in (env or {}).items():
             patch.setenv(key, value)
         if cwd is not None:
             patch.chdir(cwd)
+        KNOWN.__init__()  # type: ignore[misc]  # forgotten, and the environment read again, as in a new process
         yield
 
 

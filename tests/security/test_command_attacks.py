@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from tests.in_memory import section_in_memory
 from tests.shell_ops.repos import GIT_IDENTITY, git, make_repo
-from tests.stdio import data_of, error_of, section_client
+from tests.stdio import data_of, error_of
 
 MARKER = f"/tmp/PWNED-{uuid.uuid4().hex[:12]}"
 HOOKS = ("pre-commit", "commit-msg", "post-commit", "post-checkout", "post-index-change", "reference-transaction")
@@ -145,7 +146,7 @@ async def client(world: dict[str, Path]) -> AsyncIterator[Client]:
         "MCP_SECTIONS_SHELL_OPS_GIT_AUTHOR_NAME": GIT_IDENTITY["GIT_AUTHOR_NAME"],
         "MCP_SECTIONS_SHELL_OPS_GIT_AUTHOR_EMAIL": GIT_IDENTITY["GIT_AUTHOR_EMAIL"],
     }
-    async with section_client("shell_ops", "--root", str(world["root"]), env=env) as connected:
+    async with section_in_memory("shell_ops", "--root", str(world["root"]), env=env) as connected:
         yield connected
     for path in markers(MARKER):
         os.unlink(path)

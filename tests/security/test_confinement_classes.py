@@ -17,8 +17,9 @@ import pytest
 from mcp import Client
 
 from mcp_sections.shared.secrets import MASK
+from tests.in_memory import section_in_memory
 from tests.shell_ops.repos import GIT_IDENTITY, git, make_repo
-from tests.stdio import call, data_of, error_of, fail, section_client
+from tests.stdio import call, data_of, error_of, fail
 
 API_KEY = "sk-live-0f9e8d7c6b5a49382716"
 DB_PASSWORD = "hunter2-correct-horse"
@@ -68,14 +69,14 @@ async def shell(request: pytest.FixtureRequest, world: dict[str, Path]) -> Async
         "MCP_SECTIONS_SHELL_OPS_GIT_AUTHOR_NAME": GIT_IDENTITY["GIT_AUTHOR_NAME"],
         "MCP_SECTIONS_SHELL_OPS_GIT_AUTHOR_EMAIL": GIT_IDENTITY["GIT_AUTHOR_EMAIL"],
     }
-    async with section_client("shell_ops", "--root", str(world["root"]), env=env) as client:
+    async with section_in_memory("shell_ops", "--root", str(world["root"]), env=env) as client:
         yield client
 
 
 @pytest.fixture(scope="module")
 async def files(world: dict[str, Path]) -> AsyncIterator[Client]:
     env = {"MCP_SECTIONS_DATA_DIR": str(world["base"] / "data-files")}
-    async with section_client("file_ops", "--root", str(world["root"]), env=env) as client:
+    async with section_in_memory("file_ops", "--root", str(world["root"]), env=env) as client:
         yield client
 
 

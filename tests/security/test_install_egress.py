@@ -27,7 +27,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from tests.stdio import data_of, section_client
+from tests.in_memory import section_in_memory
+from tests.stdio import data_of
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin") is None, reason="bubblewrap is not installed"
@@ -142,7 +143,7 @@ def project(tmp_path_factory: pytest.TempPathFactory, canary: tuple[int, list[by
 @pytest.fixture(scope="module")
 async def files(project: Path, registry: str) -> AsyncIterator[Client]:
     env = {"MCP_SECTIONS_FILE_OPS_INSTALL_REGISTRIES": registry, "PIP_INDEX_URL": registry}
-    async with section_client("file_ops", "--root", str(project), env=env) as client:
+    async with section_in_memory("file_ops", "--root", str(project), env=env) as client:
         yield client
 
 

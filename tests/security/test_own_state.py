@@ -18,7 +18,8 @@ from mcp import Client
 from mcp_sections.shared.guards.paths import PathGuard
 from mcp_sections.shared.sandbox import Confinement, Sandbox, seatbelt_profile
 from mcp_sections.shared.walking import walk
-from tests.stdio import call, fail, section_client
+from tests.in_memory import section_in_memory
+from tests.stdio import call, fail
 
 HAVE_BWRAP = shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin") is not None
 CANARY = "own-state-canary-41c7"
@@ -64,7 +65,7 @@ def server_env(home: dict[str, Path]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 async def files(home: dict[str, Path]) -> AsyncIterator[Client]:
-    async with section_client("file_ops", "--root", str(home["home"]), env=server_env(home)) as client:
+    async with section_in_memory("file_ops", "--root", str(home["home"]), env=server_env(home)) as client:
         yield client
 
 
@@ -72,7 +73,7 @@ async def files(home: dict[str, Path]) -> AsyncIterator[Client]:
 async def shell(home: dict[str, Path]) -> AsyncIterator[Client]:
     if not HAVE_BWRAP:
         pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
-    async with section_client("shell_ops", "--root", str(home["home"]), env=server_env(home)) as client:
+    async with section_in_memory("shell_ops", "--root", str(home["home"]), env=server_env(home)) as client:
         yield client
 
 

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.stdio import data_of, error_of, section_client
+from tests.in_memory import section_in_memory
+from tests.stdio import data_of, error_of
 
 PD, NF, II, LIMIT = "PERMISSION_DENIED", "NOT_FOUND", "INVALID_INPUT", "MAX_LIMIT_EXCEEDED"
 SECRET = "TOP-SECRET-OUTSIDE"
@@ -67,7 +68,7 @@ async def client(base: Path) -> AsyncIterator[Client]:
         "MCP_SECTIONS_ROOTS": "",
         "MCP_SECTIONS_FILE_OPS_MAX_READ_BYTES": str(READ_CAP),
     }
-    async with section_client("file_ops", "--root", str(base / "root"), env=env) as connected:
+    async with section_in_memory("file_ops", "--root", str(base / "root"), env=env) as connected:
         yield connected
 
 
@@ -270,7 +271,7 @@ async def test_allowed_operations_next_to_the_traps_still_work(
 async def test_no_roots_configured_denies_everything(base: Path) -> None:
     config = base / "absent-config.toml"
     env = {"MCP_SECTIONS_CONFIG": str(config), "MCP_SECTIONS_ROOTS": ""}
-    async with section_client("file_ops", env=env, cwd=base / "root") as client:
+    async with section_in_memory("file_ops", env=env, cwd=base / "root") as client:
         code, message = error_of(await client.call_tool("read_file", {"path": "ok.txt"}))
         assert code == PD and "--root" in message
         assert data_of(await client.call_tool("list_allowed_roots", {}))["roots"] == []

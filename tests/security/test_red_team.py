@@ -32,9 +32,10 @@ import pytest
 from mcp import Client
 
 from tests.gateway.helpers import gateway_client
+from tests.in_memory import section_in_memory
 from tests.security.test_command_attacks import markers, tree_state
 from tests.shell_ops.repos import GIT_IDENTITY, git, make_repo
-from tests.stdio import data_of, error_of, section_client
+from tests.stdio import data_of, error_of
 
 MARKER = f"/tmp/PWNED-red-{uuid.uuid4().hex[:12]}"
 SECRET = f"RED-TEAM-SECRET-{uuid.uuid4().hex[:8]}"
@@ -102,7 +103,7 @@ async def shell(world: dict[str, Path]) -> AsyncIterator[Client]:
         "MCP_SECTIONS_DATA_DIR": str(base / "data"),
         "MCP_SECTIONS_SHELL_OPS_SEARCH_PATH": SEARCH_PATH,
     }
-    async with section_client("shell_ops", "--root", str(world["root"]), env=env) as connected:
+    async with section_in_memory("shell_ops", "--root", str(world["root"]), env=env) as connected:
         yield connected
     for path in markers(MARKER):
         os.unlink(path)
@@ -465,7 +466,7 @@ def files_world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 async def files(files_world: dict[str, Path]) -> AsyncIterator[Client]:
     data = files_world["root"].parent / "data"
     env = {"MCP_SECTIONS_CONFIG": os.devnull, "RED_TEAM_API_TOKEN": SECRET, "MCP_SECTIONS_DATA_DIR": str(data)}
-    async with section_client("file_ops", "--root", str(files_world["root"]), env=env) as connected:
+    async with section_in_memory("file_ops", "--root", str(files_world["root"]), env=env) as connected:
         yield connected
 
 

@@ -15,7 +15,8 @@ from mcp import Client
 
 from mcp_sections.shared import sandbox as sandbox_module
 from mcp_sections.shared.errors import ToolFailure
-from tests.stdio import call, section_client
+from tests.in_memory import section_in_memory
+from tests.stdio import call
 
 pytestmark = pytest.mark.skipif(
     sandbox_module.shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin") is None,
@@ -64,7 +65,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 async def shell(world: dict[str, Path]) -> AsyncIterator[Client]:
-    async with section_client("shell_ops", "--root", str(world["root"])) as client:
+    async with section_in_memory("shell_ops", "--root", str(world["root"])) as client:
         yield client
 
 
@@ -101,7 +102,7 @@ def test_without_bubblewrap_commands_are_refused_unless_off(monkeypatch: pytest.
 @pytest.mark.anyio
 async def test_sandbox_off_says_so_in_every_result(world: dict[str, Path]) -> None:
     env = {"MCP_SECTIONS_SHELL_OPS_SANDBOX": "off"}
-    async with section_client("shell_ops", "--root", str(world["root"]), env=env) as client:
+    async with section_in_memory("shell_ops", "--root", str(world["root"]), env=env) as client:
         result = await call(client, "run_command", command=["ls"])
     assert result["sandbox"] == "off" and "sandbox is off" in result["warning"]
 
@@ -131,7 +132,7 @@ async def test_an_installer_sees_the_project_and_nothing_else_of_the_machine(tmp
         "touch installed.txt && echo 'project: writable'\necho \"home=$HOME\"\n"
     )
     installer.chmod(0o755)
-    async with section_client("file_ops", "--root", str(root), "--data-dir", str(tmp_path / "data")) as files:
+    async with section_in_memory("file_ops", "--root", str(root), "--data-dir", str(tmp_path / "data")) as files:
         data = await call(files, "install_package", manager="pip", packages=["requests"], path=str(project))
     assert data["sandbox"] == "bubblewrap" and data["warning"] is None
     assert SECRET not in data["output"] and "secret: absent" in data["output"]

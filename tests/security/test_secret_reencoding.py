@@ -39,8 +39,9 @@ from mcp_sections.shared.guards.paths import PathGuard
 from mcp_sections.shared.secret_files import file_values, hidden_from_programs, protected_paths
 from mcp_sections.shared.secret_values import MIN_FRAGMENT
 from mcp_sections.shared.secrets import MASK
+from tests.in_memory import section_in_memory
 from tests.shell_ops.repos import git, make_repo
-from tests.stdio import call, section_client
+from tests.stdio import call
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin") is None,
@@ -125,7 +126,7 @@ async def shell(root: Path) -> AsyncIterator[Client]:
         "MCP_SECTIONS_DATA_DIR": str(root.parent / "data"),
         "MCP_SECTIONS_SHELL_OPS_ALLOWED_PROGRAMS": ",".join([*DEFAULT_ALLOWED_PROGRAMS, *EXTRA_PROGRAMS]),
     }
-    async with section_client("shell_ops", "--root", str(root), env=env) as client:
+    async with section_in_memory("shell_ops", "--root", str(root), env=env) as client:
         yield client
 
 
@@ -322,7 +323,7 @@ async def test_an_installer_cannot_read_the_projects_protected_files(tmp_path: P
     installer.write_text("#!/bin/sh\nbase64 .env 2>&1 || echo 'env: unreadable'\n")
     installer.chmod(0o755)
     env = {"MCP_SECTIONS_DATA_DIR": str(tmp_path / "data")}
-    async with section_client("file_ops", "--root", str(tmp_path / "root"), env=env) as files:
+    async with section_in_memory("file_ops", "--root", str(tmp_path / "root"), env=env) as files:
         data = await call(files, "install_package", manager="pip", packages=["requests"], path=str(project))
     assert "env: unreadable" in data["output"], data["output"]
     assert leaked_piece(data["output"], DOTENV_VALUE) is None

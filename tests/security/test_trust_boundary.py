@@ -26,7 +26,8 @@ from mcp import Client
 
 from mcp_sections.shared.guards.paths import PathGuard
 from mcp_sections.shared.sandbox import Confinement, detect
-from tests.stdio import call, cli_command, fail, section_client, server_environment
+from tests.in_memory import section_in_memory
+from tests.stdio import call, cli_command, fail, server_environment
 
 HAVE_BWRAP = shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin") is not None
 CANARY = "trust-boundary-canary-5d21"
@@ -104,7 +105,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 async def shell(world: dict[str, Path]) -> AsyncIterator[Client]:
     if not HAVE_BWRAP:
         pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
-    async with section_client("shell_ops", "--root", str(world["home"]), env=xdg(world["home"])) as client:
+    async with section_in_memory("shell_ops", "--root", str(world["home"]), env=xdg(world["home"])) as client:
         yield client
 
 
@@ -133,7 +134,7 @@ async def test_a_script_cannot_create_the_config_before_it_exists(tmp_path: Path
     paths = make_home(tmp_path, config=False)
     home = paths["home"]
     assert not paths["config_dir"].exists()
-    async with section_client("shell_ops", "--root", str(home), env=xdg(home)) as shell:
+    async with section_in_memory("shell_ops", "--root", str(home), env=xdg(home)) as shell:
         assert paths["config_dir"].is_dir()  # made (empty, 0700) at start, so that it can be hidden
         result = await call(shell, "run_command", command=["python3", "move.py", str(home)], cwd="project")
         assert "wrote config" not in result["stdout"] and "refused config" in result["stdout"], result["stdout"]
@@ -156,7 +157,7 @@ async def test_file_tools_refuse_to_move_the_way_to_the_own_state(
     tmp_path: Path, tool: str, arguments: dict[str, object]
 ) -> None:
     paths = make_home(tmp_path, config=True)
-    async with section_client("file_ops", "--root", str(paths["home"]), env=xdg(paths["home"])) as files:
+    async with section_in_memory("file_ops", "--root", str(paths["home"]), env=xdg(paths["home"])) as files:
         message = await fail(files, tool, "PERMISSION_DENIED", **arguments)
     assert "own state" in message
     assert (paths["data"] / "audit" / "old.jsonl").exists() and (paths["config_dir"] / "config.toml").exists()
@@ -213,7 +214,7 @@ def test_a_config_file_others_can_write_is_refused(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_a_state_moved_under_a_running_server_stops_every_call(tmp_path: Path) -> None:
     data = tmp_path / "state"
-    async with section_client("todo", "--data-dir", str(data)) as todo:
+    async with section_in_memory("todo", "--data-dir", str(data)) as todo:
         await call(todo, "todo_create", workflow_id="w", name="first", description="x")
         data.rename(tmp_path / "state-moved")
         data.mkdir()  # another, empty state where the old one was

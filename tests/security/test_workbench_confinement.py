@@ -19,6 +19,7 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
+from tests.in_memory import section_in_memory
 from tests.processes import RawServer, free_port
 from tests.stdio import call, fail, section_client
 
@@ -118,7 +119,7 @@ def server_env(world: dict[str, Path], **extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 async def shell(world: dict[str, Path]) -> AsyncIterator[Client]:
-    async with section_client("shell_ops", "--root", str(world["root"]), env=server_env(world)) as client:
+    async with section_in_memory("shell_ops", "--root", str(world["root"]), env=server_env(world)) as client:
         yield client
 
 
