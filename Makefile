@@ -24,7 +24,7 @@ test: setup-test           ## set up, lint, type-check and run the whole test su
 	@echo "test [2/3] mypy ($$(( $$(date +%s) - $(STARTED) ))s)"
 	@$(MAKE) --no-print-directory typecheck
 	@echo "test [3/3] pytest, about 5 minutes on 2 cores ($$(( $$(date +%s) - $(STARTED) ))s)"
-	.venv/bin/pytest -n auto --dist loadfile
+	.venv/bin/pytest -n auto --dist loadfile --no-loadscope-reorder
 	@echo "test: done in $$(( $$(date +%s) - $(STARTED) ))s"
 
 lint:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +16,14 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def shared_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache directory for the whole run: derived files (ONNX exports) are made once, not per test."""
-    return tmp_path_factory.mktemp("cache")
+    """One cache directory for the whole run, xdist's workers included: derived files (ONNX exports, each built
+    under a file lock and renamed into place) are made once, not per test or per worker."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's own directory, above the workers' (popen-gw0, popen-gw1, …)
+    cache = base / "cache"
+    cache.mkdir(exist_ok=True)
+    return cache
 
 
 def isolate(patch: pytest.MonkeyPatch, base: Path, cache_dir: Path) -> Path:
@@ -41,3 +48,11 @@ def isolated_session_environment(tmp_path_factory: pytest.TempPathFactory, share
 def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_cache_dir: Path) -> Path:
     """No test reads the developer's config or writes to their data or cache directory."""
     return isolate(monkeypatch, tmp_path, shared_cache_dir)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules with slow tests first. `make test` hands whole modules to xdist's workers in this order
+    (`--dist loadfile --no-loadscope-reorder`), so the long ones start at once and the run ends on short ones,
+    instead of one worker finishing a long module alone while the other waits."""
+    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow)

@@ -120,6 +120,7 @@ def test_without_a_model_the_ranking_is_bm25_alone_and_says_so(tmp_path: Path) -
 
 
 @needs_model
+@pytest.mark.slow  # the recall evaluation over every built-in tool, embedded with the real model
 def test_dev_needs_recall_floor_and_hybrid_beats_each_leg(shared_cache_dir: Path, tmp_path: Path) -> None:
     from benchmarks.tool_search_eval import evaluate
 

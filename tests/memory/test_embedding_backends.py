@@ -1,7 +1,7 @@
 """The embedding backends: the default model runs on ONNX Runtime without torch and gives the vectors torch gives.
 
-The ONNX file is built once per module from the weights the `memory` extra ships (`bert_onnx`, no torch), into a
-temporary directory; its vectors are compared with torch's, stored in data/minilm_torch_reference.json (made with
+The ONNX file is built once per test run from the weights the `memory` extra ships (`bert_onnx`, no torch), into the
+run's cache directory; its vectors are compared with torch's, stored in data/minilm_torch_reference.json (made with
 sentence-transformers on torch before the builder existed), so stores embedded before keep working. The tests that
 run torch itself need the `embeddings-torch` extra and are skipped without it.
 """
@@ -61,8 +61,10 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def onnx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("onnx-files")
+def onnx_dir(shared_cache_dir: Path) -> Path:
+    """Where the servers of this run keep their ONNX files (`<cache>/models`): built once for the run, and this
+    module checks the very files they use (test_a_build_killed_midway builds its own)."""
+    return shared_cache_dir / "models"
 
 
 @pytest.fixture(scope="module")
@@ -266,6 +268,7 @@ def test_settings_choose_the_backend(tmp_path: Path) -> None:
 
 
 @needs_torch
+@pytest.mark.slow  # torch and sentence-transformers imported, the model loaded on torch
 def test_torch_still_gives_the_reference_vectors() -> None:
     embedder = Embedder(backend="torch", threads=1)
     assert embedder.load(), embedder.error
@@ -274,6 +277,7 @@ def test_torch_still_gives_the_reference_vectors() -> None:
 
 
 @needs_torch
+@pytest.mark.slow
 def test_missing_onnxruntime_falls_back_to_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails as if not installed
     embedder = Embedder(backend="onnx", threads=1, onnx_dir=tmp_path / "exports")

@@ -1,4 +1,5 @@
-"""Text fallback and durability: servers whose model cannot load (fast to start), restart, concurrency, kill -9."""
+"""Text fallback when the model cannot load (in memory), and durability across processes: restart, two processes on
+one database, kill -9 (servers with embeddings off: these are about the database, and they start without a model)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import pytest
 from mcp import Client
 
 from mcp_sections.shared.embeddings.embedder import default_model_runs
+from tests.in_memory import section_in_memory
 from tests.processes import RawServer
 from tests.stdio import call, section_client
 
 NO_MODEL = {"MCP_SECTIONS_MEMORY_EMBEDDING_MODEL": "/nonexistent"}
+TEXT_ONLY = {"MCP_SECTIONS_MEMORY_EMBEDDINGS_ENABLED": "false"}
 DB_FILE = "memory.sqlite3"
 DEPLOYS = "Deployments to production happen every Friday"
 
@@ -33,7 +36,7 @@ def integrity(path: Path) -> tuple[str, int]:
     reason="needs the memory extra (pip install 'mcp-sections[memory]'): without it there is no model path to break",
 )
 async def test_text_fallback_when_the_model_cannot_load(tmp_path: Path) -> None:
-    async with section_client("memory", "--data-dir", str(tmp_path / "data"), env=NO_MODEL) as client:
+    async with section_in_memory("memory", "--data-dir", str(tmp_path / "data"), env=NO_MODEL) as client:
         await client.list_tools()
         # a search waits for the model's first load to end (here: to fail); an add made during that load would
         # rightly say "is loading" instead
@@ -58,7 +61,7 @@ async def test_text_fallback_when_the_model_cannot_load(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_persistence_across_restart(tmp_path: Path) -> None:
     data_dir = str(tmp_path / "data")
-    async with section_client("memory", "--data-dir", data_dir, env=NO_MODEL) as client:
+    async with section_client("memory", "--data-dir", data_dir, env=TEXT_ONLY) as client:
         ids = [
             (await call(client, "memory_add", type="decision", content=f"Decision {n}: use plan {n}", workflow_id="w"))[
                 "memory_id"
@@ -68,7 +71,7 @@ async def test_persistence_across_restart(tmp_path: Path) -> None:
         await call(client, "memory_update", memory_id=ids[0], tags=["kept"], metadata={"n": 0}, workflow_id="w")
         await call(client, "memory_delete", memory_id=ids[1], workflow_id="w")
         before = await call(client, "memory_list", workflow_id="w", limit=100)
-    async with section_client("memory", "--data-dir", data_dir, env=NO_MODEL) as client:
+    async with section_client("memory", "--data-dir", data_dir, env=TEXT_ONLY) as client:
         after = await call(client, "memory_list", workflow_id="w", limit=100)
         assert after == before and after["total"] == 4
         kept = (await call(client, "memory_get", memory_id=ids[0], workflow_id="w"))["memory"]
@@ -84,8 +87,8 @@ async def test_two_processes_write_concurrently(tmp_path: Path) -> None:
     per_client = 60
     results: list[dict[str, Any]] = []
     async with (
-        section_client("memory", "--data-dir", data_dir, env=NO_MODEL) as one,
-        section_client("memory", "--data-dir", data_dir, env=NO_MODEL) as two,
+        section_client("memory", "--data-dir", data_dir, env=TEXT_ONLY) as one,
+        section_client("memory", "--data-dir", data_dir, env=TEXT_ONLY) as two,
     ):
 
         async def add(client: Client, label: str, n: int) -> None:
@@ -110,7 +113,7 @@ async def test_two_processes_write_concurrently(tmp_path: Path) -> None:
 async def test_kill_9_mid_burst_loses_no_acknowledged_memory(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     burst = 400
-    with RawServer(["memory", "--data-dir", str(data_dir)], env=NO_MODEL) as server:
+    with RawServer(["memory", "--data-dir", str(data_dir)], env=TEXT_ONLY) as server:
         server.initialize()
         for index in range(1, burst + 1):
             arguments = {"type": "knowledge", "content": f"burst memory {index}", "workflow_id": "burst"}
@@ -124,7 +127,7 @@ async def test_kill_9_mid_burst_loses_no_acknowledged_memory(tmp_path: Path) -> 
     assert 60 <= len(acknowledged) < burst, "the kill should land mid-burst"
 
     assert integrity(data_dir / DB_FILE)[0] == "ok"
-    async with section_client("memory", "--data-dir", str(data_dir), env=NO_MODEL) as client:
+    async with section_client("memory", "--data-dir", str(data_dir), env=TEXT_ONLY) as client:
         for memory_id, content in acknowledged.items():
             got = await call(client, "memory_get", memory_id=memory_id, workflow_id="burst")
             assert got["memory"]["content"] == content

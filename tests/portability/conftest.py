@@ -1,5 +1,5 @@
-"""A copy of the checkout's sources for install tests: pip builds in the source tree (build/, *.egg-info), and
-tests write only inside their temporary directories."""
+"""A copy of the checkout's sources for install tests (pip builds in the source tree: build/, *.egg-info, and tests
+write only inside their temporary directories), and one uv cache for the run's uv and uvx commands."""
 
 from __future__ import annotations
 
@@ -20,3 +20,10 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("checkout") / "mcp-sections"
     shutil.copytree(ROOT, target, ignore=_NOT_SOURCES, symlinks=True)
     return target
+
+
+@pytest.fixture(scope="session")
+def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`UV_CACHE_DIR` for every uv and uvx command of the run: the first fills it from the package index, the others
+    read what it already holds (each still resolves and installs for itself), as on a developer's machine."""
+    return tmp_path_factory.mktemp("uv-cache")

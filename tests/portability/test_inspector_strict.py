@@ -20,6 +20,7 @@ import pytest
 from mcp_sections.servers.registry import BUILTIN_SECTIONS
 
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
+pytestmark = pytest.mark.slow  # the Inspector from the npm registry, and a Node client per server
 BIN = Path(sys.executable).parent
 
 

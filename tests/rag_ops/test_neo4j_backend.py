@@ -58,6 +58,7 @@ def lint(directory: Path, statements: list[str]) -> list[dict[str, Any]]:
     return json.loads(run.stdout)
 
 
+@pytest.mark.slow  # Neo4j's semantic analysis in Node, ~0.2 s per statement
 def test_every_statement_parses_with_neo4j_parser(cypher_linter: Path) -> None:
     statements = all_statements()
     assert len(statements) > 60
