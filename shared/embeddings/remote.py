@@ -14,12 +14,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from mcp_sections.shared.errors import SuiteError
+
 RETRIES = 3
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-class RemoteEmbeddingError(RuntimeError):
+class RemoteEmbeddingError(SuiteError, RuntimeError):
     """The endpoint refused or failed; the message says what to fix."""
 
 
