@@ -43,6 +43,7 @@ from mcp_sections.shared.guards.paths import PathGuard
 logger = logging.getLogger("mcp_sections.rag_ops")
 
 
+SECTION_ID = "rag_ops"  # named in the brain's messages: `mcp-sections reembed rag_ops`
 FLUSH_FILES = 40
 FLUSH_SECONDS = 0.5
 PROGRESS_SECONDS = 0.2
@@ -108,7 +109,9 @@ class Brain(BrainSearch):
         self._executor: Any = None
         self._executor_lock = threading.Lock()
         self._heal()
-        self.start_embedding_jobs(background=background_embeddings, wait_seconds=embedding_wait_seconds)
+        self.start_embedding_jobs(
+            owner=SECTION_ID, background=background_embeddings, wait_seconds=embedding_wait_seconds
+        )
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def close(self) -> None:
