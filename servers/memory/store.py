@@ -7,7 +7,7 @@ IMMEDIATE` writers, busy timeout, `synchronous=FULL`: a committed memory survive
   A call sees the general memories and those of its own workflow, never another workflow's.
 - Vectors: embedded with the section's sentence-transformers model when it is loaded; a memory
   added while the model is loading (or by a process without the model) is stored at once and
-  embedded later by the pending pass (`embed_pending`, run by a background worker).
+  embedded later by the shared background `EmbeddingWorker` (`shared.embeddings.worker`).
 - Search: `vector` (cosine over the in-process `VectorIndex`), `hybrid` (similarity plus a bounded BM25
   bonus) or `text` (BM25 only: the fallback when the model is unavailable). The default threshold is the
   model's calibrated one; the nearest memories below it complete an answer with fewer than three, marked.

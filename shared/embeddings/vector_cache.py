@@ -93,8 +93,6 @@ class VectorCache:
                 updated_at.append(index)
                 updated.append((key, group, kind, blob))
         if updated:
-            if not self.matrix.flags.writeable:  # loaded straight from the database's bytes
-                self.matrix = self.matrix.copy()
             at = np.asarray(updated_at, dtype=np.int64)
             self.matrix[at] = self._matrix([row[3] for row in updated])
             self.groups[at] = [self._code(self._group_codes, row[1]) for row in updated]
@@ -153,15 +151,20 @@ class VectorCache:
             wanted = [codes[name] for name in names if name in codes]
             if not wanted:
                 return []
-            held = np.isin(values, wanted)
+            held = values == wanted[0]
+            for code in wanted[1:]:  # a few codes: faster than np.isin
+                held |= values == code
             mask = held if mask is None else mask & held
         subset = None
         if mask is None:
             scores = cosine_scores(self.matrix, query)
         else:
-            selected = np.flatnonzero(mask)
-            if selected.size < SUBSET_FRACTION * rows:
-                subset, scores = selected, cosine_scores(self.matrix[selected], query)
+            kept = int(np.count_nonzero(mask))
+            if kept == 0:
+                return []
+            if kept < SUBSET_FRACTION * rows:
+                subset = np.flatnonzero(mask)
+                scores = cosine_scores(self.matrix[subset], query)
             else:
                 scores = np.where(mask, cosine_scores(self.matrix, query), -np.inf)
         if threshold is not None:
@@ -188,8 +191,10 @@ class VectorCache:
         return self.dimension is not None and len(blob) == self.dimension * 4
 
     def _matrix(self, blobs: list[bytes]) -> np.ndarray:
+        """The blobs as a matrix numpy owns: a copy, since numpy's large allocations get huge pages (a scan over
+        the bytes' own memory measured 50% slower: 20 ms instead of 13 ms for 100k × 384)."""
         width = self.dimension or 0
-        return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), width)
+        return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), width).copy()
 
     @staticmethod
     def _code(codes: dict[str, int], name: str) -> int:
