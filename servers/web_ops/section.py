@@ -204,8 +204,9 @@ async def search_web(params: SearchWebInput, state: Any) -> SearchWebResult:
     """Search the web and return titles, URLs and snippets (then read a result with fetch_web_page).
 
     Asks the configured provider: a SearXNG instance (`[sections.web_ops] searxng_url`), the Brave Search API
-    (key in BRAVE_API_KEY) or, with no key, DuckDuckGo and others through `ddgs`. DEPENDENCY_ERROR names the
-    setting when none is configured; EXECUTION_FAILED when the provider fails (rate limit, network).
+    (key in BRAVE_API_KEY) or, with no key, DuckDuckGo and others through `ddgs`. DEPENDENCY_ERROR when none is
+    configured or it cannot be reached (no DNS, no internet, connection refused), TIMEOUT, EXECUTION_FAILED when it
+    answers with an error (rate limit); each says what failed and which providers can be configured.
     """
     provider, hits = await state.search(params.query, params.limit, params.provider)
     results = [SearchHitOut(title=h.title, url=h.url, snippet=h.snippet, source=h.source) for h in hits]
