@@ -13,6 +13,8 @@ from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.sections import Section
 from mcp_sections.shared.tools import READ_ONLY, ToolContext, ToolInput, ToolResult, tool
 
+FAKE_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # a GitHub token's shape (not a token): masked
+
 
 class GreetInput(ToolInput):
     name: str = Field(default="World", max_length=100, description="Who to greet.")
@@ -86,9 +88,7 @@ class ReportResult(ToolResult):
 @tool(name="bulky_report", title="Make a bulky report", annotations=READ_ONLY)
 def bulky_report(params: ReportInput) -> ReportResult:
     """Make `pages` pages of `chars` characters each, sent by reference (resource links)."""
-    texts = [
-        f"# page {n}\n" + ("token-api_key=sk-live-1234567890abcdef " if n == 0 else "") for n in range(params.pages)
-    ]
+    texts = [f"# page {n}\n" + (f"github_token = {FAKE_TOKEN}\n" if n == 0 else "") for n in range(params.pages)]
     texts = [(text + "x" * params.chars)[: params.chars] for text in texts]
     result = ReportResult(pages=[], preview=texts[0][:100])
     result.pages = [result.attach(text, name=f"page-{n}.md", mime_type="text/markdown") for n, text in enumerate(texts)]
