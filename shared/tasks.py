@@ -41,7 +41,9 @@ from anyio.abc import TaskGroup
 from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import require_client_extension
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import decode_header_value
 from mcp_types import (
+    HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -61,6 +63,7 @@ logger = logging.getLogger("mcp_sections.tasks")
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
+MCP_NAME_HEADER = "mcp-name"
 LEGACY = frozenset({"2025-11-25"})  # the one handshake-era revision with tasks
 MODERN = frozenset(MODERN_PROTOCOL_VERSIONS)
 POLL_INTERVAL_MS = 1000
@@ -409,6 +412,10 @@ class TasksExtension(Extension):
     def _find(self, ctx: Any, task_id: str) -> TaskRecord:
         if is_modern(ctx):
             require_client_extension(ctx, TASKS_EXTENSION)
+            headers = getattr(getattr(ctx, "request", None), "headers", None)
+            named = headers.get(MCP_NAME_HEADER) if headers is not None else None
+            if named is not None and decode_header_value(named) != task_id:  # SEP-2663: Mcp-Name is the task id
+                raise MCPError(code=HEADER_MISMATCH, message="the Mcp-Name header does not match params.taskId")
         return self._store.find(task_id, owner_of(ctx))
 
     async def _get(self, ctx: Any, params: GetTaskRequestParams) -> dict[str, Any]:
