@@ -105,8 +105,8 @@ class TaskRecord:
         return max(self.created + ttl, self.ended + min(ttl, KEEP_AFTER_END))
 
     def note_progress(self, progress: float, total: float | None, message: str | None) -> None:
-        done = f"{progress:g}/{total:g}" if total else f"{progress:g}"
-        self.message = f"{message} ({done})" if message else f"progress {done}"
+        """The tool's latest progress is the task's status message (its own words, else the numbers)."""
+        self.message = (message or f"progress {progress:g}" + (f"/{total:g}" if total else ""))[:300]
         self.updated = time.time()
 
     def end(self, status: Status, *, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None) -> bool:

@@ -401,6 +401,7 @@ class Brain(BrainSearch):
                 flush()
             except BaseException:  # cancelled (the progress callback raised) or failed: keep what was parsed, and
                 flush()  # the next ingest goes on from there
+                self.store.refresh_counts(project.id)
                 self.store.update_project(project.id, status="ready")
                 raise
             if touched:
