@@ -137,7 +137,7 @@ async def connected(
             yield connection
         return
     data_dir = tmp_path_factory.mktemp("tasks-stdio")
-    command, *args = [sys.executable, "-m", "tests.gateway.serve_module", SECTION]
+    command, *args = [sys.executable, "-m", "tests.gateway.serve_module", SECTION, "--our-stdio"]
     parameters = StdioServerParameters(command=command, args=args, env=environment(data_dir), cwd=REPO)
     async with connect(parameters, legacy, data_dir / "audit", name=kind) as connection:
         yield connection
