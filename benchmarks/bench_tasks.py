@@ -65,9 +65,10 @@ async def crawl() -> list[tuple[str, Any]]:
             assert not result.is_error and result.structured_content is not None, result.content
             structured = result.structured_content
             links = [block for block in result.content if isinstance(block, types.ResourceLink)]
-            whole = [(await client.read_resource(link.uri)).contents[0] for link in links]
+            whole = {link.uri: (await client.read_resource(link.uri)).contents[0].text for link in links}  # type: ignore[union-attr]
     text_chars = sum(len(block.text) for block in result.content if isinstance(block, types.TextContent))
-    page_chars = [structured["text_chars"], *(len(page.text) for page in whole[1:])]  # type: ignore[union-attr]
+    children = structured["children"]
+    page_chars = [structured["text_chars"], *(len(whole.get(c["text_uri"], c["text"] or "")) for c in children)]
     inline_before = min(page_chars[0], MAX_CHARS) + sum(min(chars, MAX_CHARS // 10) for chars in page_chars[1:])
     return [
         ("pages fetched", structured["total_pages_fetched"]),
