@@ -371,39 +371,42 @@ class Brain(BrainSearch):
                     batch = []
                 last_flush = time.monotonic()
 
-            if progress is not None:
-                progress(0, total, f"scanning {total} files of {project.id}")
-            for done, entry in enumerate(entries, start=1):
-                record = records.pop(entry.rel, None)
-                if record is not None and record.size == entry.size and record.mtime_ns == entry.mtime_ns:
-                    report.files_unchanged += 1
-                else:
-                    data = _read(entry.path, self.max_file_bytes)
-                    binary = data is not None and parsing.looks_binary(data)
-                    if data is None or binary or parsing.holds_private_key(data):
-                        stats.skipped_binary += binary
-                        stats.skipped_secret += data is not None and not binary
-                        if record is not None:
-                            records[entry.rel] = record  # it is no longer ingestible: removed below
+            try:
+                if progress is not None:
+                    progress(0, total, f"scanning {total} files of {project.id}")
+                for done, entry in enumerate(entries, start=1):
+                    record = records.pop(entry.rel, None)
+                    if record is not None and record.size == entry.size and record.mtime_ns == entry.mtime_ns:
+                        report.files_unchanged += 1
                     else:
-                        digest = text_hash(data)
-                        if record is not None and record.hash == digest:
-                            report.files_unchanged += 1
-                            touched.append((entry.rel, entry.size, entry.mtime_ns))
+                        data = _read(entry.path, self.max_file_bytes)
+                        binary = data is not None and parsing.looks_binary(data)
+                        if data is None or binary or parsing.holds_private_key(data):
+                            stats.skipped_binary += binary
+                            stats.skipped_secret += data is not None and not binary
+                            if record is not None:
+                                records[entry.rel] = record  # it is no longer ingestible: removed below
                         else:
-                            batch.append(parsing.parse_file(project.id, entry.rel, data, entry.mtime_ns))
-                            (report.files_changed if record is not None else report.files_added).append(entry.rel)
-                now = time.monotonic()
-                if len(batch) >= FLUSH_FILES or (batch and now - last_flush > FLUSH_SECONDS):
-                    flush()
-                if progress is not None and (now - last_progress > PROGRESS_SECONDS or done == total):
-                    last_progress = now
-                    progress(
-                        done,
-                        total,
-                        f"{done}/{total} files ({len(report.files_added) + len(report.files_changed)} new or changed)",
-                    )
-            flush()
+                            digest = text_hash(data)
+                            if record is not None and record.hash == digest:
+                                report.files_unchanged += 1
+                                touched.append((entry.rel, entry.size, entry.mtime_ns))
+                            else:
+                                batch.append(parsing.parse_file(project.id, entry.rel, data, entry.mtime_ns))
+                                (report.files_changed if record is not None else report.files_added).append(entry.rel)
+                    now = time.monotonic()
+                    if len(batch) >= FLUSH_FILES or (batch and now - last_flush > FLUSH_SECONDS):
+                        flush()
+                    if progress is not None and (now - last_progress > PROGRESS_SECONDS or done == total):
+                        last_progress = now
+                        new = len(report.files_added) + len(report.files_changed)
+                        progress(done, total, f"{done}/{total} files ({new} new or changed)")
+                flush()
+            except BaseException:  # cancelled (the progress callback raised) or failed: keep what was parsed, and
+                flush()  # the next ingest goes on from there
+                self.store.refresh_counts(project.id)
+                self.store.update_project(project.id, status="ready")
+                raise
             if touched:
                 self.store.update_file_stats(project.id, touched)
             removed = [rel for rel, rec in records.items() if rec.mtime_ns != INLINE_MTIME]

@@ -103,12 +103,14 @@ def warm_up(brain: Any) -> None:
 
 
 def _progress(ctx: ToolContext | None) -> Callable[[int, int, str], None] | None:
-    """A callback usable from the worker thread that posts MCP progress notifications."""
+    """A callback usable from the worker thread that posts MCP progress notifications, and where the work stops
+    when the call was cancelled (an ingest keeps what it parsed so far: the next one goes on from there)."""
     if ctx is None:
         return None
     import anyio.from_thread
 
     def report(done: int, total: int, message: str) -> None:
+        anyio.from_thread.check_cancelled()  # a cancelled call (tasks/cancel, notifications/cancelled) stops here
         with contextlib.suppress(Exception):  # progress is best effort
             anyio.from_thread.run(ctx.report_progress, float(done), float(total), message)
 
@@ -134,6 +136,7 @@ def _project_out(brain: Any, project: Any) -> ProjectOut:
         "re-index the files that changed",
         "index a directory into the brain",
     ),
+    long=True,
 )
 async def ingest_directory(params: IngestDirectoryInput, state: Any, ctx: ToolContext) -> IngestDirectoryResult:
     """Parse a directory (code: Python, JS/TS, Go, Rust, Java into functions/classes/methods; Markdown into
@@ -184,6 +187,7 @@ def _ingest_result(report: Any) -> IngestDirectoryResult:
         "get a codebase ready for search in one step",
         "set up a new project end to end",
     ),
+    long=True,
 )
 async def setup_project(params: SetupProjectInput, state: Any, ctx: ToolContext) -> SetupProjectResult:
     """Quickstart: register a directory as a named project, ingest it (incrementally if it already is one),
@@ -253,6 +257,7 @@ def ingest_code(params: IngestCodeInput, state: Any) -> IngestCodeResult:
         "generate embeddings for pending nodes",
         "make semantic search work on the new files",
     ),
+    long=True,
 )
 async def generate_embeddings(
     params: GenerateEmbeddingsInput, state: Any, ctx: ToolContext
