@@ -121,6 +121,19 @@ class ResultStore:
             self._items[attachment.uri] = (self._clock() + self.ttl_seconds, attachment)
             self._bytes += size
 
+    def transform_text(self, uri: str, change: Callable[[str], str]) -> None:
+        """Replace the text of a kept attachment by `change(text)` (bytes are left as they are)."""
+        with self._lock:
+            item = self._items.get(uri)
+            if item is None:
+                return
+            expires, attachment = item
+            if not isinstance(attachment.data, str):
+                return
+            changed = replace(attachment, data=change(attachment.data))
+            self._items[uri] = (expires, changed)
+            self._bytes += changed.size - attachment.size
+
     def get(self, uri: str) -> Attachment | None:
         with self._lock:
             self._expire()

@@ -23,6 +23,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from mcp_sections.shared.audit import read_lines
+from mcp_sections.shared.provenance import unwrap
 from mcp_sections.shared.resources import Attachment, ResultStore, split_inline
 from mcp_sections.shared.secrets import MASK
 from tests.framework.tasks_section import FAKE_TOKEN
@@ -311,7 +312,7 @@ async def test_bulky_parts_come_by_reference_and_are_read_back(connected: Connec
     assert [link.size for link in links[1:]] == [20_000, 20_000]  # the size of what is stored (page 0: masked)
     pages = [(await connected.client.read_resource(link.uri)).contents[0] for link in links]
     assert [page.mime_type for page in pages] == ["text/markdown"] * 3
-    texts = [page.text for page in pages]  # type: ignore[union-attr]
+    texts = [unwrap(page.text) for page in pages]  # type: ignore[union-attr]
     assert texts[1].startswith("# page 1\nxxx") and len(texts[1]) == 20_000
     assert FAKE_TOKEN not in texts[0] and MASK in texts[0]  # masked like the rest of the section's results
     with pytest.raises(MCPError) as gone:

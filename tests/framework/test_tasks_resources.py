@@ -31,7 +31,13 @@ def anyio_backend() -> str:
 
 
 async def read_back(client: Client, uri: str) -> Any:
-    return (await client.read_resource(uri)).contents[0]
+    from mcp_sections.shared.provenance import unwrap
+
+    content = (await client.read_resource(uri)).contents[0]
+    if getattr(content, "text", None) is not None:  # served in its provenance envelope
+        assert content.text.startswith("<data id=")  # type: ignore[union-attr]
+        return content.model_copy(update={"text": unwrap(content.text)})  # type: ignore[union-attr]
+    return content
 
 
 def links_of(result: types.CallToolResult) -> list[types.ResourceLink]:

@@ -19,6 +19,7 @@ import pytest
 from mcp import Client
 
 from mcp_sections.shared.audit import read_lines
+from mcp_sections.shared.provenance import unwrap
 from tests.gateway.helpers import REPO, builtin_available, section_processes, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.processes import free_port, wait_until_listening
@@ -187,4 +188,5 @@ async def test_bulky_parts_of_a_section_result_are_read_through_the_gateway(work
         links = [block for block in result.content if isinstance(block, types.ResourceLink)]
         assert len(links) == 2 and all(link.uri.startswith("mcp-sections://tasks_demo/") for link in links)
         page = (await client.read_resource(links[1].uri)).contents[0]
-        assert page.text.startswith("# page 1\n") and len(page.text) == 30_000  # type: ignore[union-attr]
+        text = unwrap(page.text)  # type: ignore[union-attr]
+        assert text.startswith("# page 1\n") and len(text) == 30_000
