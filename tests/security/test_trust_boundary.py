@@ -314,3 +314,45 @@ async def test_the_servers_own_installation_is_read_only_when_a_root_contains_it
         if moved.is_dir() and not prefix.exists():
             moved.rename(prefix)
         planted.unlink(missing_ok=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv")
+def test_as_an_unprivileged_user_the_sandbox_still_confines(request: pytest.FixtureRequest) -> None:
+    """The rest of the sandbox's promises when bubblewrap is started by an unprivileged user: nothing outside the
+    roots, no network, no capabilities, the own state hidden."""
+    from mcp_sections.shared.sandbox import Sandbox
+
+    if not HAVE_BWRAP:
+        pytest.skip("bubblewrap is not installed")
+    base = Path(tempfile.mkdtemp(prefix="mcp-sections-unprivileged-"))
+    request.addfinalizer(lambda: shutil.rmtree(base, ignore_errors=True))
+    base.chmod(0o755)
+    paths = make_home(base, config=True)
+    outside = base / "outside.txt"
+    outside.write_text(CANARY)
+    probe = paths["home"] / "project" / "probe.py"
+    probe.write_text(
+        "import os, socket, pathlib\n"
+        f"print('outside', pathlib.Path({str(outside)!r}).exists())\n"
+        f"print('state', sorted(os.listdir({str(paths['data'])!r})))\n"
+        "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=1); print('network yes')\n"
+        "except OSError:\n    print('network none')\n"
+        "print('caps', open('/proc/self/status').read().split('CapEff:')[1].split()[0])\n"
+    )
+    subprocess.run(["chown", "-R", "65534:65534", str(paths["home"])], check=True)
+    guard = PathGuard([paths["home"]], private=[paths["data"], paths["config_dir"]])
+    sandbox = Sandbox("bubblewrap", shutil.which("bwrap", path="/usr/bin:/bin"))
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    argv = sandbox.wrap(
+        [python, str(probe)], paths["home"] / "project", Confinement.within(guard, writable=[paths["home"]])
+    )
+    done = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(paths["home"])},
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines == ["outside False", "state []", "network none", "caps 0000000000000000"], done.stdout
