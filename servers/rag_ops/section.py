@@ -668,7 +668,7 @@ SECTION = Section(
         Requirement("tree-sitter grammars", module("tree_sitter"), InstallExtra("rag")),
         Requirement("Neo4j (backend = neo4j)", neo4j_reachable, "start Neo4j 5 and set NEO4J_URI/USERNAME/PASSWORD"),
     ),
-    heavy="torch, sentence-transformers and neo4j",
+    heavy="ONNX Runtime, the embedding model (about 160 MB of memory), tree-sitter and neo4j",
     embeds=True,
     output_source="knowledge graph (ingested files and pages)",
     container=Container(stage="runtime-tools", build="build-ml", workspace="read"),
