@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 
+from mcp_sections.shared.errors import SuiteError
 from mcp_sections.shared.sections import Section
 
 BUILTIN_SECTIONS: dict[str, str] = {
@@ -19,8 +20,8 @@ BUILTIN_SECTIONS: dict[str, str] = {
 }
 
 
-class UnknownSection(LookupError):
-    pass
+class UnknownSection(SuiteError, LookupError):
+    """No section has this id (the message lists the ones there are)."""
 
 
 def load_section(section_id: str) -> Section:

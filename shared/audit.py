@@ -276,6 +276,17 @@ def written_after_replies() -> Iterator[Callable[[], None]]:
         flush()
 
 
+@contextmanager
+def written_at_once() -> Iterator[None]:
+    """Within it, outcome lines are written when the call ends: for work that outlives its request (an MCP task,
+    `shared.tasks`), whose reply went out long before."""
+    token = _after_reply.set(None)
+    try:
+        yield
+    finally:
+        _after_reply.reset(token)
+
+
 def logged_servers(directory: Path) -> list[str]:
     """The servers that have an audit log under `directory`."""
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent
@@ -15,8 +16,9 @@ from pydantic import BaseModel, ValidationError
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.install_hints import install_hint
-from mcp_sections.shared.secrets import mask_result
-from mcp_sections.shared.tools import ToolContext, ToolSpec, UserAnswer
+from mcp_sections.shared.resources import publish
+from mcp_sections.shared.secrets import mask_result, mask_text
+from mcp_sections.shared.tools import ToolContext, ToolResult, ToolSpec, UserAnswer
 
 logger = logging.getLogger("mcp_sections.calls")
 
@@ -58,7 +60,9 @@ async def run_tool(
                 "Check the arguments, or retry; report it if it persists.",
             )
         )
-    return mask_result(success_result(result)) if mask_secrets else success_result(result)
+    if mask_secrets:
+        return mask_result(success_result(result, mask=lambda text: mask_text(text)[0]))
+    return success_result(result)
 
 
 def parse_arguments(model: type[BaseModel], arguments: dict[str, Any]) -> BaseModel:
@@ -93,11 +97,14 @@ def missing_dependency(what: str, exc: ModuleNotFoundError, extra: str | None) -
     )
 
 
-def success_result(result: BaseModel) -> CallToolResult:
+def success_result(result: BaseModel, mask: Callable[[str], str] | None = None) -> CallToolResult:
+    """The result of a successful call: its text, its extra content, and a `resource_link` for each part it sent by
+    reference (kept in the store first, text through `mask`: `shared.resources`)."""
     text = result.render_text() if hasattr(result, "render_text") else result.model_dump_json()
     extra = result.extra_content() if hasattr(result, "extra_content") else []
+    links = publish(result.attachments(), mask) if isinstance(result, ToolResult) else []
     return CallToolResult(
-        content=[TextContent(type="text", text=text), *extra],
+        content=[TextContent(type="text", text=text), *extra, *links],
         structured_content=result.model_dump(mode="json"),
     )
 

@@ -119,6 +119,15 @@ class Settings(LayeredSettings):
         description="destructive: ask the user (MCP elicitation) before a destructive tool runs or a sub-agent "
         "starts; refused on clients without elicitation. off: never ask.",
     )
+    task_ttl_seconds: float = Field(
+        default=3600,
+        ge=1,
+        le=86400,
+        description="How long an MCP task (a long call answered with a task handle) and its result are kept.",
+    )
+    max_tasks_per_client: int = Field(
+        default=16, ge=1, le=1000, description="MCP tasks one client may have working at once."
+    )
     allowed_hosts: list[str] = Field(
         default_factory=list, description="Extra Host header values accepted by the HTTP transport."
     )

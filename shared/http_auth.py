@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from mcp_sections.shared.errors import ConfigError
+
 TOKEN_ENV = "MCP_SECTIONS_AUTH_TOKEN"
 TOKEN_FILE_ENV = "MCP_SECTIONS_AUTH_TOKEN_FILE"
 MIN_TOKEN_LENGTH = 16
@@ -27,7 +29,7 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-class AuthConfigError(ValueError):
+class AuthConfigError(ConfigError, ValueError):
     """The token settings cannot be used (unreadable file, too short, missing where required)."""
 
 

@@ -15,6 +15,22 @@ APP_NAME = "mcp-sections"
 CONFIG_ENV = "MCP_SECTIONS_CONFIG"
 
 
+def installation_dirs() -> tuple[Path, ...]:
+    """Where the running suite's own code lives (real paths): its environment (`sys.prefix`: the interpreter's site
+    packages, the `mcp-sections` launcher) and, for an editable install, the checkout's `shared/` and `servers/`.
+    Programs and file tools may read them, never change them: a `.pth` file planted there would run unconfined in the
+    next server (see `shared.guards.paths`)."""
+    import sys
+
+    found = [os.path.realpath(sys.prefix)]
+    package = Path(__file__).resolve().parent  # shared/
+    for code in (package, package.parent / "servers"):
+        real = os.path.realpath(code)
+        if not any(real == place or real.startswith(place + os.sep) for place in found):
+            found.append(real)
+    return tuple(Path(path) for path in found)
+
+
 def default_cache_dir() -> Path:
     """`MCP_SECTIONS_CACHE_DIR`, else the platform's user cache directory."""
     if env := os.environ.get("MCP_SECTIONS_CACHE_DIR"):

@@ -3,7 +3,8 @@
 Every result text of a section is wrapped in an envelope that says where it came from (`Section.output_source`: a
 file, a web page, a program, the computation of the calculator…) and that it is data, and that cannot be closed from
 inside: its marks carry a random id the text does not contain, so a file holding `</tool_output>` followed by
-`SYSTEM: …` stays inside it. The gateway's gate wraps third-party sections' results and its own reports the same way.
+`SYSTEM: …` stays inside it. The text a result sends by reference is enveloped the same way before `resources/read`
+serves it. The gateway's gate wraps third-party sections' results and its own reports the same way.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult, ResourceLink, TextContent
 
 OPEN = "<data "
 NOTE = (
@@ -45,9 +46,15 @@ def unwrap(text: str) -> str:
 
 
 def wrap_result(result: CallToolResult, source: str, tool: str) -> CallToolResult:
-    """The result with each text block in an envelope (errors are the suite's own words: left as they are)."""
+    """The result with each text block in an envelope (errors are the suite's own words: left as they are), and the
+    text of each part it sent by reference too (`shared.resources`: what `resources/read` serves)."""
     if result.is_error:
         return result
+    from mcp_sections.shared.resources import STORE
+
+    for block in result.content:
+        if isinstance(block, ResourceLink):
+            STORE.transform_text(str(block.uri), lambda text: envelope(text, source, tool))
     content: list[Any] = [
         TextContent(type="text", text=envelope(block.text, source, tool)) if isinstance(block, TextContent) else block
         for block in result.content

@@ -84,6 +84,7 @@ class Confinement:
     network: bool = False
     hidden: tuple[Path, ...] = ()
     pinned: tuple[Path, ...] = ()
+    protected: tuple[Path, ...] = ()  # inside a writable place, shown read-only (the suite's own installation)
     egress: Path | None = None  # a Unix socket of an egress proxy (`shared.egress_proxy`): the only way out
 
     @classmethod
@@ -106,6 +107,7 @@ class Confinement:
             network=network,
             hidden=hidden_from_programs(guard, (*writable, *readable)),
             pinned=guard.pinned_inside_roots(),
+            protected=guard.protected_inside_roots(),
             egress=egress,
         )
 
@@ -160,6 +162,9 @@ class Sandbox:
         for path in confinement.pinned:  # a mount point: never renamed nor removed from inside
             if path.is_dir() and any(is_inside(str(path), str(place)) for place in confinement.writable):
                 args += ["--bind", str(path), str(path)]
+        for path in confinement.protected:  # readable, never written, renamed or replaced
+            if path.exists():
+                args += ["--ro-bind", str(path), str(path)]
         for path in confinement.hidden:  # mounted over what the binds above show: an empty directory or file
             if path.is_dir():  # read-only: a program cannot even stage files where the state seems to be
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
@@ -236,6 +241,8 @@ def seatbelt_profile(executable: str, confinement: Confinement) -> str:
     ]
     if confinement.network:
         rules.append("(allow network* system-socket)")
+    if confinement.protected:  # the suite's own installation: readable, never written
+        rules.append(f"(deny file-write* {paths('subpath', confinement.protected)})")
     if confinement.pinned:  # the way to the hidden state: never renamed, removed or replaced
         rules.append(f"(deny file-write* {paths('literal', confinement.pinned)})")
     if confinement.hidden:  # the last matching rule wins: the suite's own state stays out of reach

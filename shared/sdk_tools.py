@@ -178,10 +178,11 @@ class SdkChannel:
 def tool_context(context: Context) -> ToolContext:
     """The one `ToolContext` of a call that came in over MCP: progress to the client, its channel, its caller."""
     from mcp_sections.shared.audit import caller_of
+    from mcp_sections.shared.tasks import tracked
 
     meta = getattr(context.request_context, "meta", None)
     return ToolContext(
-        progress=context.report_progress,
+        progress=tracked(context.report_progress),  # a task's progress is also its status message
         channel=SdkChannel(context),
         caller=caller_of(meta if isinstance(meta, dict) else None),
     )
@@ -283,8 +284,16 @@ def spec_tool(
 def definition(spec: ToolSpec, *, lean: bool = False, publish_output: bool = True) -> dict[str, Any]:
     """The one `tools/list` entry of a declared tool, built as `spec_tool` publishes it. One rule: a section's tools
     are full (as its own server publishes them); a host's own tools shown to a model — the gateway's, orchestration's
-    to its sub-agents — are `lean` (compacted schemas, `shared.schemas`)."""
-    return tool_definition(spec_tool(spec, _definition_only, lean=lean, publish_output=publish_output))
+    to its sub-agents — are `lean` (compacted schemas, `shared.schemas`). A long tool carries its
+    `execution.taskSupport`, as tools/list publishes it on 2025-11-25 (`shared.tasks`)."""
+    entry = tool_definition(spec_tool(spec, _definition_only, lean=lean, publish_output=publish_output))
+    execution = task_execution(spec.task_support)
+    return entry if execution is None else {**entry, "execution": execution}
+
+
+def task_execution(support: str | None) -> dict[str, Any] | None:
+    """The `execution` member of a tool's tools/list entry (None: the tool never runs as an MCP task)."""
+    return {"taskSupport": support} if support is not None else None
 
 
 async def _definition_only(arguments: dict[str, Any], ctx: ToolContext) -> CallToolResult:  # pragma: no cover

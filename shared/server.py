@@ -25,8 +25,10 @@ from mcp_sections.shared.asking import asking_tool
 from mcp_sections.shared.calls import failure_result
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.pipeline import SectionCalls, SectionState
+from mcp_sections.shared.resources import ServeResults, serve_as
 from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, spec_tool, without_sdk_tracing
 from mcp_sections.shared.sections import Section, SectionRuntime
+from mcp_sections.shared.tasks import SpecPolicy, TaskCalls, TasksExtension, TaskStore
 from mcp_sections.shared.tools import ToolContext, ToolSpec, UserAnswer
 
 logger = logging.getLogger("mcp_sections.server")
@@ -70,10 +72,14 @@ def approval_tool(
 
 
 def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, SectionState]:
-    """The MCP server of one section, and its lazily opened state."""
+    """The MCP server of one section, and its lazily opened state. Long tools may run as MCP tasks
+    (`shared.tasks`); bulky parts of results are served by `resources/read` (`shared.resources`)."""
     runtime.settings.own_state().prepare(runtime.settings.roots)
     calls = SectionCalls(section, runtime)
     state = calls.state
+    settings = runtime.settings
+    tasks = TaskStore(settings.task_ttl_seconds, settings.max_tasks_per_client)
+    serve_as(section.id)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
@@ -81,6 +87,7 @@ def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, 
             async with AsyncExitStack() as stack:
                 if section.lifespan is not None:
                     state.provide(await stack.enter_async_context(section.lifespan(runtime)))
+                await stack.enter_async_context(tasks.running())  # left first: tasks stop before the state closes
                 yield
         finally:
             await anyio.to_thread.run_sync(state.close)
@@ -94,9 +101,12 @@ def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, 
         tools=[sdk_tool(spec, calls, runtime.settings.approval) for spec in section.specs],
         lifespan=lifespan,
         log_level=runtime.settings.log_level,
+        extensions=[TasksExtension(tasks)],
     )
     server.middleware.append(UnknownToolAsNotFound({spec.name for spec in section.specs}))
     server.middleware.append(ForgetRootsOnChange())
+    server.middleware.append(ServeResults())
+    server.middleware.append(TaskCalls(tasks, SpecPolicy(calls.specs, settings.approval)))
     if runtime.settings.warm_up and (section.open_state is not None or section.warm_up is not None):
         server.middleware.append(_WarmUpAfterListing(state))
     return server, state

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_type_hints
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 if TYPE_CHECKING:
     from mcp_types import CreateMessageRequestParams, CreateMessageResult, CreateMessageResultWithTools
@@ -44,6 +44,7 @@ class ToolResult(BaseModel):
     """
 
     model_config = ConfigDict(from_attributes=True)
+    _attachments: list[Any] = PrivateAttr(default_factory=list)
 
     def render_text(self) -> str:
         return json.dumps(self.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
@@ -51,6 +52,19 @@ class ToolResult(BaseModel):
     def extra_content(self) -> list[Any]:
         """Extra MCP content blocks (e.g. an image) sent after the text rendering."""
         return []
+
+    def attach(self, data: str | bytes, *, name: str, mime_type: str, description: str | None = None) -> str:
+        """Send a bulky part by reference (`shared.resources`): a `resource_link` block after the content, its bytes
+        served by `resources/read`. Returns its URI, for the structured content to keep."""
+        from mcp_sections.shared.resources import Attachment
+
+        attachment = Attachment.new(data, name=name, mime_type=mime_type, description=description)
+        self._attachments.append(attachment)
+        return attachment.uri
+
+    def attachments(self) -> list[Any]:
+        """The parts sent by reference (`attach`)."""
+        return list(self._attachments)
 
 
 class ClientChannel(Protocol):
@@ -183,6 +197,10 @@ class UserAnswer:
     waited_seconds: float = 0.0
 
 
+LongWork = bool | Callable[[Any], bool]
+"""`@tool(long=...)`: True when every call may be long (a crawl, an ingest, a sub-agent), or a predicate on the
+parsed input for the calls that are (`lambda params: params.depth > 0`); False for a tool that answers at once."""
+
 AskUser = Callable[[Any, Any], UserQuestion | None]
 """`asks_user(params, state) -> UserQuestion`; raising `ToolFailure` fails the call without asking; None: this
 call needs no question (it runs with `answer=None`)."""
@@ -204,6 +222,23 @@ class ToolSpec:
     is_async: bool
     asks_user: AskUser | None = field(default=None, repr=False)
     examples: tuple[str, ...] = ()  # needs in a user's words, for the gateway's find_tools (not published)
+    long: LongWork = False  # may outlive a client's request timeout: runs as an MCP task (see `shared.tasks`)
+
+    @property
+    def task_support(self) -> Literal["optional"] | None:
+        """Its `execution.taskSupport` in tools/list: "optional" for a long tool (a plain call works too)."""
+        return "optional" if self.long is not False else None
+
+    def runs_long(self, arguments: dict[str, Any]) -> bool:
+        """Whether this call is long work (the server then answers with a task where the client allows it): always
+        for `long=True`, per call for a predicate on the parsed input (invalid arguments: no, the call fails fast)."""
+        if self.long is False or self.long is True:
+            return self.long
+        try:
+            params = self.input_model.model_validate(arguments)
+        except ValueError:
+            return False
+        return bool(self.long(params))
 
     async def invoke(
         self, params: BaseModel, state: Any, ctx: ToolContext | None, answer: UserAnswer | None = None
@@ -231,6 +266,7 @@ def tool(
     description: str | None = None,
     asks_user: AskUser | None = None,
     examples: tuple[str, ...] = (),
+    long: LongWork = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a function as a tool. The description defaults to the function's docstring.
 
@@ -241,10 +277,15 @@ def tool(
     `examples` are a few short needs in a user's own words that this tool answers ("undo my last edit"):
     the gateway's `find_tools` searches them beside the name and description. They are not published in
     `tools/list`. At most `MAX_EXAMPLES`, each at most `MAX_EXAMPLE_LENGTH` characters.
+
+    `long` marks work that may outlive a client's request timeout (a crawl, an ingest, a render, a sub-agent):
+    True, or a predicate on the parsed input for the calls that are long. Such a tool is published with
+    `execution.taskSupport: "optional"` and may run as an MCP task (`shared.tasks`); a plain call still works,
+    with progress notifications.
     """
 
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
-        spec = _build_spec(function, name, title, annotations, description, asks_user, examples)
+        spec = _build_spec(function, name, title, annotations, description, asks_user, examples, long)
         setattr(function, SPEC_ATTRIBUTE, spec)
         return function
 
@@ -266,6 +307,7 @@ def _build_spec(
     description: str | None,
     asks_user: AskUser | None = None,
     examples: tuple[str, ...] = (),
+    long: LongWork = False,
 ) -> ToolSpec:
     parameters = list(inspect.signature(function).parameters)
     unexpected = [p for p in parameters if p not in ALLOWED_PARAMETERS]
@@ -299,4 +341,5 @@ def _build_spec(
         is_async=inspect.iscoroutinefunction(function),
         asks_user=asks_user,
         examples=tuple(examples),
+        long=long,
     )

@@ -1,4 +1,12 @@
-"""Test-wide fixtures: the anyio backend and an isolated data directory and config per test."""
+"""Test-wide fixtures: the anyio backend, a home directory of the run's own, and an isolated data directory and
+config per test.
+
+No test writes outside its temporary directories: besides the MCP_SECTIONS_* variables, HOME and the XDG base
+directories point into the run's temporary directory for the whole session, so whatever finds the user's
+directories on its own — a server started with only the MCP SDK's default environment (which keeps HOME), a
+third-party section the gateway starts, platformdirs' defaults, Chromium's profile files, ONNX Runtime's
+device id, npm's and pip's caches — writes there (tests/framework/test_no_writes_outside.py checks it).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+#: The user's directories a program may write to, and where each goes under the run's home.
+USER_DIRECTORIES = {
+    "HOME": ".",
+    "XDG_CONFIG_HOME": ".config",
+    "XDG_DATA_HOME": ".local/share",
+    "XDG_STATE_HOME": ".local/state",
+    "XDG_CACHE_HOME": ".cache",
+    "XDG_RUNTIME_DIR": "runtime",
+}
 
 
 @pytest.fixture
@@ -36,10 +54,24 @@ def isolate(patch: pytest.MonkeyPatch, base: Path, cache_dir: Path) -> Path:
     return base / "data"
 
 
+def isolate_home(patch: pytest.MonkeyPatch, home: Path) -> None:
+    """HOME and the XDG base directories under `home` (a browser build Playwright downloaded stays found)."""
+    if "PLAYWRIGHT_BROWSERS_PATH" not in os.environ:
+        downloaded = Path.home() / ".cache" / "ms-playwright"
+        if downloaded.is_dir():
+            patch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(downloaded))
+    for name, relative in USER_DIRECTORIES.items():
+        path = home / relative
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        patch.setenv(name, str(path.resolve()))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def isolated_session_environment(tmp_path_factory: pytest.TempPathFactory, shared_cache_dir: Path) -> Iterator[None]:
-    """The same isolation for fixtures wider than a test (module-scoped servers start before `isolated_environment`)."""
+    """The same isolation for fixtures wider than a test (module-scoped servers start before `isolated_environment`),
+    and the run's own home directory."""
     with pytest.MonkeyPatch.context() as patch:
+        isolate_home(patch, tmp_path_factory.mktemp("home"))
         isolate(patch, tmp_path_factory.mktemp("session"), shared_cache_dir)
         yield
 

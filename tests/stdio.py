@@ -37,8 +37,10 @@ def server_parameters(
 
 
 def server_environment(env: dict[str, str] | None = None) -> dict[str, str]:
-    """What a test server process gets: this process's MCP_SECTIONS_*, PATH* and HOME* variables, plus `env`."""
-    environment = {key: value for key, value in os.environ.items() if key.startswith(("MCP_SECTIONS_", "PATH", "HOME"))}
+    """What a test server process gets: this process's MCP_SECTIONS_*, PATH* and HOME* variables (HOME is the run's
+    own: tests/conftest.py) and where Playwright's browsers are, plus `env`."""
+    passed = ("MCP_SECTIONS_", "PATH", "HOME", "PLAYWRIGHT_BROWSERS_PATH")
+    environment = {key: value for key, value in os.environ.items() if key.startswith(passed)}
     environment.update(env or {})
     return environment
 

@@ -45,7 +45,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.errors import ErrorCode, SuiteError, ToolFailure
 
 logger = logging.getLogger("mcp_sections.workers")
 
@@ -54,7 +54,7 @@ MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 _CHILD_ENTRY = "from mcp_sections.servers.calculator.workers import child_main; child_main()"
 
 
-class WorkerError(RuntimeError):
+class WorkerError(SuiteError, RuntimeError):
     """Base of the worker's own failures (not exceptions raised by the target)."""
 
 

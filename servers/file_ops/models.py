@@ -106,7 +106,12 @@ class ReadFileResult(ToolResult):
     truncated: bool = Field(
         default=False,
         description="The content stops early: the read cap was reached (or, for a whole-file read, not all lines "
-        "fit); read the rest with offset/limit.",
+        "fit), or it was longer than the inline limit; read the rest with offset/limit (or `content_uri`).",
+    )
+    content_uri: str | None = Field(
+        default=None,
+        description="The whole text read, by reference (resources/read), when `content` is only its start "
+        "(texts longer than 16,000 characters).",
     )
     _image_data: str | None = PrivateAttr(default=None)
 
@@ -122,6 +127,8 @@ class ReadFileResult(ToolResult):
             where = f"lines {self.start_line}-{self.end_line}" if self.start_line else "part"
             total = f" of {self.total_lines}" if self.total_lines else ""
             content += f"\n[truncated: showing {where}{total}; use offset/limit, head or tail for more]"
+        if self.content_uri:
+            content += f"\n[the whole text read: {self.content_uri}]"
         return content
 
     def extra_content(self) -> list[Any]:

@@ -32,7 +32,7 @@ files stream in the walk's order, so the search stops rg early. Names that sort 
 Python strings (undecodable names beside non-BMP or private-use ones) then fall back: when two are reported
 out of order, or when the walk finds an undecodable name before the point where the search stopped.
 
-Not used (`Unavailable`, the Python engine runs): the `search_engine = "python"` setting; rg not found on
+Not used (`RipgrepUnavailable`, the Python engine runs): the `search_engine = "python"` setting; rg not found on
 `DEFAULT_SEARCH_PATH`; a single file; a case-insensitive literal with non-ASCII characters (full case
 folding); regex syntax the `regex` package reads differently from `re` (fuzzy `{e<=1}`, `[[:alpha:]]`) or
 that rg cannot compile; an unusable ignore file (above); rg failing; paths out of order (above).
@@ -66,6 +66,7 @@ from collections.abc import Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
+from mcp_sections.shared.errors import SuiteError
 from mcp_sections.shared.guards.paths import PathGuard
 from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
 
@@ -111,7 +112,7 @@ _PLAIN_GLOB = re.compile(r"(?!.*\*\*)[^\\/\[\]{},!][^\\/\[\]{},]*")  # read alik
 _UNSAFE_IGNORE_LINE = re.compile(r"[\\{}\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|\[:|\[!?\]|\r.")
 
 
-class Unavailable(Exception):
+class RipgrepUnavailable(SuiteError):
     """rg cannot reproduce this search exactly (or is missing, or failed): the Python engine runs instead."""
 
 
@@ -132,19 +133,19 @@ def rg_pattern(pattern: str, *, regex: bool, case_sensitive: bool) -> str:
     """An rg regex matching in every file where the Python engine can find `pattern` (and maybe more)."""
     if regex:
         if _REGEX_MODULE_SYNTAX.search(pattern):
-            raise Unavailable("syntax the regex package reads differently from re")
+            raise RipgrepUnavailable("syntax the regex package reads differently from re")
         flags = 0 if case_sensitive else re.IGNORECASE
         try:
             tree = parser.parse(pattern, flags)
         except re.error as exc:  # the engine refuses it first; kept for direct callers
-            raise Unavailable(f"the pattern does not parse: {exc}") from None
+            raise RipgrepUnavailable(f"the pattern does not parse: {exc}") from None
         core = _translate(tree, tree.state.flags | flags)
     elif case_sensitive:
         core = "".join(_one_of([ord(char)]) for char in pattern)
     else:
         # the engine rules files out with an ASCII-only lower-casing byte scan, then folds lines fully
         if not pattern.isascii():
-            raise Unavailable("a case-insensitive literal with non-ASCII characters folds fully")
+            raise RipgrepUnavailable("a case-insensitive literal with non-ASCII characters folds fully")
         core = "".join(_one_of({ord(char.lower()), ord(char.upper())}) for char in pattern)
     return f"(?:{core})|{_WIDE_BOM}"
 
@@ -195,7 +196,7 @@ def _translate(items: Any, flags: int) -> str:
         elif op in _ZERO_WIDTH:
             continue  # anchors, word boundaries, lookarounds: leaving them out only widens the match
         else:
-            raise Unavailable(f"regex construct {op} is not translated")
+            raise RipgrepUnavailable(f"regex construct {op} is not translated")
     return "".join(out)
 
 
@@ -233,7 +234,7 @@ def _atom_source(op: Any, value: Any) -> str:
         elif kind == constants.CATEGORY and item in _CATEGORIES:
             parts.append(_CATEGORIES[item])
         else:
-            raise Unavailable(f"class item {kind} is not translated")
+            raise RipgrepUnavailable(f"class item {kind} is not translated")
     return "[" + "".join(parts) + "]"
 
 
@@ -379,7 +380,7 @@ class Candidates:
 
     rg processes run side by side: the search (`--json`, one match per file is enough); with .gitignore on, a
     listing of the ignore files it reads, checked as they come; then a listing of the files in its walk
-    (counted for `files_searched`). Iterating raises `Unavailable` when rg turns out unable to
+    (counted for `files_searched`). Iterating raises `RipgrepUnavailable` when rg turns out unable to
     reproduce the walk; so does `finish`, which does the last checks.
     """
 
@@ -401,7 +402,7 @@ class Candidates:
     ) -> None:
         program = executable()
         if program is None:
-            raise Unavailable("rg is not installed")
+            raise RipgrepUnavailable("rg is not installed")
         expression = rg_pattern(pattern, regex=regex, case_sensitive=case_sensitive)
         walking = walk_arguments(
             guard, include=include, exclude=exclude, gitignore=gitignore, include_hidden=include_hidden
@@ -452,7 +453,7 @@ class Candidates:
             )
         except OSError as exc:
             self.close()
-            raise Unavailable(f"rg could not start: {exc}") from None
+            raise RipgrepUnavailable(f"rg could not start: {exc}") from None
         self._processes.append(process)
         return process
 
@@ -495,7 +496,7 @@ class Candidates:
         for rel in self._reported():
             parts = rel.split("/")
             if parts <= self._last:
-                raise Unavailable("rg's order differs from the walk's")
+                raise RipgrepUnavailable("rg's order differs from the walk's")
             self._last = parts
             if self._replay.admits(rel):
                 yield os.path.join(self.base, rel), rel
@@ -511,7 +512,7 @@ class Candidates:
     def _relative(self, path: dict[str, str]) -> str:
         text = path["text"] if "text" in path else os.fsdecode(base64.b64decode(path["bytes"]))
         if not text.startswith(self._prefix):
-            raise Unavailable("rg reported a path outside the search directory")
+            raise RipgrepUnavailable("rg reported a path outside the search directory")
         return text[len(self._prefix) :]
 
     def _lines(self) -> Iterator[bytes]:
@@ -537,7 +538,7 @@ class Candidates:
                     else:
                         self._check_ignore_files(records)
         if self._search.process.wait() == 2 and not self._summary:
-            raise Unavailable("rg failed (for example, the pattern did not compile)")
+            raise RipgrepUnavailable("rg failed (for example, the pattern did not compile)")
 
     def _check_ignore_files(self, records: list[bytes]) -> None:
         """Refuse (fall back) if rg reads an ignore file the walk would read differently, or a .rgignore."""
@@ -547,7 +548,7 @@ class Candidates:
                 _check_ignore_file(os.fsdecode(raw))
         if self._ignore_files.ended:
             if self._ignore_files.process.wait() not in (0, 1):
-                raise Unavailable("rg could not list the ignore files")
+                raise RipgrepUnavailable("rg could not list the ignore files")
             if self._count is None:
                 self._count = self._start(self._count_argv, self._count_file)
 
@@ -570,7 +571,7 @@ class Candidates:
         while pipe is not None and not pipe.ended:
             remaining = self.deadline - time.monotonic()
             if remaining <= 0 or not _readable(pipe.fd, remaining):
-                raise Unavailable("rg did not list the ignore files in time")
+                raise RipgrepUnavailable("rg did not list the ignore files in time")
             self._check_ignore_files(pipe.read())
         assert self._count is not None  # started when the ignore files were all listed
         try:
@@ -600,7 +601,9 @@ class Candidates:
                 try:
                     entry.name.encode()
                 except UnicodeEncodeError:
-                    raise Unavailable(f"{entry.rel!r} is not UTF-8: rg's order may differ from the walk's") from None
+                    raise RipgrepUnavailable(
+                        f"{entry.rel!r} is not UTF-8: rg's order may differ from the walk's"
+                    ) from None
             if entry.is_dir and not entry.is_symlink:
                 directories.append(entry.rel)
         for directory in directories if ignore_files else ():
@@ -613,7 +616,7 @@ class Candidates:
 def _check_ignore_file(path: str) -> None:
     """Refuse (fall back) if rg reads an ignore file the walk would read differently, or a .rgignore."""
     if path.endswith(".rgignore") or not _safe_ignore_file(path):
-        raise Unavailable(f"{path!r} could be read differently by rg and by the walk")
+        raise RipgrepUnavailable(f"{path!r} could be read differently by rg and by the walk")
 
 
 def _readable(fd: int, timeout: float) -> bool:

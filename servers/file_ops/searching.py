@@ -310,7 +310,7 @@ def search_files(
                 listed = candidates.finish(complete=not (tally.truncated or tally.timed_out))
                 if listed is not None:  # rg searched the files it listed; those the tally skipped count as skipped
                     tally.searched = max(listed - tally.skipped, tally.searched)
-        except ripgrep.Unavailable as reason:
+        except ripgrep.RipgrepUnavailable as reason:
             logger.debug("search_files without ripgrep: %s", reason)
             return None
         return tally

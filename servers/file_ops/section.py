@@ -56,6 +56,7 @@ from mcp_sections.shared import paging
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.guards.paths import PathGuard
 from mcp_sections.shared.requirements import Requirement, no_sandbox, program
+from mcp_sections.shared.resources import INLINE_CHARS, split_inline
 from mcp_sections.shared.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.tools import OPEN_WORLD, OVERWRITE, READ_ONLY, WRITE, Annotations, ToolContext, tool
 
@@ -165,7 +166,9 @@ async def read_file(params: ReadFileInput, state: FileOpsState, ctx: ToolContext
     refused. Choose a window with `offset`+`limit` (1-based line numbers), `head` or `tail`; a whole-file
     read is limited to the server's read cap (4 MiB by default) — larger files must be read in windows.
     Images (PNG, JPEG, GIF, WebP) come back as MCP image content. Returns the text, the encoding and the
-    line window (`start_line`, `end_line`, `total_lines`, `truncated`).
+    line window (`start_line`, `end_line`, `total_lines`, `truncated`). A text longer than 16,000 characters
+    comes back as its first lines up to that size, and whole by reference (`content_uri`, a resource link read
+    with resources/read); offset/limit reads on from `end_line`.
     """
     from mcp_sections.servers.file_ops import reading
 
@@ -184,7 +187,26 @@ async def read_file(params: ReadFileInput, state: FileOpsState, ctx: ToolContext
         max_image_bytes=settings.max_image_bytes,
     )
     result = ReadFileResult.model_validate(outcome)
-    return result.with_image(outcome.image) if outcome.image is not None else result
+    return result.with_image(outcome.image) if outcome.image is not None else _long_text_by_reference(result)
+
+
+def _long_text_by_reference(result: ReadFileResult) -> ReadFileResult:
+    """A text over the inline limit: its first lines inline, the whole of it as a resource (`shared.resources`)."""
+    whole = result.content
+    if whole is None:
+        return result
+    inline, cut = split_inline(whole, INLINE_CHARS)
+    if not cut:
+        return result
+    shown = inline.count("\n") + (0 if inline.endswith("\n") else 1)
+    result.content, result.truncated = inline, True
+    if result.start_line is not None:
+        result.end_line = result.start_line + shown - 1
+    name = result.path.rsplit("/", 1)[-1] or "file.txt"
+    result.content_uri = result.attach(
+        whole, name=name, mime_type="text/plain", description=f"The text read from {result.path[:300]}."
+    )
+    return result
 
 
 @tool(

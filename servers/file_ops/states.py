@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.errors import ErrorCode, SuiteError, ToolFailure
 from mcp_sections.shared.guards.paths import PathGuard, is_inside
 
 Kind = Literal["absent", "file", "link", "directory"]
@@ -98,7 +98,7 @@ def same(a: State, b: State) -> bool:
     return True
 
 
-class TooLarge(Exception):
+class TooLarge(SuiteError):
     """A state the budget does not allow (the message says what and which limit)."""
 
 

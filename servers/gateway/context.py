@@ -1,6 +1,6 @@
 """The always-available context tools' work: where we are, what runs here, what project this is.
 
-Plain Python, no MCP imports. Nothing here runs a subprocess: the git branch is read from `.git/HEAD`.
+Plain Python, no MCP imports. Nothing here runs a subprocess: the git branch and commit are read from `.git` files.
 """
 
 from __future__ import annotations
@@ -72,10 +72,13 @@ def find_upwards(start: Path, name: str, limit: int = 40, allowed: Allowed = _an
 
 
 def git_info(start: Path, allowed: Allowed = _anywhere) -> dict[str, Any] | None:
-    """Branch (or detached commit) from `.git/HEAD`, following `gitdir:` files (worktrees, submodules).
+    """Branch and commit (or the detached commit) from `.git/HEAD`, following `gitdir:` files (worktrees, submodules).
 
-    Files that are not `allowed` (a `.git` of a parent outside the roots, a `gitdir:` or HEAD leading out
-    of them) are not read: the answer is then None, as for a folder outside any repository."""
+    A branch's commit is read from its loose ref file or from `packed-refs`, in the worktree's own git directory or
+    the repository's common one (`commondir`); a branch without commits (or refs in a format this does not read,
+    reftable) has commit None. Files that are not `allowed` (a `.git` of a parent outside the roots, a `gitdir:`,
+    `commondir` or ref leading out of them) are not read: with HEAD among them the answer is None, as for a folder
+    outside any repository."""
     dot_git = find_upwards(start, ".git", allowed=allowed)
     if dot_git is None:
         return None
@@ -94,13 +97,68 @@ def git_info(start: Path, allowed: Allowed = _anywhere) -> dict[str, Any] | None
         ref = head[4:].strip()
         info["branch"] = ref.removeprefix("refs/heads/")
         info["detached"] = False
-    elif re.fullmatch(r"[0-9a-f]{40,64}", head):
+        info["commit"] = _resolve_ref(ref, git_dir, allowed)
+    elif COMMIT_ID.fullmatch(head):
         info["branch"] = None
         info["detached"] = True
         info["commit"] = head
     else:
         return None
     return info
+
+
+COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256 object names
+MAX_SYMBOLIC_REFS = 5
+MAX_PACKED_REFS_BYTES = 64_000_000
+
+
+def _resolve_ref(ref: str, git_dir: Path, allowed: Allowed) -> str | None:
+    """The commit a ref names: its loose file (per-worktree refs in `git_dir`, shared ones in the common directory),
+    else its line in `packed-refs`; symbolic refs are followed a few levels."""
+    common = _common_dir(git_dir, allowed)
+    for _ in range(MAX_SYMBOLIC_REFS):
+        if not ref.startswith("refs/") or any(part in ("", ".", "..") for part in ref.split("/")):
+            return None
+        target = None
+        for base in dict.fromkeys((git_dir, common)):
+            loose = base.joinpath(*ref.split("/"))
+            if allowed(loose) and loose.is_file():
+                target = (_read_text(loose) or "").strip()
+                break
+        if target is None:
+            return _packed_ref(common / "packed-refs", ref, allowed)
+        if not target.startswith("ref:"):
+            return target if COMMIT_ID.fullmatch(target) else None
+        ref = target[4:].strip()
+    return None
+
+
+def _common_dir(git_dir: Path, allowed: Allowed) -> Path:
+    """Where a worktree's repository keeps its shared refs (`commondir`), or `git_dir` itself."""
+    if not allowed(git_dir / "commondir"):
+        return git_dir
+    pointer = (_read_text(git_dir / "commondir") or "").strip()
+    if not pointer:
+        return git_dir
+    common = (git_dir / pointer).resolve()
+    return common if allowed(common) else git_dir
+
+
+def _packed_ref(path: Path, ref: str, allowed: Allowed) -> str | None:
+    """The object name `packed-refs` gives `ref` ("<name> <ref>" lines; "^" lines are peeled tags)."""
+    if not allowed(path):
+        return None
+    try:
+        if path.stat().st_size > MAX_PACKED_REFS_BYTES:
+            return None
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                name, _, refname = line.rstrip("\n").partition(" ")
+                if refname == ref and COMMIT_ID.fullmatch(name):
+                    return name
+    except OSError:
+        return None
+    return None
 
 
 def project_info(path: Path, allowed: Allowed = _anywhere) -> dict[str, Any]:

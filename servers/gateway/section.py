@@ -46,7 +46,7 @@ async def describe_section(params: DescribeSectionInput, state: ScopedState) -> 
     return await state.host.describe_section(params.section)
 
 
-@tool(name="call_section_tool", title="Call a section's tool", annotations=OPEN_WORLD)
+@tool(name="call_section_tool", title="Call a section's tool", annotations=OPEN_WORLD, long=True)
 async def call_section_tool(
     params: CallSectionToolInput, state: ScopedState, ctx: ToolContext
 ) -> CallSectionToolResult:
@@ -56,7 +56,7 @@ async def call_section_tool(
     raise NotImplementedError("served by Gateway.forward, which returns the section's result as-is")
 
 
-@tool(name="plan_actions", title="Delegate to a sub-agent", annotations=OPEN_WORLD)
+@tool(name="plan_actions", title="Delegate to a sub-agent", annotations=OPEN_WORLD, long=True)
 async def plan_actions(params: PlanActionsInput, state: ScopedState, ctx: ToolContext) -> PlanActionsResult:
     """Delegate a task to a sub-agent (run by the gateway on [gateway.model]) that gets exactly
     the tools of `sections`. The goal must be complete: the sub-agent sees nothing else. Each of `actions` gets

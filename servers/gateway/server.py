@@ -1,7 +1,8 @@
 """The gateway's MCP server: its own tools, then the exposed sections' tools, in a fixed order.
 
 The tool list is computed once per configuration and never changes at run time, so the server serves no
-`subscriptions/listen` and advertises `tools.listChanged: false` in both protocol eras.
+`subscriptions/listen` and advertises `tools.listChanged: false` in both protocol eras. Long calls may run as MCP
+tasks, and `resources/read` reaches the section that holds a result's bulky parts (`tasks.py`).
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from mcp_sections.servers.pool.settings import GatewaySettings
 from mcp_sections.shared.about import package_version
 from mcp_sections.shared.approval import describe_arguments, exposed_spec, needs_approval, needs_approval_by_hints
 from mcp_sections.shared.config import Settings
+from mcp_sections.shared.resources import ServeResults, serve_as
 from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, raw_tool, spec_tool
 from mcp_sections.shared.server import UnknownToolAsNotFound, approval_tool
+from mcp_sections.shared.tasks import TaskCalls, TasksExtension, TaskStore
 from mcp_sections.shared.tools import ToolContext
 
 from .core import FORWARD_TOOL, GATEWAY_SPECS, Gateway, Route
+from .tasks import GatewayTasks, section_resources
 
 INSTRUCTIONS = (
     "Tools are grouped in sections. Call find_tools with your need in plain words to get the best tools with "
@@ -35,10 +39,12 @@ INSTRUCTIONS = (
 def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[MCPServer, Gateway]:
     gateway = Gateway(settings, config)
     gateway.prepare_exposed()
+    tasks = TaskStore(settings.task_ttl_seconds, settings.max_tasks_per_client)
+    serve_as("gateway")
 
     @asynccontextmanager
     async def lifespan(server: MCPServer) -> AsyncIterator[None]:
-        async with gateway.running():
+        async with gateway.running(), tasks.running():  # tasks stop before the sections they forward to
             yield
 
     tools = []
@@ -61,9 +67,12 @@ def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[M
         lifespan=lifespan,
         log_level=settings.log_level,
         subscriptions=False,
+        extensions=[TasksExtension(tasks)],
     )
     server.middleware.append(UnknownToolAsNotFound({*gateway.own_tool_names(), *gateway.exposed}))
     server.middleware.append(ForgetRootsOnChange())
+    server.middleware.append(ServeResults(section_resources(gateway)))
+    server.middleware.append(TaskCalls(tasks, GatewayTasks(gateway)))
     return server, gateway
 
 

@@ -99,6 +99,25 @@ def preview(image: object, max_side: int) -> tuple[str, str]:
     return base64.b64encode(data).decode("ascii"), mime
 
 
+def contact_sheet(images: list[object], max_side: int) -> object:
+    """The images side by side in a grid (as square as it goes) on white, fitting `max_side`: one small overview."""
+    import math
+
+    from PIL import Image
+
+    columns = math.ceil(math.sqrt(len(images)))
+    rows = math.ceil(len(images) / columns)
+    cell = max(16, max_side // columns)
+    sheet = Image.new("RGB", (columns * cell, rows * cell), "white")
+    for index, image in enumerate(images):
+        assert isinstance(image, Image.Image)
+        thumb = image.convert("RGB")
+        thumb.thumbnail((cell, cell), Image.Resampling.LANCZOS)
+        column, row = index % columns, index // columns
+        sheet.paste(thumb, (column * cell + (cell - thumb.width) // 2, row * cell + (cell - thumb.height) // 2))
+    return sheet
+
+
 def decode_untrusted(data: bytes, what: str, max_pixels: int) -> object:
     """Image bytes from a provider, checked like a file: a real raster image, within the pixel limit."""
     from PIL import Image, UnidentifiedImageError

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any, Literal
 
 from mcp_types import ImageContent
 from pydantic import Field, PrivateAttr
 
+from mcp_sections.shared.resources import INLINE_CHARS, split_inline
 from mcp_sections.shared.tools import ToolInput, ToolResult
+
+MAX_INLINE_LINES = 200  # OCR lines returned inline at most (each with its box); all of them go by reference
 
 PathText = Field(min_length=1, max_length=4096)
 Prompt = Field(min_length=1, max_length=4000, description="What to make, in plain words.")
@@ -15,22 +20,30 @@ ImageSize = Literal["256x256", "512x512", "1024x1024", "1024x1536", "1536x1024"]
 
 
 class ImageOut(ToolResult):
-    """An image returned with the result: the preview is sent as MCP image content after the text."""
+    """An image returned with the result: sent as MCP image content after the text, or by reference (`uri`)."""
 
     path: str | None = Field(default=None, description="Where it is, inside the roots (when it is a file).")
     label: str | None = None
     width: int
     height: int
     mime_type: str
+    uri: str | None = Field(
+        default=None, description="The image by reference (resources/read), when it is not sent as image content."
+    )
     _data: str = PrivateAttr(default="")
 
 
 class WithImages(ToolResult):
-    images: list[ImageOut] = Field(default_factory=list, description="Sent as image content after the text.")
+    images: list[ImageOut] = Field(
+        default_factory=list,
+        description="Sent as image content after the text, or by reference (`uri`: then one overview image stands "
+        "for them).",
+    )
     _blocks: list[ImageContent] = PrivateAttr(default_factory=list)
 
     @classmethod
-    def build(cls, values: dict[str, Any], rendered: list[Any]) -> Any:
+    def build(cls, values: dict[str, Any], rendered: list[Any], overview: Any = None) -> Any:
+        """The result with its images inline; with an `overview`, that one inline and the images by reference."""
         result = cls.model_validate(
             {
                 **values,
@@ -41,7 +54,22 @@ class WithImages(ToolResult):
             }
         )
         result._blocks = [ImageContent(type="image", data=r.data, mime_type=r.mime) for r in rendered]
+        if overview is not None:
+            result.images_by_reference()
+            result._blocks = [ImageContent(type="image", data=overview.data, mime_type=overview.mime)]
         return result
+
+    def images_by_reference(self) -> None:
+        """Send the images as resource links instead of image content (`shared.resources`)."""
+        for number, (image, block) in enumerate(zip(self.images, self._blocks, strict=True), 1):
+            extension = "jpg" if block.mime_type == "image/jpeg" else "png"
+            image.uri = self.attach(
+                base64.b64decode(block.data),
+                name=f"image-{number}.{extension}",
+                mime_type=block.mime_type,
+                description=image.label or image.path,
+            )
+        self._blocks = []
 
     def extra_content(self) -> list[Any]:
         return list(self._blocks)
@@ -86,8 +114,39 @@ class ReadImageResult(WithImages):
     format: str
     width: int
     height: int
-    text: str = Field(description="All text found, line by line (empty when there is none).")
-    lines: list[TextLineOut]
+    text: str = Field(description="All text found, line by line (empty when there is none; only its start when long).")
+    lines: list[TextLineOut] = Field(description=f"The lines found (the first {MAX_INLINE_LINES} when long).")
+    line_count: int = Field(default=0, description="How many lines were found.")
+    text_uri: str | None = Field(
+        default=None, description="The whole text, by reference (resources/read), when `text` is only its start."
+    )
+    lines_uri: str | None = Field(
+        default=None, description="Every line with its confidence and box as JSON, by reference, when long."
+    )
+
+    def long_by_reference(self) -> ReadImageResult:
+        """A long document (text over 16,000 characters or more than MAX_INLINE_LINES lines): its start inline;
+        the whole text, every line and the image by reference (`shared.resources`)."""
+        self.line_count = len(self.lines)
+        if len(self.text) <= INLINE_CHARS and len(self.lines) <= MAX_INLINE_LINES:
+            return self
+        self.text_uri = self.attach(self.text, name="text.txt", mime_type="text/plain", description="The OCR text.")
+        every_line = json.dumps([line.model_dump(mode="json") for line in self.lines], ensure_ascii=False)
+        self.lines_uri = self.attach(
+            every_line, name="lines.json", mime_type="application/json", description="Each line, confidence, box."
+        )
+        self.text = split_inline(self.text, INLINE_CHARS)[0]
+        self.lines = self.lines[:MAX_INLINE_LINES]
+        self.images_by_reference()
+        return self
+
+    def render_text(self) -> str:
+        if self.text_uri is None:
+            return super().render_text()
+        return (
+            f"{self.path}: {self.line_count} lines of text found; the start follows, the whole text is at "
+            f"{self.text_uri} and each line with its box at {self.lines_uri}.\n\n{self.text}"
+        )
 
 
 class DescribeImageInput(ToolInput):

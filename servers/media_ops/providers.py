@@ -1,7 +1,8 @@
 """The remote services media_ops asks: a vision model (describe), an images API (generate) and a 3D job API.
 
-Each is a small interface over HTTP through the section's GuardedHttp (the shared URL guard: the configured
-endpoint's host is allowed, anything else it points to is checked like any URL). Their answers are untrusted:
+Each is a small interface over `shared.model_api` (base URLs, key headers, coded failures naming the setting to
+fix) sent through the section's GuardedHttp (the shared URL guard: the configured endpoint's host is allowed,
+anything else it points to is checked like any URL). Their answers are untrusted:
 JSON shapes are checked, images decoded and size-checked by the caller, 3D files must be GLB.
 """
 
@@ -9,8 +10,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,15 @@ from urllib.parse import urljoin
 import anyio
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.model_api import (
+    CHAT_COMPLETIONS,
+    IMAGES,
+    MESSAGES,
+    Api,
+    GuardedSender,
+    ModelEndpoint,
+    call_json,
+)
 
 if TYPE_CHECKING:
     from mcp_sections.shared.web_fetch import GuardedHttp
@@ -26,67 +34,41 @@ if TYPE_CHECKING:
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 MAX_PROVIDER_JSON = 80_000_000  # base64 images arrive inside JSON
 GLB_MAGIC = b"glTF"
+SETTINGS = "[sections.media_ops] "
 
 
 def _unavailable(what: str, setting: str) -> ToolFailure:
     return ToolFailure(
         ErrorCode.DEPENDENCY_ERROR,
-        f"{what} needs a provider: set [sections.media_ops] {setting} (or MCP_SECTIONS_MEDIA_OPS_"
+        f"{what} needs a provider: set {SETTINGS}{setting} (or MCP_SECTIONS_MEDIA_OPS_"
         f"{setting.upper()}) and restart the server. See config.example.toml.",
     )
 
 
-def _key_headers(api_key_env: str | None, *, anthropic: bool = False) -> dict[str, str]:
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    if not api_key_env:
-        return headers
-    key = os.environ.get(api_key_env)
-    if not key:
-        raise ToolFailure(
-            ErrorCode.DEPENDENCY_ERROR,
-            f"the key variable {api_key_env} is not set in the server's environment; set it and restart the server.",
-        )
-    if anthropic:
-        headers.update({"x-api-key": key, "anthropic-version": "2023-06-01"})
-    else:
-        headers["Authorization"] = f"Bearer {key}"
-    return headers
-
-
-async def _json_call(
-    http: GuardedHttp, method: str, url: str, headers: dict[str, str], body: dict[str, Any] | None, what: str
-) -> dict[str, Any]:
-    content = json.dumps(body).encode() if body is not None else None
-    response = await http.request(method, url, headers=headers, content=content, max_bytes=MAX_PROVIDER_JSON)
-    if response.status in (401, 403):
-        raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, f"{what} refused the credentials (HTTP {response.status}).")
-    if response.status == 429 or response.status >= 500:
-        raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{what} is unavailable (HTTP {response.status}); retry later.")
-    if response.status >= 400:
-        raise ToolFailure(
-            ErrorCode.EXECUTION_FAILED, f"{what} answered HTTP {response.status}: {response.text()[:300]}"
-        )
-    try:
-        data = json.loads(response.body)
-    except ValueError:
-        raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{what} returned something that is not JSON.") from None
-    if not isinstance(data, dict):
-        raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{what} returned an unexpected answer.")
-    return data
+def _endpoint(
+    api: Api, base_url: str | None, api_key_env: str | None, prefix: str, what: str, *, model: bool = True
+) -> ModelEndpoint:
+    """A provider's endpoint, its settings named `[sections.media_ops] <prefix>base_url` and so on."""
+    settings = f"{SETTINGS}{prefix}"
+    return ModelEndpoint(api, base_url, api_key_env, settings, what=what, model_setting="model" if model else None)
 
 
 @dataclass(frozen=True)
 class VisionModel:
     """describe_image's model: OpenAI-compatible chat completions or Anthropic messages, with the image inline."""
 
-    provider: str
+    provider: Api
     model: str
     base_url: str | None
     api_key_env: str | None
 
+    @property
+    def endpoint(self) -> ModelEndpoint:
+        return _endpoint(self.provider, self.base_url, self.api_key_env, "vision_", "the vision model")
+
     async def describe(self, http: GuardedHttp, prompt: str, image_b64: str, mime: str, max_tokens: int) -> str:
+        sender = GuardedSender(http, MAX_PROVIDER_JSON)
         if self.provider == "anthropic":
-            url = (self.base_url or "https://api.anthropic.com/v1").rstrip("/") + "/messages"
             body = {
                 "model": self.model,
                 "max_tokens": max_tokens,
@@ -100,13 +82,10 @@ class VisionModel:
                     }
                 ],
             }
-            data = await _json_call(
-                http, "POST", url, _key_headers(self.api_key_env, anthropic=True), body, "the vision model"
-            )
+            data = await call_json(self.endpoint, sender, "POST", MESSAGES, body)
             parts = data.get("content")
             texts = [p.get("text") for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
         else:
-            url = (self.base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
             body = {
                 "model": self.model,
                 "max_tokens": max_tokens,
@@ -120,7 +99,7 @@ class VisionModel:
                     }
                 ],
             }
-            data = await _json_call(http, "POST", url, _key_headers(self.api_key_env), body, "the vision model")
+            data = await call_json(self.endpoint, sender, "POST", CHAT_COMPLETIONS, body)
             choices = data.get("choices")
             message = choices[0].get("message", {}) if isinstance(choices, list) and choices else {}
             texts = [message.get("content")] if isinstance(message, dict) else []
@@ -139,9 +118,10 @@ class ImageGenerator:
     api_key_env: str | None
 
     async def generate(self, http: GuardedHttp, prompt: str, size: str, n: int, max_download: int) -> list[bytes]:
-        url = self.base_url.rstrip("/") + "/images/generations"
+        endpoint = _endpoint("openai", self.base_url, self.api_key_env, "image_", "the images API")
+        url = endpoint.url(IMAGES)
         body = {"model": self.model, "prompt": prompt, "n": n, "size": size, "response_format": "b64_json"}
-        data = await _json_call(http, "POST", url, _key_headers(self.api_key_env), body, "the images API")
+        data = await call_json(endpoint, GuardedSender(http, MAX_PROVIDER_JSON), "POST", IMAGES, body)
         items = data.get("data")
         if not isinstance(items, list) or not items:
             raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the images API returned no images.")
@@ -182,9 +162,11 @@ class MeshJobs:
     async def run(
         self, http: GuardedHttp, request: dict[str, Any], max_download: int, progress: Progress | None
     ) -> bytes:
-        headers = _key_headers(self.api_key_env)
-        base = self.base_url.rstrip("/")
-        submitted = await _json_call(http, "POST", f"{base}/jobs", headers, request, "the 3D service")
+        endpoint = _endpoint("openai", self.base_url, self.api_key_env, "mesh_", "the 3D service", model=False)
+        sender = GuardedSender(http, MAX_PROVIDER_JSON)
+        headers = endpoint.headers()
+        base = endpoint.api_base
+        submitted = await call_json(endpoint, sender, "POST", "/jobs", request)
         job = submitted.get("id")
         if not isinstance(job, str) or not job.replace("-", "").replace("_", "").isalnum() or len(job) > 200:
             raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the 3D service returned no usable job id.")
@@ -192,7 +174,7 @@ class MeshJobs:
         try:
             with anyio.fail_after(self.timeout_seconds):
                 while True:
-                    state = await _json_call(http, "GET", f"{base}/jobs/{job}", headers, None, "the 3D service")
+                    state = await call_json(endpoint, sender, "GET", f"/jobs/{job}")
                     status = state.get("status")
                     fraction = state.get("progress")
                     if progress is not None and isinstance(fraction, int | float):

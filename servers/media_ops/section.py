@@ -64,9 +64,11 @@ def list_images(params: ListImagesInput, state: Any) -> ListImagesResult:
 async def read_image(params: ReadImageInput, state: Any) -> ReadImageResult:
     """Read the text in an image with local OCR (RapidOCR's PP-OCR models on the CPU, ~1 s per image; nothing
     leaves the machine): the full text, each line with its confidence and box, and the image itself (downscaled).
+    A long document (over 16,000 characters or 200 lines) returns the start of its text and first lines inline, and
+    the whole text, every line and the image by reference (resource links read with resources/read).
     Images larger than max_image_pixels are refused before decoding; SVG is not rasterized."""
     outcome = await state.read_image(params.path)
-    return ReadImageResult.build(outcome.values, outcome.images)
+    return ReadImageResult.build(outcome.values, outcome.images).long_by_reference()
 
 
 @tool(
@@ -99,6 +101,7 @@ async def describe_image(params: DescribeImageInput, state: Any, ctx: ToolContex
         "generate an image",
         "draw a picture from a text description",
     ),
+    long=True,
 )
 async def generate_image(params: GenerateImageInput, state: Any) -> GeneratedImagesResult:
     """Generate images from a prompt with the configured images API ([sections.media_ops] image_base_url: any
@@ -119,6 +122,7 @@ async def generate_image(params: GenerateImageInput, state: Any) -> GeneratedIma
         "multiple angles of the same object",
         "four views of a character for modelling",
     ),
+    long=True,
 )
 async def generate_multiview_images(params: GenerateMultiviewInput, state: Any) -> GeneratedImagesResult:
     """Generate `views` consistent views of one object (front, right, back, left, then top and three-quarter
@@ -137,13 +141,15 @@ async def generate_multiview_images(params: GenerateMultiviewInput, state: Any) 
         "render a 3D model",
         "look at a mesh from several angles",
     ),
+    long=True,
 )
 async def render_3d_asset(params: Render3DInput, state: Any) -> Render3DResult:
     """Render a 3D asset (GLB, GLTF, OBJ, STL, PLY) to PNG views locally on the CPU (trimesh + pyrender on Mesa's
     software OpenGL): the camera turns around the model at 20° elevation, lit from the camera, white background.
-    Returns the views as images; with output_dir also writes them as files (never over existing ones)."""
+    Returns the views as images (several views: one overview image of them all, and each view by reference, a
+    resource link read with resources/read); with output_dir also writes them as files (never over existing ones)."""
     outcome = await state.render_3d(params.path, params.views, params.size, params.output_dir)
-    return Render3DResult.build(outcome.values, outcome.images)
+    return Render3DResult.build(outcome.values, outcome.images, outcome.overview)
 
 
 @tool(
@@ -156,6 +162,7 @@ async def render_3d_asset(params: Render3DInput, state: Any) -> Render3DResult:
         "convert a photo into a 3D asset",
         "reconstruct a GLB from a reference image",
     ),
+    long=True,
 )
 async def generate_3d_from_image(
     params: Generate3DFromImageInput, state: Any, ctx: ToolContext | None = None
@@ -178,6 +185,7 @@ async def generate_3d_from_image(
         "create a 3D model from a prompt",
         "text-to-3D generation",
     ),
+    long=True,
 )
 async def generate_3d_from_text(
     params: Generate3DFromTextInput, state: Any, ctx: ToolContext | None = None

@@ -30,6 +30,7 @@ ALLOW_SETTING = "`[sections.media_ops] allow` (or MCP_SECTIONS_MEDIA_OPS_ALLOW)"
 MAX_LISTED = 20_000
 VIEW_NAMES = ("front", "right side", "back", "left side", "top", "three-quarter front", "three-quarter back", "bottom")
 DESCRIBE_PROMPT = "Describe this image precisely: subject, layout, visible text, colours and anything notable."
+OVERVIEW_SIDE = 768  # a render's views are shown inline as one overview this size; each view goes by reference
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Rendered:
 class Outcome:
     values: dict[str, Any]
     images: list[Rendered] = field(default_factory=list)
+    overview: Rendered | None = None  # one image standing for `images`, which then go by reference
 
 
 class MediaOps:
@@ -178,7 +180,13 @@ class MediaOps:
             label = f"azimuth {view.azimuth_degrees:.0f}°, elevation {view.elevation_degrees:.0f}°"
             results.append(Rendered(data, mime, size, size, written, label))
         values = {"path": shown, "views": len(results), "size": size, "seconds": round(seconds, 3)}
-        return Outcome(values, results)
+        if len(rendered) == 1:
+            return Outcome(values, results)
+        sheet = images.contact_sheet([view.image for view in rendered], OVERVIEW_SIDE)
+        data, mime = images.preview(sheet, OVERVIEW_SIDE)
+        width, height = sheet.size  # type: ignore[attr-defined]
+        overview = Rendered(data, mime, width, height, None, f"the {len(results)} views, left to right, top to bottom")
+        return Outcome(values, results, overview)
 
     # ---- providers -------------------------------------------------------------------------------
     async def describe(self, path: str, prompt: str | None, ctx: Any) -> Outcome:

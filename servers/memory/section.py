@@ -393,7 +393,7 @@ def memory_clear_by_type(params: ClearByTypeInput, state: MemoryState) -> ClearR
 SECTION = Section(
     id="memory",
     requirements=embedding_requirements("memory"),
-    heavy="torch and sentence-transformers",
+    heavy="ONNX Runtime and the embedding model (about 160 MB of memory)",
     embeds=True,
     output_source="memory",
     container=Container(build="build-ml"),

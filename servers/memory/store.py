@@ -7,7 +7,7 @@ IMMEDIATE` writers, busy timeout, `synchronous=FULL`: a committed memory survive
   A call sees the general memories and those of its own workflow, never another workflow's.
 - Vectors: embedded with the section's sentence-transformers model when it is loaded; a memory
   added while the model is loading (or by a process without the model) is stored at once and
-  embedded later by the pending pass (`embed_pending`, run by a background worker).
+  embedded later by the shared background `EmbeddingWorker` (`shared.embeddings.worker`).
 - Search: `vector` (cosine over the in-process `VectorIndex`), `hybrid` (similarity plus a bounded BM25
   bonus) or `text` (BM25 only: the fallback when the model is unavailable). The default threshold is the
   model's calibrated one; the nearest memories below it complete an answer with fewer than three, marked.
@@ -36,7 +36,8 @@ from mcp_sections.shared.embeddings import (
     content_hash,
     to_blob,
 )
-from mcp_sections.shared.embeddings.model_lock import ModelLock, mismatch_failure
+from mcp_sections.shared.embeddings.model_lock import ModelLock
+from mcp_sections.shared.embeddings.worker import EmbeddingWorker
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, not_found
 from mcp_sections.shared.fulltext import match_expression, query_terms
 from mcp_sections.shared.store.sqlite import Database
@@ -55,7 +56,6 @@ MAX_LIMIT = 100
 MIN_OFFERED = 3  # a search offers at least this many memories (the nearest, marked when below the threshold)
 DEFAULT_DUPLICATE_THRESHOLD = 0.97
 VALID_TYPES = ("user_pref", "context", "knowledge", "decision")
-TYPE_CODES = {name: code for code, name in enumerate(VALID_TYPES)}
 WORKFLOW_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 MEMORY_ID_PATTERN = r"^mem_[0-9a-f]{32}$"
 MAX_TAGS = 20
@@ -213,25 +213,30 @@ class MemoryStore:
         vector_cache: bool = True,
     ) -> None:
         self.db = Database(path, MIGRATIONS)
-        self.model_lock = ModelLock(self.db, EXISTING_MODEL_SQL)
-        self.embeddings = embeddings
+        self.embeddings: EmbeddingService | None = None
+        self.jobs: EmbeddingWorker | None = None  # the background embedding and the model lock (with a model)
         self.wait_seconds = wait_seconds
         self.duplicate_threshold = duplicate_threshold
         self.vector_cache = vector_cache
         self._index: VectorIndex | None = None
         self._index_lock = threading.Lock()
-        self._wake = threading.Event()
-        self._closed = threading.Event()
-        self._worker: threading.Thread | None = None
-        self._worker_lock = threading.Lock()
-        self._pending_lock = threading.Lock()
         if embeddings is not None:
             self.attach_embeddings(embeddings)
 
     def attach_embeddings(self, embeddings: EmbeddingService) -> None:
         """Use this service for vectors (its cache may live in `self.db`: see `EMBEDDING_CACHE_SCHEMA`)."""
+        if self.jobs is not None:
+            self.jobs.close()
         self.embeddings = embeddings
-        embeddings.embedder.on_ready(self.kick_pending)
+        self.jobs = EmbeddingWorker(
+            embeddings,
+            self,
+            ModelLock(self.db, EXISTING_MODEL_SQL),
+            owner="memory",
+            store="memory store",
+            wait_seconds=self.wait_seconds,
+            batch=PENDING_BATCH,
+        )
 
     @classmethod
     def in_data_dir(cls, data_dir: Path, embeddings: EmbeddingService | None, **options: Any) -> MemoryStore:
@@ -254,30 +259,25 @@ class MemoryStore:
 
     def other_model(self) -> str | None:
         """The model this store's vectors belong to, when it is not the configured one (see `reembed`)."""
-        return self.model_lock.mismatch(self.model_key) if self.model_key is not None else None
+        return self.jobs.other_model() if self.jobs is not None else None
 
     def reembed(self) -> str | None:
         """Give the store to the configured model: its memories are embedded again in the background.
         Returns the model the store belonged to before."""
-        if self.model_key is None:
+        if self.jobs is None:
             raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "embeddings are disabled: there is no model to re-embed with")
-        previous = self.model_lock.stored()
-        self.model_lock.switch(self.model_key)
-        self.kick_pending()
-        return previous
+        return self.jobs.reembed()
 
     def _try_embed(self, text: str) -> np.ndarray | None:
         """The content's vector now if the model is ready; None (and start loading) otherwise."""
-        if self.embeddings is None or self.other_model() is not None:
+        if self.embeddings is None or self.jobs is None or self.other_model() is not None:
             return None
         embedder = self.embeddings.embedder
         if not embedder.ready:
             embedder.start_loading()
             return None
         try:
-            vector = self.embeddings.embed([text])[0]
-            self.model_lock.claim(self.embeddings.model_key)
-            return vector
+            return self.jobs.embed([text])[0]
         except EmbeddingUnavailable:
             return None
         except Exception:  # never lose the memory because of the model: store it, embed it later
@@ -296,69 +296,50 @@ class MemoryStore:
                 self._index = VectorIndex(self.model_key or "", dimension, persistent=self.vector_cache)
             index = self._index
         with index.lock:
-            newly_pending = index.refresh(connection, TYPE_CODES)
+            newly_pending = index.refresh(connection)
         if newly_pending:
             self.kick_pending()
         return index
 
-    # ---- pending embeddings ---------------------------------------------------------------
+    # ---- pending embeddings (the shared EmbeddingWorker's `PendingItems`) --------------------------
     def kick_pending(self) -> None:
         """Wake the background pass that embeds memories stored without a vector."""
-        if self.embeddings is None or self._closed.is_set():
-            return
-        with self._worker_lock:
-            if self._worker is None:
-                self._worker = threading.Thread(target=self._pending_loop, name="memory-pending", daemon=True)
-                self._worker.start()
-        self._wake.set()
-
-    def _pending_loop(self) -> None:
-        while not self._closed.is_set():
-            self._wake.wait()
-            self._wake.clear()
-            if self._closed.is_set():
-                return
-            if self.embeddings is None or not self.embeddings.embedder.ready:
-                continue  # on_ready kicks again once the model is loaded
-            try:
-                while not self._closed.is_set() and self.embed_pending() > 0:
-                    pass
-            except Exception:
-                logger.warning("embedding pending memories failed; will retry on the next change", exc_info=True)
+        if self.jobs is not None:
+            self.jobs.wake()
 
     def embed_pending(self, batch: int = PENDING_BATCH) -> int:
         """Embed up to `batch` memories lacking a vector of the current model; returns how many."""
-        if self.embeddings is None or not self.embeddings.embedder.ready or self.other_model() is not None:
-            return 0
-        with self._pending_lock:
-            return self._embed_pending(batch)
+        return self.jobs.embed_pending(max_batches=1, batch=batch) if self.jobs is not None else 0
 
-    def _embed_pending(self, batch: int) -> int:
-        assert self.embeddings is not None
-        model = self.model_key
+    def pending_embeddings(
+        self, model: str, limit: int, scope: Sequence[str] | None = None
+    ) -> builtins.list[tuple[int, str, str]]:
+        """(pk, content, content hash) of memories without a vector of `model`, oldest first (every workflow)."""
         with self.db.read() as connection:
             rows = connection.execute(
                 "SELECT pk, content, content_hash FROM memories "
                 "WHERE embedding_model IS NULL OR embedding_model != ? ORDER BY pk LIMIT ?",
-                (model, batch),
+                (model, limit),
             ).fetchall()
-        if not rows:
-            return 0
-        vectors = self.embeddings.embed([row["content"] for row in rows])
-        self.model_lock.claim(model or "")
-        with self.db.write() as connection:
-            connection.executemany(
-                "UPDATE memories SET embedding = ?, embedding_model = ? WHERE pk = ? AND content_hash = ?",
-                [(to_blob(v), model, row["pk"], row["content_hash"]) for row, v in zip(rows, vectors, strict=True)],
-            )
-        return len(rows)
+        return [(row["pk"], row["content"], row["content_hash"]) for row in rows]
 
-    def pending_count(self) -> int:
-        model = self.model_key
+    def count_pending(self, model: str | None, scope: Sequence[str] | None = None) -> int:
         with self.db.read() as connection:
             return connection.execute(
                 "SELECT count(*) FROM memories WHERE embedding_model IS NULL OR embedding_model IS NOT ?", (model,)
             ).fetchone()[0]
+
+    def put_vectors(self, model: str, items: Sequence[tuple[int, str, np.ndarray]]) -> int:
+        """Store the vectors of memories whose content is still the one embedded; returns how many."""
+        with self.db.write() as connection:
+            cursor = connection.executemany(
+                "UPDATE memories SET embedding = ?, embedding_model = ? WHERE pk = ? AND content_hash = ?",
+                [(to_blob(vector), model, pk, digest) for pk, digest, vector in items],
+            )
+            return cursor.rowcount
+
+    def pending_count(self) -> int:
+        return self.count_pending(self.model_key)
 
     # ---- add ------------------------------------------------------------------------------
     def add(
@@ -512,27 +493,20 @@ class MemoryStore:
         so a question asked in other words never gets an empty answer while a relevant memory exists.
         """
         workflows = visible_workflows(workflow_id, scope)
-        stored = self.other_model()
-        if stored is not None:
-            raise mismatch_failure(stored, self.model_key or "", "memory store", "memory")
+        if self.jobs is not None:
+            self.jobs.refuse_other_model()
         notes: builtins.list[str] = []
         query_vector = None
         reason = None
-        if self.embeddings is not None:
-            embedder = self.embeddings.embedder
-            loading = not embedder.ready and embedder.status.value != "failed"
-            if loading and self.wait_seconds > 0:  # bounded wait: semantic results are worth a few seconds
-                embedder.wait_ready(self.wait_seconds)
-            elif loading:
-                embedder.start_loading()
-            if embedder.ready:
-                try:
-                    query_vector = self.embeddings.embed_query(query)
-                except EmbeddingUnavailable:
-                    query_vector = None
-                except Exception:
-                    logger.warning("embedding the query failed; answering by text search", exc_info=True)
-                    reason = "embedding the query failed (see the server log)"
+        # a bounded wait for a loading model (none with wait_seconds 0): semantic results are worth a few seconds
+        if self.embeddings is not None and self.jobs is not None and self.jobs.wait_for_model():
+            try:
+                query_vector = self.embeddings.embed_query(query)
+            except EmbeddingUnavailable:
+                query_vector = None
+            except Exception:
+                logger.warning("embedding the query failed; answering by text search", exc_info=True)
+                reason = "embedding the query failed (see the server log)"
         if query_vector is None:
             if reason is None:
                 reason = self._unavailable_reason()
@@ -550,7 +524,6 @@ class MemoryStore:
             ]
             return SearchOutcome(results, "text", notes=notes)
 
-        type_code = TYPE_CODES[type_filter] if type_filter is not None else None
         wanted_tags = set(normalize_tags(tags))
         with self.db.read() as connection:
             index = self.vector_index(connection)
@@ -572,7 +545,7 @@ class MemoryStore:
                 fetch = max(limit, MIN_OFFERED) if not wanted_tags else min(len(index) or 1, max(limit * 20, 200))
                 if mode == "hybrid":
                     fetch = max(fetch, limit * 4, 50)
-                vector_hits = index.search(query_vector, workflows, type_code, -1.0, fetch)
+                vector_hits = index.search(query_vector, workflows, type_filter, -1.0, fetch)
                 pending = index.pending_in(workflows)
                 similarity_of = index.similarity
                 text_hits = (
@@ -775,11 +748,8 @@ class MemoryStore:
             }
 
     def close(self) -> None:
-        self._closed.set()
-        self._wake.set()
-        worker = self._worker
-        if worker is not None and worker is not threading.current_thread():
-            worker.join(timeout=5)
+        if self.jobs is not None:
+            self.jobs.close()
         self.db.close()
 
 

@@ -69,6 +69,7 @@ def _report(run: object) -> str:
         "spawn a sub-agent",
         "delegate a one-off task to a new agent",
     ),
+    long=True,
 )
 async def spawn_agent(params: SpawnAgentInput, state: ScopedState, ctx: ToolContext) -> SpawnAgentResult:
     """Create a temporary sub-agent, run it on one task and return its markdown report with metrics
@@ -171,6 +172,7 @@ async def terminate_agent(params: TerminateAgentInput, state: ScopedState) -> Te
         "delegate a task to an existing agent",
         "ask the reviewer agent to do it",
     ),
+    long=True,
 )
 async def delegate_task(params: DelegateTaskInput, state: ScopedState, ctx: ToolContext) -> DelegateTaskResult:
     """Run a task on a permanent agent from the configuration (see list_agents): it works with its own
@@ -230,6 +232,7 @@ async def list_agents(params: NoInput, state: ScopedState) -> ListAgentsResult:
         "run tasks in parallel",
         "execute a batch of agent tasks simultaneously",
     ),
+    long=True,
 )
 async def parallel_tasks(params: ParallelTasksInput, state: ScopedState, ctx: ToolContext) -> ParallelTasksResult:
     """execute_batch: run up to 3 independent tasks at the same time, each on a permanent agent (see

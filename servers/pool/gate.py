@@ -140,7 +140,9 @@ class Gate:
         return None
 
     def _section_target(self, name: str, arguments: dict[str, Any], scope: AgentScope) -> SectionTarget:
-        if name == FORWARD_TOOL:  # the client's forwarding tool names the section and tool in its arguments
+        if name == FORWARD_TOOL and scope.is_client and FORWARD_TOOL in self.own:
+            # the client's forwarding tool names the section and tool in its arguments (never a sub-agent's: its
+            # tools are its routes, each checked against its grant below)
             params: Any = parse_arguments(self.own[FORWARD_TOOL].input_model, arguments)
             known = self.pool.known_tool(params.section, params.tool)
             return SectionTarget(

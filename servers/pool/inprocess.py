@@ -134,6 +134,10 @@ class InProcessLauncher:
             f"{self._gateway.call_timeout_seconds:.0f} s; narrow the request and call again.",
         )
 
+    async def read_resource(self, uri: str) -> dict[str, Any] | None:
+        """None: a section in the gateway's process keeps its results in the gateway's own store."""
+        return None
+
     async def stop(self) -> None:
         calls, self._calls = self._calls, None
         if calls is not None:

@@ -89,6 +89,11 @@ class Launcher(Protocol):
         caller: Any = None,
     ) -> CallToolResult: ...
 
+    async def read_resource(self, uri: str) -> dict[str, Any] | None:
+        """A resource of the section's results (`shared.resources`), as `resources/read` answers it; None when the
+        section is not running (its results went with its process) or does not know the URI."""
+        ...
+
     async def stop(self) -> None: ...
 
 
@@ -425,6 +430,22 @@ class SubprocessLauncher:
             self._failures = 0
             return result
         raise self._died(name)
+
+    async def read_resource(self, uri: str) -> dict[str, Any] | None:
+        connection = self._connection
+        if connection is None:
+            return None
+        try:
+            result = await connection.client.read_resource(uri)
+        except MCPError:
+            return None
+        except CLOSED:
+            return None
+        return {
+            "contents": [
+                content.model_dump(mode="json", by_alias=True, exclude_none=True) for content in result.contents
+            ]
+        }
 
     def _call_failure(self, exc: MCPError, what: str, client: Client) -> ToolFailure:
         if exc.code == CONNECTION_CLOSED:

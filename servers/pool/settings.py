@@ -53,8 +53,8 @@ directory, roots and `[sections.<id>]` settings. The default stays a subprocess 
   section's imports and state stay in the gateway for its lifetime;
 - so only light built-in sections may run in process: no third-party sections, none launched through
   `[gateway.sections.<id>]` (e.g. in a container), none that run sub-agents (orchestration) or need the
-  server's event loop (a `lifespan`), and not the torch-backed `memory` and `rag_ops` (hundreds of MB and
-  seconds of import in the gateway). Those are refused at start with a configuration error.
+  server's event loop (a `lifespan`), and none its declaration calls heavy (`Section.heavy`: `memory` and `rag_ops`
+  hold the embedding model, about 160 MB). Those are refused at start with a configuration error.
   `calculator` runs its expression work in a killable worker process of its own either way.
 """
 

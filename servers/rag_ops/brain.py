@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -43,10 +44,13 @@ from mcp_sections.shared.guards.paths import PathGuard
 logger = logging.getLogger("mcp_sections.rag_ops")
 
 
+SECTION_ID = "rag_ops"  # named in the brain's messages: `mcp-sections reembed rag_ops`
 FLUSH_FILES = 40
 FLUSH_SECONDS = 0.5
 PROGRESS_SECONDS = 0.2
 SNIPPETS_PROJECT = "snippets"
+NODE_ID = re.compile(r"[0-9a-f]{24}")  # `shared.brain.model.node_id`
+MAX_CANDIDATES = 10  # nodes listed when a name is ambiguous or not found
 
 
 @dataclass
@@ -108,7 +112,9 @@ class Brain(BrainSearch):
         self._executor: Any = None
         self._executor_lock = threading.Lock()
         self._heal()
-        self.start_embedding_jobs(background=background_embeddings, wait_seconds=embedding_wait_seconds)
+        self.start_embedding_jobs(
+            owner=SECTION_ID, background=background_embeddings, wait_seconds=embedding_wait_seconds
+        )
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def close(self) -> None:
@@ -368,39 +374,42 @@ class Brain(BrainSearch):
                     batch = []
                 last_flush = time.monotonic()
 
-            if progress is not None:
-                progress(0, total, f"scanning {total} files of {project.id}")
-            for done, entry in enumerate(entries, start=1):
-                record = records.pop(entry.rel, None)
-                if record is not None and record.size == entry.size and record.mtime_ns == entry.mtime_ns:
-                    report.files_unchanged += 1
-                else:
-                    data = _read(entry.path, self.max_file_bytes)
-                    binary = data is not None and parsing.looks_binary(data)
-                    if data is None or binary or parsing.holds_private_key(data):
-                        stats.skipped_binary += binary
-                        stats.skipped_secret += data is not None and not binary
-                        if record is not None:
-                            records[entry.rel] = record  # it is no longer ingestible: removed below
+            try:
+                if progress is not None:
+                    progress(0, total, f"scanning {total} files of {project.id}")
+                for done, entry in enumerate(entries, start=1):
+                    record = records.pop(entry.rel, None)
+                    if record is not None and record.size == entry.size and record.mtime_ns == entry.mtime_ns:
+                        report.files_unchanged += 1
                     else:
-                        digest = text_hash(data)
-                        if record is not None and record.hash == digest:
-                            report.files_unchanged += 1
-                            touched.append((entry.rel, entry.size, entry.mtime_ns))
+                        data = _read(entry.path, self.max_file_bytes)
+                        binary = data is not None and parsing.looks_binary(data)
+                        if data is None or binary or parsing.holds_private_key(data):
+                            stats.skipped_binary += binary
+                            stats.skipped_secret += data is not None and not binary
+                            if record is not None:
+                                records[entry.rel] = record  # it is no longer ingestible: removed below
                         else:
-                            batch.append(parsing.parse_file(project.id, entry.rel, data, entry.mtime_ns))
-                            (report.files_changed if record is not None else report.files_added).append(entry.rel)
-                now = time.monotonic()
-                if len(batch) >= FLUSH_FILES or (batch and now - last_flush > FLUSH_SECONDS):
-                    flush()
-                if progress is not None and (now - last_progress > PROGRESS_SECONDS or done == total):
-                    last_progress = now
-                    progress(
-                        done,
-                        total,
-                        f"{done}/{total} files ({len(report.files_added) + len(report.files_changed)} new or changed)",
-                    )
-            flush()
+                            digest = text_hash(data)
+                            if record is not None and record.hash == digest:
+                                report.files_unchanged += 1
+                                touched.append((entry.rel, entry.size, entry.mtime_ns))
+                            else:
+                                batch.append(parsing.parse_file(project.id, entry.rel, data, entry.mtime_ns))
+                                (report.files_changed if record is not None else report.files_added).append(entry.rel)
+                    now = time.monotonic()
+                    if len(batch) >= FLUSH_FILES or (batch and now - last_flush > FLUSH_SECONDS):
+                        flush()
+                    if progress is not None and (now - last_progress > PROGRESS_SECONDS or done == total):
+                        last_progress = now
+                        new = len(report.files_added) + len(report.files_changed)
+                        progress(done, total, f"{done}/{total} files ({new} new or changed)")
+                flush()
+            except BaseException:  # cancelled (the progress callback raised) or failed: keep what was parsed, and
+                flush()  # the next ingest goes on from there
+                self.store.refresh_counts(project.id)
+                self.store.update_project(project.id, status="ready")
+                raise
             if touched:
                 self.store.update_file_stats(project.id, touched)
             removed = [rel for rel, rec in records.items() if rec.mtime_ns != INLINE_MTIME]
@@ -552,6 +561,38 @@ class Brain(BrainSearch):
             self.project(pid)
         return list(dict.fromkeys(requested))
 
+    def resolve_node(self, reference: str, project_id: str | None = None, label: str | None = None) -> Node:
+        """The node `reference` names: an id (24 hex characters), else an exact name as `query_entities` matches it,
+        narrowed by project and label. NOT_FOUND suggests names that contain it; a name several nodes share fails
+        with INVALID_INPUT listing them and their ids."""
+        from mcp_sections.shared.brain.model import EntityFilter
+
+        if NODE_ID.fullmatch(reference):
+            found = self.store.get_nodes([reference])
+            if found:
+                return found[0]
+        ids = self.project_ids([project_id] if project_id else None)
+        nodes, total = self.store.query_entities(
+            EntityFilter(label=label, name=reference, project_ids=ids, limit=MAX_CANDIDATES)
+        )
+        if total == 1:
+            return nodes[0]
+        where = (f" in project {project_id!r}" if project_id else "") + (f" with label {label}" if label else "")
+        if total > 1:
+            raise invalid_input(
+                f"{total} nodes{where} are named {reference!r}: {_candidates(nodes)}"
+                f"{'; …' if total > len(nodes) else ''}. Pass one of these ids as node_id"
+                + (", or narrow with project or label." if not (project_id and label) else ".")
+            )
+        similar, _ = self.store.query_entities(
+            EntityFilter(label=label, name=reference, name_match="contains", project_ids=ids, limit=MAX_CANDIDATES)
+        )
+        hint = f" Names that contain it: {_candidates(similar)}." if similar else ""
+        raise not_found(
+            f"no node{where} has the id or the name {reference!r}.{hint} Get ids and exact names from brain_search, "
+            "semantic_search or query_entities (name_match='contains')."
+        )
+
     def describe(self, node: Node, projects: dict[str, Project] | None = None, score: float | None = None) -> dict:
         projects = projects if projects is not None else {p.id: p for p in self.store.list_projects()}
         project = projects.get(node.project_id)
@@ -610,6 +651,15 @@ def _clean_rel(file_path: str) -> str:
             "file_path must be a relative path such as 'src/auth.py' (no '..', not absolute, ≤ 300 characters)."
         )
     return "/".join(parts)
+
+
+def _candidates(nodes: Sequence[Node]) -> str:
+    """`[label] name at path:line (project) id=…` for each node, the way a caller picks one."""
+    return "; ".join(
+        f"[{n.label}] {n.name} at {n.path or '-'}{f':{n.start_line}' if n.start_line else ''} "
+        f"({n.project_id}) id={n.id}"
+        for n in nodes
+    )
 
 
 def _read(path: str, limit: int) -> bytes | None:

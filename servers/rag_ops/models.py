@@ -78,6 +78,11 @@ class RagOpsSettings(SectionSettings, EmbeddingSettings):
 
 # ---- shared output pieces -------------------------------------------------------------------------
 
+SCORE_DESCRIPTION = (
+    "Searches only, higher is better. Mode semantic: cosine similarity (-1..1, above ~0.3 is related). Modes hybrid "
+    "and text: rank fusion of the rankings in matched_by, 1.0 = first in each (orders this answer only)."
+)
+
 
 class NodeOut(ToolResult):
     id: str = Field(description="Node id (deterministic); pass it to explore_relationships.")
@@ -92,10 +97,11 @@ class NodeOut(ToolResult):
     end_line: int | None = None
     kind: str | None = None
     properties: dict[str, Any] = Field(default_factory=dict)
-    score: float | None = None
+    score: float | None = Field(default=None, description=SCORE_DESCRIPTION)
     depth: int | None = None
-    matched_by: list[str] | None = None
-    similarity: float | None = None
+    matched_by: list[str] | None = Field(
+        default=None, description="Searches: the rankings that found it (semantic, text)."
+    )
     snippet: str | None = None
 
 
@@ -361,7 +367,17 @@ class EntitiesResult(ToolResult):
 
 
 class ExploreInput(ToolInput):
-    node_id: str = Field(description="Start node id (from a search or query).", pattern=r"^[0-9a-f]{24}$")
+    node_id: str = Field(
+        description=(
+            "The start node: its id (24 hex characters, from brain_search, semantic_search or query_entities) or its "
+            "exact name, e.g. a function, class or file name, matched as query_entities matches `name`. A name several "
+            "nodes share fails with their ids: pass one, or narrow with project or label."
+        ),
+        min_length=1,
+        max_length=200,
+    )
+    project: ProjectId | None = Field(default=None, description="With a name: only nodes of this project.")
+    label: Label | None = Field(default=None, description="With a name: only nodes with this label.")
     types: list[Relationship] | None = Field(
         default=None, max_length=len(RELATIONSHIPS), description="Relationship types to follow (default all)."
     )
@@ -393,7 +409,9 @@ class SemanticSearchInput(ToolInput):
     project: ProjectId | None = Field(default=None, description="Project to search (default: active, else all).")
     node_types: list[NodeType] | None = Field(default=None, max_length=10)
     limit: int = Field(default=10, ge=1, le=50)
-    min_score: float | None = Field(default=None, ge=-1, le=1, description="Minimum cosine similarity.")
+    min_score: float | None = Field(
+        default=None, ge=-1, le=1, description="Drop results whose score (cosine similarity) is below this."
+    )
 
 
 class BrainSearchInput(ToolInput):

@@ -58,7 +58,10 @@ class BrainSearch(EmbeddingJobs):
         project_types: Sequence[str] | None = None,
         min_score: float | None = None,
     ) -> dict[str, Any]:
-        """Hybrid search: vector and full-text candidates fused by reciprocal rank (RRF)."""
+        """Vector and full-text candidates ranked by reciprocal-rank fusion (RRF) of the legs that ran.
+
+        Each result has one `score` (`models.SCORE_DESCRIPTION`): in mode semantic the cosine similarity, in modes
+        hybrid and text the RRF scaled so that 1.0 is first in every leg that found something."""
         labels, kinds = _split_types(types)
         projects = {p.id: p for p in self.store.list_projects()}
         if project_types:
@@ -81,14 +84,20 @@ class BrainSearch(EmbeddingJobs):
             if min_score is not None:
                 semantic_hits = [(nid, s) for nid, s in semantic_hits if s >= min_score]
         text_hits = pending_text.result() if pending_text is not None else []
+        mode = "hybrid" if semantic and not note and text else ("semantic" if semantic and not note else "text")
+        legs = [(source, hits) for source, hits in (("semantic", semantic_hits), ("text", text_hits)) if hits]
         fused: dict[str, dict[str, Any]] = {}
-        for source, hits in (("semantic", semantic_hits), ("text", text_hits)):
+        for source, hits in legs:
             for rank, (nid, raw) in enumerate(hits):
-                entry = fused.setdefault(nid, {"score": 0.0, "matched_by": [], "similarity": None, "bm25": None})
-                entry["score"] += 1.0 / (RRF_K + rank + 1)
+                entry = fused.setdefault(nid, {"rrf": 0.0, "matched_by": [], "similarity": None})
+                entry["rrf"] += 1.0 / (RRF_K + rank + 1)
                 entry["matched_by"].append(source)
-                entry["similarity" if source == "semantic" else "bm25"] = round(raw, 4)
-        candidates = sorted(fused, key=lambda nid: -fused[nid]["score"])
+                if source == "semantic":
+                    entry["similarity"] = raw
+        best = len(legs) / (RRF_K + 1)  # first in every leg
+        for entry in fused.values():
+            entry["score"] = entry["similarity"] if mode == "semantic" else entry["rrf"] / best
+        candidates = sorted(fused, key=lambda nid: -fused[nid]["rrf"])
         if text_match:
             keep = self.store.filter_text_match(candidates, text_match)
             candidates = [nid for nid in candidates if nid in keep]
@@ -100,9 +109,8 @@ class BrainSearch(EmbeddingJobs):
         page = [nid for nid in candidates[offset : offset + limit] if nid in nodes]
         results = []
         for nid in page:
-            item = self.describe(nodes[nid], projects, round(fused[nid]["score"], 6))
+            item = self.describe(nodes[nid], projects, round(fused[nid]["score"], 4))
             item["matched_by"] = fused[nid]["matched_by"]
-            item["similarity"] = fused[nid]["similarity"]
             item["snippet"] = _snippet(nodes[nid], query)
             results.append(item)
         searched = project_ids if project_ids is not None else sorted(projects)
@@ -110,7 +118,7 @@ class BrainSearch(EmbeddingJobs):
             "results": results,
             "total_count": len(candidates),
             "searched_projects": searched,
-            "mode": "hybrid" if semantic and not note and text else ("semantic" if semantic and not note else "text"),
+            "mode": mode,
             "note": note,
         }
 

@@ -103,12 +103,14 @@ def warm_up(brain: Any) -> None:
 
 
 def _progress(ctx: ToolContext | None) -> Callable[[int, int, str], None] | None:
-    """A callback usable from the worker thread that posts MCP progress notifications."""
+    """A callback usable from the worker thread that posts MCP progress notifications, and where the work stops
+    when the call was cancelled (an ingest keeps what it parsed so far: the next one goes on from there)."""
     if ctx is None:
         return None
     import anyio.from_thread
 
     def report(done: int, total: int, message: str) -> None:
+        anyio.from_thread.check_cancelled()  # a cancelled call (tasks/cancel, notifications/cancelled) stops here
         with contextlib.suppress(Exception):  # progress is best effort
             anyio.from_thread.run(ctx.report_progress, float(done), float(total), message)
 
@@ -134,6 +136,7 @@ def _project_out(brain: Any, project: Any) -> ProjectOut:
         "re-index the files that changed",
         "index a directory into the brain",
     ),
+    long=True,
 )
 async def ingest_directory(params: IngestDirectoryInput, state: Any, ctx: ToolContext) -> IngestDirectoryResult:
     """Parse a directory (code: Python, JS/TS, Go, Rust, Java into functions/classes/methods; Markdown into
@@ -184,6 +187,7 @@ def _ingest_result(report: Any) -> IngestDirectoryResult:
         "get a codebase ready for search in one step",
         "set up a new project end to end",
     ),
+    long=True,
 )
 async def setup_project(params: SetupProjectInput, state: Any, ctx: ToolContext) -> SetupProjectResult:
     """Quickstart: register a directory as a named project, ingest it (incrementally if it already is one),
@@ -253,6 +257,7 @@ def ingest_code(params: IngestCodeInput, state: Any) -> IngestCodeResult:
         "generate embeddings for pending nodes",
         "make semantic search work on the new files",
     ),
+    long=True,
 )
 async def generate_embeddings(
     params: GenerateEmbeddingsInput, state: Any, ctx: ToolContext
@@ -491,22 +496,16 @@ def _path_filter(state: Any, path: str, project_ids: list[str] | None) -> tuple[
     ),
 )
 def explore_relationships(params: ExploreInput, state: Any) -> ExploreResult:
-    """Walk the graph from a node: follow the given relationship types (CONTAINS, DEFINES, IMPORTS, CALLS,
-    LINKS_TO, IN_PROJECT; default all) out, in or both ways, up to depth 5; returns the nodes reached (with
-    their depth) and the edges among them."""
-    from mcp_sections.shared.errors import not_found
-
-    start = state.store.get_nodes([params.node_id])
-    if not start:
-        raise not_found(f"no node {params.node_id!r}; get ids from brain_search or query_entities.")
-    found, edges = state.store.neighbors(
-        params.node_id, params.types or [], params.direction, params.depth, params.limit
-    )
+    """Walk the graph from a node, given by id or by name: follow the given relationship types (CONTAINS,
+    DEFINES, IMPORTS, CALLS, LINKS_TO, IN_PROJECT; default all) out, in or both ways, up to depth 5; returns
+    the nodes reached (with their depth) and the edges among them."""
+    start = state.resolve_node(params.node_id, params.project, params.label)
+    found, edges = state.store.neighbors(start.id, params.types or [], params.direction, params.depth, params.limit)
     projects = {p.id: p for p in state.store.list_projects()}
-    nodes = [NodeOut(**state.describe(n, projects), depth=d) for n, d in found if n.id != params.node_id]
+    nodes = [NodeOut(**state.describe(n, projects), depth=d) for n, d in found if n.id != start.id]
     truncated = len(found) > params.limit
     return ExploreResult(
-        start=NodeOut(**state.describe(start[0], projects)),
+        start=NodeOut(**state.describe(start, projects)),
         nodes=nodes[: params.limit],
         edges=[EdgeOut(src=e.src, type=e.type, dst=e.dst) for e in edges][:2000],
         truncated=truncated,
@@ -530,7 +529,9 @@ def explore_relationships(params: ExploreInput, state: Any) -> ExploreResult:
 def semantic_search(params: SemanticSearchInput, state: Any) -> SearchResult:
     """Search by meaning (sentence embeddings) in one project (default: the active project, else all): best
     for natural-language questions such as "where are passwords hashed". Returns functions/classes/sections
-    with file, lines and similarity. Falls back to text search, and says so, when no model is available."""
+    with file, lines and score: the cosine similarity of query and node (-1..1, above about 0.3 is related;
+    min_score drops what is below). Falls back to text search, and says so (mode text, score a rank score),
+    when no model is available."""
     project = params.project or state.active
     ids = state.project_ids([project] if project else None)
     result = state.search(
@@ -558,9 +559,11 @@ def semantic_search(params: SemanticSearchInput, state: Any) -> SearchResult:
 )
 def brain_search(params: BrainSearchInput, state: Any) -> SearchResult:
     """Search everything the brain holds — all projects, quick-ingests and web pages — combining semantic
-    similarity and full-text ranking into one ranking across sources. Each result names its project (id,
-    type, root), file path, lines and type. Filter by projects, project types, node types (labels or scope
-    kinds like 'function', 'class') and a substring (text_match); paginate with limit/offset."""
+    similarity and full-text ranking into one ranking across sources (reciprocal-rank fusion). Each result names
+    its project (id, type, root), file path, lines and type, which rankings found it (matched_by) and its score:
+    1.0 when first by meaning and by text, lower further down (it orders this answer only). Filter by projects,
+    project types, node types (labels or scope kinds like 'function', 'class') and a substring (text_match);
+    paginate with limit/offset."""
     ids = state.project_ids(params.projects)
     result = state.search(
         params.query,
@@ -593,19 +596,26 @@ def run_cypher(params: RunCypherInput, state: Any) -> RunCypherResult:
     db.schema.*, db.index.fulltext/vector query procedures), namespaced functions only the temporal, spatial and
     vector built-ins; LOAD CSV, CALL {...} IN TRANSACTIONS, USE and a second statement are refused; then Neo4j's
     EXPLAIN must say it only reads, and it runs in a READ transaction with a timeout and at most `limit` rows.
-    On the embedded backend use query_entities and explore_relationships."""
+    On the embedded SQLite backend (the default) it fails with DEPENDENCY_ERROR saying how to switch; there,
+    query_entities, explore_relationships and get_schema answer the same questions."""
     from mcp_sections.shared.errors import ErrorCode, ToolFailure
 
     if state.store.backend != "neo4j":
-        raise ToolFailure(
-            ErrorCode.DEPENDENCY_ERROR,
-            "run_cypher needs the Neo4j backend ([sections.rag_ops] backend = 'neo4j' with NEO4J_URI); "
-            "on the embedded backend use query_entities and explore_relationships.",
-        )
+        raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, NEEDS_NEO4J)
     rows, truncated = state.store.run_read_query(
         params.query, params.parameters, timeout=params.timeout_seconds, limit=params.limit
     )
     return RunCypherResult(rows=rows, row_count=len(rows), truncated=truncated)
+
+
+NEEDS_NEO4J = (
+    "run_cypher needs the Neo4j backend, and this brain is on the embedded SQLite backend. On SQLite, use "
+    "query_entities (nodes by label, name, path or property), explore_relationships (CALLS, IMPORTS, DEFINES... from a "
+    "node given by id or name) and get_schema (labels, relationships, counts) instead. To switch to Neo4j 5: set "
+    "backend = 'neo4j' in [sections.rag_ops] of the config file (or MCP_SECTIONS_RAG_OPS_BACKEND=neo4j) and "
+    "NEO4J_URI, NEO4J_USERNAME and NEO4J_PASSWORD (or NEO4J_PASSWORD_FILE) in the server's environment, restart the "
+    "server, then ingest again: the Neo4j brain starts empty."
+)
 
 
 def _search_result(state: Any, result: dict[str, Any]) -> SearchResult:
@@ -658,7 +668,7 @@ SECTION = Section(
         Requirement("tree-sitter grammars", module("tree_sitter"), InstallExtra("rag")),
         Requirement("Neo4j (backend = neo4j)", neo4j_reachable, "start Neo4j 5 and set NEO4J_URI/USERNAME/PASSWORD"),
     ),
-    heavy="torch, sentence-transformers and neo4j",
+    heavy="ONNX Runtime, the embedding model (about 160 MB of memory), tree-sitter and neo4j",
     embeds=True,
     output_source="knowledge graph (ingested files and pages)",
     container=Container(stage="runtime-tools", build="build-ml", workspace="read"),

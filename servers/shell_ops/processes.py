@@ -24,13 +24,15 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp_sections.shared.errors import SuiteError
+
 READ_CHUNK = 65536
 PIPE_GRACE_SECONDS = 2.0
 
 ProgressCallback = Callable[[float], Awaitable[None]]
 
 
-class SpawnError(Exception):
+class SpawnError(SuiteError):
     """The program could not be started at all (the message is safe to show)."""
 
 

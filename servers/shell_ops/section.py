@@ -61,6 +61,7 @@ def _progress(ctx: ToolContext | None, what: str, timeout: float | None) -> Any:
         "build the project with cargo",
         "run a shell command",
     ),
+    long=lambda params: (params.timeout_seconds or 0) > 60,  # a call allowed over a minute: an MCP task
 )
 async def run_command(params: RunCommandInput, state: Any, ctx: ToolContext) -> CommandResult:
     """Run one allow-listed program (see list_safe_commands) inside the allowed roots, WITHOUT a shell.
@@ -93,6 +94,7 @@ async def run_command(params: RunCommandInput, state: Any, ctx: ToolContext) -> 
         "execute an npm script like build or lint",
         "npm run start",
     ),
+    long=lambda params: (params.timeout_seconds or 0) > 60,  # a call allowed over a minute: an MCP task
 )
 async def run_npm_script(params: RunNpmScriptInput, state: Any, ctx: ToolContext) -> NpmScriptResult:
     """Run an existing script from package.json (`npm run-script NAME -- ARGS`) in `cwd` (default: first root).

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
+from mcp_sections.shared.errors import SuiteError
+
 if TYPE_CHECKING:
     from mcp_sections.servers.web_ops.main_content import Resolver
 
@@ -55,7 +57,7 @@ class Extracted:
     visible_chars: int | None = None  # HTML: text a reader sees without scripts (None: not HTML)
 
 
-class UnsupportedContent(ValueError):
+class UnsupportedContent(SuiteError, ValueError):
     """A body no extractor reads (images, archives, binaries)."""
 
 

@@ -15,6 +15,8 @@ from mcp_sections.shared.brain.model import valid_project_id
 from mcp_sections.shared.brain.web_pages import store_web_page
 from mcp_sections.shared.errors import invalid_input
 
+BRAIN_OWNER = "rag_ops"  # the section that searches the brain and re-embeds it (`mcp-sections reembed rag_ops`)
+
 
 class PageIngest(EmbeddingJobs):
     """One brain store opened by web_ops; `ingest` is thread-safe."""
@@ -24,7 +26,7 @@ class PageIngest(EmbeddingJobs):
         self.embeddings = embeddings
         self.retention_days = retention_days
         self._write_lock = threading.Lock()
-        self.start_embedding_jobs(background=True, wait_seconds=0.0)
+        self.start_embedding_jobs(owner=BRAIN_OWNER, background=True, wait_seconds=0.0)
 
     def ingest(
         self, url: str, title: str, text: str, links: list[str], project_id: str | None, *, embed: bool = True

@@ -63,7 +63,9 @@ class FetchWebPageInput(CrawlOptions):
         default=20_000,
         ge=500,
         le=200_000,
-        description="Main text returned per page at most, cut between blocks (children get a tenth).",
+        description="Main text of the start page returned at most, cut between blocks. The other pages of a crawl "
+        "come as a 500-character preview; every page cut short is also sent whole by reference (`text_uri`, a "
+        "resource link read with resources/read).",
     )
     start_index: int = Field(
         default=0,
@@ -112,8 +114,11 @@ class ChildPage(ToolResult):
     title: str
     depth: int
     parent: str | None
-    text: str | None = None
+    text: str | None = Field(default=None, description="The start of the page's main text (a preview).")
     text_truncated: bool = False
+    text_uri: str | None = Field(
+        default=None, description="The whole main text, by reference (resources/read), when `text` is cut short."
+    )
     link_count: int
     node_id: str | None = None
 
@@ -138,6 +143,9 @@ class FetchWebPageResult(ToolResult):
     start_index: int = Field(default=0, description="Where in the main text `text` begins.")
     next_start_index: int | None = Field(
         default=None, description="Where the rest begins: call again with start_index set to it (null: nothing more)."
+    )
+    text_uri: str | None = Field(
+        default=None, description="The whole main text, by reference (resources/read), when `text` is cut short."
     )
     links: list[LinkOut] | None = None
     images: list[ImageOut] | None = None
@@ -167,13 +175,14 @@ class FetchWebPageResult(ToolResult):
                 if self.next_start_index is not None
                 else ""
             )
-            parts.append(self.text + more)
+            parts.append(self.text + more + (f"\n[the whole text: {self.text_uri}]" if self.text_uri else ""))
         if self.children:
             parts.append(f"{self.total_pages_fetched} pages fetched:")
             for child in self.children:
                 parts.append(f"## {child.title or child.final_url}\n{child.final_url} (depth {child.depth})")
                 if child.text:
-                    parts.append(child.text)
+                    whole = f"\n[preview; the whole text: {child.text_uri}]" if child.text_uri else ""
+                    parts.append(child.text + whole)
         if self.links:
             parts.append("Links:\n" + "\n".join(f"- [{link.text}]({link.url})" for link in self.links[:200]))
         if self.images:

@@ -4,11 +4,17 @@
 is set, else ddgs when installed) and otherwise fails with a DEPENDENCY_ERROR naming the settings. SearXNG and
 Brave are asked through the guarded HTTP client, the configured SearXNG endpoint being opened explicitly (it
 usually lives on a private network); ddgs uses its own client towards fixed public search engines.
+
+`search` runs the chosen provider. A provider that cannot be reached at all (its host name does not resolve,
+nothing answers, no route: no internet here) fails with DEPENDENCY_ERROR saying what failed and which providers
+can be configured instead (`providers_help`); a timeout stays TIMEOUT and an error the provider answers stays
+EXECUTION_FAILED, both with the same list.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlencode
@@ -32,7 +38,16 @@ class SearchHit:
 class SearchProvider(Protocol):
     name: str
 
+    @property
+    def label(self) -> str:
+        """What to call it in a message: the provider and where it is asked."""
+        ...
+
     async def search(self, query: str, limit: int) -> list[SearchHit]: ...
+
+
+class SearchFailure(ToolFailure):
+    """A provider failed; `search` adds which providers can be configured to the message."""
 
 
 class SearxngProvider:
@@ -42,12 +57,16 @@ class SearxngProvider:
         self.http = http
         self.base_url = base_url.rstrip("/")
 
+    @property
+    def label(self) -> str:
+        return f"the SearXNG instance at {self.base_url} (searxng_url)"
+
     async def search(self, query: str, limit: int) -> list[SearchHit]:
         url = f"{self.base_url}/search?{urlencode({'q': query, 'format': 'json'})}"
-        data = await _json(self.http, url, {"Accept": "application/json"}, self.name)
+        data = await _json(self.http, url, {"Accept": "application/json"})
         results = data.get("results") if isinstance(data, dict) else None
         if not isinstance(results, list):
-            raise _provider_error(self.name, "the answer has no `results` list (is the JSON format enabled?)")
+            raise _answered("without a `results` list (is its JSON format enabled?)")
         return [
             _hit(r.get("title"), r.get("url"), r.get("content"), self.name) for r in results if isinstance(r, dict)
         ][:limit]
@@ -61,10 +80,14 @@ class BraveProvider:
         self.api_key = api_key
         self.endpoint = endpoint
 
+    @property
+    def label(self) -> str:
+        return f"the Brave Search API at {self.endpoint}"
+
     async def search(self, query: str, limit: int) -> list[SearchHit]:
         url = f"{self.endpoint}?{urlencode({'q': query, 'count': min(limit, 20)})}"
         headers = {"Accept": "application/json", "X-Subscription-Token": self.api_key}
-        data = await _json(self.http, url, headers, self.name)
+        data = await _json(self.http, url, headers)
         web = data.get("web", {}) if isinstance(data, dict) else {}
         results = web.get("results", []) if isinstance(web, dict) else []
         hits = [
@@ -75,6 +98,7 @@ class BraveProvider:
 
 class DdgsProvider:
     name = "ddgs"
+    label = "ddgs (no key: DuckDuckGo, Bing, Brave, Mojeek and others through the ddgs package)"
 
     async def search(self, query: str, limit: int) -> list[SearchHit]:
         import anyio.to_thread
@@ -87,8 +111,44 @@ class DdgsProvider:
         try:
             results = await anyio.to_thread.run_sync(run)
         except Exception as exc:  # ddgs raises its own exception types for network and rate limits
-            raise _provider_error(self.name, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+            raise _ddgs_failure(exc) from None
         return [_hit(r.get("title"), r.get("href"), r.get("body"), self.name) for r in results][:limit]
+
+
+async def search(
+    provider: SearchProvider, query: str, limit: int, *, searxng_url: str | None, brave_api_key_env: str
+) -> list[SearchHit]:
+    """`provider.search`, its failures saying what failed and which providers can be configured instead."""
+    try:
+        return await provider.search(query, limit)
+    except SearchFailure as failure:
+        raise ToolFailure(
+            failure.code,
+            f"web search failed: {provider.label} {failure.message}. "
+            + providers_help(provider.name, searxng_url=searxng_url, brave_api_key_env=brave_api_key_env),
+        ) from None
+
+
+def providers_help(failed: str, *, searxng_url: str | None, brave_api_key_env: str) -> str:
+    """The providers search_web can use, how each is configured, and which are configured here."""
+    configured = [
+        name
+        for name, ready in (
+            ("searxng", bool(searxng_url)),
+            ("brave", bool(os.environ.get(brave_api_key_env, "").strip())),
+            ("ddgs", _ddgs_installed()),
+        )
+        if ready
+    ]
+    others = [name for name in configured if name != failed]
+    return (
+        "Search providers: a SearXNG instance (self-hosted, also on a private network: `[sections.web_ops] "
+        "searxng_url` or MCP_SECTIONS_WEB_OPS_SEARXNG_URL, its JSON format enabled), the Brave Search API (a key in "
+        f"the {brave_api_key_env} environment variable), or ddgs (no key, needs the public search engines: pip "
+        "install ddgs); `search_provider` (MCP_SECTIONS_WEB_OPS_SEARCH_PROVIDER) picks one. Configured here: "
+        + (", ".join(configured) or "none")
+        + (f"; call again with provider={others[0]!r} to use another." if others else ".")
+    )
 
 
 def choose_provider(
@@ -117,20 +177,23 @@ def choose_provider(
     )
 
 
-async def _json(http: GuardedHttp, url: str, headers: dict[str, str], name: str) -> object:
+async def _json(http: GuardedHttp, url: str, headers: dict[str, str]) -> object:
     import json
 
-    response = await http.get(url, headers=headers, max_bytes=2_000_000)
+    try:
+        response = await http.get(url, headers=headers, max_bytes=2_000_000)
+    except ToolFailure as failure:
+        raise _http_failure(failure) from None
     if response.status in (401, 403):
-        raise _provider_error(name, f"HTTP {response.status}: the key or the instance refused the query")
+        raise _answered(f"HTTP {response.status}: the key or the instance refused the query")
     if response.status == 429:
-        raise _provider_error(name, "HTTP 429: rate limited; wait before searching again")
+        raise _answered("HTTP 429: rate limited; wait before searching again")
     if response.status >= 400:
-        raise _provider_error(name, f"HTTP {response.status}")
+        raise _answered(f"HTTP {response.status}")
     try:
         return json.loads(response.text())
     except ValueError:
-        raise _provider_error(name, "the answer is not JSON") from None
+        raise _answered("with something that is not JSON") from None
 
 
 def _hit(title: object, url: object, snippet: object, source: str) -> SearchHit:
@@ -142,8 +205,42 @@ def _hit(title: object, url: object, snippet: object, source: str) -> SearchHit:
     )
 
 
-def _provider_error(name: str, detail: str) -> ToolFailure:
-    return ToolFailure(ErrorCode.EXECUTION_FAILED, f"the {name} search provider failed: {detail}.")
+def _answered(detail: str) -> SearchFailure:
+    return SearchFailure(ErrorCode.EXECUTION_FAILED, f"answered {detail}")
+
+
+NO_NETWORK = "; this machine may have no internet access or no DNS"
+
+
+def _http_failure(failure: ToolFailure) -> SearchFailure:
+    """A failure of the guarded HTTP client, told as the provider's. Its codes: NOT_FOUND only when the guard
+    cannot resolve the host; EXECUTION_FAILED "could not connect to ..." when no address answered."""
+    if failure.code == ErrorCode.NOT_FOUND:
+        return SearchFailure(ErrorCode.DEPENDENCY_ERROR, f"could not be reached: {failure.message.split(';')[0]}")
+    if failure.code == ErrorCode.EXECUTION_FAILED and failure.message.startswith("could not connect to"):
+        return SearchFailure(ErrorCode.DEPENDENCY_ERROR, f"could not be reached: {failure.message.split(';')[0]}")
+    if failure.code == ErrorCode.TIMEOUT:
+        return SearchFailure(ErrorCode.TIMEOUT, "did not answer in time")
+    return SearchFailure(failure.code, f"failed: {failure.message.rstrip('.')}")
+
+
+def _ddgs_failure(exc: Exception) -> SearchFailure:
+    """ddgs' exception, classified by what its HTTP client (primp) says: a name not resolved, a connection refused
+    or without a route, a time-out, or an error of the engines themselves."""
+    text = f"{type(exc).__name__}: {exc}"
+    lowered = text.lower()
+    if "dns" in lowered or "resolv" in lowered:
+        name = re.search(r'Name\("([^"]+?)\.?"\)', text) or re.search(r"https?://([^/\s)'\"]+)", text)
+        which = f"the host name {name.group(1)} does not resolve" if name else "host names do not resolve"
+        return SearchFailure(ErrorCode.DEPENDENCY_ERROR, f"could not reach the search engines: {which}{NO_NETWORK}")
+    if any(sign in lowered for sign in ("connecterror", "connection refused", "unreachable", "os error 11")):
+        return SearchFailure(
+            ErrorCode.DEPENDENCY_ERROR, f"could not reach the search engines: the connection failed{NO_NETWORK}"
+        )
+    if "timed out" in lowered or "timeout" in lowered:
+        return SearchFailure(ErrorCode.TIMEOUT, "did not get an answer from the search engines in time")
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return SearchFailure(ErrorCode.EXECUTION_FAILED, f"failed: {first[:300]}")
 
 
 def _ddgs_installed() -> bool:

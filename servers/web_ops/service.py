@@ -18,7 +18,7 @@ from mcp_sections.servers.web_ops.browser import Browser
 from mcp_sections.servers.web_ops.crawl import CrawledPage, CrawlReport, Robots, UrlFilter, crawl
 from mcp_sections.servers.web_ops.ingest import PageIngest
 from mcp_sections.servers.web_ops.pages import Page, PageCache, PageFetcher, Render
-from mcp_sections.servers.web_ops.search import SearchHit, choose_provider
+from mcp_sections.servers.web_ops.search import SearchHit, choose_provider, search
 from mcp_sections.servers.web_ops.settings import ALLOW_SETTING, WebOpsSettings
 from mcp_sections.shared.guards.urls import AllowList, UrlGuard, parse_url
 from mcp_sections.shared.web_fetch import GuardedHttp
@@ -146,13 +146,12 @@ class WebOps:
 
     # ---- search ---------------------------------------------------------------------------------------------
     async def search(self, query: str, limit: int, provider: str) -> tuple[str, list[SearchHit]]:
+        searxng_url, brave_api_key_env = self.settings.searxng_url, self.settings.brave_api_key_env
         chosen = choose_provider(
-            provider,
-            http=self.search_http,
-            searxng_url=self.settings.searxng_url,
-            brave_api_key_env=self.settings.brave_api_key_env,
+            provider, http=self.search_http, searxng_url=searxng_url, brave_api_key_env=brave_api_key_env
         )
-        return chosen.name, await chosen.search(query, limit)
+        hits = await search(chosen, query, limit, searxng_url=searxng_url, brave_api_key_env=brave_api_key_env)
+        return chosen.name, hits
 
 
 @contextlib.asynccontextmanager

@@ -1,24 +1,21 @@
 """Model providers for sub-agents: OpenAI-compatible Chat Completions and the Anthropic Messages API.
 
 Both speak a small neutral conversation format (`Message`, `ToolCall`, `ToolDef`) and return one
-`ModelTurn` per call. The API key is read from the environment variable *named* in the configuration;
-it is sent only in the request header and never appears in errors, logs or results.
+`ModelTurn` per call. The HTTP part (base URL, key header from the variable *named* in the configuration, coded
+failures) is `shared.model_api`'s.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
-
-import httpx2
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.model_api import CHAT_COMPLETIONS, MESSAGES, Api, HttpxSender, ModelEndpoint, call_json
 
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
-ANTHROPIC_VERSION = "2023-06-01"
+if TYPE_CHECKING:  # pragma: no cover
+    import httpx2
 
 HOW_TO_CONFIGURE_HTTP = (
     "Configure the model sub-agents run on, in the config file:\n"
@@ -98,7 +95,7 @@ class ModelProvider(Protocol):
 
 
 class ModelError(ToolFailure):
-    """The model endpoint failed: DEPENDENCY_ERROR (or TIMEOUT) with what to check."""
+    """The client's model failed through sampling (an HTTP model fails with `model_api.ModelApiFailure`)."""
 
 
 def provider_from_config(config: ModelConfig, transport: httpx2.AsyncBaseTransport | None = None) -> ModelProvider:
@@ -112,84 +109,41 @@ def provider_from_config(config: ModelConfig, transport: httpx2.AsyncBaseTranspo
             ErrorCode.DEPENDENCY_ERROR,
             f"No model is configured for sub-agents ({missing} is unset). " + HOW_TO_CONFIGURE,
         )
-    api_key = None
-    if config.api_key_env:
-        api_key = os.environ.get(config.api_key_env)
-        if not api_key:
-            raise ToolFailure(
-                ErrorCode.DEPENDENCY_ERROR,
-                f"The model API key variable {config.api_key_env} is not set in the gateway's environment; "
-                f"set it where the gateway is started (or change [gateway.model] api_key_env), then restart it.",
-            )
     if config.provider == "anthropic":
-        return AnthropicProvider(config, api_key, transport)
+        return AnthropicProvider(config, transport)
     if config.provider == "openai":
-        return OpenAIChatProvider(config, api_key, transport)
+        return OpenAIChatProvider(config, transport)
     raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, f"Unknown model provider {config.provider!r}. " + HOW_TO_CONFIGURE)
 
 
 class _HttpProvider:
-    name = "http"
+    """A model API through `shared.model_api` (base URL rule, key header, coded failures naming [gateway.model])."""
 
-    def __init__(
-        self,
-        config: ModelConfig,
-        api_key: str | None,
-        default_base_url: str,
-        transport: httpx2.AsyncBaseTransport | None = None,
-    ) -> None:
+    name: str
+    api: Api
+
+    def __init__(self, config: ModelConfig, transport: httpx2.AsyncBaseTransport | None = None) -> None:
         self.config = config
-        self._api_key = api_key
-        self._transport = transport
-        self.base_url = (config.base_url or default_base_url).rstrip("/")
+        self.endpoint = ModelEndpoint(
+            self.api,
+            config.base_url,
+            config.api_key_env,
+            settings="[gateway.model] ",
+            timeout_seconds=config.timeout_seconds,
+            timeout_setting="[gateway.model] timeout_seconds",
+        )
+        self.endpoint.api_key()  # an unset key variable fails now, with how to set it
+        self._sender = HttpxSender(transport)
 
-    async def _post(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
-        url = f"{self.base_url}{path}"
-        try:
-            async with httpx2.AsyncClient(timeout=self.config.timeout_seconds, transport=self._transport) as client:
-                response = await client.post(url, json=body, headers=headers)
-        except httpx2.TimeoutException:
-            raise ModelError(
-                ErrorCode.TIMEOUT,
-                f"the model endpoint {self.base_url} did not answer within {self.config.timeout_seconds:.0f} s; "
-                "retry, use a faster model, or raise [gateway.model] timeout_seconds.",
-            ) from None
-        except httpx2.HTTPError as exc:
-            raise ModelError(
-                ErrorCode.DEPENDENCY_ERROR,
-                f"cannot reach the model endpoint {self.base_url} ({type(exc).__name__}); check that it runs and "
-                "[gateway.model] base_url.",
-            ) from None
-        if response.status_code in (401, 403):
-            raise ModelError(
-                ErrorCode.DEPENDENCY_ERROR,
-                f"the model endpoint refused the credentials (HTTP {response.status_code}); check the key in "
-                f"${self.config.api_key_env or '<api_key_env unset>'}.",
-            )
-        if response.status_code >= 400:
-            raise ModelError(
-                ErrorCode.DEPENDENCY_ERROR,
-                f"the model endpoint answered HTTP {response.status_code}: {_error_text(response)}; check "
-                "[gateway.model] (model name, base_url).",
-            )
-        try:
-            data = response.json()
-        except ValueError:
-            raise ModelError(ErrorCode.DEPENDENCY_ERROR, "the model endpoint returned a non-JSON answer.") from None
-        if not isinstance(data, dict):
-            raise ModelError(ErrorCode.DEPENDENCY_ERROR, "the model endpoint returned an unexpected answer.")
-        return data
+    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return await call_json(self.endpoint, self._sender, "POST", path, body)
 
 
 class OpenAIChatProvider(_HttpProvider):
     """`POST {base_url}/chat/completions` with function tools (OpenAI, Ollama, vLLM, LM Studio, OpenRouter...)."""
 
     name = "openai"
-
-    def __init__(
-        self, config: ModelConfig, api_key: str | None, transport: httpx2.AsyncBaseTransport | None = None
-    ) -> None:
-        super().__init__(config, api_key, OPENAI_DEFAULT_BASE_URL, transport)
+    api: Api = "openai"
 
     def request_body(self, system: str, messages: list[Message], tools: list[ToolDef]) -> dict[str, Any]:
         wire: list[dict[str, Any]] = [{"role": "system", "content": system}]
@@ -228,8 +182,7 @@ class OpenAIChatProvider(_HttpProvider):
         return body
 
     async def complete(self, system: str, messages: list[Message], tools: list[ToolDef]) -> ModelTurn:
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        data = await self._post("/chat/completions", self.request_body(system, messages, tools), headers)
+        data = await self._post(CHAT_COMPLETIONS, self.request_body(system, messages, tools))
         try:
             choice = data["choices"][0]
             message = choice["message"]
@@ -258,14 +211,10 @@ class OpenAIChatProvider(_HttpProvider):
 
 
 class AnthropicProvider(_HttpProvider):
-    """`POST {base_url}/v1/messages` with tools (Anthropic Messages API)."""
+    """`POST {base_url}/v1/messages` with tools (Anthropic Messages API; base_url with or without `/v1`)."""
 
     name = "anthropic"
-
-    def __init__(
-        self, config: ModelConfig, api_key: str | None, transport: httpx2.AsyncBaseTransport | None = None
-    ) -> None:
-        super().__init__(config, api_key, ANTHROPIC_DEFAULT_BASE_URL, transport)
+    api: Api = "anthropic"
 
     def request_body(self, system: str, messages: list[Message], tools: list[ToolDef]) -> dict[str, Any]:
         wire: list[dict[str, Any]] = []
@@ -308,10 +257,7 @@ class AnthropicProvider(_HttpProvider):
         return body
 
     async def complete(self, system: str, messages: list[Message], tools: list[ToolDef]) -> ModelTurn:
-        headers = {"anthropic-version": ANTHROPIC_VERSION}
-        if self._api_key:
-            headers["x-api-key"] = self._api_key
-        data = await self._post("/v1/messages", self.request_body(system, messages, tools), headers)
+        data = await self._post(MESSAGES, self.request_body(system, messages, tools))
         texts: list[str] = []
         calls: list[ToolCall] = []
         for block in data.get("content") or []:
@@ -349,14 +295,3 @@ def _parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:
     if not isinstance(parsed, dict):
         return {}, "the tool arguments are not a JSON object"
     return parsed, None
-
-
-def _error_text(response: httpx2.Response) -> str:
-    try:
-        data = response.json()
-    except ValueError:
-        return response.text[:200]
-    error = data.get("error") if isinstance(data, dict) else None
-    if isinstance(error, dict):
-        return str(error.get("message") or error)[:200]
-    return str(error or data)[:200]

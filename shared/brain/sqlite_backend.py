@@ -60,8 +60,8 @@ class SQLiteBrainStore(SQLiteVectors):
 
     def __init__(self, path: Path) -> None:
         self.database = Database(path, MIGRATIONS)
-        self._matrices: dict[tuple[str, str], tuple[Any, ...]] = {}
-        self._matrix_lock = threading.Lock()
+        self._vector_caches = {}
+        self._vector_caches_lock = threading.Lock()
 
     def close(self) -> None:
         self.database.close()

@@ -1,5 +1,5 @@
-"""The brain's vectors in SQLite: pending embeddings, stored float32 vectors, and brute-force search over
-per-project matrices cached in memory (reloaded when the project's `vectors_version` moves)."""
+"""The brain's vectors in SQLite: pending embeddings, stored float32 vectors, and exact search over them in the
+shared in-process `VectorCache` (a project's rows reloaded when its `vectors_version` moves)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,21 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from mcp_sections.shared.brain.sqlite_rows import placeholders
 from mcp_sections.shared.store.sqlite import Database
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
-from mcp_sections.shared.brain.sqlite_rows import placeholders
+
+    from mcp_sections.shared.embeddings.vector_cache import Row, VectorCache
 
 
 class SQLiteVectors:
     """The vector half of `SQLiteBrainStore` (a mixin: it uses the store's `database`)."""
 
     database: Database
-    _matrices: dict[tuple[str, str], tuple[Any, ...]]  # (project or "*", model) -> (version(s), ids, labels, matrix...)
-    _matrix_lock: threading.Lock
+    _vector_caches: dict[str, VectorCache]  # per model; `synced`: the projects' vectors_version loaded
+    _vector_caches_lock: threading.Lock
 
     def pending_embeddings(
         self, model: str, limit: int, project_ids: Sequence[str] | None = None
@@ -84,99 +86,56 @@ class SQLiteVectors:
         labels: Sequence[str] | None,
         limit: int,
     ) -> list[tuple[str, float]]:
-        """Exact cosine top-k: one matrix-vector product over the in-memory vectors of every project."""
-        import numpy as np
+        """Exact cosine top-k: one matrix-vector product over the in-memory vectors of the projects searched."""
+        cache = self._vectors(model)
+        with cache.lock:
+            return cache.search(query, groups=project_ids, kinds=labels or None, limit=limit)
+
+    def _vectors(self, model: str) -> VectorCache:
+        """The model's vectors of every project in the shared `VectorCache` (rows grouped by project, kinded by
+        label), brought up to date: a project is reloaded when its `vectors_version` moved since it was loaded (by
+        this process or another), dropped when it is gone."""
+        from mcp_sections.shared.embeddings.vector_cache import VectorCache
 
         with self.database.read() as db:
             versions = {r[0]: r[1] for r in db.execute("SELECT id, vectors_version FROM projects")}
-        ids, label_array, matrix, spans = self._combined(model, versions)
-        query = np.asarray(query, dtype=np.float32)
-        if matrix.shape[0] == 0 or matrix.shape[1] != query.shape[0]:
-            return []
-        if project_ids is None:
-            scores = matrix @ query
-        else:
-            wanted = [spans[p] for p in project_ids if p in spans and spans[p][1] > spans[p][0]]
-            if not wanted:
-                return []
-            # rows of one project are contiguous: score only the requested ranges
-            parts = [(start, matrix[start:end] @ query) for start, end in sorted(wanted)]
-            scores = np.concatenate([part for _, part in parts])
-            index = np.concatenate([np.arange(start, start + len(part)) for start, part in parts])
-            ids, label_array = ids[index], label_array[index]
-        if labels:
-            scores = np.where(np.isin(label_array, list(labels)), scores, -np.inf)
-        k = min(limit, scores.shape[0])
-        top = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
-        top = top[np.isfinite(scores[top])]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(str(ids[i]), float(scores[i])) for i in top]
-
-    def _combined(self, model: str, versions: dict[str, int]) -> tuple[Any, Any, Any, dict[str, tuple[int, int]]]:
-        """All projects' vectors as one contiguous matrix (rows grouped by project), rebuilt only for the
-        projects whose `vectors_version` moved since they were loaded (by this or another process)."""
-        import numpy as np
-
-        with self._matrix_lock:
-            cached = self._matrices.get(("*", model))
-            if cached is not None and cached[0] == versions:
-                return cached[1], cached[2], cached[3], cached[4]
-            previous: dict[str, tuple[Any, Any, Any]] = cached[5] if cached is not None else {}
-            parts: dict[str, tuple[Any, Any, Any]] = {}
-            for project, version in versions.items():
-                old = previous.get(project)
-                if old is not None and cached is not None and cached[0].get(project) == version:
-                    parts[project] = old
-                else:
-                    parts[project] = self._load_vectors(model, project)
-            order = sorted(parts)
-            spans: dict[str, tuple[int, int]] = {}
-            position = 0
-            for project in order:
-                spans[project] = (position, position + parts[project][2].shape[0])
-                position = spans[project][1]
-            non_empty = [parts[p][2] for p in order if parts[p][2].shape[0]]
-            dims = {m.shape[1] for m in non_empty}
-            if non_empty and len(dims) == 1:
-                matrix = np.concatenate(non_empty)
+        with self._vector_caches_lock:
+            cache = self._vector_caches.get(model)
+            if cache is None:
+                cache = self._vector_caches[model] = VectorCache()
+        with cache.lock:
+            loaded: dict[str, int] | None = cache.synced
+            if loaded == versions:
+                return cache
+            if loaded is None:
+                cache.replace(row for project in sorted(versions) for row in self._vector_rows(model, project))
             else:
-                matrix = np.zeros((0, 0), dtype=np.float32)
-                spans = {p: (0, 0) for p in order}
-            ids = np.concatenate([parts[p][0] for p in order]) if order else np.array([], dtype=object)
-            label_array = np.concatenate([parts[p][1] for p in order]) if order else np.array([], dtype=object)
-            # keep per-project pieces as views into the combined matrix (no second copy in memory)
-            pieces = {p: (parts[p][0], parts[p][1], matrix[spans[p][0] : spans[p][1]]) for p in order}
-            self._matrices[("*", model)] = (dict(versions), ids, label_array, matrix, spans, pieces)
-            return ids, label_array, matrix, spans
+                for project in loaded.keys() - versions.keys():
+                    cache.drop_group(project)
+                for project in sorted(versions):
+                    if loaded.get(project) != versions[project]:
+                        cache.replace_group(project, self._vector_rows(model, project))
+            cache.synced = dict(versions)
+        return cache
 
-    def _load_vectors(self, model: str, project: str) -> tuple[Any, Any, Any]:
-        import numpy as np
-
+    def _vector_rows(self, model: str, project: str) -> list[Row]:
         with self.database.read() as db:
             rows = db.execute(
                 "SELECT node_id, label, vector FROM vectors WHERE project_id = ? AND model = ? ORDER BY node_id",
                 (project, model),
             ).fetchall()
-        ids = np.array([r[0] for r in rows], dtype=object)
-        labels = np.array([r[1] for r in rows], dtype=object)
-        if rows:
-            matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), -1)
-        else:
-            matrix = np.zeros((0, 0), dtype=np.float32)
-        return ids, labels, matrix
+        return [(row[0], project, row[1], row[2]) for row in rows]
 
     def preload(self, model: str, project_id: str) -> int:
         """Load the vectors into memory now (load_project); returns how many the project has."""
-        with self.database.read() as db:
-            versions = {r[0]: r[1] for r in db.execute("SELECT id, vectors_version FROM projects")}
-        spans = self._combined(model, versions)[3]
-        start, end = spans.get(project_id, (0, 0))
-        return end - start
+        cache = self._vectors(model)
+        with cache.lock:
+            return cache.count(project_id)
 
     def unload(self, project_id: str) -> None:
-        """Nothing to free per project: vectors live in one shared matrix, rebuilt on change."""
+        """Nothing to free per project: vectors live in one shared matrix, brought up to date on use."""
 
     def _drop_matrices(self, project_id: str) -> None:
-        """A deleted project: the next search rebuilds the combined matrix without it."""
+        """A deleted project: the next search drops its rows (its version is gone)."""
 
     # ---- maintenance --------------------------------------------------------------------------------

@@ -24,9 +24,14 @@
 - `EmbeddingCache`: a table in the caller's SQLite database keyed by (model, content hash), so that
   unchanged content is never embedded twice; `EmbeddingService` puts the two together.
 
+- `EmbeddingWorker` (`worker`): the background embedding of a store's pending items and the model lock of its
+  vectors; `VectorCache` (`vector_cache`): a store's vectors in memory, exact cosine search. Memory and the brain
+  both use them, each with its own SQL.
+
 Modules: `settings` (the settings fields and errors), `vectors` (blobs, cosine, top-k), `embedder` (the model,
 `get_embedder`), `onnx` (the ONNX Runtime backend and its file), `bert_onnx` (a BERT model as an ONNX graph,
-without torch), `cache` (the embedding cache and service).
+without torch), `remote` (an OpenAI-compatible endpoint as the model), `cache` (the embedding cache and service),
+`model_lock`, `worker`, `vector_cache` (imports numpy: import it where used).
 This package re-exports what callers use.
 """
 

@@ -15,8 +15,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 from mcp_sections.shared.embeddings.onnx import (
+    EmbeddingModelUnavailable,
     OnnxModel,
-    Unavailable,
     check_onnx_compatible,
     default_onnx_dir,
     ensure_onnx,
@@ -268,7 +268,7 @@ class Embedder:
             import onnxruntime  # noqa: F401
             import tokenizers  # noqa: F401
         except ImportError as exc:
-            raise Unavailable(f"{exc.name or exc} is not installed; {install_hint('memory')}") from exc
+            raise EmbeddingModelUnavailable(f"{exc.name or exc} is not installed; {install_hint('memory')}") from exc
         base = self.onnx_dir or default_onnx_dir()
         int8 = self.backend == "onnx-int8"
         target = base / "onnx" / export_name(self.model_key.removesuffix("@int8"), directory)
@@ -280,7 +280,7 @@ class Embedder:
             import numpy  # noqa: F401
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
-            raise Unavailable(
+            raise EmbeddingModelUnavailable(
                 f"sentence-transformers is not installed ({exc.name or exc}); it runs models that have no ONNX file "
                 f"and cannot get one without torch: {install_hint(TORCH_EXTRA)}"
             ) from exc
@@ -314,12 +314,16 @@ class Embedder:
             if bundled is not None:
                 return str(bundled)
             if not self.allow_download and local_cache_missing(f"sentence-transformers/{DEFAULT_MODEL}"):
-                raise Unavailable(f"the packaged model {DEFAULT_MODEL} is not installed; {install_hint('memory')}")
+                raise EmbeddingModelUnavailable(
+                    f"the packaged model {DEFAULT_MODEL} is not installed; {install_hint('memory')}"
+                )
             return f"sentence-transformers/{DEFAULT_MODEL}"  # from the local Hugging Face cache
         if _looks_like_path(name):
             path = Path(name).expanduser()
             if not path.is_dir():
-                raise Unavailable(f"model path {name!r} is not a directory; set embedding_model to a model dir")
+                raise EmbeddingModelUnavailable(
+                    f"model path {name!r} is not a directory; set embedding_model to a model dir"
+                )
             return str(path)
         return name
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 from mcp_sections.shared.embeddings.settings import ONNX_EXPORT_VERSION
+from mcp_sections.shared.errors import SuiteError
 
 logger = logging.getLogger("mcp_sections.embeddings")
 
@@ -57,7 +58,7 @@ def local_model_dir(source: str, allow_download: bool) -> Path:
 
         return Path(snapshot_download(source, local_files_only=not allow_download))
     except Exception as exc:
-        raise Unavailable(f"model {source!r} is not a local directory ({type(exc).__name__})") from exc
+        raise EmbeddingModelUnavailable(f"model {source!r} is not a local directory ({type(exc).__name__})") from exc
 
 
 def _read_json(path: Path) -> Any:
@@ -70,10 +71,12 @@ def check_onnx_compatible(directory: Path) -> None:
     """Only what `OnnxModel` reproduces: a Transformer, mean pooling, an optional Normalize, tokenizer.json."""
     modules_file = directory / "modules.json"
     if not (directory / "tokenizer.json").is_file() or not modules_file.is_file():
-        raise Unavailable("the ONNX backend needs a sentence-transformers model with tokenizer.json")
+        raise EmbeddingModelUnavailable("the ONNX backend needs a sentence-transformers model with tokenizer.json")
     kinds = [module.get("type", "").rsplit(".", 1)[-1] for module in _read_json(modules_file)]
     if kinds[:2] != ["Transformer", "Pooling"] or any(kind != "Normalize" for kind in kinds[2:]):
-        raise Unavailable(f"the ONNX backend supports Transformer + mean Pooling (+ Normalize), not {kinds}")
+        raise EmbeddingModelUnavailable(
+            f"the ONNX backend supports Transformer + mean Pooling (+ Normalize), not {kinds}"
+        )
     pooling_dir = next(
         (directory / m.get("path", "") for m in _read_json(modules_file) if m.get("type", "").endswith("Pooling")),
         directory,
@@ -81,7 +84,7 @@ def check_onnx_compatible(directory: Path) -> None:
     pooling = _read_json(pooling_dir / "config.json") if (pooling_dir / "config.json").is_file() else {}
     modes = {key for key, value in pooling.items() if key.startswith("pooling_mode_") and value is True}
     if modes != {"pooling_mode_mean_tokens"}:
-        raise Unavailable(f"the ONNX backend supports mean pooling only, not {sorted(modes) or 'none'}")
+        raise EmbeddingModelUnavailable(f"the ONNX backend supports mean pooling only, not {sorted(modes) or 'none'}")
 
 
 def export_name(model_key: str, directory: Path) -> str:
@@ -141,7 +144,9 @@ def _build_float(directory: Path, path: Path) -> None:
     try:
         model = build_bert_onnx(directory)
     except NotBert as exc:
-        raise Unavailable(f"no ONNX file for this model and none can be built without torch: {exc}") from exc
+        raise EmbeddingModelUnavailable(
+            f"no ONNX file for this model and none can be built without torch: {exc}"
+        ) from exc
     temporary = path.with_name(f".building-{os.getpid()}-{path.name}")
     onnx.save(model, str(temporary))
     os.replace(temporary, path)  # no second session to check it: tests compare its vectors with torch's
@@ -178,7 +183,9 @@ def _check(path: Path, directory: Path, against: Path, minimum: float) -> None:
     cosines = np.einsum("ij,ij->i", got, OnnxModel(against, directory).encode(_CHECK_SENTENCES))
     if not np.isfinite(cosines).all() or float(cosines.min()) < minimum:
         path.unlink(missing_ok=True)
-        raise Unavailable(f"the int8 ONNX file drifts from the float one: cosine {float(cosines.min()):.5f}")
+        raise EmbeddingModelUnavailable(
+            f"the int8 ONNX file drifts from the float one: cosine {float(cosines.min()):.5f}"
+        )
 
 
 class _FileLock:
@@ -273,12 +280,13 @@ def _st_tokenizer(directory: Path) -> tuple[Any, bool]:
     return tokenizer, bool(config.get("do_lower_case"))
 
 
-class Unavailable(RuntimeError):
-    """A configuration problem stated plainly (no exception class name in the reason)."""
+class EmbeddingModelUnavailable(SuiteError, RuntimeError):
+    """The embedding model cannot be opened as configured (a package or file missing, a model the ONNX backend does
+    not run): a configuration problem stated plainly (no exception class name in the reason)."""
 
 
 def failure_reason(exc: BaseException) -> str:
-    if isinstance(exc, Unavailable):
+    if isinstance(exc, EmbeddingModelUnavailable):
         return str(exc)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__

@@ -1,30 +1,31 @@
 """An OpenAI-compatible `/v1/embeddings` endpoint as the embedding model (Ollama, vLLM, Text Embeddings Inference,
 LM Studio, OpenAI…): the scale path beside the local ONNX model, behind the same `Embedder`.
 
-The endpoint is the user's own configuration (`embedding_base_url`), so it is not subject to the web URL guard.
-Requests are batched (`embedding_batch_size` texts per request), retried on 429/5xx with backoff, and the vectors
-L2-normalised so that cosine stays a dot product. The key comes from the environment variable named by
-`embedding_api_key_env`, never from the config file.
+The endpoint is the user's own configuration (`embedding_base_url`), so it is not subject to the web URL guard; the
+HTTP part (base URL, key header from the variable named by `embedding_api_key_env`, coded failures naming the
+setting to fix) is `shared.model_api`'s. Requests are batched (`embedding_batch_size` texts per request), retried
+on 408/429/5xx and lost connections with backoff, and the vectors L2-normalised so that cosine stays a dot
+product.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from mcp_sections.shared.errors import SuiteError
+from mcp_sections.shared.model_api import EMBEDDINGS, ModelApiFailure, ModelEndpoint, SyncClient
+
 RETRIES = 3
-RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-class RemoteEmbeddingError(RuntimeError):
+class RemoteEmbeddingError(SuiteError, RuntimeError):
     """The endpoint refused or failed; the message says what to fix."""
 
 
 class RemoteEmbeddingModel:
-    """Mimics the `encode` of a sentence-transformers model over HTTP."""
+    """Mimics the `encode` of a sentence-transformers model over HTTP (`shared.model_api`)."""
 
     def __init__(
         self,
@@ -36,16 +37,19 @@ class RemoteEmbeddingModel:
         timeout_seconds: float = 60.0,
         transport: Any = None,
     ) -> None:
-        import httpx2
-
         self.model = model
-        self.url = (base_url or DEFAULT_BASE_URL).rstrip("/") + "/embeddings"
         self.dimensions = dimensions
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(api_key_env or "", "").strip() if api_key_env else ""
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        self._client = httpx2.Client(headers=headers, timeout=timeout_seconds, transport=transport, trust_env=False)
+        endpoint = ModelEndpoint(
+            "openai",
+            base_url,
+            api_key_env,
+            settings="embedding_",
+            what="the embedding endpoint",
+            timeout_seconds=timeout_seconds,
+            key_required=False,  # the default variable (OPENAI_API_KEY) is rightly unset for a local endpoint
+        )
+        self.url = endpoint.url(EMBEDDINGS)
+        self._client = SyncClient(endpoint, transport)
 
     def probe_dimension(self) -> int:
         """One request, to learn the vector size (and fail early with a clear reason)."""
@@ -62,31 +66,18 @@ class RemoteEmbeddingModel:
         return matrix / np.where(norms == 0, 1.0, norms)
 
     def _request(self, batch: list[str]) -> list[list[float]]:
-        import httpx2
-
         body: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
         if self.dimensions:
             body["dimensions"] = self.dimensions
         for attempt in range(RETRIES + 1):
             try:
-                response = self._client.post(self.url, json=body)
-            except httpx2.HTTPError as exc:
-                if attempt < RETRIES:
-                    time.sleep(0.5 * 2**attempt)
+                payload = self._client.post_json(EMBEDDINGS, body)
+            except ModelApiFailure as failure:
+                if failure.retryable and attempt < RETRIES:
+                    time.sleep(failure.retry_after or 0.5 * 2**attempt)
                     continue
-                raise RemoteEmbeddingError(f"{self.url} cannot be reached ({exc}); check embedding_base_url") from None
-            if response.status_code in RETRY_STATUSES and attempt < RETRIES:
-                time.sleep(float(response.headers.get("retry-after", 0) or 0.5 * 2**attempt))
-                continue
-            if response.status_code in (401, 403):
-                raise RemoteEmbeddingError(
-                    f"{self.url} refused the key (HTTP {response.status_code}); check embedding_api_key_env"
-                )
-            if response.status_code >= 400:
-                raise RemoteEmbeddingError(
-                    f"{self.url} answered HTTP {response.status_code}: {response.text[:200]}; check embedding_model"
-                )
-            return _vectors(response.json(), len(batch), self.url)
+                raise RemoteEmbeddingError(failure.message) from None
+            return _vectors(payload, len(batch), self.url)
         raise RemoteEmbeddingError(f"{self.url} kept failing after {RETRIES} retries")
 
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
+from mcp_sections.shared.errors import SuiteError
+
 if TYPE_CHECKING:  # pragma: no cover
     pass
 
@@ -110,7 +112,7 @@ class EmbedderStatus(StrEnum):
     FAILED = "failed"
 
 
-class EmbeddingUnavailable(RuntimeError):
+class EmbeddingUnavailable(SuiteError, RuntimeError):
     """The model is not loaded (still loading, or failed); `reason` says which and why."""
 
     def __init__(self, reason: str, *, loading: bool = False) -> None:

@@ -16,7 +16,8 @@ Rules (written against the reference filesystem server's CVE-2025-53110 / CVE-20
   the caller used or by the real name behind a symlink;
 - the suite's own state (`private`: its data and cache directories, its config file) lies outside the roots
   even when a root contains it (e.g. a root at the home directory): no tool reads or rewrites the audit log,
-  the databases or the settings that confine it;
+  the databases or the settings that confine it; the suite's own installation (its environment and code,
+  `shared.locations.installation_dirs`) may be read, never written, moved or deleted;
 - a refused path never reveals whether something exists outside the roots: outside-the-roots
   refusals are decided before anything there is looked at, and say the same thing either way.
 
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Literal
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.locations import installation_dirs
 
 Purpose = Literal["read", "write", "create", "list", "delete", "execute"]
 PURPOSES: tuple[str, ...] = ("read", "write", "create", "list", "delete", "execute")
@@ -151,7 +153,13 @@ class PathGuard:
         self._private_inside_roots = tuple(
             Path(p) for p in inside if not any(p != other and is_inside(p, other) for other in inside)
         )
-        self._pinned = _between(self._roots, [os.fspath(p) for p in self._private_inside_roots])
+        self._protected = tuple(os.fspath(path) for path in installation_dirs())
+        self._protected_inside_roots = tuple(
+            Path(p) for p in self._protected if any(is_inside(p, root) and p != root for root in self._roots)
+        )
+        self._pinned = _between(
+            self._roots, [os.fspath(p) for p in (*self._private_inside_roots, *self._protected_inside_roots)]
+        )
         self._no_roots_message = no_roots_message or _NO_ROOTS_MESSAGE
         if missing and not real and no_roots_message is None:
             self._no_roots_message = (
@@ -178,6 +186,10 @@ class PathGuard:
     def private_inside_roots(self) -> tuple[Path, ...]:
         """The private paths that a root contains (outermost only): what walks skip and sandboxes hide."""
         return self._private_inside_roots
+
+    def protected_inside_roots(self) -> tuple[Path, ...]:
+        """The suite's own installation where a root contains it (a checkout served over itself): read-only."""
+        return self._protected_inside_roots
 
     def pinned_inside_roots(self) -> tuple[Path, ...]:
         """The directories between a root and the private paths inside it (`~/.local`, `~/.local/share`): they may
@@ -323,6 +335,15 @@ class PathGuard:
                 ErrorCode.PERMISSION_DENIED,
                 f"{_shown(path)!r} is inside a repository's .git directory (config, hooks, alternates, objects): "
                 "file tools never change it, since git runs what it says. Use git commands (shell_ops) instead.",
+            )
+        if purpose in ("write", "create", "delete") and any(
+            is_inside(entry, place) or is_inside(real, place) for place in self._protected
+        ):
+            raise ToolFailure(
+                ErrorCode.PERMISSION_DENIED,
+                f"{_shown(path)!r} belongs to mcp-sections' own installation (the environment and code the server "
+                "runs from), which tools may read but never change; serve the project from another installation to "
+                "work on it.",
             )
         if purpose in ("write", "create", "delete") and self._pinned and Path(entry) in self._pinned:
             raise ToolFailure(

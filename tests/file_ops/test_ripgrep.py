@@ -274,7 +274,7 @@ def test_the_superset_pattern(tmp_path: Path) -> None:
     assert "(?-u:[\\x80-\\xFF]" in ripgrep.rg_pattern(r"a.b", regex=True, case_sensitive=True)
     assert "\\x{212A}" in ripgrep.rg_pattern("k", regex=True, case_sensitive=False)
     for pattern, regex, case_sensitive in (("é", False, False), ("a{e<=1}", True, True), ("[[:alpha:]]", True, True)):
-        with pytest.raises(ripgrep.Unavailable):
+        with pytest.raises(ripgrep.RipgrepUnavailable):
             ripgrep.rg_pattern(pattern, regex=regex, case_sensitive=case_sensitive)
 
 
@@ -418,7 +418,7 @@ def test_max_results_stops_rg_early(monkeypatch: pytest.MonkeyPatch, tmp_path: P
         deadline=deadline,
     ) as candidates:
         candidates._check_up_to(["d00", "f.txt"], names=True, ignore_files=True)
-        with pytest.raises(ripgrep.Unavailable):
+        with pytest.raises(ripgrep.RipgrepUnavailable):
             candidates._check_up_to(["d01", "f.txt"], names=True, ignore_files=True)
 
 

@@ -20,6 +20,7 @@ from tests.gateway.helpers import (
     section_processes,
     write_config,
 )
+from tests.shell_ops.repos import git, make_repo
 from tests.stdio import check_snapshot, data_of, error_of
 
 GATEWAY_TOOLS = [
@@ -50,10 +51,11 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def client(workdir: Path) -> AsyncIterator[Client]:
     broken = '[gateway.sections.broken]\ncommand = "/nonexistent/mcp-server"\ndescription = "Cannot start."\n'
     config = write_config(workdir / "config.toml", demo_section_table(), broken)
-    project = workdir / "project"
-    (project / ".git").mkdir(parents=True)
-    (project / ".git" / "HEAD").write_text("ref: refs/heads/feature/x\n")
+    project = make_repo(workdir / "project")
+    git(project, "checkout", "-q", "-b", "feature/x")
     (project / "package.json").write_text('{"name": "web-app", "version": "2.1.0"}')
+    git(project, "add", "package.json")
+    git(project, "commit", "-q", "-m", "the web app")
     args = ["--config", str(config), "--data-dir", str(workdir / "data"), "--root", str(workdir)]
     async with gateway_client(*args, cwd=workdir) as connected:
         yield connected
@@ -243,7 +245,13 @@ async def test_context_tools(client: Client, workdir: Path) -> None:
     assert info["max_depth"] == 3 and info["max_subagents"] == 3
     project = await call(client, "get_project_info", path="project")
     assert project["type"] == "node" and project["name"] == "web-app" and project["version"] == "2.1.0"
-    assert project["git"]["branch"] == "feature/x"
+    head = git(workdir / "project", "rev-parse", "HEAD").strip()  # what shell_ops' git_status reports
+    assert project["git"] == {
+        "root": str(workdir / "project"),
+        "branch": "feature/x",
+        "detached": False,
+        "commit": head,
+    }
     await fail(client, "get_project_info", "PERMISSION_DENIED", path="/")
     await fail(client, "get_project_info", "NOT_FOUND", path="missing")
 

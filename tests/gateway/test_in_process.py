@@ -133,8 +133,8 @@ async def test_same_tools_list_in_both_modes(subprocess_gateway: Client, in_proc
 @pytest.mark.parametrize(
     ("section", "reason"),
     [
-        ("memory", "torch"),
-        ("rag_ops", "torch"),
+        ("memory", "embedding model"),
+        ("rag_ops", "embedding model"),
         ("orchestration", "lifespan"),
         ("demo", "only built-in sections"),
         ("nope", "unknown section"),

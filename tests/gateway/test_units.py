@@ -9,7 +9,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from mcp_sections.servers.gateway.context import git_info, project_info
+from mcp_sections.servers.gateway.context import git_info, is_within, project_info
 from mcp_sections.servers.pool.catalog import build_catalog, declaration_definitions
 from mcp_sections.servers.pool.settings import GatewaySettings, ModelSettings, load_gateway_settings
 from mcp_sections.servers.pool.validation import validate_arguments
@@ -18,6 +18,7 @@ from mcp_sections.shared.agents.providers import Message, ToolCall, ToolDef, pro
 from mcp_sections.shared.config import ConfigError, load_settings
 from mcp_sections.shared.errors import ToolFailure
 from tests.gateway.helpers import builtin_available
+from tests.shell_ops.repos import git, make_repo
 
 # -- project info ------------------------------------------------------------------------------------
 
@@ -53,7 +54,7 @@ def test_git_branch_detached_head_and_worktree(tmp_path: Path) -> None:
     (repo / ".git").mkdir(parents=True)
     (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (repo / "sub").mkdir()
-    assert git_info(repo / "sub") == {"root": str(repo), "branch": "main", "detached": False}
+    assert git_info(repo / "sub") == {"root": str(repo), "branch": "main", "detached": False, "commit": None}
     (repo / ".git" / "HEAD").write_text("a" * 40 + "\n")
     assert git_info(repo)["detached"] is True and git_info(repo)["commit"] == "a" * 40
     worktree = tmp_path / "wt"
@@ -62,6 +63,54 @@ def test_git_branch_detached_head_and_worktree(tmp_path: Path) -> None:
     (repo / ".git" / "worktrees" / "wt" / "HEAD").write_text("ref: refs/heads/topic\n")
     (worktree / ".git").write_text(f"gitdir: {repo / '.git' / 'worktrees' / 'wt'}\n")
     assert git_info(worktree)["branch"] == "topic"
+
+
+def test_git_commit_of_a_branch_from_loose_and_packed_refs_in_repositories_and_worktrees(tmp_path: Path) -> None:
+    """What `git rev-parse HEAD` says, read from the files real git wrote (issue #23: commit was null on a branch)."""
+    repo = make_repo(tmp_path / "repo")
+    assert git_info(repo)["commit"] is None  # a branch without commits yet
+    (repo / "a.txt").write_text("a\n")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "first")
+    first = git(repo, "rev-parse", "HEAD").strip()
+    assert git_info(repo) == {"root": str(repo), "branch": "main", "detached": False, "commit": first}
+    git(repo, "pack-refs", "--all")
+    assert not (repo / ".git" / "refs" / "heads" / "main").exists()
+    assert git_info(repo)["commit"] == first  # from packed-refs
+    git(repo, "commit", "-q", "--allow-empty", "-m", "second")
+    second = git(repo, "rev-parse", "HEAD").strip()
+    assert git_info(repo)["commit"] == second  # the loose ref wins over the packed one
+    git(repo, "worktree", "add", "-q", "-b", "topic", str(tmp_path / "wt"), first)
+    assert git_info(tmp_path / "wt") == {
+        "root": str(tmp_path / "wt"),
+        "branch": "topic",
+        "detached": False,
+        "commit": first,
+    }
+    git(repo, "pack-refs", "--all")
+    assert git_info(tmp_path / "wt")["commit"] == first  # packed-refs of the common directory
+    git(repo, "checkout", "-q", "--detach", "HEAD")
+    assert git_info(repo) == {"root": str(repo), "branch": None, "detached": True, "commit": second}
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/alias\n")
+    (repo / ".git" / "refs" / "heads" / "alias").write_text("ref: refs/heads/main\n")  # a symbolic ref
+    assert git_info(repo)["commit"] == second
+
+
+def test_git_refs_outside_the_allowed_files_are_not_read(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "first")
+    git(repo, "worktree", "add", "-q", "-b", "topic", str(tmp_path / "inside" / "wt"))
+    inside = tmp_path / "inside"
+    wt_git = Path((inside / "wt" / ".git").read_text().split(":", 1)[1].strip())
+
+    def only_inside_and_its_git_dir(path: Path) -> bool:  # the worktree's own git dir, not the common one
+        return is_within(path.resolve(), [inside.resolve(), wt_git.resolve()])
+
+    info = git_info(inside / "wt", only_inside_and_its_git_dir)
+    assert info is not None and info["branch"] == "topic" and info["commit"] is None
+    for hostile in ("refs/heads/../../../outside", "refs/heads//x", "HEAD", "/etc/passwd"):
+        (repo / ".git" / "HEAD").write_text(f"ref: {hostile}\n")
+        assert git_info(repo)["commit"] is None, hostile
 
 
 # -- argument checks ---------------------------------------------------------------------------------

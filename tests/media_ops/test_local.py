@@ -135,12 +135,13 @@ async def test_render_views_are_shaded_non_blank_and_differ(media: Connect, tmp_
     mesh.export(tmp_path / "root" / f"model.{suffix}")
     async with media() as client:
         result = await client.call_tool("render_3d_asset", {"path": f"model.{suffix}", "views": 4, "size": 256})
-    assert not result.is_error, result.content[0].text
-    views = [
-        np.asarray(Image.open(io.BytesIO(base64.b64decode(block.data))).convert("RGB"))
-        for block in result.content
-        if block.type == "image"
-    ]
+        assert not result.is_error, result.content[0].text
+        # one overview inline, each view by reference (shared.resources), read back through resources/read
+        assert [block.type for block in result.content] == ["text", "image", *["resource_link"] * 4]
+        links = [block for block in result.content if block.type == "resource_link"]
+        assert [link.uri for link in links] == [image["uri"] for image in result.structured_content["images"]]
+        blobs = [(await client.read_resource(link.uri)).contents[0].blob for link in links]  # type: ignore[union-attr]
+    views = [np.asarray(Image.open(io.BytesIO(base64.b64decode(blob))).convert("RGB")) for blob in blobs]
     assert len(views) == 4 and all(view.shape == (256, 256, 3) for view in views)
     for view in views:
         covered = (view.min(axis=2) < 245).mean()  # the white background is not everything

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -55,4 +56,6 @@ async def test_render_over_stdio(client: Client, root: Path) -> None:
 
     trimesh.creation.cone(radius=0.5, height=1.0).export(root / "cone.ply")
     raw = await client.call_tool("render_3d_asset", {"path": "cone.ply", "views": 3, "size": 128})
-    assert not raw.is_error and [block.type for block in raw.content] == ["text", "image", "image", "image"]
+    assert not raw.is_error and [block.type for block in raw.content] == ["text", "image", *["resource_link"] * 3]
+    view = (await client.read_resource(raw.content[2].uri)).contents[0]  # type: ignore[union-attr]
+    assert view.mime_type == "image/png" and base64.b64decode(view.blob).startswith(b"\x89PNG")  # type: ignore[union-attr]

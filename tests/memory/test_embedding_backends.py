@@ -23,7 +23,7 @@ import pytest
 from mcp_sections.servers.memory.store import MemoryStore
 from mcp_sections.shared.embeddings import Embedder, EmbeddingCache, EmbeddingService, EmbeddingSettings, get_embedder
 from mcp_sections.shared.embeddings.embedder import bundled_model_dir
-from mcp_sections.shared.embeddings.onnx import Unavailable, check_onnx_compatible, ensure_onnx
+from mcp_sections.shared.embeddings.onnx import EmbeddingModelUnavailable, check_onnx_compatible, ensure_onnx
 
 _MEMORY_EXTRA = ("numpy", "onnxruntime", "onnx", "tokenizers", "safetensors")
 _MISSING = [name for name in _MEMORY_EXTRA if importlib.util.find_spec(name) is None]
@@ -212,7 +212,7 @@ def test_a_model_the_builder_cannot_reproduce_names_the_torch_extra(
     config = json.loads((model / "config.json").read_text())
     (model / "config.json").unlink()
     (model / "config.json").write_text(json.dumps({**config, "model_type": "mpnet"}))
-    with pytest.raises(Unavailable, match="model_type is 'mpnet'"):
+    with pytest.raises(EmbeddingModelUnavailable, match="model_type is 'mpnet'"):
         ensure_onnx(model, tmp_path / "exports")
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as without the embeddings-torch extra
     embedder = Embedder(str(model), backend="onnx", threads=1, onnx_dir=tmp_path / "exports")
@@ -233,10 +233,10 @@ def test_models_the_onnx_path_cannot_reproduce_are_refused(tmp_path: Path) -> No
     pooling = json.loads((source / "1_Pooling" / "config.json").read_text())
     pooling.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
     (model / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
-    with pytest.raises(Unavailable, match="mean pooling only"):
+    with pytest.raises(EmbeddingModelUnavailable, match="mean pooling only"):
         check_onnx_compatible(model)
     (model / "modules.json").write_text(json.dumps([{"type": "sentence_transformers.models.Transformer"}]))
-    with pytest.raises(Unavailable, match="Transformer"):
+    with pytest.raises(EmbeddingModelUnavailable, match="Transformer"):
         check_onnx_compatible(model)
 
 

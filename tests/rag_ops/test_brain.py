@@ -183,6 +183,35 @@ def test_cross_project_text_search_and_types(brain: Brain, root: Path) -> None:
     assert not {r["id"] for r in page1["results"]} & {r["id"] for r in page2["results"]}
 
 
+def test_a_start_node_is_found_by_id_or_by_name_and_ambiguity_lists_the_choices(brain: Brain, root: Path) -> None:
+    """Issue #23: explore_relationships(node_id="password_option") only said the id must match a 24-hex pattern."""
+    make_tree(root / "one")
+    make_bulk_tree(root / "two", 3)
+    one = brain.ingest_directory(str(root / "one")).project_id
+    two = brain.ingest_directory(str(root / "two")).project_id
+    login = brain.resolve_node("login")
+    assert (login.name, login.label, login.path) == ("login", "Scope", "auth/passwords.py")
+    assert brain.resolve_node(login.id) == login
+    with pytest.raises(ToolFailure) as caught:
+        brain.resolve_node("run")  # Thing0.run, Thing1.run, Thing2.run
+    assert caught.value.code == ErrorCode.INVALID_INPUT
+    runs, _ = brain.store.query_entities(EntityFilter(name="run", limit=10))
+    assert len(runs) == 3 and all(f"id={n.id}" in caught.value.message for n in runs)
+    assert caught.value.message.startswith("3 nodes are named 'run': [Scope] run at pkg0/mod_0.py:")
+    assert "Pass one of these ids as node_id, or narrow with project or label." in caught.value.message
+    assert brain.resolve_node("mod_1.py", two, "File").path == "pkg0/mod_1.py"
+    with pytest.raises(ToolFailure) as caught:
+        brain.resolve_node("password_option")
+    assert caught.value.code == ErrorCode.NOT_FOUND and "query_entities" in caught.value.message
+    with pytest.raises(ToolFailure) as caught:
+        brain.resolve_node("passw", one)
+    assert "Names that contain it: [File] passwords.py at auth/passwords.py" in caught.value.message
+    assert "[Scope] hash_password at auth/passwords.py:" in caught.value.message
+    with pytest.raises(ToolFailure) as caught:
+        brain.resolve_node("0" * 24)  # an id no node has, and no such name
+    assert caught.value.code == ErrorCode.NOT_FOUND
+
+
 def test_gc_removes_expired_quick_ingests_only(brain: Brain, root: Path) -> None:
     make_bulk_tree(root / "old", 3)
     make_bulk_tree(root / "kept", 3)

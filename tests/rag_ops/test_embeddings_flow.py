@@ -85,7 +85,7 @@ def test_background_embedding_after_ingest_and_only_changes_reembedded(brain: Br
     assert report.embeddings_pending > 0  # returned before embedding: searchable by text already
     wait_embedded(brain)
     result = brain.search("compute invoice value", project_ids=None, types=["function"], semantic=True, limit=5)
-    assert result["mode"] == "hybrid" and result["results"][0]["similarity"] is not None
+    assert result["mode"] == "hybrid" and "semantic" in result["results"][0]["matched_by"]
     first = service.model_calls
     target = tree / "pkg0" / "mod_2.py"
     target.write_text(target.read_text().replace("value number 2.", "value number two."))
@@ -93,6 +93,39 @@ def test_background_embedding_after_ingest_and_only_changes_reembedded(brain: Br
     wait_embedded(brain)
     # compute_2's docstring changed; the file summary and the other scopes kept their vectors
     assert service.model_calls - first == 1 and "compute_2" in service.embedder.texts[-1]
+
+
+def test_each_result_has_one_score_whose_meaning_follows_the_mode(brain: Brain, root: Path) -> None:
+    """Issue #23: semantic_search gave `score` ≈ 0.016 for every hit beside `similarity`."""
+    brain.ingest_directory(str(make_bulk_tree(root / "bulk", 6, words="invoice")))
+    wait_embedded(brain)
+    query = "compute invoice value"
+    semantic = brain.search(query, project_ids=None, types=["function"], semantic=True, text=False, limit=5)
+    assert semantic["mode"] == "semantic" and len(semantic["results"]) == 5
+    vector = brain.embeddings.embed_query(query)
+    cosines = dict(brain.store.vector_search(brain.model_key, vector, None, ["Scope"], 50))
+    for result in semantic["results"]:
+        assert "similarity" not in result and result["score"] == round(cosines[result["id"]], 4)
+    scores = [r["score"] for r in semantic["results"]]
+    assert scores == sorted(scores, reverse=True) and -1 <= scores[-1] <= scores[0] <= 1
+    every = [
+        r["score"]
+        for r in brain.search(query, project_ids=None, types=None, semantic=True, text=False, limit=50)["results"]
+    ]
+    distinct = sorted(set(every), reverse=True)
+    floor = (distinct[0] + distinct[1]) / 2
+    kept = brain.search(query, project_ids=None, types=None, semantic=True, text=False, limit=50, min_score=floor)
+    assert [r["score"] for r in kept["results"]] == [s for s in every if s >= floor]  # min_score: the same number
+
+    for semantic_leg in (True, False):
+        ranked = brain.search(query, project_ids=None, types=None, semantic=semantic_leg, limit=20)
+        assert ranked["mode"] == ("hybrid" if semantic_leg else "text")
+        scores = [r["score"] for r in ranked["results"]]
+        assert scores == sorted(scores, reverse=True) and 0 < scores[-1] <= scores[0] <= 1
+        for result in ranked["results"]:
+            legs = len(result["matched_by"])
+            assert result["score"] <= legs / (2 if semantic_leg else 1) + 1e-9
+    assert brain.search(query, project_ids=None, types=None, semantic=False)["results"][0]["score"] == 1.0
 
 
 def test_identical_content_is_embedded_once_across_projects(brain: Brain, root: Path) -> None:

@@ -53,6 +53,13 @@ def call_ungranted(request: Request) -> Reply:
     return Reply(text="Done [none].")
 
 
+def forward_escape(request: Request) -> Reply:
+    if request.turn == 0:
+        escape = {"section": "evil", "tool": "read_file", "arguments": {"path": "secret.txt"}}
+        return Reply(tool_calls=[("call_section_tool", escape)])
+    return Reply(text=f"Got: {request.tool_results[-1][:300]} [call_section_tool].")
+
+
 def read_then_delete(request: Request) -> Reply:
     if request.turn == 0:
         return Reply(tool_calls=[("read_file", {"path": "injected.txt"})])
@@ -72,6 +79,7 @@ SCRIPTS = {
     "nest_hub": nest_onto("hub"),
     "read_outside": read_outside,
     "call_ungranted": call_ungranted,
+    "forward_escape": forward_escape,
     "read_then_delete": read_then_delete,
     "children": children,
 }
@@ -180,6 +188,12 @@ async def test_an_ungranted_call_is_refused_and_audited(open_gateway: Client, mo
     refused = [r for r in records if r["tool"] in ("evil__read_file", "todo_list")]
     assert {r["tool"] for r in refused} == {"evil__read_file", "todo_list"}
     assert all(r["outcome"] == "NOT_FOUND" and r["depth"] == 1 and r["agent_id"] for r in refused)
+
+
+@pytest.mark.anyio
+async def test_a_sub_agent_cannot_use_the_clients_forwarding_tool(open_gateway: Client, model: ScriptedModel) -> None:
+    result = await plan(open_gateway, "[script:forward_escape] try", ["file_ops"])
+    assert SECRET not in str(result) and "NOT_FOUND" in result["report"]
 
 
 @pytest.mark.anyio

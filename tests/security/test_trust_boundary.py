@@ -277,3 +277,83 @@ def test_as_an_unprivileged_user_the_way_stays_pinned(request: pytest.FixtureReq
     assert done.returncode == 0, done.stderr
     assert "moved" not in done.stdout and done.stdout.count("refused") == 8, done.stdout
     assert (paths["config_dir"] / "config.toml").read_text() == f"# {CANARY}\n"
+
+
+@pytest.mark.anyio
+async def test_the_servers_own_installation_is_read_only_when_a_root_contains_it(tmp_path: Path) -> None:
+    """`make run` serves a checkout over itself: its .venv and code lie inside the root. A program may run them, never
+    plant a `.pth` there (it would run unconfined in the next server) nor move the environment aside."""
+    import site
+
+    from mcp_sections.shared.locations import installation_dirs
+
+    if not HAVE_BWRAP:
+        pytest.skip("bubblewrap is not installed")
+    prefix = installation_dirs()[0]
+    root = Path(os.path.commonpath([prefix, *installation_dirs()[1:]])) if len(installation_dirs()) > 1 else prefix
+    packages = Path(next(p for p in site.getsitepackages() if p.startswith(str(prefix))))
+    planted = packages / "zz_mcp_sections_canary.pth"
+    script = tmp_path / "plant.py"
+    script.write_text(
+        "import os, sys\n"
+        f"for target in ({str(planted)!r},):\n"
+        "    try:\n        open(target, 'w').write('')\n        print('planted')\n"
+        "    except OSError as exc:\n        print('refused', exc.errno)\n"
+        f"try:\n    os.rename({str(prefix)!r}, {str(prefix)!r} + '-moved')\n    print('moved')\n"
+        "except OSError as exc:\n    print('refused move', exc.errno)\n"
+    )
+    try:
+        async with section_client("shell_ops", "--root", str(root), "--root", str(tmp_path)) as shell:
+            result = await call(shell, "run_command", command=["python3", str(script)], cwd=str(tmp_path))
+        assert "planted" not in result["stdout"] and "moved" not in result["stdout"], result
+        async with section_client("file_ops", "--root", str(root)) as files:
+            target = str(planted.relative_to(root))
+            message = await fail(files, "write_file", "PERMISSION_DENIED", path=target, content="import os\n")
+        assert "own installation" in message
+    finally:  # should the protection fail, leave the installation as it was
+        moved = Path(str(prefix) + "-moved")
+        if moved.is_dir() and not prefix.exists():
+            moved.rename(prefix)
+        planted.unlink(missing_ok=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv")
+def test_as_an_unprivileged_user_the_sandbox_still_confines(request: pytest.FixtureRequest) -> None:
+    """The rest of the sandbox's promises when bubblewrap is started by an unprivileged user: nothing outside the
+    roots, no network, no capabilities, the own state hidden."""
+    from mcp_sections.shared.sandbox import Sandbox
+
+    if not HAVE_BWRAP:
+        pytest.skip("bubblewrap is not installed")
+    base = Path(tempfile.mkdtemp(prefix="mcp-sections-unprivileged-"))
+    request.addfinalizer(lambda: shutil.rmtree(base, ignore_errors=True))
+    base.chmod(0o755)
+    paths = make_home(base, config=True)
+    outside = base / "outside.txt"
+    outside.write_text(CANARY)
+    probe = paths["home"] / "project" / "probe.py"
+    probe.write_text(
+        "import os, socket, pathlib\n"
+        f"print('outside', pathlib.Path({str(outside)!r}).exists())\n"
+        f"print('state', sorted(os.listdir({str(paths['data'])!r})))\n"
+        "try:\n    socket.create_connection(('1.1.1.1', 53), timeout=1); print('network yes')\n"
+        "except OSError:\n    print('network none')\n"
+        "print('caps', open('/proc/self/status').read().split('CapEff:')[1].split()[0])\n"
+    )
+    subprocess.run(["chown", "-R", "65534:65534", str(paths["home"])], check=True)
+    guard = PathGuard([paths["home"]], private=[paths["data"], paths["config_dir"]])
+    sandbox = Sandbox("bubblewrap", shutil.which("bwrap", path="/usr/bin:/bin"))
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    argv = sandbox.wrap(
+        [python, str(probe)], paths["home"] / "project", Confinement.within(guard, writable=[paths["home"]])
+    )
+    done = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(paths["home"])},
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines == ["outside False", "state []", "network none", "caps 0000000000000000"], done.stdout

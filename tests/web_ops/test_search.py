@@ -1,8 +1,12 @@
-"""search_web against stand-in SearXNG and Brave servers on 127.0.0.1, and without any provider."""
+"""search_web against stand-in SearXNG and Brave servers on 127.0.0.1, providers that cannot be reached (a host name
+that does not resolve, a port on 127.0.0.1 that refuses connections, ddgs through such a proxy), and without any
+provider."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -130,3 +134,63 @@ async def test_auto_picks_what_is_configured_and_names_the_settings_otherwise(
         assert "MCP_SECTIONS_WEB_OPS_SEARXNG_URL" in caught.value.message
     finally:
         await http.aclose()
+
+
+def _refusing_port() -> int:
+    """A port on 127.0.0.1 where nothing listens: connections are refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _says_what_to_configure(message: str) -> None:
+    for provider_setting in (
+        "SearXNG",
+        "MCP_SECTIONS_WEB_OPS_SEARXNG_URL",
+        "Brave Search API",
+        "BRAVE_API_KEY",
+        "ddgs",
+    ):
+        assert provider_setting in message, provider_setting
+
+
+async def test_a_searxng_that_cannot_be_reached_says_what_failed_and_what_to_configure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #23: without internet, search_web answered with the provider's raw DNS error."""
+    monkeypatch.delenv("BRAVE_API_KEY", raising=False)
+    cases = {
+        "http://searxng.invalid:8080": "the host 'searxng.invalid' could not be resolved",  # RFC 6761: never resolves
+        f"http://127.0.0.1:{_refusing_port()}": "could not connect to http://127.0.0.1:",
+    }
+    for url, failure in cases.items():
+        async with _client(tmp_path, searxng_url=url) as client:
+            message = await fail(client, "search_web", "DEPENDENCY_ERROR", query="tide tables")
+        assert message.startswith(
+            f"web search failed: the SearXNG instance at {url} (searxng_url) could not be reached"
+        )
+        assert failure in message and "check the URL" not in message, message
+        _says_what_to_configure(message)
+        assert "Configured here: searxng" in message
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ddgs") is None, reason="ddgs is not installed")
+async def test_ddgs_without_a_network_says_what_failed_and_what_to_configure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ddgs through a proxy (its own DDGS_PROXY) whose name does not resolve, then one that refuses connections:
+    what a machine without DNS or without a route out meets."""
+    monkeypatch.delenv("BRAVE_API_KEY", raising=False)
+    cases = {
+        "http://proxy.invalid:3128": "could not reach the search engines: the host name proxy.invalid does not resolve",
+        f"http://127.0.0.1:{_refusing_port()}": "could not reach the search engines: the connection failed",
+    }
+    for proxy, failure in cases.items():
+        monkeypatch.setenv("DDGS_PROXY", proxy)
+        async with _client(tmp_path, searxng_url=f"http://127.0.0.1:{_refusing_port()}") as client:
+            message = await fail(client, "search_web", "DEPENDENCY_ERROR", query="tide tables", provider="ddgs")
+        assert message.startswith("web search failed: ddgs (no key") and failure in message, message
+        assert "no internet access or no DNS" in message
+        assert "DNSError" not in message and "Query {" not in message and "os error" not in message  # nothing raw
+        _says_what_to_configure(message)
+        assert "Configured here: searxng, ddgs; call again with provider='searxng'" in message

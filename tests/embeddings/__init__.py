@@ -1,0 +1,1 @@
+"""The shared embedding machinery of memory and the brain (shared.embeddings): vector cache and worker."""

@@ -1,0 +1,192 @@
+"""MCP tasks through the gateway, with real section processes: a task on call_section_tool runs the gate's dispatch
+(audited when it starts and when it ends or is cancelled), cancelling it cancels the section's work (a sandboxed
+program killed), plan_actions runs as a task, and the bulky parts of a section's result are read through the gateway
+(`resources/read` proxied to the section that holds them). Both protocol eras; stdio and Streamable HTTP."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+
+from mcp_sections.shared.audit import read_lines
+from mcp_sections.shared.provenance import unwrap
+from tests.gateway.helpers import REPO, builtin_available, section_processes, write_config
+from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
+from tests.processes import free_port, wait_until_listening
+from tests.stdio import data_of, server_parameters
+from tests.tasks_client import (
+    CreatedTask,
+    Tasks,
+    call_for_task,
+    cancel_task,
+    create_legacy_task,
+    get_task,
+    legacy_get,
+    legacy_result,
+    wait_for,
+)
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(not builtin_available("shell_ops"), reason="shell_ops not importable"),
+]
+KEY = {"SCRIPTED_MODEL_KEY": "sk-tasks-test"}
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def quick(request: Request) -> Reply:
+    return Reply(text="Done [none].", delay=0.5)
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[ScriptedModel]:
+    with ScriptedModel({"quick": quick}) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel) -> Path:
+    workdir = tmp_path_factory.mktemp("gateway-tasks")
+    tasks_demo = (
+        "[gateway.sections.tasks_demo]\n"
+        f'command = "{sys.executable}"\n'
+        'args = ["-m", "tests.gateway.serve_module", "tests.framework.tasks_section"]\n'
+        f'cwd = "{REPO}"\n'
+        'name = "Tasks demo"\n'
+        'description = "Slow and bulky test tools."\n'
+        'protocol = "legacy"\n'
+        f'env = {{ MCP_SECTIONS_DATA_DIR = "{workdir / "demo-data"}", MCP_SECTIONS_CONFIG = "{os.devnull}" }}\n'
+    )
+    shell = '[sections.shell_ops]\nallowed_programs = ["sleep"]\n'
+    write_config(workdir / "config.toml", tasks_demo, shell, model_table(model.base_url))
+    return workdir
+
+
+def gateway_args(workdir: Path) -> list[str]:
+    return ["--config", str(workdir / "config.toml"), "--data-dir", str(workdir / "data"), "--root", str(workdir)]
+
+
+@pytest.fixture(scope="module")
+def http_url(workdir: Path) -> Iterator[str]:
+    port = free_port()
+    environment = {**os.environ, "PYTHONPATH": str(REPO), **KEY}
+    command = [sys.executable, "-m", "mcp_sections.servers", "gateway", *gateway_args(workdir)]
+    process = subprocess.Popen(
+        [*command, "--transport", "http", "--port", str(port)],
+        env=environment,
+        cwd=workdir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_until_listening(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@asynccontextmanager
+async def gateway(workdir: Path, http_url: str | None, legacy: bool) -> AsyncIterator[Client]:
+    """A client of the gateway (stdio subprocess, or the HTTP one), with the tasks extension on 2026-07-28."""
+    extensions = None if legacy else [Tasks()]
+    mode = "legacy" if legacy else "auto"
+    if http_url is not None:
+        target: Any = http_url
+    else:
+        environment = {"PYTHONPATH": str(REPO), "MCP_SECTIONS_CONFIG": os.devnull, **KEY}
+        target = server_parameters(["gateway", *gateway_args(workdir)], env=environment, cwd=workdir)
+    async with Client(target, mode=mode, extensions=extensions, read_timeout_seconds=120) as client:
+        yield client
+
+
+def outcomes(directory: Path, server: str, tool: str) -> list[str]:
+    return [line["outcome"] for line in read_lines(directory, server) if line.get("tool") == tool]
+
+
+async def eventually(predicate: Any, timeout: float = 30) -> None:
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.1)
+
+
+FORWARD = "call_section_tool"
+
+
+def forward(section: str, tool: str, **arguments: Any) -> dict[str, Any]:
+    return {"section": section, "tool": tool, "arguments": arguments}
+
+
+async def test_a_long_section_tool_runs_as_a_gateway_task_in_both_eras(workdir: Path) -> None:
+    async with gateway(workdir, None, legacy=False) as client:
+        await client.call_tool("describe_section", {"section": "tasks_demo"})  # the gateway now knows its tools
+        handle = await call_for_task(client, FORWARD, forward("tasks_demo", "slow_compute", seconds=3, label="gw"))
+        assert isinstance(handle, CreatedTask)
+        with anyio.fail_after(30):  # the section's progress reaches the gateway's task
+            while not (await get_task(client.session, handle.task_id)).status_message:
+                await anyio.sleep(0.2)
+        done = await wait_for(client.session, handle.task_id)
+        assert done.status == "completed" and done.result is not None
+        assert data_of(types.CallToolResult.model_validate(done.result)) == {"text": "computed gw in 3 s"}
+        quick = await call_for_task(client, FORWARD, forward("tasks_demo", "greet", name="x"))
+        assert isinstance(quick, types.CallToolResult)  # a short target: no task
+    async with gateway(workdir, None, legacy=True) as client:  # 2025-11-25: the client asks for the task
+        created = await create_legacy_task(client, FORWARD, forward("tasks_demo", "slow_compute", seconds=0.5))
+        result = await legacy_result(client, created["task"]["taskId"])
+        assert data_of(result) == {"text": "computed nothing in 0.5 s"}
+        assert (await legacy_get(client, created["task"]["taskId"])).status == "completed"
+    audit = workdir / "data" / "audit"
+    assert outcomes(audit, "gateway", FORWARD).count("OK") >= 3
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_cancelling_the_task_cancels_the_section_work(
+    workdir: Path, http_url: str, transport: str, request: pytest.FixtureRequest
+) -> None:
+    marker = f"sleep 61.{len(transport)}"  # one sleeping program per run, found by its command line
+    arguments = forward("shell_ops", "run_command", command=marker.split(), timeout_seconds=120)
+    audit = workdir / "data" / "audit"
+    async with gateway(workdir, http_url if transport == "http" else None, legacy=False) as client:
+        before = len(outcomes(audit, "gateway", FORWARD))
+        handle = await call_for_task(client, FORWARD, arguments)
+        assert isinstance(handle, CreatedTask)  # run_command with a timeout over a minute is long work
+        await eventually(lambda: section_processes(marker), timeout=60)
+        await cancel_task(client.session, handle.task_id)
+        assert (await get_task(client.session, handle.task_id)).status == "cancelled"
+        await eventually(lambda: not section_processes(marker), timeout=15)  # the program was killed
+        await eventually(lambda: outcomes(audit, "gateway", FORWARD)[before:] == ["STARTED", "CANCELLED"])
+        await eventually(lambda: outcomes(audit, "shell_ops", "run_command")[-1:] == ["CANCELLED"])
+
+
+async def test_plan_actions_runs_as_a_task(workdir: Path, http_url: str) -> None:
+    async with gateway(workdir, http_url, legacy=False) as client:
+        handle = await call_for_task(client, "plan_actions", {"goal": "[script:quick] go", "sections": ["todo"]})
+        assert isinstance(handle, CreatedTask)
+        done = await wait_for(client.session, handle.task_id)
+        assert done.status == "completed" and done.result is not None
+        assert data_of(types.CallToolResult.model_validate(done.result))["success"] is True
+
+
+@pytest.mark.parametrize("legacy", [True, False])
+async def test_bulky_parts_of_a_section_result_are_read_through_the_gateway(workdir: Path, legacy: bool) -> None:
+    async with gateway(workdir, None, legacy=legacy) as client:
+        result = await client.call_tool(FORWARD, forward("tasks_demo", "bulky_report", pages=2, chars=30_000))
+        links = [block for block in result.content if isinstance(block, types.ResourceLink)]
+        assert len(links) == 2 and all(link.uri.startswith("mcp-sections://tasks_demo/") for link in links)
+        page = (await client.read_resource(links[1].uri)).contents[0]
+        text = unwrap(page.text)  # type: ignore[union-attr]
+        assert text.startswith("# page 1\n") and len(text) == 30_000
