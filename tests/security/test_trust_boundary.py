@@ -303,10 +303,10 @@ async def test_the_servers_own_installation_is_read_only_when_a_root_contains_it
         "except OSError as exc:\n    print('refused move', exc.errno)\n"
     )
     try:
-        async with section_client("shell_ops", "--root", str(root), "--root", str(tmp_path)) as shell:
+        async with section_in_memory("shell_ops", "--root", str(root), "--root", str(tmp_path)) as shell:
             result = await call(shell, "run_command", command=["python3", str(script)], cwd=str(tmp_path))
         assert "planted" not in result["stdout"] and "moved" not in result["stdout"], result
-        async with section_client("file_ops", "--root", str(root)) as files:
+        async with section_in_memory("file_ops", "--root", str(root)) as files:
             target = str(planted.relative_to(root))
             message = await fail(files, "write_file", "PERMISSION_DENIED", path=target, content="import os\n")
         assert "own installation" in message
