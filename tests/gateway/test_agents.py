@@ -1,4 +1,5 @@
-"""plan_actions end to end: the gateway over stdio, sub-agents on a scripted OpenAI-compatible model."""
+"""plan_actions end to end: the gateway in memory (its demo section a process), sub-agents on a scripted
+OpenAI-compatible model."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.gateway.helpers import demo_section_table, gateway_client, write_config
+from tests.gateway.helpers import demo_section_table, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
+from tests.in_memory import gateway_in_memory
 from tests.stdio import data_of, error_of
 
 DEMO_TOOLS = {"demo_sum", "demo_lookup", "demo_count"}
@@ -101,7 +103,7 @@ async def client(workdir: Path, model: ScriptedModel) -> AsyncIterator[Client]:
     limits = "[gateway]\nagent_max_turns = 4\n"
     config = write_config(workdir / "config.toml", limits, demo_section_table(), model_table(model.base_url))
     args = ["--config", str(config), "--data-dir", str(workdir / "data")]
-    async with gateway_client(*args, env={"SCRIPTED_MODEL_KEY": SECRET}, cwd=workdir) as connected:
+    async with gateway_in_memory(*args, env={"SCRIPTED_MODEL_KEY": SECRET}, cwd=workdir) as connected:
         yield connected
 
 
@@ -211,7 +213,7 @@ async def test_plan_actions_refuses_bad_requests(client: Client) -> None:
 async def test_plan_actions_on_a_modern_connection_with_nested_progress(tmp_path: Path, model: ScriptedModel) -> None:
     config = write_config(tmp_path / "config.toml", demo_section_table(), model_table(model.base_url))
     args = ["--config", str(config), "--data-dir", str(tmp_path / "data")]
-    async with gateway_client(*args, env={"SCRIPTED_MODEL_KEY": SECRET}, mode="auto") as client:
+    async with gateway_in_memory(*args, env={"SCRIPTED_MODEL_KEY": SECRET}, mode="auto") as client:
         assert client.protocol_version >= "2026"
         progress: list[str] = []
         result = data_of(await plan(client, progress, goal="[script:count] count", sections=["demo"]))
