@@ -1,7 +1,8 @@
 """MCP tasks through the gateway, with real section processes: a task on call_section_tool runs the gate's dispatch
 (audited when it starts and when it ends or is cancelled), cancelling it cancels the section's work (a sandboxed
 program killed), plan_actions runs as a task, and the bulky parts of a section's result are read through the gateway
-(`resources/read` proxied to the section that holds them). Both protocol eras; stdio and Streamable HTTP."""
+(`resources/read` proxied to the section that holds them). Both protocol eras; the gateway in memory, and over stdio
+and Streamable HTTP where the transport carries the cancellation."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from mcp_sections.shared.audit import read_lines
 from mcp_sections.shared.provenance import unwrap
 from tests.gateway.helpers import REPO, builtin_available, section_processes, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
+from tests.in_memory import gateway_in_memory
 from tests.processes import free_port, wait_until_listening
 from tests.stdio import data_of, server_parameters
 from tests.tasks_client import (
@@ -101,10 +103,17 @@ def http_url(workdir: Path) -> Iterator[str]:
 
 
 @asynccontextmanager
-async def gateway(workdir: Path, http_url: str | None, legacy: bool) -> AsyncIterator[Client]:
-    """A client of the gateway (stdio subprocess, or the HTTP one), with the tasks extension on 2026-07-28."""
+async def gateway(workdir: Path, http_url: str | None, legacy: bool, *, stdio: bool = False) -> AsyncIterator[Client]:
+    """A client of the gateway (in memory, the stdio subprocess with `stdio`, or the HTTP one), with the tasks
+    extension on 2026-07-28. Its sections are processes either way."""
     extensions = None if legacy else [Tasks()]
     mode = "legacy" if legacy else "auto"
+    if http_url is None and not stdio:
+        async with gateway_in_memory(
+            *gateway_args(workdir), env=KEY, mode=mode, cwd=workdir, extensions=extensions
+        ) as client:
+            yield client
+        return
     if http_url is not None:
         target: Any = http_url
     else:
@@ -160,7 +169,8 @@ async def test_cancelling_the_task_cancels_the_section_work(
     marker = f"sleep 61.{len(transport)}"  # one sleeping program per run, found by its command line
     arguments = forward("shell_ops", "run_command", command=marker.split(), timeout_seconds=120)
     audit = workdir / "data" / "audit"
-    async with gateway(workdir, http_url if transport == "http" else None, legacy=False) as client:
+    url = http_url if transport == "http" else None
+    async with gateway(workdir, url, legacy=False, stdio=transport == "stdio") as client:
         before = len(outcomes(audit, "gateway", FORWARD))
         handle = await call_for_task(client, FORWARD, arguments)
         assert isinstance(handle, CreatedTask)  # run_command with a timeout over a minute is long work
