@@ -1,4 +1,4 @@
-"""Start `mcp-sections serve orchestration` over stdio with a scripted model and a scriptable user."""
+"""Start `mcp-sections serve orchestration` (in memory, or over stdio) with a scripted model and a scriptable user."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from mcp import Client
 from mcp_types import ElicitResult
 
 from tests.gateway.helpers import REPO
+from tests.in_memory import section_in_memory
 from tests.stdio import server_parameters
 
 
@@ -40,14 +41,25 @@ class User:
 
 @asynccontextmanager
 async def orchestration_client(
-    config: Path, workdir: Path, *, mode: str = "legacy", user: User | None = None, env: dict[str, str] | None = None
+    config: Path,
+    workdir: Path,
+    *,
+    mode: str = "legacy",
+    user: User | None = None,
+    env: dict[str, str] | None = None,
+    stdio: bool = False,
 ) -> AsyncIterator[Client]:
+    """`mcp-sections serve orchestration` in memory (over stdio, a process, with `stdio`); its sections are
+    processes either way."""
     environment = {"PYTHONPATH": str(REPO), "MCP_SECTIONS_CONFIG": os.devnull, **(env or {})}
-    parameters = server_parameters(
-        ["serve", "orchestration", "--config", str(config), "--data-dir", str(workdir / "data")],
-        env=environment,
-        cwd=workdir,
-    )
+    args = ["--config", str(config), "--data-dir", str(workdir / "data")]
+    if not stdio:
+        async with section_in_memory(
+            "orchestration", *args, env=environment, cwd=workdir, mode=mode, elicitation_callback=user
+        ) as client:
+            yield client
+        return
+    parameters = server_parameters(["serve", "orchestration", *args], env=environment, cwd=workdir)
     async with Client(
         parameters,  # type: ignore[arg-type]
         mode=mode,  # type: ignore[arg-type]

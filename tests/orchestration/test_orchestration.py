@@ -1,5 +1,6 @@
-"""The orchestration section over stdio through the CLI: sub-agents on a scripted model, ask_user answered
-through the client's elicitation callback in both protocol eras."""
+"""The orchestration section (in memory; over stdio through the CLI for its snapshot): sub-agents on a scripted
+model, ask_user answered through the client's elicitation callback in both protocol eras; behind the gateway (in
+memory, the orchestration section a process)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from mcp import Client
 
 from tests.gateway.helpers import demo_section_table, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
+from tests.in_memory import gateway_in_memory
 from tests.orchestration.helpers import User, orchestration_client
 from tests.stdio import call, check_tools_snapshot, data_of, error_of, fail
 
@@ -137,8 +139,11 @@ async def client(workdir: Path, user: User) -> AsyncIterator[Client]:
 
 
 @pytest.mark.anyio
-async def test_tools_list_snapshot(client: Client) -> None:
-    tools = (await client.list_tools()).tools
+async def test_tools_list_snapshot(workdir: Path) -> None:
+    """The stdio smoke test: the CLI's process, its tools/list and a call."""
+    async with orchestration_client(workdir / "config.toml", workdir, stdio=True, env=KEY) as client:
+        tools = (await client.list_tools()).tools
+        assert (await call(client, "list_agents"))["count"] == 2
     assert [tool.name for tool in tools] == [
         "spawn_agent",
         "list_children",
@@ -404,10 +409,8 @@ async def test_without_model_or_elicitation_the_errors_say_what_to_do(tmp_path: 
 
 @pytest.mark.anyio
 async def test_behind_the_gateway(workdir: Path, model: ScriptedModel) -> None:
-    from tests.gateway.helpers import gateway_client
-
     args = ["--config", str(workdir / "config.toml"), "--data-dir", str(workdir / "gateway-data")]
-    async with gateway_client(*args, env=KEY, cwd=workdir) as gateway:
+    async with gateway_in_memory(*args, env=KEY, cwd=workdir) as gateway:
         forwarded = {"section": "orchestration", "tool": "spawn_agent"}
         arguments = {"name": "Via gateway", "prompt": "[script:report] add"}
         result = data_of(await gateway.call_tool("call_section_tool", {**forwarded, "arguments": arguments}))
@@ -425,10 +428,8 @@ async def test_behind_the_gateway(workdir: Path, model: ScriptedModel) -> None:
 @pytest.mark.anyio
 async def test_one_slot_pool_behind_the_gateway(workdir: Path, model: ScriptedModel) -> None:
     """3 plan_actions and 3 spawn_agent at once through one gateway: never more than max_subagents (3) run."""
-    from tests.gateway.helpers import gateway_client
-
     args = ["--config", str(workdir / "config.toml"), "--data-dir", str(workdir / "gateway-one-pool")]
-    async with gateway_client(*args, env=KEY, cwd=workdir) as gateway:
+    async with gateway_in_memory(*args, env=KEY, cwd=workdir) as gateway:
         model.peak_in_flight = 0
         outcomes: list[tuple[str, str | None]] = []
 
