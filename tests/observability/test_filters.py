@@ -2,7 +2,8 @@
 
 `list_tool_sections`, `describe_section`, `find_tools`, the exposed tools of tools/list, a sub-agent's tools and
 `call_section_tool` (PERMISSION_DENIED naming the setting, before anything runs), with the real gateway: in memory
-for the listings, over stdio through the CLI for `--profile`, and a sub-agent on a scripted model.
+for the listings and for `--profile` (from the CLI's own words; todo in process), and a sub-agent on a scripted
+model.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from mcp_sections.servers.pool.filters import ToolFilter
 from mcp_sections.servers.pool.settings import GatewaySettings
 from mcp_sections.shared.audit import read_records
 from mcp_sections.shared.config import ConfigError, Settings
-from tests.gateway.helpers import gateway_client, write_config
+from tests.gateway.helpers import write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
+from tests.in_memory import gateway_in_memory
 from tests.stdio import data_of, error_of
 
 READ_ONLY = {"readOnlyHint": True}
@@ -123,7 +125,8 @@ async def test_profile_readonly_from_the_command_line_covers_calls_and_sub_agent
 ) -> None:
     config = write_config(tmp_path / "config.toml", model_table(model.base_url))
     args = ["--config", str(config), "--data-dir", str(tmp_path / "data"), "--profile", "readonly"]
-    async with gateway_client(*args, env={"SCRIPTED_MODEL_KEY": "k"}, cwd=tmp_path) as client:
+    args += ["--in-process", "todo"]
+    async with gateway_in_memory(*args, env={"SCRIPTED_MODEL_KEY": "k"}, cwd=tmp_path) as client:
         sections = {s["id"]: s for s in data_of(await client.call_tool("list_tool_sections", {}))["sections"]}
         assert set(sections["todo"]["tools"]) == TODO_READERS
         refused = await client.call_tool(
