@@ -1,4 +1,5 @@
-"""`--in-process`: light built-in sections run inside the gateway give what their subprocess gives."""
+"""`--in-process`: light built-in sections run inside the gateway give what their subprocess gives (both gateways in
+memory: one starts its sections as subprocesses, the other runs them in process)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from mcp_types import CallToolResult
 from mcp_sections.servers.gateway.core import Gateway
 from mcp_sections.servers.pool.settings import GatewaySettings, load_gateway_settings
 from mcp_sections.shared.config import ConfigError, Settings, load_settings
-from tests.gateway.helpers import builtin_available, demo_section_table, gateway_client, section_processes, write_config
+from tests.gateway.helpers import builtin_available, demo_section_table, section_processes, write_config
+from tests.in_memory import gateway_in_memory
 from tests.stdio import data_of
 
 pytestmark = pytest.mark.skipif(
@@ -50,13 +52,13 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 async def subprocess_gateway(workdir: Path) -> AsyncIterator[Client]:
-    async with gateway_client("--data-dir", str(workdir / "sub")) as client:
+    async with gateway_in_memory("--data-dir", str(workdir / "sub")) as client:
         yield client
 
 
 @pytest.fixture(scope="module")
 async def in_process_gateway(workdir: Path) -> AsyncIterator[Client]:
-    async with gateway_client("--data-dir", str(workdir / "local"), "--in-process", "calculator,todo") as client:
+    async with gateway_in_memory("--data-dir", str(workdir / "local"), "--in-process", "calculator,todo") as client:
         yield client
 
 
