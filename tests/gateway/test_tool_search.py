@@ -15,7 +15,8 @@ from mcp_sections.servers.gateway.tool_search import ToolSearch, section_entries
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, load_section
 from mcp_sections.shared.embeddings.embedder import default_model_runs
 from mcp_sections.shared.tools import MAX_EXAMPLE_LENGTH, MAX_EXAMPLES, READ_ONLY, ToolInput, ToolResult, tool
-from tests.gateway.helpers import builtin_available, demo_section_table, gateway_client, section_processes, write_config
+from tests.gateway.helpers import builtin_available, demo_section_table, section_processes, write_config
+from tests.in_memory import gateway_in_memory
 from tests.stdio import data_of, error_of
 
 needs_model = pytest.mark.skipif(
@@ -159,7 +160,7 @@ def test_a_third_party_section_joins_the_index_when_its_tools_become_known(
     assert search.times.embedded == 1  # only the new tool's passage: the others' vectors came from the cache
 
 
-# -- the gateway's tool, over stdio -------------------------------------------------------------------------------
+# -- the gateway's tool, in memory --------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +177,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def client(workdir: Path) -> AsyncIterator[Client]:
     config = write_config(workdir / "config.toml", demo_section_table())
     args = ["--config", str(config), "--data-dir", str(workdir / "data"), "--root", str(workdir)]
-    async with gateway_client(*args, cwd=workdir) as connected:
+    async with gateway_in_memory(*args, cwd=workdir) as connected:
         yield connected
 
 
