@@ -31,8 +31,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.gateway.helpers import gateway_client
-from tests.in_memory import section_in_memory
+from tests.in_memory import gateway_in_memory, section_in_memory
 from tests.security.test_command_attacks import markers, tree_state
 from tests.shell_ops.repos import GIT_IDENTITY, git, make_repo
 from tests.stdio import data_of, error_of
@@ -321,7 +320,7 @@ def gateway_world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 async def gateway(gateway_world: dict[str, Path]) -> AsyncIterator[Client]:
     root = gateway_world["root"]
     args = ["--data-dir", str(gateway_world["base"] / "data"), "--root", str(root)]
-    async with gateway_client(*args, cwd=root) as connected:
+    async with gateway_in_memory(*args, cwd=root) as connected:
         yield connected
 
 
