@@ -1,4 +1,5 @@
-"""The audit log: every tool call of a real server leaves one JSON line; `mcp-sections audit` shows them."""
+"""The audit log: every tool call of a real server (in memory) leaves one JSON line; `mcp-sections audit` (the CLI, a
+process) shows them."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from mcp_sections.shared.audit import AuditLog, AuditRecord, argument_digest, read_records
-from tests.stdio import call, cli_command, fail, section_client
+from tests.in_memory import section_in_memory
+from tests.stdio import call, cli_command, fail
 
 
 @pytest.mark.anyio
 async def test_calls_are_audited_without_their_arguments(tmp_path: Path) -> None:
-    async with section_client("calculator", "--data-dir", str(tmp_path)) as client:
+    async with section_in_memory("calculator", "--data-dir", str(tmp_path)) as client:
         await call(client, "calculator_binary", operation="add", a=40417, b=2)
         await fail(client, "calculator_binary", "VALIDATION_FAILED", operation="divide", a=1, b=0)
     records = list(read_records(tmp_path / "audit"))
