@@ -1,4 +1,4 @@
-"""Client MCP roots over stdio: the intersection policy, and re-reading after roots/list_changed."""
+"""Client MCP roots (the server in memory): the intersection policy, and re-reading after roots/list_changed."""
 
 from __future__ import annotations
 
@@ -12,7 +12,11 @@ import pytest
 from mcp import Client
 from mcp_types import ListRootsResult, Root
 
-from tests.stdio import data_of, error_of, server_parameters
+from tests.in_memory import section_in_memory
+from tests.stdio import data_of, error_of
+
+# the server asks for roots (deprecated in the 2026-07-28 protocol, in use before it): in memory, its warning is ours
+pytestmark = pytest.mark.filterwarnings("ignore:The roots capability is deprecated")
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +54,12 @@ def roots() -> Roots:
 @pytest.fixture(scope="module")
 async def client(tree: Path, roots: Roots) -> AsyncIterator[Client]:
     env = {"MCP_SECTIONS_CONFIG": str(tree / "absent-config.toml"), "MCP_SECTIONS_ROOTS": ""}
-    parameters = server_parameters(["serve", "file_ops", "--root", str(tree / "allowed")], env=env)
     roots.uris = [(tree / "allowed" / "project").as_uri(), (tree / "elsewhere").as_uri()]
     # roots/list is a server-to-client request: it needs the initialize-handshake (legacy) protocol
-    async with Client(parameters, mode="legacy", list_roots_callback=roots, read_timeout_seconds=60) as connected:
+    arguments = ["--root", str(tree / "allowed")]
+    async with section_in_memory(
+        "file_ops", *arguments, env=env, mode="legacy", list_roots_callback=roots
+    ) as connected:
         yield connected
 
 
