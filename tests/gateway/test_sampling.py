@@ -1,11 +1,11 @@
 """Sub-agents on the client's model through MCP sampling with tools (`sampling/createMessage`).
 
-The gateway runs through the CLI over stdio; the client plays the sub-agents' model in its sampling callback.
+The gateway runs in memory (from the CLI's words; its sections are processes); the client plays the sub-agents' model in
+its sampling callback.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -37,9 +37,10 @@ from mcp_sections.shared.agents.sampling import (
     turn_of,
 )
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from tests.gateway.helpers import REPO, write_config
+from tests.gateway.helpers import write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
-from tests.stdio import data_of, error_of, server_parameters
+from tests.in_memory import gateway_in_memory
+from tests.stdio import data_of, error_of
 
 CALCULATOR_TOOLS = {
     "calculator_unary",
@@ -116,14 +117,13 @@ async def gateway(
     capabilities: SamplingCapability | None = WITH_TOOLS,
     env: dict[str, str] | None = None,
 ) -> AsyncIterator[Client]:
-    """`mcp-sections gateway` over stdio, the client answering sampling requests with `model` (if given)."""
-    environment = {"PYTHONPATH": str(REPO), "MCP_SECTIONS_CONFIG": os.devnull, **(env or {})}
-    args = ["gateway", "--config", str(config), "--data-dir", str(config.parent / "data")]
-    parameters = server_parameters(args, env=environment, cwd=config.parent)
+    """`mcp-sections gateway` in memory (its sections processes), the client answering sampling requests with
+    `model` (if given)."""
+    args = ["--config", str(config), "--data-dir", str(config.parent / "data")]
     options: dict[str, Any] = {}
     if model is not None:
         options = {"sampling_callback": model, "sampling_capabilities": capabilities}
-    async with Client(parameters, mode=mode, read_timeout_seconds=120, **options) as client:  # type: ignore[arg-type]
+    async with gateway_in_memory(*args, env=env, mode=mode, cwd=config.parent, **options) as client:
         yield client
 
 
