@@ -20,7 +20,8 @@ from mcp_sections.servers.file_ops import ripgrep, searching, walking
 from mcp_sections.servers.file_ops.searching import SearchOutcome
 from mcp_sections.shared.guards.paths import PathGuard
 from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
-from tests.stdio import call, section_client
+from tests.in_memory import section_in_memory
+from tests.stdio import call
 
 pytestmark = pytest.mark.skipif(
     shutil.which("rg", path=DEFAULT_SEARCH_PATH) is None, reason="ripgrep (rg) is not installed"
@@ -452,7 +453,7 @@ def test_a_file_becoming_a_link_to_a_secret_is_not_read(monkeypatch: pytest.Monk
     assert stat.S_ISLNK(os.lstat(root / "a.txt").st_mode)
 
 
-# -- through the real server ---------------------------------------------------------------------------------
+# -- through the real server, in memory ---------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -466,8 +467,8 @@ async def servers(tree: Path) -> AsyncIterator[dict[str, Client]]:
     config.write_text("", encoding="utf-8")
     env = {"MCP_SECTIONS_CONFIG": str(config), "MCP_SECTIONS_ROOTS": ""}
     async with (
-        section_client("file_ops", "--root", str(tree), env=env) as auto,
-        section_client(
+        section_in_memory("file_ops", "--root", str(tree), env=env) as auto,
+        section_in_memory(
             "file_ops", "--root", str(tree), env={**env, "MCP_SECTIONS_FILE_OPS_SEARCH_ENGINE": "python"}
         ) as python,
     ):
@@ -475,7 +476,7 @@ async def servers(tree: Path) -> AsyncIterator[dict[str, Client]]:
 
 
 @pytest.mark.anyio
-async def test_the_tool_gives_the_same_answers_over_stdio(servers: dict[str, Client]) -> None:
+async def test_the_tool_gives_the_same_answers_through_the_server(servers: dict[str, Client]) -> None:
     for arguments in (
         {"pattern": "needle"},
         {"pattern": "needle", "include_hidden": True, "context_lines": 1, "max_results": 40},
