@@ -453,7 +453,7 @@ def test_a_file_becoming_a_link_to_a_secret_is_not_read(monkeypatch: pytest.Monk
     assert stat.S_ISLNK(os.lstat(root / "a.txt").st_mode)
 
 
-# -- through the real server, in memory ---------------------------------------------------------------------
+# -- through the real server, in memory --------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
