@@ -19,6 +19,7 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS
+from tests.in_memory import section_in_memory
 from tests.processes import free_port
 from tests.shell_ops.test_toolchains import BASE, NODE, fake_node_installation
 from tests.stdio import call, fail, section_client
@@ -341,7 +342,7 @@ async def test_a_dev_server_is_fetched_through_its_published_port(client: Client
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=10) as response:
         assert b"served from inside the sandbox" in response.read()
     env = {"MCP_SECTIONS_WEB_OPS_ALLOW": f"127.0.0.1:{port}", "MCP_SECTIONS_WEB_OPS_EMBEDDINGS": "false"}
-    async with section_client("web_ops", "--data-dir", str(world["base"] / "web-data"), env=env) as web:
+    async with section_in_memory("web_ops", "--data-dir", str(world["base"] / "web-data"), env=env) as web:
         page = await call(web, "fetch_web_page", url=f"http://127.0.0.1:{port}/index.html", render="http")
     assert "served from inside the sandbox" in page["text"], page
     log = await call(client, "read_process_output", process_id=pid, wait_seconds=5)
