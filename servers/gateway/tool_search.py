@@ -7,11 +7,11 @@ built-in section, from its declaration; a third-party section once it was first 
   (id and description) and the tool's example needs (`@tool(examples=...)`);
 - one vector per tool, made with the suite's embedding model (`shared.embeddings`): the normalised mean of its
   example needs' vectors plus half the vector of its name, title and first sentence. This centroid ranks better
-  than the passages' separate vectors: on the dev needs, vectors alone, 0.70/0.88 (recall@1/@3) against 0.60/0.80
-  for the best example's similarity; fused, mixes of centroid and best example, a log-sum-exp over the examples and
-  a rerank of the first 5 or 10 by the best example all stayed within 0.72-0.75/0.90-0.92. Passage vectors are
-  cached in `<cache dir>/tool_search.sqlite` by content hash and model key, so a restart embeds nothing that did
-  not change.
+  than the passages' separate vectors. On the dev needs (recall@1/@3), vectors alone: 0.71/0.89, against 0.62/0.82
+  for the best example's similarity; fused: 0.798/0.939, against 0.73-0.77/0.91-0.92 with a mix of centroid and
+  best example, 0.69-0.71/0.89-0.92 with a log-sum-exp over the examples and heading, 0.76-0.77/0.92-0.94 with a
+  rerank of the first 5 or 10 by the best example. Passage vectors are cached in `<cache dir>/tool_search.sqlite`
+  by content hash and model key, so a restart embeds nothing that did not change.
 
 A query is ranked by the memory section's fusion rule (`servers/memory/store.py`): cosine similarity plus
 `TEXT_WEIGHT × coverage^COVERAGE_POWER`, coverage being the share of the query's searched words a tool's text
@@ -57,12 +57,16 @@ Mode = Literal["hybrid", "bm25"]
 #: parameters say much else besides.
 COLUMNS = {"name": 4.0, "title": 3.0, "description": 1.0, "parameters": 0.5, "section": 0.5, "examples": 3.0}
 #: The memory section's fusion rule with this corpus's constants: similarity + TEXT_WEIGHT × coverage^POWER. On
-#: `benchmarks/data/tool_needs_dev.jsonl` coverage counts linearly (a need is a few words; holding one of three
-#: matters); memory's 0.2 and cube ranked worse (0.74/0.90), so did the brief's reciprocal-rank fusion (k = 10 or 60:
-#: 0.66/0.88), BM25 scores added max-normalised (0.74/0.92 at best) or z-scored (0.74/0.90), and coverage weighted by
-#: IDF or by column (0.73-0.75/0.88-0.92). Grid of HEADING_WEIGHT × TEXT_WEIGHT on dev (recall@1/@3): 1.0 × 0.3
-#: 0.737/0.912 (before), 0.5 × 0.35 0.763/0.921, 0.5 × 0.4 0.772/0.921, 0.75 × 0.4 0.763/0.921, 0.25 × 0.4
-#: 0.737/0.912; held-out 0.766/0.935 at both 1.0 × 0.3 and 0.5 × 0.4.
+#: `benchmarks/data/tool_needs_dev.jsonl` (recall@1/@3) coverage counts linearly (a need is a few words; holding one
+#: of three matters). Grid of HEADING_WEIGHT × TEXT_WEIGHT on dev, with the examples of 2026-11-27: 1.0 × 0.3
+#: 0.754/0.930, 0.5 × 0.35 0.789/0.939, 0.5 × 0.4 0.798/0.939, 0.75 × 0.4 0.789/0.939, 0.25 × 0.4 0.763/0.930,
+#: 0.5 × 0.5 0.772/0.930 (held-out, looked at once chosen: 0.766/0.935 before these constants and after).
+#: Ranked worse on dev than 0.798/0.939 (or, in the first runs, than 0.737/0.912 with the constants then): memory's
+#: 0.2 and cube (0.74/0.90); the brain's reciprocal-rank fusion (k = 10 or 60: 0.66/0.88); BM25 scores added
+#: max-normalised (0.76-0.79/0.93-0.94) or z-scored (0.69-0.74/0.90); coverage weighted by IDF or by column
+#: (0.71-0.76/0.88-0.94) or counted on the query without its specifics (0.76-0.79/0.92-0.93); a bonus for the
+#: section's centroid (0.74-0.75/0.90-0.91); tool vectors minus a share of their section's, their 3 or 5 nearest
+#: tools' or all tools' mean (0.75-0.80/0.90-0.94); a third query text, its searched words alone (0.76/0.91).
 TEXT_WEIGHT = 0.4
 COVERAGE_POWER = 1
 #: The heading's share of a tool's vector beside the (unit) mean of its examples: the examples say what a user asks.
