@@ -293,7 +293,7 @@ def calculator_integrate(params: IntegrateInput, state: CalculatorState) -> Inte
         "how many pounds is 70 kg",
         "express 60 mph in km/h",
         "kilowatt-hours to joules",
-        "turn a speed in knots into m/s",
+        "convert a file size from MB to GiB",
     ),
 )
 def calculator_convert_units(params: ConvertUnitsInput, state: CalculatorState) -> ConvertUnitsResult:
