@@ -267,11 +267,18 @@ def _linsolve(matrix: FloatMatrix, right: FloatMatrix, what: str) -> Any:
 
 
 def _eigenvalues(matrix: FloatMatrix, what: str) -> Any:
-    """numpy.linalg.eigvals (LAPACK geev): every eigenvalue, repeated ones listed once each (multiplicity 1)."""
+    """numpy.linalg.eigvalsh for a symmetric matrix (real values), else eigvals (LAPACK geev), whose imaginary
+    parts below max|λ|·n·eps are rounding noise and dropped. Repeated values are listed once each (multiplicity 1)."""
     from mcp_sections.servers.calculator.matrices import Final
 
-    found = np.linalg.eigvals(matrix.array)
+    array = matrix.array
+    if np.array_equal(array, array.T):
+        found = np.linalg.eigvalsh(array).astype(np.complex128)
+    else:
+        found = np.linalg.eigvals(array).astype(np.complex128)
     _finite(np.abs(found), what)
+    noise = float(np.abs(found).max(initial=0.0)) * matrix.rows * float(np.finfo(np.float64).eps)
+    found.imag[np.abs(found.imag) <= noise] = 0.0
     ordered = sorted((complex(value) for value in found), key=lambda value: (value.real, value.imag))
     items = tuple((_sympy_number(value), 1, None, None) for value in ordered)
     return Final("eigenvals", eigen=items, floats=True)
