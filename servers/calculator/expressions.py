@@ -546,10 +546,14 @@ def _literal_numbers(node: ast.expr) -> list[ast.Constant] | None:
 
 def _plain_number(node: ast.expr) -> bool:
     """A number literal of at most MAX_PLAIN_DIGITS digits, maybe signed, or a fraction of two such literals."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):  # -1/3 parses as (-1)/3
+        return _plain_signed(node.left) and _plain_signed(node.right)
+    return _plain_signed(node)
+
+
+def _plain_signed(node: ast.expr) -> bool:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        return _plain_number(node.operand)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
-        return _plain_literal(node.left) and _plain_literal(node.right)
+        return _plain_signed(node.operand)
     return _plain_literal(node)
 
 

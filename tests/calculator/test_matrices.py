@@ -281,6 +281,12 @@ def test_oversized_literals_are_refused_from_the_syntax_tree(text: str, needle: 
     assert caught.value.code.value == "MAX_LIMIT_EXCEEDED" and needle in caught.value.message
 
 
+def test_negative_fractions_are_numbers() -> None:
+    """-1/3 parses as (-1)/3: still a number entry, under the 40×40 limit rather than the 20×20 one."""
+    negative = literal([["-1/3" if i == j else "0" for j in range(40)] for i in range(40)])
+    assert evaluate(f"rank({negative})").exact == "40"
+
+
 def test_the_largest_accepted_matrices() -> None:
     numbers = literal([[(3 * i + j) % 17 - 8 + (i == j) * 40 for j in range(40)] for i in range(40)])
     assert evaluate(f"rank({numbers})").exact == "40"
