@@ -109,6 +109,11 @@ def negate(value: FloatMatrix) -> FloatMatrix:
     return FloatMatrix(-value.array)
 
 
+def is_float_scalar(value: Any) -> bool:
+    """A scalar computed from a float64 matrix (det, trace, dot...): a sympy number holding a Float."""
+    return isinstance(value, sympy.Expr) and value.has(sympy.Float)
+
+
 def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
     """`left op right` where one side is a FloatMatrix (the other a matrix or a scalar sympy expression)."""
     from mcp_sections.servers.calculator import matrices as la
@@ -134,7 +139,7 @@ def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
             if isinstance(op, ast.MatMult):
                 raise invalid_input(f"`@` multiplies two matrices (in the {what}); scale a matrix by a number with *.")
             matrix, factor = (left, right) if matrices[0] else (right, left)
-            return make(matrix.array * scalar_float(factor, "a factor", what), what)
+            return make(converted(matrix, what).array * scalar_float(factor, "a factor", what), what)
         if isinstance(op, ast.Div):
             if matrices[1]:
                 raise invalid_input(
@@ -143,7 +148,7 @@ def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
             divisor = scalar_float(right, "a divisor", what)
             if divisor == 0:
                 raise validation_failed(f"division by zero in the {what}; the divisor evaluates to 0.")
-            return make(left.array / divisor, what)
+            return make(converted(left, what).array / divisor, what)
         if isinstance(op, ast.Pow | ast.BitXor):
             if matrices[1]:
                 raise invalid_input(
@@ -164,7 +169,8 @@ def product(left: FloatMatrix, right: FloatMatrix, what: str) -> FloatMatrix:
         return make(left.array @ right.array, what)
 
 
-def power(base: FloatMatrix, exponent: Any, what: str) -> FloatMatrix:
+def power(base: Any, exponent: Any, what: str) -> FloatMatrix:
+    base = converted(base, what)
     _square(base, "a matrix power", what)
     if not getattr(exponent, "is_Integer", False):
         raise invalid_input(

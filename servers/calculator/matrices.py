@@ -111,8 +111,8 @@ def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
     """`left op right` where at least one side is a matrix (or the operator is `@`)."""
     _not_final(left, what)
     _not_final(right, what)
-    if fl.is_floats(left) or fl.is_floats(right):
-        return fl.binary(op, left, right, what)
+    if any(fl.is_floats(side) or fl.is_float_scalar(side) for side in (left, right)):
+        return fl.binary(op, left, right, what)  # a float64 value meets a matrix: float64
     matrices = is_matrix(left), is_matrix(right)
     if isinstance(op, ast.Add | ast.Sub):
         if not all(matrices):

@@ -43,6 +43,8 @@ def test_the_rule_a_decimal_entry_makes_a_float64_matrix() -> None:
     assert not evaluate("0.5 * [[1, 2], [3, 4]]").float64  # a decimal scalar does not count, only entries
     mixed = evaluate("[[1, 2], [3, 4]] * [[0.5, 0], [0, 0.5]]")  # an exact matrix meeting a float64 one
     assert mixed.float64 and mixed.matrix == [["0.5", "1"], ["1.5", "2"]]
+    scaled = evaluate("det([[0.5]]) * [[1, 2]]")  # a float64 scalar meeting an exact matrix
+    assert scaled.float64 and scaled.matrix == [["0.5", "1"]]
 
 
 @pytest.mark.parametrize(
