@@ -89,10 +89,10 @@ _LINEAR_NOTE = (
     f"up to {MAX_FLOAT_SIZE}×{MAX_FLOAT_SIZE} and {MAX_FLOAT_EXPRESSION_LENGTH} characters. det inv rank trace "
     "transpose products A**k linsolve(A, b) (square A) eigenvals (numpy eigvalsh when symmetric, else eigvals; "
     "each listed with multiplicity 1) dot cross; rref, nullspace and eigenvects are exact only. rank by SVD with "
-    "numpy's tolerance (largest singular value × max(rows, columns) × 2.2e-16). Results have float64=true and "
-    "min(digits, 15) significant digits; a matrix over the output limit comes as its first rows (rows_shown) with "
-    "its full shape. VALIDATION_FAILED for a matrix singular to working precision (condition number over 1/eps) in "
-    "inv, A**-k or linsolve; MAX_LIMIT_EXCEEDED beyond the float64 range (about 1.8e308)."
+    "numpy's tolerance (largest singular value × max(rows, columns) × 2.2e-16). Results (rank aside) have "
+    "float64=true, min(digits, 15) significant digits; a matrix over the output limit comes as its first rows "
+    "(rows_shown) with its full shape. VALIDATION_FAILED for a matrix singular to working precision (condition "
+    "number over 1/eps) in inv, A**-k or linsolve; MAX_LIMIT_EXCEEDED beyond the float64 range (about 1.8e308)."
 )
 _MATRIX_ADVICE = (
     "Exact linear algebra grows fast with the size and the kind of entries: use a smaller matrix, numbers instead "
