@@ -584,7 +584,11 @@ def check_shape(rows: int, columns: int, numbers: bool, what: str = "expression"
             f"{MAX_NUMERIC_SIZE}×{MAX_NUMERIC_SIZE} for exact ones when every entry is a number (integers or "
             f"fractions of at most {MAX_PLAIN_DIGITS} digits), {MAX_SYMBOLIC_SIZE}×{MAX_SYMBOLIC_SIZE} when an entry "
             "is an expression (sqrt(2), pi, x, 10**30...). Use a smaller matrix, or numeric entries"
-            + ("; for float64, write one entry of the literal with a decimal point (3 → 3.0)." if numbers else ".")
+            + (
+                "; for float64, write one entry of the literal with a decimal point (3 → 3.0)."
+                if numbers and not floats
+                else "."
+            )
         )
 
 
