@@ -2,7 +2,8 @@
 
 The rule (`expressions.is_float_literal`): a matrix literal whose entries are all number literals with at
 least one decimal literal (`0.5`, `1e-3`, `2.`) is a float64 matrix; whatever is computed from a float64
-matrix is float64 too (an exact matrix of numbers meeting one is converted, scalars become sympy Floats).
+matrix is float64 too (an exact matrix of numbers meeting one is converted, scalars become sympy Floats);
+eye/zeros/ones above 40 (the exact limit) are float64 as well.
 Every other matrix keeps the exact sympy path of `matrices.py` and its limits.
 
 Errors: INVALID_INPUT for shapes that do not fit and for what only the exact path does (rref, nullspace,
@@ -64,6 +65,13 @@ def make(array: Any, what: str) -> FloatMatrix:
 
 def literal(rows: list[list[float]], what: str) -> FloatMatrix:
     return make(rows, what)
+
+
+def constant(name: str, rows: int, columns: int, what: str) -> FloatMatrix:
+    """eye(n), zeros(n, m) or ones(n, m) above the exact limit: float64 (0 and 1 are exact in float64)."""
+    if name == "eye":
+        return make(np.eye(rows), what)
+    return make(np.zeros((rows, columns)) if name == "zeros" else np.ones((rows, columns)), what)
 
 
 def number(value: float, what: str) -> Any:

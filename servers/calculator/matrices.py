@@ -205,6 +205,8 @@ def call(name: str, arguments: list[Any], what: str) -> Any:
     if name in ("eye", "zeros", "ones"):
         rows = _dimension(arguments[0], name, what)
         columns = _dimension(arguments[-1], name, what)
+        if max(rows, columns) > ex.MAX_NUMERIC_SIZE:  # only float64 matrices are that large
+            return fl.constant(name, rows, columns, what)
         if name == "eye":
             return checked(sympy.eye(rows), what)
         return checked(sympy.zeros(rows, columns) if name == "zeros" else sympy.ones(rows, columns), what)
@@ -397,10 +399,10 @@ def _dimension(value: Any, name: str, what: str) -> int:
     value = scalar(value, f"the size given to {name}", what)
     if not value.is_Integer or value < 1:
         raise invalid_input(f"{name} takes positive whole numbers as sizes, e.g. {name}(3) (in the {what}).")
-    if value > ex.MAX_NUMERIC_SIZE:
+    if value > ex.MAX_FLOAT_SIZE:
         raise limit_exceeded(
-            f"{name}({_short(value)}) is over the limit of {ex.MAX_NUMERIC_SIZE} rows and columns (in the {what}); "
-            "use a smaller size."
+            f"{name}({_short(value)}) is over the limit of {ex.MAX_FLOAT_SIZE} rows and columns (in the {what}): "
+            f"exact up to {ex.MAX_NUMERIC_SIZE}, float64 above. Use a smaller size."
         )
     return int(value)
 

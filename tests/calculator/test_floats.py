@@ -113,6 +113,14 @@ def test_200_by_200_det_inv_solve_and_eigenvalues_against_known_answers() -> Non
     assert evaluate(f"rank({KNOWN})").exact == str(N) and evaluate(f"trace({KNOWN})").exact == "202"
 
 
+def test_eye_zeros_and_ones_above_40_are_float64() -> None:
+    built = "eye(200) + ones(200)/100"  # the same matrix as KNOWN, without a 240 KB literal
+    assert evaluate(f"det({built})").value == pytest.approx(3, rel=1e-12)
+    assert evaluate(f"linsolve({built}, {B})").solutions == evaluate(f"linsolve({KNOWN}, {B})").solutions
+    assert evaluate("rank(zeros(50, 60))").exact == "0" and evaluate("zeros(41, 2)").float64
+    assert not evaluate("eye(40)").float64  # the exact limit: still exact
+
+
 def test_a_large_expression_is_not_echoed_in_full() -> None:
     result = evaluate(f"det({KNOWN})")
     assert len(result.expression) < 1100 and "characters)" in result.expression
