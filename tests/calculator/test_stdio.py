@@ -206,6 +206,19 @@ async def test_evaluate_and_simplify(client: Client) -> None:
 
 
 @pytest.mark.anyio
+async def test_float64_linear_algebra_at_200_in_the_worker(client: Client) -> None:
+    """numpy runs in the sandboxed worker (memory cap on); a 200×200 literal travels over stdio."""
+    known = literal([["1.01" if i == j else "0.01" for j in range(200)] for i in range(200)])  # det 3
+    data, text = await call(client, "calculator_evaluate", expression=f"det({known})")
+    assert data["float64"] and data["value"] == pytest.approx(3, rel=1e-12) and len(text) < 1200
+    data, _ = await call(client, "calculator_evaluate", expression=f"inv({known})")
+    assert data["shape"] == [200, 200] and 0 < data["rows_shown"] < 200
+    assert float(data["matrix"][0][0]) == pytest.approx(1 - 1 / 300)
+    message = await fail(client, "calculator_evaluate", "VALIDATION_FAILED", expression="inv([[1.0, 2], [2, 4]])")
+    assert "singular" in message
+
+
+@pytest.mark.anyio
 async def test_linear_algebra(client: Client) -> None:
     data, text = await call(client, "calculator_evaluate", expression="inv([[1, 2], [3, 4]])")
     assert data["kind"] == "matrix" and data["shape"] == [2, 2] and data["matrix"] == [["-2", "1"], ["3/2", "-1/2"]]
