@@ -180,7 +180,7 @@ async def calculator_constant(params: ConstantInput) -> ConstantResult:
 
 @_tool(
     "calculator_evaluate",
-    "Evaluate an expression exactly",
+    "Evaluate an expression (exact, or float64 for decimal matrices)",
     f"{_LINEAR_NOTE}\n{_SYMBOLIC_NOTE}",
     examples=(
         "work out (3 + 4i) * (2 - i)",
