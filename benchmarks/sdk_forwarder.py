@@ -4,6 +4,10 @@ Run: python benchmarks/sdk_forwarder.py COMMAND [ARGS...] (serves stdio). One to
 arguments)`, sends the call to one backend stdio server over a kept-open SDK `Client` and returns its result
 unchanged: no catalog, no argument check, no output-schema check, no progress relay, the project's fast stdio
 transport on the front. Whatever a real gateway adds sits on top of what this costs. Benchmark-only.
+
+With an `OTEL_EXPORTER_OTLP_ENDPOINT` set, the process exports what the SDK's own OpenTelemetry instrumentation
+makes (a SERVER span per request, a CLIENT span per request it sends), as the suite's processes configure it: the
+floor of tracing a hop.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 
+from mcp_sections.shared import telemetry
 from mcp_sections.shared.sdk_tools import raw_tool
 from mcp_sections.shared.stdio import run_stdio
 
@@ -27,6 +32,7 @@ async def _accept(name: str, result: CallToolResult) -> None:
 
 
 async def main(command: str, args: list[str]) -> None:
+    telemetry.configure("sdk-forwarder")  # nothing without an OTLP endpoint in the environment
     backend = StdioServerParameters(command=command, args=args, env=dict(os.environ))
     async with Client(backend, mode="legacy") as client:
         client.session.validate_tool_result = _accept  # type: ignore[method-assign]

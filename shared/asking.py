@@ -137,10 +137,16 @@ class _AskingTool(Tool):
         return self.fn_metadata.convert_result(result) if convert_result else result
 
 
+#: How an asking tool hands a call on: its arguments, its context, the user's answer (None: nothing was asked) and
+#: the failure decided before it could run (no way to ask, a question that could not be built). The callee records
+#: and returns that failure, so that a call refused before running is audited like every other call.
+AskedCall = Callable[[dict[str, Any], ToolContext, UserAnswer | None, ToolFailure | None], Awaitable[CallToolResult]]
+
+
 def asking_tool(
     spec: ToolSpec,
     state: Any,
-    call: Callable[[dict[str, Any], ToolContext, UserAnswer | None], Awaitable[CallToolResult]],
+    call: AskedCall,
     cannot_ask: str | None = None,
     published: dict[str, Any] | None = None,
 ) -> Tool:
@@ -200,18 +206,17 @@ def asking_tool(
         ctx = tool_context(context)
         if isinstance(answer, AcceptedElicitation) and isinstance(answer.data, _NotAsked):
             decided = answer.data
-            if decided.failure is not None:
-                return failure_result(decided.failure)
-            return await call(arguments, ctx, decided.answer)
+            return await call(arguments, ctx, decided.answer, decided.failure)
         if isinstance(answer, AcceptedElicitation):
             content = answer.data.model_dump(mode="json") if hasattr(answer.data, "model_dump") else answer.data
-            return await call(arguments, ctx, UserAnswer(action="accept", content=content, waited_seconds=waited))
+            accepted = UserAnswer(action="accept", content=content, waited_seconds=waited)
+            return await call(arguments, ctx, accepted, None)
         action: Literal["decline", "cancel"] = "decline" if isinstance(answer, DeclinedElicitation) else "cancel"
         assert isinstance(answer, DeclinedElicitation | CancelledElicitation)
-        return await call(arguments, ctx, UserAnswer(action=action, waited_seconds=waited))
+        return await call(arguments, ctx, UserAnswer(action=action, waited_seconds=waited), None)
 
     async def on_timeout(arguments: dict[str, Any], context: Context, answer: UserAnswer) -> CallToolResult:
-        return await call(arguments, tool_context(context), answer)
+        return await call(arguments, tool_context(context), answer, None)
 
     resolved = {"answer": (Resolve(question), True)}
     output_schema: dict[str, Any] | None

@@ -118,13 +118,20 @@ class SectionCalls:
         self.specs: dict[str, ToolSpec] = {spec.name: spec for spec in section.specs}
 
     async def call(
-        self, spec: ToolSpec, arguments: dict[str, Any], ctx: ToolContext, answer: UserAnswer | None = None
+        self,
+        spec: ToolSpec,
+        arguments: dict[str, Any],
+        ctx: ToolContext,
+        answer: UserAnswer | None = None,
+        failure: ToolFailure | None = None,
     ) -> CallToolResult:
+        """One call, audited from its start; `failure`: the call was refused before it could run (the user did not
+        approve it, or could not be asked), and only that refusal is recorded and returned."""
         record = self.audit.start(spec.name, arguments, ctx.caller)
         traced = telemetry.current()
         span = traced.start(self.section.id, spec.name, ctx.caller) if traced is not None else None
         try:
-            result = await self._run(spec, arguments, ctx, answer)
+            result = failure_result(failure) if failure is not None else await self._run(spec, arguments, ctx, answer)
         except BaseException:
             record.cancelled()
             if span is not None:

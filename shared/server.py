@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 from typing import Any
@@ -21,7 +21,7 @@ from mcp_types import (
 from mcp_sections.shared import telemetry
 from mcp_sections.shared.about import package_version
 from mcp_sections.shared.approval import CANNOT_ASK, Approval, needs_approval, question_for, refusal
-from mcp_sections.shared.asking import asking_tool
+from mcp_sections.shared.asking import AskedCall, asking_tool
 from mcp_sections.shared.calls import failure_result
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.pipeline import SectionCalls, SectionState
@@ -43,8 +43,13 @@ def sdk_tool(spec: ToolSpec, calls: SectionCalls, approval: Approval = "off") ->
     approval by its annotations asks the user before anything runs (`shared.approval`).
     """
 
-    async def call(arguments: dict[str, Any], ctx: ToolContext, answer: UserAnswer | None = None) -> CallToolResult:
-        return await calls.call(spec, arguments, ctx, answer)
+    async def call(
+        arguments: dict[str, Any],
+        ctx: ToolContext,
+        answer: UserAnswer | None = None,
+        failure: ToolFailure | None = None,
+    ) -> CallToolResult:
+        return await calls.call(spec, arguments, ctx, answer, failure)
 
     if spec.asks_user is not None:
         return asking_tool(spec, calls.state, call)
@@ -56,16 +61,18 @@ def sdk_tool(spec: ToolSpec, calls: SectionCalls, approval: Approval = "off") ->
 def approval_tool(
     spec: ToolSpec,
     state: Any,
-    call: Callable[[dict[str, Any], ToolContext, UserAnswer | None], Awaitable[CallToolResult]],
+    call: AskedCall,
     describe: Callable[[Any, Any], str | None] | None = None,
     published: dict[str, Any] | None = None,
 ) -> Tool:
     """A tool that runs only once the user approved it (see `shared.approval`); `published`: its tools/list entry
-    when it is another server's tool (its schemas and annotations are published as they are)."""
+    when it is another server's tool (its schemas and annotations are published as they are). A call the user did
+    not approve is handed on with its refusal, for `call` to record and return."""
 
-    async def approved(arguments: dict[str, Any], ctx: ToolContext, answer: UserAnswer | None) -> CallToolResult:
-        refused = refusal(spec.name, answer)
-        return failure_result(refused) if refused is not None else await call(arguments, ctx, None)
+    async def approved(
+        arguments: dict[str, Any], ctx: ToolContext, answer: UserAnswer | None, failure: ToolFailure | None
+    ) -> CallToolResult:
+        return await call(arguments, ctx, None, failure or refusal(spec.name, answer))
 
     asking = replace(spec, asks_user=question_for(spec, describe))
     return asking_tool(asking, state, approved, cannot_ask=CANNOT_ASK.format(tool=spec.name), published=published)

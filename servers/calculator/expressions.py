@@ -50,10 +50,13 @@ MAX_NAME_LENGTH = 32
 MAX_DECIMAL_EXPONENT = 308  # decimal literals stay within the float range: MAX_VALUE 1e308, MIN_POSITIVE 1e-308
 
 # Linear algebra (grammars with `matrices`). Numbers measured on this 2-core machine (README, calculator row).
-MAX_MATRIX_EXPRESSION_LENGTH = 100_000  # characters, when the expression holds a matrix literal (else 2000)
-MAX_MATRIX_NODES = 13_000  # nodes inside matrix literals: two 40×40 of -1/3 (4 nodes each); MAX_NODES: the rest
+MAX_MATRIX_EXPRESSION_LENGTH = 100_000  # characters, when the expression holds an exact matrix literal (else 2000)
+MAX_FLOAT_EXPRESSION_LENGTH = 1_000_000  # ... when it holds a float64 literal: one 200×200 of 17-digit decimals
+MAX_MATRIX_NODES = 13_000  # nodes inside exact matrix literals: two 40×40 of -1/3 (4 nodes each); MAX_NODES: the rest
+MAX_FLOAT_NODES = 170_000  # nodes inside float64 literals: a 200×200 of -1/3 (4 nodes each) and a vector
 MAX_SYMBOLIC_SIZE = 20  # rows and columns of a matrix with an entry that is not a number
 MAX_NUMERIC_SIZE = 40  # rows and columns of a matrix of numbers (exact rational arithmetic)
+MAX_FLOAT_SIZE = 200  # rows and columns of a float64 matrix (numpy): a literal with a decimal entry
 MAX_PLAIN_DIGITS = 20  # a literal entry with more digits counts as symbolic
 MAX_MATRIX_EXPONENT = 1000  # |k| in A**k
 MAX_EIGEN_SIZE = 20  # eigenvals/eigenvects: the roots of a larger characteristic polynomial take too long
@@ -191,10 +194,14 @@ class Grammar:
 
     @property
     def max_length(self) -> int:
-        return MAX_MATRIX_EXPRESSION_LENGTH if self.matrices else MAX_EXPRESSION_LENGTH
+        return MAX_FLOAT_EXPRESSION_LENGTH if self.matrices else MAX_EXPRESSION_LENGTH
 
 
 # -- text and tree checks (no sympy) ------------------------------------------------------------------
+
+
+_REFUSED_CHARACTER = re.compile(r"[^\x20-\x7e\t\n]")  # printable ASCII, space, tab and newline pass
+_BRACKETS = re.compile(r"[()\[\]{}]")
 
 
 def check_text(text: str, what: str = "expression", limit: int = MAX_EXPRESSION_LENGTH) -> str:
@@ -204,20 +211,20 @@ def check_text(text: str, what: str = "expression", limit: int = MAX_EXPRESSION_
     if len(text) > limit:
         raise _too_long(what, len(text), limit)
     text = text.translate(_TRANSLATIONS)
-    for position, character in enumerate(text):
-        if not (character.isascii() and (character.isprintable() or character in " \t\n")):
-            raise invalid_input(
-                f"the {what} contains the character {character!r} (U+{ord(character):04X}) at position {position}; "
-                "only plain ASCII maths is accepted (write pi, sqrt(x), x**2, * and / instead of symbols)."
-            )
+    if (refused := _REFUSED_CHARACTER.search(text)) is not None:
+        position, character = refused.start(), refused.group()
+        raise invalid_input(
+            f"the {what} contains the character {character!r} (U+{ord(character):04X}) at position {position}; "
+            "only plain ASCII maths is accepted (write pi, sqrt(x), x**2, * and / instead of symbols)."
+        )
     if not text.strip():
         raise invalid_input(f"the {what} is empty; pass something like '2*x + 1'.")
     depth = deepest = 0
-    for character in text:
-        if character in "([{":
+    for bracket in _BRACKETS.findall(text):  # only the brackets: a 200×200 literal has 800 KB of numbers
+        if bracket in "([{":
             depth += 1
             deepest = max(deepest, depth)
-        elif character in ")]}":
+        else:
             depth -= 1
     if deepest > MAX_PAREN_DEPTH:
         raise limit_exceeded(
@@ -230,7 +237,10 @@ def check_text(text: str, what: str = "expression", limit: int = MAX_EXPRESSION_
 def _too_long(what: str, length: int, limit: int) -> Exception:
     hint = "Split the computation into smaller steps."
     if limit == MAX_EXPRESSION_LENGTH:
-        hint += f" (calculator_evaluate takes up to {MAX_MATRIX_EXPRESSION_LENGTH} characters for matrix literals.)"
+        hint += (
+            f" (calculator_evaluate takes up to {MAX_MATRIX_EXPRESSION_LENGTH} characters with exact matrix "
+            f"literals, {MAX_FLOAT_EXPRESSION_LENGTH} with float64 ones.)"
+        )
     return limit_exceeded(f"the {what} is {length} characters long; the limit is {limit}. {hint}")
 
 
@@ -258,8 +268,10 @@ def parse(text: str, grammar: Grammar, *, equation: bool = False, what: str = "e
         if not _has_linear_algebra(body):
             if len(source) > MAX_EXPRESSION_LENGTH:
                 raise _too_long(what, len(source), MAX_EXPRESSION_LENGTH)
-        elif not grammar.variables:
-            grammar = replace(grammar, variables=True)  # symbolic entries
+        else:
+            _check_exact_literals(body, what, len(source))
+            if not grammar.variables:
+                grammar = replace(grammar, variables=True)  # symbolic entries
     if equation and isinstance(body, ast.Compare):
         if len(body.ops) != 1 or not isinstance(body.ops[0], ast.Eq):
             raise invalid_input(
@@ -274,7 +286,8 @@ def parse(text: str, grammar: Grammar, *, equation: bool = False, what: str = "e
 
 
 def _check_size(root: ast.expr, what: str) -> None:
-    """At most MAX_NODES nodes outside list literals, MAX_MATRIX_NODES inside them, MAX_DEPTH levels."""
+    """At most MAX_NODES nodes outside list literals, MAX_FLOAT_NODES inside them, MAX_DEPTH levels
+    (`_check_exact_literals` bounds the literals of the exact path further)."""
     count = inside = 0
     stack: list[tuple[ast.AST, int, bool]] = [(root, 1, False)]
     while stack:
@@ -282,9 +295,9 @@ def _check_size(root: ast.expr, what: str) -> None:
         if isinstance(node, ast.expr):
             if in_list:
                 inside += 1
-                if inside > MAX_MATRIX_NODES:
+                if inside > MAX_FLOAT_NODES:
                     raise limit_exceeded(
-                        f"the matrix literals in the {what} hold more than {MAX_MATRIX_NODES} numbers and "
+                        f"the matrix literals in the {what} hold more than {MAX_FLOAT_NODES} numbers and "
                         "operations; use smaller matrices."
                     )
             else:
@@ -299,6 +312,30 @@ def _check_size(root: ast.expr, what: str) -> None:
                 )
         in_list = in_list or isinstance(node, ast.List)
         stack.extend((child, depth + 1, in_list) for child in ast.iter_child_nodes(node))
+
+
+def _check_exact_literals(root: ast.expr, what: str, length: int) -> None:
+    """Without a float64 literal: at most MAX_MATRIX_EXPRESSION_LENGTH characters; the exact literals hold at
+    most MAX_MATRIX_NODES nodes together (exact arithmetic grows with every entry)."""
+    nodes, floats = 0, False
+    stack: list[ast.AST] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.List):
+            if is_float_literal(node):
+                floats = True
+            else:
+                nodes += sum(1 for child in ast.walk(node) if isinstance(child, ast.expr))
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    if nodes > MAX_MATRIX_NODES:
+        raise limit_exceeded(
+            f"the exact matrix literals in the {what} hold more than {MAX_MATRIX_NODES} numbers and operations; "
+            "use smaller matrices (float64 matrices, with a decimal entry such as 0.5, take up to "
+            f"{MAX_FLOAT_SIZE}×{MAX_FLOAT_SIZE})."
+        )
+    if not floats and length > MAX_MATRIX_EXPRESSION_LENGTH:
+        raise _too_long(what, length, MAX_MATRIX_EXPRESSION_LENGTH)
 
 
 _LINEAR_TEXT = re.compile(r"[\[@]|\b(?:" + "|".join(MATRIX_FUNCTIONS) + r")\s*\(")
@@ -478,12 +515,49 @@ def _check_equations(arguments: list[ast.expr], grammar: Grammar, what: str, sou
                 raise invalid_input(f"{item.id!r} is a constant, not an unknown (in the {what}).")
 
 
+def literal_rows(node: ast.List) -> list[list[ast.expr]]:
+    """The entries of a matrix literal row by row (a flat list is a column)."""
+    return [item.elts if isinstance(item, ast.List) else [item] for item in node.elts]
+
+
+def is_float_literal(node: ast.List) -> bool:
+    """THE rule of the float64 path: a matrix literal whose entries are all number literals (maybe signed, or a
+    fraction of two) with at least one decimal literal (a point or an exponent: 0.5, 1e-3, 2.)."""
+    entries = [entry for row in literal_rows(node) for entry in row]
+    return not any(isinstance(entry, ast.List) for entry in entries) and _float_entries(entries)
+
+
+def _float_entries(entries: list[ast.expr]) -> bool:
+    numbers = [_literal_numbers(entry) for entry in entries]
+    return all(found is not None for found in numbers) and any(
+        isinstance(constant.value, float) for found in numbers for constant in found or ()
+    )
+
+
+def _literal_numbers(node: ast.expr) -> list[ast.Constant] | None:
+    """The number literals of an entry `c`, `-c`, `+c` or `a/b` (a, b maybe signed), None for anything else."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        return _literal_numbers(node.operand)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        left, right = _literal_numbers(node.left), _literal_numbers(node.right)
+        return None if left is None or right is None or len(left) + len(right) != 2 else left + right
+    value = node.value if isinstance(node, ast.Constant) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    assert isinstance(node, ast.Constant)
+    return [node]
+
+
 def _plain_number(node: ast.expr) -> bool:
     """A number literal of at most MAX_PLAIN_DIGITS digits, maybe signed, or a fraction of two such literals."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):  # -1/3 parses as (-1)/3
+        return _plain_signed(node.left) and _plain_signed(node.right)
+    return _plain_signed(node)
+
+
+def _plain_signed(node: ast.expr) -> bool:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        return _plain_number(node.operand)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
-        return _plain_literal(node.left) and _plain_literal(node.right)
+        return _plain_signed(node.operand)
     return _plain_literal(node)
 
 
@@ -499,14 +573,22 @@ def _plain_literal(node: ast.expr) -> bool:
     return written <= MAX_PLAIN_DIGITS + 4 and in_range  # + 4: the point, the exponent's e, sign and digit
 
 
-def check_shape(rows: int, columns: int, numbers: bool, what: str = "expression") -> None:
-    """MAX_LIMIT_EXCEEDED when a rows×columns matrix is over its limit (`numbers`: every entry is a number)."""
-    limit = MAX_NUMERIC_SIZE if numbers else MAX_SYMBOLIC_SIZE
+def check_shape(rows: int, columns: int, numbers: bool, what: str = "expression", *, floats: bool = False) -> None:
+    """MAX_LIMIT_EXCEEDED when a rows×columns matrix is over its limit (`numbers`: every entry is a number;
+    `floats`: a float64 matrix)."""
+    limit = MAX_FLOAT_SIZE if floats else MAX_NUMERIC_SIZE if numbers else MAX_SYMBOLIC_SIZE
     if rows > limit or columns > limit:
         raise limit_exceeded(
-            f"a {rows}×{columns} matrix in the {what} is over the limit: {MAX_NUMERIC_SIZE}×{MAX_NUMERIC_SIZE} when "
-            f"every entry is a number (at most {MAX_PLAIN_DIGITS} digits), {MAX_SYMBOLIC_SIZE}×{MAX_SYMBOLIC_SIZE} "
-            "when an entry is an expression (sqrt(2), pi, x, 10**30...). Use a smaller matrix, or numeric entries."
+            f"a {rows}×{columns} matrix in the {what} is over the limit: {MAX_FLOAT_SIZE}×{MAX_FLOAT_SIZE} for "
+            f"float64 matrices (a literal of numbers with a decimal entry such as 0.5 or 1e-3), "
+            f"{MAX_NUMERIC_SIZE}×{MAX_NUMERIC_SIZE} for exact ones when every entry is a number (integers or "
+            f"fractions of at most {MAX_PLAIN_DIGITS} digits), {MAX_SYMBOLIC_SIZE}×{MAX_SYMBOLIC_SIZE} when an entry "
+            "is an expression (sqrt(2), pi, x, 10**30...). Use a smaller matrix, or numeric entries"
+            + (
+                "; for float64, write one entry of the literal with a decimal point (3 → 3.0)."
+                if numbers and not floats
+                else "."
+            )
         )
 
 
@@ -540,7 +622,8 @@ def _check_literal(node: ast.List, grammar: Grammar, what: str, source: str) -> 
             f"a matrix in the {what} nests lists deeper than rows; entries are numbers or expressions, "
             "e.g. [[1, 2], [3, 4]]."
         )
-    check_shape(*shape, all(_plain_number(entry) for entry in entries), what)
+    floats = _float_entries(entries)
+    check_shape(*shape, floats or all(_plain_number(entry) for entry in entries), what, floats=floats)
     for entry in entries:
         _check_node(entry, grammar, what, source)
 
@@ -584,7 +667,9 @@ class _Builder:
                 return self.bounded(la.binary(node.op, left, right, self.what))
             return self.bounded(self.binary(node.op, left, right))
         if isinstance(node, ast.List):
-            rows = [item.elts if isinstance(item, ast.List) else [item] for item in node.elts]  # [1, 2]: a column
+            rows = literal_rows(node)  # [1, 2]: a column
+            if is_float_literal(node):
+                return la.float_literal([[self.float_entry(entry) for entry in row] for row in rows], self.what)
             entries = [[self.scalar(self.build(entry), "a matrix entry") for entry in row] for row in rows]
             return self.bounded(la.literal(entries, self.what))
         if isinstance(node, ast.Call):
@@ -620,6 +705,11 @@ class _Builder:
         return self.la.linsolve_equations(equations, unknowns, self.what)
 
     def decimal(self, node: ast.Constant) -> Any:
+        numerator, denominator = self.checked_decimal(node).as_integer_ratio()
+        return self.sp.Rational(numerator, denominator)
+
+    def checked_decimal(self, node: ast.Constant) -> Decimal:
+        """The decimal literal as written, once its magnitude is within 1e-308..1e308 (MAX_LIMIT_EXCEEDED)."""
         start = self.line_starts[node.lineno - 1] + node.col_offset
         end = self.line_starts[(node.end_lineno or node.lineno) - 1] + (node.end_col_offset or 0)
         segment = self.source[start:end] or repr(node.value)
@@ -633,8 +723,29 @@ class _Builder:
                 f"(magnitude between 1e-{MAX_DECIMAL_EXPONENT} and 1e{MAX_DECIMAL_EXPONENT}); "
                 "write very large or small values as powers, e.g. 10**400 or 10**-400."
             )
-        numerator, denominator = number.as_integer_ratio()
-        return self.sp.Rational(numerator, denominator)
+        return number
+
+    def float_entry(self, node: ast.expr) -> float:
+        """An entry of a float64 literal (`is_float_literal`: c, -c, +c or a/b of number literals) as a float."""
+        if isinstance(node, ast.UnaryOp):
+            value = self.float_entry(node.operand)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.BinOp):
+            numerator, denominator = self.float_entry(node.left), self.float_entry(node.right)
+            if denominator == 0:
+                raise validation_failed(f"division by zero in a matrix entry of the {self.what}.")
+            return numerator / denominator
+        assert isinstance(node, ast.Constant)
+        if isinstance(node.value, float):
+            return float(self.checked_decimal(node))
+        assert isinstance(node.value, int)
+        try:
+            return float(node.value)
+        except OverflowError:
+            raise limit_exceeded(
+                f"the integer entry {str(node.value)[:20]}... in the {self.what} is beyond the float64 range "
+                "(about 1.8e308) of a matrix with decimal entries."
+            ) from None
 
     def name(self, name: str) -> Any:
         sp = self.sp
@@ -740,7 +851,7 @@ class _Builder:
 
     def bounded(self, value: Any) -> Any:
         sp = self.sp
-        if self.la and isinstance(value, self.la.Final):
+        if self.la and (isinstance(value, self.la.Final) or self.la.is_floats(value)):
             return value
         numbers = [value] if value.is_Rational else value.atoms(sp.Rational)
         for number in numbers:

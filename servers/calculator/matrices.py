@@ -35,6 +35,7 @@ from sympy.polys.matrices.exceptions import DMNonInvertibleMatrixError
 from sympy.solvers.solveset import NonlinearError
 
 from mcp_sections.servers.calculator import expressions as ex
+from mcp_sections.servers.calculator import floats as fl
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, validation_failed
 
 FINAL_DESCRIPTIONS = {
@@ -53,6 +54,7 @@ class Final:
     rref: `matrix` and `pivots`; nullspace: `vectors`; eigenvals/eigenvects: `eigen` as (value,
     multiplicity, basis vectors or None, and for a value known only numerically the irreducible factor of
     the characteristic polynomial it is a root of); linsolve: `unknowns` and `solution` (None: none).
+    `floats`: computed in float64 (`floats.py`), the values are sympy Floats.
     """
 
     function: str
@@ -62,6 +64,7 @@ class Final:
     eigen: tuple[tuple[Any, int, tuple[Any, ...] | None, Any], ...] = ()
     unknowns: tuple[Any, ...] = ()
     solution: tuple[Any, ...] | None = None
+    floats: bool = False
 
 
 def is_matrix(value: Any) -> bool:
@@ -69,14 +72,18 @@ def is_matrix(value: Any) -> bool:
 
 
 def is_value(value: Any) -> bool:
-    """A matrix or a `Final`: anything that is not a scalar sympy expression."""
-    return is_matrix(value) or isinstance(value, Final)
+    """A matrix (exact or float64) or a `Final`: anything that is not a scalar sympy expression."""
+    return is_matrix(value) or fl.is_floats(value) or isinstance(value, Final)
+
+
+is_floats = fl.is_floats
+float_literal = fl.literal
 
 
 def scalar(value: Any, role: str, what: str) -> Any:
     """`value` when it is a number or a scalar expression; INVALID_INPUT naming `role` otherwise."""
     _not_final(value, what)
-    if is_matrix(value):
+    if is_matrix(value) or fl.is_floats(value):
         raise invalid_input(f"{role} in the {what} must be a number or an expression, not a {_size(value)} matrix.")
     return value
 
@@ -97,13 +104,15 @@ def literal(rows: list[list[Any]], what: str) -> Any:
 
 def negate(value: Any, what: str) -> Any:
     _not_final(value, what)
-    return -value
+    return fl.negate(value) if fl.is_floats(value) else -value
 
 
 def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
     """`left op right` where at least one side is a matrix (or the operator is `@`)."""
     _not_final(left, what)
     _not_final(right, what)
+    if any(fl.is_floats(side) or fl.is_float_scalar(side) for side in (left, right)):
+        return fl.binary(op, left, right, what)  # a float64 value meets a matrix: float64
     matrices = is_matrix(left), is_matrix(right)
     if isinstance(op, ast.Add | ast.Sub):
         if not all(matrices):
@@ -191,9 +200,13 @@ def call(name: str, arguments: list[Any], what: str) -> Any:
     """One of expressions.MATRIX_FUNCTIONS (linsolve of equations: `linsolve_equations`)."""
     for argument in arguments:
         _not_final(argument, what)
+    if any(fl.is_floats(argument) for argument in arguments):
+        return fl.call(name, arguments, what)
     if name in ("eye", "zeros", "ones"):
         rows = _dimension(arguments[0], name, what)
         columns = _dimension(arguments[-1], name, what)
+        if max(rows, columns) > ex.MAX_NUMERIC_SIZE:  # only float64 matrices are that large
+            return fl.constant(name, rows, columns, what)
         if name == "eye":
             return checked(sympy.eye(rows), what)
         return checked(sympy.zeros(rows, columns) if name == "zeros" else sympy.ones(rows, columns), what)
@@ -386,10 +399,10 @@ def _dimension(value: Any, name: str, what: str) -> int:
     value = scalar(value, f"the size given to {name}", what)
     if not value.is_Integer or value < 1:
         raise invalid_input(f"{name} takes positive whole numbers as sizes, e.g. {name}(3) (in the {what}).")
-    if value > ex.MAX_NUMERIC_SIZE:
+    if value > ex.MAX_FLOAT_SIZE:
         raise limit_exceeded(
-            f"{name}({_short(value)}) is over the limit of {ex.MAX_NUMERIC_SIZE} rows and columns (in the {what}); "
-            "use a smaller size."
+            f"{name}({_short(value)}) is over the limit of {ex.MAX_FLOAT_SIZE} rows and columns (in the {what}): "
+            f"exact up to {ex.MAX_NUMERIC_SIZE}, float64 above. Use a smaller size."
         )
     return int(value)
 

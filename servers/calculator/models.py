@@ -6,7 +6,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from mcp_sections.servers.calculator.expressions import MAX_EXPRESSION_LENGTH, MAX_MATRIX_EXPRESSION_LENGTH
+from mcp_sections.servers.calculator.expressions import (
+    MAX_EXPRESSION_LENGTH,
+    MAX_FLOAT_EXPRESSION_LENGTH,
+    MAX_MATRIX_EXPRESSION_LENGTH,
+)
 from mcp_sections.servers.calculator.operations import (
     MAX_VALUE,
     BinaryOperation,
@@ -109,11 +113,12 @@ class EvaluateInput(ToolInput):
         "Arithmetic expression without variables, e.g. 'sqrt(2)*pi', '2^10 + 3/7', 'factorial(20)', "
         "'log(8, 2)'. Operators + - * / % ** (^ is power), functions such as sin cos tan asin acos atan sinh "
         "exp log (log(x) natural, log(x, b)) ln log10 log2 sqrt cbrt root(x, n) abs sign floor ceil factorial "
-        "binomial gamma gcd lcm min max re im; constants pi, e, I, oo. Decimals are exact (0.1 = 1/10). "
+        "binomial gamma gcd lcm min max re im; constants pi, e, I, oo. Decimals are exact (0.1 = 1/10), except as "
+        "matrix entries: a matrix literal with a decimal entry is float64. "
         "Or linear algebra (see the tool description): matrices '[[1, 2], [3, 4]]', vectors '[1, 2, 3]', det(A), "
         f"linsolve(A, b)... At most {MAX_EXPRESSION_LENGTH} characters without a matrix literal, "
-        f"{MAX_MATRIX_EXPRESSION_LENGTH} with one.",
-        MAX_MATRIX_EXPRESSION_LENGTH,
+        f"{MAX_MATRIX_EXPRESSION_LENGTH} with an exact one, {MAX_FLOAT_EXPRESSION_LENGTH} with a float64 one.",
+        MAX_FLOAT_EXPRESSION_LENGTH,
     )
     digits: int = Field(default=15, ge=1, le=MAX_DIGITS, description="Significant digits of the numeric value.")
 
@@ -157,6 +162,16 @@ class EvaluateResult(ToolResult):
         default=None,
         description="linsolve: [] when there is no solution, else one map unknown → value; a value holding unknowns "
         "is a family of solutions (those unknowns are free). linsolve(A, b) names the unknowns x1, x2, ...",
+    )
+    float64: bool = Field(
+        default=False,
+        description="True when computed in float64 with numpy (a matrix literal with a decimal entry): `exact` and "
+        "`numeric` then both hold float64 values to min(digits, 15) significant digits.",
+    )
+    rows_shown: int | None = Field(
+        default=None,
+        description="A float64 matrix too large to show in full: how many of its first rows `matrix` and the "
+        "text hold (`shape` is the whole).",
     )
 
     def render_text(self) -> str:

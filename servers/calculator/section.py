@@ -4,7 +4,7 @@ Importing this module imports neither sympy nor the worker-side modules; the sym
 work to `state.CalculatorState.worker` by name. Error codes: INVALID_INPUT (malformed call or refused
 syntax), VALIDATION_FAILED (a value outside a domain, undefined result, incompatible units),
 MAX_LIMIT_EXCEEDED (a bound: size, nesting, exponent, factorial, result size, MAX_VALUE 1e308),
-TIMEOUT (the worker's wall-clock limit), DEPENDENCY_ERROR (sympy missing).
+TIMEOUT (the worker's wall-clock limit), DEPENDENCY_ERROR (sympy or numpy missing).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from typing import Any
 from mcp_sections.servers.calculator import operations
 from mcp_sections.servers.calculator.expressions import (
     MAX_EIGEN_SIZE,
+    MAX_FLOAT_EXPRESSION_LENGTH,
+    MAX_FLOAT_SIZE,
     MAX_MATRIX_EXPONENT,
     MAX_MATRIX_EXPRESSION_LENGTH,
     MAX_NUMERIC_SIZE,
@@ -79,9 +81,19 @@ _LINEAR_NOTE = (
     "entries) come as 15-digit numbers with exact=false; eigenvects then fails, saying so. "
     f"Limits: {MAX_NUMERIC_SIZE}×{MAX_NUMERIC_SIZE} when every entry is a number of at most {MAX_PLAIN_DIGITS} "
     f"digits, {MAX_SYMBOLIC_SIZE}×{MAX_SYMBOLIC_SIZE} otherwise, {MAX_EIGEN_SIZE}×{MAX_EIGEN_SIZE} for eigenvals and "
-    f"eigenvects; {MAX_MATRIX_EXPRESSION_LENGTH} characters with a matrix literal; results up to "
+    f"eigenvects; {MAX_MATRIX_EXPRESSION_LENGTH} characters with an exact matrix literal; results up to "
     f"{MAX_OUTPUT_CHARS} characters. INVALID_INPUT for shapes that do not fit (non-square det, mismatched product) "
-    "and singular inverses, saying why."
+    "and singular inverses, saying why.\n"
+    "Float64 (numpy): a matrix literal whose entries are all numbers with at least one decimal (0.5, 1e-3, 2.) is "
+    "a float64 matrix, and so is everything computed from it (exact matrices of numbers meeting it are converted), "
+    f"and eye/zeros/ones above {MAX_NUMERIC_SIZE} (e.g. eye(200) + ones(200)/100); "
+    f"up to {MAX_FLOAT_SIZE}×{MAX_FLOAT_SIZE} and {MAX_FLOAT_EXPRESSION_LENGTH} characters. det inv rank trace "
+    "transpose products A**k linsolve(A, b) (square A) eigenvals (numpy eigvalsh when symmetric, else eigvals; "
+    "each listed with multiplicity 1) dot cross; rref, nullspace and eigenvects are exact only. rank by SVD with "
+    "numpy's tolerance (largest singular value × max(rows, columns) × 2.2e-16). Results (rank aside) have "
+    "float64=true, min(digits, 15) significant digits; a matrix over the output limit comes as its first rows "
+    "(rows_shown) with its full shape. VALIDATION_FAILED for a matrix singular to working precision (condition "
+    "number over 1/eps) in inv, A**-k or linsolve; MAX_LIMIT_EXCEEDED beyond the float64 range (about 1.8e308)."
 )
 _MATRIX_ADVICE = (
     "Exact linear algebra grows fast with the size and the kind of entries: use a smaller matrix, numbers instead "
@@ -168,7 +180,7 @@ async def calculator_constant(params: ConstantInput) -> ConstantResult:
 
 @_tool(
     "calculator_evaluate",
-    "Evaluate an expression exactly",
+    "Evaluate an expression (exact, or float64 for decimal matrices)",
     f"{_LINEAR_NOTE}\n{_SYMBOLIC_NOTE}",
     examples=(
         "work out (3 + 4i) * (2 - i)",
@@ -183,7 +195,7 @@ def calculator_evaluate(params: EvaluateInput, state: CalculatorState) -> Evalua
     'sin(pi/6)' → 1/2. ^ and ** are powers (2^3^2 = 2^9). Use it for long or exact computations, big
     integers, fractions and complex numbers (I); for one float operation calculator_unary/binary is faster.
     """
-    check_text(params.expression, limit=MAX_MATRIX_EXPRESSION_LENGTH)
+    check_text(params.expression, limit=MAX_FLOAT_EXPRESSION_LENGTH)
     advice = _MATRIX_ADVICE if mentions_linear_algebra(params.expression) else None
     data = state.call("evaluate", advice=advice, expression=params.expression, digits=params.digits)
     return EvaluateResult(**data)
@@ -293,7 +305,7 @@ def calculator_integrate(params: IntegrateInput, state: CalculatorState) -> Inte
         "how many pounds is 70 kg",
         "express 60 mph in km/h",
         "kilowatt-hours to joules",
-        "turn a speed in knots into m/s",
+        "convert a file size from MB to GiB",
     ),
 )
 def calculator_convert_units(params: ConvertUnitsInput, state: CalculatorState) -> ConvertUnitsResult:
@@ -310,7 +322,10 @@ def calculator_convert_units(params: ConvertUnitsInput, state: CalculatorState) 
 
 SECTION = Section(
     id="calculator",
-    requirements=(Requirement("sympy", module("sympy"), InstallExtra("calculator")),),
+    requirements=(
+        Requirement("sympy", module("sympy"), InstallExtra("calculator")),
+        Requirement("numpy", module("numpy"), InstallExtra("calculator")),
+    ),
     output_source="computation",
     trusted_output=True,
     name="Calculator",

@@ -1,4 +1,4 @@
-"""The calculator's settings and state: one worker process for the sympy tools."""
+"""The calculator's settings and state: one worker process for the sympy (and numpy) tools."""
 
 from __future__ import annotations
 
@@ -88,8 +88,9 @@ class CalculatorState:
             logger.error("calculator worker could not start: %s", exc)
             raise ToolFailure(
                 ErrorCode.DEPENDENCY_ERROR,
-                f"the symbolic engine (sympy) could not start; {install_hint('calculator')}. The float tools "
-                "calculator_unary, calculator_binary and calculator_constant still work.",
+                f"the calculator's engine (sympy, and numpy for float64 matrices) could not start; "
+                f"{install_hint('calculator')}. The float tools calculator_unary, calculator_binary and "
+                "calculator_constant still work.",
             ) from None
         except WorkerTaskError as exc:
             logger.error("calculator %s failed: %s", function, exc)

@@ -17,11 +17,13 @@ import sympy
 from sympy.physics import units as u
 
 from mcp_sections.servers.calculator import expressions as ex
+from mcp_sections.servers.calculator import floats as fl
 from mcp_sections.servers.calculator import matrices as la
 from mcp_sections.servers.calculator.units import AFFINE_TEMPERATURES, TEMPERATURES, unit_names
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, validation_failed
 
 MAX_UNKNOWNS = 6
+MAX_ECHO_CHARS = 1000  # of the expression repeated in calculator_evaluate's result
 MAX_VALUE = 1e308
 SI_BASE = [u.meter, u.kilogram, u.second, u.ampere, u.kelvin, u.mole, u.candela, u.bit, u.radian]
 
@@ -157,16 +159,36 @@ def _only_variable(expression: Any, variable: str | None, symbols: dict[str, Any
 @_guarded
 def evaluate(expression: str, digits: int = 15) -> dict[str, Any]:
     value = ex.build(expression, EVALUATE)
+    echo = _echo(expression)
     if la.is_value(value):
-        return {"expression": expression.strip(), "value": None, "digits": digits, **_linear(value, digits)}
+        return {"expression": echo, "value": None, "digits": digits, **_linear(value, digits)}
     _undefined(value, "result")
+    if value.has(sympy.Float):  # a scalar computed from a float64 matrix (det, trace, dot...)
+        shown = fl.text(value, digits) if value.is_number else _text(value)
+        return {
+            "expression": echo,
+            "exact": shown,
+            "numeric": shown,
+            "value": _float(value),
+            "digits": digits,
+            "float64": True,
+        }
     return {
-        "expression": expression.strip(),
+        "expression": echo,
         "exact": _text(value),
         "numeric": _numeric(value, digits) or _text(value),
         "value": _float(value),
         "digits": digits,
     }
+
+
+def _echo(expression: str) -> str:
+    """The expression as given, its middle cut when over MAX_ECHO_CHARS (a 200×200 literal is not repeated)."""
+    text = expression.strip()
+    if len(text) <= MAX_ECHO_CHARS:
+        return text
+    half = MAX_ECHO_CHARS // 2
+    return f"{text[:half]} …({len(text) - 2 * half} characters)… {text[-half:]}"
 
 
 _MATRIX_HINT = (
@@ -177,6 +199,16 @@ _MATRIX_HINT = (
 
 def _linear(value: Any, digits: int) -> dict[str, Any]:
     """The fields of a matrix or `matrices.Final` result (see EvaluateResult)."""
+    if la.is_floats(value):
+        return _float_matrix(value, digits)
+    if isinstance(value, la.Final) and value.floats:
+
+        def floating(entry: Any) -> str:
+            return fl.text(entry, digits)
+
+        shown = _bounded(_show(value, floating), "numeric result")
+        fields = {"kind": value.function, "exact": shown, "numeric": shown, "float64": True}
+        return fields | _structure(value, floating, floating)
 
     def exact(entry: Any) -> str:
         _undefined(entry, "result")
@@ -191,6 +223,20 @@ def _linear(value: Any, digits: int) -> dict[str, Any]:
         "numeric": _bounded(_show(value, numeric), "numeric result", f"{_MATRIX_HINT} Or ask for fewer digits."),
         **_structure(value, exact, numeric),
     }
+
+
+def _float_matrix(matrix: Any, digits: int) -> dict[str, Any]:
+    """A float64 matrix to min(digits, 15) digits; over MAX_OUTPUT_CHARS, its first rows (`rows_shown`)."""
+    rows, text = fl.matrix_rows(matrix, digits, ex.MAX_OUTPUT_CHARS - 300)
+    fields: dict[str, Any] = {"kind": "matrix", "shape": list(matrix.shape), "matrix": rows, "float64": True}
+    if len(rows) < matrix.rows:
+        text += (
+            f" …{matrix.rows - len(rows)} more rows: a {matrix.rows}×{matrix.cols} float64 matrix is too large to "
+            f"show in full ({ex.MAX_OUTPUT_CHARS} characters); the first {len(rows)} rows are shown. Ask for what "
+            "you need: det, trace, a product with a vector (A*v), or fewer digits."
+        )
+        fields["rows_shown"] = len(rows)
+    return {**fields, "exact": text, "numeric": text}
 
 
 def _show(value: Any, entry: Callable[[Any], str]) -> str:
@@ -236,7 +282,7 @@ def _structure(value: Any, exact: Callable[[Any], str], numeric: Callable[[Any],
                 "numeric": numeric(eigenvalue),
                 "multiplicity": count,
                 "vectors": None if basis is None else [entries(vector) for vector in basis],
-                "exact": polynomial is None,
+                "exact": polynomial is None and not value.floats,
                 "polynomial": None if polynomial is None else sympy.sstr(polynomial),
             }
             for eigenvalue, count, basis, polynomial in value.eigen

@@ -29,7 +29,7 @@ from mcp_sections.shared.about import package_version
 from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ScopedState
 from mcp_sections.shared.audit import audit_log
 from mcp_sections.shared.config import Settings
-from mcp_sections.shared.errors import not_found, permission_denied
+from mcp_sections.shared.errors import ToolFailure, not_found, permission_denied
 from mcp_sections.shared.sdk_tools import definition
 from mcp_sections.shared.tools import ToolContext, ToolSpec, spec_of
 
@@ -109,10 +109,16 @@ class Gateway:
     # -- dispatch ----------------------------------------------------------------------------------
 
     async def call(
-        self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: AgentScope = CLIENT_SCOPE
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        ctx: ToolContext | None,
+        scope: AgentScope = CLIENT_SCOPE,
+        failure: ToolFailure | None = None,
     ) -> CallToolResult:
-        """Every call of a gateway-published tool, the client's or a sub-agent's: through the gate."""
-        return await self.gate.dispatch(name, arguments, ctx, scope)
+        """Every call of a gateway-published tool, the client's or a sub-agent's: through the gate (`failure`: refused
+        before it could run, by the user's answer; the gate records it)."""
+        return await self.gate.dispatch(name, arguments, ctx, scope, failure)
 
     async def dispatch(
         self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: AgentScope

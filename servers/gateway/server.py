@@ -18,6 +18,7 @@ from mcp_sections.servers.pool.settings import GatewaySettings
 from mcp_sections.shared.about import package_version
 from mcp_sections.shared.approval import describe_arguments, exposed_spec, needs_approval, needs_approval_by_hints
 from mcp_sections.shared.config import Settings
+from mcp_sections.shared.errors import ToolFailure
 from mcp_sections.shared.resources import ServeResults, serve_as
 from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, raw_tool, spec_tool
 from mcp_sections.shared.server import UnknownToolAsNotFound, approval_tool
@@ -89,12 +90,7 @@ class _GatewayValue:
 def _approval_tool(gateway: Gateway, spec: Any) -> Any:
     """A destructive gateway tool behind the user's approval: starting a sub-agent, or forwarding a call to a
     section tool that is not known to be harmless (see `shared.approval`)."""
-    dispatch = _dispatch(gateway, spec.name)
-
-    async def call(arguments: dict[str, Any], ctx: ToolContext, answer: Any) -> CallToolResult:
-        return await dispatch(arguments, ctx)
-
-    return approval_tool(spec, _GatewayValue(gateway), call, DESCRIBE.get(spec.name))
+    return approval_tool(spec, _GatewayValue(gateway), _dispatch(gateway, spec.name), DESCRIBE.get(spec.name))
 
 
 def _describe_forward(params: Any, gateway: Gateway) -> str | None:
@@ -119,8 +115,12 @@ PLAN_CHARS = 1500  # a goal or action longer than this is shown by its start, it
 
 
 def _dispatch(gateway: Gateway, name: str) -> Any:
-    async def call(arguments: dict[str, Any], ctx: ToolContext) -> CallToolResult:
-        return await gateway.call(name, arguments, ctx)
+    """The call of a published tool: through the gate, with the refusal decided before it (the user's, when asked)."""
+
+    async def call(
+        arguments: dict[str, Any], ctx: ToolContext, answer: Any = None, failure: ToolFailure | None = None
+    ) -> CallToolResult:
+        return await gateway.call(name, arguments, ctx, failure=failure)
 
     return call
 
@@ -133,13 +133,10 @@ def _exposed_tool(gateway: Gateway, route: Route) -> Any:
     if needs_approval_by_hints(annotations, gateway.settings.approval):
         spec = exposed_spec(route.name, definition)
 
-        async def approved(arguments: dict[str, Any], ctx: ToolContext, answer: Any) -> CallToolResult:
-            return await dispatch(arguments, ctx)
-
         def describe(params: Any, state: Any) -> str:
             return f"Section {route.section}, tool {route.tool}. {describe_arguments(params.model_extra or {})}"
 
-        return approval_tool(spec, _GatewayValue(gateway), approved, describe, published=definition)
+        return approval_tool(spec, _GatewayValue(gateway), dispatch, describe, published=definition)
     return raw_tool(
         name=route.name,
         title=definition.get("title") or route.name,

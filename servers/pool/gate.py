@@ -85,14 +85,23 @@ class Gate:
         self._untrusted_own = dict(untrusted_own or {})
 
     async def dispatch(
-        self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: AgentScope
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        ctx: ToolContext | None,
+        scope: AgentScope,
+        failure: ToolFailure | None = None,
     ) -> CallToolResult:
-        """Run one call for `scope` and return its result; every outcome is a result, and every call is audited."""
+        """Run one call for `scope` and return its result; every outcome is a result, and every call is audited
+        (`failure`: the call was refused before it reached the gate, by the user's answer: recorded, not run)."""
         record = self.audit.start(name, arguments, scope.caller)
         traced = telemetry.current()
         span = traced.start(self.audit.server, name, scope.caller) if traced is not None else None
         try:
-            result = await self._dispatch(name, arguments, ctx, scope, span)
+            if failure is not None:
+                result = failure_result(failure)
+            else:
+                result = await self._dispatch(name, arguments, ctx, scope, span)
         except BaseException:
             record.cancelled()
             if span is not None:

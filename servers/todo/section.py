@@ -211,7 +211,7 @@ def todo_update(params: UpdateInput, state: Board) -> UpdateResult:
         "show all tasks in this workflow by priority",
         "list the tasks filtered by status",
         "what's on the task list",
-        "show pending and completed tasks",
+        "list the tasks an agent is responsible for",
     ),
 )
 def todo_list(params: ListInput, state: Board) -> ListResult:

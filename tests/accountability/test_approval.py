@@ -13,6 +13,7 @@ from mcp import Client
 from mcp_sections.servers.gateway.server import build_gateway_server
 from mcp_sections.servers.pool.settings import load_gateway_settings
 from mcp_sections.servers.registry import load_section
+from mcp_sections.shared.audit import read_records
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.server import build_server
 from tests.orchestration.helpers import User
@@ -25,7 +26,9 @@ def _todo(tmp_path: Path, user: User | None, mode: str) -> Client:
     section = load_section("todo")
     settings = Settings.load({"data_dir": str(tmp_path), "approval": "destructive", "warm_up": False})
     server, _ = build_server(section, section.runtime(settings))
-    return Client(server, mode=mode, elicitation_callback=user)  # type: ignore[arg-type]
+    client = Client(server, mode=mode, elicitation_callback=user)  # type: ignore[arg-type]
+    client.audit = settings.data_dir / "audit"  # type: ignore[attr-defined]
+    return client
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -44,6 +47,9 @@ async def test_a_destructive_call_runs_only_once_approved(tmp_path: Path, mode: 
         assert (await call(client, "todo_delete", task_id=task))["deleted"] == [task]
     question: Any = user.questions[-1]
     assert "todo_delete" in question.message and task in question.message
+    # the refused calls are in the audit log too, each with its start and its outcome
+    outcomes = [record["outcome"] for record in read_records(client.audit, "todo") if record["tool"] == "todo_delete"]
+    assert outcomes == ["PERMISSION_DENIED", "PERMISSION_DENIED", "OK"]
 
 
 async def test_without_elicitation_it_is_refused_with_how_to_turn_approval_off(tmp_path: Path) -> None:
@@ -51,6 +57,9 @@ async def test_without_elicitation_it_is_refused_with_how_to_turn_approval_off(t
         task = (await call(client, "todo_create", name="x"))["task_id"]
         message = await fail(client, "todo_delete", "DEPENDENCY_ERROR", task_id=task)
     assert "cannot ask the user" in message and 'approval = "off"' in message
+    assert [r["outcome"] for r in read_records(client.audit, "todo") if r["tool"] == "todo_delete"] == [
+        "DEPENDENCY_ERROR"
+    ]
 
 
 async def test_the_gateway_asks_before_a_sub_agent_starts_and_before_forwarding_a_destructive_call(

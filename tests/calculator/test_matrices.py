@@ -97,7 +97,7 @@ def test_matrix_results(expression: str, expected: list[list[str]]) -> None:
     [
         (f"det({A})", "-2"),
         ("det([[2, 0, 0], [0, 3, 0], [0, 0, 4]])", "24"),
-        ("det([[1/3, 2], [0.5, 1]])", "-2/3"),
+        ("det([[1/3, 2], [1/2, 1]])", "-2/3"),  # fractions: exact; with 0.5 the matrix is float64
         ("det([[a, b], [c, d]])", "a*d - b*c"),
         ("det(eye(40))", "1"),
         (f"trace({A})", "5"),
@@ -237,7 +237,7 @@ def test_numeric_text_and_digits() -> None:
         ("x + 1", "INVALID_INPUT", "no variables"),
         (f"{A} / 0", "VALIDATION_FAILED", "division by zero"),
         ("[[1/0]]", "VALIDATION_FAILED", "division by zero"),
-        ("eye(41)", "MAX_LIMIT_EXCEEDED", "40"),
+        ("eye(201)", "MAX_LIMIT_EXCEEDED", "200"),  # eye(41) to eye(200) are float64 (test_floats)
         ("ones(10**9)", "MAX_LIMIT_EXCEEDED", "40"),
         ("eye(10**100)", "MAX_LIMIT_EXCEEDED", "40"),
         ("x*eye(21)", "MAX_LIMIT_EXCEEDED", "20×20"),
@@ -271,7 +271,7 @@ def test_nothing_is_evaluated_while_checking(monkeypatch: pytest.MonkeyPatch) ->
         (literal([["x"] * 21] * 21), "21×21"),
         (literal([[1] * 20] * 20 + [["sqrt(2)"] * 20]), "21×20"),  # one symbolic entry: the 20×20 limit
         (literal([[10**25] * 21] * 21), "21×21"),  # more than 20 digits: not a plain number
-        (literal([["1e30"] * 21] * 21), "21×21"),
+        (literal([["1e30"] * 201] * 201), "201×201"),  # decimal entries: float64, whose limit is 200
     ],
 )
 def test_oversized_literals_are_refused_from_the_syntax_tree(text: str, needle: str) -> None:
@@ -279,6 +279,12 @@ def test_oversized_literals_are_refused_from_the_syntax_tree(text: str, needle: 
     with pytest.raises(ToolFailure) as caught:
         ex.parse(text, symbolic.EVALUATE)
     assert caught.value.code.value == "MAX_LIMIT_EXCEEDED" and needle in caught.value.message
+
+
+def test_negative_fractions_are_numbers() -> None:
+    """-1/3 parses as (-1)/3: still a number entry, under the 40×40 limit rather than the 20×20 one."""
+    negative = literal([["-1/3" if i == j else "0" for j in range(40)] for i in range(40)])
+    assert evaluate(f"rank({negative})").exact == "40"
 
 
 def test_the_largest_accepted_matrices() -> None:

@@ -1,5 +1,6 @@
 """The calculator over stdio, through the real CLI and the official `mcp` client: its tools/list snapshot and a
-call (what the tools do is in test_tools.py, in memory); a cold start that imports no sympy."""
+call (what the tools do is in test_tools.py, in memory); a 200×200 literal through the transport to the worker; a
+cold start that imports no sympy."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from mcp_sections.servers.calculator.operations import UNARY_OPS
-from tests.stdio import annotation_hints, call, check_tools_snapshot, section_client
+from tests.calculator.test_tools import literal
+from tests.stdio import annotation_hints, call, check_tools_snapshot, data_of, fail, section_client, text_of
 
 TOOLS = {
     "calculator_unary",
@@ -40,6 +42,21 @@ async def test_tools_list_snapshot_and_annotations(tmp_path: Path) -> None:
         assert t.output_schema is not None and t.description and len(t.description) > 60
     unary = next(t for t in tools if t.name == "calculator_unary")
     assert unary.input_schema["properties"]["operation"]["enum"] == list(UNARY_OPS)
+
+
+@pytest.mark.anyio
+async def test_float64_linear_algebra_at_200_in_the_worker(tmp_path: Path) -> None:
+    """numpy runs in the sandboxed worker (memory cap on); a 200×200 literal travels over stdio."""
+    known = literal([["1.01" if i == j else "0.01" for j in range(200)] for i in range(200)])  # det 3
+    async with section_client("calculator", "--data-dir", str(tmp_path / "data")) as client:
+        result = await client.call_tool("calculator_evaluate", {"expression": f"det({known})"})
+        data, text = data_of(result), text_of(result)
+        assert data["float64"] and data["value"] == pytest.approx(3, rel=1e-12) and len(text) < 1200
+        data = await call(client, "calculator_evaluate", expression=f"inv({known})")
+        assert data["shape"] == [200, 200] and 0 < data["rows_shown"] < 200
+        assert float(data["matrix"][0][0]) == pytest.approx(1 - 1 / 300)
+        message = await fail(client, "calculator_evaluate", "VALIDATION_FAILED", expression="inv([[1.0, 2], [2, 4]])")
+        assert "singular" in message
 
 
 def test_start_up_imports_no_sympy() -> None:

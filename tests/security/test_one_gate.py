@@ -216,9 +216,13 @@ async def test_orchestrations_own_tools_called_by_a_sub_agent_are_audited(
 
 
 @pytest.mark.anyio
-async def test_exposed_destructive_tools_ask_like_call_section_tool(tmp_path: Path, model: ScriptedModel) -> None:
+@pytest.mark.parametrize("placement", ["subprocess", "in_process"])
+async def test_exposed_destructive_tools_ask_like_call_section_tool(
+    tmp_path: Path, model: ScriptedModel, placement: str
+) -> None:
     user = User()
-    config = world(tmp_path, model, approval="destructive", extra='expose = ["file_ops"]')
+    extra = 'expose = ["file_ops"]' + ('\nin_process = ["file_ops"]' if placement == "in_process" else "")
+    config = world(tmp_path, model, approval="destructive", extra=extra)
     async with await gateway(config, user=user) as client:
         user.will("decline")
         code, message = error_of(await client.call_tool("delete_path", {"path": "victim.txt"}))
@@ -228,6 +232,11 @@ async def test_exposed_destructive_tools_ask_like_call_section_tool(tmp_path: Pa
         asked = len(user.questions)
         listed = await client.call_tool("list_directory", {"path": "."})  # read-only: never asked
         assert not listed.is_error and len(user.questions) == asked
+    # both ends audited the refusal and the read, whichever process ran the section
+    audit: Path = client.audit  # type: ignore[attr-defined]
+    gateway_lines = [(r["tool"], r["outcome"]) for r in read_records(audit, "gateway")]
+    assert ("delete_path", "PERMISSION_DENIED") in gateway_lines and ("list_directory", "OK") in gateway_lines
+    assert [r["outcome"] for r in read_records(audit, "file_ops") if r["tool"] == "list_directory"] == ["OK"]
 
 
 @pytest.mark.anyio
