@@ -145,6 +145,7 @@ class SubprocessLauncher:
         self._task_group: TaskGroup | None = None
         self._connection: _Connection | None = None
         self._lock = anyio.Lock()
+        self._stopped = False  # the pool is shutting down: a start still under way is stopped when it ends
         self._failures = 0
         self._retry_at = 0.0
         self._boot_failure: ToolFailure | None = None
@@ -276,6 +277,9 @@ class SubprocessLauncher:
                     f"section {self.entry.id!r} could not be started: {self.last_error}. {self._fix_hint()} "
                     "Call again to retry.",
                 ) from None
+            if self._stopped:  # the pool stopped while this process started: it must not outlive the pool
+                connection.stop.set()
+                raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "the gateway is stopping; call again once restarted.")
             self._connection = connection
             self.state = "running"
             self.starts += 1
@@ -355,6 +359,7 @@ class SubprocessLauncher:
         return f"Check that `{external.command}` runs on its own ([gateway.sections.{self.entry.id}] command/args)."
 
     async def stop(self) -> None:
+        self._stopped = True
         if self._connection is not None:
             self._connection.stop.set()
             self._connection = None
