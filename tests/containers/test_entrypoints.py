@@ -105,7 +105,9 @@ async def test_the_service_command_answers_tools_list(
     service = compose["services"][service_name]
     data = sandbox["base"] / f"data-{service_name}"
     data.mkdir()
-    os.chown(data, RUN_AS, RUN_AS) if os.geteuid() == 0 else None
+    prefix = _as_container_user()
+    if prefix:  # the data volume belongs to the user the command runs as, as in the image
+        os.chown(data, RUN_AS, RUN_AS)
     port = free_port()
     argv, env = _command(service, port, sandbox, data)
     if service_name == "gateway":  # its config is a compose `configs` entry mounted at /etc/mcp-sections/
@@ -114,7 +116,6 @@ async def test_the_service_command_answers_tools_list(
         config.chmod(0o644)
         argv = [str(config) if arg == "/etc/mcp-sections/gateway.toml" else arg for arg in argv]
         env["MCP_SECTIONS_GATEWAY_MODEL_API_KEY_ENV"] = ""
-    prefix = _as_container_user()
     if prefix:
         (sandbox["secrets"] / "mcp_token").chmod(0o644)
     process = subprocess.Popen([*prefix, *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
