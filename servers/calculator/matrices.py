@@ -15,9 +15,9 @@ Only matrices that need sympy's generic expression domain EX (symbols mixed with
 polynomial: closed forms for factors up to degree 4, 15-digit roots above (numbers only).
 
 rref, nullspace, eigenvals, eigenvects and linsolve return a `Final` value, which must be the whole
-expression. Errors: INVALID_INPUT for shapes that do not fit (non-square det, mismatched product),
-singular inverses and misuse of matrices as numbers; MAX_LIMIT_EXCEEDED for sizes, exponents, digits;
-EXECUTION_FAILED when eigenvalues have no closed form and cannot be given numerically.
+expression. Errors: INVALID_INPUT for shapes that do not fit (non-square det, mismatched product) and misuse
+of matrices as numbers; VALIDATION_FAILED for singular inverses (as a division by zero); MAX_LIMIT_EXCEEDED for
+sizes, exponents, digits; EXECUTION_FAILED when eigenvalues have no closed form and cannot be given numerically.
 """
 
 from __future__ import annotations
@@ -388,7 +388,8 @@ def _square(matrix: Any, operation: str, what: str) -> None:
 
 
 def _singular(matrix: Any, what: str) -> ToolFailure:
-    return invalid_input(
+    """A matrix with no inverse: outside the operation's domain (VALIDATION_FAILED, as a division by zero)."""
+    return validation_failed(
         f"the {_size(matrix)} matrix is singular (its determinant is 0), so it has no inverse (in the {what}). "
         "Check its entries; rank(A) counts its independent rows, nullspace(A) shows the dependency, and "
         "linsolve(A, b) solves A*x = b without an inverse."
