@@ -1,6 +1,10 @@
 """A real Bolt/Cypher server for the Neo4j backend's tests: ArcadeDB (PyPI `arcadedb-embedded`, with its own
 JRE) listening on 127.0.0.1, started by the tests themselves. `NEO4J_URI` points them at a real Neo4j 5 instead.
 
+The JVM runs in a process of its own (`python -m tests.rag_ops.bolt_server`, `bolt_process`), never inside a pytest
+worker: a JVM uses SIGSEGV on purpose (safepoints, null checks) and, sharing a process with Python's faulthandler
+and the suite's native libraries, it brought a worker down now and then ("node down: Not properly terminated").
+
 The backend targets Neo4j 5 and is not changed for ArcadeDB. Where ArcadeDB differs, this fixture adapts:
 ArcadeDB's Cypher has no `CREATE FULLTEXT INDEX` / `CREATE VECTOR INDEX`, so `AdaptingDriver` runs those two
 statements as the equivalent ArcadeDB SQL (a named FULL_TEXT index, an LSM_VECTOR index) and passes every other
@@ -14,12 +18,15 @@ import json
 import os
 import re
 import secrets
+import subprocess
+import sys
 import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from tests.processes import free_port
@@ -108,6 +115,42 @@ def arcadedb_bolt() -> Iterator[BoltServer]:
             server.stop()
 
 
+@contextmanager
+def bolt_process() -> Iterator[BoltServer]:
+    """`arcadedb_bolt` in a child process: its address on the child's first line of output; closing the child's
+    stdin stops it."""
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")]))}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.rag_ops.bolt_server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=repo,
+        env=env,
+        text=True,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        line = child.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the Bolt server process ended before it served (exit {child.wait(timeout=30)})")
+        yield BoltServer(**json.loads(line))
+    finally:
+        child.stdin.close()
+        try:
+            child.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait(timeout=30)
+
+
+def main() -> None:
+    """Serve `arcadedb_bolt` until stdin closes; its address as one JSON line on stdout."""
+    with arcadedb_bolt() as server:
+        print(json.dumps(asdict(server)), flush=True)
+        sys.stdin.read()
+
+
 def neo4j_store(server: BoltServer | None) -> Any:
     """The Neo4j backend on `server` (ArcadeDB, adapted), or on NEO4J_URI's Neo4j when `server` is None."""
     from mcp_sections.shared.brain.neo4j_backend import Neo4jBrainStore
@@ -168,3 +211,7 @@ class _Transaction:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._tx, name)
+
+
+if __name__ == "__main__":
+    main()

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.rag_ops.bolt_server import BoltServer, arcadedb_bolt
+from tests.rag_ops.bolt_server import BoltServer, bolt_process
 
 
 @pytest.fixture(scope="session")
@@ -18,5 +18,5 @@ def bolt_server() -> Iterator[BoltServer | None]:
         return
     pytest.importorskip("neo4j", reason="the neo4j driver comes with the 'rag' extra")
     pytest.importorskip("arcadedb_embedded", reason="arcadedb-embedded (dev extra) runs the Bolt server here")
-    with arcadedb_bolt() as server:
+    with bolt_process() as server:
         yield server
