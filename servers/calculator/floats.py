@@ -23,6 +23,7 @@ import numpy as np
 import sympy
 
 from mcp_sections.servers.calculator import expressions as ex
+from mcp_sections.servers.calculator.shapes import check_product, check_square, size
 from mcp_sections.shared.errors import invalid_input, limit_exceeded, validation_failed
 
 MAX_FLOAT_DIGITS = 15  # significant digits shown of a float64 value (17 would show its rounding noise)
@@ -137,7 +138,7 @@ def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
             a, b = converted(left, what), converted(right, what)
             if a.shape != b.shape:
                 raise invalid_input(
-                    f"cannot add or subtract a {_size(a)} and a {_size(b)} matrix in the {what}; "
+                    f"cannot add or subtract a {size(a)} and a {size(b)} matrix in the {what}; "
                     "both need the same shape."
                 )
             return make(a.array + b.array if isinstance(op, ast.Add) else a.array - b.array, what)
@@ -167,12 +168,7 @@ def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
 
 
 def product(left: FloatMatrix, right: FloatMatrix, what: str) -> FloatMatrix:
-    if left.cols != right.rows:
-        raise invalid_input(
-            f"cannot multiply a {_size(left)} matrix by a {_size(right)} matrix in the {what}: the columns of the "
-            f"first ({left.cols}) must equal the rows of the second ({right.rows}). Check the order, or transpose "
-            "one of them (transpose(B)); dot(u, v) multiplies two vectors."
-        )
+    check_product(left, right, what)
     with np.errstate(all="ignore"):
         return make(left.array @ right.array, what)
 
@@ -264,12 +260,12 @@ def _linsolve(matrix: FloatMatrix, right: FloatMatrix, what: str) -> Any:
 
     if min(right.shape) != 1 or right.array.size != matrix.rows:
         raise invalid_input(
-            f"linsolve(A, b) needs a vector b with one entry per row of A: A is {_size(matrix)}, b is {_size(right)} "
+            f"linsolve(A, b) needs a vector b with one entry per row of A: A is {size(matrix)}, b is {size(right)} "
             f"(in the {what})."
         )
     if matrix.rows != matrix.cols:
         raise invalid_input(
-            f"linsolve of a float64 matrix needs a square A (one solution), and this one is {_size(matrix)} (in the "
+            f"linsolve of a float64 matrix needs a square A (one solution), and this one is {size(matrix)} (in the "
             f"{what}). For a family of solutions or none, write the entries as integers or fractions (exact path, "
             f"up to {ex.MAX_NUMERIC_SIZE}×{ex.MAX_NUMERIC_SIZE})."
         )
@@ -366,7 +362,7 @@ def _regular(matrix: FloatMatrix, what: str, operation: str = "inv(A)") -> None:
     if not np.isfinite(condition) or condition > SINGULAR_CONDITION:
         rank = int(np.linalg.matrix_rank(matrix.array))
         raise validation_failed(
-            f"the {_size(matrix)} float64 matrix is singular to working precision (rank {rank} of {matrix.rows}, "
+            f"the {size(matrix)} float64 matrix is singular to working precision (rank {rank} of {matrix.rows}, "
             f"condition number {'infinite' if not np.isfinite(condition) else f'{condition:.3g}'} > 1/eps = "
             f"{SINGULAR_CONDITION:.3g}), so {operation} has no reliable answer (in the {what}). Check the entries; "
             "rank(A) counts its independent rows, and with integer or fraction entries (exact path, up to "
@@ -375,21 +371,13 @@ def _regular(matrix: FloatMatrix, what: str, operation: str = "inv(A)") -> None:
 
 
 def _square(matrix: FloatMatrix, operation: str, what: str) -> None:
-    if matrix.rows != matrix.cols:
-        raise invalid_input(
-            f"{operation} needs a square matrix, and this one is {_size(matrix)} (in the {what}); "
-            "check the rows, or use rank, which takes any shape."
-        )
+    check_square(matrix, operation, what, "rank, which takes any shape")
 
 
 def _vector(matrix: FloatMatrix, name: str, what: str) -> Any:
     if min(matrix.shape) != 1:
         raise invalid_input(
-            f"{name} takes vectors such as [1.5, 2, 3]; got a {_size(matrix)} matrix (in the {what}). "
+            f"{name} takes vectors such as [1.5, 2, 3]; got a {size(matrix)} matrix (in the {what}). "
             "Multiply matrices with * or @."
         )
     return matrix.array.reshape(-1)
-
-
-def _size(matrix: FloatMatrix) -> str:
-    return f"{matrix.rows}×{matrix.cols}"

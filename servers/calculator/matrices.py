@@ -36,6 +36,7 @@ from sympy.solvers.solveset import NonlinearError
 
 from mcp_sections.servers.calculator import expressions as ex
 from mcp_sections.servers.calculator import floats as fl
+from mcp_sections.servers.calculator.shapes import check_product, check_square, size
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, validation_failed
 
 FINAL_DESCRIPTIONS = {
@@ -84,7 +85,7 @@ def scalar(value: Any, role: str, what: str) -> Any:
     """`value` when it is a number or a scalar expression; INVALID_INPUT naming `role` otherwise."""
     _not_final(value, what)
     if is_matrix(value) or fl.is_floats(value):
-        raise invalid_input(f"{role} in the {what} must be a number or an expression, not a {_size(value)} matrix.")
+        raise invalid_input(f"{role} in the {what} must be a number or an expression, not a {size(value)} matrix.")
     return value
 
 
@@ -122,7 +123,7 @@ def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
             )
         if left.shape != right.shape:
             raise invalid_input(
-                f"cannot add or subtract a {_size(left)} and a {_size(right)} matrix in the {what}; "
+                f"cannot add or subtract a {size(left)} and a {size(right)} matrix in the {what}; "
                 "both need the same shape."
             )
         return checked(left + right if isinstance(op, ast.Add) else left - right, what)
@@ -148,12 +149,7 @@ def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
 
 
 def product(left: Any, right: Any, what: str) -> Any:
-    if left.cols != right.rows:
-        raise invalid_input(
-            f"cannot multiply a {_size(left)} matrix by a {_size(right)} matrix in the {what}: the columns of the "
-            f"first ({left.cols}) must equal the rows of the second ({right.rows}). Check the order, or transpose "
-            "one of them (transpose(B)); dot(u, v) multiplies two vectors."
-        )
+    check_product(left, right, what)
     first, second = _over_field(left), _over_field(right)
     if first is None or second is None:
         return checked(left * right, what)
@@ -352,10 +348,6 @@ def _nullspace(reduced: Any, pivots: tuple[int, ...]) -> tuple[Any, ...]:
     return tuple(basis)
 
 
-def _size(matrix: Any) -> str:
-    return f"{matrix.rows}×{matrix.cols}"
-
-
 def _short(value: Any) -> str:
     text = sympy.sstr(value)
     return text if len(text) <= 12 else f"about 10**{len(text.lstrip('-')) - 1}"
@@ -380,17 +372,13 @@ def _matrix(value: Any, name: str, what: str) -> Any:
 
 
 def _square(matrix: Any, operation: str, what: str) -> None:
-    if matrix.rows != matrix.cols:
-        raise invalid_input(
-            f"{operation} needs a square matrix, and this one is {_size(matrix)} (in the {what}); "
-            "check the rows, or use rank/rref/nullspace, which take any shape."
-        )
+    check_square(matrix, operation, what, "rank/rref/nullspace, which take any shape")
 
 
 def _singular(matrix: Any, what: str) -> ToolFailure:
     """A matrix with no inverse: outside the operation's domain (VALIDATION_FAILED, as a division by zero)."""
     return validation_failed(
-        f"the {_size(matrix)} matrix is singular (its determinant is 0), so it has no inverse (in the {what}). "
+        f"the {size(matrix)} matrix is singular (its determinant is 0), so it has no inverse (in the {what}). "
         "Check its entries; rank(A) counts its independent rows, nullspace(A) shows the dependency, and "
         "linsolve(A, b) solves A*x = b without an inverse."
     )
@@ -411,7 +399,7 @@ def _dimension(value: Any, name: str, what: str) -> int:
 def _vector(matrix: Any, name: str, what: str) -> Any:
     if min(matrix.shape) != 1:
         raise invalid_input(
-            f"{name} takes vectors such as [1, 2, 3]; got a {_size(matrix)} matrix (in the {what}). "
+            f"{name} takes vectors such as [1, 2, 3]; got a {size(matrix)} matrix (in the {what}). "
             "Multiply matrices with * or @."
         )
     return matrix
@@ -434,7 +422,7 @@ def _cross(left: Any, right: Any, what: str) -> Any:
 def _eigen(matrix: Any, name: str, what: str) -> Final:
     if matrix.rows > ex.MAX_EIGEN_SIZE:
         raise limit_exceeded(
-            f"{name} takes matrices up to {ex.MAX_EIGEN_SIZE}×{ex.MAX_EIGEN_SIZE}, and this one is {_size(matrix)} "
+            f"{name} takes matrices up to {ex.MAX_EIGEN_SIZE}×{ex.MAX_EIGEN_SIZE}, and this one is {size(matrix)} "
             f"(in the {what}): the roots of a larger characteristic polynomial take too long. det, rank and trace "
             "take larger matrices."
         )
@@ -530,7 +518,7 @@ def _eigen_order(item: Eigen) -> tuple[Any, ...]:
 def _linsolve_matrix(matrix: Any, right: Any, what: str) -> Final:
     if min(right.shape) != 1 or len(right) != matrix.rows:
         raise invalid_input(
-            f"linsolve(A, b) needs a vector b with one entry per row of A: A is {_size(matrix)}, b is {_size(right)} "
+            f"linsolve(A, b) needs a vector b with one entry per row of A: A is {size(matrix)}, b is {size(right)} "
             f"(in the {what})."
         )
     unknowns = [sympy.Symbol(f"x{index + 1}") for index in range(matrix.cols)]
