@@ -326,6 +326,7 @@ async def test_a_repl_takes_input_and_answers(client: Client, world: dict[str, P
 
 @pytest.mark.anyio
 async def test_a_dev_server_is_fetched_through_its_published_port(client: Client, world: dict[str, Path]) -> None:
+    pytest.importorskip("html_to_markdown", reason="web_ops fetches the page: the web extra")
     port = free_port()
     started = await call(
         client,
