@@ -123,6 +123,8 @@ def _tool(
         "take the absolute value of -42.7",
         "round 3.14159 to the nearest integer",
         "hyperbolic tangent of 1.2",
+        "e to the power of 3",
+        "convert 90 degrees to radians",
     ),
 )
 async def calculator_unary(params: UnaryInput) -> UnaryResult:
@@ -145,6 +147,8 @@ async def calculator_unary(params: UnaryInput) -> UnaryResult:
         "raise 1.07 to the 10th power",
         "log base 2 of 1024",
         "subtract one number from another, or multiply two numbers",
+        "the remainder when 17 is divided by 5",
+        "the larger of two numbers",
     ),
 )
 async def calculator_binary(params: BinaryInput) -> BinaryResult:
@@ -170,6 +174,8 @@ async def calculator_binary(params: BinaryInput) -> BinaryResult:
         "the numeric value of the square root of two",
         "tau, that is two pi",
         "the value of ln 2",
+        "Euler's number e",
+        "give me the value of the constant pi",
     ),
 )
 async def calculator_constant(params: ConstantInput) -> ConstantResult:
@@ -187,6 +193,8 @@ async def calculator_constant(params: ConstantInput) -> ConstantResult:
         "evaluate 100 factorial",
         "the determinant and inverse of a 3 by 3 matrix",
         "solve a system of linear equations",
+        "compute 2 to the 100th power exactly",
+        "calculate a long arithmetic expression with big integers",
     ),
 )
 def calculator_evaluate(params: EvaluateInput, state: CalculatorState) -> EvaluateResult:
@@ -210,6 +218,8 @@ def calculator_evaluate(params: EvaluateInput, state: CalculatorState) -> Evalua
         "tidy up this algebraic expression",
         "reduce sin(t)^2 + cos(t)^2",
         "cancel common factors in a fraction of polynomials",
+        "factor the polynomial x^2 - 5x + 6",
+        "simplify a trigonometric identity",
     ),
 )
 def calculator_simplify(params: SimplifyInput, state: CalculatorState) -> SimplifyResult:
@@ -229,6 +239,8 @@ def calculator_simplify(params: SimplifyInput, state: CalculatorState) -> Simpli
         "find the unknowns in these two equations",
         "for which y is 2^y = 64",
         "roots of a polynomial equation",
+        "solve 3x + 7 = 22 for x",
+        "what value of the variable makes this equation true",
     ),
 )
 def calculator_solve(params: SolveInput, state: CalculatorState) -> SolveResult:
@@ -253,6 +265,8 @@ def calculator_solve(params: SolveInput, state: CalculatorState) -> SolveResult:
         "take the derivative of sin(x)*exp(x)",
         "partial derivative with respect to y",
         "d/dx of a function",
+        "second derivative of x^4",
+        "differentiate an expression symbolically",
     ),
 )
 def calculator_differentiate(params: DifferentiateInput, state: CalculatorState) -> DifferentiateResult:
@@ -279,6 +293,8 @@ def calculator_differentiate(params: DifferentiateInput, state: CalculatorState)
         "indefinite integral of sin(x)*cos(x)",
         "the integral of a function over an interval",
         "find the primitive of cos(2x)",
+        "area under the curve of exp(-x) from 0 to infinity",
+        "antiderivative of 1/x",
     ),
 )
 def calculator_integrate(params: IntegrateInput, state: CalculatorState) -> IntegrateResult:
@@ -306,6 +322,8 @@ def calculator_integrate(params: IntegrateInput, state: CalculatorState) -> Inte
         "express 60 mph in km/h",
         "kilowatt-hours to joules",
         "convert a file size from MB to GiB",
+        "20 degrees Celsius in Fahrenheit",
+        "how many feet in 3 meters",
     ),
 )
 def calculator_convert_units(params: ConvertUnitsInput, state: CalculatorState) -> ConvertUnitsResult:

@@ -157,6 +157,8 @@ def _journal(state: FileOpsState) -> Journal:
         "read lines 100 to 150 of app.py",
         "the tail end of a log file",
         "view the first lines of a file",
+        "what does this file say",
+        "open src/main.py",
     ),
 )
 async def read_file(params: ReadFileInput, state: FileOpsState, ctx: ToolContext) -> ReadFileResult:
@@ -218,6 +220,8 @@ def _long_text_by_reference(result: ReadFileResult) -> ReadFileResult:
         "load several files in one go to review them",
         "show several files side by side",
         "read a list of files in one call",
+        "read package.json, tsconfig.json and vite.config.ts",
+        "fetch the text of several files in one request",
     ),
 )
 async def read_multiple_files(params: ReadMultipleInput, state: FileOpsState, ctx: ToolContext) -> ReadMultipleResult:
@@ -290,6 +294,8 @@ async def read_multiple_files(params: ReadMultipleInput, state: FileOpsState, ct
         "overwrite notes.txt with new text",
         "save text to a file",
         "create a file from scratch",
+        "replace the whole content of a file",
+        "dump this output into a new file",
     ),
 )
 async def write_file(params: WriteFileInput, state: FileOpsState, ctx: ToolContext) -> WriteFileResult:
@@ -331,6 +337,8 @@ async def write_file(params: WriteFileInput, state: FileOpsState, ctx: ToolConte
         "rename a variable inside one file and show the diff",
         "patch a function body without rewriting the file",
         "change some text in an existing file",
+        "update the version number in setup.cfg",
+        "find and replace text in one file",
     ),
 )
 async def edit_file(params: EditFileInput, state: FileOpsState, ctx: ToolContext) -> EditFileResult:
@@ -374,6 +382,8 @@ async def edit_file(params: EditFileInput, state: FileOpsState, ctx: ToolContext
         "ls the current directory",
         "show hidden files in a folder",
         "directory listing with sizes and dates",
+        "list the contents of a directory",
+        "what's inside the src folder",
     ),
 )
 async def list_directory(params: ListDirectoryInput, state: FileOpsState, ctx: ToolContext) -> ListDirectoryResult:
@@ -425,6 +435,8 @@ def _listing(params: ListDirectoryInput | DirectoryTreeInput | GlobFilesInput) -
         "print a tree of the repo without node_modules",
         "project structure overview",
         "nested folder layout as a tree",
+        "show me how the repository is organised",
+        "recursive tree view of a folder",
     ),
 )
 async def directory_tree(params: DirectoryTreeInput, state: FileOpsState, ctx: ToolContext) -> DirectoryTreeResult:
@@ -468,6 +480,8 @@ async def directory_tree(params: DirectoryTreeInput, state: FileOpsState, ctx: T
         "list all the python files recursively",
         "which yaml files are under config",
         "find files by name pattern",
+        "find all files ending in .md",
+        "locate files matching src/**/*.ts",
     ),
 )
 async def glob_files(params: GlobFilesInput, state: FileOpsState, ctx: ToolContext) -> GlobFilesResult:
@@ -515,6 +529,8 @@ async def glob_files(params: GlobFilesInput, state: FileOpsState, ctx: ToolConte
         "which files contain a certain error message",
         "search the code with a regex",
         "find text inside files",
+        "where is this function called in the codebase",
+        "find every occurrence of a string in the source",
     ),
 )
 async def search_files(params: SearchFilesInput, state: FileOpsState, ctx: ToolContext) -> SearchFilesResult:
@@ -563,6 +579,8 @@ async def search_files(params: SearchFilesInput, state: FileOpsState, ctx: ToolC
         "is there a file at this location",
         "does this file exist",
         "verify a folder or file is present",
+        "is there already a .gitignore",
+        "check if a directory is there",
     ),
 )
 async def file_exists(params: PathInput, state: FileOpsState, ctx: ToolContext) -> FileExistsResult:
@@ -587,6 +605,8 @@ async def file_exists(params: PathInput, state: FileOpsState, ctx: ToolContext) 
         "is this path a symlink and where does it point",
         "file size, timestamps and permissions",
         "metadata of a file",
+        "when was this file last modified",
+        "what MIME type is this file, and is it binary",
     ),
 )
 async def get_file_info(params: PathInput, state: FileOpsState, ctx: ToolContext) -> FileInfoResult:
@@ -609,6 +629,8 @@ async def get_file_info(params: PathInput, state: FileOpsState, ctx: ToolContext
         "make a directory for the new module",
         "create a new folder",
         "add an empty directory",
+        "create nested folders a/b/c",
+        "set up an empty folder for logs",
     ),
 )
 async def create_directory(
@@ -643,6 +665,8 @@ async def create_directory(
         "delete a directory and everything inside it",
         "erase a file",
         "rm -r a folder",
+        "delete the build directory",
+        "get rid of a temporary file",
     ),
 )
 async def delete_path(params: DeletePathInput, state: FileOpsState, ctx: ToolContext) -> DeletePathResult:
@@ -680,6 +704,8 @@ async def delete_path(params: DeletePathInput, state: FileOpsState, ctx: ToolCon
         "move a folder somewhere else in the project",
         "relocate a file to another directory",
         "mv a file to a new name",
+        "rename src/utils.py to src/helpers.py",
+        "move these logs into an archive folder",
     ),
 )
 async def move_file(params: MoveFileInput, state: FileOpsState, ctx: ToolContext) -> MoveFileResult:
@@ -716,6 +742,8 @@ async def move_file(params: MoveFileInput, state: FileOpsState, ctx: ToolContext
         "copy a whole directory to a new location",
         "make a copy of a file",
         "back up a folder by copying it",
+        "copy config.yaml to config.backup.yaml",
+        "clone a directory tree to another path",
     ),
 )
 async def copy_file(params: CopyFileInput, state: FileOpsState, ctx: ToolContext) -> CopyFileResult:
@@ -755,6 +783,9 @@ async def copy_file(params: CopyFileInput, state: FileOpsState, ctx: ToolContext
         "what did the agent change in my files just now",
         "show the history of edits made by the tools",
         "which files were deleted or overwritten recently",
+        "list the recent changes made by the file tools",
+        "which edits can I undo",
+        "show the journal of file writes and deletions",
     ),
 )
 async def list_file_changes(
@@ -781,6 +812,9 @@ async def list_file_changes(
         "undo what the agent just did to my file",
         "restore the file that was deleted by mistake",
         "roll back the last edit",
+        "revert the last change to a file",
+        "undo a specific change by its id",
+        "put back the old content of a file that was overwritten",
     ),
 )
 async def undo_file_change(params: UndoFileChangeInput, state: FileOpsState, ctx: ToolContext) -> UndoFileChangeResult:
@@ -815,6 +849,8 @@ async def undo_file_change(params: UndoFileChangeInput, state: FileOpsState, ctx
         "add a python package to the virtualenv",
         "add a package needed only for development",
         "pip install a package",
+        "install requests with pip",
+        "add lodash as a dependency",
     ),
 )
 async def install_package(params: InstallPackageInput, state: FileOpsState, ctx: ToolContext) -> InstallPackageResult:
@@ -858,6 +894,8 @@ async def install_package(params: InstallPackageInput, state: FileOpsState, ctx:
         "what are my allowed root directories",
         "which paths am I permitted to read and write",
         "show the workspace roots",
+        "where am I allowed to work",
+        "which directories are accessible",
     ),
 )
 async def list_allowed_roots(params: NoInput, state: FileOpsState, ctx: ToolContext) -> ListRootsResult:

@@ -39,6 +39,8 @@ GENERATE = Annotations(read_only=False, destructive=False, idempotent=False, ope
         "list pictures with their sizes and formats",
         "list images",
         "which photos are in this directory",
+        "show image dimensions in a directory",
+        "what pictures are there under assets",
     ),
 )
 def list_images(params: ListImagesInput, state: Any) -> ListImagesResult:
@@ -59,6 +61,8 @@ def list_images(params: ListImagesInput, state: Any) -> ListImagesResult:
         "OCR a scanned document",
         "extract text from a screenshot",
         "recognise the characters in a photo",
+        "get the words out of a scanned receipt",
+        "OCR a PNG",
     ),
 )
 async def read_image(params: ReadImageInput, state: Any) -> ReadImageResult:
@@ -80,6 +84,8 @@ async def read_image(params: ReadImageInput, state: Any) -> ReadImageResult:
         "ask a vision model about a picture",
         "what is in this image",
         "caption a picture",
+        "what does this picture show",
+        "explain the contents of a diagram",
     ),
 )
 async def describe_image(params: DescribeImageInput, state: Any, ctx: ToolContext | None = None) -> DescribeImageResult:
@@ -100,6 +106,8 @@ async def describe_image(params: DescribeImageInput, state: Any, ctx: ToolContex
         "make an illustration",
         "generate an image",
         "draw a picture from a text description",
+        "make a logo image from a description",
+        "produce artwork for a web page banner",
     ),
     long=True,
 )
@@ -121,6 +129,8 @@ async def generate_image(params: GenerateImageInput, state: Any) -> GeneratedIma
         "consistent turnaround images of one object",
         "multiple angles of the same object",
         "four views of a character for modelling",
+        "front, side and back views of a character",
+        "several consistent pictures of a product from different angles",
     ),
     long=True,
 )
@@ -140,6 +150,8 @@ async def generate_multiview_images(params: GenerateMultiviewInput, state: Any) 
         "preview an OBJ or STL file",
         "render a 3D model",
         "look at a mesh from several angles",
+        "turn a GLB file into PNG previews",
+        "view an STL mesh from several sides",
     ),
     long=True,
 )
@@ -161,6 +173,8 @@ async def render_3d_asset(params: Render3DInput, state: Any) -> Render3DResult:
         "image to 3D mesh",
         "convert a photo into a 3D asset",
         "reconstruct a GLB from a reference image",
+        "turn this photo into a GLB",
+        "build a 3D mesh from a reference image",
     ),
     long=True,
 )
@@ -184,6 +198,8 @@ async def generate_3d_from_image(
         "text to 3D model",
         "create a 3D model from a prompt",
         "text-to-3D generation",
+        "make a 3D asset of a chair from words",
+        "describe an object and get a GLB",
     ),
     long=True,
 )

@@ -114,6 +114,8 @@ def _scope_of(workflow_id: str | None) -> str:
         "switch memory to the workflow of project X",
         "set the active workflow for memories",
         "work inside one workflow's memory",
+        "from now on, keep memories in this workflow",
+        "activate a workflow scope for memory",
     ),
 )
 def memory_activate_workflow(params: ActivateWorkflowInput, state: MemoryState) -> ActivateResult:
@@ -142,6 +144,8 @@ def memory_activate_workflow(params: ActivateWorkflowInput, state: MemoryState) 
         "leave the workflow memory scope",
         "go back to general memory",
         "stop using a workflow for memory",
+        "switch back to the shared general scope",
+        "use memories from all workflows",
     ),
 )
 def memory_activate_general(params: ActivateGeneralInput, state: MemoryState) -> ActivateResult:
@@ -164,6 +168,8 @@ def memory_activate_general(params: ActivateGeneralInput, state: MemoryState) ->
         "save the user's preference for tabs over spaces",
         "record a decision and why we made it",
         "store a note about the project",
+        "remember that the API uses OAuth",
+        "store a piece of knowledge for later",
     ),
 )
 def memory_add(params: AddInput, state: MemoryState) -> AddResult:
@@ -214,6 +220,8 @@ def memory_add(params: AddInput, state: MemoryState) -> AddResult:
         "look at a memory's content, tags and metadata",
         "fetch a memory by id",
         "show a memory's full text",
+        "open a memory from its mem_ id",
+        "get the full content of one memory",
     ),
 )
 def memory_get(params: GetInput, state: MemoryState) -> GetResult:
@@ -234,6 +242,8 @@ def memory_get(params: GetInput, state: MemoryState) -> GetResult:
         "list the stored knowledge entries with a given tag",
         "list memories of a type",
         "browse what's stored in memory",
+        "show the ten most recent memories",
+        "list the memories tagged deployment",
     ),
 )
 def memory_list(params: ListInput, state: MemoryState) -> ListResult:
@@ -264,6 +274,8 @@ def memory_list(params: ListInput, state: MemoryState) -> ListResult:
         "what do I remember about the deployment setup",
         "find memories related to a topic",
         "look up something I saved before",
+        "recall what we decided about the database",
+        "retrieve stored preferences, facts or decisions related to a question",
     ),
 )
 def memory_search(params: SearchInput, state: MemoryState) -> SearchResult:
@@ -317,6 +329,8 @@ def memory_search(params: SearchInput, state: MemoryState) -> SearchResult:
         "add tags to an existing memory",
         "correct an existing memory",
         "change what a memory says",
+        "refresh a stored fact that is no longer true",
+        "update a saved note with new information",
     ),
 )
 def memory_update(params: UpdateInput, state: MemoryState) -> UpdateResult:
@@ -353,6 +367,8 @@ def memory_update(params: UpdateInput, state: MemoryState) -> UpdateResult:
         "remove a wrong note from memory",
         "forget a specific memory",
         "remove a memory permanently by id",
+        "delete the memory with this id",
+        "get rid of a stored memory",
     ),
 )
 def memory_delete(params: DeleteInput, state: MemoryState) -> DeleteResult:
@@ -370,6 +386,8 @@ def memory_delete(params: DeleteInput, state: MemoryState) -> DeleteResult:
         "clear every decision memory of this workflow",
         "bulk delete memories by type",
         "empty one category of memories",
+        "wipe all user_pref memories",
+        "remove every context memory in this workflow",
     ),
 )
 def memory_clear_by_type(params: ClearByTypeInput, state: MemoryState) -> ClearResult:

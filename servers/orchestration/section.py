@@ -68,6 +68,8 @@ def _report(run: object) -> str:
         "create a sub-agent with only the file tools",
         "spawn a sub-agent",
         "delegate a one-off task to a new agent",
+        "have a fresh agent research this and report back",
+        "hand a subtask to a temporary agent with limited tools",
     ),
     long=True,
 )
@@ -115,6 +117,8 @@ async def spawn_agent(params: SpawnAgentInput, state: ScopedState, ctx: ToolCont
         "check the free agent slots",
         "list my child agents",
         "what are my sub-agents doing right now",
+        "how many agent slots are free",
+        "show the running child agents and their depth",
     ),
 )
 async def list_children(params: NoInput, state: ScopedState) -> ListChildrenResult:
@@ -150,6 +154,8 @@ async def list_children(params: NoInput, state: ScopedState) -> ListChildrenResu
         "stop the agent I spawned",
         "kill a child agent",
         "abort a sub-agent that is stuck",
+        "terminate a sub-agent by id",
+        "the helper agent is taking too long, stop it",
     ),
 )
 async def terminate_agent(params: TerminateAgentInput, state: ScopedState) -> TerminateAgentResult:
@@ -171,6 +177,8 @@ async def terminate_agent(params: TerminateAgentInput, state: ScopedState) -> Te
         "let the permanent writer agent handle this",
         "delegate a task to an existing agent",
         "ask the reviewer agent to do it",
+        "have the configured reviewer agent check this code",
+        "hand this job to a named permanent agent",
     ),
     long=True,
 )
@@ -202,6 +210,8 @@ async def delegate_task(params: DelegateTaskInput, state: ScopedState, ctx: Tool
         "show the agents I can delegate to",
         "list agents",
         "which specialist agents exist",
+        "who can I hand a task to",
+        "list configured agents with their capabilities",
     ),
 )
 async def list_agents(params: NoInput, state: ScopedState) -> ListAgentsResult:
@@ -231,6 +241,8 @@ async def list_agents(params: NoInput, state: ScopedState) -> ListAgentsResult:
         "fan out up to three jobs to agents at once",
         "run tasks in parallel",
         "execute a batch of agent tasks simultaneously",
+        "run three independent jobs on different agents at the same time",
+        "split work across agents concurrently and wait for all",
     ),
     long=True,
 )
@@ -313,6 +325,8 @@ def _question(params: AskUserInput, state: ScopedState) -> UserQuestion:
         "let the user choose between options",
         "get approval from a human",
         "request input from the user",
+        "I need the user's decision to continue",
+        "get the user's OK before a risky action",
     ),
 )
 async def ask_user(params: AskUserInput, state: ScopedState, answer: UserAnswer) -> AskUserResult:

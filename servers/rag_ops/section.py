@@ -135,6 +135,8 @@ def _project_out(brain: Any, project: Any) -> ProjectOut:
         "parse my repo so I can search it",
         "re-index the files that changed",
         "index a directory into the brain",
+        "ingest a documentation folder so the brain can answer from it",
+        "refresh the brain after files changed on disk",
     ),
     long=True,
 )
@@ -186,6 +188,8 @@ def _ingest_result(report: Any) -> IngestDirectoryResult:
         "quickstart: make this directory searchable",
         "get a codebase ready for search in one step",
         "set up a new project end to end",
+        "index and embed this repo so I can ask questions about it",
+        "one-step setup of a code project for semantic search",
     ),
     long=True,
 )
@@ -225,6 +229,8 @@ async def setup_project(params: SetupProjectInput, state: Any, ctx: ToolContext)
         "index some code that isn't on disk",
         "ingest a code snippet",
         "index source text I give you directly",
+        "ingest code from the conversation, not from disk",
+        "add a pasted class to the knowledge graph",
     ),
 )
 def ingest_code(params: IngestCodeInput, state: Any) -> IngestCodeResult:
@@ -256,6 +262,8 @@ def ingest_code(params: IngestCodeInput, state: Any) -> IngestCodeResult:
         "finish vectorizing the project for semantic search",
         "generate embeddings for pending nodes",
         "make semantic search work on the new files",
+        "embed the pending nodes",
+        "vectors are missing, compute them",
     ),
     long=True,
 )
@@ -284,6 +292,8 @@ async def generate_embeddings(
         "create a new project entry in the brain",
         "create a project",
         "name a project root in the brain",
+        "register a directory as a named project",
+        "make a project that gc never cleans up",
     ),
 )
 def create_project(params: CreateProjectInput, state: Any) -> ProjectResult:
@@ -307,6 +317,8 @@ def create_project(params: CreateProjectInput, state: Any) -> ProjectResult:
         "reopen an indexed project",
         "load a project",
         "bring a project into this session",
+        "open a project I indexed earlier",
+        "load the vectors of project X into memory",
     ),
 )
 def load_project(params: ProjectInput, state: Any) -> LoadProjectResult:
@@ -329,6 +341,8 @@ def load_project(params: ProjectInput, state: Any) -> LoadProjectResult:
         "search in a different project by default",
         "switch to another project",
         "make a project active",
+        "set the default project for semantic search",
+        "work on project backend instead",
     ),
 )
 def switch_project(params: ProjectInput, state: Any) -> ProjectResult:
@@ -346,6 +360,8 @@ def switch_project(params: ProjectInput, state: Any) -> ProjectResult:
         "stop using a loaded project without deleting it",
         "unload a project",
         "close a project in the session",
+        "free the memory used by a loaded project",
+        "unload project X from this session",
     ),
 )
 def unload_project(params: ProjectInput, state: Any) -> ProjectResult:
@@ -363,6 +379,8 @@ def unload_project(params: ProjectInput, state: Any) -> ProjectResult:
         "list the brain's projects and their sizes",
         "list projects",
         "show the brain's known projects and their types",
+        "which projects are loaded or active",
+        "list web crawls and quick-ingests",
     ),
 )
 def list_projects(params: ListProjectsInput, state: Any) -> ListProjectsResult:
@@ -383,6 +401,8 @@ def list_projects(params: ListProjectsInput, state: Any) -> ListProjectsResult:
         "forget a web page I ingested",
         "forget a file in the brain",
         "remove a directory from the knowledge graph",
+        "drop a deleted file's nodes from the graph",
+        "forget a whole project",
     ),
 )
 def forget_path(params: ForgetPathInput, state: Any) -> ForgetPathResult:
@@ -401,6 +421,8 @@ def forget_path(params: ForgetPathInput, state: Any) -> ForgetPathResult:
         "clean up expired quick ingests and orphans",
         "delete old quick-ingest data",
         "tidy up the brain's storage",
+        "purge stale web crawls from the brain",
+        "preview what garbage collection would remove",
     ),
 )
 def gc(params: GcInput, state: Any) -> GcResult:
@@ -422,6 +444,8 @@ def gc(params: GcInput, state: Any) -> GcResult:
         "show counts of nodes and pending vectors",
         "describe the graph schema",
         "which properties can I query on",
+        "which labels and relationship types exist",
+        "is the embedding model ready and how many vectors are pending",
     ),
 )
 def get_schema(params: SchemaInput, state: Any) -> SchemaResult:
@@ -442,6 +466,8 @@ def get_schema(params: SchemaInput, state: Any) -> SchemaResult:
         "list the classes in a given file",
         "look up functions by name prefix",
         "search nodes by label and property",
+        "list all methods in the Go files",
+        "find the class called UserService",
     ),
 )
 def query_entities(params: QueryEntitiesInput, state: Any) -> EntitiesResult:
@@ -493,6 +519,8 @@ def _path_filter(state: Any, path: str, project_ids: list[str] | None) -> tuple[
         "show what a file imports and defines",
         "walk the call graph from a node",
         "who imports this module",
+        "follow the imports of a file two levels deep",
+        "which pages link to this page",
     ),
 )
 def explore_relationships(params: ExploreInput, state: Any) -> ExploreResult:
@@ -524,6 +552,8 @@ def explore_relationships(params: ExploreInput, state: Any) -> ExploreResult:
         "where is the login handled in this code",
         "natural-language code search in this project",
         "find functions by what they do",
+        "find the code responsible for caching",
+        "search code by concept, not exact text",
     ),
 )
 def semantic_search(params: SemanticSearchInput, state: Any) -> SearchResult:
@@ -555,6 +585,8 @@ def semantic_search(params: SemanticSearchInput, state: Any) -> SearchResult:
         "find something anywhere in the brain",
         "search all knowledge including crawled web pages",
         "hybrid search over everything indexed",
+        "search the documentation pages I ingested",
+        "search all projects at once for an error",
     ),
 )
 def brain_search(params: BrainSearchInput, state: Any) -> SearchResult:
@@ -587,6 +619,8 @@ def brain_search(params: BrainSearchInput, state: Any) -> SearchResult:
         "query the graph with Cypher",
         "MATCH query on the graph database",
         "count nodes with a Cypher statement",
+        "MATCH (n) RETURN count(n)",
+        "neo4j cypher query",
     ),
 )
 def run_cypher(params: RunCypherInput, state: Any) -> RunCypherResult:

@@ -60,6 +60,8 @@ def _progress(ctx: ToolContext | None, what: str, timeout: float | None) -> Any:
         "execute a program like ls or python in the project",
         "build the project with cargo",
         "run a shell command",
+        "run pytest with a filter",
+        "call a CLI tool such as make, git or node",
     ),
     long=lambda params: (params.timeout_seconds or 0) > 60,  # a call allowed over a minute: an MCP task
 )
@@ -93,6 +95,8 @@ async def run_command(params: RunCommandInput, state: Any, ctx: ToolContext) -> 
         "start the dev server defined in package.json",
         "execute an npm script like build or lint",
         "npm run start",
+        "run the test script of this node project",
+        "npm run build",
     ),
     long=lambda params: (params.timeout_seconds or 0) > 60,  # a call allowed over a minute: an MCP task
 )
@@ -120,6 +124,8 @@ async def run_npm_script(params: RunNpmScriptInput, state: Any, ctx: ToolContext
         "are there uncommitted or untracked files",
         "which branch is checked out",
         "what's the state of the git repository",
+        "is the working tree clean",
+        "how far ahead of origin is my branch",
     ),
 )
 async def git_status(params: GitStatusInput, state: Any) -> GitStatusResult:
@@ -144,6 +150,8 @@ async def git_status(params: GitStatusInput, state: Any) -> GitStatusResult:
         "what's different between two commits",
         "diff stats of the staged files",
         "what did I change in the code",
+        "compare my branch with main",
+        "show the patch for a file since the last commit",
     ),
 )
 async def git_diff(params: GitDiffInput, state: Any) -> GitDiffResult:
@@ -176,6 +184,8 @@ async def git_diff(params: GitDiffInput, state: Any) -> GitDiffResult:
         "list the commits that touched a file",
         "who made the latest commits",
         "git history of the repository",
+        "the last 10 commit messages",
+        "page through older commits",
     ),
 )
 async def git_log(params: GitLogInput, state: Any) -> GitLogResult:
@@ -197,6 +207,8 @@ async def git_log(params: GitLogInput, state: Any) -> GitLogResult:
         "what programs are on the allow-list",
         "which tools can run_command start",
         "list the allowed executables",
+        "is node available as a command",
+        "what are the rules and limits for running commands",
     ),
 )
 def list_safe_commands(params: ListSafeCommandsInput, state: Any) -> ListSafeCommandsResult:
@@ -216,6 +228,8 @@ def list_safe_commands(params: ListSafeCommandsInput, state: Any) -> ListSafeCom
         "run a watcher in the background",
         "open a Python REPL I can send lines to",
         "start a long test run and check on it later",
+        "launch a server in the background",
+        "run npm run dev without waiting for it to finish",
     ),
 )
 def start_process(params: StartProcessInput, state: Any) -> ProcessOutputResult:
@@ -254,6 +268,8 @@ def start_process(params: StartProcessInput, state: Any) -> ProcessOutputResult:
         "check on the running tests",
         "show the new output of the background process",
         "did the watcher rebuild",
+        "what has the background job written since I last checked",
+        "read stdout and stderr of a process started earlier",
     ),
 )
 def read_process_output(params: ReadProcessOutputInput, state: Any) -> ProcessOutputResult:
@@ -277,6 +293,8 @@ def read_process_output(params: ReadProcessOutputInput, state: Any) -> ProcessOu
         "answer the prompt of the running program",
         "send input to the background process",
         "end the program's input",
+        "send a command to the interactive shell I started",
+        "feed stdin to a running program",
     ),
 )
 def write_process_input(params: WriteProcessInputInput, state: Any) -> ProcessOutputResult:
@@ -302,6 +320,8 @@ def write_process_input(params: WriteProcessInputInput, state: Any) -> ProcessOu
         "kill the background process",
         "press Ctrl-C in the running program",
         "end the watcher",
+        "terminate the process I started",
+        "shut down the background server",
     ),
 )
 def stop_process(params: StopProcessInput, state: Any) -> ProcessOutputResult:
@@ -323,6 +343,8 @@ def stop_process(params: StopProcessInput, state: Any) -> ProcessOutputResult:
         "is the dev server still up",
         "list the processes I started",
         "show the running and finished processes",
+        "what processes have I got going",
+        "which ports do my background processes publish",
     ),
 )
 def list_processes(params: ListProcessesInput, state: Any) -> ListProcessesResult:

@@ -76,6 +76,8 @@ def _status_result(change: StatusChange, verb: str) -> StatusResult:
         "plan a new step that depends on the setup task",
         "create a todo item",
         "add a new task to the board with a description",
+        "put a new item on the todo board with priority 1",
+        "add a follow-up task assigned to the tester agent",
     ),
 )
 def todo_create(params: CreateInput, state: Board) -> CreateResult:
@@ -107,6 +109,8 @@ def todo_create(params: CreateInput, state: Board) -> CreateResult:
         "what is task_0a1b2c3d4e5f waiting on",
         "look up a single task by id",
         "show one task's status and dependencies",
+        "which tasks depend on this one",
+        "show me everything about one task",
     ),
 )
 def todo_get(params: GetInput, state: Board) -> GetResult:
@@ -132,6 +136,8 @@ def todo_get(params: GetInput, state: Board) -> GetResult:
         "set that task back to pending",
         "this step is stuck, set it to blocked",
         "start working on a task",
+        "reopen a task that was completed",
+        "flag a task as in_progress",
     ),
 )
 def todo_update_status(params: UpdateStatusInput, state: Board) -> StatusResult:
@@ -157,6 +163,8 @@ def todo_update_status(params: UpdateStatusInput, state: Board) -> StatusResult:
         "close out the finished step",
         "mark a task as done",
         "finish a task and record its duration",
+        "tick off a finished task",
+        "complete task_1a2b3c4d5e6f",
     ),
 )
 def todo_complete(params: CompleteInput, state: Board) -> StatusResult:
@@ -180,6 +188,8 @@ def todo_complete(params: CompleteInput, state: Board) -> StatusResult:
         "lower the priority of the docs task to 4",
         "replace a task's dependencies",
         "assign a task to another agent",
+        "make an existing task depend on another one",
+        "rename a task",
     ),
 )
 def todo_update(params: UpdateInput, state: Board) -> UpdateResult:
@@ -212,6 +222,8 @@ def todo_update(params: UpdateInput, state: Board) -> UpdateResult:
         "list the tasks filtered by status",
         "what's on the task list",
         "list the tasks an agent is responsible for",
+        "give me an overview of all the tasks and their states",
+        "which tasks are still pending",
     ),
 )
 def todo_list(params: ListInput, state: Board) -> ListResult:
@@ -241,6 +253,8 @@ def todo_list(params: ListInput, state: Board) -> ListResult:
         "give me the most urgent unblocked task",
         "what should be done next",
         "the next task whose dependencies are finished",
+        "what should I work on now",
+        "pick the highest-priority task that can start",
     ),
 )
 def todo_next(params: NextInput, state: Board) -> NextResult:
@@ -271,6 +285,8 @@ def todo_next(params: NextInput, state: Board) -> NextResult:
         "delete this task and the ones that depend on it",
         "remove a task from the workflow",
         "cancel a planned task entirely",
+        "delete a todo",
+        "get rid of a task on the board",
     ),
 )
 def todo_delete(params: DeleteInput, state: Board) -> DeleteResult:

@@ -40,6 +40,8 @@ MAX_BLOCKED_SHOWN = 20
         "crawl a website a couple of levels deep",
         "screenshot a web page",
         "get a page's text from its URL",
+        "download the text of a documentation page",
+        "read an article at a link",
     ),
     long=lambda params: params.depth > 0 or params.ingest,
 )
@@ -154,6 +156,8 @@ def _attach_page(result: FetchWebPageResult, page: Any, number: int) -> str:
         "index a documentation website for later search",
         "store a site's pages for brain_search",
         "crawl and remember a website",
+        "add a documentation site to the brain",
+        "ingest a URL so brain_search finds it",
     ),
     long=True,
 )
@@ -216,6 +220,8 @@ async def ingest_web_page(
         "search the internet for documentation",
         "find web pages about a topic",
         "web search for recent news",
+        "look up the latest release of a library online",
+        "search for an error message on the internet",
     ),
 )
 async def search_web(params: SearchWebInput, state: Any) -> SearchWebResult:
