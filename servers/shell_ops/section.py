@@ -60,8 +60,8 @@ def _progress(ctx: ToolContext | None, what: str, timeout: float | None) -> Any:
         "execute a program like ls or python in the project",
         "build the project with cargo",
         "run a shell command",
-        "run pytest with a filter",
-        "call a CLI tool such as make, git or node",
+        "lint and type-check the code with ruff and mypy",
+        "use a command-line utility such as jq, sort, du or diff",
     ),
     long=lambda params: (params.timeout_seconds or 0) > 60,  # a call allowed over a minute: an MCP task
 )
