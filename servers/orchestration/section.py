@@ -210,7 +210,7 @@ async def delegate_task(params: DelegateTaskInput, state: ScopedState, ctx: Tool
         "show the agents I can delegate to",
         "list agents",
         "which specialist agents exist",
-        "who can I hand a task to",
+        "what specialists are available to take a job",
         "list configured agents with their capabilities",
     ),
 )

@@ -520,7 +520,7 @@ def _path_filter(state: Any, path: str, project_ids: list[str] | None) -> tuple[
         "walk the call graph from a node",
         "who imports this module",
         "follow the imports of a file two levels deep",
-        "which pages link to this page",
+        "which nodes link to this one in the graph",
     ),
 )
 def explore_relationships(params: ExploreInput, state: Any) -> ExploreResult:
