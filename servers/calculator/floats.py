@@ -23,7 +23,7 @@ import numpy as np
 import sympy
 
 from mcp_sections.servers.calculator import expressions as ex
-from mcp_sections.servers.calculator.shapes import check_product, check_square, size
+from mcp_sections.servers.calculator.shapes import check_operator, check_product, check_same_shape, check_square, size
 from mcp_sections.shared.errors import invalid_input, limit_exceeded, validation_failed
 
 MAX_FLOAT_DIGITS = 15  # significant digits shown of a float64 value (17 would show its rounding noise)
@@ -128,43 +128,23 @@ def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
     from mcp_sections.servers.calculator import matrices as la
 
     matrices = la.is_matrix(left) or is_floats(left), la.is_matrix(right) or is_floats(right)
+    check_operator(op, matrices, what)
     with np.errstate(all="ignore"):
         if isinstance(op, ast.Add | ast.Sub):
-            if not all(matrices):
-                raise invalid_input(
-                    f"cannot add or subtract a matrix and a number in the {what}; to shift the diagonal of an n×n "
-                    "matrix write A + c*eye(n)."
-                )
             a, b = converted(left, what), converted(right, what)
-            if a.shape != b.shape:
-                raise invalid_input(
-                    f"cannot add or subtract a {size(a)} and a {size(b)} matrix in the {what}; "
-                    "both need the same shape."
-                )
+            check_same_shape(a, b, what)
             return make(a.array + b.array if isinstance(op, ast.Add) else a.array - b.array, what)
         if isinstance(op, ast.Mult | ast.MatMult):
             if all(matrices):
                 return product(converted(left, what), converted(right, what), what)
-            if isinstance(op, ast.MatMult):
-                raise invalid_input(f"`@` multiplies two matrices (in the {what}); scale a matrix by a number with *.")
             matrix, factor = (left, right) if matrices[0] else (right, left)
             return make(converted(matrix, what).array * scalar_float(factor, "a factor", what), what)
         if isinstance(op, ast.Div):
-            if matrices[1]:
-                raise invalid_input(
-                    f"cannot divide by a matrix in the {what}; multiply by its inverse instead: A*inv(B)."
-                )
             divisor = scalar_float(right, "a divisor", what)
             if divisor == 0:
                 raise validation_failed(f"division by zero in the {what}; the divisor evaluates to 0.")
             return make(converted(left, what).array / divisor, what)
-        if isinstance(op, ast.Pow | ast.BitXor):
-            if matrices[1]:
-                raise invalid_input(
-                    f"a matrix cannot be an exponent (in the {what}); matrix powers are A**k with a whole number k."
-                )
-            return power(left, right, what)
-    raise invalid_input(f"the operator % does not apply to matrices (in the {what}).")
+        return power(left, right, what)  # ** or ^: the only operator left
 
 
 def product(left: FloatMatrix, right: FloatMatrix, what: str) -> FloatMatrix:

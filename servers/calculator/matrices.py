@@ -36,7 +36,7 @@ from sympy.solvers.solveset import NonlinearError
 
 from mcp_sections.servers.calculator import expressions as ex
 from mcp_sections.servers.calculator import floats as fl
-from mcp_sections.servers.calculator.shapes import check_product, check_square, size
+from mcp_sections.servers.calculator.shapes import check_operator, check_product, check_same_shape, check_square, size
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, validation_failed
 
 FINAL_DESCRIPTIONS = {
@@ -115,37 +115,17 @@ def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
     if any(fl.is_floats(side) or fl.is_float_scalar(side) for side in (left, right)):
         return fl.binary(op, left, right, what)  # a float64 value meets a matrix: float64
     matrices = is_matrix(left), is_matrix(right)
+    check_operator(op, matrices, what)
     if isinstance(op, ast.Add | ast.Sub):
-        if not all(matrices):
-            raise invalid_input(
-                f"cannot add or subtract a matrix and a number in the {what}; to shift the diagonal of an n×n "
-                "matrix write A + c*eye(n)."
-            )
-        if left.shape != right.shape:
-            raise invalid_input(
-                f"cannot add or subtract a {size(left)} and a {size(right)} matrix in the {what}; "
-                "both need the same shape."
-            )
+        check_same_shape(left, right, what)
         return checked(left + right if isinstance(op, ast.Add) else left - right, what)
     if isinstance(op, ast.Mult | ast.MatMult):
-        if all(matrices):
-            return product(left, right, what)
-        if isinstance(op, ast.MatMult):
-            raise invalid_input(f"`@` multiplies two matrices (in the {what}); scale a matrix by a number with *.")
-        return checked(left * right, what)
+        return product(left, right, what) if all(matrices) else checked(left * right, what)
     if isinstance(op, ast.Div):
-        if matrices[1]:
-            raise invalid_input(f"cannot divide by a matrix in the {what}; multiply by its inverse instead: A*inv(B).")
         if right.is_zero:
             raise validation_failed(f"division by zero in the {what}; the divisor evaluates to 0.")
         return checked(left / right, what)
-    if isinstance(op, ast.Pow | ast.BitXor):
-        if matrices[1]:
-            raise invalid_input(
-                f"a matrix cannot be an exponent (in the {what}); matrix powers are A**k with a whole number k."
-            )
-        return power(left, right, what)
-    raise invalid_input(f"the operator % does not apply to matrices (in the {what}).")
+    return power(left, right, what)  # ** or ^: the only operator left
 
 
 def product(left: Any, right: Any, what: str) -> Any:

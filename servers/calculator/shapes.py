@@ -1,8 +1,10 @@
-"""Shape checks shared by exact (`matrices`) and float64 (`floats`) linear algebra: any matrix with `rows` and
-`cols`, refused with INVALID_INPUT and a message that says how to fix the expression."""
+"""Checks shared by exact (`matrices`) and float64 (`floats`) linear algebra: shapes of any matrix with `rows` and
+`cols`, and the operators no matrix arithmetic means; refused with INVALID_INPUT and a message that says how to fix
+the expression."""
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from mcp_sections.shared.errors import invalid_input
@@ -27,4 +29,30 @@ def check_square(matrix: Any, operation: str, what: str, any_shape: str) -> None
         raise invalid_input(
             f"{operation} needs a square matrix, and this one is {size(matrix)} (in the {what}); "
             f"check the rows, or use {any_shape}."
+        )
+
+
+def check_operator(op: ast.operator, matrices: tuple[bool, bool], what: str) -> None:
+    """Refuse `left op right` where it means nothing for matrices; `matrices`: which sides are matrices."""
+    if isinstance(op, ast.Add | ast.Sub) and not all(matrices):
+        raise invalid_input(
+            f"cannot add or subtract a matrix and a number in the {what}; to shift the diagonal of an n×n "
+            "matrix write A + c*eye(n)."
+        )
+    if isinstance(op, ast.MatMult) and not all(matrices):
+        raise invalid_input(f"`@` multiplies two matrices (in the {what}); scale a matrix by a number with *.")
+    if isinstance(op, ast.Div) and matrices[1]:
+        raise invalid_input(f"cannot divide by a matrix in the {what}; multiply by its inverse instead: A*inv(B).")
+    if isinstance(op, ast.Pow | ast.BitXor) and matrices[1]:
+        raise invalid_input(
+            f"a matrix cannot be an exponent (in the {what}); matrix powers are A**k with a whole number k."
+        )
+    if not isinstance(op, ast.Add | ast.Sub | ast.Mult | ast.MatMult | ast.Div | ast.Pow | ast.BitXor):
+        raise invalid_input(f"the operator % does not apply to matrices (in the {what}).")
+
+
+def check_same_shape(left: Any, right: Any, what: str) -> None:
+    if (left.rows, left.cols) != (right.rows, right.cols):
+        raise invalid_input(
+            f"cannot add or subtract a {size(left)} and a {size(right)} matrix in the {what}; both need the same shape."
         )
