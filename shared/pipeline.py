@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -25,11 +26,12 @@ import anyio.to_thread
 from mcp_types import CallToolResult
 
 from mcp_sections.shared import telemetry
-from mcp_sections.shared.audit import audit_log
+from mcp_sections.shared.audit import AuditLog, audit_log
 from mcp_sections.shared.calls import failure_result, missing_dependency, run_tool
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.provenance import wrap_result
 from mcp_sections.shared.sections import Section, SectionRuntime
+from mcp_sections.shared.telemetry import CallSpan
 from mcp_sections.shared.tools import ToolContext, ToolSpec, UserAnswer
 
 logger = logging.getLogger("mcp_sections.pipeline")
@@ -107,6 +109,34 @@ class SectionState:
             self._value = None
 
 
+async def accounted(
+    audit: AuditLog,
+    tool: str,
+    arguments: dict[str, Any],
+    caller: Any,
+    failure: ToolFailure | None,
+    run: Callable[[CallSpan | None], Awaitable[CallToolResult]],
+) -> CallToolResult:
+    """One call between its audit lines and inside its trace span, for every path a call takes (a section's
+    server, in-process, an agent host's gate): the intent is written before `run`, the outcome after it (CANCELLED
+    when it is interrupted); `run` gets the span, to name where the call went. `failure`: the call was refused
+    before it could run; only that is recorded and returned."""
+    record = audit.start(tool, arguments, caller)
+    traced = telemetry.current()
+    span = traced.start(audit.server, tool, caller) if traced is not None else None
+    try:
+        result = failure_result(failure) if failure is not None else await run(span)
+    except BaseException:
+        record.cancelled()
+        if span is not None:
+            span.cancelled()
+        raise
+    record.end(result)
+    if span is not None:
+        span.end(result)
+    return result
+
+
 class SectionCalls:
     """The pipeline of one section in one process (see the module docstring)."""
 
@@ -127,20 +157,9 @@ class SectionCalls:
     ) -> CallToolResult:
         """One call, audited from its start; `failure`: the call was refused before it could run (the user did not
         approve it, or could not be asked), and only that refusal is recorded and returned."""
-        record = self.audit.start(spec.name, arguments, ctx.caller)
-        traced = telemetry.current()
-        span = traced.start(self.section.id, spec.name, ctx.caller) if traced is not None else None
-        try:
-            result = failure_result(failure) if failure is not None else await self._run(spec, arguments, ctx, answer)
-        except BaseException:
-            record.cancelled()
-            if span is not None:
-                span.cancelled()
-            raise
-        record.end(result)
-        if span is not None:
-            span.end(result)
-        return result
+        return await accounted(
+            self.audit, spec.name, arguments, ctx.caller, failure, lambda _span: self._run(spec, arguments, ctx, answer)
+        )
 
     async def _run(
         self, spec: ToolSpec, arguments: dict[str, Any], ctx: ToolContext, answer: UserAnswer | None

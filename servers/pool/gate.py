@@ -29,7 +29,6 @@ from typing import Any
 
 from mcp_types import CallToolResult
 
-from mcp_sections.shared import telemetry
 from mcp_sections.shared.agents.scope import AgentScope
 from mcp_sections.shared.approval import (
     Approval,
@@ -41,6 +40,7 @@ from mcp_sections.shared.approval import (
 from mcp_sections.shared.audit import AuditLog
 from mcp_sections.shared.calls import failure_result, parse_arguments, run_tool
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, not_found
+from mcp_sections.shared.pipeline import accounted
 from mcp_sections.shared.provenance import wrap_result
 from mcp_sections.shared.telemetry import CallSpan
 from mcp_sections.shared.tools import Annotations, ToolContext, ToolSpec
@@ -94,23 +94,14 @@ class Gate:
     ) -> CallToolResult:
         """Run one call for `scope` and return its result; every outcome is a result, and every call is audited
         (`failure`: the call was refused before it reached the gate, by the user's answer: recorded, not run)."""
-        record = self.audit.start(name, arguments, scope.caller)
-        traced = telemetry.current()
-        span = traced.start(self.audit.server, name, scope.caller) if traced is not None else None
-        try:
-            if failure is not None:
-                result = failure_result(failure)
-            else:
-                result = await self._dispatch(name, arguments, ctx, scope, span)
-        except BaseException:
-            record.cancelled()
-            if span is not None:
-                span.cancelled()
-            raise
-        record.end(result)
-        if span is not None:
-            span.end(result)
-        return result
+        return await accounted(
+            self.audit,
+            name,
+            arguments,
+            scope.caller,
+            failure,
+            lambda span: self._dispatch(name, arguments, ctx, scope, span),
+        )
 
     async def _dispatch(
         self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: AgentScope, span: CallSpan | None
