@@ -5,15 +5,14 @@ hashing, so two models' vectors are not comparable. It records requests and can 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.http_stand_in import ScriptedHandler, serving
 
 DIMENSION = 64
 
@@ -42,15 +41,12 @@ class StandIn:
 def embedding_stand_in() -> Iterator[StandIn]:
     stand_in = StandIn()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
+    class Handler(ScriptedHandler):
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = self.read_json()
             stand_in.requests.append({"path": self.path, "body": body, "authorization": self.headers["Authorization"]})
             if stand_in.failures:
-                self._answer(stand_in.failures.pop(0), {"error": {"message": "scripted failure"}})
+                self.answer_json(stand_in.failures.pop(0), {"error": {"message": "scripted failure"}})
                 return
             inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
             size = body.get("dimensions") or DIMENSION
@@ -58,22 +54,7 @@ def embedding_stand_in() -> Iterator[StandIn]:
                 {"object": "embedding", "index": i, "embedding": bag_of_words(text, body["model"], size)}
                 for i, text in reversed(list(enumerate(inputs)))  # out of order on purpose: `index` decides
             ]
-            self._answer(200, {"object": "list", "data": data, "model": body["model"]})
+            self.answer_json(200, {"object": "list", "data": data, "model": body["model"]})
 
-        def _answer(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    stand_in.port = server.server_address[1]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving(Handler) as stand_in.port:
         yield stand_in
-    finally:
-        server.shutdown()
-        server.server_close()

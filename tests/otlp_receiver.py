@@ -11,8 +11,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.http_stand_in import ScriptedHandler, Serving
 
 
 @dataclass
@@ -47,22 +49,18 @@ class OtlpReceiver:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._served = Serving(self._handler())
 
     @property
     def endpoint(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._served.port}"
 
     def __enter__(self) -> OtlpReceiver:
-        self._thread.start()
+        self._served.__enter__()
         return self
 
     def __exit__(self, *_: Any) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._served.__exit__()
 
     def wait_for(self, predicate: Callable[[OtlpReceiver], bool], seconds: float = 30.0) -> None:
         deadline = time.monotonic() + seconds
@@ -95,7 +93,7 @@ class OtlpReceiver:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(ScriptedHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if self.headers.get("Content-Encoding") == "gzip":
@@ -105,14 +103,7 @@ class OtlpReceiver:
                 except LookupError:
                     self.send_error(404)
                     return
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
+                self.answer_bytes(200, payload, "application/x-protobuf")
 
         return Handler
 

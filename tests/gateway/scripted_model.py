@@ -14,8 +14,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.http_stand_in import ScriptedHandler, Serving
 
 
 @dataclass
@@ -58,22 +60,18 @@ class ScriptedModel:
         self.in_flight = 0
         self.peak_in_flight = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._served = Serving(self._handler())
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://127.0.0.1:{self._served.port}/v1"
 
     def __enter__(self) -> ScriptedModel:
-        self._thread.start()
+        self._served.__enter__()
         return self
 
     def __exit__(self, *_: Any) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._served.__exit__()
 
     def answer(self, body: dict[str, Any], authorization: str | None) -> dict[str, Any]:
         messages = body.get("messages") or []
@@ -122,7 +120,7 @@ class ScriptedModel:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         model = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(ScriptedHandler):
             def do_POST(self) -> None:
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     self.send_error(404)
@@ -130,19 +128,9 @@ class ScriptedModel:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 try:
-                    payload = json.dumps(model.answer(body, self.headers.get("Authorization"))).encode()
-                    status = 200
+                    self.answer_json(200, model.answer(body, self.headers.get("Authorization")))
                 except Exception as exc:  # a broken script is reported to the gateway as a server error
-                    payload = json.dumps({"error": {"message": f"script failed: {exc!r}"}}).encode()
-                    status = 500
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *_: Any) -> None:
-                pass
+                    self.answer_json(500, {"error": {"message": f"script failed: {exc!r}"}})
 
         return Handler
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import base64
 import io
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.http_stand_in import ScriptedHandler, serving
 
 
 def png_bytes(width: int = 64, height: int = 48, color: tuple[int, int, int] = (200, 30, 30)) -> bytes:
@@ -61,10 +61,7 @@ def media_stand_in() -> Iterator[MediaStandIn]:
     stand_in = MediaStandIn()
     image = png_bytes()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
+    class Handler(ScriptedHandler):
         def _record(self) -> dict[str, Any] | None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length)) if length else None
@@ -81,7 +78,7 @@ def media_stand_in() -> Iterator[MediaStandIn]:
         def do_POST(self) -> None:
             body = self._record() or {}
             if stand_in.failures:
-                self._json(stand_in.failures.pop(0), {"error": {"message": "scripted failure"}})
+                self.answer_json(stand_in.failures.pop(0), {"error": {"message": "scripted failure"}})
                 return
             if self.path == "/v1/images/generations":
                 own = f"http://127.0.0.1:{stand_in.port}/files/image.png"
@@ -90,58 +87,41 @@ def media_stand_in() -> Iterator[MediaStandIn]:
                     if stand_in.answer_with_url or stand_in.image_url
                     else {"b64_json": base64.b64encode(image).decode()}
                 )
-                self._json(200, {"created": 1, "data": [item for _ in range(body.get("n", 1))]})
+                self.answer_json(200, {"created": 1, "data": [item for _ in range(body.get("n", 1))]})
             elif self.path == "/v1/chat/completions":
-                self._json(200, {"choices": [{"message": {"role": "assistant", "content": "A red rectangle."}}]})
+                self.answer_json(200, {"choices": [{"message": {"role": "assistant", "content": "A red rectangle."}}]})
             elif self.path == "/v1/jobs":
                 job = f"job-{len(stand_in._polls) + 1}"
                 stand_in._polls[job] = 0
-                self._json(200, {"id": job, "status": "queued"})
+                self.answer_json(200, {"id": job, "status": "queued"})
             else:
-                self._json(404, {"error": "no such endpoint"})
+                self.answer_json(404, {"error": "no such endpoint"})
 
         def do_GET(self) -> None:
             self._record()
             if self.path == "/files/image.png":
-                self._bytes(200, image, "image/png")
+                self.answer_bytes(200, image, "image/png")
             elif self.path.startswith("/v1/jobs/") and self.path.endswith("/result.glb"):
-                self._bytes(200, stand_in.result_bytes or glb_bytes(), "model/gltf-binary")
+                self.answer_bytes(200, stand_in.result_bytes or glb_bytes(), "model/gltf-binary")
             elif self.path.startswith("/v1/jobs/"):
                 job = self.path.rsplit("/", 1)[1]
                 polls = stand_in._polls.get(job, 0) + 1
                 stand_in._polls[job] = polls
                 if stand_in.job_outcome == "stall" or polls <= stand_in.job_polls_before_done:
-                    self._json(200, {"id": job, "status": "running", "progress": min(polls / 4, 0.9)})
+                    self.answer_json(200, {"id": job, "status": "running", "progress": min(polls / 4, 0.9)})
                 elif stand_in.job_outcome == "failed":
-                    self._json(200, {"id": job, "status": "failed", "error": "the scripted model gave up"})
+                    self.answer_json(200, {"id": job, "status": "failed", "error": "the scripted model gave up"})
                 else:
-                    self._json(
+                    self.answer_json(
                         200, {"id": job, "status": "succeeded", "progress": 1.0, "result_url": f"jobs/{job}/result.glb"}
                     )
             else:
-                self._json(404, {"error": "no such file"})
+                self.answer_json(404, {"error": "no such file"})
 
         def do_DELETE(self) -> None:
             self._record()
             stand_in.cancelled.append(self.path.rsplit("/", 1)[1])
-            self._json(200, {"status": "canceled"})
+            self.answer_json(200, {"status": "canceled"})
 
-        def _json(self, status: int, payload: dict[str, Any]) -> None:
-            self._bytes(status, json.dumps(payload).encode(), "application/json")
-
-        def _bytes(self, status: int, data: bytes, content_type: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    stand_in.port = server.server_address[1]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving(Handler) as stand_in.port:
         yield stand_in
-    finally:
-        server.shutdown()
-        server.server_close()

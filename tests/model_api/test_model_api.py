@@ -4,12 +4,9 @@ failures are coded and name the setting to fix; the key goes in a header only.""
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -20,6 +17,7 @@ from mcp_sections.shared.agents.providers import Message, provider_from_config
 from mcp_sections.shared.guards.urls import AllowList, UrlGuard
 from mcp_sections.shared.model_api import ModelApiFailure, ModelEndpoint
 from mcp_sections.shared.web_fetch import GuardedHttp
+from tests.http_stand_in import ScriptedHandler, serving
 
 KEY = "sk-model-api-test-0001"
 
@@ -40,41 +38,23 @@ class StandIn:
 def stand_in() -> Iterator[StandIn]:
     running = StandIn()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
+    class Handler(ScriptedHandler):
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = self.read_json()
             running.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
             if running.status != 200:
                 key = self.headers.get("x-api-key") or self.headers.get("Authorization") or ""
-                self._answer(running.status, {"error": {"message": f"scripted failure for key {key}"}})
+                self.answer_json(running.status, {"error": {"message": f"scripted failure for key {key}"}})
             elif self.path == "/v1/messages":
                 content = [{"type": "text", "text": "A red square."}]
-                self._answer(200, {"content": content, "usage": {"input_tokens": 5, "output_tokens": 3}})
+                self.answer_json(200, {"content": content, "usage": {"input_tokens": 5, "output_tokens": 3}})
             elif self.path == "/v1/chat/completions":
-                self._answer(200, {"choices": [{"message": {"content": "A red square."}, "finish_reason": "stop"}]})
+                self.answer_json(200, {"choices": [{"message": {"content": "A red square."}, "finish_reason": "stop"}]})
             else:
-                self._answer(404, {"error": {"message": f"no route {self.path}"}})
+                self.answer_json(404, {"error": {"message": f"no route {self.path}"}})
 
-        def _answer(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    running.port = server.server_address[1]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving(Handler) as running.port:
         yield running
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture

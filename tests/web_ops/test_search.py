@@ -5,11 +5,8 @@ provider."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -23,6 +20,7 @@ from mcp_sections.shared.errors import ToolFailure
 from mcp_sections.shared.guards.urls import AllowList, UrlGuard
 from mcp_sections.shared.server import build_server
 from mcp_sections.shared.web_fetch import GuardedHttp
+from tests.http_stand_in import ScriptedHandler, serving
 from tests.stdio import call, fail
 
 pytestmark = pytest.mark.anyio
@@ -38,10 +36,7 @@ class StandIn:
 def stand_in() -> Iterator[tuple[StandIn, int]]:
     record = StandIn()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
+    class Handler(ScriptedHandler):
         def do_GET(self) -> None:
             record.requests.append((self.path, dict(self.headers)))
             query = parse_qs(urlsplit(self.path).query)
@@ -55,18 +50,10 @@ def stand_in() -> Iterator[tuple[StandIn, int]]:
                 }
             else:  # Brave
                 body = {"web": {"results": [{"title": "Brave hit", "url": "https://example.net/", "description": "d"}]}}
-            data = json.dumps(body).encode()
-            self.send_response(record.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.answer_json(record.status, body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield record, server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as port:
+        yield record, port
 
 
 def _client(tmp_path: Path, **web_ops: object) -> Client:

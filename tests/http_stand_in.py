@@ -1,0 +1,59 @@
+"""The one way tests serve a scripted HTTP service on 127.0.0.1 (the stand-ins for model APIs, embedding endpoints
+and media providers): a threaded server in the test's process; each stand-in writes only its routes."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class ScriptedHandler(BaseHTTPRequestHandler):
+    """A quiet handler with the answers a stand-in gives: JSON, or bytes of a content type."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def read_json(self) -> Any:
+        return json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+
+    def answer_json(self, status: int, payload: Any) -> None:
+        self.answer_bytes(status, json.dumps(payload).encode(), "application/json")
+
+    def answer_bytes(self, status: int, data: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class Serving:
+    """`handler` served on 127.0.0.1 from a thread while the context is open (the port is known before)."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def __enter__(self) -> Serving:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
+    """`handler` served on 127.0.0.1 from a thread until the block ends; its port."""
+    with Serving(handler) as served:
+        yield served.port
