@@ -49,66 +49,83 @@ REGIONS: dict[str, tuple[str, list[str]]] = {
     "docusaurus": ("//article", ["//nav", "//aside", "//footer", "//div[contains(@class,'theme-doc-toc')]"]),
 }
 
-# (package, path inside the package, path served, generator, license)
-DEBIAN_PAGES: list[tuple[str, str, str, str, str]] = []
-for name in (
-    "library/functions",
-    "library/pathlib",
-    "library/itertools",
-    "library/json",
-    "library/re",
-    "library/collections",
-    "tutorial/controlflow",
-    "tutorial/datastructures",
-):
-    DEBIAN_PAGES.append(
-        ("python3.11-doc", f"usr/share/doc/python3.11/html/{name}.html", f"python/{name}.html", "sphinx", "PSF-2.0")
-    )
-for name in ("sql-select", "datatype-numeric", "functions-string", "plpgsql-control-structures", "tutorial-join"):
-    DEBIAN_PAGES.append(
+
+def _pages(
+    package: str, inside: str, served: str, generator: str, license: str, names: tuple[str, ...]
+) -> list[tuple[str, str, str, str, str]]:
+    """One row per page `name`: (package, path inside the package, path served, generator, license)."""
+    return [(package, f"{inside}/{name}.html", f"{served}/{name}.html", generator, license) for name in names]
+
+
+RUST = ("rust-doc", "usr/share/doc/rust-doc/html", "rust")
+DEBIAN_PAGES = [
+    *_pages(
+        "python3.11-doc",
+        "usr/share/doc/python3.11/html",
+        "python",
+        "sphinx",
+        "PSF-2.0",
         (
-            "postgresql-doc-15",
-            f"usr/share/doc/postgresql-doc-15/html/{name}.html",
-            f"postgresql/{name}.html",
-            "docbook",
-            "PostgreSQL",
-        )
-    )
-for name in ("path", "events", "url", "child_process", "util"):
-    DEBIAN_PAGES.append(
-        ("nodejs-doc", f"usr/share/doc/nodejs/api/{name}.html", f"nodejs/api/{name}.html", "nodejs-doc-kit", "MIT")
-    )
-for name in (
-    "std/option/enum.Option",
-    "std/collections/index",
-    "std/fmt/index",
-    "std/iter/index",
-    "std/string/struct.String",
-):
-    DEBIAN_PAGES.append(
-        ("rust-doc", f"usr/share/doc/rust-doc/html/{name}.html", f"rust/{name}.html", "rustdoc", "MIT OR Apache-2.0")
-    )
-for name in (
-    "book/ch03-02-data-types",
-    "book/ch08-02-strings",
-    "book/ch06-02-match",
-    "book/ch09-02-recoverable-errors-with-result",
-    "rust-by-example/flow_control/match",
-    "reference/types/numeric",
-):
-    DEBIAN_PAGES.append(
-        ("rust-doc", f"usr/share/doc/rust-doc/html/{name}.html", f"rust/{name}.html", "mdbook", "MIT OR Apache-2.0")
-    )
-for name in ("util/ArrayList", "util/Optional", "util/HashMap", "util/stream/package-summary", "lang/String"):
-    DEBIAN_PAGES.append(
+            "library/functions",
+            "library/pathlib",
+            "library/itertools",
+            "library/json",
+            "library/re",
+            "library/collections",
+            "tutorial/controlflow",
+            "tutorial/datastructures",
+        ),
+    ),
+    *_pages(
+        "postgresql-doc-15",
+        "usr/share/doc/postgresql-doc-15/html",
+        "postgresql",
+        "docbook",
+        "PostgreSQL",
+        ("sql-select", "datatype-numeric", "functions-string", "plpgsql-control-structures", "tutorial-join"),
+    ),
+    *_pages(
+        "nodejs-doc",
+        "usr/share/doc/nodejs/api",
+        "nodejs/api",
+        "nodejs-doc-kit",
+        "MIT",
+        ("path", "events", "url", "child_process", "util"),
+    ),
+    *_pages(
+        *RUST,
+        "rustdoc",
+        "MIT OR Apache-2.0",
         (
-            "openjdk-17-doc",
-            f"usr/share/doc/openjdk-17-jre-headless/api/java.base/java/{name}.html",
-            f"java/api/java.base/java/{name}.html",
-            "javadoc",
-            "GPL-2.0-only WITH Classpath-exception-2.0",
-        )
-    )
+            "std/option/enum.Option",
+            "std/collections/index",
+            "std/fmt/index",
+            "std/iter/index",
+            "std/string/struct.String",
+        ),
+    ),
+    *_pages(
+        *RUST,
+        "mdbook",
+        "MIT OR Apache-2.0",
+        (
+            "book/ch03-02-data-types",
+            "book/ch08-02-strings",
+            "book/ch06-02-match",
+            "book/ch09-02-recoverable-errors-with-result",
+            "rust-by-example/flow_control/match",
+            "reference/types/numeric",
+        ),
+    ),
+    *_pages(
+        "openjdk-17-doc",
+        "usr/share/doc/openjdk-17-jre-headless/api/java.base/java",
+        "java/api/java.base/java",
+        "javadoc",
+        "GPL-2.0-only WITH Classpath-exception-2.0",
+        ("util/ArrayList", "util/Optional", "util/HashMap", "util/stream/package-summary", "lang/String"),
+    ),
+]
 
 MKDOCS_SOURCES = {  # this repository's own documentation (MIT), as a small MkDocs Material site
     "index.md": "README.md",
