@@ -1,16 +1,19 @@
 """One contract for every brain backend: SQLite, and the Neo4j backend over a real Bolt server — a Neo4j 5 when
-NEO4J_URI is set, else ArcadeDB started here (tests/rag_ops/bolt_server.py)."""
+NEO4J_URI is set, else ArcadeDB started here (tests/rag_ops/bolt_server.py). Every test that needs the Bolt server
+lives in this file, so that one worker starts its JVM once per run."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mcp_sections.shared.brain.model import EntityFilter, Project, node_id
 from mcp_sections.shared.brain.parsing import parse_file
 from mcp_sections.shared.brain.store import BrainStore
+from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from tests.rag_ops.bolt_server import neo4j_store
 from tests.rag_ops.trees import FILES
 
@@ -162,3 +165,29 @@ def test_delete_project_and_gc(store: BrainStore) -> None:
     assert store.schema(["p2"])["labels"]["Scope"] > 0
     stats = store.gc()
     assert stats["nodes"] == 0 and stats["edges"] == 0
+
+
+# The Neo4j backend's own read guard, on the same live server.
+
+
+def test_on_a_real_bolt_server_run_cypher_never_writes(bolt_server: Any) -> None:
+    """Against the Bolt server: the token guard refuses before the server is asked, and a write the guard lets
+    through (plain SET, CREATE) is refused by EXPLAIN and never runs. (ArcadeDB's EXPLAIN reports every query as
+    a write, so the read path itself is confirmed only on a real Neo4j; see the README.)"""
+    store = neo4j_store(bolt_server)
+    try:
+        store.reset_for_tests()
+        store.upsert_project(Project(id="p", name="p", root="/src/p"))
+        before = store.schema(["p"])
+        for query in ("MATCH (n:BrainNode) SET n.pwned = true RETURN n", "CREATE (n:BrainNode {id: 'x'}) RETURN n"):
+            with pytest.raises(ToolFailure) as failure:
+                store.run_read_query(query, {}, timeout=5, limit=5)
+            assert failure.value.code is ErrorCode.PERMISSION_DENIED
+        with pytest.raises(ToolFailure) as failure:
+            store.run_read_query("CALL `apoc`.`load`.json('http://x') YIELD value RETURN value", {}, timeout=5, limit=5)
+        assert "apoc.load.json" in failure.value.message
+        assert store.schema(["p"]) == before
+        again = neo4j_store(bolt_server)  # the schema statements are idempotent on a live server
+        again.close()
+    finally:
+        store.close()
