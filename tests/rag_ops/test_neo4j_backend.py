@@ -1,6 +1,7 @@
 """The Neo4j backend without a server: every statement through Neo4j's parser, the read-only guard, secrets.
 
-The behavioural contract runs against a real server in test_store_contract.py when NEO4J_URI is set.
+The behavioural contract and the read guard on a live server are in test_store_contract.py (a Neo4j 5 when
+NEO4J_URI is set, else ArcadeDB's Bolt listener).
 """
 
 from __future__ import annotations
