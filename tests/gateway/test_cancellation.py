@@ -136,7 +136,7 @@ async def test_a_section_killed_during_a_call_fails_that_call_only(client: Clien
 
     async with anyio.create_task_group() as group:
         group.start_soon(long_call)
-        await eventually(lambda: section_processes(sleeping))  # the section is inside run_command, sleeping
+        await eventually(lambda: section_processes(sleeping), interval=0.05)  # inside run_command, sleeping
         assert "result" not in outcome
         killed = kill_processes(marker)
         assert killed
