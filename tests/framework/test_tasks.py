@@ -258,7 +258,7 @@ async def test_cancel_stops_the_work(connected: Connected) -> None:
 
 
 async def test_tool_errors_complete_and_protocol_errors_are_json_rpc_errors(connected: Connected) -> None:
-    task_id = await start(connected, "failing_job")
+    task_id = await start(connected, "failing_job", seconds=0.2)
     final, result = await outcome(connected, task_id)
     assert final == "completed" and result is not None  # a tool error is a completed task whose result isError
     assert error_of(result)[0] == "EXECUTION_FAILED"
