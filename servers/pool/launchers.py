@@ -44,7 +44,6 @@ logger = logging.getLogger("mcp_sections.gateway.launchers")
 
 State = Literal["not_started", "starting", "running", "stopped", "failed"]  # stopped: ended while idle
 STARTUP_TIMEOUT_SECONDS = 60.0
-WATCH_SECONDS = 2.0  # how often an idle section's connection is checked (a ping), so a dead one is seen
 IDLE_CHECK_SECONDS = 1.0  # a call after this much idleness first checks that the section is still there
 PING_TIMEOUT_SECONDS = 5.0
 CLOSED = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)  # the transport is gone
@@ -310,10 +309,10 @@ class SubprocessLauncher:
         self._failed(reason)
 
     async def _watch(self, client: Client) -> None:
-        """While the connection is idle, ping it now and then: a section that died while idle is seen at once
+        """While the connection is idle, ping it every `idle_watch_seconds`: a section that died while idle is seen
         (`list_tool_sections` stops showing it as running, and the next call starts a new one)."""
         while True:
-            await anyio.sleep(WATCH_SECONDS)
+            await anyio.sleep(self._gateway.idle_watch_seconds)
             if self._in_flight == 0 and not await self._alive(client):
                 self._lost(client)
                 return

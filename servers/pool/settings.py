@@ -184,6 +184,9 @@ class GatewaySettings(LayeredSettings):
     call_timeout_seconds: float = Field(default=300, gt=0, description="Timeout of one forwarded section call.")
     restart_backoff_seconds: float = Field(default=0.5, ge=0, description="First restart delay of a dead section.")
     restart_backoff_max_seconds: float = Field(default=30, ge=0)
+    idle_watch_seconds: float = Field(
+        default=2.0, gt=0, le=3600, description="How often an idle section's process is checked, so a dead one is seen."
+    )
     disabled_tools: list[str] = Field(
         default_factory=list, description="Section tools hidden everywhere: name patterns (`write_*`, `shell_ops:*`)."
     )

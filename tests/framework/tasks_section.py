@@ -48,14 +48,14 @@ async def slow_compute(params: SlowInput, ctx: ToolContext) -> TextResult:
     return TextResult(text=f"computed {params.label or 'nothing'} in {params.seconds:g} s")
 
 
-class NoInput(ToolInput):
-    pass
+class FailingInput(ToolInput):
+    seconds: float = Field(default=1.0, ge=0, le=60, description="How long to work before failing.")
 
 
 @tool(name="failing_job", title="Fail after a second", annotations=READ_ONLY, long=True)
-async def failing_job(params: NoInput) -> TextResult:
-    """Work for a second, then fail with EXECUTION_FAILED (a tool error, not a protocol error)."""
-    await anyio.sleep(1)
+async def failing_job(params: FailingInput) -> TextResult:
+    """Work for a second (or `seconds`), then fail with EXECUTION_FAILED (a tool error, not a protocol error)."""
+    await anyio.sleep(params.seconds)
     raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the job failed on purpose; nothing to fix")
 
 

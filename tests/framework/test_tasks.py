@@ -43,6 +43,7 @@ from tests.tasks_client import (
     legacy_result,
     wait_for,
 )
+from tests.waiting import eventually
 
 pytestmark = pytest.mark.anyio
 
@@ -193,14 +194,6 @@ async def cancel(connection: Connected, task_id: str) -> None:
         assert not {"taskId", "status", "result", "error"} & set(await cancel_task(connection.session, task_id))
 
 
-async def until(predicate: Any, timeout: float = 30) -> Any:
-    """Poll an async predicate until it returns something true."""
-    with anyio.fail_after(timeout):
-        while not (value := await predicate()):
-            await anyio.sleep(0.1)
-        return value
-
-
 def audit_outcomes(connection: Connected, tool: str) -> list[str]:
     return [line["outcome"] for line in read_lines(connection.audit) if line.get("tool") == tool]
 
@@ -224,13 +217,13 @@ async def test_task_support_is_announced_for_the_era(connected: Connected) -> No
 
 async def test_a_long_call_is_answered_at_once_and_its_result_read_later(connected: Connected) -> None:
     started = time.monotonic()
-    task_id = await start(connected, "slow_compute", seconds=2, label="late")
-    assert time.monotonic() - started < 1.5  # the reply did not wait for the work
-    status, message = await until(lambda: _progressed(connected, task_id))
+    task_id = await start(connected, "slow_compute", seconds=1, label="late")
+    assert time.monotonic() - started < 0.8  # the reply did not wait for the work
+    status, message = await eventually(lambda: _progressed(connected, task_id))
     assert status == "working" and "step" in message  # tasks/get reports the tool's progress
     final, result = await outcome(connected, task_id)
     assert final == "completed" and result is not None and not result.is_error
-    assert text_of(result) == "computed late in 2 s" and result.structured_content == {"text": "computed late in 2 s"}
+    assert text_of(result) == "computed late in 1 s" and result.structured_content == {"text": "computed late in 1 s"}
     if connected.legacy:
         listed = {task.task_id: task.status for task in (await legacy_list(connected.client)).tasks}
         assert listed[task_id] == "completed"
@@ -248,12 +241,12 @@ async def _progressed(connection: Connected, task_id: str) -> tuple[str, str] | 
 
 async def test_cancel_stops_the_work(connected: Connected) -> None:
     task_id = await start(connected, "slow_compute", seconds=120, label="never")
-    await until(lambda: _progressed(connected, task_id))
+    await eventually(lambda: _progressed(connected, task_id))
     before = len(audit_outcomes(connected, "slow_compute"))
     await cancel(connected, task_id)
     assert await state(connected, task_id) == ("cancelled", "cancelled by the client")
     # the tool was cancelled for real: its pipeline wrote CANCELLED at once, not two minutes later
-    await until(lambda: _async(audit_outcomes(connected, "slow_compute")[before:] == ["CANCELLED"]), timeout=10)
+    await eventually(lambda: audit_outcomes(connected, "slow_compute")[before:] == ["CANCELLED"], timeout=10)
     await anyio.sleep(0.5)
     assert await state(connected, task_id) == ("cancelled", "cancelled by the client")  # no progress after it
     if connected.legacy:  # cancelling an ended task is refused on 2025-11-25, acknowledged on 2026-07-28
@@ -264,12 +257,8 @@ async def test_cancel_stops_the_work(connected: Connected) -> None:
         await cancel(connected, task_id)
 
 
-async def _async(value: Any) -> Any:
-    return value
-
-
 async def test_tool_errors_complete_and_protocol_errors_are_json_rpc_errors(connected: Connected) -> None:
-    task_id = await start(connected, "failing_job")
+    task_id = await start(connected, "failing_job", seconds=0.2)
     final, result = await outcome(connected, task_id)
     assert final == "completed" and result is not None  # a tool error is a completed task whose result isError
     assert error_of(result)[0] == "EXECUTION_FAILED"
@@ -354,9 +343,9 @@ async def test_tasks_methods_need_the_extension_on_2026(http_url: tuple[str, Pat
 
 @pytest.fixture(scope="module")
 def short_lived(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """A server whose tasks live 3 s, with at most 2 working per client."""
+    """A server whose tasks live 1 s (the least it allows), with at most 2 working per client."""
     data_dir = tmp_path_factory.mktemp("tasks-ttl")
-    extra = {"MCP_SECTIONS_TASK_TTL_SECONDS": "3", "MCP_SECTIONS_MAX_TASKS_PER_CLIENT": "2"}
+    extra = {"MCP_SECTIONS_TASK_TTL_SECONDS": "1", "MCP_SECTIONS_MAX_TASKS_PER_CLIENT": "2"}
     with http_section(data_dir, **extra) as url:
         yield url, data_dir / "audit"
 
@@ -365,9 +354,11 @@ async def test_tasks_are_forgotten_after_their_ttl_even_when_never_polled(short_
     url, audit = short_lived
     async with connect(url, True, audit) as legacy, connect(url, False, audit) as modern:
         asked = await create_legacy_task(legacy.client, "slow_compute", {"seconds": 0.3}, ttl_ms=86_400_000)
-        assert asked["task"]["ttl"] == 3000  # what the client asked, capped by the server's ttl
+        assert asked["task"]["ttl"] == 1000  # what the client asked, capped by the server's ttl
         ids = [(legacy, asked["task"]["taskId"]), (modern, await start(modern, "slow_compute", seconds=0.3))]
-        await anyio.sleep(5)  # nobody polled: the work ran to its end all the same, then the tasks expired
+        # nobody polled: the work ran to its end all the same (its audit lines say so), then the tasks expired
+        await eventually(lambda: audit_outcomes(legacy, "slow_compute").count("OK") == 2)
+        await anyio.sleep(2)  # the ttl (1 s) after the end, and a second to spare
         assert audit_outcomes(legacy, "slow_compute").count("OK") == 2
         for connection, task_id in ids:
             with pytest.raises(MCPError) as expired:

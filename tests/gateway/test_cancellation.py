@@ -23,6 +23,7 @@ from tests.gateway.helpers import (
 )
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.stdio import data_of, error_of
+from tests.waiting import eventually
 
 KEY = {"SCRIPTED_MODEL_KEY": "sk-cancel-test"}
 WORKFLOW = "wf_cancel"
@@ -39,7 +40,7 @@ def tree(request: Request) -> Reply:
     if request.depth == 1:
         return Reply(text="The deeper agent finished [plan_actions].")
     step = next(_steps)
-    return Reply(tool_calls=[("todo_create", {"workflow_id": WORKFLOW, "name": f"step {step}"})], delay=0.3)
+    return Reply(tool_calls=[("todo_create", {"workflow_id": WORKFLOW, "name": f"step {step}"})], delay=0.15)
 
 
 def quick(request: Request) -> Reply:
@@ -65,7 +66,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 async def client(workdir: Path, model: ScriptedModel) -> AsyncIterator[Client]:
     shell = '[sections.shell_ops]\nallowed_programs = ["sleep"]\n'
-    limits = "[gateway]\nagent_max_turns = 200\n"
+    limits = "[gateway]\nagent_max_turns = 200\nrestart_backoff_seconds = 0.05\n"
     config = write_config(workdir / "config.toml", limits, demo_section_table(), model_table(model.base_url), shell)
     args = ["--config", str(config), "--data-dir", str(workdir / "data"), "--root", str(workdir)]
     async with gateway_client(*args, env=KEY, cwd=workdir) as connected:
@@ -82,14 +83,22 @@ async def todo_count(client: Client) -> int:
 @pytest.mark.anyio
 async def test_cancelling_plan_actions_stops_the_whole_tree(client: Client, model: ScriptedModel) -> None:
     assert await todo_count(client) == 0  # the todo section is started before the plan
-    with anyio.move_on_after(3.0) as waited:
-        await client.call_tool("plan_actions", {"goal": "[script:tree] start", "sections": ["todo"]})
-    assert waited.cancelled_caught, "the plan should still have been running"
+    finished: list[Any] = []
+
+    async def plan() -> None:
+        finished.append(await client.call_tool("plan_actions", {"goal": "[script:tree] start", "sections": ["todo"]}))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(plan)
+        # the deeper agent is at work: its third request carries the results of two todo_create calls
+        await eventually(lambda: sum(request.depth == 2 for request in model.requests) >= 3)
+        group.cancel_scope.cancel()  # the client cancels its plan_actions call
+    assert not finished, "the plan should still have been running"
     assert {request.depth for request in model.requests} == {1, 2}  # the tree was two levels deep
-    await anyio.sleep(0.6)  # a model answer or a tool call already in flight may land
+    await anyio.sleep(0.5)  # a model answer (0.15 s) or a tool call already in flight may land
     requests, created = len(model.requests), await todo_count(client)
     assert created >= 2
-    await anyio.sleep(1.5)
+    await anyio.sleep(1.0)  # the deeper agent made a request every ~0.2 s: five would have come
     assert len(model.requests) == requests, "no model request after the cancellation"
     assert await todo_count(client) == created, "no tool call after the cancellation"
     # the three slots are free again: three concurrent plans all run
@@ -115,8 +124,10 @@ async def test_a_section_killed_during_a_call_fails_that_call_only(client: Clien
     running = section_processes(marker)
     assert running
 
+    sleeping = "sleep 30.25"  # a program no other test runs, found by its command line
+
     async def long_call() -> None:
-        arguments = {"command": ["sleep", "30"], "timeout_seconds": 60}
+        arguments = {"command": sleeping.split(), "timeout_seconds": 60}
         started = time.monotonic()
         outcome["result"] = await client.call_tool(
             "call_section_tool", {"section": "shell_ops", "tool": "run_command", "arguments": arguments}
@@ -125,7 +136,7 @@ async def test_a_section_killed_during_a_call_fails_that_call_only(client: Clien
 
     async with anyio.create_task_group() as group:
         group.start_soon(long_call)
-        await anyio.sleep(1.0)  # the section is inside run_command, sleeping
+        await eventually(lambda: section_processes(sleeping), interval=0.05)  # inside run_command, sleeping
         assert "result" not in outcome
         killed = kill_processes(marker)
         assert killed

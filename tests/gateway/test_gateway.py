@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from mcp import Client
 
@@ -22,6 +20,7 @@ from tests.gateway.helpers import (
 )
 from tests.shell_ops.repos import git, make_repo
 from tests.stdio import check_snapshot, data_of, error_of
+from tests.waiting import eventually
 
 GATEWAY_TOOLS = [
     "list_tool_sections",
@@ -50,7 +49,8 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 async def client(workdir: Path) -> AsyncIterator[Client]:
     broken = '[gateway.sections.broken]\ncommand = "/nonexistent/mcp-server"\ndescription = "Cannot start."\n'
-    config = write_config(workdir / "config.toml", demo_section_table(), broken)
+    watch = "[gateway]\nrestart_backoff_seconds = 0.05\nidle_watch_seconds = 0.25\n"  # see a dead section sooner
+    config = write_config(workdir / "config.toml", watch, demo_section_table(), broken)
     project = make_repo(workdir / "project")
     git(project, "checkout", "-q", "-b", "feature/x")
     (project / "package.json").write_text('{"name": "web-app", "version": "2.1.0"}')
@@ -202,13 +202,13 @@ async def test_a_section_killed_while_idle_is_seen_and_calls_never_reach_it(clie
     assert alive and not set(alive) & set(killed)
     # killed while idle: list_tool_sections stops showing it as running within a few seconds
     killed = kill_processes(todo_marker(workdir))
-    deadline = time.monotonic() + 10
-    state = "running"
-    while state == "running" and time.monotonic() < deadline:
-        await anyio.sleep(0.5)
-        sections = {s["id"]: s for s in (await call(client, "list_tool_sections"))["sections"]}
-        state = sections["todo"]["state"]
-    assert state == "stopped" and "idle" in sections["todo"]["error"]
+
+    async def todo_once_not_running() -> dict[str, Any] | None:
+        todo = next(s for s in (await call(client, "list_tool_sections"))["sections"] if s["id"] == "todo")
+        return None if todo["state"] == "running" else todo
+
+    todo = await eventually(todo_once_not_running, timeout=10, interval=0.05)
+    assert todo["state"] == "stopped" and "idle" in todo["error"]
     # the next call, even one that writes, starts a new process: it never reaches the dead one
     created = await call(
         client, "call_section_tool", section="todo", tool="todo_create", arguments={**arguments, "name": "after"}

@@ -19,7 +19,7 @@ from mcp_sections.servers.pool.settings import ExternalSection, GatewaySettings
 from mcp_sections.shared.config import Settings
 from tests.gateway.helpers import REPO
 
-SLOW_START = 1.5  # seconds the stand-in server sleeps before it serves
+SLOW_START = 0.8  # seconds the stand-in server sleeps before it serves (the pool stops at 0.3 s)
 SLOW_SERVER = (
     "import runpy, sys, time\n"
     f"time.sleep({SLOW_START})\n"

@@ -14,7 +14,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -37,6 +36,7 @@ from tests.tasks_client import (
     legacy_result,
     wait_for,
 )
+from tests.waiting import eventually
 
 pytestmark = [
     pytest.mark.anyio,
@@ -127,12 +127,6 @@ def outcomes(directory: Path, server: str, tool: str) -> list[str]:
     return [line["outcome"] for line in read_lines(directory, server) if line.get("tool") == tool]
 
 
-async def eventually(predicate: Any, timeout: float = 30) -> None:
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.1)
-
-
 FORWARD = "call_section_tool"
 
 
@@ -143,14 +137,13 @@ def forward(section: str, tool: str, **arguments: Any) -> dict[str, Any]:
 async def test_a_long_section_tool_runs_as_a_gateway_task_in_both_eras(workdir: Path) -> None:
     async with gateway(workdir, None, legacy=False) as client:
         await client.call_tool("describe_section", {"section": "tasks_demo"})  # the gateway now knows its tools
-        handle = await call_for_task(client, FORWARD, forward("tasks_demo", "slow_compute", seconds=3, label="gw"))
+        handle = await call_for_task(client, FORWARD, forward("tasks_demo", "slow_compute", seconds=1, label="gw"))
         assert isinstance(handle, CreatedTask)
-        with anyio.fail_after(30):  # the section's progress reaches the gateway's task
-            while not (await get_task(client.session, handle.task_id)).status_message:
-                await anyio.sleep(0.2)
+        # the section's progress reaches the gateway's task
+        await eventually(lambda: _status_message(client, handle.task_id), interval=0.05)
         done = await wait_for(client.session, handle.task_id)
         assert done.status == "completed" and done.result is not None
-        assert data_of(types.CallToolResult.model_validate(done.result)) == {"text": "computed gw in 3 s"}
+        assert data_of(types.CallToolResult.model_validate(done.result)) == {"text": "computed gw in 1 s"}
         quick = await call_for_task(client, FORWARD, forward("tasks_demo", "greet", name="x"))
         assert isinstance(quick, types.CallToolResult)  # a short target: no task
     async with gateway(workdir, None, legacy=True) as client:  # 2025-11-25: the client asks for the task
@@ -160,6 +153,10 @@ async def test_a_long_section_tool_runs_as_a_gateway_task_in_both_eras(workdir: 
         assert (await legacy_get(client, created["task"]["taskId"])).status == "completed"
     audit = workdir / "data" / "audit"
     assert outcomes(audit, "gateway", FORWARD).count("OK") >= 3
+
+
+async def _status_message(client: Client, task_id: str) -> str | None:
+    return (await get_task(client.session, task_id)).status_message
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -174,10 +171,10 @@ async def test_cancelling_the_task_cancels_the_section_work(
         before = len(outcomes(audit, "gateway", FORWARD))
         handle = await call_for_task(client, FORWARD, arguments)
         assert isinstance(handle, CreatedTask)  # run_command with a timeout over a minute is long work
-        await eventually(lambda: section_processes(marker), timeout=60)
+        await eventually(lambda: section_processes(marker), timeout=60, interval=0.05)
         await cancel_task(client.session, handle.task_id)
         assert (await get_task(client.session, handle.task_id)).status == "cancelled"
-        await eventually(lambda: not section_processes(marker), timeout=15)  # the program was killed
+        await eventually(lambda: not section_processes(marker), timeout=15, interval=0.05)  # the program was killed
         await eventually(lambda: outcomes(audit, "gateway", FORWARD)[before:] == ["STARTED", "CANCELLED"])
         await eventually(lambda: outcomes(audit, "shell_ops", "run_command")[-1:] == ["CANCELLED"])
 

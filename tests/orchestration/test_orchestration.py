@@ -18,6 +18,7 @@ from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_ta
 from tests.in_memory import gateway_in_memory
 from tests.orchestration.helpers import User, orchestration_client
 from tests.stdio import call, check_tools_snapshot, data_of, error_of, fail
+from tests.waiting import eventually
 
 KEY = {"SCRIPTED_MODEL_KEY": "sk-orchestration-test"}
 ORCHESTRATION_TOOLS = {
@@ -34,8 +35,8 @@ SECTION_TABLE = """
 [sections.orchestration]
 max_depth = 2
 agent_max_turns = 6
-ask_timeout_seconds = 1
-ask_cooldown_seconds = 2
+ask_timeout_seconds = 0.5
+ask_cooldown_seconds = 1
 default_sections = ["demo"]
 
 [sections.orchestration.agents.db_agent]
@@ -314,12 +315,20 @@ async def test_terminate_agent_stops_a_running_child(client: Client, model: Scri
 
 @pytest.mark.anyio
 async def test_cancelling_the_call_stops_the_sub_agent(client: Client, model: ScriptedModel) -> None:
-    with anyio.move_on_after(1.2) as waited:
-        await client.call_tool("spawn_agent", {"name": "Abandoned", "prompt": "[script:hang] forever"})
-    assert waited.cancelled_caught and model.requests
-    await anyio.sleep(0.5)  # an answer already in flight may land
+    finished: list[Any] = []
+
+    async def spawn() -> None:
+        arguments = {"name": "Abandoned", "prompt": "[script:hang] forever"}
+        finished.append(await client.call_tool("spawn_agent", arguments))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(spawn)
+        await eventually(lambda: len(model.requests) >= 2)  # the sub-agent is at work (one tool call done)
+        group.cancel_scope.cancel()  # the client cancels its spawn_agent call
+    assert not finished
+    await anyio.sleep(0.5)  # an answer already in flight (0.3 s) may land
     requests = len(model.requests)
-    await anyio.sleep(0.8)
+    await anyio.sleep(0.8)  # the sub-agent asked the model every ~0.35 s: two would have come
     assert len(model.requests) == requests
     children = await call(client, "list_children")
     assert children["count"] == 0 and children["remaining_slots"] == 3
@@ -365,12 +374,12 @@ async def test_ask_user_timeouts_open_the_circuit_breaker(client: Client, user: 
         user.will("sleep", (4.0, {"text": "too late"}))
         started = time.monotonic()
         message = await fail(client, "ask_user", "TIMEOUT", question=f"Still there? {attempt}")
-        assert time.monotonic() - started < 3.0  # the server stopped waiting after 1 s
+        assert time.monotonic() - started < 3.0  # the server stopped waiting after 0.5 s
         assert ("paused" in message) == (attempt == 2)
     message = await fail(client, "ask_user", "DEPENDENCY_ERROR", question="And now?")
     assert "circuit breaker" in message and "3 questions" in message
     asked = len(user.questions)
-    await anyio.sleep(2.1)  # the cooldown ends
+    await anyio.sleep(1.1)  # the cooldown (1 s) ends
     assert len(user.questions) == asked  # nothing was asked while the breaker was open
     user.will("accept", {"text": "back"})
     assert (await call(client, "ask_user", question="Back?"))["text"] == "back"
@@ -387,9 +396,9 @@ async def test_ask_user_in_the_2026_era(workdir: Path) -> None:
         assert len(user.questions) == 1  # asked once (InputRequiredResult, then the retry carries the answer)
         user.will("decline")
         assert (await call(modern, "ask_user", question="Shall I?"))["status"] == "declined"
-        user.will("sleep", (1.3, {"text": "late"}))
+        user.will("sleep", (0.8, {"text": "late"}))
         message = await fail(modern, "ask_user", "TIMEOUT", question="Quick?")
-        assert "within 1 s" in message
+        assert "within 0.5 s" in message
         user.will("accept", {"text": "in time"})
         assert (await call(modern, "ask_user", question="Now?"))["text"] == "in time"
 

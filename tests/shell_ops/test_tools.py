@@ -155,7 +155,7 @@ async def test_timeout_kills_the_whole_process_group(client: Client, root: Path)
         "run_command",
         "TIMEOUT",
         command=["python3", "tools/spawner.py", "grandchild.pid", seconds],
-        timeout_seconds=2.5,
+        timeout_seconds=1.2,
     )
     assert time.monotonic() - started < 10
     assert error["details"]["timed_out"] is True and "started" in error["details"]["stdout_tail"]
