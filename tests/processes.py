@@ -9,6 +9,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -110,3 +111,32 @@ def wait_until_listening(port: int, process: subprocess.Popen[bytes], seconds: f
                 return
         time.sleep(0.1)
     raise AssertionError(f"nothing listened on port {port} within {seconds:g} s")
+
+
+def running(argv: list[str], suffix: bool = False) -> list[int]:
+    """Host pids of live processes whose command line is exactly `argv` (or ends with it: `suffix`), read from
+    /proc: a sandboxed program's pid is its sandbox's own, so it is found by what it runs."""
+    wanted = "\0".join(argv).encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+            if (command.endswith(wanted) if suffix else command == wanted) and (entry / "stat").read_text().rsplit(
+                ")", 1
+            )[1].split()[0] not in ("Z", "X"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def gone(argv: list[str], seconds: float = 10, suffix: bool = False) -> bool:
+    """Whether every process running `argv` (see `running`) has ended within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while running(argv, suffix):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True

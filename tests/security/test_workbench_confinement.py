@@ -20,7 +20,7 @@ from mcp import Client
 
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from tests.in_memory import section_in_memory
-from tests.processes import RawServer, free_port
+from tests.processes import RawServer, free_port, gone, running
 from tests.stdio import call, fail, section_client
 
 pytestmark = pytest.mark.skipif(
@@ -195,31 +195,6 @@ async def test_environment_additions_cannot_change_what_loads(shell: Client) -> 
         ShellOpsSettings.load(process_environment=["PORT", "LD_PRELOAD"])
 
 
-def _running(argv: list[str]) -> list[int]:
-    wanted = "\0".join(argv).encode() + b"\0"
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if (entry / "cmdline").read_bytes() == wanted:
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                if state not in ("Z", "X"):
-                    found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def _gone(argv: list[str], seconds: float = 10) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not _running(argv):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def _start_in_raw_server(server: RawServer, arguments: dict[str, object]) -> dict[str, object]:
     server.initialize()
     server.call_tool(1, "start_process", arguments)
@@ -239,37 +214,18 @@ def test_processes_die_with_a_server_killed_with_sigkill(world: dict[str, Path],
         arguments["ports"] = [port]
     with RawServer(["shell_ops", "--root", str(world["root"])], env=env) as server:
         _start_in_raw_server(server, {**arguments, "wait_seconds": 20})
-        assert _running(["sleep", seconds])
+        assert running(["sleep", seconds])
         server.kill_9()
     if sandbox == "auto":
-        assert _gone(["sleep", seconds]), "a process survived the server's SIGKILL"
+        assert gone(["sleep", seconds]), "a process survived the server's SIGKILL"
         with socket.socket() as probe:
             assert probe.connect_ex(("127.0.0.1", port)) != 0  # the published port went with the server
     else:
         # Unconfined, the program itself gets the parent-death signal; what it started in a session of its own has
         # no PID namespace to die with (README: "With the sandbox off").
-        assert _gone_cmd_suffix(["tools/spawner.py", seconds]), "the program survived the server's SIGKILL"
-        for pid in _running(["sleep", seconds]):
+        assert gone(["tools/spawner.py", seconds], suffix=True), "the program survived the server's SIGKILL"
+        for pid in running(["sleep", seconds]):
             os.kill(pid, 9)
-
-
-def _gone_cmd_suffix(suffix: list[str], seconds: float = 10) -> bool:
-    wanted = "\0".join(suffix).encode() + b"\0"
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        alive = False
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    alive |= (entry / "cmdline").read_bytes().endswith(wanted) and (
-                        (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-                    )
-                except OSError:
-                    continue
-        if not alive:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.mark.anyio
@@ -283,5 +239,5 @@ async def test_processes_end_when_the_server_ends(world: dict[str, Path]) -> Non
             wait_for="spawned",
             wait_seconds=20,
         )
-        assert _running(["sleep", seconds])
-    assert _gone(["sleep", seconds]), "a process outlived its server"
+        assert running(["sleep", seconds])
+    assert gone(["sleep", seconds]), "a process outlived its server"

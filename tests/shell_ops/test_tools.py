@@ -14,6 +14,7 @@ import pytest
 from mcp import Client
 
 from tests.in_memory import section_in_memory
+from tests.processes import gone
 from tests.shell_ops.repos import git, make_repo
 from tests.stdio import call, data_of, error_of
 
@@ -160,27 +161,7 @@ async def test_timeout_kills_the_whole_process_group(client: Client, root: Path)
     assert time.monotonic() - started < 10
     assert error["details"]["timed_out"] is True and "started" in error["details"]["stdout_tail"]
     assert pid_file.exists()  # the grandchild started (its pid is the sandbox's own: found by its command line)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _running(["sleep", seconds]):
-        time.sleep(0.05)
-    assert not _running(["sleep", seconds]), "the grandchild `sleep` survived the timeout"
-
-
-def _running(argv: list[str]) -> list[int]:
-    """Host pids of live processes with exactly this command line."""
-    wanted = "\0".join(argv).encode() + b"\0"
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if (entry / "cmdline").read_bytes() == wanted:
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                if state not in ("Z", "X"):
-                    found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
+    assert gone(["sleep", seconds], seconds=5), "the grandchild `sleep` survived the timeout"
 
 
 @pytest.mark.anyio

@@ -20,7 +20,7 @@ from mcp import Client
 
 from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS
 from tests.in_memory import section_in_memory
-from tests.processes import free_port
+from tests.processes import free_port, gone, running
 from tests.shell_ops.test_toolchains import BASE, NODE, fake_node_installation
 from tests.stdio import call, fail, section_client
 
@@ -464,13 +464,10 @@ async def test_stopping_kills_the_whole_sandbox(client: Client) -> None:
     started = await call(
         client, "start_process", command=["python3", "tools/spawner.py", seconds], wait_for="spawned", wait_seconds=10
     )
-    assert _running(["sleep", seconds]), "the grandchild did not start"
+    assert running(["sleep", seconds]), "the grandchild did not start"
     stopped = await call(client, "stop_process", process_id=started["process"]["process_id"], grace_seconds=1)
     assert stopped["process"]["state"] == "stopped" and stopped["process"]["exit_code"] is not None
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _running(["sleep", seconds]):
-        time.sleep(0.05)
-    assert not _running(["sleep", seconds]), "a process in its own session survived its sandbox"
+    assert gone(["sleep", seconds], seconds=5), "a process in its own session survived its sandbox"
     again = await call(client, "stop_process", process_id=started["process"]["process_id"])
     assert again["process"]["state"] == "stopped"
 
@@ -484,20 +481,3 @@ async def test_process_output_is_masked(client: Client) -> None:
     replay = await call(client, "read_process_output", process_id=started["process"]["process_id"], offset=0)
     assert "ghp_a1B2" not in json.dumps(replay)
     await call(client, "stop_process", process_id=started["process"]["process_id"], signal="SIGKILL")
-
-
-def _running(argv: list[str]) -> list[int]:
-    """Host pids of live processes with exactly this command line."""
-    wanted = "\0".join(argv).encode() + b"\0"
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if (entry / "cmdline").read_bytes() == wanted:
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                if state not in ("Z", "X"):
-                    found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
