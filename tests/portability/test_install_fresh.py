@@ -56,12 +56,13 @@ def test_uv_the_named_command_fixes_a_uv_environment(tmp_path: Path, checkout: P
     assert _doctor_says_ready(run_command(doctor, env, cwd=tmp_path))
 
 
-def test_pipx_the_named_command_fixes_the_pipx_app(tmp_path: Path, checkout: Path) -> None:
+def test_pipx_the_named_command_fixes_the_pipx_app(tmp_path: Path, checkout: Path, uv_cache: Path) -> None:
     pipx = find_tool("pipx")
     env = {
         "PIPX_HOME": str(tmp_path / "home"),
         "PIPX_BIN_DIR": str(tmp_path / "bin"),
         "PATH": f"{Path(pipx).parent}:{os.environ['PATH']}",
+        "UV_CACHE_DIR": str(uv_cache),  # pipx installs with uv when uv is there (the dev extra brings both)
     }
     run_command([pipx, "install", "--quiet", str(checkout)], env)
     doctor = [str(tmp_path / "bin" / "mcp-sections"), "doctor", "calculator"]
