@@ -1,5 +1,5 @@
 """A copy of the checkout's sources for install tests (pip builds in the source tree: build/, *.egg-info, and tests
-write only inside their temporary directories), and one uv cache for the run's uv and uvx commands."""
+write only inside their temporary directories), and one uv cache for the run's uv, uvx and pipx commands."""
 
 from __future__ import annotations
 
@@ -23,7 +23,10 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`UV_CACHE_DIR` for every uv and uvx command of the run: the first fills it from the package index, the others
-    read what it already holds (each still resolves and installs for itself), as on a developer's machine."""
-    return tmp_path_factory.mktemp("uv-cache")
+def uv_cache(shared_cache_dir: Path) -> Path:
+    """`UV_CACHE_DIR` for every uv, uvx and pipx (uv underneath) command of the run, xdist's workers included: the
+    first fills it from the package index, the others read what it already holds (each still resolves and installs
+    for itself), as on a developer's machine. uv locks its cache for concurrent use."""
+    cache = shared_cache_dir / "uv"
+    cache.mkdir(exist_ok=True)
+    return cache

@@ -41,9 +41,9 @@ def test_uvx_runs_the_cli_from_the_checkout(checkout: Path, uv_cache: Path) -> N
     assert len(json.loads(done.stdout)) == 9
 
 
-def test_pipx_installs_the_command(tmp_path: Path, checkout: Path) -> None:
+def test_pipx_installs_the_command(tmp_path: Path, checkout: Path, uv_cache: Path) -> None:
     pipx = _tool("pipx")
-    env = {"PIPX_HOME": str(tmp_path / "home"), "PIPX_BIN_DIR": str(tmp_path / "bin")}
+    env = {"PIPX_HOME": str(tmp_path / "home"), "PIPX_BIN_DIR": str(tmp_path / "bin"), "UV_CACHE_DIR": str(uv_cache)}
     _run([pipx, "install", "--quiet", f"{checkout}[calculator]"], env)
     done = _run([str(tmp_path / "bin" / "mcp-sections"), "doctor", "calculator"], env)
     assert "calculator" in done.stdout and "ready" in done.stdout
