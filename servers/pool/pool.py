@@ -191,12 +191,18 @@ class SectionPool:
         self.exposed = self.routes(self.config.expose)
 
     async def _probe(self, entries: list[SectionEntry]) -> None:
-        for entry in entries:
+        """Every section of `entries` asked at once: the start waits for the slowest, not for their sum."""
+
+        async def probe(entry: SectionEntry) -> None:
             try:
                 with anyio.fail_after(STARTUP_TIMEOUT_SECONDS):
                     await self.launcher(entry.id).probe_definitions()
             except Exception as exc:
                 logger.error("exposed section %s is unavailable, its tools are not listed: %r", entry.id, exc)
+
+        async with anyio.create_task_group() as group:
+            for entry in entries:
+                group.start_soon(probe, entry)
 
     def published_name(self, entry: SectionEntry, tool: str, taken: dict[str, Any]) -> str:
         """A section tool's name where it meets other names: collisions become `<section>__<tool>`."""
