@@ -90,6 +90,19 @@ async def test_exposed_tools_are_listed_in_a_fixed_order(tmp_path: Path, mode: s
 
 
 @pytest.mark.anyio
+async def test_an_exposed_section_that_cannot_start_leaves_the_others_listed(tmp_path: Path) -> None:
+    """The exposed third-party sections are asked for their tools at once: one that cannot start is logged and left
+    out; the gateway serves, with the other's tools in the config's order."""
+    broken = '[gateway.sections.broken]\ncommand = "/nonexistent/server"\ndescription = "Cannot start."\n'
+    config = write_config(tmp_path / "config.toml", broken, demo_section_table("demo"))
+    args = ["--config", str(config), "--data-dir", str(tmp_path / "data"), "--expose", "broken,demo"]
+    async with gateway_in_memory(*args) as client:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        assert names == OWN + DEMO
+        assert data_of(await client.call_tool("demo_sum", {"numbers": [2, 3]}))["total"] == 5
+
+
+@pytest.mark.anyio
 async def test_exposing_an_unknown_section_is_a_config_error(tmp_path: Path) -> None:
     command = [*cli_command(), "gateway", "--data-dir", str(tmp_path), "--expose", "nope"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
