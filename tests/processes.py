@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -113,23 +114,42 @@ def wait_until_listening(port: int, process: subprocess.Popen[bytes], seconds: f
     raise AssertionError(f"nothing listened on port {port} within {seconds:g} s")
 
 
-def running(argv: list[str], suffix: bool = False) -> list[int]:
-    """Host pids of live processes whose command line is exactly `argv` (or ends with it: `suffix`), read from
-    /proc: a sandboxed program's pid is its sandbox's own, so it is found by what it runs."""
-    wanted = "\0".join(argv).encode() + b"\0"
+def pids_where(match: Callable[[list[str]], bool], zombies: bool = False) -> list[int]:
+    """Host pids of the processes (this one aside) whose arguments satisfy `match`, read from /proc: a sandboxed
+    program's pid is its sandbox's own, so it is found by what it runs. Ended but unreaped ones only with `zombies`."""
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            command = (entry / "cmdline").read_bytes()
-            if (command.endswith(wanted) if suffix else command == wanted) and (entry / "stat").read_text().rsplit(
-                ")", 1
-            )[1].split()[0] not in ("Z", "X"):
-                found.append(int(entry.name))
+            arguments = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
+        if match(arguments) and (zombies or state not in ("Z", "X")):
+            found.append(int(entry.name))
     return found
+
+
+def running(argv: list[str], suffix: bool = False) -> list[int]:
+    """Live processes whose command line is exactly `argv` (or ends with it: `suffix`)."""
+    return pids_where(lambda arguments: (arguments[-len(argv) :] if suffix else arguments) == argv)
+
+
+def running_with(text: str, zombies: bool = False) -> list[int]:
+    """Live processes (unreaped ones too with `zombies`) whose arguments, joined by spaces, hold `text`."""
+    return pids_where(lambda arguments: text in " ".join(arguments), zombies)
+
+
+def kill_running_with(text: str, seconds: float = 5.0) -> list[int]:
+    """SIGKILL every live process `running_with(text)`; their pids, once gone (or after `seconds`)."""
+    pids = running_with(text)
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + seconds
+    while running_with(text) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return pids
 
 
 def gone(argv: list[str], seconds: float = 10, suffix: bool = False) -> bool:

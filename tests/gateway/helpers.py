@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -54,29 +52,3 @@ def builtin_available(section_id: str) -> bool:
     except Exception:
         return False
     return True
-
-
-def section_processes(marker: str) -> list[int]:
-    """PIDs of live processes whose command line contains `marker` (Linux /proc)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker in command and state != "Z":
-            pids.append(int(entry.name))
-    return pids
-
-
-def kill_processes(marker: str, timeout: float = 5.0) -> list[int]:
-    pids = section_processes(marker)
-    for pid in pids:
-        os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + timeout
-    while section_processes(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return pids

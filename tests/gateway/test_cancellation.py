@@ -17,11 +17,10 @@ from tests.gateway.helpers import (
     builtin_available,
     demo_section_table,
     gateway_client,
-    kill_processes,
-    section_processes,
     write_config,
 )
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
+from tests.processes import kill_running_with, running_with
 from tests.stdio import data_of, error_of
 from tests.waiting import eventually
 
@@ -121,7 +120,7 @@ async def test_a_section_killed_during_a_call_fails_that_call_only(client: Clien
     outcome: dict[str, Any] = {}
     warm = {"section": "shell_ops", "tool": "run_command", "arguments": {"command": ["sleep", "0.1"]}}
     assert data_of(await client.call_tool("call_section_tool", warm))["exit_code"] == 0
-    running = section_processes(marker)
+    running = running_with(marker)
     assert running
 
     sleeping = "sleep 30.25"  # a program no other test runs, found by its command line
@@ -136,15 +135,15 @@ async def test_a_section_killed_during_a_call_fails_that_call_only(client: Clien
 
     async with anyio.create_task_group() as group:
         group.start_soon(long_call)
-        await eventually(lambda: section_processes(sleeping), interval=0.05)  # inside run_command, sleeping
+        await eventually(lambda: running_with(sleeping), interval=0.05)  # inside run_command, sleeping
         assert "result" not in outcome
-        killed = kill_processes(marker)
+        killed = kill_running_with(marker)
         assert killed
     code, message = error_of(outcome["result"])
     assert code == "DEPENDENCY_ERROR" and "shell_ops" in message and "restarts it" in message
     assert outcome["seconds"] < 20
     assert data_of(await client.call_tool("call_section_tool", warm))["exit_code"] == 0  # restarted
-    assert set(section_processes(marker)).isdisjoint(killed)
+    assert set(running_with(marker)).isdisjoint(killed)
 
 
 @pytest.mark.anyio

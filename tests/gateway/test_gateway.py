@@ -14,10 +14,9 @@ from tests.gateway.helpers import (
     builtin_available,
     demo_section_table,
     gateway_client,
-    kill_processes,
-    section_processes,
     write_config,
 )
+from tests.processes import kill_running_with, running_with
 from tests.shell_ops.repos import git, make_repo
 from tests.stdio import check_snapshot, data_of, error_of
 from tests.waiting import eventually
@@ -91,7 +90,7 @@ async def test_list_tool_sections_starts_no_process(client: Client, workdir: Pat
     create = next(tool for tool in described["tools"] if tool["name"] == "todo_create")
     assert {"inputSchema", "outputSchema", "annotations", "description"} <= set(create)
     assert create["annotations"]["readOnlyHint"] is False
-    assert section_processes(todo_marker(workdir)) == []
+    assert running_with(todo_marker(workdir)) == []
 
 
 @pytest.mark.anyio
@@ -118,7 +117,7 @@ async def test_call_section_tool_forwards_results_unchanged(client: Client, work
     )
     task_id = created.get("task_id") or created.get("task", {}).get("id")
     assert task_id
-    assert section_processes(todo_marker(workdir)), "the todo section runs once used"
+    assert running_with(todo_marker(workdir)), "the todo section runs once used"
     sections = {s["id"]: s for s in (await call(client, "list_tool_sections"))["sections"]}
     assert sections["todo"]["state"] == "running"
     # the section's own error comes back as it sent it
@@ -194,14 +193,14 @@ async def test_third_party_section_starts_on_use_and_forwards_progress(client: C
 async def test_a_section_killed_while_idle_is_seen_and_calls_never_reach_it(client: Client, workdir: Path) -> None:
     arguments = {"workflow_id": "wf_gateway"}
     await call(client, "call_section_tool", section="todo", tool="todo_list", arguments=arguments)
-    killed = kill_processes(todo_marker(workdir))
+    killed = kill_running_with(todo_marker(workdir))
     assert killed
     # a read-only call right after the kill: it never ran on the dead process, so it is sent to a new one
     assert await call(client, "call_section_tool", section="todo", tool="todo_list", arguments=arguments) is not None
-    alive = section_processes(todo_marker(workdir))
+    alive = running_with(todo_marker(workdir))
     assert alive and not set(alive) & set(killed)
     # killed while idle: list_tool_sections stops showing it as running within a few seconds
-    killed = kill_processes(todo_marker(workdir))
+    killed = kill_running_with(todo_marker(workdir))
 
     async def todo_once_not_running() -> dict[str, Any] | None:
         todo = next(s for s in (await call(client, "list_tool_sections"))["sections"] if s["id"] == "todo")
@@ -213,7 +212,7 @@ async def test_a_section_killed_while_idle_is_seen_and_calls_never_reach_it(clie
     created = await call(
         client, "call_section_tool", section="todo", tool="todo_create", arguments={**arguments, "name": "after"}
     )
-    assert created and not set(section_processes(todo_marker(workdir))) & set(killed)
+    assert created and not set(running_with(todo_marker(workdir))) & set(killed)
     # other sections and the gateway itself were never affected
     assert (await call(client, "call_section_tool", section="demo", tool="demo_sum", arguments={"numbers": [2]}))[
         "total"

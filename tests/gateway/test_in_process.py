@@ -15,8 +15,9 @@ from mcp_types import CallToolResult
 from mcp_sections.servers.gateway.core import Gateway
 from mcp_sections.servers.pool.settings import GatewaySettings, load_gateway_settings
 from mcp_sections.shared.config import ConfigError, Settings, load_settings
-from tests.gateway.helpers import builtin_available, demo_section_table, section_processes, write_config
+from tests.gateway.helpers import builtin_available, demo_section_table, write_config
 from tests.in_memory import gateway_in_memory
+from tests.processes import running_with
 from tests.stdio import data_of
 
 pytestmark = pytest.mark.skipif(
@@ -107,9 +108,9 @@ async def test_results_and_errors_are_the_subprocess_ones(
         ]
         assert comparable(results[1]) == comparable(results[0]), tool
     # in process means no section subprocess, and the section shows as running once used
-    assert section_processes(f"serve calculator --data-dir {workdir / 'local'}") == []
-    assert section_processes(f"serve todo --data-dir {workdir / 'local'}") == []
-    assert section_processes(f"serve calculator --data-dir {workdir / 'sub'}")
+    assert running_with(f"serve calculator --data-dir {workdir / 'local'}") == []
+    assert running_with(f"serve todo --data-dir {workdir / 'local'}") == []
+    assert running_with(f"serve calculator --data-dir {workdir / 'sub'}")
     sections = {s["id"]: s for s in data_of(await in_process_gateway.call_tool("list_tool_sections", {}))["sections"]}
     assert sections["calculator"]["state"] == "running" and sections["todo"]["state"] == "running"
     assert sections["file_ops"]["state"] == "not_started"

@@ -20,10 +20,10 @@ from mcp import Client
 
 from mcp_sections.shared.audit import read_lines
 from mcp_sections.shared.provenance import unwrap
-from tests.gateway.helpers import REPO, builtin_available, section_processes, write_config
+from tests.gateway.helpers import REPO, builtin_available, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.in_memory import gateway_in_memory
-from tests.processes import free_port, wait_until_listening
+from tests.processes import free_port, running_with, wait_until_listening
 from tests.stdio import data_of, server_parameters
 from tests.tasks_client import (
     CreatedTask,
@@ -171,10 +171,10 @@ async def test_cancelling_the_task_cancels_the_section_work(
         before = len(outcomes(audit, "gateway", FORWARD))
         handle = await call_for_task(client, FORWARD, arguments)
         assert isinstance(handle, CreatedTask)  # run_command with a timeout over a minute is long work
-        await eventually(lambda: section_processes(marker), timeout=60, interval=0.05)
+        await eventually(lambda: running_with(marker), timeout=60, interval=0.05)
         await cancel_task(client.session, handle.task_id)
         assert (await get_task(client.session, handle.task_id)).status == "cancelled"
-        await eventually(lambda: not section_processes(marker), timeout=15, interval=0.05)  # the program was killed
+        await eventually(lambda: not running_with(marker), timeout=15, interval=0.05)  # the program was killed
         await eventually(lambda: outcomes(audit, "gateway", FORWARD)[before:] == ["STARTED", "CANCELLED"])
         await eventually(lambda: outcomes(audit, "shell_ops", "run_command")[-1:] == ["CANCELLED"])
 

@@ -15,8 +15,9 @@ from mcp_sections.servers.gateway.tool_search import ToolSearch, section_entries
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, load_section
 from mcp_sections.shared.embeddings.embedder import default_model_runs
 from mcp_sections.shared.tools import MAX_EXAMPLE_LENGTH, MAX_EXAMPLES, READ_ONLY, ToolInput, ToolResult, tool
-from tests.gateway.helpers import builtin_available, demo_section_table, section_processes, write_config
+from tests.gateway.helpers import builtin_available, demo_section_table, write_config
 from tests.in_memory import gateway_in_memory
+from tests.processes import running_with
 from tests.stdio import data_of, error_of
 
 needs_model = pytest.mark.skipif(
@@ -199,7 +200,7 @@ async def test_find_tools_ranks_every_section_without_starting_one(client: Clien
     assert found["unsearched"] == [
         {"section": "demo", "reason": "third-party section not started yet: its tools are known once it runs"}
     ]
-    assert section_processes(f"serve todo --data-dir {workdir / 'data'}") == []  # nothing was started
+    assert running_with(f"serve todo --data-dir {workdir / 'data'}") == []  # nothing was started
     only = await find(client, query="delete it", sections=["memory"])
     assert {tool["section"] for tool in only["tools"]} == {"memory"}
 

@@ -32,6 +32,7 @@ import pytest
 from mcp import Client
 
 from tests.in_memory import gateway_in_memory, section_in_memory
+from tests.processes import running_with
 from tests.security.test_command_attacks import markers, tree_state
 from tests.shell_ops.repos import GIT_IDENTITY, git, make_repo
 from tests.stdio import data_of, error_of
@@ -421,22 +422,10 @@ async def test_output_flood_and_fork_within_timeout_are_contained(shell: Client,
         forked = await shell.call_tool("run_command", {"command": ["python3", forker.name], "timeout_seconds": 1})
         assert error_of(forked)[0] == "TIMEOUT"
         assert "forked" in forked.structured_content["details"]["stdout_tail"]  # the children were running
-        assert running_with(forker.name) == [], "children of a timed-out command survived"
+        assert running_with(forker.name, zombies=True) == [], "children of a timed-out command survived"
     finally:
         flood.unlink()
         forker.unlink()
-
-
-def running_with(text: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if text.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 # -- file_ops: globs that backtrack, and the installer's environment ------------------------------------------
