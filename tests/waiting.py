@@ -4,7 +4,7 @@ of sleeping a fixed time that is either too long on an idle machine or too short
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -21,3 +21,18 @@ async def eventually(predicate: Callable[[], Any], timeout: float = 30, interval
             if value:
                 return value
             await anyio.sleep(interval)
+
+
+async def cancelled_once(call: Callable[[], Awaitable[Any]], ready: Callable[[], Any], timeout: float = 30) -> bool:
+    """Start `call`, wait until `ready()` holds, then cancel the call as a client cancels its request; whether the
+    call was still running then (it had not returned)."""
+    returned: list[Any] = []
+
+    async def run() -> None:
+        returned.append(await call())
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        await eventually(ready, timeout)
+        group.cancel_scope.cancel()
+    return not returned

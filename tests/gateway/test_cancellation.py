@@ -22,7 +22,7 @@ from tests.gateway.helpers import (
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.processes import kill_running_with, running_with
 from tests.stdio import data_of, error_of
-from tests.waiting import eventually
+from tests.waiting import cancelled_once, eventually
 
 KEY = {"SCRIPTED_MODEL_KEY": "sk-cancel-test"}
 WORKFLOW = "wf_cancel"
@@ -82,17 +82,13 @@ async def todo_count(client: Client) -> int:
 @pytest.mark.anyio
 async def test_cancelling_plan_actions_stops_the_whole_tree(client: Client, model: ScriptedModel) -> None:
     assert await todo_count(client) == 0  # the todo section is started before the plan
-    finished: list[Any] = []
-
-    async def plan() -> None:
-        finished.append(await client.call_tool("plan_actions", {"goal": "[script:tree] start", "sections": ["todo"]}))
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(plan)
-        # the deeper agent is at work: its third request carries the results of two todo_create calls
-        await eventually(lambda: sum(request.depth == 2 for request in model.requests) >= 3)
-        group.cancel_scope.cancel()  # the client cancels its plan_actions call
-    assert not finished, "the plan should still have been running"
+    arguments = {"goal": "[script:tree] start", "sections": ["todo"]}
+    # cancelled once the deeper agent is at work: its third request carries the results of two todo_create calls
+    still_running = await cancelled_once(
+        lambda: client.call_tool("plan_actions", arguments),
+        lambda: sum(request.depth == 2 for request in model.requests) >= 3,
+    )
+    assert still_running, "the plan should still have been running"
     assert {request.depth for request in model.requests} == {1, 2}  # the tree was two levels deep
     await anyio.sleep(0.5)  # a model answer (0.15 s) or a tool call already in flight may land
     requests, created = len(model.requests), await todo_count(client)

@@ -18,7 +18,7 @@ from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_ta
 from tests.in_memory import gateway_in_memory
 from tests.orchestration.helpers import User, orchestration_client
 from tests.stdio import call, check_tools_snapshot, data_of, error_of, fail
-from tests.waiting import eventually
+from tests.waiting import cancelled_once
 
 KEY = {"SCRIPTED_MODEL_KEY": "sk-orchestration-test"}
 ORCHESTRATION_TOOLS = {
@@ -315,17 +315,9 @@ async def test_terminate_agent_stops_a_running_child(client: Client, model: Scri
 
 @pytest.mark.anyio
 async def test_cancelling_the_call_stops_the_sub_agent(client: Client, model: ScriptedModel) -> None:
-    finished: list[Any] = []
-
-    async def spawn() -> None:
-        arguments = {"name": "Abandoned", "prompt": "[script:hang] forever"}
-        finished.append(await client.call_tool("spawn_agent", arguments))
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(spawn)
-        await eventually(lambda: len(model.requests) >= 2)  # the sub-agent is at work (one tool call done)
-        group.cancel_scope.cancel()  # the client cancels its spawn_agent call
-    assert not finished
+    arguments = {"name": "Abandoned", "prompt": "[script:hang] forever"}
+    # cancelled once the sub-agent is at work (one tool call done)
+    assert await cancelled_once(lambda: client.call_tool("spawn_agent", arguments), lambda: len(model.requests) >= 2)
     await anyio.sleep(0.5)  # an answer already in flight (0.3 s) may land
     requests = len(model.requests)
     await anyio.sleep(0.8)  # the sub-agent asked the model every ~0.35 s: two would have come
