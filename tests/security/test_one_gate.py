@@ -312,17 +312,15 @@ async def test_a_cancelled_call_whose_program_already_wrote_leaves_its_line(tmp_
     import anyio
 
     from tests.in_memory import section_in_memory
-    from tests.waiting import eventually
+    from tests.waiting import cancelled_once
 
     root = tmp_path / "root"
     root.mkdir()
     (root / "slow.py").write_text("import pathlib, time\npathlib.Path('written.txt').write_text('x')\ntime.sleep(30)\n")
     async with section_in_memory("shell_ops", "--root", str(root), "--data-dir", str(tmp_path / "data")) as shell:
-        async with anyio.create_task_group() as group:
-            arguments = {"command": ["python3", "slow.py"], "timeout_seconds": 60}
-            group.start_soon(shell.call_tool, "run_command", arguments)
-            await eventually(lambda: (root / "written.txt").exists())  # the program wrote, and sleeps on
-            group.cancel_scope.cancel()
+        arguments = {"command": ["python3", "slow.py"], "timeout_seconds": 60}
+        # cancelled once the program wrote (it sleeps on)
+        await cancelled_once(lambda: shell.call_tool("run_command", arguments), (root / "written.txt").exists)
         for _ in range(100):  # the cancellation reaches the server and ends the program's sandbox
             lines = [r for r in read_records(tmp_path / "data" / "audit", "shell_ops") if r["tool"] == "run_command"]
             if lines and lines[-1]["outcome"] == "CANCELLED":
