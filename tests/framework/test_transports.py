@@ -5,16 +5,14 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from mcp import Client
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS
-from tests.processes import free_port
+from tests.processes import free_port, wait_until_listening
 from tests.stdio import cli_command, section_client
 
 HEAVY_MODULES = ("torch", "sentence_transformers", "playwright", "neo4j", "sympy", "transformers")
@@ -104,12 +102,7 @@ def http_server():
         stderr=subprocess.PIPE,
         env={**os.environ, "MCP_SECTIONS_WARM_UP": "0"},
     )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
+    wait_until_listening(port, process, seconds=30)
     yield port
     process.terminate()
     process.wait(timeout=10)

@@ -3,18 +3,15 @@ processes, todo in process), in both protocol modes, and over HTTP (the gateway,
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import time
 from pathlib import Path
 
-import anyio
 import pytest
 from mcp import Client
 
 from tests.gateway.helpers import REPO, builtin_available, demo_section_table, write_config
 from tests.in_memory import gateway_in_memory
-from tests.processes import free_port
+from tests.processes import free_port, wait_until_listening
 from tests.stdio import cli_command, data_of, error_of
 
 pytestmark = pytest.mark.skipif(not builtin_available("todo"), reason="the todo section is not importable")
@@ -117,7 +114,7 @@ async def test_gateway_over_streamable_http(tmp_path: Path) -> None:
     command += ["--data-dir", str(tmp_path / "data"), "--expose", "demo"]
     process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        await _wait_for_port(port, process)
+        wait_until_listening(port, process, seconds=30)
         async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy", read_timeout_seconds=60) as client:
             names = [tool.name for tool in (await client.list_tools()).tools]
             assert names == OWN + DEMO
@@ -135,7 +132,7 @@ async def test_streamable_http_url_section(tmp_path: Path) -> None:
     command += ["--data-dir", str(tmp_path / "remote-data")]
     process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        await _wait_for_port(port, process)
+        wait_until_listening(port, process, seconds=30)
         config = write_config(
             tmp_path / "config.toml",
             f'[gateway.sections.remote]\nurl = "http://127.0.0.1:{port}/mcp"\nname = "Remote todo"\n'
@@ -157,14 +154,3 @@ async def test_streamable_http_url_section(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=15)
-
-
-async def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            assert time.monotonic() < deadline and process.poll() is None, "the HTTP server did not start"
-            await anyio.sleep(0.1)
