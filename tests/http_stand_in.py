@@ -43,13 +43,19 @@ class Serving:
     def port(self) -> int:
         return int(self._server.server_address[1])
 
-    def __enter__(self) -> Serving:
+    def start(self) -> None:
         self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> Serving:
+        self.start()
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self.stop()
 
 
 @contextmanager

@@ -56,11 +56,11 @@ class OtlpReceiver:
         return f"http://127.0.0.1:{self._served.port}"
 
     def __enter__(self) -> OtlpReceiver:
-        self._served.__enter__()
+        self._served.start()
         return self
 
     def __exit__(self, *_: Any) -> None:
-        self._served.__exit__()
+        self._served.stop()
 
     def wait_for(self, predicate: Callable[[OtlpReceiver], bool], seconds: float = 30.0) -> None:
         deadline = time.monotonic() + seconds

@@ -67,11 +67,11 @@ class ScriptedModel:
         return f"http://127.0.0.1:{self._served.port}/v1"
 
     def __enter__(self) -> ScriptedModel:
-        self._served.__enter__()
+        self._served.start()
         return self
 
     def __exit__(self, *_: Any) -> None:
-        self._served.__exit__()
+        self._served.stop()
 
     def answer(self, body: dict[str, Any], authorization: str | None) -> dict[str, Any]:
         messages = body.get("messages") or []
