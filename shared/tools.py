@@ -26,7 +26,7 @@ logger = logging.getLogger("mcp_sections.tools")
 
 SPEC_ATTRIBUTE = "__mcp_tool_spec__"
 ALLOWED_PARAMETERS = ("params", "state", "ctx", "answer")
-MAX_EXAMPLES = 8
+MAX_EXAMPLES = 6
 MAX_EXAMPLE_LENGTH = 160
 
 

@@ -158,9 +158,7 @@ def _journal(state: FileOpsState) -> Journal:
         "the tail end of a log file",
         "view the first lines of a file",
         "what does this file say",
-        "open src/main.py and show me its code",
-        "cat README.md",
-        "read an old Latin-1 encoded text file",
+        "open src/main.py",
     ),
 )
 async def read_file(params: ReadFileInput, state: FileOpsState, ctx: ToolContext) -> ReadFileResult:
@@ -224,8 +222,6 @@ def _long_text_by_reference(result: ReadFileResult) -> ReadFileResult:
         "read a list of files in one call",
         "read package.json, tsconfig.json and vite.config.ts",
         "fetch the text of several files in one request",
-        "read main.py, utils.py and models.py in a single call",
-        "give me the first 20 lines of each of these files",
     ),
 )
 async def read_multiple_files(params: ReadMultipleInput, state: FileOpsState, ctx: ToolContext) -> ReadMultipleResult:
@@ -300,8 +296,6 @@ async def read_multiple_files(params: ReadMultipleInput, state: FileOpsState, ct
         "create a file from scratch",
         "replace the whole content of a file",
         "dump this output into a new file",
-        "write a hello.ts file with a function that says hello",
-        "create notes.md but don't clobber it if it already exists",
     ),
 )
 async def write_file(params: WriteFileInput, state: FileOpsState, ctx: ToolContext) -> WriteFileResult:
@@ -343,10 +337,8 @@ async def write_file(params: WriteFileInput, state: FileOpsState, ctx: ToolConte
         "rename a variable inside one file and show the diff",
         "patch a function body without rewriting the file",
         "change some text in an existing file",
-        "in setup.cfg, replace the line version = 1.2 with version = 1.3",
+        "update the version number in setup.cfg",
         "find and replace text in one file",
-        "preview the diff of a replacement before applying it",
-        "replace every occurrence of oldName with newName in utils.js",
     ),
 )
 async def edit_file(params: EditFileInput, state: FileOpsState, ctx: ToolContext) -> EditFileResult:
@@ -391,9 +383,7 @@ async def edit_file(params: EditFileInput, state: FileOpsState, ctx: ToolContext
         "show hidden files in a folder",
         "directory listing with sizes and dates",
         "list the contents of a directory",
-        "list what's inside the src folder",
-        "sort a folder's files by size, biggest first",
-        "newest files first in the logs directory",
+        "what's inside the src folder",
     ),
 )
 async def list_directory(params: ListDirectoryInput, state: FileOpsState, ctx: ToolContext) -> ListDirectoryResult:
@@ -445,10 +435,8 @@ def _listing(params: ListDirectoryInput | DirectoryTreeInput | GlobFilesInput) -
         "print a tree of the repo without node_modules",
         "project structure overview",
         "nested folder layout as a tree",
-        "show me how the repository's folders are organised",
+        "show me how the repository is organised",
         "recursive tree view of a folder",
-        "map out the subfolders so I can find my way around this project",
-        "the layout of tests/ three levels down, dotfiles included",
     ),
 )
 async def directory_tree(params: DirectoryTreeInput, state: FileOpsState, ctx: ToolContext) -> DirectoryTreeResult:
@@ -490,12 +478,10 @@ async def directory_tree(params: DirectoryTreeInput, state: FileOpsState, ctx: T
     examples=(
         "find every *.test.js file",
         "list all the python files recursively",
-        "find the yaml files under config by extension",
+        "which yaml files are under config",
         "find files by name pattern",
         "find all files ending in .md",
         "locate files matching src/**/*.ts",
-        "get the paths of every Dockerfile in the monorepo",
-        "match **/*.json but skip node_modules",
     ),
 )
 async def glob_files(params: GlobFilesInput, state: FileOpsState, ctx: ToolContext) -> GlobFilesResult:
@@ -540,13 +526,11 @@ async def glob_files(params: GlobFilesInput, state: FileOpsState, ctx: ToolConte
     annotations=READ_ONLY,
     examples=(
         "grep for a function name across the project",
-        "which files contain the text of a certain error message",
+        "which files contain a certain error message",
         "search the code with a regex",
         "find text inside files",
-        "grep where this function is called in the codebase",
+        "where is this function called in the codebase",
         "find every occurrence of a string in the source",
-        "case-insensitive search for TODO in all python files",
-        "show matches for 'timeout' with three lines of context",
     ),
 )
 async def search_files(params: SearchFilesInput, state: FileOpsState, ctx: ToolContext) -> SearchFilesResult:
@@ -597,8 +581,6 @@ async def search_files(params: SearchFilesInput, state: FileOpsState, ctx: ToolC
         "verify a folder or file is present",
         "is there already a .gitignore",
         "check if a directory is there",
-        "check whether docs/index.md exists",
-        "does the output folder already exist or do I need to create it",
     ),
 )
 async def file_exists(params: PathInput, state: FileOpsState, ctx: ToolContext) -> FileExistsResult:
@@ -625,8 +607,6 @@ async def file_exists(params: PathInput, state: FileOpsState, ctx: ToolContext) 
         "metadata of a file",
         "when was this file last modified",
         "what MIME type is this file, and is it binary",
-        "what are the permissions on deploy.sh, is it executable",
-        "creation date and size of reports/summary.pdf",
     ),
 )
 async def get_file_info(params: PathInput, state: FileOpsState, ctx: ToolContext) -> FileInfoResult:
@@ -651,8 +631,6 @@ async def get_file_info(params: PathInput, state: FileOpsState, ctx: ToolContext
         "add an empty directory",
         "create nested folders a/b/c",
         "set up an empty folder for logs",
-        "I need a new folder called scripts at the project root",
-        "prepare the directory structure src/api/v2 before writing files",
     ),
 )
 async def create_directory(
@@ -689,8 +667,6 @@ async def create_directory(
         "rm -r a folder",
         "delete the build directory",
         "get rid of a temporary file",
-        "clean out the dist folder completely",
-        "permanently delete a huge cache directory without keeping an undo copy",
     ),
 )
 async def delete_path(params: DeletePathInput, state: FileOpsState, ctx: ToolContext) -> DeletePathResult:
@@ -730,8 +706,6 @@ async def delete_path(params: DeletePathInput, state: FileOpsState, ctx: ToolCon
         "mv a file to a new name",
         "rename src/utils.py to src/helpers.py",
         "move these logs into an archive folder",
-        "move report.pdf into the docs folder",
-        "rename the components directory to widgets",
     ),
 )
 async def move_file(params: MoveFileInput, state: FileOpsState, ctx: ToolContext) -> MoveFileResult:
@@ -770,8 +744,6 @@ async def move_file(params: MoveFileInput, state: FileOpsState, ctx: ToolContext
         "back up a folder by copying it",
         "copy config.yaml to config.backup.yaml",
         "clone a directory tree to another path",
-        "copy the template folder to start a new project",
-        "copy settings.json over the existing settings.local.json",
     ),
 )
 async def copy_file(params: CopyFileInput, state: FileOpsState, ctx: ToolContext) -> CopyFileResult:
@@ -814,8 +786,6 @@ async def copy_file(params: CopyFileInput, state: FileOpsState, ctx: ToolContext
         "list the recent changes made by the file tools",
         "which edits can I undo",
         "show the journal of file writes and deletions",
-        "give me the change ids of the latest file operations",
-        "page back through older file changes",
     ),
 )
 async def list_file_changes(
@@ -845,8 +815,6 @@ async def list_file_changes(
         "revert the last change to a file",
         "undo a specific change by its id",
         "put back the old content of a file that was overwritten",
-        "bring back the folder I just deleted",
-        "undo change 42 even though the file was modified since",
     ),
 )
 async def undo_file_change(params: UndoFileChangeInput, state: FileOpsState, ctx: ToolContext) -> UndoFileChangeResult:
@@ -883,8 +851,6 @@ async def undo_file_change(params: UndoFileChangeInput, state: FileOpsState, ctx
         "pip install a package",
         "install requests with pip",
         "add lodash as a dependency",
-        "install numpy 1.26 into the project's .venv",
-        "the import fails because a module is missing, install it",
     ),
 )
 async def install_package(params: InstallPackageInput, state: FileOpsState, ctx: ToolContext) -> InstallPackageResult:
@@ -927,11 +893,9 @@ async def install_package(params: InstallPackageInput, state: FileOpsState, ctx:
         "which folders can the file tools access",
         "what are my allowed root directories",
         "which paths am I permitted to read and write",
-        "show the allowed workspace roots",
+        "show the workspace roots",
         "where am I allowed to work",
         "which directories are accessible",
-        "what part of the disk can I touch",
-        "which file name patterns are protected from reading",
     ),
 )
 async def list_allowed_roots(params: NoInput, state: FileOpsState, ctx: ToolContext) -> ListRootsResult:

@@ -41,8 +41,6 @@ GENERATE = Annotations(read_only=False, destructive=False, idempotent=False, ope
         "which photos are in this directory",
         "show image dimensions in a directory",
         "what pictures are there under assets",
-        "how many PNG and JPEG files does the project have",
-        "list the icons in static/ without going into subfolders",
     ),
 )
 def list_images(params: ListImagesInput, state: Any) -> ListImagesResult:
@@ -65,8 +63,6 @@ def list_images(params: ListImagesInput, state: Any) -> ListImagesResult:
         "recognise the characters in a photo",
         "get the words out of a scanned receipt",
         "OCR a PNG",
-        "transcribe the error text shown in error.png word for word",
-        "copy the text out of invoice.jpg",
     ),
 )
 async def read_image(params: ReadImageInput, state: Any) -> ReadImageResult:
@@ -90,8 +86,6 @@ async def read_image(params: ReadImageInput, state: Any) -> ReadImageResult:
         "caption a picture",
         "what does this picture show",
         "explain the contents of a diagram",
-        "look at ui.png and tell me if the layout looks broken",
-        "what colours and objects are in photo.jpg",
     ),
 )
 async def describe_image(params: DescribeImageInput, state: Any, ctx: ToolContext | None = None) -> DescribeImageResult:
@@ -114,8 +108,6 @@ async def describe_image(params: DescribeImageInput, state: Any, ctx: ToolContex
         "draw a picture from a text description",
         "make a logo image from a description",
         "produce artwork for a web page banner",
-        "generate three variations of a cat mascot at 1024x1024",
-        "save a generated hero image to assets/hero.png",
     ),
     long=True,
 )
@@ -139,8 +131,6 @@ async def generate_image(params: GenerateImageInput, state: Any) -> GeneratedIma
         "four views of a character for modelling",
         "front, side and back views of a character",
         "several consistent pictures of a product from different angles",
-        "a reference sheet of a robot from eight angles",
-        "views of a sneaker to feed into 3D generation",
     ),
     long=True,
 )
@@ -162,8 +152,6 @@ async def generate_multiview_images(params: GenerateMultiviewInput, state: Any) 
         "look at a mesh from several angles",
         "turn a GLB file into PNG previews",
         "view an STL mesh from several sides",
-        "take snapshots of model.glb to check it looks right",
-        "render twelve views of a PLY scan at 1024 pixels",
     ),
     long=True,
 )
@@ -187,8 +175,6 @@ async def render_3d_asset(params: Render3DInput, state: Any) -> Render3DResult:
         "reconstruct a GLB from a reference image",
         "turn this photo into a GLB",
         "build a 3D mesh from a reference image",
-        "I have a sketch of a vase, make it a 3D object",
-        "photo of my shoe to a GLB for a game",
     ),
     long=True,
 )
@@ -214,8 +200,6 @@ async def generate_3d_from_image(
         "text-to-3D generation",
         "make a 3D asset of a chair from words",
         "describe an object and get a GLB",
-        "model a low-poly tree for my game from a prompt",
-        "I need a GLB of a wooden table, no reference image",
     ),
     long=True,
 )

@@ -116,8 +116,6 @@ def _scope_of(workflow_id: str | None) -> str:
         "work inside one workflow's memory",
         "from now on, keep memories in this workflow",
         "activate a workflow scope for memory",
-        "isolate memories for the onboarding task so other tasks don't see them",
-        "enter workflow wf_abc123 so memories stay inside it",
     ),
 )
 def memory_activate_workflow(params: ActivateWorkflowInput, state: MemoryState) -> ActivateResult:
@@ -148,8 +146,6 @@ def memory_activate_workflow(params: ActivateWorkflowInput, state: MemoryState) 
         "stop using a workflow for memory",
         "switch back to the shared general scope",
         "use memories from all workflows",
-        "deactivate the workflow, new memories should be global",
-        "turn off per-workflow isolation of memories",
     ),
 )
 def memory_activate_general(params: ActivateGeneralInput, state: MemoryState) -> ActivateResult:
@@ -170,12 +166,10 @@ def memory_activate_general(params: ActivateGeneralInput, state: MemoryState) ->
     examples=(
         "remember this fact for later",
         "save the user's preference for tabs over spaces",
-        "remember a decision we made and the reason for it",
+        "record a decision and why we made it",
         "store a note about the project",
         "remember that the API uses OAuth",
         "store a piece of knowledge for later",
-        "keep in mind that the user prefers concise answers",
-        "note for future sessions: we chose Mistral for cost, tag it llm",
     ),
 )
 def memory_add(params: AddInput, state: MemoryState) -> AddResult:
@@ -228,8 +222,6 @@ def memory_add(params: AddInput, state: MemoryState) -> AddResult:
         "show a memory's full text",
         "open a memory from its mem_ id",
         "get the full content of one memory",
-        "show me mem_xyz789",
-        "open memory mem_42 and show when it was created",
     ),
 )
 def memory_get(params: GetInput, state: MemoryState) -> GetResult:
@@ -252,8 +244,6 @@ def memory_get(params: GetInput, state: MemoryState) -> GetResult:
         "browse what's stored in memory",
         "show the ten most recent memories",
         "list the memories tagged deployment",
-        "list only this workflow's memories, not the general ones",
-        "what decisions have I stored so far, newest first",
     ),
 )
 def memory_list(params: ListInput, state: MemoryState) -> ListResult:
@@ -280,14 +270,12 @@ def memory_list(params: ListInput, state: MemoryState) -> ListResult:
     title="Search memories by meaning",
     annotations=READ_ONLY,
     examples=(
-        "search my saved notes by meaning, not the code",
-        "recall anything I noted about deploying to production",
+        "search my notes by meaning",
+        "what do I remember about the deployment setup",
         "find memories related to a topic",
         "look up something I saved before",
         "recall what we decided about the database",
         "retrieve stored preferences, facts or decisions related to a question",
-        "check my memories: did the user say how they like commit messages?",
-        "find the memory that mentions ticket JIRA-123",
     ),
 )
 def memory_search(params: SearchInput, state: MemoryState) -> SearchResult:
@@ -343,8 +331,6 @@ def memory_search(params: SearchInput, state: MemoryState) -> SearchResult:
         "change what a memory says",
         "refresh a stored fact that is no longer true",
         "update a saved note with new information",
-        "retag mem_12 with database and surrealdb",
-        "the preference changed: the user now wants long answers, fix that memory",
     ),
 )
 def memory_update(params: UpdateInput, state: MemoryState) -> UpdateResult:
@@ -383,8 +369,6 @@ def memory_update(params: UpdateInput, state: MemoryState) -> UpdateResult:
         "remove a memory permanently by id",
         "delete the memory with this id",
         "get rid of a stored memory",
-        "that memory mem_xyz789 is outdated, remove it for good",
-        "erase that single preference memory I saved by mistake",
     ),
 )
 def memory_delete(params: DeleteInput, state: MemoryState) -> DeleteResult:
@@ -404,8 +388,6 @@ def memory_delete(params: DeleteInput, state: MemoryState) -> DeleteResult:
         "empty one category of memories",
         "wipe all user_pref memories",
         "remove every context memory in this workflow",
-        "reset all stored user preferences",
-        "this workflow is finished; purge all its context-type memories",
     ),
 )
 def memory_clear_by_type(params: ClearByTypeInput, state: MemoryState) -> ClearResult:

@@ -70,8 +70,6 @@ def _report(run: object) -> str:
         "delegate a one-off task to a new agent",
         "have a fresh agent research this and report back",
         "hand a subtask to a temporary agent with limited tools",
-        "use a cheaper model for a throwaway sub-agent that summarises the logs",
-        "create a SecurityAuditor sub-agent with its own instructions and only memory tools",
     ),
     long=True,
 )
@@ -121,8 +119,6 @@ async def spawn_agent(params: SpawnAgentInput, state: ScopedState, ctx: ToolCont
         "what are my sub-agents doing right now",
         "how many agent slots are free",
         "show the running child agents and their depth",
-        "is my auditor sub-agent still running",
-        "show when each of my sub-agents started",
     ),
 )
 async def list_children(params: NoInput, state: ScopedState) -> ListChildrenResult:
@@ -160,8 +156,6 @@ async def list_children(params: NoInput, state: ScopedState) -> ListChildrenResu
         "abort a sub-agent that is stuck",
         "terminate a sub-agent by id",
         "the helper agent is taking too long, stop it",
-        "cancel sub_xyz789",
-        "abandon the sub-agent's job and free its slot",
     ),
 )
 async def terminate_agent(params: TerminateAgentInput, state: ScopedState) -> TerminateAgentResult:
@@ -185,8 +179,6 @@ async def terminate_agent(params: TerminateAgentInput, state: ScopedState) -> Te
         "ask the reviewer agent to do it",
         "have the configured reviewer agent check this code",
         "hand this job to a named permanent agent",
-        "have db_agent answer this SQL question",
-        "get the permanent SQL agent's analysis of this slow query",
     ),
     long=True,
 )
@@ -220,8 +212,6 @@ async def delegate_task(params: DelegateTaskInput, state: ScopedState, ctx: Tool
         "which specialist agents exist",
         "what specialists are available to take a job",
         "list configured agents with their capabilities",
-        "which agent is the database expert, what's its id",
-        "what models and sections do the permanent agents use",
     ),
 )
 async def list_agents(params: NoInput, state: ScopedState) -> ListAgentsResult:
@@ -253,8 +243,6 @@ async def list_agents(params: NoInput, state: ScopedState) -> ListAgentsResult:
         "execute a batch of agent tasks simultaneously",
         "run three independent jobs on different agents at the same time",
         "split work across agents concurrently and wait for all",
-        "have three agents audit security, accessibility and performance at the same time",
-        "ask db_agent and api_agent two different questions side by side and collect both reports",
     ),
     long=True,
 )
@@ -339,8 +327,6 @@ def _question(params: AskUserInput, state: ScopedState) -> UserQuestion:
         "request input from the user",
         "I need the user's decision to continue",
         "get the user's OK before a risky action",
-        "let the user tick options and add a comment",
-        "ask the user to type the deadline they want",
     ),
 )
 async def ask_user(params: AskUserInput, state: ScopedState, answer: UserAnswer) -> AskUserResult:

@@ -131,14 +131,12 @@ def _project_out(brain: Any, project: Any) -> ProjectOut:
     title="Ingest a directory into the brain",
     annotations=WRITE,
     examples=(
-        "parse a whole source tree from disk into the knowledge graph",
+        "parse a source tree into the knowledge graph",
         "parse my repo so I can search it",
         "re-index the files that changed",
         "index a directory into the brain",
         "ingest a documentation folder so the brain can answer from it",
         "refresh the brain after files changed on disk",
-        "pull the whole ~/Downloads/some-lib folder into the brain for a quick look",
-        "ingest /srv/app/docs and file it under the project name app-docs",
     ),
     long=True,
 )
@@ -189,11 +187,9 @@ def _ingest_result(report: Any) -> IngestDirectoryResult:
         "register, index and embed a project in one call",
         "quickstart: make this directory searchable",
         "get a codebase ready for search in one step",
-        "set up this fresh checkout as a searchable project, end to end",
+        "set up a new project end to end",
         "index and embed this repo so I can ask questions about it",
         "one-step setup of a code project for semantic search",
-        "turn ~/code/shop into a project named shop, ready for questions about its code",
-        "bootstrap this repo in the brain and spend up to a minute embedding before you answer",
     ),
     long=True,
 )
@@ -232,11 +228,9 @@ async def setup_project(params: SetupProjectInput, state: Any, ctx: ToolContext)
         "put code given inline into the graph under a file name",
         "index some code that isn't on disk",
         "ingest a code snippet",
-        "index source code I type into the chat",
+        "index source text I give you directly",
         "ingest code from the conversation, not from disk",
         "add a pasted class to the knowledge graph",
-        "take this Rust function from my message and ingest it as utils.rs",
-        "file this generated TypeScript under src/api.ts in project web without writing it to disk",
     ),
 )
 def ingest_code(params: IngestCodeInput, state: Any) -> IngestCodeResult:
@@ -265,13 +259,11 @@ def ingest_code(params: IngestCodeInput, state: Any) -> IngestCodeResult:
     annotations=WRITE,
     examples=(
         "compute the missing embeddings now",
-        "finish computing the project's vectors",
+        "finish vectorizing the project for semantic search",
         "generate embeddings for pending nodes",
-        "the new files aren't found by meaning yet, compute their vectors",
+        "make semantic search work on the new files",
         "embed the pending nodes",
         "vectors are missing, compute them",
-        "embeddings are still pending for project api, work on them for two minutes",
-        "catch up on the vectors the background worker hasn't done yet, for every project",
     ),
     long=True,
 )
@@ -302,8 +294,6 @@ async def generate_embeddings(
         "name a project root in the brain",
         "register a directory as a named project",
         "make a project that gc never cleans up",
-        "register ~/work/billing as a project but don't parse it yet",
-        "split the vendor/ subfolder out as its own project, separate from its parent",
     ),
 )
 def create_project(params: CreateProjectInput, state: Any) -> ProjectResult:
@@ -329,8 +319,6 @@ def create_project(params: CreateProjectInput, state: Any) -> ProjectResult:
         "bring a project into this session",
         "open a project I indexed earlier",
         "load the vectors of project X into memory",
-        "load project billing and tell me how many files changed since it was indexed",
-        "resume the payments project from last week and see which files went stale",
     ),
 )
 def load_project(params: ProjectInput, state: Any) -> LoadProjectResult:
@@ -355,8 +343,6 @@ def load_project(params: ProjectInput, state: Any) -> LoadProjectResult:
         "make a project active",
         "set the default project for semantic search",
         "work on project backend instead",
-        "make project web the default for the rest of this session",
-        "point semantic search at the mobile-app project for the rest of this session",
     ),
 )
 def switch_project(params: ProjectInput, state: Any) -> ProjectResult:
@@ -376,8 +362,6 @@ def switch_project(params: ProjectInput, state: Any) -> ProjectResult:
         "close a project in the session",
         "free the memory used by a loaded project",
         "unload project X from this session",
-        "I'm done with project legacy for now, drop it from the session but keep the index",
-        "deactivate the current project so searches aren't tied to it",
     ),
 )
 def unload_project(params: ProjectInput, state: Any) -> ProjectResult:
@@ -397,8 +381,6 @@ def unload_project(params: ProjectInput, state: Any) -> ProjectResult:
         "show the brain's known projects and their types",
         "which projects are loaded or active",
         "list web crawls and quick-ingests",
-        "what's in the brain right now? show every project with its node count",
-        "show only the web-crawl projects and when each was last accessed",
     ),
 )
 def list_projects(params: ListProjectsInput, state: Any) -> ListProjectsResult:
@@ -421,8 +403,6 @@ def list_projects(params: ListProjectsInput, state: Any) -> ListProjectsResult:
         "remove a directory from the knowledge graph",
         "drop a deleted file's nodes from the graph",
         "forget a whole project",
-        "remove src/legacy/ from the index but leave the files on disk",
-        "the brain should forget https://docs.python.org/3/tutorial/, it's outdated",
     ),
 )
 def forget_path(params: ForgetPathInput, state: Any) -> ForgetPathResult:
@@ -443,8 +423,6 @@ def forget_path(params: ForgetPathInput, state: Any) -> ForgetPathResult:
         "tidy up the brain's storage",
         "purge stale web crawls from the brain",
         "preview what garbage collection would remove",
-        "clean out brain projects whose source folder was deleted, plus anything expired",
-        "reclaim space from orphaned vectors and cached embeddings nothing uses",
     ),
 )
 def gc(params: GcInput, state: Any) -> GcResult:
@@ -468,8 +446,6 @@ def gc(params: GcInput, state: Any) -> GcResult:
         "which properties can I query on",
         "which labels and relationship types exist",
         "is the embedding model ready and how many vectors are pending",
-        "which backend is the brain on, SQLite or Neo4j?",
-        "how many nodes and edges of each kind does project api have",
     ),
 )
 def get_schema(params: SchemaInput, state: Any) -> SchemaResult:
@@ -492,8 +468,6 @@ def get_schema(params: SchemaInput, state: Any) -> SchemaResult:
         "search nodes by label and property",
         "list all methods in the Go files",
         "find the class called UserService",
-        "list every function whose name contains 'parse' under src/utils",
-        "list the Markdown Section nodes of README.md in the graph, 50 per page",
     ),
 )
 def query_entities(params: QueryEntitiesInput, state: Any) -> EntitiesResult:
@@ -547,8 +521,6 @@ def _path_filter(state: Any, path: str, project_ids: list[str] | None) -> tuple[
         "who imports this module",
         "follow the imports of a file two levels deep",
         "which nodes link to this one in the graph",
-        "what does handle_request call, two levels down?",
-        "trace the callers of save_order back three hops",
     ),
 )
 def explore_relationships(params: ExploreInput, state: Any) -> ExploreResult:
@@ -576,14 +548,12 @@ def explore_relationships(params: ExploreInput, state: Any) -> ExploreResult:
     title="Semantic search",
     annotations=READ_ONLY,
     examples=(
-        "search the current project's code by meaning",
+        "search the current project by meaning",
         "where is the login handled in this code",
         "natural-language code search in this project",
         "find functions by what they do",
         "find the code responsible for caching",
         "search code by concept, not exact text",
-        "in the active project, which function validates email addresses?",
-        "find date-parsing logic in this project even if it's never called 'date'",
     ),
 )
 def semantic_search(params: SemanticSearchInput, state: Any) -> SearchResult:
@@ -612,13 +582,11 @@ def semantic_search(params: SemanticSearchInput, state: Any) -> SearchResult:
     annotations=READ_ONLY,
     examples=(
         "search across every project and web page I've ingested",
-        "find something anywhere in the brain's indexed code and pages",
+        "find something anywhere in the brain",
         "search all knowledge including crawled web pages",
         "hybrid search over everything indexed",
         "search the documentation pages I ingested",
-        "search every indexed project at once for an error message",
-        "have I ever indexed anything about OAuth refresh tokens, in any project or web page?",
-        "look through only the crawled web docs for connection pooling",
+        "search all projects at once for an error",
     ),
 )
 def brain_search(params: BrainSearchInput, state: Any) -> SearchResult:
@@ -653,8 +621,6 @@ def brain_search(params: BrainSearchInput, state: Any) -> SearchResult:
         "count nodes with a Cypher statement",
         "MATCH (n) RETURN count(n)",
         "neo4j cypher query",
-        "on Neo4j, count functions per file with a Cypher aggregation",
-        "run this Cypher with a $name parameter against the Neo4j brain",
     ),
 )
 def run_cypher(params: RunCypherInput, state: Any) -> RunCypherResult:

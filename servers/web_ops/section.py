@@ -37,13 +37,11 @@ MAX_BLOCKED_SHOWN = 20
     annotations=WEB_WRITE,
     examples=(
         "open a URL and read the page",
-        "crawl a website a couple of levels deep and read its pages",
+        "crawl a website a couple of levels deep",
         "screenshot a web page",
         "get a page's text from its URL",
         "download the text of a documentation page",
         "read an article at a link",
-        "collect the links and image URLs from https://example.com/blog",
-        "continue reading a long web article from where the last call stopped",
     ),
     long=lambda params: params.depth > 0 or params.ingest,
 )
@@ -160,8 +158,6 @@ def _attach_page(result: FetchWebPageResult, page: Any, number: int) -> str:
         "crawl and remember a website",
         "add a documentation site to the brain",
         "ingest a URL so brain_search finds it",
-        "learn the Python docs so you can answer questions from them later",
-        "refresh the stored copy of a page already in the knowledge base",
     ),
     long=True,
 )
@@ -226,8 +222,6 @@ async def ingest_web_page(
         "web search for recent news",
         "look up the latest release of a library online",
         "search for an error message on the internet",
-        "search DuckDuckGo for the pydantic v2 migration guide",
-        "find me ten links about Rust async runtimes",
     ),
 )
 async def search_web(params: SearchWebInput, state: Any) -> SearchWebResult:
