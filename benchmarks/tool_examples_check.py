@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from benchmarks.tool_search_eval import tool_search
-from mcp_sections.servers.gateway.tool_search import ToolEntry, ToolIndex, query_vector, tool_vectors
+from mcp_sections.servers.gateway.tool_search import COLUMNS, ToolEntry, ToolIndex, query_vector, tool_vectors
 
 
 @dataclasses.dataclass
@@ -30,7 +30,9 @@ class Outcome:
 
 def without_example(entry: ToolEntry, left_out: int) -> ToolEntry:
     examples = tuple(example for position, example in enumerate(entry.examples) if position != left_out)
-    return dataclasses.replace(entry, examples=examples, columns=(*entry.columns[:-1], " . ".join(examples)))
+    columns = list(entry.columns)
+    columns[list(COLUMNS).index("examples")] = " . ".join(examples)
+    return dataclasses.replace(entry, examples=examples, columns=tuple(columns))
 
 
 def check(sections: set[str] | None) -> list[Outcome]:

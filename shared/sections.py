@@ -100,6 +100,13 @@ class Section:
         metadata={"doc": "its results are computed by the suite alone (never text from files, the web, people)"},
     )
     container: Container = field(default_factory=Container)
+    search_terms: Callable[[Any], dict[str, str]] | None = field(
+        default=None,
+        metadata={
+            "doc": "words find_tools also indexes for some tools, by tool name, from the section's settings (e.g. "
+            "the programs run_command may start); never published"
+        },
+    )
 
     def __post_init__(self) -> None:
         if not SECTION_ID.match(self.id):

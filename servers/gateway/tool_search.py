@@ -4,33 +4,25 @@ The index holds one entry per tool of every section whose definitions are known 
 built-in section, from its declaration; a third-party section once it was first started):
 - BM25 over SQLite FTS5 in memory (the suite's full-text machinery, `shared.fulltext`), one row per tool with
   weighted columns: the name, the title, the description, the parameters (names and descriptions), the section
-  (id and description) and the tool's example needs (`@tool(examples=...)`, six per built-in tool);
+  (id and description), the tool's example needs (`@tool(examples=...)`, six per built-in tool) and the section's
+  `search_terms` for it (from its settings: the programs shell_ops may start, those it never allows);
 - one vector per tool, made with the suite's embedding model (`shared.embeddings`): the normalised mean of its
-  example needs' vectors plus a quarter of the vector of its name, title and first sentence. This centroid ranks
-  better than the passages' separate vectors. On the dev needs (recall@1/@3), with four examples per tool then:
-  vectors alone 0.71/0.89, against 0.62/0.82 for the best example's similarity; fused 0.798/0.939, against
-  0.73-0.77/0.91-0.92 with a mix of centroid and best example, 0.69-0.71/0.89-0.92 with a log-sum-exp over the
-  examples and heading, 0.76-0.77/0.92-0.94 with a rerank of the first 5 or 10 by the best example. Passage
-  vectors are cached in `<cache dir>/tool_search.sqlite` by content hash and model key, so a restart embeds nothing
-  that did not change.
+  example needs' vectors plus `HEADING_WEIGHT` × the vector of its name, title and first sentence. Passage vectors
+  are cached in `<cache dir>/tool_search.sqlite` by content hash and model key, so a restart embeds nothing that did
+  not change.
 
 A query is ranked by the memory section's fusion rule (`servers/memory/store.py`): cosine similarity plus
-`TEXT_WEIGHT × coverage^COVERAGE_POWER`, coverage being the share of the query's searched words a tool's text
-holds (function words aside: `QUERY_STOPWORDS`). The similarity is the query's, averaged with the query stripped
-of its specifics (paths, file names, ids, quoted text, numbers), which no tool text contains. Without the embedding
-model (light install, model failed, or still loading past `MODEL_WAIT_SECONDS`) the ranking is BM25 alone, and the
-result says so.
+`TEXT_WEIGHT × coverage`, coverage being the share of the query's searched words a tool's row holds (function words
+aside: `QUERY_STOPWORDS`). The similarity is the query's, averaged with the query stripped of its specifics (paths,
+file names, ids, quoted text, numbers), which no tool text contains. Without the embedding model (light install,
+model failed, or still loading past `MODEL_WAIT_SECONDS`) the ranking is BM25 alone, and the result says so.
 
-Measured (`python -m benchmarks.bench_gateway --tool-search-only`): recall@1/@3 on the dev needs 0.851/0.939 hybrid,
-0.667/0.816 BM25 alone, 0.781/0.877 embeddings alone; on the held-out needs 0.792/0.974, 0.675/0.844, 0.740/0.909.
-The issue's goal, 0.80/0.95, is not reached on either set: held-out at 3 but not at 1 (61 of 77; 62 would be 0.80),
-dev at 1 but not at 3 (107 of 114; 109 would be 0.95). Most of the seven dev needs missed at 3 are about things no
-tool text names (a migration's steps, a deadline, docker) that pull toward other tools. Before the six examples and
-these constants (four examples, HEADING_WEIGHT 0.5, TEXT_WEIGHT 0.4): dev 0.789/0.939, 0.553/0.772, 0.711/0.886;
-held-out 0.766/0.935, 0.597/0.818, 0.662/0.909. Warm search p50/p95 6.6/10.2 ms (2 cores, load average 2.1), of
-which embedding the query (the floor: two short texts in one forward pass) 6.0/9.8 ms; ranking the 90 tools (one
-matrix-vector product, one FTS5 query per searched word) is ~0.2 ms. On a busier machine (load average 4) both rise
-together: 8.5/16.2 and 8.1/15.6 ms in the run that measured the recall above.
+Measured (`python -m benchmarks.bench_gateway --tool-search-only`), recall@1/@3: dev needs 0.842/0.956 hybrid,
+0.658/0.816 BM25 alone, 0.781/0.877 embeddings alone; held-out needs 0.779/0.974, 0.675/0.844, 0.740/0.909. The
+goal, 0.80/0.95, is met on dev; held-out meets it at 3, not at 1 (60 of 77; 62 would be 0.80). Warm search p50/p95
+about 7-9/10-12 ms on 2 cores, of which embedding the query (two short texts in one forward pass: the floor) is
+6-8/10-11 ms; ranking the 90 tools (one matrix-vector product, one FTS5 query per searched word) is ~0.2 ms. How
+the constants were chosen, and the variants that ranked worse, are in `benchmarks/tool_search_eval.py`.
 
 The index is built off the event loop, once per gateway, on the first search (rebuilt, from cached vectors, when a
 third-party section's definitions become known): the text part first, so that BM25 answers while the model loads.
@@ -68,39 +60,18 @@ Mode = Literal["hybrid", "bm25"]
 
 #: FTS5 columns and their BM25 weights: names, titles and example needs say what a tool is for; descriptions and
 #: parameters say much else besides.
-COLUMNS = {"name": 4.0, "title": 3.0, "description": 1.0, "parameters": 0.5, "section": 0.5, "examples": 3.0}
-#: The memory section's fusion rule with this corpus's constants: similarity + TEXT_WEIGHT × coverage^POWER. On
-#: `benchmarks/data/tool_needs_dev.jsonl` (recall@1/@3) coverage counts linearly (a need is a few words; holding one
-#: of three matters). Grid of HEADING_WEIGHT × TEXT_WEIGHT on dev (hits @1/@3 of 114) with six examples per tool
-#: and `QUERY_STOPWORDS`: 0.25 × 0.3 97/107 (chosen; 0.851/0.939), 0.25 × 0.25 93/108, 0.25 × 0.35 96/107, 0.125 ×
-#: 0.3 95/107, 0.125 × 0.35 96/106, 0.375 × 0.3 94/107, 0 × 0.3 94/108, 0.5 × 0.4 (the former constants) 92/107,
-#: 0.5 × 0.3 91/107, 0.25 × 0.2 92/107, 0.25 × 0.4 92/107; every cell of 0-0.5 × 0.2-0.4 is 89-97/106-108. The stop
-#: words alone (former constants) left the hybrid at 92/107 and BM25 alone went 75/92 -> 76/93; the constants
-#: without them give 96/107. Held-out, looked at once all this was chosen: 0.766/0.935 -> 0.805/0.974; then two
-#: examples rewritten for their ambiguity with another section (list_agents' 'who can I hand a task to' ranked nearer
-#: the todo tools, explore_relationships' 'which pages link to this page' nearer web_ops; dev unchanged at 97/107)
-#: took it to 0.792/0.974, kept: choosing between equal dev rankings by held-out would be tuning on it.
-#: With four examples per tool (2026-11-27): 1.0 × 0.3 0.754/0.930, 0.5 × 0.35 0.789/0.939, 0.5 × 0.4 0.798/0.939,
-#: 0.75 × 0.4 0.789/0.939, 0.25 × 0.4 0.763/0.930, 0.5 × 0.5 0.772/0.930.
-#: Ranked worse on dev than 0.851/0.939 with six examples: a similarity lowered by each tool's hubness (CSLS: minus
-#: 0.1-0.5 × its mean cosine to the 5, 10 or 30 nearest examples of other tools: 93-97/104-106); the stripped query
-#: also without the words no tool row holds (95-96/106). Ranked worse on dev than 0.798/0.939 with four examples (or,
-#: in the first runs, than 0.737/0.912 with the constants then): memory's
-#: 0.2 and cube (0.74/0.90); the brain's reciprocal-rank fusion (k = 10 or 60: 0.66/0.88); BM25 scores added
-#: max-normalised (0.76-0.79/0.93-0.94) or z-scored (0.69-0.74/0.90); coverage weighted by IDF or by column
-#: (0.71-0.76/0.88-0.94) or counted on the query without its specifics (0.76-0.79/0.92-0.93); a bonus for the
-#: section's centroid (0.74-0.75/0.90-0.91); tool vectors minus a share of their section's, their 3 or 5 nearest
-#: tools' or all tools' mean (0.75-0.80/0.90-0.94); a third query text, its searched words alone (0.76/0.91); the
-#: stripped query's share of the query vector at 0.3-0.7 instead of 0.5 (0.77-0.80/0.92-0.94); the query moved toward
-#: its first 3 tools (Rocchio, 0.77-0.78/0.94); coverage on fewer columns (0.70-0.80/0.87-0.93); examples weighted by
-#: their agreement with the tool's other examples (0.75-0.80/0.91-0.94); the space whitened by the examples'
-#: within-tool covariance, shrunk toward the identity by 0.6-0.95 (0.74-0.80/0.91-0.95, no steady gain).
-TEXT_WEIGHT = 0.3
-COVERAGE_POWER = 1
+COLUMNS = {
+    "name": 4.0,
+    "title": 3.0,
+    "description": 1.0,
+    "parameters": 0.5,
+    "section": 0.5,
+    "examples": 3.0,
+    "terms": 0.5,  # the section's `search_terms` for the tool (e.g. the programs run_command may start)
+}
+#: The weight of coverage beside the cosine similarity (chosen on the dev needs: `benchmarks/tool_search_eval.py`).
+TEXT_WEIGHT = 0.275
 #: The heading's share of a tool's vector beside the (unit) mean of its examples: the examples say what a user asks.
-#: Other headings ranked worse on dev: the title alone (0.69/0.92), name and title (0.72/0.92), the first sentence
-#: alone (0.78/0.93), title and first sentence (0.78/0.94), the first two sentences (0.79/0.92).
-#: With six examples, the heading plus the parameters' descriptions (95/107 of 114) or names (97/106), not 97/107.
 HEADING_WEIGHT = 0.25
 #: Function words beyond `shared.fulltext.STOPWORDS` (shared with memory and the brain): in a need they say how it is
 #: asked, not which tool answers, yet the long descriptions hold most of them, so they only blur BM25 and coverage.
@@ -159,9 +130,14 @@ def without_specifics(query: str) -> str:
 
 
 def section_entries(
-    section: str, description: str, definitions: Iterable[dict[str, Any]], examples: dict[str, tuple[str, ...]]
+    section: str,
+    description: str,
+    definitions: Iterable[dict[str, Any]],
+    examples: dict[str, tuple[str, ...]],
+    terms: dict[str, str] | None = None,
 ) -> list[ToolEntry]:
-    """The index entries of one section's tool definitions (`examples` by tool name, from the declaration)."""
+    """The index entries of one section's tool definitions (`examples` and `terms` by tool name, from the
+    declaration)."""
     entries = []
     for definition in definitions:
         name = str(definition.get("name") or "")
@@ -176,6 +152,7 @@ def section_entries(
             _parameters_text(schema),
             f"{section.replace('_', ' ')} {description}",
             " . ".join(tool_examples),
+            (terms or {}).get(name, ""),
         )
         entries.append(ToolEntry(section, name, title, summary(text) or title, schema, columns, tool_examples))
     return entries
@@ -262,7 +239,7 @@ class ToolIndex:
             scores = {row: float(value) for row, value in enumerate(similarity)}
             if mode == "fused":
                 for row, share in self.coverage(query).items():
-                    scores[row] += TEXT_WEIGHT * share**COVERAGE_POWER
+                    scores[row] += TEXT_WEIGHT * share
         entries = self.entries
         allowed = [
             row
@@ -375,8 +352,21 @@ class ToolSearch:
         for entry in sections:
             declaration = entry.declaration
             examples = {spec.name: spec.examples for spec in declaration.specs} if declaration is not None else {}
-            entries += section_entries(entry.id, entry.description, self._definitions(entry) or [], examples)
+            terms = self._search_terms(entry)
+            entries += section_entries(entry.id, entry.description, self._definitions(entry) or [], examples, terms)
         return entries
+
+    def _search_terms(self, entry: SectionEntry) -> dict[str, str]:
+        """The declaration's `search_terms` from the section's settings (none if they cannot be read: the tools are
+        still found by their text)."""
+        declaration = entry.declaration
+        if declaration is None or declaration.search_terms is None or declaration.settings_model is None:
+            return {}
+        try:
+            return declaration.search_terms(self.settings.section_settings(declaration.settings_model, entry.id))
+        except Exception as exc:
+            logger.warning("tool search indexes no search terms for section %s: %r", entry.id, exc)
+            return {}
 
     def _build(self) -> None:
         try:

@@ -25,6 +25,7 @@ from mcp_sections.servers.shell_ops.models import (
     StopProcessInput,
     WriteProcessInputInput,
 )
+from mcp_sections.servers.shell_ops.policies.allow_list import NEVER_ALLOWED
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.requirements import Requirement, no_sandbox, program
 from mcp_sections.shared.sections import Container, Section, SectionRuntime
@@ -355,6 +356,17 @@ def list_processes(params: ListProcessesInput, state: Any) -> ListProcessesResul
     return ListProcessesResult(**state.list_processes())
 
 
+def program_names(settings: ShellOpsSettings) -> dict[str, str]:
+    """What find_tools indexes beside the tools' text: the programs they may start, and the programs never allowed
+    (a need often names a program: "count the lines with wc", "can I use curl")."""
+    allowed = " ".join(settings.allowed_programs)
+    return {
+        "run_command": allowed,
+        "start_process": allowed,
+        "list_safe_commands": f"{allowed} {' '.join(NEVER_ALLOWED)}",
+    }
+
+
 SECTION = Section(
     id="shell_ops",
     requirements=(
@@ -367,6 +379,7 @@ SECTION = Section(
     ),
     output_source="program output",
     container=Container(stage="runtime-tools", workspace="write"),
+    search_terms=program_names,
     name="Shell operations",
     description="Run allow-listed programs without a shell — one-shot or long-running (dev servers, watchers, "
     "REPLs) — package.json scripts, and hardened git queries, confined to the allowed roots.",
