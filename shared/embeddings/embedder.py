@@ -324,6 +324,11 @@ class Embedder:
                 raise EmbeddingModelUnavailable(
                     f"model path {name!r} is not a directory; set embedding_model to a model dir"
                 )
+            if not any((path / marker).is_file() for marker in ("config.json", "modules.json")):
+                raise EmbeddingModelUnavailable(
+                    f"model path {name!r} holds no model (no config.json or modules.json); set embedding_model to a "
+                    "sentence-transformers model directory"
+                )
             return str(path)
         return name
 

@@ -16,7 +16,6 @@ from tests.in_memory import section_in_memory
 from tests.processes import RawServer
 from tests.stdio import call, section_client
 
-NO_MODEL = {"MCP_SECTIONS_MEMORY_EMBEDDING_MODEL": "/nonexistent"}
 TEXT_ONLY = {"MCP_SECTIONS_MEMORY_EMBEDDINGS_ENABLED": "false"}
 DB_FILE = "memory.sqlite3"
 DEPLOYS = "Deployments to production happen every Friday"
@@ -36,19 +35,22 @@ def integrity(path: Path) -> tuple[str, int]:
     reason="needs the memory extra (pip install 'mcp-sections[memory]'): without it there is no model path to break",
 )
 async def test_text_fallback_when_the_model_cannot_load(tmp_path: Path) -> None:
-    async with section_in_memory("memory", "--data-dir", str(tmp_path / "data"), env=NO_MODEL) as client:
+    no_model = tmp_path / "not-a-model"  # a directory without a model in it
+    no_model.mkdir()
+    env = {"MCP_SECTIONS_MEMORY_EMBEDDING_MODEL": str(no_model)}
+    async with section_in_memory("memory", "--data-dir", str(tmp_path / "data"), env=env) as client:
         await client.list_tools()
         # a search waits for the model's first load to end (here: to fail); an add made during that load would
         # rightly say "is loading" instead
         await call(client, "memory_search", query="anything")
         added = await call(client, "memory_add", type="knowledge", content=DEPLOYS)
         assert added["stored"] and added["embedding_generated"] is False
-        assert "unavailable" in added["note"] and "/nonexistent" in added["note"] and "text" in added["note"]
+        assert "unavailable" in added["note"] and str(no_model) in added["note"] and "text" in added["note"]
         await call(client, "memory_add", type="knowledge", content="Invoices live in PostgreSQL")
         for mode in ("vector", "hybrid"):
             found = await call(client, "memory_search", query="which deployment day?", mode=mode)
             assert found["search_type"] == "text", found
-            assert "text search" in found["notes"][0] and "/nonexistent" in found["notes"][0]
+            assert "text search" in found["notes"][0] and str(no_model) in found["notes"][0]
             assert [r["memory"]["content"] for r in found["results"]] == [DEPLOYS]
             assert found["results"][0]["similarity"] is None and found["results"][0]["matched_by"] == ["text"]
         assert (await call(client, "memory_search", query="kubernetes"))["count"] == 0
