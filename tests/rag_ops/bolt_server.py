@@ -95,7 +95,11 @@ def arcadedb_bolt() -> Iterator[BoltServer]:
         logging_config = os.path.join(root, "logging.properties")
         with open(logging_config, "w", encoding="utf-8") as handle:
             handle.write("handlers = java.util.logging.ConsoleHandler\n.level = WARNING\n")
-        os.environ.setdefault("ARCADEDB_JVM_ARGS", f"-Djava.util.logging.config.file={logging_config}")
+        # C1 only and the serial collector: a test server lives seconds, and starts with half the CPU
+        os.environ.setdefault(
+            "ARCADEDB_JVM_ARGS",
+            f"-Djava.util.logging.config.file={logging_config} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        )
         import arcadedb_embedded
 
         server = arcadedb_embedded.create_server(
