@@ -14,7 +14,6 @@ has learnt (`shared.secret_values.KNOWN`), so that what one test's server learnt
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -26,8 +25,7 @@ from mcp import Client
 
 from mcp_sections.servers.cli import build_parser, gateway_server, section_server, settings_from
 from mcp_sections.shared.secret_values import KNOWN
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.stdio import HOST_ENVIRONMENT, REPO
 
 
 @contextmanager
@@ -65,7 +63,7 @@ async def gateway_in_memory(
     """`mcp-sections gateway <args>` in memory, as `tests.gateway.helpers.gateway_client` starts it (no config file
     unless `--config`, the repository importable by the third-party sections it starts); its sections are started
     as the gateway starts them (subprocesses, or in process with `--in-process`)."""
-    environment_of = {"PYTHONPATH": str(REPO), "MCP_SECTIONS_CONFIG": os.devnull, **(env or {})}
+    environment_of = {**HOST_ENVIRONMENT, **(env or {})}
     with environment(environment_of, cwd or REPO):
         parsed = build_parser().parse_args(["gateway", *args])
         # built off the event loop: with --expose of a third-party section, building asks it for its tools on an

@@ -16,6 +16,10 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult, Tool
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
+REPO = Path(__file__).resolve().parents[1]
+#: What a started gateway or section host gets beside `server_environment`: no config file but the one it is given,
+#: and this checkout importable by the third-party sections it starts (`python -m tests....`).
+HOST_ENVIRONMENT = {"PYTHONPATH": str(REPO), "MCP_SECTIONS_CONFIG": os.devnull}
 
 
 def cli_command() -> list[str]:

@@ -28,7 +28,7 @@ from mcp_sections.shared.resources import Attachment, ResultStore, split_inline
 from mcp_sections.shared.secrets import MASK
 from tests.framework.tasks_section import FAKE_TOKEN
 from tests.processes import free_port, wait_until_listening
-from tests.stdio import error_of, text_of
+from tests.stdio import HOST_ENVIRONMENT, REPO, error_of, text_of
 from tests.tasks_client import (
     TASKS,
     CreatedTask,
@@ -47,7 +47,6 @@ from tests.waiting import eventually
 
 pytestmark = pytest.mark.anyio
 
-REPO = Path(__file__).resolve().parents[2]
 SECTION = "tests.framework.tasks_section"
 LONG_TOOLS = {"slow_compute", "failing_job", "maybe_long"}
 
@@ -61,8 +60,7 @@ def environment(data_dir: Path, **extra: str) -> dict[str, str]:
     inherited = {key: value for key, value in os.environ.items() if not key.startswith("MCP_SECTIONS_")}
     return {
         **inherited,
-        "PYTHONPATH": str(REPO),
-        "MCP_SECTIONS_CONFIG": os.devnull,
+        **HOST_ENVIRONMENT,
         "MCP_SECTIONS_DATA_DIR": str(data_dir),
         "MCP_SECTIONS_WARM_UP": "0",
         **extra,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,9 +10,8 @@ from pathlib import Path
 from mcp import Client
 
 from mcp_sections.servers.registry import load_section
-from tests.stdio import server_parameters
+from tests.stdio import HOST_ENVIRONMENT, REPO, server_parameters
 
-REPO = Path(__file__).resolve().parents[2]
 DEMO_MODULE = "tests.framework.demo_section"
 
 
@@ -39,8 +37,7 @@ async def gateway_client(
     *args: str, env: dict[str, str] | None = None, mode: str = "legacy", cwd: Path | None = None
 ) -> AsyncIterator[Client]:
     """`mcp-sections gateway <args>` as a subprocess, connected with the official client."""
-    environment = {"PYTHONPATH": str(REPO), "MCP_SECTIONS_CONFIG": os.devnull}
-    environment.update(env or {})
+    environment = {**HOST_ENVIRONMENT, **(env or {})}
     parameters = server_parameters(["gateway", *args], env=environment, cwd=cwd or REPO)
     async with Client(parameters, mode=mode, read_timeout_seconds=120) as client:  # type: ignore[arg-type]
         yield client

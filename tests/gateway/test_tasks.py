@@ -24,7 +24,7 @@ from tests.gateway.helpers import REPO, builtin_available, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.in_memory import gateway_in_memory
 from tests.processes import free_port, running_with, wait_until_listening
-from tests.stdio import data_of, server_parameters
+from tests.stdio import HOST_ENVIRONMENT, data_of, server_parameters
 from tests.tasks_client import (
     CreatedTask,
     Tasks,
@@ -117,7 +117,7 @@ async def gateway(workdir: Path, http_url: str | None, legacy: bool, *, stdio: b
     if http_url is not None:
         target: Any = http_url
     else:
-        environment = {"PYTHONPATH": str(REPO), "MCP_SECTIONS_CONFIG": os.devnull, **KEY}
+        environment = {**HOST_ENVIRONMENT, **KEY}
         target = server_parameters(["gateway", *gateway_args(workdir)], env=environment, cwd=workdir)
     async with Client(target, mode=mode, extensions=extensions, read_timeout_seconds=120) as client:
         yield client

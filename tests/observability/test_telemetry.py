@@ -19,7 +19,7 @@ import pytest
 from tests.gateway.helpers import REPO, gateway_client, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.otlp_receiver import OtlpReceiver, Span
-from tests.stdio import data_of, error_of
+from tests.stdio import HOST_ENVIRONMENT, data_of, error_of
 
 pytest.importorskip("opentelemetry.sdk", reason="pip install 'mcp-sections[otel]'")
 pytest.importorskip("opentelemetry.proto", reason="pip install 'mcp-sections[otel]'")
@@ -180,7 +180,7 @@ def test_without_an_endpoint_nothing_is_loaded_or_paid() -> None:
         "print('ok')\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update({"PYTHONPATH": str(REPO), "MCP_SECTIONS_CONFIG": os.devnull})
+    env.update(HOST_ENVIRONMENT)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 

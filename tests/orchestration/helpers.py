@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -12,9 +11,8 @@ import anyio
 from mcp import Client
 from mcp_types import ElicitResult
 
-from tests.gateway.helpers import REPO
 from tests.in_memory import section_in_memory
-from tests.stdio import server_parameters
+from tests.stdio import HOST_ENVIRONMENT, server_parameters
 
 
 class User:
@@ -51,7 +49,7 @@ async def orchestration_client(
 ) -> AsyncIterator[Client]:
     """`mcp-sections serve orchestration` in memory (over stdio, a process, with `stdio`); its sections are
     processes either way."""
-    environment = {"PYTHONPATH": str(REPO), "MCP_SECTIONS_CONFIG": os.devnull, **(env or {})}
+    environment = {**HOST_ENVIRONMENT, **(env or {})}
     args = ["--config", str(config), "--data-dir", str(workdir / "data")]
     if not stdio:
         async with section_in_memory(
