@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_sections.servers.gateway.tool_search import ToolSearch, section_entries, summary, without_specifics
+from mcp_sections.servers.gateway.tool_search import ToolSearch, section_entries, specifics_as_kinds, summary
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, load_section
 from mcp_sections.shared.embeddings.embedder import default_model_runs
 from mcp_sections.shared.tools import MAX_EXAMPLE_LENGTH, MAX_EXAMPLES, READ_ONLY, ToolInput, ToolResult, tool
@@ -23,9 +23,9 @@ from tests.stdio import data_of, error_of
 needs_model = pytest.mark.skipif(
     not default_model_runs(), reason="needs the memory extra: pip install 'mcp-sections[memory]'"
 )
-# Floors held on benchmarks/data/tool_needs_dev.jsonl (measured 0.84 / 0.96 hybrid; python -m benchmarks.bench_gateway)
-DEV_FLOOR_AT_1 = 0.80
-DEV_FLOOR_AT_3 = 0.92
+# Floors (recall@1, recall@3) held on the tuning needs, benchmarks/data/tool_needs_<split>.jsonl (measured 0.85 / 0.96
+# on dev, 0.68 / 0.83 on dev2, hybrid: python -m benchmarks.bench_gateway)
+FLOORS = {"dev": (0.80, 0.92), "dev2": (0.62, 0.78)}
 
 
 # -- the examples -------------------------------------------------------------------------------------------------
@@ -75,9 +75,10 @@ def test_examples_stay_out_of_the_published_definitions() -> None:
 def test_summaries_and_specifics() -> None:
     assert summary("Read a file. Then more.\n\nDetails.") == "Read a file."
     assert summary("One line\n\nsecond paragraph") == "One line"
-    assert without_specifics("rename utils.js to helpers.js") == "rename to"
-    assert without_specifics("show task_abc123 and 'that text' from 2024") == "show and from"
-    assert without_specifics("src/main.py") == "src/main.py"  # nothing else left: the query itself
+    assert specifics_as_kinds("rename utils.js to helpers.js") == "rename file to file"
+    assert specifics_as_kinds("show task_abc123 and 'that text' from 2024") == "show and text from"
+    assert specifics_as_kinds("read https://example.com/a.html, then docs/x.md") == "read web page then path"
+    assert specifics_as_kinds("task_abc123 42") == "task_abc123 42"  # no word left: the query itself
 
 
 def test_entries_index_names_parameters_and_examples() -> None:
@@ -144,17 +145,17 @@ def test_without_a_model_the_ranking_is_bm25_alone_and_says_so(tmp_path: Path) -
 
 @needs_model
 @pytest.mark.slow  # the recall evaluation over every built-in tool, embedded with the real model
-def test_dev_needs_recall_floor_and_hybrid_beats_each_leg(shared_cache_dir: Path, tmp_path: Path) -> None:
+def test_tuning_needs_recall_floors_and_hybrid_beats_each_leg(shared_cache_dir: Path, tmp_path: Path) -> None:
     from benchmarks.tool_search_eval import evaluate
 
     search = _search(tmp_path, shared_cache_dir)
     search.index(wait_seconds=600)
-    scores = {score.ranking: score for score in evaluate(search, splits=("dev",))}
-    hybrid = scores["fused"]
-    assert hybrid.recall_at_1 >= DEV_FLOOR_AT_1, hybrid
-    assert hybrid.recall_at_3 >= DEV_FLOOR_AT_3, hybrid
-    for leg in (scores["bm25"], scores["vectors"]):
-        assert hybrid.recall_at_1 >= leg.recall_at_1 and hybrid.recall_at_3 >= leg.recall_at_3, scores
+    for split, (at_1, at_3) in FLOORS.items():
+        scores = {score.ranking: score for score in evaluate(search, splits=(split,))}
+        hybrid = scores["fused"]
+        assert hybrid.recall_at_1 >= at_1 and hybrid.recall_at_3 >= at_3, hybrid
+        for leg in (scores["bm25"], scores["vectors"]):
+            assert hybrid.recall_at_1 >= leg.recall_at_1 and hybrid.recall_at_3 >= leg.recall_at_3, scores
     # a second index over the same definitions embeds nothing: every vector comes from the cache
     again = _search(tmp_path, shared_cache_dir)
     again.index(wait_seconds=600)
