@@ -141,6 +141,24 @@ def running_with(text: str, zombies: bool = False) -> list[int]:
     return pids_where(lambda arguments: text in " ".join(arguments), zombies)
 
 
+def process_report(text: str) -> str:
+    """For a failure message: each process `running_with(text)` (zombies too), its state and its parents' commands."""
+    lines = []
+    for pid in running_with(text, zombies=True):
+        chain, current = [], pid
+        while current > 1 and len(chain) < 6:
+            try:
+                stat = Path(f"/proc/{current}/stat").read_text()
+                arguments = Path(f"/proc/{current}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                break
+            state, parent = stat.rsplit(")", 1)[1].split()[:2]
+            chain.append(f"{current} [{state}] {arguments[:120]}")
+            current = int(parent)
+        lines.append(" <- ".join(chain))
+    return "; ".join(lines) or "none"
+
+
 def kill_running_with(text: str, seconds: float = 5.0) -> list[int]:
     """SIGKILL every live process `running_with(text)`; their pids, once gone (or after `seconds`)."""
     pids = running_with(text)

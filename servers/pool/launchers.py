@@ -313,7 +313,9 @@ class SubprocessLauncher:
         (`list_tool_sections` stops showing it as running, and the next call starts a new one)."""
         while True:
             await anyio.sleep(self._gateway.idle_watch_seconds)
-            if self._in_flight == 0 and not await self._alive(client):
+            # In flight again after the ping: a call started meanwhile, and a ping slowed by load must not take its
+            # connection away (the call itself sees a connection that really closed).
+            if self._in_flight == 0 and not await self._alive(client) and self._in_flight == 0:
                 self._lost(client)
                 return
 

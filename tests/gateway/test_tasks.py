@@ -23,7 +23,7 @@ from mcp_sections.shared.provenance import unwrap
 from tests.gateway.helpers import REPO, builtin_available, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.in_memory import gateway_in_memory
-from tests.processes import free_port, running_with, wait_until_listening
+from tests.processes import free_port, process_report, running_with, wait_until_listening
 from tests.stdio import HOST_ENVIRONMENT, data_of, server_parameters
 from tests.tasks_client import (
     CreatedTask,
@@ -174,7 +174,10 @@ async def test_cancelling_the_task_cancels_the_section_work(
         await eventually(lambda: running_with(marker), timeout=60, interval=0.05)
         await cancel_task(client.session, handle.task_id)
         assert (await get_task(client.session, handle.task_id)).status == "cancelled"
-        await eventually(lambda: not running_with(marker), timeout=15, interval=0.05)  # the program was killed
+        try:
+            await eventually(lambda: not running_with(marker), timeout=15, interval=0.05)  # the program was killed
+        except TimeoutError:
+            raise AssertionError(f"still running after the cancel: {process_report(marker)}") from None
         await eventually(lambda: outcomes(audit, "gateway", FORWARD)[before:] == ["STARTED", "CANCELLED"])
         await eventually(lambda: outcomes(audit, "shell_ops", "run_command")[-1:] == ["CANCELLED"])
 
