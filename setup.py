@@ -11,9 +11,10 @@ PACKAGES = {
     for root in ("shared", "servers")
     for name in (root, *(f"{root}.{sub}" for sub in find_packages(root)))
 }
+PACKAGES["mcp_sections.servers.gateway.static"] = "servers/gateway/static"  # the status page's files (no Python)
 
 setup(
     packages=list(PACKAGES),
     package_dir=PACKAGES,
-    package_data={"mcp_sections.servers": ["*/*.json", "gateway/static/*"]},
+    package_data={"mcp_sections.servers": ["*/*.json"], "mcp_sections.servers.gateway.static": ["*.css", "*.js"]},
 )

@@ -46,7 +46,8 @@ class ListSectionsResult(ToolResult):
 
 class FindToolsInput(ToolInput):
     query: str = Field(
-        description="The need in plain words, e.g. 'convert miles to km'.",
+        description="The need in a few plain words, the action first, e.g. 'convert miles to km', 'save text to a new "
+        "file'; leave out file names, URLs and pasted content (they do not help find the tool).",
         min_length=1,
         max_length=500,
     )
