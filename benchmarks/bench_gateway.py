@@ -74,6 +74,9 @@ QUIET = {"MCP_SECTIONS_LOG_LEVEL": "CRITICAL", "FASTMCP_LOG_LEVEL": "ERROR", "FA
 ADD = {"operation": "add", "a": 1, "b": 2}
 CONTEXT_TARGET = 0.10  # gateway tools/list ≤ 10% of the flat union (tokens)
 CONTEXT_BYTES_TARGET = 0.05  # issue #24: ... and ≤ 5% of it in bytes
+#: The needs the issue's recall goal applies to: our set (dev) and the held-out judge; dev2, written later and much
+#: harder (long needs full of paths, URLs and pasted text), is printed beside them without a verdict.
+GOAL_SPLITS = ("dev", "heldout")
 RECALL_AT_1_TARGET = 0.80  # issue #24: find_tools' hybrid ranking on our needs
 RECALL_AT_3_TARGET = 0.95
 SEARCH_P95_TARGET_MS = 20.0  # issue #24: a warm search answers in ≤ 20 ms p95
@@ -621,6 +624,8 @@ async def tool_search(data_dir: str) -> list[list[Any]]:
     rows: list[list[Any]] = []
     for score in scores:
         goal = f"@1 ≥ {RECALL_AT_1_TARGET:.2f}, @3 ≥ {RECALL_AT_3_TARGET:.2f}" if score.ranking == "fused" else "(peer)"
+        if score.split not in GOAL_SPLITS and score.ranking == "fused":
+            goal = "(harder set: info)"
         rows.append(
             [
                 score.split,
@@ -662,12 +667,13 @@ async def tool_search(data_dir: str) -> list[list[Any]]:
         if score.ranking != "fused":
             continue
         for k, value, goal in ((1, score.recall_at_1, RECALL_AT_1_TARGET), (3, score.recall_at_3, RECALL_AT_3_TARGET)):
+            graded = score.split in GOAL_SPLITS
             targets.append(
                 [
                     f"tool search ({score.split}): hybrid recall@{k}",
                     f"{value:.3f}",
-                    f"≥ {goal:.2f}",
-                    verdict(value >= goal),
+                    f"≥ {goal:.2f}" if graded else "(info)",
+                    verdict(value >= goal) if graded else "",
                 ]
             )
     targets.append(

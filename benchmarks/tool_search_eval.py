@@ -20,7 +20,9 @@ aggregates only, after each main change: 0.766/0.935 (four examples), 0.805/0.97
 then), 0.792/0.974 (two examples reworded for their ambiguity with another section), 0.779/0.974 (search terms and
 0.275), 0.792/0.987 (specifics replaced by their kind in the query's second text, chosen on dev and dev2: dev
 95/109 -> 97/109, dev2 88/110 -> 91/111; TEXT_WEIGHT 0.275-0.35 all gave 188/220 on the two together, and coverage
-on that text instead of the query, 185-186/216-220, was not kept). Ranked worse on dev, and not kept:
+on that text instead of the query, 185-186/216-220, was not kept), 0.805/0.987 (a path to a file read as "file",
+another path as "folder", instead of "path": dev 97/109 -> 98/109, dev2 91/111 -> 92/113). Ranked worse on dev,
+and not kept:
 - eight examples per tool (written blind to the needs, partly from the seeds): 94-97/104-107 at every constant;
 - a tool's vector as its best example's, as a mix of centroid and best example, as a log-sum-exp over the examples,
   a rerank of the first 5-10 by the best example; headings of other parts (title alone, name and title, first one
