@@ -16,5 +16,5 @@ PACKAGES["mcp_sections.servers.gateway.static"] = "servers/gateway/static"  # th
 setup(
     packages=list(PACKAGES),
     package_dir=PACKAGES,
-    package_data={"mcp_sections.servers": ["*/*.json"], "mcp_sections.servers.gateway.static": ["*.css", "*.js"]},
+    package_data={"mcp_sections.servers.gateway.static": ["*.css", "*.js"]},
 )

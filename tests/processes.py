@@ -114,6 +114,16 @@ def wait_until_listening(port: int, process: subprocess.Popen[bytes], seconds: f
     raise AssertionError(f"nothing listened on port {port} within {seconds:g} s")
 
 
+def process_info(pid: int) -> tuple[list[str], str, int] | None:
+    """A process's arguments, state letter and parent pid, read from /proc (None once it is gone)."""
+    try:
+        arguments = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
+        state, parent = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:2]
+    except OSError:
+        return None
+    return arguments, state, int(parent)
+
+
 def pids_where(match: Callable[[list[str]], bool], zombies: bool = False) -> list[int]:
     """Host pids of the processes (this one aside) whose arguments satisfy `match`, read from /proc: a sandboxed
     program's pid is its sandbox's own, so it is found by what it runs. Ended but unreaped ones only with `zombies`."""
@@ -121,12 +131,8 @@ def pids_where(match: Callable[[list[str]], bool], zombies: bool = False) -> lis
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
-        try:
-            arguments = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")[:-1]
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if match(arguments) and (zombies or state not in ("Z", "X")):
+        info = process_info(int(entry.name))
+        if info is not None and match(info[0]) and (zombies or info[1] not in ("Z", "X")):
             found.append(int(entry.name))
     return found
 
@@ -146,15 +152,10 @@ def process_report(text: str) -> str:
     lines = []
     for pid in running_with(text, zombies=True):
         chain, current = [], pid
-        while current > 1 and len(chain) < 6:
-            try:
-                stat = Path(f"/proc/{current}/stat").read_text()
-                arguments = Path(f"/proc/{current}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                break
-            state, parent = stat.rsplit(")", 1)[1].split()[:2]
-            chain.append(f"{current} [{state}] {arguments[:120]}")
-            current = int(parent)
+        while current > 1 and len(chain) < 6 and (info := process_info(current)) is not None:
+            arguments, state, parent = info
+            chain.append(f"{current} [{state}] {' '.join(arguments)[:120]}")
+            current = parent
         lines.append(" <- ".join(chain))
     return "; ".join(lines) or "none"
 

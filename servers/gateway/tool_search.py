@@ -71,7 +71,8 @@ COLUMNS = {
     "examples": 3.0,
     "terms": 0.5,  # the section's `search_terms` for the tool (e.g. the programs run_command may start)
 }
-#: The weight of coverage beside the cosine similarity (chosen on the dev needs: `benchmarks/tool_search_eval.py`).
+#: The weight of coverage beside the cosine similarity (chosen on the dev and dev2 needs: see
+#: `benchmarks/tool_search_eval.py`).
 TEXT_WEIGHT = 0.275
 #: The heading's share of a tool's vector beside the (unit) mean of its examples: the examples say what a user asks.
 HEADING_WEIGHT = 0.25

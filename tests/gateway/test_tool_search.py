@@ -98,12 +98,14 @@ def test_entries_index_names_parameters_and_examples() -> None:
     assert entry.heading == "demo sum. Sum numbers: Add numbers together."
 
 
-def _search(tmp_path: Path, cache_dir: Path, embedding: Any = None) -> ToolSearch:
+def _search(
+    tmp_path: Path, cache_dir: Path, embedding: Any = None, sections: dict[str, dict[str, Any]] | None = None
+) -> ToolSearch:
     from mcp_sections.servers.pool.catalog import build_catalog
     from mcp_sections.servers.pool.settings import GatewaySettings
     from mcp_sections.shared.config import Settings
 
-    settings = Settings(cache_dir=cache_dir, data_dir=tmp_path / "data")
+    settings = Settings(cache_dir=cache_dir, data_dir=tmp_path / "data", sections=sections or {})
     return ToolSearch(build_catalog(GatewaySettings()), settings, embedding)
 
 
@@ -111,16 +113,12 @@ def test_the_programs_shell_ops_may_run_are_searched_as_configured(tmp_path: Pat
     """shell_ops' `search_terms`: a need naming an allowed program finds the tools that run it, from the operator's
     allow-list (a program added there is found; one never allowed points to list_safe_commands)."""
     from mcp_sections.servers.gateway.models import FindToolsInput
-    from mcp_sections.servers.pool.catalog import build_catalog
-    from mcp_sections.servers.pool.settings import GatewaySettings
-    from mcp_sections.shared.config import Settings
     from mcp_sections.shared.embeddings import EmbeddingSettings
 
     def first_tools(allowed: list[str] | None, query: str) -> list[str]:
         sections = {"shell_ops": {"allowed_programs": allowed}} if allowed is not None else {}
-        settings = Settings(cache_dir=tmp_path / "cache", data_dir=tmp_path / "data", sections=sections)
         no_model = EmbeddingSettings(embedding_model=str(tmp_path / "no-model"), embedding_backend="torch")
-        search = ToolSearch(build_catalog(GatewaySettings()), settings, no_model)
+        search = _search(tmp_path, tmp_path / "cache", no_model, sections)
         return [found.name for found in search.find(FindToolsInput(query=query, limit=3)).tools]
 
     assert "run_command" not in first_tools(None, "terraform")
