@@ -6,7 +6,7 @@
 #      Mesa's EGL (media_ops renders 3D assets on the CPU);
 #   2. .venv;
 #   3. the project with the extras asked for (no torch unless `embeddings-torch` is asked for: then a CPU build of
-#      torch first, since a bare `torch` pulls a multi-GB CUDA build);
+#      torch first, since a bare `torch` pulls a multi-GB CUDA build); with `dev`, the Node checkers the tests run;
 #   4. `mcp-sections doctor` on the sections those extras serve.
 # Usage: scripts/setup.sh [EXTRAS]   (default: all,dev)
 set -euo pipefail
@@ -90,6 +90,17 @@ if has embeddings-torch && ! python -c "import torch" 2>/dev/null; then
     fi
 fi
 pip_step -e ".[${EXTRAS}]"
+tools=.venv/node-tools # the Node checkers the tests run (tests/node_tools.py), pinned by a lock file
+if has dev && [ -x .venv/bin/npm ] && ! { [ -f $tools/node_modules/.package-lock.json ] &&
+    cmp -s tests/node/package-lock.json $tools/package-lock.json; }; then
+    echo "        npm ci: the MCP Inspector and Neo4j's Cypher language support into .venv/node-tools"
+    mkdir -p $tools
+    cp tests/node/package.json tests/node/package-lock.json $tools/
+    if ! (cd $tools && PATH="$PWD/../bin:$PATH" npm ci --silent --no-audit --no-fund >../setup-npm.log 2>&1); then
+        tail -n 5 .venv/setup-npm.log >&2
+        echo "setup: npm ci of tests/node failed: the tests install those tools themselves, or skip" >&2
+    fi
+fi
 
 say 4/4 "mcp-sections doctor"
 sections=()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -22,44 +21,26 @@ from mcp_sections.shared.brain.neo4j_backend import (
     neighbors_statement,
 )
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from tests.node_tools import node_and_npm, node_tools
 
-LANGUAGE_SUPPORT = "@neo4j-cypher/language-support@2.0.0-next.38"
 LINT_SCRIPT = Path(__file__).parent / "cypher" / "lint.mjs"
 
 
 @pytest.fixture(scope="module")
-def cypher_linter(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A temp dir with Neo4j's Cypher language support installed by npm, and the lint script."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node/npm are not installed: cannot run Neo4j's Cypher parser")
-    directory = tmp_path_factory.mktemp("cypher-lint")
-    (directory / "package.json").write_text('{"name": "cypher-lint", "private": true, "type": "module"}')
-    try:
-        install = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--silent", LANGUAGE_SUPPORT],
-            cwd=directory,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.skip(f"npm install {LANGUAGE_SUPPORT} timed out (no registry access?)")
-    if install.returncode != 0:
-        pytest.skip(f"npm install {LANGUAGE_SUPPORT} failed (no registry access?): {install.stderr[-300:]}")
-    shutil.copy(LINT_SCRIPT, directory / "lint.mjs")
-    return directory
+def cypher_linter(shared_cache_dir: Path) -> list[str]:
+    """Node running the lint script against Neo4j's Cypher language support (pinned in tests/node)."""
+    node, _ = node_and_npm()
+    return [node, str(LINT_SCRIPT), str(node_tools(shared_cache_dir))]
 
 
-def lint(directory: Path, statements: list[str]) -> list[dict[str, Any]]:
-    run = subprocess.run(
-        ["node", "lint.mjs"], cwd=directory, input=json.dumps(statements), capture_output=True, text=True, timeout=120
-    )
+def lint(linter: list[str], statements: list[str]) -> list[dict[str, Any]]:
+    run = subprocess.run(linter, input=json.dumps(statements), capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     return json.loads(run.stdout)
 
 
 @pytest.mark.slow  # Neo4j's semantic analysis in Node, ~0.2 s per statement
-def test_every_statement_parses_with_neo4j_parser(cypher_linter: Path) -> None:
+def test_every_statement_parses_with_neo4j_parser(cypher_linter: list[str]) -> None:
     statements = all_statements()
     assert len(statements) > 60
     report = lint(cypher_linter, [*statements, "MATCH (n RETURN n"])

