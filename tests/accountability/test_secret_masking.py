@@ -6,7 +6,6 @@ import base64
 import json
 import re
 import secrets
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -24,8 +23,8 @@ from mcp_sections.shared.secrets import (
     mask_text,
     word_gates,
 )
+from tests.stdio import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
 GITHUB = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
 

@@ -15,9 +15,9 @@ import pytest
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, all_sections
 from mcp_sections.shared.sections import Container, Section
+from tests.stdio import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCKERFILE = ROOT / "docker" / "Dockerfile"
+DOCKERFILE = REPO / "docker" / "Dockerfile"
 
 # Each section's container facts come from its declaration (`Section.container`); the services that are no section
 # state theirs here: the gateway reads the workspace and reaches its model provider, SearXNG its search engines.
@@ -84,10 +84,10 @@ def compose(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     if "v2." not in version:
         pytest.skip(f"Docker Compose v2 is needed to validate against the Compose Specification: {version.strip()}")
     work = tmp_path_factory.mktemp("compose")
-    shutil.copy(ROOT / "compose.yaml", work / "compose.yaml")
-    shutil.copytree(ROOT / "docker", work / "docker", ignore=shutil.ignore_patterns("secrets"))
+    shutil.copy(REPO / "compose.yaml", work / "compose.yaml")
+    shutil.copytree(REPO / "docker", work / "docker", ignore=shutil.ignore_patterns("secrets"))
     subprocess.run(
-        ["bash", str(ROOT / "scripts" / "compose-secrets.sh"), str(work / "docker" / "secrets")],
+        ["bash", str(REPO / "scripts" / "compose-secrets.sh"), str(work / "docker" / "secrets")],
         check=True,
         capture_output=True,
         timeout=60,
@@ -133,7 +133,7 @@ def test_every_section_has_its_service_and_the_gateway_reaches_it(compose: dict[
     service = compose["services"].get(section.id)
     assert service is not None, f"add this service to compose.yaml:\n\n{compose_service(section)}\n"
     assert service["build"]["target"] == section.id
-    sections = tomllib.loads((ROOT / "docker" / "gateway.toml").read_text(encoding="utf-8"))["gateway"]["sections"]
+    sections = tomllib.loads((REPO / "docker" / "gateway.toml").read_text(encoding="utf-8"))["gateway"]["sections"]
     assert sections.get(section.id) == {
         "url": f"http://{section.id}:8000/mcp",
         "auth_token_file": "/run/secrets/mcp_token",
@@ -144,7 +144,7 @@ def test_the_gateway_has_its_target_and_reaches_only_the_sections() -> None:
     import tomllib
 
     assert dockerfile_targets().get("gateway") == OTHERS["gateway"].stage
-    config = tomllib.loads((ROOT / "docker" / "gateway.toml").read_text(encoding="utf-8"))
+    config = tomllib.loads((REPO / "docker" / "gateway.toml").read_text(encoding="utf-8"))
     assert set(config["gateway"]["sections"]) == set(BUILTIN_SECTIONS)
 
 
@@ -191,7 +191,7 @@ def test_only_the_gateway_is_published_and_only_on_loopback(compose: dict[str, A
 
 
 def test_no_secret_has_a_default(compose: dict[str, Any]) -> None:
-    text = (ROOT / "compose.yaml").read_text(encoding="utf-8")
+    text = (REPO / "compose.yaml").read_text(encoding="utf-8")
     assert not re.search(r"PASSWORD:-|SECRET:-|TOKEN:-", text)
     neo4j = compose["services"]["neo4j"]["environment"]
     assert "NEO4J_AUTH" not in neo4j and neo4j["NEO4J_AUTH_FILE"] == "/run/secrets/neo4j_auth"

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.stdio import REPO
+
 COMPOSITION_ROOT = {"cli", "registry", "doctor", "healthcheck", "gateway", "pool"}
 
 
@@ -26,8 +27,8 @@ def imported_modules(path: Path) -> set[str]:
 
 def test_shared_imports_no_section() -> None:
     offenders = {
-        str(path.relative_to(ROOT)): sorted(m for m in imported_modules(path) if m.startswith("mcp_sections.servers"))
-        for path in (ROOT / "shared").rglob("*.py")
+        str(path.relative_to(REPO)): sorted(m for m in imported_modules(path) if m.startswith("mcp_sections.servers"))
+        for path in (REPO / "shared").rglob("*.py")
     }
     assert not {path: mods for path, mods in offenders.items() if mods}
 
@@ -35,13 +36,13 @@ def test_shared_imports_no_section() -> None:
 @pytest.mark.parametrize(
     "section",
     sorted(
-        p.name for p in (ROOT / "servers").iterdir() if (p / "__init__.py").is_file() and p.name not in COMPOSITION_ROOT
+        p.name for p in (REPO / "servers").iterdir() if (p / "__init__.py").is_file() and p.name not in COMPOSITION_ROOT
     ),
 )
 def test_a_section_imports_no_other_section(section: str) -> None:
     own = f"mcp_sections.servers.{section}"
     offenders = {}
-    for path in (ROOT / "servers" / section).rglob("*.py"):
+    for path in (REPO / "servers" / section).rglob("*.py"):
         foreign = [
             module
             for module in imported_modules(path)
@@ -50,17 +51,17 @@ def test_a_section_imports_no_other_section(section: str) -> None:
         if section == "orchestration":  # it runs sub-agents over the section pool (its own when served alone)
             foreign = [module for module in foreign if not module.startswith("mcp_sections.servers.pool.")]
         if foreign:
-            offenders[str(path.relative_to(ROOT))] = foreign
+            offenders[str(path.relative_to(REPO))] = foreign
     assert not offenders
 
 
 def test_the_gateway_and_orchestration_share_the_pool_without_a_cycle() -> None:
     """`gateway/core → gateway/hosted → orchestration/orchestrator` must not lead back to the gateway: the pool both
     use is its own package, which imports neither."""
-    for path in (ROOT / "servers" / "pool").rglob("*.py"):
+    for path in (REPO / "servers" / "pool").rglob("*.py"):
         imported = imported_modules(path)
         assert not any(
             m.startswith(("mcp_sections.servers.gateway", "mcp_sections.servers.orchestration")) for m in imported
         ), path
-    for path in (ROOT / "servers" / "orchestration").rglob("*.py"):
+    for path in (REPO / "servers" / "orchestration").rglob("*.py"):
         assert not any(m.startswith("mcp_sections.servers.gateway") for m in imported_modules(path)), path

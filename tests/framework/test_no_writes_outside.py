@@ -15,7 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.stdio import REPO
+
 SERVER_STARTING_TESTS = (
     "tests/accountability/test_http_auth.py::test_the_gateway_reaches_a_token_protected_section",
     "tests/gateway/test_gateway.py::test_third_party_section_starts_on_use_and_forwards_progress",

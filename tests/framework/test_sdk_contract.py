@@ -8,12 +8,12 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-ADAPTER = ROOT / "shared" / "sdk_tools.py"
+from tests.stdio import REPO
+
+ADAPTER = REPO / "shared" / "sdk_tools.py"
 
 
 def test_create_context_streams_still_exists() -> None:
@@ -76,9 +76,9 @@ def test_private_sdk_names_are_used_in_the_adapter_only(private: str) -> None:
     pattern = re.compile(rf"(?<!\w){private}\b")
     own = re.compile(rf"(self|cls)\.{private}\b|def \w*{private}")
     users = sorted(
-        path.relative_to(ROOT).as_posix()
+        path.relative_to(REPO).as_posix()
         for folder in ("shared", "servers")
-        for path in (ROOT / folder).rglob("*.py")
+        for path in (REPO / folder).rglob("*.py")
         if any(pattern.search(line) and not own.search(line) for line in path.read_text(encoding="utf-8").splitlines())
     )
     assert users == ["shared/sdk_tools.py"], f"{private} is used outside the SDK adapter: {users}"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.stdio import REPO
+
 _NOT_SOURCES = shutil.ignore_patterns(
     ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"
 )
@@ -18,7 +19,7 @@ _NOT_SOURCES = shutil.ignore_patterns(
 def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project's sources copied to a temporary directory (what `pip install <dir>` reads)."""
     target = tmp_path_factory.mktemp("checkout") / "mcp-sections"
-    shutil.copytree(ROOT, target, ignore=_NOT_SOURCES, symlinks=True)
+    shutil.copytree(REPO, target, ignore=_NOT_SOURCES, symlinks=True)
     return target
 
 

@@ -24,8 +24,8 @@ from mcp_sections.shared.install_hints import (
     current_installation,
     install_command,
 )
+from tests.stdio import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
 CUDA = re.compile(r"^(nvidia-|torch$|triton$)")
 #: What `doctor` checks per extra, as the distributions that provide it.
 PROVIDES = {
@@ -44,7 +44,7 @@ def find_tool(name: str) -> str:
     return found
 
 
-def run_command(command: list[str] | str, env: dict[str, str], cwd: Path = ROOT, check: bool = True) -> str:
+def run_command(command: list[str] | str, env: dict[str, str], cwd: Path = REPO, check: bool = True) -> str:
     done = subprocess.run(
         command,
         shell=isinstance(command, str),
@@ -110,7 +110,7 @@ def test_this_development_environment_has_every_extra() -> None:
 
 def _uv_resolve(extras: list[str], uv_cache: Path) -> set[str]:
     uv = find_tool("uv")
-    command = [uv, "pip", "compile", str(ROOT / "pyproject.toml"), "--quiet", "--no-header", "--no-annotate"]
+    command = [uv, "pip", "compile", str(REPO / "pyproject.toml"), "--quiet", "--no-header", "--no-annotate"]
     command += [arg for extra in extras for arg in ("--extra", extra)]
     command += ["--python-version", "3.11", "--python-platform", "x86_64-manylinux_2_34"]
     output = run_command(command, {"UV_CACHE_DIR": str(uv_cache)})
@@ -146,7 +146,7 @@ def test_uv_takes_torch_for_the_torch_extra_from_the_cpu_index(uv_cache: Path) -
     """[tool.uv.sources] sends torch to PyTorch's CPU index: uv resolves a +cpu build there, or, where that index
     cannot be reached (this machine reaches PyPI only), fails asking it, never falling back to a CUDA build."""
     uv = find_tool("uv")
-    command = [uv, "pip", "compile", str(ROOT / "pyproject.toml"), "--extra", "embeddings-torch", "--no-header"]
+    command = [uv, "pip", "compile", str(REPO / "pyproject.toml"), "--extra", "embeddings-torch", "--no-header"]
     command += ["--quiet", "--python-version", "3.11", "--python-platform", "x86_64-manylinux_2_34"]
     # no retries: an index that cannot be reached fails at once, not after uv's back-off (~8 s)
     environment = {**os.environ, "UV_CACHE_DIR": str(uv_cache), "UV_HTTP_RETRIES": "0"}

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.stdio import REPO
+
 pytestmark = pytest.mark.slow  # isolated environments filled from the package index
 
 
@@ -25,7 +26,7 @@ def _tool(name: str) -> str:
 
 
 def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env={**os.environ, **env}, cwd=ROOT)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, env={**os.environ, **env}, cwd=REPO)
     if done.returncode != 0 and "Failed to fetch" in done.stderr + done.stdout:
         pytest.skip(f"the package index cannot be reached: {done.stderr.strip()[-200:]}")
     assert done.returncode == 0, done.stderr[-2000:]

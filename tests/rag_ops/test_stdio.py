@@ -13,9 +13,8 @@ from mcp import Client
 from mcp_sections.shared.brain.parsing import tree_sitter_available
 from mcp_sections.shared.embeddings.embedder import default_model_runs
 from tests.rag_ops.trees import EXPECTED_FILES, SECRET_MARKER, make_tree
-from tests.stdio import call, check_tools_snapshot, data_of, fail, section_client
+from tests.stdio import REPO, call, check_tools_snapshot, data_of, fail, section_client
 
-REPO = Path(__file__).resolve().parents[2]
 HAS_MODEL = default_model_runs()
 TREE_SITTER = all(tree_sitter_available().values())  # without the grammars, non-Python code is indexed as text
 needs_model = pytest.mark.skipif(not HAS_MODEL, reason="the default embedding model cannot run: the rag extra")
