@@ -39,7 +39,7 @@ def check(sections: set[str] | None) -> list[Outcome]:
     with tempfile.TemporaryDirectory() as scratch:
         search = tool_search(Path(scratch) / "cache", Path(scratch) / "data")
         index = search.index(wait_seconds=600)
-        service = search._embedding_service()  # the same model and vector cache as the index
+        service = search.embedding_service()  # the same model and vector cache as the index
         if service is None:
             raise SystemExit("the embedding model is not available: install the embedding extra")
         outcomes = []

@@ -399,7 +399,7 @@ class ToolSearch:
             self._model_error = self._model_error or "the index could not be built (see the gateway's log)"
             self._built.set()
 
-    def _embedding_service(self) -> EmbeddingService | None:
+    def embedding_service(self) -> EmbeddingService | None:
         """The embedder with its vector cache, loaded (None, with the reason kept, when it cannot be)."""
         with self._model_lock:
             if self._service is None and self._model_error is None:
@@ -437,7 +437,7 @@ class ToolSearch:
     def _add_vectors(self) -> None:
         """Give the current index its vectors (loading the model first if needed); an index replaced meanwhile
         (a third-party section became known) gets them in turn."""
-        service = self._embedding_service()
+        service = self.embedding_service()
         while service is not None:
             with self._lock:
                 index = self._index
