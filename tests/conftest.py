@@ -27,6 +27,15 @@ USER_DIRECTORIES = {
 }
 
 
+@pytest.hookimpl(optionalhook=True)  # a run without xdist (-p no:xdist) has no such hook
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` (what `make test` runs): one worker per core, plus one. A worker spends about a fifth of its time
+    waiting (servers starting, timers, subprocesses, the package index); the extra worker fills that time. On 2
+    cores, the same 1,702 tests took 153-168 s with 3 workers and 178-185 s with 2 (alternating runs)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores + 1
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
