@@ -57,7 +57,7 @@ def brain() -> None:
     print_table(
         ["measure", "value", "floor / goal"],
         [
-            ["raw model, same texts", f"{run.raw_texts_per_second:.1f} texts/s", "the floor"],
+            ["raw model, same texts (store order)", f"{run.raw_texts_per_second:.1f} texts/s", "the floor"],
             ["ingest's embedding pass", f"{run.ingest_texts_per_second:.1f} texts/s ({ratio:.0%})", "≥ 90% of raw"],
             ["nodes embedded", run.nodes_embedded, ""],
             [

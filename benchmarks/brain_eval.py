@@ -100,6 +100,7 @@ def evaluate(cache_dir: Path | None = None, *, throughput: bool = True) -> Brain
             if throughput:
                 texts = [text for _, text, _ in store.pending_embeddings(service.model_key, 100_000, ["eval"])]
                 embedder.encode(texts[:32])  # warm-up, so that neither measurement pays it
+                # the model alone, 32 texts at a time in store order (the ingest chooses its batches: worker.py)
                 started = time.perf_counter()
                 for start in range(0, len(texts), 32):
                     embedder.encode(texts[start : start + 32])

@@ -370,6 +370,12 @@ class Embedder:
                 raise EmbeddingUnavailable(f"embedding endpoint failed: {exc}") from None
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
+    def token_counts(self, texts: Sequence[str]) -> list[int] | None:
+        """How many tokens the model reads of each text, where the backend says (ONNX; None for torch and
+        endpoints, or while not loaded): what groups texts of similar lengths into one batch."""
+        counter = getattr(self._model, "token_counts", None) if self.ready else None
+        return list(counter(texts)) if counter is not None else None
+
 
 _EMBEDDERS: dict[tuple[str, str, bool, str, str], Embedder] = {}
 _EMBEDDERS_LOCK = threading.Lock()

@@ -224,7 +224,7 @@ class OnnxModel:
         options.log_severity_level = 3
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.inputs = {item.name for item in self.session.get_inputs()}
-        self.tokenizer, self.lower_case = _st_tokenizer(directory)
+        self.tokenizer, self.lower_case, self.pad_id = _st_tokenizer(directory)
         self.batch_size = batch_size
         self.dimension = int(self.session.get_outputs()[0].shape[-1])
 
@@ -232,20 +232,32 @@ class OnnxModel:
         import numpy as np
 
         size = batch_size or self.batch_size
-        texts = [text.lower() for text in texts] if self.lower_case else list(texts)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # similar lengths batch with less padding
-        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        encodings = self.tokenizer.encode_batch(self._cased(texts))
+        # batches of similar token counts: each is padded to its longest text only
+        order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
+        out = np.empty((len(encodings), self.dimension), dtype=np.float32)
         for start in range(0, len(order), size):
             rows = order[start : start + size]
-            out[rows] = self.forward([texts[i] for i in rows])
+            out[rows] = self._forward([encodings[i] for i in rows])
         return out
 
-    def forward(self, texts: list[str]) -> np.ndarray:
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """How many tokens the model reads of each text (after truncation)."""
+        return [len(encoding.ids) for encoding in self.tokenizer.encode_batch(self._cased(texts))]
+
+    def _cased(self, texts: Sequence[str]) -> list[str]:
+        return [text.lower() for text in texts] if self.lower_case else list(texts)
+
+    def _forward(self, encodings: list[Any]) -> np.ndarray:
+        """One batch, padded to its longest encoding."""
         import numpy as np
 
-        encodings = self.tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        width = max(len(encoding.ids) for encoding in encodings)
+        ids = np.full((len(encodings), width), self.pad_id, dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         hidden = self.session.run(None, {name: value for name, value in feed.items() if name in self.inputs})[0]
         return _mean_pool(hidden, mask)
@@ -261,8 +273,9 @@ def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
 
 
-def _st_tokenizer(directory: Path) -> tuple[Any, bool]:
-    """tokenizer.json set up as sentence-transformers does: truncation at max_seq_length, pad to the longest."""
+def _st_tokenizer(directory: Path) -> tuple[Any, bool, int]:
+    """tokenizer.json set up as sentence-transformers does (truncation at max_seq_length; `OnnxModel` pads each batch
+    to its longest), whether texts are lower-cased first, and the padding token's id."""
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
@@ -272,12 +285,10 @@ def _st_tokenizer(directory: Path) -> tuple[Any, bool]:
     tok_config = _read_json(tok_file) if tok_file.is_file() else {}
     limit = config.get("max_seq_length") or min(int(tok_config.get("model_max_length") or 512), 512)
     configured_pad = tok_config.get("pad_token")
-    pad_token = configured_pad if isinstance(configured_pad, str) else "[PAD]"
-    pad_id = tokenizer.token_to_id(pad_token)
+    pad_id = tokenizer.token_to_id(configured_pad if isinstance(configured_pad, str) else "[PAD]")
     tokenizer.no_padding()
     tokenizer.enable_truncation(max_length=int(limit))
-    tokenizer.enable_padding(pad_id=pad_id if pad_id is not None else 0, pad_token=pad_token)
-    return tokenizer, bool(config.get("do_lower_case"))
+    return tokenizer, bool(config.get("do_lower_case")), pad_id if pad_id is not None else 0
 
 
 class EmbeddingModelUnavailable(SuiteError, RuntimeError):

@@ -126,6 +126,26 @@ def test_paraphrase_search_finds_the_memory_it_paraphrases(
     assert sum(hit == memory for hit, memory in zip(hits, PARAPHRASES, strict=True)) >= 8
 
 
+def test_a_batch_gathers_the_pending_texts_the_model_reads_most_tokens_of(
+    tmp_path: Path, embedders: dict[str, Embedder]
+) -> None:
+    """Each batch is chosen among several batches' worth of pending items (shared/embeddings/worker.py), by the
+    model's own token counts, so that a batch is padded to texts of about its own length."""
+    onnx = embedders["onnx"]
+    texts = ["ok", "word " * 120, "a middling sentence about invoices and billing", "a, b; " * 100, "short note"]
+    assert onnx.token_counts(texts) == [3, 122, 12, 256, 4]  # with [CLS] and [SEP]; cut at the model's 256
+    store = MemoryStore(tmp_path / "memory.sqlite3", None, wait_seconds=30)
+    try:
+        for text in texts:
+            store.add("knowledge", text, workflow_id="wf")  # no model yet: all pending
+        store.attach_embeddings(EmbeddingService(onnx, EmbeddingCache(store.db)))
+        assert store.embed_pending(batch=2) == 2
+        left = [text for _, text, _ in store.pending_embeddings(onnx.model_key, 10)]
+    finally:
+        store.close()
+    assert left == [texts[0], texts[2], texts[4]]  # the two longest went first; the others wait in store order
+
+
 def test_the_file_is_built_once_and_the_query_path_never_imports_torch(
     embedders: dict[str, Embedder], onnx_dir: Path
 ) -> None:

@@ -42,6 +42,9 @@ class FakeEmbedder:
     def wait_ready(self, timeout: float) -> bool:
         return self.ready
 
+    def token_counts(self, texts: list[str]) -> None:
+        return None  # batches in store order, as with torch or an endpoint
+
     def encode(self, texts: list[str]) -> np.ndarray:
         self.texts += texts
         vectors = np.zeros((len(texts), 256), dtype=np.float32)
