@@ -2,7 +2,7 @@
 
 - The child gets only `child_environment(...)`: nothing is inherited from the server (no tokens,
   no proxies, no LD_PRELOAD), PATH is the fixed search path and HOME/TMPDIR a private directory made for that
-  call alone (`private_home`).
+  call alone (`homes.private_home`).
 - The child leads a new session (`start_new_session=True`); at the deadline, on cancellation, and
   also after a normal exit (to reap background stragglers), the whole process group gets SIGKILL.
   Grandchildren that start their own session escape this (only a container or cgroup stops that);
@@ -16,14 +16,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
-import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp_sections.servers.shell_ops.homes import home_environment
 from mcp_sections.shared.errors import SuiteError
 
 READ_CHUNK = 65536
@@ -71,40 +70,6 @@ def child_environment(*, search_path: str, home: Path, extra: Mapping[str, str] 
     }
     env.update(extra or {})
     return env
-
-
-def home_environment(home: Path) -> dict[str, str]:
-    """The variables that name the child's private home: HOME, TMPDIR and npm's files."""
-    return {
-        "HOME": str(home),
-        "TMPDIR": str(home / "tmp"),
-        "npm_config_userconfig": str(home / "npmrc"),
-        "npm_config_globalconfig": str(home / "npmrc-global"),
-        "npm_config_cache": str(home / "npm-cache"),
-    }
-
-
-@contextlib.contextmanager
-def private_home() -> Iterator[Path]:
-    """A fresh private home (mode 0700, with its `tmp`) for one program, removed afterwards: nothing a program does
-    to its home or TMPDIR (remove it, replace it by a file, fill it) reaches the next call."""
-    home = new_private_home()
-    try:
-        yield home
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-
-
-def new_private_home() -> Path:
-    """A fresh private home (mode 0700, with its `tmp`); the caller removes it (a long-running process keeps its
-    own for its life)."""
-    home = Path(tempfile.mkdtemp(prefix="mcp-sections-call-"))
-    try:
-        (home / "tmp").mkdir()
-    except OSError:
-        shutil.rmtree(home, ignore_errors=True)
-        raise
-    return home
 
 
 class CappedBuffer:

@@ -12,20 +12,13 @@ from typing import Any
 
 from mcp_sections.servers.shell_ops import git, npm
 from mcp_sections.servers.shell_ops.background import BackgroundProcess, ProcessTable, write_input
+from mcp_sections.servers.shell_ops.homes import home_environment, new_private_home, private_home
 from mcp_sections.servers.shell_ops.policies.allow_list import NEVER_ALLOWED
 from mcp_sections.servers.shell_ops.policies.environment import checked_environment
 from mcp_sections.servers.shell_ops.policies.git import split_git_args
 from mcp_sections.servers.shell_ops.policies.guard import CommandGuard
 from mcp_sections.servers.shell_ops.policies.syntax import invalid
-from mcp_sections.servers.shell_ops.processes import (
-    ProcessResult,
-    SpawnError,
-    child_environment,
-    home_environment,
-    new_private_home,
-    private_home,
-    run_process,
-)
+from mcp_sections.servers.shell_ops.processes import ProcessResult, SpawnError, child_environment, run_process
 from mcp_sections.servers.shell_ops.relay import PortPublisher, relay_argv
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
@@ -80,7 +73,7 @@ class ShellOps:
             extra["GIT_AUTHOR_NAME"] = extra["GIT_COMMITTER_NAME"] = settings.git_author_name
         if settings.git_author_email:
             extra["GIT_AUTHOR_EMAIL"] = extra["GIT_COMMITTER_EMAIL"] = settings.git_author_email
-        # Every program gets a home of its own (processes.private_home); this is the rest of its environment.
+        # Every program gets a home of its own (homes.private_home); this is the rest of its environment.
         self.env = child_environment(search_path=search_path, home=Path("/nonexistent"), extra=extra)
         self._sandbox: Sandbox | None = None
         self.processes = ProcessTable(

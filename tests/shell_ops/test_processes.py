@@ -4,6 +4,7 @@ long-running processes."""
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import time
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mcp_sections.servers.shell_ops.background import OutputRing, descendants
+from mcp_sections.servers.shell_ops.homes import HOMES_PREFIX, pid_namespace, remove_stale_homes
 from mcp_sections.servers.shell_ops.processes import (
     CappedBuffer,
     SpawnError,
@@ -33,6 +35,27 @@ def test_capped_buffer_keeps_head_and_tail() -> None:
     small = CappedBuffer(10)
     small.feed(b"hello")
     assert small.text() == "hello" and small.dropped == 0
+
+
+def test_only_the_homes_of_ended_servers_of_this_user_and_namespace_are_removed(tmp_path: Path) -> None:
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    namespace = pid_namespace()
+    dead = tmp_path / f"{HOMES_PREFIX}{namespace}-{ended.pid}-a"
+    (dead / "call-x" / "tmp").mkdir(parents=True)
+    alive = tmp_path / f"{HOMES_PREFIX}{namespace}-{os.getpid()}-b"
+    alive.mkdir()
+    elsewhere = tmp_path / f"{HOMES_PREFIX}{namespace + 1}-{ended.pid}-c"  # a pid of another PID namespace
+    elsewhere.mkdir()
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    link = tmp_path / f"{HOMES_PREFIX}{namespace}-{ended.pid}-d"
+    link.symlink_to(precious)
+    odd = tmp_path / f"{HOMES_PREFIX}not-a-pid"
+    odd.mkdir()
+    assert remove_stale_homes(tmp_path) == [dead]
+    assert not dead.exists() and alive.is_dir() and elsewhere.is_dir() and odd.is_dir()
+    assert link.is_symlink() and precious.is_dir()
 
 
 def test_environment_is_complete_and_fixed(tmp_path: Path) -> None:

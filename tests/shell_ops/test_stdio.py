@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import RawServer
 from tests.stdio import annotation_hints, call, check_tools_snapshot, section_client
 
 TOOLS = {
@@ -41,3 +42,40 @@ async def test_tools_list_snapshot_and_annotations(tmp_path: Path) -> None:
     assert hints["stop_process"] == (False, True, True, False)
     for t in tools:
         assert t.output_schema is not None and t.description and len(t.description) > 80
+
+
+def _call(server: RawServer, request_id: int, tool: str, arguments: dict[str, object]) -> dict[str, object]:
+    server.send(
+        {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    )
+    server.wait_for(lambda responses: request_id in responses)
+    result = server.responses[request_id]["result"]
+    assert not result.get("isError"), result
+    return result
+
+
+def test_the_homes_of_a_killed_server_are_removed_by_the_next_one(tmp_path: Path) -> None:
+    """A server killed while its program runs cannot remove that program's home (HOME and TMPDIR, where the program
+    may have written much): the next server removes it when it makes a home, and its own when it exits."""
+    temporary, root = tmp_path / "tmp", tmp_path / "root"
+    temporary.mkdir()
+    root.mkdir()
+    (root / "notes.txt").write_text("kept\n")
+    args, env = ["shell_ops", "--root", str(root), "--data-dir", str(tmp_path / "data")], {"TMPDIR": str(temporary)}
+    with RawServer(args, env) as first:
+        first.initialize()
+        _call(first, 1, "start_process", {"command": ["cat"]})  # runs until its stdin closes
+        [left] = temporary.glob("mcp-sections-homes-*")
+        assert len(list(left.glob("call-*/tmp"))) == 1
+        first.process.kill()
+        first.process.wait(timeout=30)
+    assert left.is_dir()
+    with RawServer(args, env) as second:
+        second.initialize()
+        _call(second, 1, "run_command", {"command": ["cat", "notes.txt"]})
+        assert not left.exists()
+        assert len(list(temporary.glob("mcp-sections-homes-*"))) == 1  # the second server's own
+        assert second.process.stdin is not None
+        second.process.stdin.close()
+        assert second.process.wait(timeout=30) == 0
+    assert list(temporary.iterdir()) == []
