@@ -75,6 +75,7 @@ class EmbeddingWorker:
         self.wait_seconds = wait_seconds
         self.batch = batch
         self.computed = 0  # texts this worker had the model embed (cache hits not counted)
+        self._token_counts: dict[str, int] = {}  # of the last window of pending items (`_longest`)
         self._embed_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -146,10 +147,15 @@ class EmbeddingWorker:
         not count tokens: torch, an endpoint)."""
         if len(pending) <= size:
             return pending
-        counts = self.service.embedder.token_counts([text for _, text, _ in pending])
-        if counts is None:
-            return pending[:size]
-        chosen = sorted(range(len(pending)), key=lambda i: -counts[i])[:size]
+        known = self._token_counts  # by text hash: the next batch's window is mostly this one's
+        new = {digest: text for _, text, digest in pending if digest not in known}
+        if new:
+            counts = self.service.embedder.token_counts(list(new.values()))
+            if counts is None:
+                return pending[:size]
+            known.update(zip(new, counts, strict=True))
+        self._token_counts = {digest: known[digest] for _, _, digest in pending}  # no more than one window
+        chosen = sorted(range(len(pending)), key=lambda i: -self._token_counts[pending[i][2]])[:size]
         return [pending[i] for i in sorted(chosen)]
 
     def wait_for_model(self, timeout: float | None = None) -> bool:

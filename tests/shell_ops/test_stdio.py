@@ -44,14 +44,10 @@ async def test_tools_list_snapshot_and_annotations(tmp_path: Path) -> None:
         assert t.output_schema is not None and t.description and len(t.description) > 80
 
 
-def _call(server: RawServer, request_id: int, tool: str, arguments: dict[str, object]) -> dict[str, object]:
-    server.send(
-        {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
-    )
+def _answered(server: RawServer, request_id: int, tool: str, arguments: dict[str, object]) -> None:
+    server.call_tool(request_id, tool, arguments)
     server.wait_for(lambda responses: request_id in responses)
-    result = server.responses[request_id]["result"]
-    assert not result.get("isError"), result
-    return result
+    assert not server.tool_results()[request_id].get("isError"), server.tool_results()[request_id]
 
 
 def test_the_homes_of_a_killed_server_are_removed_by_the_next_one(tmp_path: Path) -> None:
@@ -64,15 +60,14 @@ def test_the_homes_of_a_killed_server_are_removed_by_the_next_one(tmp_path: Path
     args, env = ["shell_ops", "--root", str(root), "--data-dir", str(tmp_path / "data")], {"TMPDIR": str(temporary)}
     with RawServer(args, env) as first:
         first.initialize()
-        _call(first, 1, "start_process", {"command": ["cat"]})  # runs until its stdin closes
+        _answered(first, 1, "start_process", {"command": ["cat"]})  # runs until its stdin closes
         [left] = temporary.glob("mcp-sections-homes-*")
         assert len(list(left.glob("call-*/tmp"))) == 1
-        first.process.kill()
-        first.process.wait(timeout=30)
+        first.kill_9()
     assert left.is_dir()
     with RawServer(args, env) as second:
         second.initialize()
-        _call(second, 1, "run_command", {"command": ["cat", "notes.txt"]})
+        _answered(second, 1, "run_command", {"command": ["cat", "notes.txt"]})
         assert not left.exists()
         assert len(list(temporary.glob("mcp-sections-homes-*"))) == 1  # the second server's own
         assert second.process.stdin is not None
