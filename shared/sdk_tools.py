@@ -215,6 +215,13 @@ class RawArguments(ArgModelBase):
         return {"arguments": dict(self.model_extra or {})}
 
 
+def add_built_tools(server: MCPServer, tools: list[Tool]) -> None:
+    """Tools added to a built server (the SDK's `add_tool` builds one from a function; these are built already).
+    Only before the server answers its first request: its tools/list says the list never changes."""
+    for tool in tools:
+        server._tool_manager._tools[tool.name] = tool
+
+
 def raw_tool(
     *,
     name: str,

@@ -19,7 +19,6 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio.to_thread
 import pytest
 from mcp import Client
 
@@ -66,9 +65,7 @@ async def gateway_in_memory(
     environment_of = {**HOST_ENVIRONMENT, **(env or {})}
     with environment(environment_of, cwd or REPO):
         parsed = build_parser().parse_args(["gateway", *args])
-        # built off the event loop: with --expose of a third-party section, building asks it for its tools on an
-        # event loop of its own (`anyio.run`), as `gateway` does before it serves
-        server, gateway = await anyio.to_thread.run_sync(gateway_server, parsed, settings_from(parsed))
+        server, gateway = gateway_server(parsed, settings_from(parsed))
         async with Client(server, mode=mode, read_timeout_seconds=120, **client_options) as client:  # type: ignore[arg-type]
             client.gateway = gateway  # type: ignore[attr-defined]
             yield client

@@ -103,8 +103,12 @@ class Gateway:
             yield self
 
     def prepare_exposed(self) -> None:
-        """Routes of the exposed sections' tools, fixed before serving: tools/list never changes afterwards."""
+        """Routes of the exposed sections whose tools are known before anything starts (built-ins)."""
         self.pool.prepare_exposed()
+
+    async def start_exposed(self) -> dict[str, Route]:
+        """Inside `running()`, before serving: start the exposed third-party sections; the routes added."""
+        return await self.pool.start_exposed()
 
     # -- dispatch ----------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from mcp_sections.shared.approval import describe_arguments, exposed_spec, needs
 from mcp_sections.shared.config import Settings
 from mcp_sections.shared.errors import ToolFailure
 from mcp_sections.shared.resources import ServeResults, serve_as
-from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, raw_tool, spec_tool
+from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, add_built_tools, raw_tool, spec_tool
 from mcp_sections.shared.server import UnknownToolAsNotFound, approval_tool
 from mcp_sections.shared.tasks import TaskCalls, TasksExtension, TaskStore
 from mcp_sections.shared.tools import ToolContext
@@ -43,9 +43,15 @@ def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[M
     tasks = TaskStore(settings.task_ttl_seconds, settings.max_tasks_per_client)
     serve_as("gateway")
 
+    known_names = {*gateway.own_tool_names(), *gateway.exposed}
+
     @asynccontextmanager
     async def lifespan(server: MCPServer) -> AsyncIterator[None]:
         async with gateway.running(), tasks.running():  # tasks stop before the sections they forward to
+            # exposed third-party sections start now, before the first request, and stay up for the calls to come
+            added = await gateway.start_exposed()
+            add_built_tools(server, [_exposed_tool(gateway, route) for route in added.values()])
+            known_names.update(added)
             yield
 
     tools = []
@@ -70,7 +76,7 @@ def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[M
         subscriptions=False,
         extensions=[TasksExtension(tasks)],
     )
-    server.middleware.append(UnknownToolAsNotFound({*gateway.own_tool_names(), *gateway.exposed}))
+    server.middleware.append(UnknownToolAsNotFound(known_names))
     server.middleware.append(ForgetRootsOnChange())
     server.middleware.append(ServeResults(section_resources(gateway)))
     server.middleware.append(TaskCalls(tasks, GatewayTasks(gateway)))

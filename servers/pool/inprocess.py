@@ -108,9 +108,6 @@ class InProcessLauncher:
     async def list_tools(self) -> list[dict[str, Any]]:
         return self.entry.definitions(self._settings) or []
 
-    async def probe_definitions(self) -> list[dict[str, Any]]:
-        return await self.list_tools()
-
     async def call_tool(
         self,
         name: str,

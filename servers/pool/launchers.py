@@ -75,10 +75,6 @@ class Launcher(Protocol):
 
     async def list_tools(self) -> list[dict[str, Any]]: ...
 
-    async def probe_definitions(self) -> list[dict[str, Any]]:
-        """The tools, through a short-lived connection (publishing an exposed third-party section before serving)."""
-        ...
-
     async def call_tool(
         self,
         name: str,
@@ -183,14 +179,6 @@ class SubprocessLauncher:
             if headers:
                 target = _http_with_headers(target, headers)  # type: ignore[assignment]
         return Client(target, mode=mode, read_timeout_seconds=STARTUP_TIMEOUT_SECONDS)
-
-    async def probe_definitions(self) -> list[dict[str, Any]]:
-        """A one-off connection that only lists the tools (used to publish an exposed third-party section)."""
-        async with self._client() as client:
-            listing = await client.list_tools()
-        definitions = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listing.tools]
-        self.entry.remember_definitions(definitions)
-        return definitions
 
     async def _hold(self, *, task_status: TaskStatus[_Connection]) -> None:
         """The long-lived task: enter the client, hand it out, wait for stop, exit it (same task)."""

@@ -178,31 +178,36 @@ class SectionPool:
     # -- published names and routes ---------------------------------------------------------------------------
 
     def prepare_exposed(self) -> None:
-        """Routes of the exposed sections' tools, fixed before serving: tools/list never changes afterwards.
-
-        Built-in sections are described from their declarations; an exposed third-party section is asked
-        for its tools once, through a short-lived connection, before the host starts serving.
-        """
-        missing = [
-            entry for entry in self.catalog.values() if entry.id in self.config.expose and entry.declaration is None
-        ]
-        if missing:
-            anyio.run(self._probe, missing)
+        """Routes of the exposed sections whose tools are known without starting anything (built-ins, from their
+        declarations). An exposed third-party section is added by `start_exposed`, once the pool runs."""
         self.exposed = self.routes(self.config.expose)
 
-    async def _probe(self, entries: list[SectionEntry]) -> None:
-        """Every section of `entries` asked at once: the start waits for the slowest, not for their sum."""
+    async def start_exposed(self) -> dict[str, Route]:
+        """Start the exposed third-party sections whose tools are not known yet, all at once (the start waits for
+        the slowest, not for their sum), and add their tools to `exposed`; returns the routes added.
 
-        async def probe(entry: SectionEntry) -> None:
+        Run inside `running()`, before the host serves: tools/list never changes afterwards. A section started
+        here keeps running for the calls that follow; one that cannot start is logged and left out."""
+        missing = [
+            entry
+            for entry in self.catalog.values()
+            if entry.id in self.config.expose and entry.definitions(self.settings) is None
+        ]
+
+        async def start(entry: SectionEntry) -> None:
             try:
                 with anyio.fail_after(STARTUP_TIMEOUT_SECONDS):
-                    await self.launcher(entry.id).probe_definitions()
+                    await self.definitions(entry)
             except Exception as exc:
                 logger.error("exposed section %s is unavailable, its tools are not listed: %r", entry.id, exc)
 
-        async with anyio.create_task_group() as group:
-            for entry in entries:
-                group.start_soon(probe, entry)
+        if missing:
+            async with anyio.create_task_group() as group:
+                for entry in missing:
+                    group.start_soon(start, entry)
+        known = self.exposed
+        self.exposed = self.routes(self.config.expose)
+        return {name: route for name, route in self.exposed.items() if name not in known}
 
     def published_name(self, entry: SectionEntry, tool: str, taken: dict[str, Any]) -> str:
         """A section tool's name where it meets other names: collisions become `<section>__<tool>`."""

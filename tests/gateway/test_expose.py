@@ -69,10 +69,11 @@ async def test_exposed_tools_are_listed_in_a_fixed_order(tmp_path: Path, mode: s
         assert tools["todo_create"].output_schema is not None
         code, message = error_of(await client.call_tool("demo_sum", {"numbers": "many"}))
         assert code == "INVALID_INPUT" and "numbers" in message
-        # the refused call started the section in the background; this one waits for that start (a gateway stopped
-        # while a section starts waits out its shutdown grace, 10 s)
         assert data_of(await client.call_tool("demo_sum", {"numbers": [3, 4]})) == {"total": 7.0}
         assert data_of(await client.call_tool("demo_copy__demo_sum", {"numbers": [1, 2]})) == {"total": 3.0}
+        # the third-party sections started once, with the gateway (listing their tools), and serve the calls
+        pool = client.gateway.pool  # type: ignore[attr-defined]
+        assert [pool.launcher(section).starts for section in ("demo", "demo_copy")] == [1, 1]
         created = data_of(await client.call_tool("todo_create", {"name": "exposed", "workflow_id": "wf_expose"}))
         assert created["task"]["name"] == "exposed"
         # the same task through call_section_tool
