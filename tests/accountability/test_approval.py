@@ -67,7 +67,8 @@ async def test_the_gateway_asks_before_a_sub_agent_starts_and_before_forwarding_
 ) -> None:
     user = User()
     settings = Settings.load({"data_dir": str(tmp_path), "approval": "destructive", "warm_up": False})
-    server, _ = build_gateway_server(settings, load_gateway_settings(settings))
+    # todo in the gateway's process: the question is the gateway's, whichever way the section runs
+    server, _ = build_gateway_server(settings, load_gateway_settings(settings, in_process=["todo"]))
     async with Client(server, mode="legacy", elicitation_callback=user) as client:  # type: ignore[arg-type]
         user.will("decline")
         message = await fail(client, "plan_actions", "PERMISSION_DENIED", goal="tidy up", sections=["todo"])

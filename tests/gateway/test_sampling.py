@@ -117,9 +117,10 @@ async def gateway(
     capabilities: SamplingCapability | None = WITH_TOOLS,
     env: dict[str, str] | None = None,
 ) -> AsyncIterator[Client]:
-    """`mcp-sections gateway` in memory (its sections processes), the client answering sampling requests with
-    `model` (if given)."""
-    args = ["--config", str(config), "--data-dir", str(config.parent / "data")]
+    """`mcp-sections gateway` in memory, the client answering sampling requests with `model` (if given). The
+    calculator its sub-agents use runs in the gateway's process: sampling happens in the gateway, whichever way
+    the section runs (tests/gateway/test_in_process.py holds the two ways to the same results)."""
+    args = ["--config", str(config), "--data-dir", str(config.parent / "data"), "--in-process", "calculator"]
     options: dict[str, Any] = {}
     if model is not None:
         options = {"sampling_callback": model, "sampling_capabilities": capabilities}
