@@ -95,16 +95,9 @@ pip_step -e ".[${EXTRAS}]"
 # section a client or a test starts, ~0.1 s of CPU each. Compiled once here (under a second; up-to-date files
 # are skipped). Test modules are left to pytest, which compiles them its own way.
 python -m compileall -q -j 0 -x '(^|/)(test_[^/]*|conftest)\.py$' servers shared tests benchmarks
-tools=.venv/node-tools # the Node checkers the tests run (tests/node_tools.py), pinned by a lock file
-if has dev && [ -x .venv/bin/npm ] && ! { [ -f $tools/node_modules/.package-lock.json ] &&
-    cmp -s tests/node/package-lock.json $tools/package-lock.json; }; then
-    echo "        npm ci: the MCP Inspector and Neo4j's Cypher language support into .venv/node-tools"
-    mkdir -p $tools
-    cp tests/node/package.json tests/node/package-lock.json $tools/
-    if ! (cd $tools && PATH="$PWD/../bin:$PATH" npm ci --silent --no-audit --no-fund >../setup-npm.log 2>&1); then
-        tail -n 5 .venv/setup-npm.log >&2
-        echo "setup: npm ci of tests/node failed: the tests install those tools themselves, or skip" >&2
-    fi
+# the Node checkers the tests run, pinned by tests/node/package-lock.json (npm ci into .venv/node-tools)
+if has dev; then
+    python -m tests.node_tools
 fi
 
 say 4/4 "mcp-sections doctor"

@@ -1,7 +1,8 @@
 """The Node programs the tests run as independent checkers: the MCP Inspector and Neo4j's Cypher language support.
 
 Both are pinned, with every dependency, by `tests/node/package-lock.json`. `scripts/setup.sh` installs them with the
-dev extra (`npm ci` into `.venv/node-tools`), as pip installs pytest: a run then finds them ready. A run without them
+dev extra (`python -m tests.node_tools`: `npm ci` into `.venv/node-tools`), as pip installs pytest: a run then finds
+them ready. A run without them
 (pytest in an environment set up another way) installs them once into its own cache directory, under a file lock
 that xdist's workers share, or skips the tests that need them when npm cannot reach the registry.
 """
@@ -46,31 +47,58 @@ def _complete(directory: Path) -> bool:
     )
 
 
+def install(directory: Path, node: str, npm: str) -> str | None:
+    """`npm ci` of the pinned tools into `directory`, under a file lock (a process arriving meanwhile waits, then
+    finds them installed); None once they are there, else why they are not."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _complete(directory):
+            return None
+        for name in ("package.json", "package-lock.json"):
+            shutil.copy(LOCKED / name, directory / name)
+        env = {**os.environ, "PATH": f"{Path(node).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        try:
+            result = subprocess.run(
+                [npm, "ci", "--silent", "--no-audit", "--no-fund"],
+                cwd=directory,
+                capture_output=True,
+                text=True,
+                timeout=600,
+                env=env,
+            )
+        except subprocess.TimeoutExpired:
+            return "npm ci of tests/node timed out (no registry access?)"
+        if result.returncode != 0 or not _complete(directory):
+            return f"could not install tests/node's packages from the npm registry: {result.stderr[-500:]}"
+    return None
+
+
 def node_tools(cache_dir: Path) -> Path:
     """The directory whose node_modules holds the pinned tools: the one setup installed, else one under
-    `cache_dir` installed now (once per run)."""
+    `cache_dir` installed now (once per run; xdist's workers share it)."""
     if _complete(INSTALLED):
         return INSTALLED
     node, npm = node_and_npm()
     directory = cache_dir / "node-tools"
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits for this install, then uses it
-        if not _complete(directory):
-            for name in ("package.json", "package-lock.json"):
-                shutil.copy(LOCKED / name, directory / name)
-            env = {**os.environ, "PATH": f"{Path(node).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-            try:
-                result = subprocess.run(
-                    [npm, "ci", "--silent", "--no-audit", "--no-fund"],
-                    cwd=directory,
-                    capture_output=True,
-                    text=True,
-                    timeout=600,
-                    env=env,
-                )
-            except subprocess.TimeoutExpired:
-                pytest.skip("npm ci of tests/node timed out (no registry access?)")
-            if result.returncode != 0 or not _complete(directory):
-                pytest.skip(f"could not install tests/node's packages from the npm registry: {result.stderr[-500:]}")
+    problem = install(directory, node, npm)
+    if problem:
+        pytest.skip(problem)
     return directory
+
+
+def main() -> int:
+    """`python -m tests.node_tools`, what scripts/setup.sh runs with the dev extra: the tools into `.venv/node-tools`
+    with the venv's Node. A failure is reported, not fatal: the tests then install them themselves, or skip."""
+    node, npm = shutil.which("node", path=str(BIN)), shutil.which("npm", path=str(BIN))
+    if node is None or npm is None or _complete(INSTALLED):
+        return 0
+    print(f"        npm ci: the MCP Inspector and Neo4j's Cypher language support into {INSTALLED}", flush=True)
+    problem = install(INSTALLED, node, npm)
+    if problem:
+        print(f"setup: {problem}; the tests install them themselves, or skip", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
