@@ -101,9 +101,7 @@ if has dev; then
 fi
 
 say 4/4 "mcp-sections doctor"
-sections=()
-has all && sections=(calculator file_ops shell_ops memory rag_ops web_ops media_ops)
-if [ "${#sections[@]}" -gt 0 ]; then
-    mcp-sections doctor "${sections[@]}" || true
+if has all; then # every section's requirements (with fewer extras, the missing ones would only be noise)
+    mcp-sections doctor || true
 fi
 echo "setup: done in $((SECONDS - START)) s; .venv is $(mib .venv) MB (. .venv/bin/activate; mcp-sections doctor)"
