@@ -40,7 +40,7 @@ class HostedOrchestration(InProcessLauncher):
         orchestrator = Orchestrator(
             self._settings, config, host.pool, hosted_limits(config, host.config), slots=host.agents.slots
         )
-        host.agent_runtimes["orchestration"] = orchestrator.runtime  # its sub-agents on the status page
+        host.agent_runtimes[self.entry.id] = orchestrator.runtime  # its sub-agents on the status page
         calls = SectionCalls(section, runtime)
         calls.state.provide(orchestrator.client)
         return calls
