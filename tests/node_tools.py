@@ -2,9 +2,9 @@
 
 Both are pinned, with every dependency, by `tests/node/package-lock.json`. `scripts/setup.sh` installs them with the
 dev extra (`python -m tests.node_tools`: `npm ci` into `.venv/node-tools`), as pip installs pytest: a run then finds
-them ready. A run without them
-(pytest in an environment set up another way) installs them once into its own cache directory, under a file lock
-that xdist's workers share, or skips the tests that need them when npm cannot reach the registry.
+them ready. A run without them (pytest in an environment set up another way) installs them once into its own cache
+directory, under a file lock that xdist's workers share, or skips the tests that need them when npm cannot reach the
+registry.
 """
 
 from __future__ import annotations

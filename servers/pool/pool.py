@@ -193,6 +193,8 @@ class SectionPool:
             for entry in self.catalog.values()
             if entry.id in self.config.expose and entry.definitions(self.settings) is None
         ]
+        if not missing:  # none, or started by an earlier connection (each in-memory client enters the lifespan)
+            return {}
 
         async def start(entry: SectionEntry) -> None:
             try:
@@ -201,10 +203,9 @@ class SectionPool:
             except Exception as exc:
                 logger.error("exposed section %s is unavailable, its tools are not listed: %r", entry.id, exc)
 
-        if missing:
-            async with anyio.create_task_group() as group:
-                for entry in missing:
-                    group.start_soon(start, entry)
+        async with anyio.create_task_group() as group:
+            for entry in missing:
+                group.start_soon(start, entry)
         known = self.exposed
         self.exposed = self.routes(self.config.expose)
         return {name: route for name, route in self.exposed.items() if name not in known}

@@ -9,6 +9,7 @@ import importlib
 import inspect
 import re
 
+import anyio
 import pytest
 
 from tests.stdio import REPO
@@ -69,8 +70,31 @@ def test_the_sdk_still_ships_its_opentelemetry_middleware_in_every_server() -> N
     )
 
 
+def test_a_tool_added_to_the_tool_managers_dict_is_listed() -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    from mcp_sections.shared.sdk_tools import add_built_tools, raw_tool
+
+    async def call(arguments: dict[str, object], context: object) -> object:
+        raise AssertionError("never called")
+
+    server = MCPServer(name="contract")
+    assert isinstance(getattr(getattr(server, "_tool_manager", None), "_tools", None), dict), (
+        "SDK changed: MCPServer._tool_manager._tools is no longer a dict of tools by name (add_built_tools in "
+        "shared/sdk_tools.py)"
+    )
+    schema = {"type": "object"}
+    late = raw_tool(
+        name="late", title="Late", description="-", input_schema=schema, output_schema=None, annotations=None, call=call
+    )  # type: ignore[arg-type]
+    add_built_tools(server, [late])
+    assert [tool.name for tool in anyio.run(server.list_tools)] == ["late"], (
+        "SDK changed: a tool put in MCPServer._tool_manager._tools is not listed (add_built_tools)"
+    )
+
+
 @pytest.mark.parametrize(
-    "private", ["_context_streams", "_lowlevel_server", "_connection", "model_dump_one_level", "_otel"]
+    "private", ["_context_streams", "_lowlevel_server", "_connection", "model_dump_one_level", "_otel", "_tool_manager"]
 )
 def test_private_sdk_names_are_used_in_the_adapter_only(private: str) -> None:
     pattern = re.compile(rf"(?<!\w){private}\b")
