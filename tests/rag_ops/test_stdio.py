@@ -13,7 +13,7 @@ from mcp import Client
 from mcp_sections.shared.brain.parsing import tree_sitter_available
 from mcp_sections.shared.embeddings.embedder import default_model_runs
 from tests.rag_ops.trees import EXPECTED_FILES, SECRET_MARKER, make_tree
-from tests.stdio import REPO, call, check_tools_snapshot, data_of, fail, section_client
+from tests.stdio import call, check_tools_snapshot, data_of, fail, section_client
 
 HAS_MODEL = default_model_runs()
 TREE_SITTER = all(tree_sitter_available().values())  # without the grammars, non-Python code is indexed as text
@@ -66,7 +66,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 async def client(root: Path) -> AsyncIterator[Client]:
     env = {"MCP_SECTIONS_CONFIG": str(root.parent / "absent.toml"), "MCP_SECTIONS_DATA_DIR": str(root.parent / "data")}
-    async with section_client("rag_ops", "--root", str(root), "--root", str(REPO), env=env) as connected:
+    async with section_client("rag_ops", "--root", str(root), env=env) as connected:
         yield connected
 
 
@@ -240,34 +240,6 @@ async def test_forget_path_over_stdio(client: Client, root: Path) -> None:
     for advice in ("embedded SQLite backend", "query_entities", "explore_relationships", "backend = 'neo4j'"):
         assert advice in needs_neo4j, advice
     assert "MCP_SECTIONS_RAG_OPS_BACKEND=neo4j" in needs_neo4j and "NEO4J_URI" in needs_neo4j
-
-
-@pytest.mark.anyio
-async def test_ingest_this_repository(client: Client) -> None:
-    report = data_of(await client.call_tool("ingest_directory", {"path": str(REPO), "project_name": "mcp-sections"}))
-    assert report["project_id"] == "mcp-sections" and report["files_scanned"] > 60
-    schema = await call(client, "get_schema", project="mcp-sections")
-    assert 0 <= report["files_scanned"] - schema["labels"]["File"] <= 10  # binaries (e.g. the corpus archive), keys
-    assert schema["labels"]["Scope"] > 500 and schema["relationships"]["CALLS"] > 200
-    assert schema["relationships"]["IMPORTS"] > 50
-    hits = await call(client, "brain_search", query="PathGuard resolve", projects=["mcp-sections"], semantic=False)
-    # among the tests of the guard that also name it (the corpus is this repository, so it drifts)
-    assert any(r["relative_path"] == "shared/guards/paths.py" for r in hits["results"][:10])
-    [section] = (await call(client, "query_entities", label="Scope", name="Section", project="mcp-sections"))[
-        "entities"
-    ]
-    assert section["relative_path"] == "shared/sections.py" and section["kind"] == "class"
-    sections_file = (
-        await call(client, "query_entities", label="File", path="shared/sections.py", project="mcp-sections")
-    )["entities"][0]
-    imports = await call(
-        client, "explore_relationships", node_id=sections_file["id"], types=["IMPORTS"], direction="out"
-    )
-    assert {"shared/config.py", "shared/tools.py"} <= {n["relative_path"] for n in imports["nodes"]}
-    files = await call(client, "query_entities", label="File", project="mcp-sections", limit=200)
-    assert not any(".venv" in e["path"] or "__pycache__" in e["path"] for e in files["entities"])
-    again = data_of(await client.call_tool("ingest_directory", {"path": str(REPO / "shared")}))
-    assert again["context"] == "subdir-of-project" and again["project_id"] == "mcp-sections"
 
 
 @pytest.mark.anyio
