@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+from typing import Any
+
+import pytest
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS
 from tests.stdio import cli_command
@@ -13,12 +16,17 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*cli_command(), *args], capture_output=True, text=True, timeout=120)
 
 
-def test_list_json_has_every_section_with_its_tools() -> None:
+@pytest.fixture(scope="module")
+def listed() -> list[dict[str, Any]]:
+    """`mcp-sections list --json`, run once for the module's tests that read it."""
     result = _run("list", "--json")
     assert result.returncode == 0, result.stderr
-    sections = json.loads(result.stdout)["sections"]
-    assert [section["id"] for section in sections] == list(BUILTIN_SECTIONS)
-    for section in sections:
+    return json.loads(result.stdout)["sections"]
+
+
+def test_list_json_has_every_section_with_its_tools(listed: list[dict[str, Any]]) -> None:
+    assert [section["id"] for section in listed] == list(BUILTIN_SECTIONS)
+    for section in listed:
         assert set(section) == {"id", "name", "description", "tools", "tool_count"}
         assert section["tool_count"] == len(section["tools"]) > 0
 
@@ -31,9 +39,8 @@ def test_list_table_names_every_section() -> None:
         assert any(line.startswith(section_id + " ") for line in result.stdout.splitlines())
 
 
-def test_tool_names_are_unique_across_the_suite() -> None:
-    sections = json.loads(_run("list", "--json").stdout)["sections"]
-    names = [name for section in sections for name in section["tools"]]
+def test_tool_names_are_unique_across_the_suite(listed: list[dict[str, Any]]) -> None:
+    names = [name for section in listed for name in section["tools"]]
     assert len(names) == len(set(names))
 
 
