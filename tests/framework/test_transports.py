@@ -1,4 +1,7 @@
-"""The real CLI over real transports: malformed JSON-RPC, lazy heavy imports, Streamable HTTP."""
+"""The real CLI over real transports: malformed JSON-RPC, Streamable HTTP.
+
+That start-up imports nothing heavy is checked in tests/portability/test_first_listing.py.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +9,12 @@ import http.client
 import json
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 from mcp import Client
 
-from mcp_sections.servers.registry import BUILTIN_SECTIONS
 from tests.processes import free_port, wait_until_listening
-from tests.stdio import cli_command, section_client
-
-HEAVY_MODULES = ("torch", "sentence_transformers", "playwright", "neo4j", "sympy", "transformers")
+from tests.stdio import cli_command
 
 
 def _exchange(lines: list[str], last_id: object, section: str = "calculator") -> list[dict]:
@@ -77,20 +76,6 @@ def test_malformed_json_rpc_gets_errors_and_the_server_keeps_serving() -> None:
     assert by_id[10]["error"]["code"] == -32601
     assert by_id["init"]["result"]["serverInfo"]["name"] == "mcp-sections-calculator"
     assert by_id[11]["result"]["tools"], "the server must still answer after malformed input"
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize("section", list(BUILTIN_SECTIONS))
-async def test_start_up_does_not_import_heavy_libraries(section: str, tmp_path: Path) -> None:
-    """initialize + tools/list never import torch, sentence-transformers, playwright, neo4j or sympy."""
-    log = tmp_path / "imports.log"
-    env = {"PYTHONPROFILEIMPORTTIME": "1", "MCP_SECTIONS_WARM_UP": "0"}
-    with log.open("w") as errlog:
-        async with section_client(section, env=env, errlog=errlog) as client:
-            assert (await client.list_tools()).tools
-    imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in log.read_text().splitlines() if "|" in line}
-    assert imported, "the import-time log was not written"
-    assert not imported.intersection(HEAVY_MODULES)
 
 
 @pytest.fixture
