@@ -7,8 +7,6 @@ about 12 s of CPU for nothing). Semantic search over stdio stays in `test_stdio.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.in_memory import section_in_memory
@@ -17,13 +15,9 @@ from tests.stdio import REPO, call, data_of
 pytestmark = pytest.mark.anyio
 
 
-async def test_ingest_this_repository(tmp_path: Path) -> None:
-    env = {
-        "MCP_SECTIONS_CONFIG": str(tmp_path / "absent.toml"),
-        "MCP_SECTIONS_DATA_DIR": str(tmp_path / "data"),
-        "MCP_SECTIONS_RAG_OPS_BACKGROUND_EMBEDDINGS": "false",
-    }
-    (tmp_path / "absent.toml").write_text("")
+async def test_ingest_this_repository() -> None:
+    # the data directory and an empty config come from tests/conftest.py's isolated_environment
+    env = {"MCP_SECTIONS_RAG_OPS_BACKGROUND_EMBEDDINGS": "false"}
     async with section_in_memory("rag_ops", "--root", str(REPO), env=env) as client:
         report = data_of(
             await client.call_tool("ingest_directory", {"path": str(REPO), "project_name": "mcp-sections"})
