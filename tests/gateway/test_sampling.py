@@ -119,11 +119,13 @@ async def gateway(
 ) -> AsyncIterator[Client]:
     """`mcp-sections gateway` in memory, the client answering sampling requests with `model` (if given). The
     calculator its sub-agents use runs in the gateway's process: sampling happens in the gateway, whichever way
-    the section runs (tests/gateway/test_in_process.py holds the two ways to the same results)."""
+    the section runs (tests/gateway/test_in_process.py holds the two ways to the same results). No warm-up: it would
+    start the calculator's sympy process, and `calculator_binary`, the only tool these sub-agents call, runs without."""
     args = ["--config", str(config), "--data-dir", str(config.parent / "data"), "--in-process", "calculator"]
     options: dict[str, Any] = {}
     if model is not None:
         options = {"sampling_callback": model, "sampling_capabilities": capabilities}
+    env = {"MCP_SECTIONS_WARM_UP": "0", **(env or {})}
     async with gateway_in_memory(*args, env=env, mode=mode, cwd=config.parent, **options) as client:
         yield client
 
