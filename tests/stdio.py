@@ -20,6 +20,9 @@ REPO = Path(__file__).resolve().parents[1]
 #: What a started gateway or section host gets beside `server_environment`: no config file but the one it is given,
 #: and this checkout importable by the third-party sections it starts (`python -m tests....`).
 HOST_ENVIRONMENT = {"PYTHONPATH": str(REPO), "MCP_SECTIONS_CONFIG": os.devnull}
+#: For a server whose test never uses what the section warms up after its first `tools/list` (a model, a sympy
+#: process): without it, that work runs for nothing until the server stops.
+NO_WARM_UP = {"MCP_SECTIONS_WARM_UP": "0"}
 
 
 def cli_command() -> list[str]:

@@ -11,13 +11,13 @@ import pytest
 
 from mcp_sections.shared.audit import AuditLog, AuditRecord, argument_digest, read_records
 from tests.in_memory import section_in_memory
-from tests.stdio import call, cli_command, fail
+from tests.stdio import NO_WARM_UP, call, cli_command, fail
 
 
 @pytest.mark.anyio
 async def test_calls_are_audited_without_their_arguments(tmp_path: Path) -> None:
-    no_sympy_process = {"MCP_SECTIONS_WARM_UP": "0"}  # calculator_binary runs in the server's own process
-    async with section_in_memory("calculator", "--data-dir", str(tmp_path), env=no_sympy_process) as client:
+    # no sympy process: calculator_binary runs in the server's own process
+    async with section_in_memory("calculator", "--data-dir", str(tmp_path), env=NO_WARM_UP) as client:
         await call(client, "calculator_binary", operation="add", a=40417, b=2)
         await fail(client, "calculator_binary", "VALIDATION_FAILED", operation="divide", a=1, b=0)
     records = list(read_records(tmp_path / "audit"))

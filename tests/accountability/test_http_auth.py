@@ -16,7 +16,7 @@ from mcp import Client
 
 from mcp_sections.shared.http_auth import AuthConfigError, resolve_token
 from tests.processes import free_port, wait_until_listening
-from tests.stdio import cli_command
+from tests.stdio import NO_WARM_UP, cli_command
 
 TOKEN = "test-token-0123456789abcdef"
 
@@ -28,7 +28,7 @@ def http_section(args: list[str], env: dict[str, str] | None = None) -> Iterator
         [*cli_command(), *args, "--transport", "http", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env={**os.environ, "MCP_SECTIONS_WARM_UP": "0", **(env or {})},
+        env={**os.environ, **NO_WARM_UP, **(env or {})},
     )
     try:
         wait_until_listening(port, process)

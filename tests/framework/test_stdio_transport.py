@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from mcp_sections.shared.stdio import MAX_LINE_BYTES, LineSplitter
-from tests.stdio import cli_command
+from tests.stdio import NO_WARM_UP, cli_command
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -24,7 +24,7 @@ ADD = {
     "method": "tools/call",
     "params": {"name": "calculator_binary", "arguments": {"operation": "add", "a": 2, "b": 3}},
 }
-ENV = {**os.environ, "MCP_SECTIONS_WARM_UP": "0"}
+ENV = {**os.environ, **NO_WARM_UP}
 
 
 def _lines(*messages: dict) -> bytes:

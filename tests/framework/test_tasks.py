@@ -28,7 +28,7 @@ from mcp_sections.shared.resources import Attachment, ResultStore, split_inline
 from mcp_sections.shared.secrets import MASK
 from tests.framework.tasks_section import FAKE_TOKEN
 from tests.processes import free_port, wait_until_listening
-from tests.stdio import HOST_ENVIRONMENT, REPO, error_of, text_of
+from tests.stdio import HOST_ENVIRONMENT, NO_WARM_UP, REPO, error_of, text_of
 from tests.tasks_client import (
     TASKS,
     CreatedTask,
@@ -62,7 +62,7 @@ def environment(data_dir: Path, **extra: str) -> dict[str, str]:
         **inherited,
         **HOST_ENVIRONMENT,
         "MCP_SECTIONS_DATA_DIR": str(data_dir),
-        "MCP_SECTIONS_WARM_UP": "0",
+        **NO_WARM_UP,
         **extra,
     }
 

@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 
 from tests.processes import free_port, wait_until_listening
-from tests.stdio import cli_command
+from tests.stdio import NO_WARM_UP, cli_command
 
 
 def _exchange(lines: list[str], last_id: object, section: str = "calculator") -> list[dict]:
@@ -25,7 +25,7 @@ def _exchange(lines: list[str], last_id: object, section: str = "calculator") ->
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-        env={**os.environ, "MCP_SECTIONS_WARM_UP": "0"},
+        env={**os.environ, **NO_WARM_UP},
     )
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write("".join(line + "\n" for line in lines))
@@ -85,7 +85,7 @@ def http_server():
         [*cli_command(), "serve", "calculator", "--transport", "http", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env={**os.environ, "MCP_SECTIONS_WARM_UP": "0"},
+        env={**os.environ, **NO_WARM_UP},
     )
     wait_until_listening(port, process, seconds=30)
     yield port

@@ -40,7 +40,7 @@ from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from tests.gateway.helpers import write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.in_memory import gateway_in_memory
-from tests.stdio import data_of, error_of
+from tests.stdio import NO_WARM_UP, data_of, error_of
 
 CALCULATOR_TOOLS = {
     "calculator_unary",
@@ -125,7 +125,7 @@ async def gateway(
     options: dict[str, Any] = {}
     if model is not None:
         options = {"sampling_callback": model, "sampling_capabilities": capabilities}
-    env = {"MCP_SECTIONS_WARM_UP": "0", **(env or {})}
+    env = {**NO_WARM_UP, **(env or {})}
     async with gateway_in_memory(*args, env=env, mode=mode, cwd=config.parent, **options) as client:
         yield client
 

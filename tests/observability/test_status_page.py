@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.gateway.helpers import REPO, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.processes import free_port, wait_until_listening
-from tests.stdio import cli_command, data_of
+from tests.stdio import NO_WARM_UP, cli_command, data_of
 
 TOKEN = "status-page-token-0123456789abcdef"
 STATUS_SCREENSHOT = "status.png"
@@ -59,7 +59,7 @@ def _http_server(args: list[str], port: int, env: dict[str, str] | None = None) 
         [*cli_command(), *args, "--transport", "http", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env={**os.environ, "MCP_SECTIONS_WARM_UP": "0", "MCP_SECTIONS_CONFIG": os.devnull, **(env or {})},
+        env={**os.environ, **NO_WARM_UP, "MCP_SECTIONS_CONFIG": os.devnull, **(env or {})},
         cwd=REPO,
     )
 

@@ -12,9 +12,9 @@ the tools for the import check instead.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +24,10 @@ import pytest
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS
 from tests.node_tools import node_and_npm, node_tools
-from tests.stdio import section_client
+from tests.stdio import NO_WARM_UP, cli_command, section_client
 
-BIN = Path(sys.executable).parent
 HEAVY_MODULES = ("torch", "sentence_transformers", "playwright", "neo4j", "sympy", "transformers")
-SERVER_ENVIRONMENT = {"PYTHONPROFILEIMPORTTIME": "1", "MCP_SECTIONS_WARM_UP": "0"}
+SERVER_ENVIRONMENT = {"PYTHONPROFILEIMPORTTIME": "1", **NO_WARM_UP}
 
 
 @dataclass(frozen=True)
@@ -101,17 +100,13 @@ def inspector(shared_cache_dir: Path) -> Inspector:
 @pytest.fixture(scope="module")
 def first_listing(inspector: Inspector, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Listing]:
     """`first_listing(section)`: what the one start of that section showed (started at the first test asking)."""
-    seen: dict[str, Listing] = {}
 
+    @functools.cache
     def listing(section: str) -> Listing:
-        if section not in seen:
-            directory = tmp_path_factory.mktemp(section)
-            if inspector.argv is None:
-                seen[section] = _list_with_the_sdk(section, directory)
-            else:
-                server = [str(BIN / "mcp-sections"), "serve", section]
-                seen[section] = _inspect(inspector.argv, server, directory, SERVER_ENVIRONMENT)
-        return seen[section]
+        directory = tmp_path_factory.mktemp(section)
+        if inspector.argv is None:
+            return _list_with_the_sdk(section, directory)
+        return _inspect(inspector.argv, [*cli_command(), "serve", section], directory, SERVER_ENVIRONMENT)
 
     return listing
 
@@ -139,5 +134,5 @@ def test_start_up_does_not_import_heavy_libraries(first_listing: Callable[[str],
 def test_gateway_schemas_are_portable(inspector: Inspector, tmp_path: Path) -> None:
     if inspector.argv is None:
         pytest.skip(inspector.missing)
-    listing = _inspect(inspector.argv, [str(BIN / "mcp-sections"), "gateway", "--root", str(tmp_path)], tmp_path, {})
+    listing = _inspect(inspector.argv, [*cli_command(), "gateway", "--root", str(tmp_path)], tmp_path, {})
     assert (listing.inspector_code, listing.findings) == (0, ""), listing.findings

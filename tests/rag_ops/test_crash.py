@@ -13,7 +13,7 @@ from pathlib import Path
 from mcp_sections.servers.rag_ops.brain import Brain
 from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
 from tests.rag_ops.trees import make_bulk_tree
-from tests.stdio import cli_command
+from tests.stdio import NO_WARM_UP, cli_command
 
 FILES = 1500
 
@@ -39,7 +39,7 @@ def _kill_during_ingest(root: Path, data: Path) -> int:
         **os.environ,
         "MCP_SECTIONS_DATA_DIR": str(data),
         "MCP_SECTIONS_RAG_OPS_EMBEDDINGS": "0",
-        "MCP_SECTIONS_WARM_UP": "0",
+        **NO_WARM_UP,
     }
     process = subprocess.Popen(
         [*cli_command(), "serve", "rag_ops", "--root", str(root.parent)],
