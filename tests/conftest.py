@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import atexit
 import gc
+import json
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -117,9 +119,51 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared
     return isolate(monkeypatch, tmp_path, shared_cache_dir)
 
 
+#: How long each test module took in a whole run (`pytest -n auto … --record-durations` rewrites it). Only the order
+#: of the modules comes from it: a stale or missing entry changes when a module starts, never what it checks.
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--record-durations",
+        action="store_true",
+        help=f"write each test module's time in this run to {DURATIONS.name} (kept for modules that did not run)",
+    )
+
+
+def recorded_durations() -> dict[str, float]:
+    try:
+        return {str(module): float(seconds) for module, seconds in json.loads(DURATIONS.read_text("utf-8")).items()}
+    except (OSError, ValueError, TypeError, AttributeError):  # no file, or not {module: seconds}
+        return {}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Modules with slow tests first. `make test` hands whole modules to xdist's workers in this order
-    (`--dist loadfile --no-loadscope-reorder`), so the long ones start at once and the run ends on short ones,
-    instead of one worker finishing a long module alone while the other waits."""
-    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow)
+    """The longest modules first, by their recorded durations; a module without one (new) before them all, since it
+    may be long. `make test` hands whole modules to xdist's workers in this order (`--dist loadfile
+    --no-loadscope-reorder`): the long ones start at once and the run ends on short ones on every worker, instead of
+    one worker finishing a long module alone while the others wait."""
+    durations = recorded_durations()
+    items.sort(key=lambda item: -durations.get(item.nodeid.split("::")[0], math.inf))
+
+
+class DurationRecorder:
+    """Sums each module's setup, call and teardown times (module-scoped fixtures included) as the reports arrive,
+    in the xdist controller or a serial run, and merges them into DURATIONS at the end."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        module = report.nodeid.split("::")[0]
+        self.seconds[module] = self.seconds.get(module, 0.0) + report.duration
+
+    def pytest_sessionfinish(self) -> None:
+        merged = recorded_durations() | {module: round(total, 1) for module, total in self.seconds.items()}
+        DURATIONS.write_text(json.dumps(dict(sorted(merged.items())), indent=1) + "\n", encoding="utf-8")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("record_durations", False) and not os.environ.get("PYTEST_XDIST_WORKER"):
+        config.pluginmanager.register(DurationRecorder(), "module-durations")
