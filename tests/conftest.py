@@ -150,7 +150,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 class DurationRecorder:
     """Sums each module's setup, call and teardown times (module-scoped fixtures included) as the reports arrive,
-    in the xdist controller or a serial run, and merges them into DURATIONS at the end."""
+    in the xdist controller or a serial run, and merges them into DURATIONS at the end (dropping deleted modules)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
@@ -159,9 +159,10 @@ class DurationRecorder:
         module = report.nodeid.split("::")[0]
         self.seconds[module] = self.seconds.get(module, 0.0) + report.duration
 
-    def pytest_sessionfinish(self) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
         merged = recorded_durations() | {module: round(total, 1) for module, total in self.seconds.items()}
-        DURATIONS.write_text(json.dumps(dict(sorted(merged.items())), indent=1) + "\n", encoding="utf-8")
+        kept = {module: seconds for module, seconds in merged.items() if (session.config.rootpath / module).is_file()}
+        DURATIONS.write_text(json.dumps(dict(sorted(kept.items())), indent=1) + "\n", encoding="utf-8")
 
 
 def pytest_configure(config: pytest.Config) -> None:
