@@ -132,6 +132,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def module_of(nodeid: str) -> str:
+    """The test module a node id belongs to, as the durations are keyed: `tests/x/test_y.py`."""
+    return nodeid.split("::")[0]
+
+
 def recorded_durations() -> dict[str, float]:
     try:
         return {str(module): float(seconds) for module, seconds in json.loads(DURATIONS.read_text("utf-8")).items()}
@@ -145,7 +150,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     --no-loadscope-reorder`): the long ones start at once and the run ends on short ones on every worker, instead of
     one worker finishing a long module alone while the others wait."""
     durations = recorded_durations()
-    items.sort(key=lambda item: -durations.get(item.nodeid.split("::")[0], math.inf))
+    items.sort(key=lambda item: -durations.get(module_of(item.nodeid), math.inf))
 
 
 class DurationRecorder:
@@ -156,7 +161,7 @@ class DurationRecorder:
         self.seconds: dict[str, float] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        module = report.nodeid.split("::")[0]
+        module = module_of(report.nodeid)
         self.seconds[module] = self.seconds.get(module, 0.0) + report.duration
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
