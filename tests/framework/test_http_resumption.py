@@ -1,0 +1,83 @@
+"""Streamable HTTP never answers 500: a GET that asks to resume a stream (`Last-Event-ID`) is refused with a clear 400,
+since no server of the suite keeps an event store (issue #44). The real CLI, over a real socket."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.processes import free_port, wait_until_listening
+from tests.stdio import NO_WARM_UP, cli_command
+
+TOKEN = "resumption-test-token-0123456789"
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """`serve calculator` over HTTP behind a bearer token; its port."""
+    port = free_port()
+    token_file = tmp_path_factory.mktemp("token") / "token"
+    token_file.write_text(TOKEN)
+    process = subprocess.Popen(
+        [*cli_command(), "serve", "calculator", "--transport", "http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **NO_WARM_UP, "MCP_SECTIONS_AUTH_TOKEN_FILE": str(token_file)},
+        cwd=Path.cwd(),
+    )
+    wait_until_listening(port, process, seconds=30)
+    yield port
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def request(port: int, method: str, headers: dict[str, str], body: object = None) -> tuple[int, dict[str, str], bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    data = json.dumps(body) if body is not None else None
+    connection.request(method, "/mcp", body=data, headers=headers)
+    response = connection.getresponse()
+    status, answer = response.status, {k.lower(): v for k, v in response.getheaders()}
+    content = response.read() if status != 200 or method != "GET" else b""
+    connection.close()
+    return status, answer, content
+
+
+def session(port: int) -> dict[str, str]:
+    """The headers of an initialized 2025-11-25 session."""
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "resume", "version": "1"}}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    status, headers, _ = request(port, "POST", {**auth, **ACCEPT, "Content-Type": "application/json"}, initialize)
+    assert status == 200
+    ready = {**auth, "Mcp-Session-Id": headers["mcp-session-id"], "Mcp-Protocol-Version": "2025-11-25"}
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert request(port, "POST", {**ready, **ACCEPT, "Content-Type": "application/json"}, note)[0] == 202
+    return ready
+
+
+@pytest.mark.parametrize("event_id", ["0", "bogus", "1f0e2c3d-stream-7", "x" * 500])
+def test_a_get_with_last_event_id_is_refused_with_a_reason(server: int, event_id: str) -> None:
+    headers = session(server)
+    status, answer, body = request(server, "GET", {**headers, "Accept": "text/event-stream", "Last-Event-ID": event_id})
+    assert status == 400 and answer["content-type"] == "application/json"
+    error = json.loads(body)["error"]
+    assert error["code"] == -32600 and "Last-Event-ID" in error["message"]
+    assert "send the request again" in error["message"]
+
+
+def test_the_token_is_checked_before_and_a_plain_get_still_opens_a_stream(server: int) -> None:
+    headers = session(server)
+    anonymous = {key: value for key, value in headers.items() if key != "Authorization"}
+    assert request(server, "GET", {**anonymous, "Accept": "text/event-stream", "Last-Event-ID": "1"})[0] == 401
+    connection = http.client.HTTPConnection("127.0.0.1", server, timeout=10)
+    connection.request("GET", "/mcp", headers={**headers, "Accept": "text/event-stream"})
+    response = connection.getresponse()
+    assert response.status == 200 and response.getheader("content-type", "").startswith("text/event-stream")
+    connection.close()
