@@ -8,7 +8,8 @@ inside the gateway's process (`in_process`), or hosted by the gateway (orchestra
    is opened (once, lazily);
 3. the arguments are validated and the tool runs (`shared.calls.run_tool`: every failure becomes a coded result);
 4. secret values are masked (sections that show file contents), and the result's text is put in a provenance
-   envelope that names its source (`shared.provenance`): whatever a model reads of a result is data;
+   envelope that names its source (`shared.provenance`): whatever a model reads of a result is data, an error's
+   details included;
 5. the outcome line goes to the audit log — `CANCELLED` if the call was cancelled on the way.
 Around it all, a span when traces are exported (`shared.telemetry`).
 Approval is asked before step 1 by the transport that can ask (`shared.server`, the gateway's gate).
@@ -170,7 +171,7 @@ class SectionCalls:
         except ToolFailure as failure:
             return failure_result(failure)
         result = await run_tool(spec, arguments, value, ctx, section.extra, answer, section.masks_secrets)
-        return wrap_result(result, section.output_source, spec.name)
+        return wrap_result(result, section.output_source, spec.name, own_errors=True)
 
     def close(self) -> None:
         self.state.close()

@@ -5,6 +5,10 @@ file, a web page, a program, the computation of the calculator…) and that it i
 inside: its marks carry a random id the text does not contain, so a file holding `</tool_output>` followed by
 `SYSTEM: …` stays inside it. The text a result sends by reference is enveloped the same way before `resources/read`
 serves it. The gateway's gate wraps third-party sections' results and its own reports the same way.
+
+An error is enveloped too: every text of its `details` (a timed-out program's `stdout_tail`), and its text when it is
+not the suite's own words (a third-party section's error); the suite's own message (`[CODE] what to change`) stays
+readable as it is.
 """
 
 from __future__ import annotations
@@ -45,11 +49,12 @@ def unwrap(text: str) -> str:
     return rest.rpartition(f'\n</data id="{mark}">')[0]
 
 
-def wrap_result(result: CallToolResult, source: str, tool: str) -> CallToolResult:
-    """The result with each text block in an envelope (errors are the suite's own words: left as they are), and the
-    text of each part it sent by reference too (`shared.resources`: what `resources/read` serves)."""
+def wrap_result(result: CallToolResult, source: str, tool: str, *, own_errors: bool = False) -> CallToolResult:
+    """The result with each text block in an envelope, and the text of each part it sent by reference too
+    (`shared.resources`: what `resources/read` serves). An error's details are enveloped, and its text unless
+    `own_errors` says the error is the suite's own words (a section's pipeline: `shared.calls.failure_result`)."""
     if result.is_error:
-        return result
+        return _wrap_error(result, source, tool, own_errors)
     from mcp_sections.shared.resources import STORE
 
     for block in result.content:
@@ -60,3 +65,29 @@ def wrap_result(result: CallToolResult, source: str, tool: str) -> CallToolResul
         for block in result.content
     ]
     return result.model_copy(update={"content": content})
+
+
+def _wrap_error(result: CallToolResult, source: str, tool: str, own_words: bool) -> CallToolResult:
+    update: dict[str, Any] = {}
+    structured = result.structured_content
+    if isinstance(structured, dict) and isinstance(structured.get("details"), dict):
+        update["structured_content"] = {**structured, "details": _enveloped(structured["details"], source, tool)}
+    if not own_words:
+        update["content"] = [
+            TextContent(type="text", text=envelope(block.text, source, tool))
+            if isinstance(block, TextContent)
+            else block
+            for block in result.content
+        ]
+    return result.model_copy(update=update) if update else result
+
+
+def _enveloped(value: Any, source: str, tool: str) -> Any:
+    """`value` with every string in it enveloped (dicts and lists walked)."""
+    if isinstance(value, str):
+        return envelope(value, source, tool)
+    if isinstance(value, dict):
+        return {key: _enveloped(item, source, tool) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_enveloped(item, source, tool) for item in value]
+    return value
