@@ -72,7 +72,7 @@ class Gateway:
             audit_log(settings.data_dir / "audit", "gateway"),
             settings.approval,
             state_for=lambda scope: ScopedState(self, scope),
-            untrusted_own={"plan_actions": "sub-agent report"},
+            untrusted_own={"plan_actions": "sub-agent report", "get_project_info": "project files"},
         )
         self.tool_search = ToolSearch(self.pool.catalog, settings, shows=self.pool.shows)
         from mcp_sections.shared.agents.runtime import AgentRuntime
