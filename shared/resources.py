@@ -12,6 +12,10 @@ bytes wait in this process's store until the client reads them with `resources/r
 - URIs are `mcp-sections://<server>/results/<random>/<name>`: `<server>` names the section that holds the bytes (the
   gateway routes `resources/read` by it), the random part (128 bits) makes them unguessable.
 - Text attachments of sections that mask secrets are masked like the rest of their result (`shared.calls`).
+- A link is read only by the client it was given to: the URIs in each result a client receives (`tools/call`, a
+  task's result) are noted with that client (its connection, as `shared.tasks` tells clients apart), and a
+  `resources/read` from anyone else is answered as for a URI that is gone. Behind the gateway, the section's client
+  is the gateway's session, and the gateway checks its own clients the same way before it asks the section.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from urllib.parse import quote, urlsplit
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, ResourceLink
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 
 logger = logging.getLogger("mcp_sections.resources")
 
@@ -39,6 +44,8 @@ PREVIEW_CHARS = 500
 MAX_BYTES = 64 * 1024 * 1024
 TTL_SECONDS = 3600.0
 MAX_NAME = 80
+MAX_LINKS = 50_000  # links whose client is remembered (the oldest forgotten first: read as gone)
+RESULT_METHODS = frozenset({"tools/call", "tasks/result", "tasks/get"})  # answers that may carry our links
 
 _server_id = "local"
 
@@ -157,6 +164,45 @@ class ResultStore:
 STORE = ResultStore()
 
 
+class LinkOwners:
+    """Which client each link was given to, for as long as its bytes may be kept (bounded; the first client wins)."""
+
+    def __init__(
+        self, max_links: int = MAX_LINKS, ttl_seconds: float = TTL_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.max_links = max_links
+        self.ttl_seconds = ttl_seconds
+        self._clock = clock
+        self._owners: OrderedDict[str, tuple[float, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def record(self, uri: str, owner: str) -> None:
+        with self._lock:
+            self._expire()
+            if uri in self._owners:
+                return  # given to a client already: a later answer naming it (a third party's) does not share it
+            self._owners[uri] = (self._clock() + self.ttl_seconds, owner)
+            while len(self._owners) > self.max_links:
+                self._owners.popitem(last=False)
+
+    def owner(self, uri: str) -> str | None:
+        with self._lock:
+            self._expire()
+            item = self._owners.get(uri)
+            return item[1] if item is not None else None
+
+    def _expire(self) -> None:
+        now = self._clock()
+        while self._owners:
+            uri, (expires, _) = next(iter(self._owners.items()))
+            if expires > now:
+                return
+            del self._owners[uri]
+
+
+OWNERS = LinkOwners()
+
+
 def publish(attachments: list[Attachment], mask: Callable[[str], str] | None = None) -> list[ResourceLink]:
     """Keep `attachments` in the store (text through `mask` first) and return their `resource_link` blocks."""
     links = []
@@ -181,22 +227,34 @@ Fallback = Callable[[str], Awaitable[dict[str, Any] | None]]
 
 
 class ServeResults:
-    """Middleware: answers `resources/read` for our URIs from this process's store, else from `fallback` (the
-    gateway asks the section the URI names); a URI that is gone gets INVALID_PARAMS."""
+    """Middleware: notes which client each of our links goes to; answers `resources/read` for our URIs, to that
+    client only, from this process's store, else from `fallback` (the gateway asks the section the URI names); a URI
+    that is gone, or was given to another client, gets INVALID_PARAMS."""
 
     def __init__(self, fallback: Fallback | None = None) -> None:
         self._fallback = fallback
 
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
-        if getattr(ctx, "method", None) != "resources/read":
+        method = getattr(ctx, "method", None)
+        if method in RESULT_METHODS:
+            answer = await call_next(ctx)
+            uris = [uri for uri in _links_in(answer) if owner_of(uri) is not None]
+            if uris:
+                client = _client_of(ctx)
+                for uri in uris:
+                    OWNERS.record(uri, client)
+            return answer
+        if method != "resources/read":
             return await call_next(ctx)
         uri = (ctx.params or {}).get("uri")
         if not isinstance(uri, str) or owner_of(uri) is None:
             return await call_next(ctx)
-        attachment = STORE.get(uri)
-        result: dict[str, Any] | None = {"contents": [attachment.contents()]} if attachment is not None else None
-        if result is None and self._fallback is not None:
-            result = await self._fallback(uri)
+        result: dict[str, Any] | None = None
+        if OWNERS.owner(uri) == _client_of(ctx):
+            attachment = STORE.get(uri)
+            result = {"contents": [attachment.contents()]} if attachment is not None else None
+            if result is None and self._fallback is not None:
+                result = await self._fallback(uri)
         if result is None:
             raise MCPError(
                 code=INVALID_PARAMS,
@@ -207,3 +265,31 @@ class ServeResults:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             result = {**result, "resultType": "complete"}
         return result
+
+
+def _client_of(ctx: Any) -> str:
+    from mcp_sections.shared.tasks import owner_of as client_of
+
+    return client_of(ctx)
+
+
+def _links_in(value: Any, depth: int = 0) -> list[str]:
+    """The URIs of the `resource_link` blocks in an answer (a result, a task's result; dicts or models)."""
+    if depth > 6:
+        return []
+    if isinstance(value, ResourceLink):
+        return [str(value.uri)]
+    if isinstance(value, BaseModel):
+        value = {name: getattr(value, name) for name in type(value).model_fields}
+    if isinstance(value, dict):
+        if value.get("type") == "resource_link" and isinstance(value.get("uri"), str):
+            return [value["uri"]]
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return [
+            uri
+            for item in value
+            if isinstance(item, dict | list | tuple | BaseModel)
+            for uri in _links_in(item, depth + 1)
+        ]
+    return []
