@@ -25,7 +25,7 @@ from mcp_sections.servers.media_ops.models import (
 from mcp_sections.servers.media_ops.settings import MediaOpsSettings
 from mcp_sections.shared.requirements import InstallExtra, Requirement, module
 from mcp_sections.shared.sections import Container, Section, SectionRuntime
-from mcp_sections.shared.tools import READ_ONLY, WEB_READ, Annotations, ToolContext, tool
+from mcp_sections.shared.tools import CREATE, READ_ONLY, WEB_READ, Annotations, ToolContext, tool
 
 GENERATE = Annotations(read_only=False, destructive=False, idempotent=False, open_world=True)
 
@@ -144,7 +144,7 @@ async def generate_multiview_images(params: GenerateMultiviewInput, state: Any) 
 @tool(
     name="render_3d_asset",
     title="Render a 3D asset",
-    annotations=READ_ONLY,
+    annotations=CREATE,  # with output_dir it writes the views as new files
     examples=(
         "render a GLB model to images",
         "preview an OBJ or STL file",
