@@ -20,7 +20,8 @@ from mcp_sections.shared.guards.paths import PathGuard, is_inside
 from .journal import Change
 from .reading import SNIFF_BYTES, detect_encoding, guess_mime
 from .states import ABSENT
-from .writing import TEMP_PREFIX, atomic_write, make_directories, missing_directories
+from .temporary import TEMP_PREFIX
+from .writing import atomic_write, make_directories, missing_directories
 
 
 def kind_of(mode: int) -> str:

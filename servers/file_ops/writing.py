@@ -1,11 +1,10 @@
-"""Writing files atomically (temp file in the same directory + fsync + rename) and editing them."""
+"""Writing files atomically (an anonymous file in the same directory + fsync + rename) and editing them."""
 
 from __future__ import annotations
 
 import contextlib
 import difflib
 import os
-import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,21 +15,21 @@ from mcp_sections.shared.secrets import MASK, contains_mask
 
 from .journal import Change
 from .reading import detect_encoding
+from .temporary import staged_file
 
-TEMP_PREFIX = ".mcp-sections-tmp-"
 MAX_DIFF_CHARS = 200_000
 
 
 def atomic_write(guard: PathGuard, target: Path, data: bytes, *, mode: int | None = None) -> None:
     """Write `data` to `target` (a checked path) without ever writing an existing file in place.
 
-    The parent directory is opened with O_DIRECTORY|O_NOFOLLOW and its real path re-checked; the temp
-    file is created in it with O_EXCL|O_NOFOLLOW, written, fsynced, and renamed over the target by
-    name relative to that directory descriptor, so a component swapped for a symlink meanwhile cannot
-    redirect the write. A symlink or hard link at the target is replaced, never written through.
+    The parent directory is opened with O_DIRECTORY|O_NOFOLLOW and its real path re-checked; the new content is
+    written to a file of that directory with no name (`temporary.staged_file`: O_TMPFILE, or a recognisable
+    temporary name where the file system has no O_TMPFILE), fsynced, and renamed over the target by name relative
+    to that directory descriptor, so a component swapped for a symlink meanwhile cannot redirect the write and a
+    killed server leaves nothing behind. A symlink or hard link at the target is replaced, never written through.
     """
     parent_fd = guard.open_directory(target.parent)
-    temp_name = f"{TEMP_PREFIX}{secrets.token_hex(8)}"
     try:
         if mode is None:
             try:
@@ -38,20 +37,14 @@ def atomic_write(guard: PathGuard, target: Path, data: bytes, *, mode: int | Non
                 mode = stat.S_IMODE(existing.st_mode) if stat.S_ISREG(existing.st_mode) else None
             except FileNotFoundError:
                 mode = None
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(temp_name, flags, 0o666 if mode is None else 0o600, dir_fd=parent_fd)
-        try:
-            with os.fdopen(fd, "wb") as handle:
+        with staged_file(parent_fd, 0o666 if mode is None else 0o600) as staged:
+            with os.fdopen(os.dup(staged.fd), "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
             if mode is not None:
-                os.chmod(temp_name, mode, dir_fd=parent_fd)
-            os.replace(temp_name, target.name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp_name, dir_fd=parent_fd)
-            raise
+                os.fchmod(staged.fd, mode)
+            staged.place(target.name)
         with contextlib.suppress(OSError):  # some file systems refuse directory fsync
             os.fsync(parent_fd)
     except IsADirectoryError:
