@@ -22,6 +22,7 @@ import subprocess
 import tarfile
 import textwrap
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -227,6 +228,15 @@ def privileged(root: Path) -> dict[str, str]:
         if mode & PRIVILEGED and not stat.S_ISLNK(mode):
             found[str(path.relative_to(root))] = stat.filemode(mode)
     return found
+
+
+@pytest.fixture(autouse=True)
+def disarmed(tmp_path: Path) -> Iterator[None]:
+    """The controls make set-user-ID copies on purpose: none is left in the temporary directory after a test."""
+    yield
+    for name in privileged(tmp_path):
+        path = tmp_path / name
+        path.chmod(path.stat().st_mode & 0o1777)
 
 
 COPY_AND_CHMOD = "cp /usr/bin/python3 py && chmod 4755 py"
