@@ -11,10 +11,16 @@ The price: the few thousand cyclic leftovers of start-up (well under 1 MB) stay 
 from __future__ import annotations
 
 import gc
+import os
+import sys
 
 
 def main() -> int:
-    """`mcp-sections ...` with the collector paused until the server is built."""
+    """`mcp-sections ...` with the collector paused until the server is built, and without the working directory on
+    the module search path: `python -m mcp_sections.servers` puts it first, and from inside a root a program could
+    plant there a module the server imports later, unconfined (`shared.trusted_base`; `-P` does the same)."""
+    if not sys.flags.safe_path and sys.path and sys.path[0] in ("", os.getcwd()):
+        del sys.path[0]
     gc.disable()
     try:
         from mcp_sections.servers.cli import main as run

@@ -154,7 +154,9 @@ class Settings(LayeredSettings):
         return own_state(self.data_dir, self.cache_dir, config)
 
     def own_state_paths(self) -> tuple[Path, ...]:
-        return self.own_state().paths
+        """The own state's real paths and the names the suite reaches them by (links on the way included)."""
+        state = self.own_state()
+        return tuple(dict.fromkeys((*state.paths, *state.names)))
 
     @field_validator("roots", mode="after")
     @classmethod

@@ -17,9 +17,9 @@ CONFIG_ENV = "MCP_SECTIONS_CONFIG"
 
 def installation_dirs() -> tuple[Path, ...]:
     """Where the running suite's own code lives (real paths): its environment (`sys.prefix`: the interpreter's site
-    packages, the `mcp-sections` launcher) and, for an editable install, the checkout's `shared/` and `servers/`.
-    Programs and file tools may read them, never change them: a `.pth` file planted there would run unconfined in the
-    next server (see `shared.guards.paths`)."""
+    packages, the `mcp-sections` launcher) and, for an editable install, the checkout's `shared/` and `servers/`. The
+    whole trusted base (the base interpreter, `sys.path`, the programs run unconfined, the launch files) is computed
+    by `shared.trusted_base`, which the path guard and the sandboxes protect."""
     import sys
 
     found = [os.path.realpath(sys.prefix)]

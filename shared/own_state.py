@@ -8,14 +8,17 @@ root at the home directory (the common set-up), the own state lies inside a root
 - sandboxes hide the own state (an empty tmpfs, /dev/null for a file) and bind every directory on the way to it onto
   itself: a mount point cannot be renamed or removed, so a program cannot move `~/.local/share` aside and find the
   state unhidden at the next call, nor replace it;
-- the own-state directories are created (0700) before anything runs when a root contains them, so they can be hidden
-  before they exist: a script cannot create `~/.config/mcp-sections/config.toml` in their place;
+- the own-state directories are created (0700) at every start, whatever the roots (CLI roots or the roots a client
+  offers later), so they can be hidden before a program could create them: a script cannot create
+  `~/.config/mcp-sections/config.toml` in their place;
 - the state is refused when it cannot be trusted: owned by another user, or writable by others;
 - the server remembers what its state directories are (device and inode) and refuses every call once one of them was
   moved or replaced, rather than silently going on with another (`OwnState.verify`).
 
-The config file is read by `shared.config`, which refuses one that a confined program could have written
-(`config_problem`).
+The state is one part of the suite's trusted base (`shared.trusted_base`), which also holds what the suite executes;
+each state path is known by the name the suite uses (through a symbolic link such as a dotfiles `~/.config`) and by its
+real path, and both are kept in place. The config file is read by `shared.config`, which refuses one that a confined
+program could have written (`check_config_trust`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from pathlib import Path
 import platformdirs
 
 from mcp_sections.shared.errors import ConfigError, ErrorCode, ToolFailure
-from mcp_sections.shared.guards.paths import is_inside
 from mcp_sections.shared.locations import APP_NAME
 
 logger = logging.getLogger("mcp_sections.own_state")
@@ -67,22 +69,28 @@ def trust_problem(path: Path) -> str | None:
 
 @dataclass
 class OwnState:
-    """The own-state paths of this process (real paths) and what they were when the server started."""
+    """The own-state paths of this process (real paths), the names the suite reaches them by, and what they were
+    when the server started."""
 
     paths: tuple[Path, ...]
     directories: tuple[Path, ...] = ()
+    names: tuple[Path, ...] = ()
+    described: tuple[tuple[str, str, str], ...] = ()  # (named, real, what) for the trusted base
     _anchors: dict[Path, tuple[int, int] | None] = field(default_factory=dict, repr=False)
 
     def prepare(self, roots: Sequence[Path]) -> None:
-        """At start: create the own-state directories that a root contains (so they can be hidden before they exist),
-        refuse a state that cannot be trusted, and remember what each directory is."""
-        real_roots = [os.path.realpath(os.fspath(root)) for root in roots]
-        for index, directory in enumerate(self.directories):  # the data directory first: every server writes there
-            if (index == 0 or any(is_inside(str(directory), root) for root in real_roots)) and not directory.exists():
+        """At start: create the own-state directories (so they can be hidden before a program could create them,
+        whatever roots come later), refuse a state that cannot be trusted, warn of a module search path that a root
+        holds, and remember what each directory is."""
+        for directory in self.directories:
+            if not directory.exists():
                 try:
                     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-                except OSError as exc:  # an unusable data directory fails what needs it, never the start
+                except OSError as exc:  # an unusable directory fails what needs it, never the start
                     logger.warning("cannot create %s: %s", directory, exc.strerror or exc)
+        from mcp_sections.shared.trusted_base import warn_roots_over_the_base
+
+        warn_roots_over_the_base(roots)
         for path in self.paths:
             problem = trust_problem(path)
             if problem is not None:
@@ -107,17 +115,38 @@ _LOCK = threading.Lock()
 _BY_PATHS: dict[tuple[Path, ...], OwnState] = {}
 
 
+def _names(path: Path, default: str) -> list[str]:
+    """The names a state path is reached by: as configured, and the platform's default when it leads to the same
+    place (a configured path arrives resolved; the default keeps the links on its way, e.g. a dotfiles `~/.config`)."""
+    named = os.path.abspath(os.fspath(path.expanduser()))
+    found = [named]
+    if os.path.realpath(default) == os.path.realpath(named):
+        found.append(os.path.abspath(default))
+    return found
+
+
 def own_state(data_dir: Path, cache_dir: Path, config_file: Path | None) -> OwnState:
     """The own state of these settings (one object per set of paths in a process)."""
-    directories = tuple(
-        dict.fromkeys(Path(os.path.realpath(os.fspath(p))) for p in (data_dir, cache_dir, config_dir()))
+    defaults = (
+        (data_dir, platformdirs.user_data_dir(APP_NAME), "data directory (databases, audit log)"),
+        (cache_dir, platformdirs.user_cache_dir(APP_NAME), "cache directory"),
+        (config_dir(), os.fspath(config_dir()), "config directory"),
     )
+    described = [
+        (name, os.path.realpath(name), what) for path, default, what in defaults for name in _names(path, default)
+    ]
+    directories = tuple(dict.fromkeys(Path(real) for _, real, _ in described))
     paths = list(directories)
     if config_file is not None:
-        paths.append(Path(os.path.realpath(os.fspath(config_file.expanduser()))))
+        named = os.path.abspath(os.fspath(config_file.expanduser()))
+        described.append((named, os.path.realpath(named), "config file"))
+        paths.append(Path(os.path.realpath(named)))
     key = tuple(dict.fromkeys(paths))
+    names = tuple(dict.fromkeys(Path(name) for name, _, _ in described))
     with _LOCK:
         state = _BY_PATHS.get(key)
         if state is None:
-            state = _BY_PATHS[key] = OwnState(paths=key, directories=directories)
+            state = _BY_PATHS[key] = OwnState(
+                paths=key, directories=directories, names=names, described=tuple(dict.fromkeys(described))
+            )
         return state

@@ -75,17 +75,21 @@ INSTALL_HINT = (
 
 @dataclass(frozen=True)
 class Confinement:
-    """What one program may see: directories it may write, directories it may only read, the network, what stays
-    hidden inside them (the suite's own data, cache and config when a root contains them) and the directories on the
-    way to what is hidden, which are pinned (bound onto themselves: a mount point cannot be renamed or removed)."""
+    """What one program may see: directories it may write, directories it may only read, the network, and what keeps
+    the suite's trusted base (`shared.trusted_base`) out of its reach inside them: what is hidden (the own state, the
+    deny-listed files), the directories on the way to the base (pinned: bound onto themselves, a mount point cannot be
+    renamed or removed), the directories whose own entries are fixed (those holding a link on the way, the home
+    directory), and what is shown read-only inside a writable place (the suite's installation and launch files)."""
 
     writable: tuple[Path, ...] = ()
     readable: tuple[Path, ...] = ()
     network: bool = False
     hidden: tuple[Path, ...] = ()
     pinned: tuple[Path, ...] = ()
-    protected: tuple[Path, ...] = ()  # inside a writable place, shown read-only (the suite's own installation)
+    protected: tuple[Path, ...] = ()  # inside a writable place, shown read-only (the suite's trusted base)
     egress: Path | None = None  # a Unix socket of an egress proxy (`shared.egress_proxy`): the only way out
+    fixed: tuple[Path, ...] = ()  # bound read-only, their entries bound back writable: nothing added, renamed, removed
+    state: tuple[Path, ...] = ()  # the own state wherever it is: hidden inside any place a bind shows
 
     @classmethod
     def within(
@@ -98,22 +102,29 @@ class Confinement:
         egress: Path | None = None,
     ) -> Confinement:
         """The confinement of a program working inside `guard`'s roots: the suite's own state and the deny-listed files
-        (.env, keys, ~/.ssh: `shared.secret_files`) in what it is shown are hidden, the way to the state pinned."""
+        (.env, keys, ~/.ssh: `shared.secret_files`) in what it is shown are hidden, the trusted base inside the roots
+        read-only, the way to it pinned."""
         from mcp_sections.shared.secret_files import hidden_from_programs
 
+        way = guard.way_inside_roots()
         return cls(
             writable=tuple(writable),
             readable=tuple(readable),
             network=network,
             hidden=hidden_from_programs(guard, (*writable, *readable)),
-            pinned=guard.pinned_inside_roots(),
+            pinned=way.pinned,
             protected=guard.protected_inside_roots(),
             egress=egress,
+            fixed=way.fixed,
+            state=guard.state_paths(),
         )
 
     def shows(self, path: str) -> bool:
         """Whether `path` (absolute) lies inside what this confinement binds."""
         return any(is_inside(path, os.fspath(place)) for place in (*self.writable, *self.readable))
+
+    def in_writable(self, path: Path) -> bool:
+        return any(is_inside(str(path), str(place)) for place in self.writable)
 
 
 @dataclass(frozen=True)
@@ -153,19 +164,25 @@ class Sandbox:
         for entry in ETC_ENTRIES:
             args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
         args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-        for prefix in self._program_prefixes(argv[0], confinement):  # after /tmp's tmpfs, which would hide them
+        prefixes = self._program_prefixes(argv[0], confinement)
+        for prefix in prefixes:  # after /tmp's tmpfs, which would hide them
             args += ["--ro-bind", prefix, prefix]
         for path in confinement.readable:
             args += ["--ro-bind", str(path), str(path)]
         for path in confinement.writable:
             args += ["--bind", str(path), str(path)]
+        for directory in confinement.fixed:  # its own entries cannot be added, renamed, removed or replaced
+            if confinement.in_writable(directory) and directory.is_dir() and not directory.is_symlink():
+                args += ["--ro-bind", str(directory), str(directory), *_entries_writable(directory)]
         for path in confinement.pinned:  # a mount point: never renamed nor removed from inside
-            if path.is_dir() and any(is_inside(str(path), str(place)) for place in confinement.writable):
+            if path.is_dir() and not path.is_symlink() and confinement.in_writable(path):
                 args += ["--bind", str(path), str(path)]
         for path in confinement.protected:  # readable, never written, renamed or replaced
             if path.exists():
                 args += ["--ro-bind", str(path), str(path)]
-        for path in confinement.hidden:  # mounted over what the binds above show: an empty directory or file
+        places = [*map(str, confinement.writable), *map(str, confinement.readable), *prefixes]
+        state = [path for path in confinement.state if any(is_inside(str(path), place) for place in places)]
+        for path in _outermost((*confinement.hidden, *state)):  # over what the binds above show: empty
             if path.is_dir():  # read-only: a program cannot even stage files where the state seems to be
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
             elif path.exists():
@@ -257,22 +274,55 @@ def _sbpl_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+INSTALL_LAYOUT = ("bin", "lib", "lib64", "libexec")
+
+
 def install_prefixes(executable: str) -> list[str]:
     """Read-only directories a program outside the system directories needs: its install prefix (/opt/node for
     /opt/node/bin/node), for the path it is called by and for the file that path leads to (a virtual
     environment's `bin/python3` links to an interpreter elsewhere). A prefix that would be a home directory
-    or `/` is narrowed to the program's own directory."""
-    found = []
+    or `/` is narrowed to the program's own directory. A prefix inside the home directory that is not an interpreter
+    installation (`~/.local` of `~/.local/bin/uv`, `~/.cargo` of `~/.cargo/bin/cargo`) is narrowed to its install
+    layout (`bin`, `lib`, `lib64`, `libexec`): `~/.local/share` holds the suite's data and other programs' keyrings,
+    `~/.cargo` the registry's credentials."""
+    from mcp_sections.shared.toolchains import is_node_installation, is_python_installation
+
+    home = os.path.realpath(os.path.expanduser("~"))
+    found: list[str] = []
     for path in (os.path.abspath(executable), os.path.realpath(executable)):
         if any(path == d or path.startswith(d + "/") for d in SYSTEM_DIRECTORIES):
             continue
         parent = os.path.dirname(path)
         prefix = os.path.dirname(parent) if os.path.basename(parent) == "bin" else parent
-        if prefix in ("/", os.path.expanduser("~")) or prefix.count("/") < 2:
+        if prefix in ("/", os.path.expanduser("~"), home) or prefix.count("/") < 2:
             prefix = parent
-        if prefix not in found:
-            found.append(prefix)
+        places = [prefix]
+        installation = is_python_installation(Path(prefix)) or is_node_installation(Path(prefix))
+        if prefix != parent and is_inside(os.path.realpath(prefix), home) and not installation:
+            places = [parent, *(os.path.join(prefix, name) for name in INSTALL_LAYOUT[1:])]
+            places = [place for place in places if place == parent or os.path.isdir(place)]
+        found += [place for place in places if place not in found]
     return found
+
+
+def _outermost(paths: Sequence[Path]) -> list[Path]:
+    """`paths` without those inside another one (hidden already with it)."""
+    unique = list(dict.fromkeys(paths))
+    return [path for path in unique if not any(o != path and is_inside(str(path), str(o)) for o in unique)]
+
+
+def _entries_writable(directory: Path) -> list[str]:
+    """Arguments binding each directory and regular file directly inside `directory` back onto itself, writable:
+    its contents stay the program's to change, its own entries (their names, its links) do not."""
+    args: list[str] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return args
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False):
+            args += ["--bind", entry.path, entry.path]
+    return args
 
 
 @functools.cache

@@ -210,7 +210,7 @@ class WorkerProcess:
         config = json.dumps({"memory_limit_bytes": self.memory_limit_bytes, "preload": list(self.preload)})
         try:
             process = subprocess.Popen(
-                [sys.executable, "-c", _CHILD_ENTRY, config],
+                [sys.executable, "-P", "-c", _CHILD_ENTRY, config],  # -P: no working directory on sys.path
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=None,

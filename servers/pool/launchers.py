@@ -101,7 +101,8 @@ def builtin_parameters(
     trace context in each request's `_meta`). A section that runs sub-agents (`Section.runs_agents`) also gets the
     model settings and the API-key variable named by `[gateway.model] api_key_env` — and only that one variable.
     """
-    args = ["-m", "mcp_sections.servers", "serve", section_id, "--data-dir", str(settings.data_dir)]
+    # -P: the working directory (often a root) never goes first on the section's module search path
+    args = ["-P", "-m", "mcp_sections.servers", "serve", section_id, "--data-dir", str(settings.data_dir)]
     for root in settings.roots:
         args += ["--root", str(root)]
     if settings.config_file is not None:

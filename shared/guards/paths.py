@@ -16,8 +16,10 @@ Rules (written against the reference filesystem server's CVE-2025-53110 / CVE-20
   the caller used or by the real name behind a symlink;
 - the suite's own state (`private`: its data and cache directories, its config file) lies outside the roots
   even when a root contains it (e.g. a root at the home directory): no tool reads or rewrites the audit log,
-  the databases or the settings that confine it; the suite's own installation (its environment and code,
-  `shared.locations.installation_dirs`) may be read, never written, moved or deleted;
+  the databases or the settings that confine it; the rest of the suite's trusted base (`shared.trusted_base`: the
+  interpreter and its prefixes, the suite's code and launcher, the programs it runs unconfined, the files that decide
+  how a client launches it) may be read, never written, moved or deleted; the directories and links on the way from
+  a root to any of it are never deleted, moved or replaced;
 - a refused path never reveals whether something exists outside the roots: outside-the-roots
   refusals are decided before anything there is looked at, and say the same thing either way.
 
@@ -38,10 +40,12 @@ import stat
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.locations import installation_dirs
+
+if TYPE_CHECKING:
+    from mcp_sections.shared.trusted_base import Part, Way
 
 Purpose = Literal["read", "write", "create", "list", "delete", "execute"]
 PURPOSES: tuple[str, ...] = ("read", "write", "create", "list", "delete", "execute")
@@ -153,13 +157,17 @@ class PathGuard:
         self._private_inside_roots = tuple(
             Path(p) for p in inside if not any(p != other and is_inside(p, other) for other in inside)
         )
-        self._protected = tuple(os.fspath(path) for path in installation_dirs())
+        from mcp_sections.shared.trusted_base import process_base
+
+        names = [os.path.abspath(os.fspath(p)) for p in private if os.fspath(p) and "\x00" not in os.fspath(p)]
+        self._base = process_base().with_state((name, os.path.realpath(name), "own state") for name in names)
+        self._protected = self._base.read_only(self._roots)
         self._protected_inside_roots = tuple(
             Path(p) for p in self._protected if any(is_inside(p, root) and p != root for root in self._roots)
         )
-        self._pinned = _between(
-            self._roots, [os.fspath(p) for p in (*self._private_inside_roots, *self._protected_inside_roots)]
-        )
+        self._way = self._base.way(self._roots)
+        way = (*self._way.pinned, *self._way.links, *self._way.fixed)
+        self._pinned = tuple(path for path in dict.fromkeys(way) if os.fspath(path) not in self._roots)
         self._no_roots_message = no_roots_message or _NO_ROOTS_MESSAGE
         if missing and not real and no_roots_message is None:
             self._no_roots_message = (
@@ -192,10 +200,26 @@ class PathGuard:
         return self._protected_inside_roots
 
     def pinned_inside_roots(self) -> tuple[Path, ...]:
-        """The directories between a root and the private paths inside it (`~/.local`, `~/.local/share`): they may
-        be entered and hold other entries, but tools never delete, move or replace them, and sandboxes bind each onto
-        itself, so that nothing can move the suite's state out from under what hides it (`shared.own_state`)."""
+        """The directories and links on the way from a root to a part of the trusted base inside it (`~/.local`,
+        `~/.local/share`, a dotfiles `~/.config` link, the home directory): they may be entered and hold other entries,
+        but tools never delete, move or replace them; sandboxes pin them (`way_inside_roots`), so that nothing can move
+        the suite's state or installation out from under what protects it (`shared.trusted_base`)."""
         return self._pinned
+
+    def way_inside_roots(self) -> Way:
+        """The way to the trusted base inside the roots: directories to pin, links to pin, directories to fix."""
+        return self._way
+
+    def state_paths(self) -> tuple[Path, ...]:
+        """Every own-state path (real), inside a root or not: a sandbox hides those that any bind of it shows."""
+        return tuple(Path(path) for path in self._private)
+
+    def base_part(self, real: str) -> Part | None:
+        """The part of the trusted base that holds `real` (a real path), if any."""
+        for part in self._base.parts:
+            if is_inside(real, part.real):
+                return part
+        return None
 
     def with_roots(self, roots: Iterable[Path | str], *, no_roots_message: str | None = None) -> PathGuard:
         """A copy of this guard with other roots (same deny globs and private paths)."""
@@ -339,17 +363,20 @@ class PathGuard:
         if purpose in ("write", "create", "delete") and any(
             is_inside(entry, place) or is_inside(real, place) for place in self._protected
         ):
+            part = self.base_part(real) or self.base_part(entry)
+            what = part.what if part is not None else "the suite's installation"
             raise ToolFailure(
                 ErrorCode.PERMISSION_DENIED,
-                f"{_shown(path)!r} belongs to mcp-sections' own installation (the environment and code the server "
-                "runs from), which tools may read but never change; serve the project from another installation to "
-                "work on it.",
+                f"{_shown(path)!r} belongs to mcp-sections' trusted base ({what}): what the server runs from, runs, or "
+                "is launched with, which tools may read but never change, since a change there would run unconfined "
+                "next time. Change it outside the suite (or serve the project from another installation).",
             )
         if purpose in ("write", "create", "delete") and self._pinned and Path(entry) in self._pinned:
             raise ToolFailure(
                 ErrorCode.PERMISSION_DENIED,
-                f"{_shown(path)!r} leads to mcp-sections' own state (its data, cache or config directory lies inside "
-                "it), so tools never delete, move or replace it; work with the entries inside it instead.",
+                f"{_shown(path)!r} leads to mcp-sections' own state or trusted base (its data, cache or config "
+                "directory, or the interpreter it runs on, lies inside it or behind it), so tools never delete, move "
+                "or replace it; work with the entries inside it instead.",
             )
         if purpose == "delete":
             return self._for_delete(path, entry, entry_stat, real, real_stat, is_link)
@@ -547,25 +574,6 @@ class PathGuard:
         if exc.errno in (errno.EACCES, errno.EPERM):
             return ToolFailure(ErrorCode.PERMISSION_DENIED, f"the operating system refused access to {shown!r}.")
         return ToolFailure(ErrorCode.EXECUTION_FAILED, f"{shown!r} could not be opened ({exc.strerror}).")
-
-
-def _between(roots: Iterable[str], private: Iterable[str]) -> tuple[Path, ...]:
-    """The directories strictly between a root and an own-state path inside it (`~/.local`, `~/.local/share` for
-    `~/.local/share/mcp-sections` under a home root): they may be entered, never renamed, removed or replaced."""
-    roots = tuple(roots)
-    found: dict[str, None] = {}
-    for path in private:
-        for root in roots:
-            if path == root or not is_inside(path, root):
-                continue
-            parent = os.path.dirname(path)
-            chain = []
-            while parent != root and is_inside(parent, root):
-                chain.append(parent)
-                parent = os.path.dirname(parent)
-            for directory in reversed(chain):
-                found.setdefault(directory)
-    return tuple(Path(path) for path in found)
 
 
 def _lstat(path: str) -> os.stat_result | None:
