@@ -110,6 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_settings_flags(reembed)
     reembed.add_argument("section", help="the section whose store to re-embed (one that keeps embeddings)")
 
+    base = commands.add_parser(
+        "trusted-base", help="what the suite runs and reads here, and how each part is kept from programs"
+    )
+    _add_settings_flags(base)
+    base.add_argument("--json", action="store_true", help="machine-readable output")
+
     gateway = commands.add_parser(
         "gateway", help="run the gateway: lists the sections, forwards calls to them, runs sub-agents"
     )
@@ -332,8 +338,28 @@ def _reembed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _trusted_base(args: argparse.Namespace) -> int:
+    """`mcp-sections trusted-base`: the table of `shared.trusted_base.describe` for these roots and settings."""
+    from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
+    from mcp_sections.shared.trusted_base import describe
+
+    settings = _settings_from(args)
+    search_path = settings.section_settings(ShellOpsSettings, "shell_ops").search_path
+    rows = describe(settings.roots, settings.own_state().described, search_path)
+    if args.json:
+        print(json.dumps([row.__dict__ for row in rows], indent=2))
+        return 0
+    print(f"roots: {', '.join(map(str, settings.roots)) or '(none)'}; shell_ops search path: {search_path}")
+    print("| entry | what | where | sandboxed programs | file tools |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        print(f"| `{row.entry}` | {row.what} | {row.where} | {row.programs} | {row.file_tools} |")
+    return 0
+
+
 COMMANDS = {
     "serve": _serve,
+    "trusted-base": _trusted_base,
     "list": _list,
     "gateway": _gateway,
     "doctor": _doctor,

@@ -171,11 +171,15 @@ class Sandbox:
             args += ["--ro-bind", str(path), str(path)]
         for path in confinement.writable:
             args += ["--bind", str(path), str(path)]
+        bound: set[str] = set()  # entries of fixed directories, bound back onto themselves: pinned already
         for directory in confinement.fixed:  # its own entries cannot be added, renamed, removed or replaced
             if confinement.in_writable(directory) and directory.is_dir() and not directory.is_symlink():
-                args += ["--ro-bind", str(directory), str(directory), *_entries_writable(directory)]
+                entries = _entries(directory)
+                bound.update(entries)
+                args += ["--ro-bind", str(directory), str(directory)]
+                args += [arg for entry in entries for arg in ("--bind", entry, entry)]
         for path in confinement.pinned:  # a mount point: never renamed nor removed from inside
-            if path.is_dir() and not path.is_symlink() and confinement.in_writable(path):
+            if str(path) not in bound and path.is_dir() and not path.is_symlink() and confinement.in_writable(path):
                 args += ["--bind", str(path), str(path)]
         for path in confinement.protected:  # readable, never written, renamed or replaced
             if path.exists():
@@ -311,18 +315,16 @@ def _outermost(paths: Sequence[Path]) -> list[Path]:
     return [path for path in unique if not any(o != path and is_inside(str(path), str(o)) for o in unique)]
 
 
-def _entries_writable(directory: Path) -> list[str]:
-    """Arguments binding each directory and regular file directly inside `directory` back onto itself, writable:
-    its contents stay the program's to change, its own entries (their names, its links) do not."""
-    args: list[str] = []
+def _entries(directory: Path) -> list[str]:
+    """The directories and regular files directly inside `directory` (not its links): bound back onto themselves,
+    writable, they stay the program's to change, while the entries themselves (their names, the links) do not."""
     try:
         entries = list(os.scandir(directory))
     except OSError:
-        return args
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False):
-            args += ["--bind", entry.path, entry.path]
-    return args
+        return []
+    return [
+        entry.path for entry in entries if entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False)
+    ]
 
 
 @functools.cache

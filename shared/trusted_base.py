@@ -146,9 +146,14 @@ class TrustedBase:
         home directory fixed when a place holds it."""
         pinned: dict[str, None] = {}
         links: dict[str, None] = {}
+        outermost = set(_outermost(part.real for part in self.parts))  # inside one, a read-only bind holds it
         for part in self.parts:
-            for name in dict.fromkeys((part.named, part.real)):
-                _walk_way(name, places, pinned, links, depth=0)
+            if part.real in outermost or not any(is_inside(part.real, place) for place in outermost):
+                for name in dict.fromkeys((part.named, part.real)):
+                    _walk_way(name, places, pinned, links, depth=0)
+        for directory in list(pinned):
+            if any(is_inside(directory, place) and directory != place for place in outermost):
+                del pinned[directory]
         fixed = dict.fromkeys(os.path.dirname(link) for link in links)
         home = os.path.realpath(os.path.expanduser("~"))
         if any(is_inside(home, place) for place in places) and home != "/":
@@ -290,3 +295,93 @@ def warn_roots_over_the_base(roots: Iterable[Path | str]) -> None:
                     part.named,
                     part.what,
                 )
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the trusted-base table: an entry and how it is protected, for given roots."""
+
+    entry: str
+    what: str
+    where: str
+    programs: str
+    file_tools: str
+
+
+def describe(roots: Sequence[Path], state: Iterable[tuple[str, str, str]], search_path: str = "") -> list[Row]:
+    """The trusted base of this process with these roots and this state (named, real, what), every entry with its
+    protection: what sandboxed programs get, what file tools do — and the program prefixes the search path binds."""
+    from mcp_sections.shared.sandbox import install_prefixes
+
+    real_roots = [os.path.realpath(os.fspath(root)) for root in roots]
+    base = process_base().with_state(state)
+    read_only = base.read_only(real_roots)
+    rows: list[Row] = []
+    for part in base.parts:
+        shown = part.named if part.named == part.real else f"{part.named} -> {part.real}"
+        inside = next((root for root in real_roots if is_inside(part.real, root) or is_inside(part.named, root)), None)
+        where = "system directory" if part.system else (f"inside the root {inside}" if inside else "outside the roots")
+        if part.kind == "state":
+            programs = "hidden: empty read-only tmpfs (a file: /dev/null)" if inside else "not shown (outside)"
+            tools = "refused: outside every root"
+        elif part.system:
+            programs, tools = "read-only (system directories)", "read-only (outside the roots)"
+        elif inside and not any(is_inside(part.real, place) for place in read_only):
+            programs, tools = "writable: holds a root (warned at start)", "allowed (holds a root)"
+        elif inside:
+            programs, tools = "read-only bind", "refused: write, create, move, delete"
+        else:
+            programs, tools = "not shown (outside), unless verified and bound read-only", "outside the roots"
+        rows.append(Row(shown, f"{part.kind}: {part.what}", where, programs, tools))
+    way = base.way(real_roots)
+    for path in way.pinned:
+        rows.append(
+            Row(
+                str(path),
+                "way: directory on the way",
+                "inside a root",
+                "pinned (bound onto itself)",
+                "never moved or deleted",
+            )
+        )
+    for path in way.links:
+        target = os.path.realpath(path)
+        rows.append(
+            Row(
+                f"{path} -> {target}",
+                "way: link on the way",
+                "inside a root",
+                "pinned as a link (its directory fixed) and by its target",
+                "never moved, deleted or replaced",
+            )
+        )
+    for path in way.fixed:
+        rows.append(
+            Row(
+                str(path),
+                "way: directory with fixed entries",
+                "inside a root",
+                "read-only; each entry bound back writable",
+                "never moved or deleted",
+            )
+        )
+    for directory in search_path.split(os.pathsep):
+        if not directory or any(is_inside(os.path.realpath(directory), place) for place in SYSTEM_PREFIXES):
+            continue
+        if any(is_inside(os.path.realpath(directory), root) for root in real_roots):
+            rows.append(
+                Row(directory, "search path entry", "inside a root", "ignored (a program could plant tools there)", "-")
+            )
+            continue
+        try:
+            programs = sorted(entry.path for entry in os.scandir(directory) if entry.is_file())
+        except OSError:
+            continue
+        for program in programs[:20]:
+            binds = ", ".join(install_prefixes(program))
+            hidden = [s for _, s, _ in state if any(is_inside(s, bind) for bind in install_prefixes(program))]
+            note = f"; hidden inside: {', '.join(hidden)}" if hidden else ""
+            rows.append(
+                Row(program, "program on the search path", "outside the roots", f"binds read-only: {binds}{note}", "-")
+            )
+    return rows

@@ -285,3 +285,33 @@ async def test_a_root_on_the_module_search_path_never_runs_planted_code(home: Pa
     async with section_client("calculator", "--root", str(project), env=home_environment(home), cwd=project) as calc:
         await call(calc, "calculator_evaluate", expression="2+3")
     assert not marker.exists(), marker.read_text()
+
+
+def test_the_table_names_every_part_and_its_protection(home: Path) -> None:
+    """`mcp-sections trusted-base`: the entries of a home root with a dotfiles `~/.config`, and the binds of programs
+    on the search path (their prefixes under the home narrowed to bin and lib)."""
+    import json
+
+    from tests.stdio import cli_command, server_environment
+
+    search = f"{home / '.local/bin'}:{home / '.cargo/bin'}:/usr/local/bin:/usr/bin:/bin"
+    env = server_environment(home_environment(home, MCP_SECTIONS_SHELL_OPS_SEARCH_PATH=search))
+    root = home / "project"
+    listed = subprocess.run(
+        [*cli_command(), "trusted-base", "--root", str(home), "--json"], env=env, capture_output=True, timeout=60
+    )
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["entry"]: row for row in json.loads(listed.stdout)}
+    link = f"{home / '.config'} -> {(home / 'dotfiles/config').resolve()}"
+    assert rows[link]["programs"].startswith("pinned as a link"), rows
+    assert rows[str(home.resolve())]["what"] == "way: directory with fixed entries"
+    data = rows[str((home / ".local/share/mcp-sections").resolve())]
+    assert data["programs"].startswith("hidden") and data["file_tools"].startswith("refused")
+    assert rows[str(home / ".profile")]["programs"] == "read-only bind"
+    narrowed = subprocess.run(
+        [*cli_command(), "trusted-base", "--root", str(root), "--json"], env=env, capture_output=True, timeout=60
+    )
+    programs = {row["entry"]: row for row in json.loads(narrowed.stdout) if row["what"] == "program on the search path"}
+    peek = programs[str(home / ".local/bin/peek")]["programs"]
+    assert str(home / ".local/bin") in peek and f"{home / '.local'}," not in peek and "share" not in peek, peek
+    assert str(home / ".cargo/credentials.toml") not in programs[str(home / ".cargo/bin/peek-cargo")]["programs"]
