@@ -17,18 +17,27 @@ The work is the rest of the SDK's chain (argument validation, the section's pipe
 this process's task group inside a cancel scope: `tasks/cancel` cancels it, and a tool stops its process group,
 browser page or sub-agent as it does for a cancelled request. A task's latest progress is its status message (on
 2025-11-25 progress notifications also go on to the client, whose token stays valid for the task's lifetime).
-A task is kept `ttl` after its creation, and at least until `min(ttl, KEEP_AFTER_END)` after it ended, then
-forgotten, polled or not; a client may have `max_per_client` tasks working at once (one more gets
-MAX_LIMIT_EXCEEDED), and the store keeps at most `MAX_KEPT` ended tasks. A client is its connection on 2025-11-25 and
-the name and version it declares on the stateless 2026-07-28 wire; task ids are unguessable (192 bits).
+A task's `ttl` is also its work's deadline: work still running `ttl` after the task's creation is cancelled as
+`tasks/cancel` cancels it, and the task ends `failed` with an error saying so (a client that died leaves nothing
+running past it). A task is kept `ttl` after its creation, and at least until `min(ttl, KEEP_AFTER_END)` after it
+ended, then forgotten, polled or not; an owner may have `max_per_client` tasks working at once (one more gets
+MAX_LIMIT_EXCEEDED), and the store keeps at most `MAX_KEPT` ended tasks. Task ids are unguessable (192 bits).
+
+A task belongs to a user and a client program, not to a connection (`owner_of`): the bearer token the request
+presented (a digest of it; none over stdio or on a loopback server without one) and the name and version the client
+declares (`clientInfo`, on both wires). A client that reconnects (a new HTTP session, a restarted app) finds its
+tasks again with `tasks/list` and `tasks/get`. What keeps two clients apart: another user presents another token;
+another program of the same user declares another name or version. Two running copies of one program of one user
+share their tasks, as they share everything else that user's token reaches; on a loopback server without a token
+every local process is trusted alike (it may call every tool), so a declared name is no secret there.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
 import time
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -47,6 +56,7 @@ from mcp_types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    REQUEST_TIMEOUT,
     CancelTaskRequestParams,
     GetTaskPayloadRequestParams,
     GetTaskRequestParams,
@@ -103,6 +113,25 @@ class TaskRecord:
             return None
         ttl = self.ttl_ms / 1000
         return max(self.created + ttl, self.ended + min(ttl, KEEP_AFTER_END))
+
+    @property
+    def deadline(self) -> float:
+        """When its work is stopped if still working (`time.time()` scale)."""
+        return self.created + self.ttl_ms / 1000
+
+    def overdue(self, now: float) -> bool:
+        """Whether it still works past its deadline (work that does not stop at once when cancelled)."""
+        return self.status not in TERMINAL and now >= self.deadline
+
+    def expire(self, max_ttl_ms: int) -> bool:
+        """End it as failed because its ttl ran out while it worked (False: it had already ended)."""
+        seconds, most = self.ttl_ms / 1000, max_ttl_ms / 1000
+        message = (
+            f"stopped: the task's ttl of {seconds:g} s ran out before its work ended, and a task works at most its "
+            f"ttl. Call the tool again with narrower work, or ask a longer ttl (this server allows up to {most:g} s: "
+            "`task_ttl_seconds`)."
+        )
+        return self.end("failed", error={"code": REQUEST_TIMEOUT, "message": message})
 
     def note_progress(self, progress: float, total: float | None, message: str | None) -> None:
         """The tool's latest progress is the task's status message (its own words, else the numbers)."""
@@ -192,6 +221,7 @@ class TaskStore:
             )
         ttl = self.ttl_ms if ttl_ms is None else max(1000, min(int(ttl_ms), self.ttl_ms))
         task = TaskRecord(id=secrets.token_urlsafe(24), owner=owner, tool=tool, modern=modern, ttl_ms=ttl)
+        task.scope.deadline = anyio.current_time() + ttl / 1000  # the work stops at the ttl (see `_run`)
         self._tasks[task.id] = task
         self._group.start_soon(self._run, task, work, name=f"task {tool}")
         return task
@@ -238,6 +268,8 @@ class TaskStore:
                     task.end("completed", result=result)
         finally:
             CURRENT.reset(token)
+            if task.scope.cancelled_caught:  # its own scope: the deadline (tasks/cancel ended it before cancelling)
+                task.expire(self.ttl_ms)
             task.end("cancelled")  # only when still working: the server is shutting down
 
     async def _sweep(self) -> None:
@@ -247,6 +279,10 @@ class TaskStore:
 
     def _forget_expired(self) -> None:
         now = time.time()
+        for task in list(self._tasks.values()):
+            if task.overdue(now):  # its work was cancelled at the deadline but has not stopped yet
+                task.expire(self.ttl_ms)
+                task.scope.cancel()
         ended = sorted((task for task in self._tasks.values() if task.ended is not None), key=lambda t: t.created)
         surplus = len(ended) - MAX_KEPT
         for task in ended:
@@ -303,26 +339,17 @@ def declares_tasks(ctx: Any) -> bool:
     return bool(capabilities is not None and capabilities.extensions and TASKS_EXTENSION in capabilities.extensions)
 
 
-_connection_owners: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
-
-
 def owner_of(ctx: Any) -> str:
-    """Who a task belongs to: the connection (2025-11-25), or the declared client name and version (2026-07-28,
-    where there is no connection to tell clients apart)."""
-    session = ctx.session
-    if is_modern(ctx):
-        params = session.client_params
-        info = params.client_info if params is not None else None
-        return f"client:{info.name}/{info.version}" if info is not None else "client:anonymous"
-    from mcp_sections.shared.sdk_tools import connection_key
-
-    connection = connection_key(session)
-    if connection is None:
-        return "connection:unknown"
-    owner = _connection_owners.get(connection)
-    if owner is None:
-        owner = _connection_owners[connection] = f"connection:{secrets.token_hex(8)}"
-    return owner
+    """Who a task belongs to (see the module docstring): the user, by the bearer token the request presented (a
+    digest; "local" without one), and the client program by its declared name and version, in both eras. Never the
+    connection: a client that reconnects owns its tasks still."""
+    headers = getattr(getattr(ctx, "request", None), "headers", None)
+    presented = headers.get("authorization") if headers is not None else None
+    user = "token:" + hashlib.sha256(presented.encode()).hexdigest()[:24] if presented else "local"
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    client = f"{info.name}/{info.version}" if info is not None else "anonymous"
+    return f"{user}|client:{client}"
 
 
 class TaskCalls:
