@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, TypeVar, get_origin
 
@@ -208,10 +209,17 @@ def check_config_trust(path: Path, table: dict[str, Any], roots: list[Path]) -> 
     problem = trust_problem(path) or trust_problem(path.parent)
     if problem is not None:
         raise ConfigError(f"the config file cannot be trusted: {problem}.")
+    refuse_sandbox_off_inside(path, table.get("sections"), roots)
+
+
+def refuse_sandbox_off_inside(path: Path | None, sections: Any, roots: Sequence[Path]) -> None:
+    """ConfigError when the config file lies inside one of `roots` and switches a sandbox off there: it would unprotect
+    itself. Checked at start for the CLI roots, and again for the roots a client offers."""
+    if path is None or not isinstance(sections, dict):
+        return
     real = os.path.realpath(path)
     inside = [root for root in roots if is_inside(real, os.path.realpath(root))]
-    sections = table.get("sections")
-    if not inside or not isinstance(sections, dict):
+    if not inside:
         return
     off = sorted(
         section for section, values in sections.items() if isinstance(values, dict) and values.get("sandbox") == "off"

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -264,10 +265,14 @@ def seatbelt_profile(executable: str, confinement: Confinement) -> str:
         rules.append("(allow network* system-socket)")
     if confinement.protected:  # the suite's own installation: readable, never written
         rules.append(f"(deny file-write* {paths('subpath', confinement.protected)})")
-    if confinement.pinned:  # the way to the hidden state: never renamed, removed or replaced
+    if confinement.pinned:  # the way to the trusted base: never renamed, removed or replaced
         rules.append(f"(deny file-write* {paths('literal', confinement.pinned)})")
-    if confinement.hidden:  # the last matching rule wins: the suite's own state stays out of reach
-        rules.append(f"(deny file-read* file-write* {paths('subpath', confinement.hidden)})")
+    if confinement.fixed:  # their own entries (a link on the way, a login file) never added, renamed or removed
+        entries = " ".join(f"(regex {_sbpl_string('^' + re.escape(str(d)) + '/[^/]+$')})" for d in confinement.fixed)
+        rules.append(f"(deny file-write-create file-write-unlink file-write-mode {entries})")
+    hidden = [*confinement.hidden, *confinement.state]
+    if hidden:  # the last matching rule wins: the suite's own state stays out of reach
+        rules.append(f"(deny file-read* file-write* {paths('subpath', hidden)})")
     return "\n".join(rules) + "\n"
 
 

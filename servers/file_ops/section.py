@@ -75,6 +75,7 @@ def open_state(runtime: SectionRuntime) -> FileOpsState:
         settings,
         private=runtime.settings.own_state_paths(),
         data_dir=runtime.settings.data_dir,
+        config=(runtime.settings.config_file, runtime.settings.sections),
     )
 
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from mcp_sections.shared.config import SectionSettings, split_commas
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.config import SectionSettings, refuse_sandbox_off_inside, split_commas
+from mcp_sections.shared.errors import ConfigError, ErrorCode, ToolFailure
 from mcp_sections.shared.guards.paths import DEFAULT_DENY_GLOBS, PathGuard, intersect_roots, roots_from_uris
 from mcp_sections.shared.sandbox import Sandbox, detect
 
@@ -126,10 +126,13 @@ class FileOpsState:
         settings: FileOpsSettings,
         private: Sequence[Path] = (),
         data_dir: Path | None = None,
+        config: tuple[Path | None, dict[str, Any]] = (None, {}),
     ) -> None:
         """`private`: the suite's own state (data, cache, config), outside the roots even when they contain it;
-        `data_dir`: where the undo journal lives (None: no journal)."""
+        `data_dir`: where the undo journal lives (None: no journal); `config`: the config file and its sections'
+        tables, checked against the roots a client offers as against the CLI roots at start."""
         self.settings = settings
+        self._config = config
         self._data_dir = data_dir
         self._journal: Journal | None = None
         self.configured = PathGuard(
@@ -186,6 +189,10 @@ class FileOpsState:
         if cached is not None:
             return cached
         client = roots_from_uris(client_uris)
+        try:
+            refuse_sandbox_off_inside(self._config[0], self._config[1], client)
+        except ConfigError as exc:
+            raise ToolFailure(ErrorCode.PERMISSION_DENIED, str(exc)) from None
         configured = list(self.configured.roots)
         if not client:
             built = (self.configured, "configured")

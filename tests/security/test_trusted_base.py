@@ -315,3 +315,22 @@ def test_the_table_names_every_part_and_its_protection(home: Path) -> None:
     peek = programs[str(home / ".local/bin/peek")]["programs"]
     assert str(home / ".local/bin") in peek and f"{home / '.local'}," not in peek and "share" not in peek, peek
     assert str(home / ".cargo/credentials.toml") not in programs[str(home / ".cargo/bin/peek-cargo")]["programs"]
+
+
+@pytest.mark.anyio
+async def test_a_config_inside_client_roots_cannot_switch_the_sandbox_off(tmp_path: Path) -> None:
+    """The start-up rule for CLI roots (a config inside a root may not switch a sandbox off) also holds for the roots a
+    client offers later: file tools then refuse those roots rather than run installers unconfined beside the config."""
+    home = tmp_path / "home"
+    (home / "project").mkdir(parents=True)
+    config = home / "settings.toml"
+    config.write_text("[sections.file_ops]\nsandbox = 'off'\n")
+
+    async def roots(context: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=home.as_uri())])  # type: ignore[arg-type]
+
+    env = home_environment(home, MCP_SECTIONS_ROOTS="", MCP_SECTIONS_CONFIG=str(config))
+    transport = stdio_client(server_parameters(["serve", "file_ops"], env=env))
+    async with Client(transport, mode="legacy", list_roots_callback=roots) as files:  # type: ignore[arg-type]
+        message = await fail(files, "list_directory", "PERMISSION_DENIED", path=str(home / "project"))
+    assert "sandbox = 'off'" in message and str(config) in message
