@@ -32,7 +32,8 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -148,16 +149,37 @@ class Sandbox:
         """For list_safe_commands and environment reports."""
         return {"kind": self.kind, "executable": self.executable, "warning": self.warning, "why": self.reason}
 
-    def wrap(self, argv: Sequence[str], cwd: Path, confinement: Confinement) -> list[str]:
-        """The command line that runs `argv` (argv[0] absolute) in `cwd` inside the sandbox."""
+    @contextmanager
+    def spawning(
+        self, argv: Sequence[str], cwd: Path, confinement: Confinement
+    ) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+        """The command line that runs `argv` confined, and the descriptors the spawn must pass on (`pass_fds`): with
+        bubblewrap, a pipe holding the seccomp filter (`shared.seccomp`), closed when the block ends. Every spawn of a
+        sandboxed program goes through here; bubblewrap refuses to start when the descriptor was not passed."""
+        if self.kind != "bubblewrap":
+            yield self.wrap(argv, cwd, confinement), ()
+            return
+        from mcp_sections.shared.seccomp import filter_fd
+
+        with filter_fd() as descriptor:
+            yield self.wrap(argv, cwd, confinement, seccomp_fd=descriptor), (descriptor,)
+
+    def wrap(
+        self, argv: Sequence[str], cwd: Path, confinement: Confinement, *, seccomp_fd: int | None = None
+    ) -> list[str]:
+        """The command line that runs `argv` (argv[0] absolute) in `cwd` inside the sandbox; `seccomp_fd`: a descriptor
+        holding the seccomp filter, for bubblewrap (`spawning` opens one per spawn)."""
         if self.kind == "off":
             return list(argv)
         assert self.executable is not None
         if self.kind == "seatbelt":
             return [self.executable, "-p", seatbelt_profile(argv[0], confinement), *argv]
         # --cap-drop ALL: bubblewrap started by root keeps every capability by default, and a program with
-        # CAP_SYS_ADMIN could unmount what hides the suite's state, or mount a disk it made with CAP_MKNOD
+        # CAP_SYS_ADMIN could unmount what hides the suite's state, or mount a disk it made with CAP_MKNOD.
+        # --seccomp: nothing it creates keeps a set-user-ID or set-group-ID bit (`shared.seccomp`)
         args = [self.executable, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
         if confinement.network and confinement.egress is None:
             args.append("--share-net")
         for directory in SYSTEM_DIRECTORIES:
@@ -334,14 +356,22 @@ def _entries(directory: Path) -> list[str]:
 
 @functools.cache
 def _bubblewrap_problem(executable: str) -> str | None:
-    """Why this bubblewrap cannot confine programs here (None: it can); probed once per process."""
+    """Why this bubblewrap cannot confine programs here (None: it can); probed once per process, with the seccomp
+    filter (a kernel without seccomp filters, or an architecture without one, fails here, closed)."""
+    from mcp_sections.shared.seccomp import filter_fd, filter_problem
+
+    if (problem := filter_problem()) is not None:
+        return problem
     try:
-        probe = subprocess.run(
-            [executable, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "true"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
+        with filter_fd() as descriptor:
+            seccomp = ["--seccomp", str(descriptor)]
+            probe = subprocess.run(
+                [executable, "--die-with-parent", "--unshare-all", *seccomp, "--ro-bind", "/", "/", "true"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                pass_fds=(descriptor,),
+            )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap could not run: {exc}"
     if probe.returncode != 0:
