@@ -5,40 +5,51 @@ The path guard refuses a `.env`, a key or `~/.ssh` by name (`DEFAULT_DENY_GLOBS`
 program inside the sandbox opens files itself: `grep -r`, `jq`, a script's `open()`. So every deny-listed file and
 directory inside the roots is hidden from it (shared/sandbox.py: /dev/null over a file, an empty tmpfs over a
 directory, as Claude Code's sandbox `denyRead` does): reading one fails, listing one finds it empty. The server
-itself (trusted) reads those files and teaches their values to the masker (shared/secret_values.py), so a copy
-elsewhere is masked in every output, re-encoded too. Hiding is the guarantee; masking by value is best effort.
+itself (trusted) reads those files and teaches their values to the masker (shared/secret_values.py, the pool of
+sources that program output never evicts), so a copy elsewhere is masked in every output, re-encoded too. Hiding
+is the guarantee; masking by value is best effort.
 
-Finding them: a breadth-first walk of the roots that never follows a symbolic link (a deny-listed link is
-resolved, and its target hidden when it lies inside the roots), leaves out the suite's own state (hidden
-anyway), and leaves out trees of installed software and caches, where deny-listed names are test fixtures and
-CA bundles (hiding a virtual environment's `cacert.pem` would break TLS inside it, and every hidden path costs
-the sandbox about 0.5 ms per command): `.git`, `node_modules`, `site-packages`, `dist-packages`, `__pycache__`,
-a Python installation's `lib/pythonX.Y`, and every directory holding `pyvenv.cfg` (a virtual environment) or
-`CACHEDIR.TAG` (a tagged cache). A protected file that has other hard links is hidden under each name found.
+Nothing a program writes decides what is secret. Programs write anywhere in the roots, so no name or marker they can
+create (`node_modules`, `.git`, `site-packages`, `pyvenv.cfg`, `CACHEDIR.TAG`, `lib/python3.11`) makes the walk
+skip a directory: it lists every directory of the roots (never following a symbolic link: a deny-listed link is
+resolved, and its target hidden when it lies inside the roots), less the suite's own state (hidden anyway). What
+is left visible is decided by a file's *content*, which a program cannot forge without knowing it:
+- public content: a file holding nothing but certificates, public keys or parameters (a CA bundle such as a
+  virtual environment's `cacert.pem`: hiding it would break TLS there), OpenSSH public keys, or nothing at all;
+- content committed as it is in its repository, with the repository's objects inside the roots (a `.env.example`,
+  a test key): every program can read it from the objects anyway, and git inside the sandbox cannot hash a hidden
+  file (`git diff` and `git commit -a` would fail). Its values are still learnt; a committed `.env` with local
+  changes is hidden;
+- content installed as it is by pip: its SHA-256 is the one the `RECORD` of its distribution lists (in the
+  `site-packages` holding it), as for a package's test key or bundled certificate.
+A program that forges any of these can only make visible a file whose content it wrote or could already read.
+Everything else with a deny-listed name is hidden, in `.git` (which holds none: its objects are named by hash) and in
+installed software alike. A protected file that has other hard links is hidden under each name found. Each hidden
+path costs the sandbox about 0.6 ms per command, so the keys of a Python installation's test suite (`lib/pythonX.Y/
+test`, ~15 in each pyenv version) are hidden as that one directory: a name may make the sandbox hide more, never less.
 
-Fresh without slowing commands: the first command waits for the walk (at most MAX_ENTRIES entries and MAX_SECONDS;
-whatever is left is walked in the background, and a warning logged). Afterwards the walk is re-checked, not redone:
-every directory seen is stat'ed, and only those whose modification time changed are listed again (a new file, a
-rename, a moved directory all change it). A tree of at most SYNC_DIRECTORIES directories (a project) is re-checked
-before every command: no window. A larger one (a home directory) is re-checked by a background thread every
-REFRESH_SECONDS (or 20 times as long as a check takes, so that it never uses more than 5% of a core: 11,000
-directories take ~35 ms of CPU); before each command only the known protected paths are looked at (one lstat each),
-and one that vanished or changed — a program renamed the directory holding it (a hidden file itself cannot be moved,
-unlinked or hard-linked inside the sandbox) — makes that command wait for a re-check.
+Cost and window. The first command waits for the walk (at most MAX_ENTRIES entries and MAX_SECONDS; whatever is
+left is walked in the background, and a warning logged): a home directory of 130,000 entries in 12,000 directories
+(nine pyenv Pythons) takes ~0.5 s of CPU. Afterwards the walk is re-checked, not redone: every directory seen is
+stat'ed, and only those whose modification time changed are listed again (a new file, a rename, a moved directory
+all change it). The ordinary directories of a tree of at most SYNC_DIRECTORIES of them (a project) are re-checked
+before every command: no window there. Trees of installed software and caches (`.git`, `node_modules`,
+`site-packages`, virtual environments, `lib/pythonX.Y`, `CACHEDIR.TAG` directories: here a name decides only how
+soon, never whether) and larger roots (a home directory) are re-checked by a background thread every
+REFRESH_SECONDS (or 20 times as long as a check takes, so that it never uses more than 5% of a core: 12,000
+directories take ~35 ms); before each command only the known protected paths are looked at (one lstat each), and
+one that vanished or changed — a program renamed the directory holding it (a hidden file itself cannot be moved,
+unlinked or hard-linked inside the sandbox) — makes that command wait for a full re-check, wherever it went.
 
-A protected file whose exact content is committed in its repository (a `.env.example`, a test key), with the
-repository's objects inside the roots, is not hidden: every program can read that content from the objects
-anyway, and git inside the sandbox cannot hash a hidden file (`git diff` and `git commit -a` would fail). Its
-values are still learnt. A committed `.env` with local changes is hidden.
-
-The window: in a tree of more than SYNC_DIRECTORIES directories, a deny-listed file created outside the suite
-is visible to programs started before the next background re-check (REFRESH_SECONDS or more, see above).
-And of two commands running at once, one that renames a directory while the other's sandbox is being set up
-can show that one sandbox a file under its new name.
+The window: a deny-listed file created outside the suite in a background-checked tree is visible to programs
+started before the next background re-check (REFRESH_SECONDS or more); a program that keeps running sees files
+created after it started; and of two commands running at once, one that renames a directory while the other's
+sandbox is being set up can show that one sandbox a file under its new name.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
@@ -54,6 +65,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from mcp_sections.shared import secret_values
+from mcp_sections.shared.errors import limit_exceeded
 from mcp_sections.shared.guards.paths import PathGuard, is_inside
 from mcp_sections.shared.secrets import secret_values_in
 
@@ -70,9 +82,17 @@ MAX_FILES_READ = 64  # files read inside one protected directory (~/.ssh, ~/.aws
 MANY = 64  # protected paths past which a warning says what they cost
 MAX_WATCHED = 4  # sets of roots kept fresh at once (file_ops' roots can change with the client's)
 RACY_NS = 2_000_000_000  # a directory changed this recently is listed again next time (coarse timestamps)
-SKIPPED_NAMES = frozenset({".git", ".hg", ".svn", "node_modules", "site-packages", "dist-packages", "__pycache__"})
-SKIPPED_MARKERS = frozenset({"pyvenv.cfg", "CACHEDIR.TAG"})
+MAX_PUBLIC = 4 * 1024 * 1024  # a larger file is never taken for public content (CA bundles are ~300 KB)
+#: Trees of installed software and caches: re-checked in the background only (when, never whether; see above).
+BULK_NAMES = frozenset({".git", ".hg", ".svn", "node_modules", "site-packages", "dist-packages", "__pycache__"})
+BULK_MARKERS = frozenset({"pyvenv.cfg", "CACHEDIR.TAG"})
 _PYTHON_LIBRARY = re.compile(r"python\d+(?:\.\d+)?t?")
+_PUBLIC_BLOCK = re.compile(
+    r"-----BEGIN ((?:X509 |TRUSTED )?CERTIFICATE|X509 CRL|(?:RSA |EC )?PUBLIC KEY|(?:NEW )?CERTIFICATE REQUEST|"
+    r"(?:DH|EC|DSA) PARAMETERS|PKCS7|CMS)-----\r?\n[A-Za-z0-9+/=\r\n]*-----END \1-----"
+)
+_SSH_PUBLIC_KEY = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-\S+@openssh\.com) AAAA[A-Za-z0-9+/=]+")
+_ASSIGNMENT_LINE = re.compile(r"\s*[\w.\-]+\s*[=:]")
 _SECRET_FIELD = re.compile(r"key|token|secret|passw|credential|auth", re.IGNORECASE)
 
 Identity = tuple[int, int, int, int, int, int]
@@ -106,12 +126,14 @@ class SecretFiles:
         self._path_globs = any("/" in glob for glob in guard.deny_globs)
         self._lock = threading.Lock()
         self._directories: dict[str, int] = {}  # listed directory -> its mtime then (-1: list it again)
+        self._bulk: set[str] = set()  # listed directories inside installed software and caches (see BULK_NAMES)
         self._found: dict[str, tuple[str, ...]] = {}  # directory -> the protected paths listed in it
         self._pending: deque[str] = deque()  # directories not walked yet (the first walk was cut short)
         self._linked: frozenset[tuple[int, int]] = frozenset()  # (dev, inode) of protected files with other names
         self._read: dict[str, Identity | None] = {}  # files whose values were learnt -> their identity then
         self._snapshot: _Snapshot | None = None
-        self._stored: dict[str, tuple[Identity | None, bool]] = {}  # file -> (identity, committed as it is)
+        self._kinds: dict[str, tuple[Identity | None, str]] = {}  # found path -> (identity, what its content is)
+        self._records: dict[str, tuple[int, dict[str, str]]] = {}  # site-packages -> (mtime, path -> sha256)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._warned = False
@@ -119,12 +141,14 @@ class SecretFiles:
     def paths(self) -> tuple[Path, ...]:
         """The protected files and directories now: the first call walks, later ones re-check (see above)."""
         snapshot = self._snapshot
-        if snapshot is None or len(self._directories) <= SYNC_DIRECTORIES or not _unchanged(snapshot):
+        moved = snapshot is not None and not _unchanged(snapshot)
+        if snapshot is None or moved or len(self._directories) - len(self._bulk) <= SYNC_DIRECTORIES:
             with self._lock:
                 if self._snapshot is None:
                     self._walk_first()
-                else:
-                    self._check()
+                else:  # a small tree whole; else its ordinary directories, or all when a protected path moved
+                    small = len(self._directories) <= SYNC_DIRECTORIES
+                    self._check(everything=small or not _unchanged(self._snapshot))
                 snapshot = self._snapshot
                 assert snapshot is not None
             if (len(self._directories) > SYNC_DIRECTORIES or self._pending) and self._thread is None:
@@ -165,7 +189,8 @@ class SecretFiles:
             self._pending.extend(queue)
 
     def _visit(self, directory: str) -> tuple[int, list[str]]:
-        """List one directory: record what it holds that is protected; its entry count and subdirectories."""
+        """List one directory: record what it holds that is protected; its entry count and subdirectories (all of
+        them: no name a program can give a directory leaves it out)."""
         try:
             info = os.lstat(directory)
             listing = list(os.scandir(directory))
@@ -174,18 +199,25 @@ class SecretFiles:
             return 0, []
         racy = time.time_ns() - info.st_mtime_ns < RACY_NS
         self._directories[directory] = -1 if racy else info.st_mtime_ns
+        bulk = directory in self._bulk or any(entry.name in BULK_MARKERS for entry in listing)
+        if bulk:
+            self._bulk.add(directory)
+        in_lib = os.path.basename(directory) in ("lib", "lib64")
+        denied_name, path_globs, skip, known_bulk = self._guard.is_denied_name, self._path_globs, self._skip, self._bulk
         found: list[str] = []
         subdirectories: list[str] = []
         for entry in listing:
             name = entry.name
-            if name in SKIPPED_MARKERS:  # a virtual environment or a tagged cache: installed files, not yours
-                self._found.pop(directory, None)
-                return len(listing), []
-            if self._guard.is_denied_name(name) or (self._path_globs and self._guard.is_denied(entry.path)):
+            if denied_name(name) or (path_globs and self._guard.is_denied(entry.path)):
                 found += self._protected(entry)
             elif entry.is_dir(follow_symlinks=False):
-                if name not in SKIPPED_NAMES and entry.path not in self._skip and not _python_library(directory, name):
-                    subdirectories.append(entry.path)
+                path = entry.path
+                if path not in skip:
+                    subdirectories.append(path)
+                    if bulk or name in BULK_NAMES or (in_lib and _PYTHON_LIBRARY.fullmatch(name)):
+                        known_bulk.add(path)
+                    else:
+                        known_bulk.discard(path)
             elif self._linked and entry.is_file(follow_symlinks=False):
                 with_links = entry.stat(follow_symlinks=False)
                 if (with_links.st_dev, with_links.st_ino) in self._linked:
@@ -209,15 +241,19 @@ class SecretFiles:
         prefix = directory.rstrip("/") + "/"
         for known in [known for known in self._directories if known == directory or known.startswith(prefix)]:
             del self._directories[known]
+            self._bulk.discard(known)
             self._found.pop(known, None)
 
     # -- keeping fresh ----------------------------------------------------------------------------------
 
-    def _check(self, *, background: bool = False) -> None:
-        """List again the directories that changed, walk the new ones, learn the values of changed files."""
+    def _check(self, *, everything: bool = True, background: bool = False) -> None:
+        """List again the directories that changed (all, or the ordinary ones only: see the module docstring), walk
+        the new ones, learn the values of changed files."""
         new: deque[str] = deque()
         changed = False
         for directory, seen in list(self._directories.items()):
+            if not everything and directory in self._bulk:
+                continue
             try:
                 info = os.lstat(directory)
             except OSError:
@@ -252,12 +288,13 @@ class SecretFiles:
             pause = max(REFRESH_SECONDS, 20 * (time.monotonic() - started))
 
     def _publish(self) -> None:
-        """Make the found paths the current snapshot (less those committed as they are), learn the values of new
-        or changed protected files, and look for the other names of hard-linked ones (one more pass)."""
+        """Make the found paths the current snapshot (less those whose content is public, committed or installed as
+        it is), learn the values of new or changed protected files, and look for the other names of hard-linked ones
+        (one more pass)."""
         found = sorted({path for found in self._found.values() for path in found})
         identities = tuple((path, _identity(path)) for path in found)
-        self._learn(found)
-        paths = [path for path, identity in identities if not self._committed_as_is(path, identity)]
+        kinds = {path: self._kind(path, identity) for path, identity in identities}
+        self._learn([path for path in found if kinds[path] in ("secret", "committed")])
         linked = frozenset(
             (info[0], info[1]) for _, info in identities if info and info[3] > 1 and stat.S_ISREG(info[2])
         )
@@ -267,32 +304,73 @@ class SecretFiles:
                 self._directories[directory] = -1
             self._check()
             return
+        paths = _grouped([path for path in found if kinds[path] == "secret"], self._all_roots)
         self._snapshot = _Snapshot(tuple(Path(path) for path in paths), identities)
         if len(paths) > MANY and not self._warned:
             self._warned = True
             logger.warning(
                 "%d protected files and directories in %s are hidden from programs; each costs the sandbox about "
-                "0.5 ms per command",
+                "0.6 ms per command",
                 len(paths),
                 ", ".join(self._roots),
             )
 
-    def _committed_as_is(self, path: str, identity: Identity | None) -> bool:
-        """Whether a protected file's exact content is a blob of its repository, inside the roots (cached)."""
+    def _kind(self, path: str, identity: Identity | None) -> str:
+        """What a found path's content is (cached by identity): "public", "committed" or "installed" as it is, or
+        "secret" (a directory, or anything else)."""
         if identity is None or not stat.S_ISREG(identity[2]):
-            return False
-        known = self._stored.get(path)
+            return "secret"
+        known = self._kinds.get(path)
         if known is None or known[0] != identity:
-            known = self._stored[path] = (identity, _in_repository(path, self._all_roots))
+            if _public(path):
+                kind = "public"
+            elif _in_repository(path, self._all_roots):
+                kind = "committed"
+            elif self._installed(path):
+                kind = "installed"
+            else:
+                kind = "secret"
+            known = self._kinds[path] = (identity, kind)
         return known[1]
 
+    def _installed(self, path: str) -> bool:
+        """Whether pip installed `path` as it is: the RECORD of a distribution in the `site-packages` (or
+        `dist-packages`) holding it lists the file with this SHA-256 (which only its content gives)."""
+        site = path
+        while os.path.basename(site) not in ("site-packages", "dist-packages"):
+            parent = os.path.dirname(site)
+            if parent == site or not any(is_inside(parent, root) for root in self._all_roots):
+                return False
+            site = parent
+        try:
+            mtime = os.stat(site).st_mtime_ns
+        except OSError:
+            return False
+        cached = self._records.get(site)
+        if cached is None or cached[0] != mtime:
+            cached = self._records[site] = (mtime, _records(site))
+        listed = cached[1].get(os.path.relpath(path, site))
+        return listed is not None and listed == _sha256(path)
+
     def _learn(self, paths: Sequence[str]) -> None:
+        """Teach the masker the values of the protected files (each its own source: kept while it holds them), and
+        make it forget those of files no longer protected."""
+        current: set[str] = set()
         for path in paths:
             for file in _files_of(path):
+                current.add(file)
                 identity = _identity(file)
-                if self._read.get(file, False) != identity:
+                if self._read.get(file, False) != identity or not secret_values.KNOWN.knows_source(file):
                     self._read[file] = identity
-                    secret_values.KNOWN.learn(file_values(os.path.basename(file), _read_text(file)))
+                    secret_values.KNOWN.learn_source(file, file_values(os.path.basename(file), _read_text(file)))
+        gone = [file for file in self._read if file not in current]
+        for file in gone:
+            del self._read[file]
+            secret_values.KNOWN.forget_source(file)
+        if gone:  # room freed: sources left out for lack of it are taken again
+            for file in secret_values.KNOWN.refused():
+                if file in self._read:
+                    secret_values.KNOWN.learn_source(file, file_values(os.path.basename(file), _read_text(file)))
 
 
 def _in_repository(path: str, roots: Sequence[str]) -> bool:
@@ -378,8 +456,85 @@ def _unchanged(snapshot: _Snapshot) -> bool:
 
 
 def _python_library(directory: str, name: str) -> bool:
-    """`lib/python3.11` of a Python installation (its test suite holds dozens of keys)."""
+    """`lib/python3.11` of a Python installation."""
     return os.path.basename(directory) in ("lib", "lib64") and _PYTHON_LIBRARY.fullmatch(name) is not None
+
+
+def _grouped(paths: list[str], roots: Sequence[str]) -> list[str]:
+    """The paths to hide: the protected ones, less those inside a Python installation's test package
+    (`lib/pythonX.Y/test`, ~15 keys and certificates a version), which is hidden as one directory instead: every
+    hidden path costs the sandbox ~0.6 ms per command. A name here makes the sandbox hide more, never less."""
+    hidden: dict[str, None] = {}
+    for path in paths:
+        parts = path.split(os.sep)
+        for at in range(len(parts) - 3):
+            if parts[at + 2] == "test" and _python_library(parts[at], parts[at + 1]):
+                package = os.sep.join(parts[: at + 3])
+                if not any(is_inside(root, package) for root in roots):
+                    path = package
+                break
+        hidden[path] = None
+    return list(hidden)
+
+
+def _public(path: str) -> bool:
+    """Whether a file holds only what is public, whoever wrote it: PEM certificates, public keys or parameters
+    (with comments and titles between them, as CA bundles have), OpenSSH public keys, or nothing at all."""
+    data = _read_bytes(path, MAX_PUBLIC)
+    if data is None:
+        return False
+    text = data.decode("utf-8", errors="replace")
+    rest, blocks = _PUBLIC_BLOCK.subn("", text)
+    lines = [line for line in rest.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if blocks:
+        return not any("-----" in line or _ASSIGNMENT_LINE.match(line) for line in lines)
+    return all(_SSH_PUBLIC_KEY.match(line.strip()) for line in lines)
+
+
+def _records(site: str) -> dict[str, str]:
+    """What the RECORDs of the distributions in a `site-packages` list (`*.dist-info/RECORD`): path inside it ->
+    urlsafe-base64 SHA-256."""
+    listed: dict[str, str] = {}
+    try:
+        records = [
+            os.path.join(entry.path, "RECORD") for entry in os.scandir(site) if entry.name.endswith(".dist-info")
+        ]
+    except OSError:
+        return listed
+    for record in records:
+        data = _read_bytes(record, MAX_HASHED)
+        for line in (data or b"").decode("utf-8", errors="replace").splitlines():
+            name, _, rest = line.rpartition(",")[0].rpartition(",")
+            if rest.startswith("sha256="):
+                listed[os.path.normpath(name)] = rest.removeprefix("sha256=")
+    return listed
+
+
+def _sha256(path: str) -> str | None:
+    """A file's SHA-256 as a RECORD writes it (urlsafe base64, no padding)."""
+    data = _read_bytes(path, MAX_HASHED)
+    if data is None:
+        return None
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode("ascii")
+
+
+def _read_bytes(path: str, limit: int) -> bytes | None:
+    """A regular file's content (None when it is not one, unreadable, or larger than `limit`)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        with os.fdopen(descriptor, "rb", closefd=False) as file:
+            data = file.read(limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+    return data if len(data) <= limit else None
 
 
 def _files_of(path: str) -> Iterator[str]:
@@ -485,4 +640,14 @@ def hidden_from_programs(guard: PathGuard, within: Sequence[Path] | None = None)
     file and directory inside `within` (the directories the program is shown; default: the roots)."""
     places = [str(place) for place in (guard.roots if within is None else within)]
     protected = [path for path in protected_paths(guard) if any(is_inside(str(path), place) for place in places)]
+    refused = secret_values.KNOWN.refused()
+    if refused:  # the masker's pool of file values is full: fail closed
+        largest = sorted(refused, key=lambda source: -refused[source])[:3]
+        raise limit_exceeded(
+            f"the protected files in the roots hold more secret values than the masker keeps "
+            f"({secret_values.MAX_SOURCE_CHARS:,} characters; {len(refused)} file(s) left out, the largest: "
+            f"{', '.join(largest)}), so a program could print a copy of a value it does not know: no program is "
+            "started until they fit. Move the keys and .env files that are not needed out of the roots (or delete "
+            "files a program wrote there), or serve a narrower root."
+        )
     return (*guard.private_inside_roots(), *protected)

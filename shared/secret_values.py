@@ -27,9 +27,19 @@ Speed. Every 6-character substring of every skeleton goes into one set; an outpu
 of 11 characters or more always holds a whole block). Only then is the match found and extended character by
 character. 64 KB of output with 50 known values costs about 1 ms (`python -m benchmarks.bench_sandbox`).
 
-Bounds: values longer than PIECE characters (a private key's body) are remembered in overlapping pieces; all
-pieces together hold at most MAX_CHARS characters, the least recently seen forgotten first (the environment's
-values are kept).
+Two pools, so that nothing a program prints decides what is forgotten. Values longer than PIECE characters (a
+private key's body) are remembered in overlapping pieces.
+- The values of the protected files and of the server's environment (`learn_source`) are kept for as long as
+  their source holds them, whatever programs print. They have a bound that fails closed: past MAX_SOURCE_CHARS
+  characters, the values of a further source are not taken, that source is listed by `refused()`, and no program
+  is started until it fits again (shared/secret_files.py refuses with MAX_LIMIT_EXCEEDED and names the largest
+  sources: keys the user keeps in the roots, or files a program wrote to fill the pool). A root's usual secrets
+  are far below it (a home directory with nine pyenv Pythons, whose test suites hold ~120 keys: ~72,000).
+- The values learnt from output (what a detector masked) share MAX_CHARS characters, the least recently seen
+  forgotten first: a program that prints thousands of token-shaped strings can push those out, never the first.
+Memory: ~650 bytes per remembered character (every 6-character block of every encoding is indexed), so ~10 MB
+for a full output pool and ~45 MB for the home directory above; each pool's index is rebuilt only when it
+changes.
 
 The limit, plainly: a program that computes an arbitrary transform of a secret it can read (XOR, a Caesar
 shift, 11 characters per call) can always leak it; masking by value is best effort. The guarantee is that the
@@ -52,7 +62,9 @@ MIN_LENGTH = 8
 MIN_FRAGMENT = 12
 BLOCK = MIN_FRAGMENT // 2  # a piece of 2 * BLOCK - 1 characters holds a whole block wherever it starts
 PIECE = 512
-MAX_CHARS = 16 * 1024
+MAX_CHARS = 16 * 1024  # values learnt from output
+MAX_SOURCE_CHARS = 128 * 1024  # values of the protected files and the environment
+ENVIRONMENT = "the server's environment"  # the source of its secret-looking variables
 
 _LETTERS_AND_DIGITS = b"0123456789abcdefghijklmnopqrstuvwxyz"
 _DROPPED = bytes(byte for byte in range(256) if byte not in _LETTERS_AND_DIGITS)
@@ -127,7 +139,11 @@ class _Index:
     short: tuple[str, ...]
 
     @classmethod
-    def of(cls, forms: Iterable[str]) -> _Index:
+    def of(cls, forms: Iterable[str]) -> _Index | None:
+        """The index of `forms` (None when there are none)."""
+        forms = list(forms)
+        if not forms:
+            return None
         long_forms = tuple(sorted({form for form in forms if len(form) >= 2 * BLOCK - 1}))
         short = tuple(sorted({form for form in forms if len(form) < 2 * BLOCK - 1}))
         blocks: dict[str, int] = {}
@@ -137,10 +153,10 @@ class _Index:
                 blocks[block] = number if blocks.get(block, number) == number else -1
         return cls(blocks, long_forms, short)
 
-    def search(self, view: str) -> list[tuple[int, int]]:
-        """Where pieces of known skeletons lie in `view` (itself a skeleton), as view spans."""
+    def search(self, view: str, blocks: list[str]) -> list[tuple[int, int]]:
+        """Where pieces of known skeletons lie in `view` (itself a skeleton, cut into `blocks` at each BLOCK), as
+        view spans."""
         found: list[tuple[int, int]] = []
-        blocks = [view[at : at + BLOCK] for at in range(0, len(view) - BLOCK + 1, BLOCK)]
         hits = self.blocks.keys() & blocks
         if hits:
             covered = 0
@@ -225,50 +241,103 @@ def _decodings(tokens: list[str]) -> Iterator[list[str]]:
 
 
 class KnownSecrets:
-    """The process's known secret values (thread-safe, bounded): learn them, then find them in any output."""
+    """The process's known secret values (thread-safe, bounded): learn them, then find them in any output. Two pools
+    (see the module docstring): the values of sources (protected files, the environment), never forgotten for
+    output's sake, and the values learnt from output, least recently seen forgotten first."""
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         """`environ`: read for secret-looking variables at the first search (the process's own by default)."""
         self._lock = threading.Lock()
-        self._pieces: OrderedDict[str, frozenset[str]] = OrderedDict()
-        self._pinned: set[str] = set()
+        self._pieces: OrderedDict[str, frozenset[str]] = OrderedDict()  # learnt from output, least recently seen first
         self._chars = 0
-        self._index: _Index | None = None
-        self._dirty = False
+        self._sources: dict[str, tuple[str, ...]] = {}  # a protected file (or ENVIRONMENT) -> the pieces it holds
+        self._kept: dict[str, tuple[frozenset[str], int]] = {}  # a piece of the sources -> (its forms, sources)
+        self._kept_chars = 0
+        self._refused: dict[str, int] = {}  # sources left out (over MAX_SOURCE_CHARS) -> their characters
+        self._indexes: tuple[_Index, ...] = ()
+        self._dirty = (False, False)  # (sources, output): the index of each pool must be built again
+        self._built: tuple[_Index | None, _Index | None] = (None, None)
         self._environ = environ
         self._environ_learnt = False
 
     def __len__(self) -> int:
-        return len(self._pieces)
+        return len(self._pieces) + len(self._kept)
 
-    def learn(self, values: Iterable[str], *, pinned: bool = False) -> int:
-        """Remember values worth remembering (see `worth_remembering`); how many were new."""
+    def learn(self, values: Iterable[str]) -> int:
+        """Remember values worth remembering (see `worth_remembering`) seen in output; how many were new."""
         new = 0
         with self._lock:
             for value in values:
                 if not worth_remembering(value):
                     continue
                 for piece in pieces(value):
+                    if piece in self._kept:
+                        continue
                     if piece in self._pieces:
                         self._pieces.move_to_end(piece)
                     else:
                         self._pieces[piece] = encodings(piece)
                         self._chars += len(piece)
-                        self._dirty = True
+                        self._dirty = (self._dirty[0], True)
                         new += 1
-                    if pinned:
-                        self._pinned.add(piece)
-            self._forget_oldest()
+            while self._chars > MAX_CHARS:
+                piece, _ = self._pieces.popitem(last=False)
+                self._chars -= len(piece)
         return new
+
+    def learn_source(self, source: str, values: Iterable[str]) -> bool:
+        """Remember the values `source` (a protected file, or ENVIRONMENT) holds now, in place of those it held
+        before; False when they do not fit under MAX_SOURCE_CHARS (the source is then listed by `refused`)."""
+        found = list(dict.fromkeys(piece for value in values if worth_remembering(value) for piece in pieces(value)))
+        with self._lock:
+            self._drop_source(source)
+            added = sum(len(piece) for piece in found if piece not in self._kept)
+            if self._kept_chars + added > MAX_SOURCE_CHARS:
+                self._refused[source] = added
+                return False
+            for piece in found:
+                forms, count = self._kept.get(piece) or (encodings(piece), 0)
+                self._kept[piece] = (forms, count + 1)
+                if self._pieces.pop(piece, None) is not None:  # learnt from output too: the source keeps it now
+                    self._chars -= len(piece)
+            self._kept_chars += added
+            self._sources[source] = tuple(found)
+            self._dirty = (True, True)
+            return True
+
+    def forget_source(self, source: str) -> None:
+        """Forget what `source` held (the file is gone, or no longer protected)."""
+        with self._lock:
+            self._drop_source(source)
+
+    def knows_source(self, source: str) -> bool:
+        """Whether the values of `source` were taken (or left out for lack of room) since it was last forgotten."""
+        return source in self._sources or source in self._refused
+
+    def refused(self) -> dict[str, int]:
+        """The sources whose values were left out for lack of room, with their characters (empty: all are known)."""
+        with self._lock:
+            return dict(self._refused)
+
+    def _drop_source(self, source: str) -> None:
+        self._refused.pop(source, None)
+        for piece in self._sources.pop(source, ()):
+            forms, count = self._kept[piece]
+            if count > 1:
+                self._kept[piece] = (forms, count - 1)
+            else:
+                del self._kept[piece]
+                self._kept_chars -= len(piece)
+                self._dirty = (True, self._dirty[1])
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Where known values, or pieces of them, lie in `text` (in any of their encodings)."""
-        index = self._current()
-        if index is None or not text:
+        indexes = self._current()
+        if not indexes or not text:
             return []
         view = skeleton(text)
         found: list[tuple[int, int]] = []
-        matched = index.search(view)
+        matched = _search(indexes, view)
         runs = list(_number_runs(view))
         if matched or runs:
             at = _alnum_positions(text)
@@ -276,41 +345,44 @@ class KnownSecrets:
             for start, end in runs:
                 first, last = at[start], at[end - 1] + 1
                 if last - first - (end - start) >= _MIN_TOKENS - 1:  # separated numbers, not one long hex word
-                    found += self._numbers(index, text, first, last)
+                    found += self._numbers(indexes, text, first, last)
         return found
 
-    def _numbers(self, index: _Index, text: str, start: int, end: int) -> list[tuple[int, int]]:
+    def _numbers(self, indexes: tuple[_Index, ...], text: str, start: int, end: int) -> list[tuple[int, int]]:
         tokens = _TOKENS.findall(text, start, end)
         found: list[tuple[int, int]] = []
         if len(tokens) < _MIN_TOKENS:
             return found
         for decoded in _decodings(tokens):
-            matched = index.search(skeleton("".join(decoded)))
+            matched = _search(indexes, skeleton("".join(decoded)))
             if matched:
                 spans = [token.span() for token in _TOKENS.finditer(text, start, end)]
                 owners = [number for number, chars in enumerate(decoded) for _ in skeleton(chars)]
                 found += [(spans[owners[first]][0], spans[owners[last - 1]][1]) for first, last in matched]
         return found
 
-    def _current(self) -> _Index | None:
+    def _current(self) -> tuple[_Index, ...]:
         if not self._environ_learnt:
             self._environ_learnt = True
-            self.learn(secret_environment(os.environ if self._environ is None else self._environ), pinned=True)
-        if self._dirty:
+            environ = os.environ if self._environ is None else self._environ
+            self.learn_source(ENVIRONMENT, secret_environment(environ))
+        if any(self._dirty):
             with self._lock:
-                forms = [form for encoded in self._pieces.values() for form in encoded]
-                self._index = _Index.of(forms) if forms else None
-                self._dirty = False
-        return self._index
+                kept, learnt = self._built
+                if self._dirty[0]:
+                    kept = _Index.of(form for forms, _ in self._kept.values() for form in forms)
+                if self._dirty[1]:
+                    learnt = _Index.of(form for forms in self._pieces.values() for form in forms)
+                self._built = (kept, learnt)
+                self._indexes = tuple(index for index in self._built if index is not None)
+                self._dirty = (False, False)
+        return self._indexes
 
-    def _forget_oldest(self) -> None:
-        for piece in list(self._pieces):
-            if self._chars <= MAX_CHARS:
-                break
-            if piece not in self._pinned:
-                del self._pieces[piece]
-                self._chars -= len(piece)
-                self._dirty = True
+
+def _search(indexes: tuple[_Index, ...], view: str) -> list[tuple[int, int]]:
+    """Where pieces of the values of any of `indexes` lie in `view` (a skeleton)."""
+    blocks = [view[at : at + BLOCK] for at in range(0, len(view) - BLOCK + 1, BLOCK)]
+    return [span for index in indexes for span in index.search(view, blocks)]
 
 
 KNOWN = KnownSecrets()

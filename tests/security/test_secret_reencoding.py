@@ -88,6 +88,11 @@ def reader(root: Path, *paths: str) -> str:
     return script.name
 
 
+CERTIFICATE = (
+    "# Issuer: CN=Example Root\n-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n"
+)
+
+
 def key_block(body: str) -> str:
     lines = [body[at : at + 64] for at in range(0, len(body), 64)]
     return "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -332,15 +337,19 @@ async def test_an_installer_cannot_read_the_projects_protected_files(tmp_path: P
 # -- 5. what the walk hides and learns (in-process) ------------------------------------------------------------
 
 
-def test_the_walk_hides_deny_listed_entries_and_leaves_out_installed_software(tmp_path: Path) -> None:
+def test_the_walk_hides_deny_listed_entries_wherever_they_are_and_leaves_public_content_visible(tmp_path: Path) -> None:
+    """No name or marker leaves a directory out (issue #38): `.git`, `node_modules`, a virtual environment, a tagged
+    cache are walked like the rest; what stays visible is decided by content (a CA bundle holds only certificates)."""
     root = tmp_path / "home"
     for directory in ("sub", ".aws", "state", "venv", "node_modules", "lib/python3.11/test", "cache", "proj/.git"):
         (root / directory).mkdir(parents=True)
-    for path in (".env", "sub/deploy.key", ".aws/credentials", "state/.env", "venv/cacert.pem", "real.txt"):
+    for path in (".env", "sub/deploy.key", ".aws/credentials", "state/.env", "real.txt"):
         (root / path).write_text("TOKEN=Ab12Cd34Ef56Gh78\n")
-    (root / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")  # a virtual environment: installed files
+    (root / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")  # a virtual environment
+    (root / "venv" / "cacert.pem").write_text(CERTIFICATE)  # its CA bundle: public, hiding it would break TLS
+    (root / "venv" / "server.key").write_text("x")
     (root / "node_modules" / "server.pem").write_text("x")
-    (root / "lib" / "python3.11" / "test" / "keycert.pem").write_text("x")  # a Python installation's tests
+    (root / "lib" / "python3.11" / "test" / "keycert.pem").write_text("x")  # hidden as the test package, one mount
     (root / "cache" / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n")
     (root / "cache" / "fetched.pem").write_text("x")
     (root / "proj" / ".git" / "deploy.key").write_text("x")
@@ -348,7 +357,8 @@ def test_the_walk_hides_deny_listed_entries_and_leaves_out_installed_software(tm
     (root / "outside.env").symlink_to(tmp_path)
     os.link(root / ".env", root / "env-backup.txt")  # another name of the same file
     guard = PathGuard([root], private=[root / "state"])
-    expected = {".env", "sub/deploy.key", ".aws", "real.txt", "env-backup.txt"}
+    expected = {".env", "sub/deploy.key", ".aws", "real.txt", "env-backup.txt", "venv/server.key"}
+    expected |= {"node_modules/server.pem", "lib/python3.11/test", "cache/fetched.pem", "proj/.git/deploy.key"}
     assert {str(path.relative_to(root)) for path in protected_paths(guard)} == expected
     assert hidden_from_programs(guard, [root / "sub"]) == (root / "state", root / "sub" / "deploy.key")
     assert secret_values.KNOWN.spans("x Ab12Cd34Ef56Gh78 x")  # and their values are known
