@@ -238,11 +238,11 @@ class ServeResults:
         method = getattr(ctx, "method", None)
         if method in RESULT_METHODS:
             answer = await call_next(ctx)
-            uris = [uri for uri in _links_in(answer) if owner_of(uri) is not None]
-            if uris:
+            links = [link for link in _links_in(answer) if owner_of(link) is not None]
+            if links:
                 client = _client_of(ctx)
-                for uri in uris:
-                    OWNERS.record(uri, client)
+                for link in links:
+                    OWNERS.record(link, client)
             return answer
         if method != "resources/read":
             return await call_next(ctx)
