@@ -26,7 +26,7 @@ import anyio
 import anyio.to_thread
 from mcp_types import CallToolResult
 
-from mcp_sections.shared import telemetry
+from mcp_sections.shared import served, telemetry
 from mcp_sections.shared.audit import AuditLog, audit_log
 from mcp_sections.shared.calls import failure_result, missing_dependency, run_tool
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
@@ -144,6 +144,7 @@ class SectionCalls:
     def __init__(self, section: Section, runtime: SectionRuntime) -> None:
         self.section = section
         self.runtime = runtime
+        served.note(section.id, runtime.settings)  # the process's servers: shared.endpoints, shared.published_ports
         self.state = SectionState(section, runtime)
         self.audit = audit_log(runtime.settings.data_dir / "audit", section.id)
         self.specs: dict[str, ToolSpec] = {spec.name: spec for spec in section.specs}

@@ -100,7 +100,12 @@ def builtin_parameters(
     The `OTEL_*` variables go along (the section's spans join the gateway's traces: the SDK's client puts the
     trace context in each request's `_meta`). A section that runs sub-agents (`Section.runs_agents`) also gets the
     model settings and the API-key variable named by `[gateway.model] api_key_env` — and only that one variable.
+    Every section learns the suite's own endpoints (`shared.endpoints`: the gateway's HTTP listener, its model's and
+    its sections' URLs, which may come from `MCP_SECTIONS_GATEWAY_*` variables it does not get): no program it runs
+    may publish a port there.
     """
+    from mcp_sections.shared.endpoints import SUITE_ENDPOINTS, passed_on
+
     # -P: the working directory (often a root) never goes first on the section's module search path
     args = ["-P", "-m", "mcp_sections.servers", "serve", section_id, "--data-dir", str(settings.data_dir)]
     for root in settings.roots:
@@ -116,6 +121,8 @@ def builtin_parameters(
     }
     env["MCP_SECTIONS_APPROVAL"] = "off"  # the gateway asks its client before destructive calls (shared.approval)
     env.update(passed_environment())  # OTEL_*: the section exports its spans where the gateway does
+    urls = [gateway.model.base_url, *(external.url for external in gateway.sections.values())] if gateway else []
+    env[SUITE_ENDPOINTS] = passed_on(urls)
     if runs_agents:
         env.update({key: value for key, value in os.environ.items() if key.startswith("MCP_SECTIONS_GATEWAY_MODEL_")})
         key_env = gateway.model.api_key_env if gateway is not None else None

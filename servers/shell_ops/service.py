@@ -457,7 +457,11 @@ class ShellOps:
         return self._process_output(process, process.cursor, max_bytes, ready=ready)
 
     def _publisher(self, ports: list[int], sandbox: Sandbox) -> PortPublisher | None:
-        """The relay that publishes `ports` (None when there are none, or the program listens on the host itself)."""
+        """The relay that publishes `ports` (None when there are none, or the program listens on the host itself). A
+        port that is one of the suite's own endpoints is refused (`shared.endpoints`: its HTTP listener, a model's or a
+        section's URL)."""
+        from mcp_sections.shared.endpoints import reserved_refusal
+
         if not ports:
             return None
         if not self.settings.publish_ports:
@@ -468,6 +472,9 @@ class ShellOps:
             )
         if len(set(ports)) != len(ports):
             raise invalid("ports lists a port twice; give each once.")
+        refusal = reserved_refusal(ports)
+        if refusal is not None:
+            raise ToolFailure(ErrorCode.PERMISSION_DENIED, refusal)
         if sandbox.kind == "off":
             return None  # unconfined, the program listens on the host's loopback itself
         if sandbox.kind != "bubblewrap":

@@ -99,7 +99,7 @@ class AllowList:
             host, port = _split_host_port(entry)
             if port is not None and not 0 < port < 65536:
                 raise ValueError(f"allow-list entry {raw!r} has an invalid port")
-            hosts.add((_normalise_host(host), port))
+            hosts.add((normalise_host(host), port))
         return cls(frozenset(hosts), tuple(networks))
 
     def allows_host(self, host: str, port: int) -> bool:
@@ -130,7 +130,7 @@ def parse_url(url: str) -> ParsedUrl:
         raise invalid_input("URLs with credentials (user:password@host) are refused; remove them from the URL.")
     if not parts.hostname:
         raise invalid_input("the URL has no host; give an absolute URL such as https://example.com/page.")
-    host = _normalise_host(parts.hostname)
+    host = normalise_host(parts.hostname)
     port = port or DEFAULT_PORTS[scheme]
     path = parts.path or "/"
     path_and_query = path + (f"?{parts.query}" if parts.query else "")
@@ -239,7 +239,9 @@ def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | No
     return None
 
 
-def _normalise_host(host: str) -> str:
+def normalise_host(host: str) -> str:
+    """A host as the guard compares it: lower-case ASCII (IDNA), an IP address in its canonical text whatever the
+    spelling (`2130706433`, `0x7f.1`, `127.1`, `[::ffff:7f00:1]`). INVALID_INPUT for what no host can be."""
     host = host.strip().lower().rstrip(".")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
