@@ -14,6 +14,13 @@ CWD_DESCRIPTION = (
 MAX_ARGUMENT_CHARS = 65536  # one argv item: as long as the whole string form of a command may be
 PathText = Annotated[str, Field(max_length=4096)]  # PATH_MAX
 
+ENV_DESCRIPTION = (
+    'Environment variables for the program (e.g. {"PYTHONPATH": "src", "PYTEST_ADDOPTS": "-x"}). Inside the '
+    "sandbox any name but LD_*/DYLD_*, the proxy variables, PATH, HOME and TMPDIR; with the sandbox off only the "
+    "server's list (list_processes shows it)."
+)
+EnvVariables = dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=4096)]]
+
 TIMEOUT_DESCRIPTION = (
     "Seconds before the whole process group is killed (default and maximum are set by the server; "
     "a timeout is a TIMEOUT error carrying the last output)."
@@ -28,10 +35,12 @@ class RunCommandInput(ToolInput):
         description=(
             'The command as an argv list (preferred), e.g. ["git", "log", "-n", "5"], or one string split like a '
             "shell would split words (shlex) — but NO shell runs it: pipes, `;`, `&&`, redirections, `$(...)` and "
-            "variables are refused. The program must be on the allow-list (see list_safe_commands)."
+            "variables are refused; a line break inside quotes is kept. The program must be on the allow-list (see "
+            "list_safe_commands)."
         ),
     )
     cwd: str | None = Field(default=None, description=CWD_DESCRIPTION, max_length=4096)
+    env: EnvVariables = Field(default_factory=dict, max_length=32, description=ENV_DESCRIPTION)
     timeout_seconds: float | None = Field(default=None, gt=0, le=86400, description=TIMEOUT_DESCRIPTION)
 
 
@@ -54,6 +63,10 @@ class CommandResult(ToolResult):
     cwd: str
     sandbox: Literal["bubblewrap", "seatbelt", "off"] = Field(description="How the program was confined by the OS.")
     warning: str | None = Field(default=None, description="Set when the program ran without an OS sandbox.")
+    blocked: list[str] = Field(
+        default_factory=list,
+        description="An installer's attempts beyond the configured registries, refused by its egress proxy.",
+    )
 
     def render_text(self) -> str:
         head = f"exit {self.exit_code} in {self.duration_ms} ms ({self.executable} in {self.cwd})"
@@ -64,6 +77,8 @@ class CommandResult(ToolResult):
             parts.append("--- stdout ---\n" + self.stdout.rstrip("\n"))
         if self.stderr:
             parts.append("--- stderr ---\n" + self.stderr.rstrip("\n"))
+        if self.blocked:
+            parts.append("--- refused by the registry-only egress ---\n" + "\n".join(self.blocked))
         return "\n".join(parts)
 
 
@@ -248,12 +263,7 @@ class StartProcessInput(ToolInput):
         "same rules as run_command (allow-list, policies, no shell)."
     )
     cwd: str | None = Field(default=None, description=CWD_DESCRIPTION, max_length=4096)
-    env: dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=4096)]] = Field(
-        default_factory=dict,
-        max_length=32,
-        description="Environment variables to add, from the server's allowed names (PORT, NODE_ENV, DEBUG, ...; "
-        "list_processes shows them).",
-    )
+    env: EnvVariables = Field(default_factory=dict, max_length=32, description=ENV_DESCRIPTION)
     ports: list[Annotated[int, Field(ge=1024, le=65535)]] = Field(
         default_factory=list,
         max_length=8,
@@ -377,4 +387,6 @@ class ListProcessesResult(ToolResult):
     running: int
     max_processes: int
     max_lifetime_seconds: float
-    environment_names: list[str] = Field(description="Environment variables start_process may add.")
+    environment_names: list[str] = Field(
+        description="With the sandbox off, the environment variables run_command and start_process may add."
+    )

@@ -67,23 +67,30 @@ def _progress(ctx: ToolContext | None, what: str, timeout: float | None) -> Any:
     long=lambda params: (params.timeout_seconds or 0) > 60,  # a call allowed over a minute: an MCP task
 )
 async def run_command(params: RunCommandInput, state: Any, ctx: ToolContext) -> CommandResult:
-    """Run one allow-listed program (see list_safe_commands) inside the allowed roots, WITHOUT a shell.
+    """Run one allow-listed program (see list_safe_commands) inside the allowed roots and the OS sandbox, WITHOUT a
+    shell.
 
-    `command` is an argv list (preferred) or a string split into words like a shell would — but pipes, `;`,
-    `&&`, redirections, `$(...)`, backticks, variables and `VAR=value` prefixes are refused (INVALID_INPUT):
-    make one call per command. Per-program policies refuse flags that run code or write outside the project
-    (e.g. `python3 -c`, `node -e`, `find -exec/-delete`, `git -c`, `git diff --output`, `rg --pre`, `sort -o`);
-    path-like arguments and `cwd` must stay inside the roots. Programs are looked up in the project's environment
-    first (the venv — `.venv`, `venv`, any `pyvenv.cfg` directory — and `node_modules/.bin` of `cwd` or above, as
-    an activated venv or `npm run` would: `python`, `pip`, `pytest` are the venv's), then on the server's fixed
-    search path; a program inside the roots may also be given by path (`./gradlew`, `.venv/bin/pytest`). The child
-    gets a fixed environment (that PATH, a private HOME) — nothing from the server. Returns exit_code (non-zero is
-    a normal result), stdout, stderr (each capped: head and tail kept, dropped bytes counted) and duration_ms.
-    Progress is reported about every second. A timeout kills the whole process group and fails with TIMEOUT (last
-    output in the details). For a program that keeps running (a dev server, a watcher, a REPL), use start_process.
+    `command` is an argv list (preferred; an element may hold line breaks: a commit message, a multi-line
+    `python -c`) or a string split into words like a shell would — but pipes, `;`, `&&`, redirections, `$(...)`,
+    backticks, unquoted line breaks and `VAR=value` prefixes are refused (INVALID_INPUT): make one call per command,
+    and give variables in `env`. The sandbox confines what the program does (it writes only the roots, reads only
+    them and the system, has no network), so options that only change its own behaviour run: `python -c`,
+    `pytest -o pythonpath=src`, `git -c`, `find -exec`, `make VAR=x`. A few rules remain (list_safe_commands shows
+    them): secret files (.env, keys) are not named, git's repository options stay inside the roots, wrappers and
+    shells never run. Installers (`pip install -e ".[test]"`, `python -m pip install -r requirements.txt`, `uv sync`,
+    `npm ci`, `poetry install`) reach the package registries only, through an egress proxy (`blocked` lists what else
+    they tried); no other program has a network. Programs are looked up in the project's environment first (the
+    venv — `.venv`, `venv`, any `pyvenv.cfg` directory — and `node_modules/.bin` of `cwd` or above: `python`, `pip`,
+    `pytest` are the venv's), then on the server's fixed search path; a program inside the roots may also be given by
+    path (`./gradlew`, `.venv/bin/pytest`). The child gets a fixed environment (that PATH, a private HOME) plus `env`
+    — nothing from the server. Returns exit_code (non-zero is a normal result), stdout, stderr (each capped: head and
+    tail kept, dropped bytes counted) and duration_ms. Progress is reported about every second. A timeout kills the
+    whole process group and fails with TIMEOUT (last output in the details). With `sandbox = "off"` every argument
+    rule applies again (`python -c`, `find -exec`, installs refused). For a program that keeps running (a dev server,
+    a watcher, a REPL), use start_process.
     """
     timeout = state.timeout_for(params.timeout_seconds)
-    data = await state.run_command(params.command, params.cwd, timeout, _progress(ctx, "command", timeout))
+    data = await state.run_command(params.command, params.cwd, timeout, _progress(ctx, "command", timeout), params.env)
     return CommandResult(**data)
 
 
@@ -240,7 +247,7 @@ def start_process(params: StartProcessInput, state: Any) -> ProcessOutputResult:
 
     Waits up to `wait_seconds` (or until `wait_for` appears in the output, or the program ends) and returns its
     first output and `process_id`. Then: read_process_output (new output), write_process_input (its stdin),
-    stop_process, list_processes. `env` adds variables from the server's allowed names (PORT, NODE_ENV, ...).
+    stop_process, list_processes. `env` adds variables as in run_command (PORT, NODE_ENV, PYTHONPATH, ...).
     `ports`: loopback ports the program listens on, published on the host's 127.0.0.1 so that its server can be
     fetched (web_ops, when its operator allows the address); the program itself still has no network. Limits: the
     server's number of processes at once (MAX_LIMIT_EXCEEDED beyond), their lifetime, and the output kept per
@@ -397,8 +404,9 @@ SECTION = Section(
         list_processes,
     ),
     instructions=(
-        "Commands never go through a shell: pass argv lists, one command per call. Call list_safe_commands to see "
-        "which programs and flags are allowed. Prefer git_status/git_diff/git_log over `git` in run_command. A "
+        "Commands never go through a shell: pass argv lists, one command per call (variables go in `env`). Programs "
+        "run in an OS sandbox; installers reach the package registries only. Call list_safe_commands to see which "
+        "programs and rules apply. Prefer git_status/git_diff/git_log over `git` in run_command. A "
         "project's venv and node_modules/.bin come first on the search path. For programs that keep running, use "
         "start_process, then read_process_output / write_process_input / stop_process."
     ),

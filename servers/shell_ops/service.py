@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -15,7 +16,7 @@ from mcp_sections.servers.shell_ops.background import BackgroundProcess, Process
 from mcp_sections.servers.shell_ops.homes import home_environment, new_private_home, private_home
 from mcp_sections.servers.shell_ops.policies.allow_list import NEVER_ALLOWED
 from mcp_sections.servers.shell_ops.policies.environment import checked_environment
-from mcp_sections.servers.shell_ops.policies.git import split_git_args
+from mcp_sections.servers.shell_ops.policies.git import split_git_args, split_probe_options
 from mcp_sections.servers.shell_ops.policies.guard import CommandGuard
 from mcp_sections.servers.shell_ops.policies.syntax import invalid
 from mcp_sections.servers.shell_ops.processes import ProcessResult, SpawnError, child_environment, run_process
@@ -23,6 +24,7 @@ from mcp_sections.servers.shell_ops.relay import PortPublisher, relay_argv
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
 from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.installers import Egress, registry_egress, registry_environment
 from mcp_sections.shared.sandbox import Confinement, Sandbox, detect, install_prefixes
 from mcp_sections.shared.toolchains import ProjectToolchain
 
@@ -34,8 +36,13 @@ GIT_QUERY_OUTPUT = 32 * 1024 * 1024
 PARTIAL_OUTPUT_BYTES = 4096
 
 RULES = [
-    "No shell: commands are argv lists (strings are split with shlex); `;`, `|`, `&&`, redirections and `$(...)` "
-    "are refused (INVALID_INPUT).",
+    "No shell: commands are argv lists (strings are split with shlex); in a string, `;`, `|`, `&&`, redirections, "
+    "`$(...)` and unquoted line breaks are refused (INVALID_INPUT); an argv element may hold line breaks.",
+    "The OS sandbox is the boundary: a program reads the roots and the system directories, writes the roots, has no "
+    "network; so options that only change what it does there run (python -c, git -c, pytest -o, find -exec). With "
+    "sandbox = 'off' every argument rule applies again (the `refused` lists).",
+    "Installers (pip/uv/poetry install, npm ci, ...) reach the configured registries only, through an egress proxy; "
+    "`blocked` lists what else they tried.",
     "Programs are resolved in the project environment of cwd first (its venv's bin and node_modules/.bin, from cwd "
     "up to its root), then on the fixed search path; the system tools and git always on the fixed search path. "
     "Shells and wrappers are never allowed (PERMISSION_DENIED).",
@@ -46,9 +53,11 @@ RULES = [
     "start_process keeps a program running under the same rules; its output is kept in a bounded ring, it ends at "
     "stop_process, at the end of its lifetime, or with the server; published ports carry connections in, the "
     "program gets no network.",
-    "Path-like arguments and cwd must resolve inside the roots; secret files (.env, keys, ...) are refused.",
+    "cwd must be inside the roots; arguments naming secret files (.env, keys, ...) or the server's state are refused "
+    "(with the sandbox off, every path-like argument must be inside the roots).",
     "Children get a fixed environment: PATH (the project environment first), VIRTUAL_ENV in a venv, a private "
-    "HOME/TMPDIR, LANG=C.UTF-8, git/npm hardening; nothing inherited from the server.",
+    "HOME/TMPDIR, LANG=C.UTF-8, git/npm hardening, plus the caller's `env` (never LD_*, proxies, PATH, HOME); nothing "
+    "inherited from the server.",
     "A non-zero exit code is a normal result; a timeout kills the whole process group and is a TIMEOUT error "
     "whose details hold the last output; a program that cannot start is EXECUTION_FAILED.",
     "Output is capped per stream; head and tail are kept and the dropped byte count is reported.",
@@ -89,16 +98,38 @@ class ShellOps:
         return self._sandbox
 
     def confinement(
-        self, home: Path, toolchain: ProjectToolchain | None = None, program: str | None = None
+        self,
+        home: Path,
+        toolchain: ProjectToolchain | None = None,
+        program: str | None = None,
+        *,
+        egress: Egress | None = None,
     ) -> Confinement:
         """What a program sees: the roots (writable: commands may build, format, commit), its private HOME, and the
         verified interpreter installations its project environment needs (read-only). `program`: a program that is
-        not the sandbox's first one (behind the port relay) and needs its own install prefix shown."""
+        not the sandbox's first one (behind the port relay) and needs its own install prefix shown. `egress`: an
+        installer's way out (`shared.installers`); every other program has no network."""
         readable = [*(toolchain or self.guard.base_toolchain()).readable]
         if program is not None:
             shown = Confinement(writable=(*self.paths.roots, home), readable=tuple(readable))
             readable += [] if shown.shows(os.path.abspath(program)) else [Path(p) for p in install_prefixes(program)]
-        return Confinement.within(self.paths, writable=(*self.paths.roots, home), readable=readable)
+        return Confinement.within(
+            self.paths,
+            writable=(*self.paths.roots, home),
+            readable=readable,
+            network=egress is not None,
+            egress=egress.socket if egress is not None else None,
+        )
+
+    @property
+    def confined(self) -> bool:
+        """Whether the OS sandbox confines programs (then only the argument rules it cannot replace apply)."""
+        return self.sandbox().kind != "off"
+
+    def checked_env(self, env: dict[str, str] | None) -> dict[str, str]:
+        """A caller's variables for one program (policies/environment.py: any name but the reserved ones inside the
+        sandbox; the operator's list with the sandbox off)."""
+        return checked_environment(env or {}, self.settings.process_environment, confined=self.confined)
 
     def environment(self, toolchain: ProjectToolchain | None) -> dict[str, str]:
         """The fixed environment with the project environment activated (its `bin` first on PATH, VIRTUAL_ENV)."""
@@ -143,18 +174,28 @@ class ShellOps:
         env: dict[str, str] | None = None,
         confine: bool = True,
         toolchain: ProjectToolchain | None = None,
+        additions: dict[str, str] | None = None,
+        egress: Egress | None = None,
     ) -> ProcessResult:
         """Run one checked program inside the OS sandbox (`confine=False` only for the hardened git probes that
         inspect a repository before anything runs in it: they must see where its config and objects point).
-        `toolchain`: the project environment of the command (search path, VIRTUAL_ENV, interpreters shown)."""
+        `toolchain`: the project environment of the command (search path, VIRTUAL_ENV, interpreters shown);
+        `additions`: the caller's checked variables; `egress`: an installer's way out to its registries."""
         check_executable(argv[0])
         with private_home() as home:
-            confined = self.sandbox().wrap(argv, cwd, self.confinement(home, toolchain)) if confine else argv
+            confinement = self.confinement(home, toolchain, egress=egress)
+            confined = self.sandbox().wrap(argv, cwd, confinement) if confine else argv
+            installer = {**registry_environment(os.environ), **egress.environment} if egress is not None else {}
             try:
                 return await run_process(
                     confined,
                     cwd=cwd,
-                    env={**(env or self.environment(toolchain)), **home_environment(home)},
+                    env={
+                        **(env or self.environment(toolchain)),
+                        **home_environment(home),
+                        **installer,
+                        **(additions or {}),
+                    },
                     timeout=timeout,
                     max_output_bytes=max_output,
                     progress=progress,
@@ -204,29 +245,45 @@ class ShellOps:
     # -- tools ------------------------------------------------------------------------------------------
 
     async def run_command(
-        self, command: str | list[str], cwd: str | None, timeout_seconds: float | None, progress: Progress
+        self,
+        command: str | list[str],
+        cwd: str | None,
+        timeout_seconds: float | None,
+        progress: Progress,
+        env: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        checked = self.guard.check(command, cwd)
+        checked = self.guard.check(command, cwd, confined=self.confined)
+        additions = self.checked_env(env)
         timeout = self.timeout_for(timeout_seconds)
         argv = checked.argv
         if checked.program == "git":
             global_options, _, _ = split_git_args(checked.args)
-            repo = await git.open_repository(
-                checked.executable, checked.cwd, self.paths, self._git_probe, global_options
+            # The probes run outside the sandbox: they get the repository's location only (with the sandbox off the
+            # policy allowed nothing else); `-c`, `--exec-path` and the rest reach the sandboxed git alone.
+            probe, others = split_probe_options(global_options) if self.confined else (global_options, [])
+            repo = await git.open_repository(checked.executable, checked.cwd, self.paths, self._git_probe, probe)
+            argv = [*repo.base, *others, *checked.args[len(global_options) :]]
+        with contextlib.ExitStack() as stack:
+            egress = None
+            if checked.installer is not None:  # its only way out: the registries (shared.installers)
+                egress = stack.enter_context(
+                    registry_egress(self.sandbox().kind, self.settings.install_registries, os.environ)
+                )
+            result = await self._run(
+                argv,
+                checked.cwd,
+                timeout=timeout,
+                max_output=self.settings.max_output_bytes,
+                progress=progress,
+                toolchain=checked.toolchain,
+                additions=additions,
+                egress=egress,
             )
-            argv = [*repo.base, *checked.args[len(global_options) :]]
-        result = await self._run(
-            argv,
-            checked.cwd,
-            timeout=timeout,
-            max_output=self.settings.max_output_bytes,
-            progress=progress,
-            toolchain=checked.toolchain,
-        )
+            blocked = egress.blocked() if egress is not None else []
         if result.timed_out:
             raise self._timed_out(checked.program, timeout, result)
         self._check_started(checked.executable, result)
-        return self._result(checked.executable, checked.args, checked.cwd, result)
+        return {**self._result(checked.executable, checked.args, checked.cwd, result), "blocked": blocked}
 
     def _check_started(self, executable: str, result: ProcessResult) -> None:
         """EXECUTION_FAILED when the sandbox could not start the program at all (bubblewrap's own error, exit 1):
@@ -251,9 +308,9 @@ class ShellOps:
         self.paths.resolve(str(workdir / "package.json"), purpose="read")
         scripts = npm.read_scripts(workdir)
         name = npm.checked_script(script, scripts)
-        for arg in args:  # the same syntax rules as run_command arguments (no NUL, no line breaks)
-            if "\x00" in arg or "\n" in arg or "\r" in arg:
-                raise ToolFailure(ErrorCode.INVALID_INPUT, "script arguments cannot contain NUL or line breaks.")
+        for arg in args:  # the same syntax rules as run_command arguments (line breaks are fine, NUL is not)
+            if "\x00" in arg:
+                raise ToolFailure(ErrorCode.INVALID_INPUT, "script arguments cannot contain a NUL byte.")
         timeout = self.timeout_for(timeout_seconds)
         argv = npm.npm_argv(executable, name, args)
         result = await self._run(
@@ -402,10 +459,12 @@ class ShellOps:
         max_bytes: int,
     ) -> dict[str, Any]:
         """Start a checked program in the sandbox and keep it running (background.py); its first output."""
-        checked = self.guard.check(command, cwd)
+        checked = self.guard.check(command, cwd, confined=self.confined)
         if checked.program == "git":
             raise invalid("git commands end on their own: use run_command, or git_status, git_diff and git_log.")
-        additions = checked_environment(env, self.settings.process_environment)
+        if checked.installer is not None:
+            raise invalid("an install ends on its own: run it with run_command (it gets the registry-only egress).")
+        additions = self.checked_env(env)
         lifetime = self.processes.lifetime_for(lifetime_seconds)
         self.processes.reserve()
         sandbox = self.sandbox()
@@ -457,10 +516,12 @@ class ShellOps:
         return self._process_output(process, process.cursor, max_bytes, ready=ready)
 
     def _publisher(self, ports: list[int], sandbox: Sandbox) -> PortPublisher | None:
-        """The relay that publishes `ports` (None when there are none, or the program listens on the host itself). A
-        port that is one of the suite's own endpoints is refused (`shared.endpoints`: its HTTP listener, a model's or a
-        section's URL)."""
+        """The relay that publishes `ports` (None when there are none, or the program listens on the host itself),
+        recorded as published while it accepts (`shared.published_ports`: web_ops may read it). A port that is one of
+        the suite's own endpoints is refused (`shared.endpoints`: its HTTP listener, a model's or a section's URL)."""
+        from mcp_sections.shared import served
         from mcp_sections.shared.endpoints import reserved_refusal
+        from mcp_sections.shared.published_ports import PublishedPorts
 
         if not ports:
             return None
@@ -488,8 +549,9 @@ class ShellOps:
                 f"publishing ports needs python3 on the server's search path ({self.guard.search_path}) for its "
                 "relay inside the sandbox; install python3, or omit `ports`.",
             )
+        server = served.settings_of("shell_ops")
         try:
-            return PortPublisher(ports)
+            return PortPublisher(ports, PublishedPorts(server.data_dir) if server is not None else None)
         except OSError as exc:
             raise ToolFailure(
                 ErrorCode.EXECUTION_FAILED,
@@ -571,7 +633,7 @@ class ShellOps:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "programs": self.guard.describe(),
+            "programs": self.guard.describe(confined=self._sandbox_report()["kind"] in ("bubblewrap", "seatbelt")),
             "never_allowed": dict(sorted(NEVER_ALLOWED.items())),
             "search_path": self.guard.search_path,
             "roots": [str(root) for root in self.paths.roots],

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS, check_allow_list
 from mcp_sections.servers.shell_ops.policies.environment import DEFAULT_PROCESS_ENVIRONMENT, check_environment_names
 from mcp_sections.shared.config import SectionSettings
+from mcp_sections.shared.installers import DEFAULT_REGISTRIES
 from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
 
 
@@ -72,9 +73,19 @@ class ShellOpsSettings(SectionSettings):
     )
     process_environment: list[str] = Field(
         default_factory=lambda: list(DEFAULT_PROCESS_ENVIRONMENT),
-        description="Environment variables start_process may add (comma-separated in the environment). Names that "
-        "change how programs are found, loaded or configured (PATH, HOME, LD_*, PYTHONPATH, NODE_OPTIONS, GIT_*, "
-        "npm_config_*, ...) are refused even if listed.",
+        description="With the sandbox off: the environment variables run_command and start_process may add "
+        "(comma-separated in the environment); names that change how programs are found, loaded or configured (PATH, "
+        "HOME, LD_*, PYTHONPATH, NODE_OPTIONS, GIT_*, npm_config_*, ...) are refused even if listed. Inside the "
+        "sandbox any name is accepted but the few that reach outside it (LD_*, the egress proxy's, PATH, HOME, "
+        "TMPDIR).",
+    )
+    install_registries: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_REGISTRIES),
+        description="The only places an installer run_command starts (pip/uv/poetry install, npm ci, ...) may reach, "
+        "through an egress proxy (no other address, loopback included): registry URLs (`https://pypi.org`) or hosts "
+        "(`*.example.org`); the server's own PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, UV_INDEX_URL and npm_config_registry "
+        "are added. Every other program has no network.",
+        max_length=100,
     )
     publish_ports: bool = Field(
         default=True,
@@ -82,7 +93,7 @@ class ShellOpsSettings(SectionSettings):
         "(a relay; the program itself still has no network).",
     )
 
-    @field_validator("process_environment", mode="before")
+    @field_validator("process_environment", "install_registries", mode="before")
     @classmethod
     def _split_names(cls, value: object) -> object:
         if isinstance(value, str):

@@ -20,7 +20,7 @@ from mcp import Client
 
 from tests.in_memory import section_in_memory
 from tests.shell_ops.repos import GIT_IDENTITY, git, make_repo
-from tests.stdio import data_of, error_of
+from tests.stdio import call, data_of, error_of
 
 MARKER = f"/tmp/PWNED-{uuid.uuid4().hex[:12]}"
 HOOKS = ("pre-commit", "commit-msg", "post-commit", "post-checkout", "post-index-change", "reference-transaction")
@@ -152,6 +152,19 @@ async def client(world: dict[str, Path]) -> AsyncIterator[Client]:
         os.unlink(path)
 
 
+@pytest.fixture(scope="module")
+async def unconfined(world: dict[str, Path]) -> AsyncIterator[Client]:
+    """The same server with `sandbox = "off"`: the argument rules are the only layer."""
+    base = world["base"]
+    env = {
+        "MCP_SECTIONS_CONFIG": str(base / "absent.toml"),
+        "MCP_SECTIONS_DATA_DIR": str(base / "data-off"),
+        "MCP_SECTIONS_SHELL_OPS_SANDBOX": "off",
+    }
+    async with section_in_memory("shell_ops", "--root", str(world["root"]), env=env) as connected:
+        yield connected
+
+
 @pytest.fixture
 def unchanged_outside(world: dict[str, Path]) -> Any:
     """Asserts after the test that nothing outside the root changed and no marker appeared."""
@@ -164,12 +177,14 @@ def unchanged_outside(world: dict[str, Path]) -> Any:
 
 def _in_root(path: str, world: dict[str, Path]) -> bool:
     root = str(world["root"])
-    return path == root or path.startswith(root + os.sep) or path.startswith(str(world["base"] / "data"))
+    data = str(world["base"] / "data")
+    return path == root or path.startswith(root + os.sep) or path.startswith(data)
 
 
 OUT = "{out}"  # replaced by the outside directory
 
-# (id, tool arguments for run_command, expected error code)
+# (id, tool arguments for run_command, expected error code): refused whether or not the OS sandbox runs, each by a rule
+# the OS cannot take the place of (servers/shell_ops/README.md, section 2, lists them with their reasons).
 RUN_COMMAND_ATTACKS: list[tuple[str, dict[str, Any], str]] = [
     ("semicolon", {"command": f"ls; touch {OUT}/pwned"}, "INVALID_INPUT"),
     ("and-and", {"command": f"ls && touch {OUT}/pwned"}, "INVALID_INPUT"),
@@ -177,7 +192,7 @@ RUN_COMMAND_ATTACKS: list[tuple[str, dict[str, Any], str]] = [
     ("pipe", {"command": f"cat README.md | tee {OUT}/pwned"}, "INVALID_INPUT"),
     ("background", {"command": f"ls & touch {OUT}/pwned"}, "INVALID_INPUT"),
     ("newline", {"command": f"ls\ntouch {OUT}/pwned"}, "INVALID_INPUT"),
-    ("carriage-return", {"command": ["ls", f"x\rtouch {OUT}/pwned"]}, "INVALID_INPUT"),
+    ("carriage-return-unquoted", {"command": f"ls x\rtouch {OUT}/pwned"}, "INVALID_INPUT"),
     ("nul-byte", {"command": ["ls", "README.md\x00/etc/passwd"]}, "INVALID_INPUT"),
     ("command-substitution", {"command": f"echo $(touch {OUT}/pwned)"}, "INVALID_INPUT"),
     ("backticks", {"command": f"echo `touch {OUT}/pwned`"}, "INVALID_INPUT"),
@@ -187,7 +202,11 @@ RUN_COMMAND_ATTACKS: list[tuple[str, dict[str, Any], str]] = [
     ("redirect-operator-argv", {"command": ["ls", ">", f"{OUT}/pwned"]}, "INVALID_INPUT"),
     ("env-assignment-ld-preload", {"command": "LD_PRELOAD=/tmp/evil.so ls"}, "INVALID_INPUT"),
     ("env-assignment-argv", {"command": ["PATH=/tmp", "ls"]}, "INVALID_INPUT"),
-    ("env-argument", {"command": ["ls"], "env": {"LD_PRELOAD": "/tmp/evil.so"}}, "INVALID_INPUT"),
+    # bubblewrap itself runs on the host with the program's environment: the loader would preload before confinement
+    ("env-argument-ld-preload", {"command": ["ls"], "env": {"LD_PRELOAD": f"{OUT}/evil.so"}}, "PERMISSION_DENIED"),
+    ("env-argument-tunables", {"command": ["ls"], "env": {"GLIBC_TUNABLES": "glibc.x=1"}}, "PERMISSION_DENIED"),
+    ("env-argument-proxy", {"command": ["ls"], "env": {"HTTPS_PROXY": "http://127.0.0.1:1"}}, "PERMISSION_DENIED"),
+    ("env-argument-path", {"command": ["ls"], "env": {"PATH": OUT}}, "PERMISSION_DENIED"),
     ("wrapper-env", {"command": ["env", "touch", f"{OUT}/pwned"]}, "PERMISSION_DENIED"),
     ("wrapper-xargs", {"command": ["xargs", "touch"]}, "PERMISSION_DENIED"),
     ("wrapper-sh", {"command": ["sh", "-c", f"touch {OUT}/pwned"]}, "PERMISSION_DENIED"),
@@ -196,51 +215,65 @@ RUN_COMMAND_ATTACKS: list[tuple[str, dict[str, Any], str]] = [
     ("wrapper-nice", {"command": ["nice", "touch", f"{OUT}/pwned"]}, "PERMISSION_DENIED"),
     ("wrapper-sudo", {"command": ["sudo", "ls"]}, "PERMISSION_DENIED"),
     ("wrapper-busybox", {"command": ["busybox", "sh"]}, "PERMISSION_DENIED"),
+    ("wrapper-npm-exec", {"command": ["npm", "exec", "--", "sh", "-c", "id"]}, "PERMISSION_DENIED"),
     ("awk-system", {"command": ["awk", f'BEGIN{{system("touch {OUT}/pwned")}}']}, "PERMISSION_DENIED"),
     ("not-on-allow-list", {"command": ["curl", "-o", "x", "http://example.com"]}, "PERMISSION_DENIED"),
     ("program-outside-fixed-path", {"command": [f"{OUT}/ls"]}, "PERMISSION_DENIED"),
     ("relative-program-path", {"command": ["escape/ls"]}, "PERMISSION_DENIED"),
-    ("python-c", {"command": ["python3", "-c", f"open('{OUT}/pwned','w')"]}, "PERMISSION_DENIED"),
-    ("python-m-pdb-c", {"command": ["python3", "-m", "pdb", "-c", "!import os", "script.py"]}, "PERMISSION_DENIED"),
-    ("python-m-timeit", {"command": ["python3", "-m", "timeit", f"open('{OUT}/pwned','w')"]}, "PERMISSION_DENIED"),
-    ("python-stdin", {"command": ["python3", "-"]}, "PERMISSION_DENIED"),
-    ("node-e", {"command": ["node", "-e", f"require('fs').writeFileSync('{OUT}/pwned','')"]}, "PERMISSION_DENIED"),
-    ("node-eval-long", {"command": ["node", "--eval=process.exit(1)"]}, "PERMISSION_DENIED"),
-    ("node-require", {"command": ["node", "-r", "./evil.js", "script.js"]}, "PERMISSION_DENIED"),
-    ("find-exec", {"command": ["find", ".", "-exec", "touch", f"{OUT}/pwned", "+"]}, "PERMISSION_DENIED"),
-    ("find-execdir", {"command": ["find", ".", "-execdir", "id", "+"]}, "PERMISSION_DENIED"),
-    ("find-delete", {"command": ["find", ".", "-name", "README.md", "-delete"]}, "PERMISSION_DENIED"),
-    ("find-fprint", {"command": ["find", ".", "-fprint", "list.txt"]}, "PERMISSION_DENIED"),
-    ("git-c-pager", {"command": ["git", "-c", f"core.pager=touch {OUT}/pwned", "log"]}, "PERMISSION_DENIED"),
-    ("git-c-alias", {"command": ["git", "-c", "alias.x=!id", "x"]}, "PERMISSION_DENIED"),
-    ("git-upload-pack", {"command": ["git", "fetch", f"--upload-pack=touch {OUT}/pwned", "."]}, "PERMISSION_DENIED"),
-    ("git-ls-remote-u", {"command": ["git", "ls-remote", "-u", "id", "."]}, "PERMISSION_DENIED"),
-    ("git-diff-output", {"command": ["git", "diff", f"--output={OUT}/pwned"]}, "PERMISSION_DENIED"),
-    ("git-diff-output-abbrev", {"command": ["git", "diff", "--outp=x.txt"]}, "PERMISSION_DENIED"),
-    ("git-log-ext-diff", {"command": ["git", "log", "-p", "--ext-diff"]}, "PERMISSION_DENIED"),
-    ("git-config-write", {"command": ["git", "config", "core.fsmonitor", f"touch {OUT}/pwned"]}, "PERMISSION_DENIED"),
-    ("git-submodule-foreach", {"command": ["git", "submodule", "foreach", "id"]}, "PERMISSION_DENIED"),
-    ("git-filter-branch", {"command": ["git", "filter-branch", "--tree-filter", "id"]}, "PERMISSION_DENIED"),
-    ("git-alias-from-config", {"command": ["git", "st"], "cwd": "hostile"}, "PERMISSION_DENIED"),
-    ("git-exec-path", {"command": ["git", "--exec-path=escape", "status"]}, "PERMISSION_DENIED"),
     ("git-C-outside", {"command": ["git", "-C", "/", "status"]}, "PERMISSION_DENIED"),
-    ("rg-pre", {"command": ["rg", "--pre", "./evil", "x"]}, "PERMISSION_DENIED"),
-    ("sort-output", {"command": ["sort", "-o", f"{OUT}/pwned", "README.md"]}, "PERMISSION_DENIED"),
-    ("make-shell-override", {"command": ["make", f"SHELL=/usr/bin/touch {OUT}/pwned"]}, "PERMISSION_DENIED"),
-    ("npm-install", {"command": ["npm", "install"]}, "PERMISSION_DENIED"),
-    ("npm-lifecycle-run", {"command": ["npm", "run", "postinstall"]}, "PERMISSION_DENIED"),
+    ("git-git-dir-outside", {"command": ["git", f"--git-dir={OUT}", "log"]}, "PERMISSION_DENIED"),
+    ("git-show-secret-blob", {"command": ["git", "show", "HEAD:.env"]}, "PERMISSION_DENIED"),
     ("npm-script-shell", {"command": ["npm", "test", "--script-shell=/bin/bash"]}, "PERMISSION_DENIED"),
-    ("path-absolute-outside", {"command": ["cat", "/etc/passwd"]}, "PERMISSION_DENIED"),
-    ("path-dotdot", {"command": ["cat", "../outside/keep.txt"]}, "PERMISSION_DENIED"),
-    ("path-symlink-escape", {"command": ["cat", "escape/keep.txt"]}, "PERMISSION_DENIED"),
-    ("grep-R-through-symlink", {"command": ["grep", "-R", "keep", "."]}, "PERMISSION_DENIED"),
-    ("path-in-option-value", {"command": ["grep", "--file=/etc/passwd", "README.md"]}, "PERMISSION_DENIED"),
-    ("path-attached-short", {"command": ["grep", "-f/etc/shadow", "README.md"]}, "PERMISSION_DENIED"),
     ("secret-file", {"command": ["cat", ".env"]}, "PERMISSION_DENIED"),
     ("cwd-absolute-outside", {"command": ["ls"], "cwd": "/tmp"}, "PERMISSION_DENIED"),
     ("cwd-dotdot", {"command": ["ls"], "cwd": ".."}, "PERMISSION_DENIED"),
     ("cwd-symlink-escape", {"command": ["ls"], "cwd": "escape"}, "PERMISSION_DENIED"),
     ("timeout-above-max", {"command": ["ls"], "timeout_seconds": 99999}, "INVALID_INPUT"),
+]
+
+KEPT = "keep me"  # the outside file's content: it must never come back
+# (id, run_command arguments): with the sandbox off the argument rules refuse each (PERMISSION_DENIED, they are the only
+# layer there); inside the sandbox each runs, and the OS stops what the rule feared: nothing outside the roots is
+# written (ENOENT: the outside does not exist there; EROFS for the system), the outside file is never read, no marker
+# appears on the host (a program's /tmp is its own), and nothing reaches the network.
+CONFINED_ATTACKS: list[tuple[str, dict[str, Any]]] = [
+    ("python-c", {"command": ["python3", "-c", f"open('{OUT}/pwned','w')"]}),
+    ("python-c-multiline", {"command": ["python3", "-c", f"import os\nos.makedirs('{OUT}/pwned-dir')"]}),
+    ("python-c-reads-outside", {"command": ["python3", "-c", f"print(open('{OUT}/keep.txt').read())"]}),
+    ("python-c-network", {"command": ["python3", "-c", "import socket; socket.create_connection(('1.1.1.1', 53), 3)"]}),
+    ("python-m-pdb-c", {"command": ["python3", "-m", "pdb", "-c", f"!open('{OUT}/pwned','w')", "script.py"]}),
+    ("python-m-timeit", {"command": ["python3", "-m", "timeit", f"open('{OUT}/pwned','w')"]}),
+    ("python-stdin", {"command": ["python3", "-"]}),
+    ("python-c-writes-system", {"command": ["python3", "-c", "open('/usr/pwned-by-test','w')"]}),
+    ("node-e", {"command": ["node", "-e", f"require('fs').writeFileSync('{OUT}/pwned','')"]}),
+    ("node-eval-long", {"command": ["node", f"--eval=require('fs').writeFileSync('{OUT}/pwned','')"]}),
+    ("node-require", {"command": ["node", "-r", f"{OUT}/evil.js", "script.py"]}),
+    ("find-exec", {"command": ["find", ".", "-maxdepth", "0", "-exec", "touch", f"{OUT}/pwned", "+"]}),
+    ("find-execdir", {"command": ["find", ".", "-maxdepth", "0", "-execdir", "touch", f"{MARKER}-find", ";"]}),
+    ("find-delete-outside", {"command": ["find", OUT, "-delete"]}),
+    ("find-fprint-outside", {"command": ["find", ".", "-maxdepth", "0", "-fprint", f"{OUT}/pwned"]}),
+    ("git-c-pager", {"command": ["git", "-c", f"core.pager=touch {OUT}/pwned", "-P", "log"]}),
+    ("git-c-alias", {"command": ["git", "-c", f"alias.x=!touch {MARKER}-alias", "x"]}),
+    ("git-c-fsmonitor", {"command": ["git", "-c", f"core.fsmonitor=touch {MARKER}-fsmonitor", "status"]}),
+    ("git-upload-pack", {"command": ["git", "fetch", f"--upload-pack=touch {OUT}/pwned", "."]}),
+    ("git-ls-remote-u", {"command": ["git", "ls-remote", "-u", f"touch {MARKER}-ls-remote", "."]}),
+    ("git-diff-output", {"command": ["git", "diff", f"--output={OUT}/pwned"]}),
+    ("git-diff-output-abbrev", {"command": ["git", "diff", f"--outp={OUT}/pwned"]}),
+    ("git-log-ext-diff", {"command": ["git", "log", "-p", "-1", "--ext-diff"]}),
+    ("git-exec-path", {"command": ["git", "--exec-path=escape", "status"]}),
+    ("git-submodule-foreach", {"command": ["git", "submodule", "foreach", f"touch {OUT}/pwned"]}),
+    ("git-alias-from-config", {"command": ["git", "st"], "cwd": "hostile"}),
+    ("rg-pre", {"command": ["rg", "--pre", f"{OUT}/ls", "x"]}),
+    ("sort-output", {"command": ["sort", "-o", f"{OUT}/pwned", "README.md"]}),
+    ("sort-output-system", {"command": ["sort", "-o", "/etc/pwned-by-test", "README.md"]}),
+    ("make-shell-override", {"command": ["make", "-f", "/dev/null", f"SHELL=/usr/bin/touch {OUT}/pwned"]}),
+    ("npm-lifecycle-run", {"command": ["npm", "run", "postinstall"]}),
+    ("path-absolute-outside", {"command": ["cat", f"{OUT}/keep.txt"]}),
+    ("path-dotdot", {"command": ["cat", "../outside/keep.txt"]}),
+    ("path-symlink-escape", {"command": ["cat", "escape/keep.txt"]}),
+    ("grep-R-through-symlink", {"command": ["grep", "-R", "keep", "."]}),
+    ("path-in-option-value", {"command": ["grep", f"--file={OUT}/keep.txt", "README.md"]}),
+    ("path-attached-short", {"command": ["grep", "-f/etc/shadow", "README.md"]}),
 ]
 
 
@@ -268,6 +301,68 @@ async def test_run_command_attacks(
     assert not (world["outside"] / "pwned").exists()
 
 
+@pytest.mark.anyio
+@pytest.mark.usefixtures("unchanged_outside")
+@pytest.mark.parametrize("arguments", [a for _, a in CONFINED_ATTACKS], ids=[i for i, _ in CONFINED_ATTACKS])
+async def test_attacks_the_os_confines_run_confined(
+    client: Client, unconfined: Client, world: dict[str, Path], arguments: dict[str, Any]
+) -> None:
+    """The argv rule that refused each of these is a rule of the sandbox-off layer only (issue #38): there it still
+    refuses, and inside the sandbox the attack runs and its effect does not happen."""
+    arguments = _fill(arguments, world["outside"])
+    error_code, message = error_of(await unconfined.call_tool("run_command", arguments))
+    assert error_code in ("PERMISSION_DENIED", "INVALID_INPUT"), message
+    result = await client.call_tool("run_command", arguments)
+    shown = str(result.structured_content) + " ".join(getattr(block, "text", "") for block in result.content)
+    assert KEPT not in shown, shown
+    assert not result.is_error, shown  # it ran: no argv rule stands in for the OS here
+    assert result.structured_content is not None and result.structured_content["sandbox"] == "bubblewrap"
+    assert not (world["outside"] / "pwned").exists() and not (world["outside"] / "pwned-dir").exists()
+    assert (world["outside"] / "keep.txt").exists()  # find -delete did not reach it
+    assert not Path("/usr/pwned-by-test").exists() and not Path("/etc/pwned-by-test").exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("unchanged_outside")
+async def test_the_effects_fail_for_the_os_reason(client: Client, world: dict[str, Path]) -> None:
+    """The refusals come from the OS: the outside does not exist (ENOENT), the system is read-only (EROFS), a new file
+    in the sandbox's own root is gone with it, and there is no network."""
+    outside = world["outside"]
+    write = await call(client, "run_command", command=["python3", "-c", f"open('{outside}/pwned','w')"])
+    assert write["exit_code"] != 0 and "FileNotFoundError" in write["stderr"], write
+    system = await call(client, "run_command", command=["python3", "-c", "open('/usr/pwned-by-test','w')"])
+    assert "Read-only file system" in system["stderr"], system
+    target = f"/etc/pwned-{uuid.uuid4().hex[:8]}"  # /etc is the sandbox's own: a tmpfs gone with it
+    sort = await call(client, "run_command", command=["sort", "-o", target, "README.md"])
+    assert sort["exit_code"] == 0 and not Path(target).exists(), sort
+    passwd = await call(client, "run_command", command=["sort", "-o", "/etc/passwd", "README.md"])
+    assert "Read-only file system" in passwd["stderr"], passwd  # what the sandbox shows of /etc is read-only
+    network = await call(
+        client, "run_command", command=["python3", "-c", "import socket; socket.create_connection(('1.1.1.1', 53), 3)"]
+    )
+    assert network["exit_code"] != 0 and "Network is unreachable" in network["stderr"], network
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("unchanged_outside")
+async def test_a_git_config_a_program_writes_runs_nothing_on_the_host(client: Client, world: dict[str, Path]) -> None:
+    """`git config` writes are no longer refused: a sandboxed program could write `.git/config` anyway. What protects
+    the host is the hardening of git's probes, which run outside the sandbox: they never run what the config names."""
+    repo = world["root"]
+    config = (repo / ".git" / "config").read_text()
+    try:
+        for key, value in (("core.fsmonitor", f"touch {MARKER}-config-fsmonitor; echo"), ("core.pager", "false")):
+            written = await call(client, "run_command", command=["git", "config", key, value])
+            assert written["exit_code"] == 0, written
+        assert MARKER in (repo / ".git" / "config").read_text()
+        await call(client, "git_status")
+        await call(client, "run_command", command=["git", "status"])
+        await call(client, "git_log", max_count=1)
+        assert markers(MARKER) == []
+    finally:
+        (repo / ".git" / "config").write_text(config)
+
+
 # (id, tool, arguments, expected error code)
 OTHER_TOOL_ATTACKS: list[tuple[str, str, dict[str, Any], str]] = [
     ("diff-ref-option", "git_diff", {"mode": "ref", "ref": f"--output={OUT}/pwned"}, "INVALID_INPUT"),
@@ -285,7 +380,7 @@ OTHER_TOOL_ATTACKS: list[tuple[str, str, dict[str, Any], str]] = [
     ("npm-pre-hook", "run_npm_script", {"script": "pretest"}, "PERMISSION_DENIED"),
     ("npm-option-as-name", "run_npm_script", {"script": "--script-shell=/bin/bash"}, "INVALID_INPUT"),
     ("npm-cwd-outside", "run_npm_script", {"script": "test", "cwd": OUT}, "PERMISSION_DENIED"),
-    ("npm-arg-newline", "run_npm_script", {"script": "test", "args": ["a\nb"]}, "INVALID_INPUT"),
+    ("npm-arg-nul", "run_npm_script", {"script": "test", "args": ["a\x00b"]}, "INVALID_INPUT"),
 ]
 
 
@@ -383,4 +478,4 @@ async def test_repository_outside_the_roots_is_refused(client: Client, world: di
 
 
 def test_attack_count() -> None:
-    assert len(RUN_COMMAND_ATTACKS) + len(OTHER_TOOL_ATTACKS) + len(HOSTILE_GIT_CALLS) >= 35
+    assert len(RUN_COMMAND_ATTACKS) + len(CONFINED_ATTACKS) + len(OTHER_TOOL_ATTACKS) + len(HOSTILE_GIT_CALLS) >= 100

@@ -1,13 +1,15 @@
 """Issue #11's attack classes, through the real stdio servers: each class is refused as a class (not one program at
 a time), secrets that come back through git or file contents are masked, and writes cannot plant git state.
 
-shell_ops runs twice: with its OS sandbox and with `sandbox = "off"`, which shows that the argument layer holds on
-its own (the sandbox is tested in test_sandbox.py).
+shell_ops runs twice: with `sandbox = "off"`, which shows that the argument layer holds on its own, and with its OS
+sandbox, where only the classes the OS cannot confine stay refused and the others run with nothing to reach (the
+sandbox itself is tested in test_sandbox.py).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -124,11 +126,38 @@ CLASS_ATTACKS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+#: The classes that stay refused inside the sandbox too, each for a reason the OS cannot take over: git's repository
+#: options and state lead the hardened probes, which run outside the sandbox; a secret is named in git's history (the
+#: sandbox hides the file, not its copies in the objects) or by name in the roots (it would read as an empty file).
+REFUSED_IN_THE_SANDBOX = frozenset(
+    [
+        *("attached-grep-f-secret", "git-C-parent", "git-C-attached", "git-git-dir", "git-work-tree", "git-C-chain"),
+        *("git-alternates-outside", "git-log-pathspec-secret", "git-grep-pathspec-secret"),
+    ]
+)
+
+
 @pytest.mark.anyio
-@pytest.mark.parametrize(("arguments"), [a for _, a in CLASS_ATTACKS], ids=[i for i, _ in CLASS_ATTACKS])
-async def test_each_class_is_refused(shell: Client, world: dict[str, Path], arguments: dict[str, Any]) -> None:
-    code, message = error_of(await shell.call_tool("run_command", arguments))
-    assert code == PD, message
+@pytest.mark.parametrize(("attack", "arguments"), CLASS_ATTACKS, ids=[i for i, _ in CLASS_ATTACKS])
+async def test_each_class_is_refused(
+    request: pytest.FixtureRequest, shell: Client, world: dict[str, Path], attack: str, arguments: dict[str, Any]
+) -> None:
+    """With the sandbox off every class is refused (the argument layer holds on its own); inside the sandbox the classes
+    the OS confines run, and what they reach for is not there: the outside file never comes back, nothing is written
+    outside (issue #38)."""
+    result = await shell.call_tool("run_command", arguments)
+    if request.node.callspec.params["shell"] == "off" or attack in REFUSED_IN_THE_SANDBOX:
+        code, message = error_of(result)
+        assert code == PD, message
+    else:
+        shown = str(result.structured_content) + " ".join(getattr(block, "text", "") for block in result.content)
+        assert not result.is_error, shown
+        # `linked-outside.txt` is a hard link the fixture made into the root: a recursive read finds it with or without
+        # -R (no program can make one: it cannot see the outside); the link `escape/` leads to nothing.
+        reached = [
+            line for line in re.split(r"\\n|\n", shown) if OUTSIDE_TEXT in line and "linked-outside.txt" not in line
+        ]
+        assert reached == [] and "made-outside" not in shown and API_KEY not in shown, shown
     assert not (world["outside"] / "out.txt").exists() and not (world["outside"] / "cache").exists()
 
 

@@ -187,10 +187,35 @@ async def test_a_venv_cannot_show_the_sandbox_what_is_not_an_installation(
 
 
 @pytest.mark.anyio
-async def test_environment_additions_cannot_change_what_loads(shell: Client) -> None:
-    for name in ("LD_PRELOAD", "PYTHONPATH", "PYTHONSTARTUP", "NODE_OPTIONS", "PYTEST_ADDOPTS", "GIT_DIR", "PATH"):
-        message = await fail(shell, "start_process", "PERMISSION_DENIED", command=["ls"], env={name: "/tmp/x"})
-        assert "can never be set" in message, message
+async def test_environment_additions_change_only_what_runs_inside_the_sandbox(
+    shell: Client, world: dict[str, Path]
+) -> None:
+    """Issue #38: inside the sandbox a variable changes only the program there, so PYTHONPATH, PYTHONSTARTUP,
+    NODE_OPTIONS, PYTEST_ADDOPTS or GIT_DIR are accepted; they were refused because they load code, and what they load
+    from outside the roots is not there. The variables that reach the host are refused: the loader's (bubblewrap runs on
+    the host with the program's environment, before it confines anything), the egress proxy's, PATH and HOME."""
+    for name in ("LD_PRELOAD", "LD_AUDIT", "GLIBC_TUNABLES", "PATH", "HOME", "HTTPS_PROXY", "no_proxy"):
+        for tool in ("start_process", "run_command"):
+            message = await fail(shell, tool, "PERMISSION_DENIED", command=["ls"], env={name: "/tmp/x"})
+            assert "cannot be set by a caller" in message, message
+    (world["outside"] / "sitecustomize.py").write_text(f"print({SECRET!r})\n")
+    (world["outside"] / "evilmod.py").write_text(f"print({SECRET!r})\n")
+    (world["outside"] / "startup.py").write_text(f"print({SECRET!r})\n")
+    outside = str(world["outside"])
+    probe = "import importlib.util as u; print('evilmod', u.find_spec('evilmod') is not None)"
+    for env in (
+        {"PYTHONPATH": outside},
+        {"PYTHONSTARTUP": f"{outside}/startup.py", "PYTHONINSPECT": "1"},
+        {"PYTHONPATH": outside, "PYTEST_ADDOPTS": f"-p evilmod --rootdir={outside}"},
+        {"NODE_OPTIONS": f"--require {outside}/evil.js", "GIT_DIR": outside},
+    ):
+        ran = await call(shell, "run_command", command=["python3", "-c", probe], env=env)
+        assert "evilmod False" in ran["stdout"] and SECRET not in str(ran), (env, ran)
+    (world["root"] / "tools" / "insidemod.py").write_text("print('inside-ok')\n")
+    inside = await call(
+        shell, "run_command", command=["python3", "-c", "import insidemod"], env={"PYTHONPATH": "tools"}
+    )
+    assert inside["stdout"] == "inside-ok\n", inside  # PYTHONPATH works, inside the roots
     with pytest.raises(ValueError, match="can never be set"):
         ShellOpsSettings.load(process_environment=["PORT", "LD_PRELOAD"])
 

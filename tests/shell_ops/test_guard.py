@@ -11,10 +11,12 @@ from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_P
 from mcp_sections.servers.shell_ops.policies.git import git_hardening_args
 from mcp_sections.servers.shell_ops.policies.guard import CommandGuard
 from mcp_sections.servers.shell_ops.policies.npm import check_npm_script_name
+from mcp_sections.servers.shell_ops.policies.programs import policy_for
 from mcp_sections.servers.shell_ops.policies.syntax import split_command
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.installers import installer_kind
 
 
 @pytest.fixture
@@ -70,17 +72,30 @@ def test_string_commands_split_without_a_shell(guard: CommandGuard, root: Path) 
         ["ls", "&&", "id"],
         ["ls", ">out.txt"],
         ["ls", "2>&1"],
-        ["ls", "a\nb"],
         ["PATH=/tmp", "ls"],
+        'git commit -m "a" \n id',
     ],
 )
 def test_shell_syntax_is_invalid_input(guard: CommandGuard, command: str | list[str]) -> None:
     assert code_of(guard, command) == ErrorCode.INVALID_INPUT
 
 
+@pytest.mark.parametrize("confined", [True, False])
+def test_line_breaks_inside_an_argument_are_kept(guard: CommandGuard, confined: bool) -> None:
+    """No shell reads an argv element: a commit message with a body is one argument (issue #38)."""
+    message = "subject line\n\nthe body, second paragraph\r\n"
+    assert guard.check(["git", "commit", "-m", message], confined=confined).args == ("commit", "-m", message)
+    assert guard.check('git commit -m "subject\n\nbody"', confined=confined).args == ("commit", "-m", "subject\n\nbody")
+    assert guard.check(["grep", "-e", "a\nb", "src"], confined=confined).args == ("-e", "a\nb", "src")
+    with pytest.raises(ToolFailure) as caught:
+        guard.check(["grep", "a\x00b", "src"], confined=confined)
+    assert caught.value.code == ErrorCode.INVALID_INPUT  # NUL: no argument of a program can hold one
+
+
 def test_argv_literals_that_look_like_shell_are_fine_inside_words(guard: CommandGuard) -> None:
     assert guard.check(["grep", "-e", "a;b|c", "src"]).args == ("-e", "a;b|c", "src")
     assert guard.check(["find", "src", "(", "-name", "*.py", "!", "-name", "x", ")"]).program == "find"
+    assert guard.check(["grep", ">=", "src"]).args == (">=", "src")  # an operator of the program's own language
 
 
 @pytest.mark.parametrize(
@@ -129,75 +144,146 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         ShellOpsSettings.load()
 
 
+#: Refused by the argument policies when nothing else confines the program (`sandbox = "off"`).
+REFUSED_WITH_THE_SANDBOX_OFF: list[list[str]] = [
+    ["python3", "-c", "print(1)"],
+    ["python3", "-Bc", "print(1)"],
+    ["python3", "-m", "pdb", "-c", "!import os", "src/main.py"],
+    ["python3", "-m", "http.server"],
+    ["python3", "-"],
+    ["python3", "--check-hash-based-pycs", "always"],
+    ["python3", "-m", "pytest", "-o", "cache_dir=/tmp/x"],
+    ["python3", "-m", "pytest", "-p", "evil_plugin"],
+    ["node", "-e", "1"],
+    ["node", "--eval=1"],
+    ["node", "-p", "1"],
+    ["node", "-r", "./x.js", "script.js"],
+    ["node", "--import", "./x.mjs", "script.js"],
+    ["node", "--inspect=0.0.0.0:9229", "script.js"],
+    ["node", "--inspect_brk", "script.js"],
+    ["perl", "-e", "system('id')"],
+    ["perl", "-MPOSIX", "x.pl"],
+    ["find", ".", "-exec", "id", "{}", "+"],
+    ["find", ".", "-execdir", "id", "+"],
+    ["find", ".", "-delete"],
+    ["find", ".", "-fprint", "out"],
+    ["find", "-L", "."],
+    ["rg", "--pre", "./x", "foo"],
+    ["rg", "-L", "foo"],
+    ["grep", "-R", "foo", "."],
+    ["grep", "--dereference-recursive", "foo"],
+    ["rg", "--pre=./x", "foo"],
+    ["sort", "-o", "out", "src/main.py"],
+    ["sort", "-uo", "out", "src/main.py"],
+    ["sort", "--outp=out", "src/main.py"],
+    ["sort", "--compress-program=./x", "src/main.py"],
+    ["tar", "--to-command=id", "-xf", "a.tar"],
+    ["tar", "-I", "./x", "-xf", "a.tar"],
+    ["make", "SHELL=/tmp/evil"],
+    ["make", "--eval=all:;id"],
+    ["pytest", "--override-ini=cache_dir=x"],
+    ["git", "-c", "core.pager=id", "log"],
+    ["git", "--config-env=core.pager=X", "log"],
+    ["git", "--exec-path=.", "log"],
+    ["git", "clone", "-u", "id", "x"],
+    ["git", "fetch", "--upload-pack=id"],
+    ["git", "push"],
+    ["git", "submodule", "foreach", "id"],
+    ["git", "filter-branch", "--tree-filter", "id"],
+    ["git", "diff", "--output=out.txt"],
+    ["git", "log", "--ext-diff"],
+    ["git", "show", "--textconv"],
+    ["git", "grep", "-O", "x"],
+    ["git", "grep", "--open-files-in-pager=id", "x"],
+    ["git", "rebase", "-x", "id", "HEAD~1"],
+    ["git", "rebase", "--exec=id", "HEAD~1"],
+    ["git", "init", "--template=tpl"],
+    ["git", "config", "core.pager", "id"],
+    ["git", "config", "--add", "alias.x", "!id"],
+    ["git", "config", "--unset", "user.name"],
+    ["git", "my-alias"],
+    ["git", "cat-file", "--textconv", "HEAD:a"],
+    ["npm", "install"],
+    ["npm", "exec", "x"],
+    ["npm", "run", "postinstall"],
+    ["npm", "run", "build", "--script-shell=/tmp/x"],
+    ["npm", "test", "--no-ignore-scripts"],
+]
+
+
+@pytest.mark.parametrize("command", REFUSED_WITH_THE_SANDBOX_OFF)
+def test_policies_refuse_code_execution_and_writes(guard: CommandGuard, command: list[str]) -> None:
+    assert code_of(guard, command) == ErrorCode.PERMISSION_DENIED  # with the sandbox off: the only layer
+
+
+#: What remains refused inside the sandbox, of the list above: wrappers that run a program the caller names (the
+#: allow-list), secrets named in git's history, and git's repository options that the host-side probes follow.
+REMAIN_IN_THE_SANDBOX = (
+    ["npm", "exec", "x"],
+    ["npm", "run", "build", "--script-shell=/tmp/x"],
+)
+
+
+@pytest.mark.parametrize("command", REFUSED_WITH_THE_SANDBOX_OFF)
+def test_inside_the_sandbox_only_the_rules_it_cannot_replace_remain(guard: CommandGuard, command: list[str]) -> None:
+    """Each argv rule that only duplicated the sandbox applies with the sandbox off alone: inside it the command passes
+    the guard (or is NOT_FOUND where the program is not installed here); tests/security/test_command_attacks.py runs
+    the same commands and shows the OS stopping what each one feared."""
+    if command in REMAIN_IN_THE_SANDBOX:
+        with pytest.raises(ToolFailure) as caught:
+            guard.check(command, confined=True)
+        assert caught.value.code == ErrorCode.PERMISSION_DENIED
+        return
+    try:
+        guard.check(command, confined=True)
+    except ToolFailure as failure:
+        assert failure.code == ErrorCode.NOT_FOUND, failure.message
+
+
 @pytest.mark.parametrize(
     "command",
     [
-        ["python3", "-c", "print(1)"],
-        ["python3", "-Bc", "print(1)"],
-        ["python3", "-m", "pdb", "-c", "!import os", "src/main.py"],
-        ["python3", "-m", "http.server"],
-        ["python3", "-"],
-        ["python3", "--check-hash-based-pycs", "always"],
-        ["python3", "-m", "pytest", "-o", "cache_dir=/tmp/x"],
-        ["python3", "-m", "pytest", "-p", "evil_plugin"],
-        ["node", "-e", "1"],
-        ["node", "--eval=1"],
-        ["node", "-p", "1"],
-        ["node", "-r", "./x.js", "script.js"],
-        ["node", "--import", "./x.mjs", "script.js"],
-        ["node", "--inspect=0.0.0.0:9229", "script.js"],
-        ["node", "--inspect_brk", "script.js"],
-        ["perl", "-e", "system('id')"],
-        ["perl", "-MPOSIX", "x.pl"],
-        ["find", ".", "-exec", "id", "{}", "+"],
-        ["find", ".", "-execdir", "id", "+"],
-        ["find", ".", "-delete"],
-        ["find", ".", "-fprint", "out"],
-        ["find", "-L", "."],
-        ["rg", "--pre", "./x", "foo"],
-        ["rg", "-L", "foo"],
-        ["grep", "-R", "foo", "."],
-        ["grep", "--dereference-recursive", "foo"],
-        ["rg", "--pre=./x", "foo"],
-        ["sort", "-o", "out", "src/main.py"],
-        ["sort", "-uo", "out", "src/main.py"],
-        ["sort", "--outp=out", "src/main.py"],
-        ["sort", "--compress-program=./x", "src/main.py"],
-        ["tar", "--to-command=id", "-xf", "a.tar"],
-        ["tar", "-I", "./x", "-xf", "a.tar"],
-        ["make", "SHELL=/tmp/evil"],
-        ["make", "--eval=all:;id"],
-        ["pytest", "--override-ini=cache_dir=x"],
-        ["git", "-c", "core.pager=id", "log"],
-        ["git", "--config-env=core.pager=X", "log"],
-        ["git", "--exec-path=.", "log"],
-        ["git", "clone", "-u", "id", "x"],
-        ["git", "fetch", "--upload-pack=id"],
-        ["git", "push"],
-        ["git", "submodule", "foreach", "id"],
-        ["git", "filter-branch", "--tree-filter", "id"],
-        ["git", "diff", "--output=out.txt"],
-        ["git", "log", "--ext-diff"],
-        ["git", "show", "--textconv"],
-        ["git", "grep", "-O", "x"],
-        ["git", "grep", "--open-files-in-pager=id", "x"],
-        ["git", "rebase", "-x", "id", "HEAD~1"],
-        ["git", "rebase", "--exec=id", "HEAD~1"],
-        ["git", "init", "--template=tpl"],
-        ["git", "config", "core.pager", "id"],
-        ["git", "config", "--add", "alias.x", "!id"],
-        ["git", "config", "--unset", "user.name"],
-        ["git", "my-alias"],
-        ["git", "cat-file", "--textconv", "HEAD:a"],
-        ["npm", "install"],
-        ["npm", "exec", "x"],
-        ["npm", "run", "postinstall"],
-        ["npm", "run", "build", "--script-shell=/tmp/x"],
-        ["npm", "test", "--no-ignore-scripts"],
+        ["git", "-C", "/", "status"],  # the probes would run in that repository, outside the sandbox
+        ["git", "--git-dir=/tmp/other.git", "log"],
+        ["git", "--work-tree", "..", "status"],
+        ["git", "show", "HEAD:.env"],  # the sandbox hides the file, not its copies in git's objects
+        ["git", "log", "-p", "--", "*.env"],
+        ["cat", ".env"],  # shown empty by the sandbox: refused plainly instead
+        ["uv", "run", "bash"],  # a wrapper's command is checked against the allow-list
+        ["npx", "-c", "id"],
+        ["bash", "-c", "id"],
     ],
 )
-def test_policies_refuse_code_execution_and_writes(guard: CommandGuard, command: list[str]) -> None:
-    assert code_of(guard, command) == ErrorCode.PERMISSION_DENIED
+def test_rules_that_remain_inside_the_sandbox(guard: CommandGuard, command: list[str]) -> None:
+    with pytest.raises(ToolFailure) as caught:
+        guard.check(command, confined=True)
+    assert caught.value.code == ErrorCode.PERMISSION_DENIED, caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("command", "installer"),
+    [
+        (["pip", "install", "-e", ".[test]"], "pip"),
+        (["python3", "-m", "pip", "install", "-r", "requirements.txt"], "pip"),
+        (["python3", "-u", "-m", "pip", "--cache-dir", "c", "download", "x"], "pip"),
+        (["uv", "sync"], "uv"),
+        (["uv", "pip", "install", "-e", "."], "uv"),
+        (["npm", "ci"], "npm"),
+        (["npm", "install"], "npm"),
+        (["pip", "list"], None),
+        (["python3", "-m", "pytest"], None),
+        (["npm", "test"], None),
+        (["uv", "run", "pytest"], None),
+    ],
+)
+def test_installers_are_recognised(root: Path, command: list[str], installer: str | None) -> None:
+    guard = CommandGuard(PathGuard([root]), [*DEFAULT_ALLOWED_PROGRAMS], "/nonexistent")  # nothing is found here
+    with pytest.raises(ToolFailure) as caught:
+        guard.check(command, confined=True)
+    assert caught.value.code == ErrorCode.NOT_FOUND  # the checks passed; only the program is missing
+    assert installer_kind(policy_for(command[0]).name, command[1:]) == installer
+    if installer is not None:  # with the sandbox off, no command installs (install_package does)
+        assert code_of(guard, command) == ErrorCode.PERMISSION_DENIED
 
 
 @pytest.mark.parametrize(
@@ -260,6 +346,25 @@ def test_git_diff_family_gets_no_ext_diff_and_no_textconv(guard: CommandGuard) -
 )
 def test_path_arguments_are_confined(guard: CommandGuard, command: list[str]) -> None:
     assert code_of(guard, command) == ErrorCode.PERMISSION_DENIED
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["cat", "/etc/passwd"],
+        ["cat", "../outside.txt"],
+        ["cat", "escape/x"],
+        ["grep", "-r", "/api/", "src"],
+        ["git", "commit", "-m", "fix /usr/bin lookups"],
+        ["python3", "-c", "import os\nprint(os.listdir('/'))"],
+        ["pytest", "-o", "pythonpath=src"],
+    ],
+)
+def test_inside_the_sandbox_paths_outside_the_roots_are_its_to_hide(guard: CommandGuard, command: list[str]) -> None:
+    try:
+        guard.check(command, confined=True)
+    except ToolFailure as failure:
+        assert failure.code == ErrorCode.NOT_FOUND, failure.message  # pytest may not be installed here
 
 
 def test_cwd_is_confined(guard: CommandGuard, root: Path) -> None:

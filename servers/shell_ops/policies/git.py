@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from mcp_sections.servers.shell_ops.policies.policy import PolicyContext
-from mcp_sections.servers.shell_ops.policies.syntax import denied, find_flag, invalid, words
+from mcp_sections.servers.shell_ops.policies.syntax import denied, find_flag, invalid, short_cluster, words
 
 # git -----------------------------------------------------------------------------------------------------
 
@@ -123,6 +123,54 @@ def policy_git(args: list[str], ctx: PolicyContext) -> list[str]:
         raise denied(f"git rebase {hit} is refused by the command policy (it runs commands / an editor).")
     if sub == "config":
         _check_git_config(rest)
+    _refuse_secret_names(sub, rest, ctx)
+    if sub == "cat-file" and find_flag(rest, ("--filters", "--textconv")):
+        raise denied("git cat-file --filters/--textconv are refused by the command policy (they run drivers).")
+    if sub in GIT_DIFF_FAMILY:
+        position = len(global_options)
+        return [*args[: position + 1], "--no-ext-diff", "--no-textconv", *args[position + 1 :]]
+    return args
+
+
+#: Global options the hardened repository probes also get (they run outside the sandbox): where the repository is.
+GIT_PROBE_OPTIONS = _GIT_GLOBAL_PATH_OPTIONS
+
+
+def split_probe_options(global_options: Sequence[str]) -> tuple[list[str], list[str]]:
+    """git's global options split in two: those the host-side probes get too (the repository's location: `-C`,
+    `--git-dir`, `--work-tree`, confined to the roots by the guard), and the rest (`-c`, `--exec-path`, ...), which
+    reach only the sandboxed command: on the host they would run or load programs."""
+    probe: list[str] = []
+    others: list[str] = []
+    index = 0
+    while index < len(global_options):
+        option = global_options[index]
+        width = (
+            2 if option in ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env") else 1
+        )
+        (probe if option.split("=", 1)[0] in GIT_PROBE_OPTIONS else others).extend(
+            global_options[index : index + width]
+        )
+        index += width
+    return probe, others
+
+
+def policy_git_confined(args: list[str], ctx: PolicyContext) -> list[str]:
+    """git inside the sandbox: what it runs (hooks, aliases, `-c` programs, drivers) is confined like any program, so
+    only two rules remain. The repository's location options must have a value (the guard confines it: the hardened
+    probes run outside the sandbox, in that repository), and secret files are not named in git's history (the sandbox
+    hides a `.env` file, never its copies in the object store)."""
+    global_options, sub, rest = split_git_args(args)
+    for index, option in enumerate(global_options):
+        name = option.split("=", 1)[0]
+        if name in _GIT_GLOBAL_PATH_OPTIONS and "=" not in option and index + 1 >= len(global_options):
+            raise invalid(f"git {name} needs a value.")
+    if sub is not None:
+        _refuse_secret_names(sub, rest, ctx)
+    return args
+
+
+def _refuse_secret_names(sub: str, rest: list[str], ctx: PolicyContext) -> None:
     for spec in rest[rest.index("--") + 1 :] if "--" in rest else []:
         plain = re.sub(r"^:(\([^)]*\)|[/!^]+)", "", spec)  # pathspec magic: `:(glob)*.env`, `:/.env`
         if ctx.denied(plain) or ctx.denied(plain.rsplit("/", 1)[-1]):
@@ -130,18 +178,36 @@ def policy_git(args: list[str], ctx: PolicyContext) -> list[str]:
                 f"git {sub} pathspec {spec[:80]!r} names protected files (secrets such as .env files and keys are "
                 "never read, not even from git's history)."
             )
-    for arg in rest[: rest.index("--")] if "--" in rest else rest:
+    options = rest[: rest.index("--")] if "--" in rest else rest
+    for arg in _without_messages(options) if sub in GIT_MESSAGE_SUBCOMMANDS else options:
         if _names_denied_blob(arg, ctx):
             raise denied(
                 f"git {sub} {arg[:80]!r} names a protected file (secrets such as .env files and keys are never "
                 "read, not even from git's object store)."
             )
-    if sub == "cat-file" and find_flag(rest, ("--filters", "--textconv")):
-        raise denied("git cat-file --filters/--textconv are refused by the command policy (they run drivers).")
-    if sub in GIT_DIFF_FAMILY:
-        position = len(global_options)
-        return [*args[: position + 1], "--no-ext-diff", "--no-textconv", *args[position + 1 :]]
-    return args
+
+
+#: Subcommands whose `-m` takes a message (elsewhere `-m` is a flag: `git show -m`, or a parent number).
+GIT_MESSAGE_SUBCOMMANDS = ("commit", "tag", "merge", "notes", "stash")
+
+
+def _without_messages(args: Sequence[str]) -> list[str]:
+    """`args` without the text of `-m MSG`, `-amMSG`, `--message=MSG`: a commit message `docs: describe .env` names
+    no blob."""
+    kept: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        cluster = short_cluster(arg)
+        if arg == "--message" or (cluster and cluster.endswith("m")):
+            skip = True
+            continue
+        if arg.startswith("--message=") or (cluster and "m" in cluster):
+            continue
+        kept.append(arg)
+    return kept
 
 
 def _names_denied_blob(arg: str, ctx: PolicyContext) -> bool:

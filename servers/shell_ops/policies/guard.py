@@ -65,10 +65,16 @@ from mcp_sections.servers.shell_ops.policies.option_classes import (
 )
 from mcp_sections.servers.shell_ops.policies.policy import PolicyContext
 from mcp_sections.servers.shell_ops.policies.programs import policy_for
-from mcp_sections.servers.shell_ops.policies.project_tools import split_uv
+from mcp_sections.servers.shell_ops.policies.project_tools import (
+    INSTALL_SENTENCE,
+    split_poetry,
+    split_uv,
+    split_uv_confined,
+)
 from mcp_sections.servers.shell_ops.policies.syntax import CheckedCommand, denied, invalid, split_command
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.guards.paths import PathGuard, is_inside
+from mcp_sections.shared.installers import installer_kind
 from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
 from mcp_sections.shared.sandbox import SYSTEM_DIRECTORIES
 from mcp_sections.shared.toolchains import (
@@ -172,11 +178,13 @@ class CommandGuard:
         parent = os.path.realpath(os.path.dirname(program))
         return self._paths.root_of(parent) is not None or self._paths.root_of(os.path.normpath(program)) is not None
 
-    def locate(self, program: str, name: str, workdir: Path, toolchain: ProjectToolchain) -> str:
+    def locate(
+        self, program: str, name: str, workdir: Path, toolchain: ProjectToolchain, *, confined: bool = False
+    ) -> str:
         """The absolute executable: a path inside the roots as given, a system program on the fixed search path, any
         other name in the project environment first; an absolute `program` elsewhere must be exactly it."""
         if self.is_project_path(program, workdir):
-            return self.checked_project_program(os.path.join(workdir, program), toolchain)
+            return self.checked_project_program(os.path.join(workdir, program), toolchain, confined=confined)
         search_path = self._search_path if name in SYSTEM_PROGRAMS else toolchain.search_path(self._search_path)
         executable = shutil.which(name, path=search_path)
         if "/" in program and (executable is None or os.path.realpath(program) != os.path.realpath(executable)):
@@ -194,7 +202,7 @@ class CommandGuard:
                 f"{name!r} is allowed but not found {where}{hint}; {SEARCH_PATH_HINT}.",
             )
         if any(is_inside(os.path.dirname(executable), entry) for entry in toolchain.path_entries):
-            return self.checked_project_program(executable, toolchain)
+            return self.checked_project_program(executable, toolchain, confined=confined)
         return executable
 
     def program_toolchain(self, program: str, workdir: Path, toolchain: ProjectToolchain) -> ProjectToolchain:
@@ -204,10 +212,11 @@ class CommandGuard:
         path = Path(os.path.realpath(os.path.dirname(os.path.join(workdir, program)))) / os.path.basename(program)
         return toolchain.showing(program_venv_prefixes(path, self._paths, self._forbidden))
 
-    def checked_project_program(self, path: str, toolchain: ProjectToolchain) -> str:
+    def checked_project_program(self, path: str, toolchain: ProjectToolchain, *, confined: bool = False) -> str:
         """`path` (absolute, as named) if it is an executable file inside the roots whose real file is neither a
         never-allowed program nor outside everything the sandbox shows (the roots, the system directories, the
-        verified interpreter installations)."""
+        verified interpreter installations); with the sandbox off, also the program its name says (its arguments are
+        checked by the policy of that name)."""
         shown = self._paths.relative(path) if self._paths.root_of(os.path.normpath(path)) else path
         folder = self._paths.resolve(os.path.dirname(os.path.normpath(path)), purpose="list")  # inside, not denied
         entry = folder / os.path.basename(path)
@@ -233,7 +242,8 @@ class CommandGuard:
                 "an allowed program by name."
             )
         named, runs = policy_for(entry.name), policy_for(target)
-        if named.name != runs.name:  # `.venv/bin/pytest` → python3: `pytest -c CODE` would be `python3 -c CODE`
+        # `.venv/bin/pytest` → python3: `pytest -c CODE` would be `python3 -c CODE` (a rule of the sandbox-off layer)
+        if not confined and named.name != runs.name:
             raise denied(
                 f"{shown[:200]!r} leads to {real!r}, another program than its name says (its arguments would be "
                 f"checked by the {named.name} policy, not the {runs.name} one); run {target!r} by its own name."
@@ -262,13 +272,18 @@ class CommandGuard:
         candidate = value if os.path.isabs(value) else os.path.join(cwd, value)
         return self._paths.resolve(candidate, purpose="create")
 
-    def check(self, command: str | Sequence[str], cwd: str | None = None) -> CheckedCommand:
-        """The checked command, or a ToolFailure (INVALID_INPUT / PERMISSION_DENIED / NOT_FOUND)."""
+    def check(self, command: str | Sequence[str], cwd: str | None = None, *, confined: bool = False) -> CheckedCommand:
+        """The checked command, or a ToolFailure (INVALID_INPUT / PERMISSION_DENIED / NOT_FOUND).
+
+        `confined`: the OS sandbox confines the program (bubblewrap, Seatbelt), so only the rules it cannot take the
+        place of apply (the module docstring lists both sets); False: every rule, the only layer."""
         argv = split_command(command)
         workdir = self.resolve_cwd(cwd)
-        return self._check(argv, workdir, self.toolchain(workdir), depth=0)
+        return self._check(argv, workdir, self.toolchain(workdir), depth=0, confined=confined)
 
-    def _check(self, argv: list[str], workdir: Path, toolchain: ProjectToolchain, depth: int) -> CheckedCommand:
+    def _check(
+        self, argv: list[str], workdir: Path, toolchain: ProjectToolchain, depth: int, *, confined: bool
+    ) -> CheckedCommand:
         project = self.is_project_path(argv[0], workdir)
         name = self.project_name(argv[0]) if project else self.allowed_name(argv[0])
         info = policy_for(name)
@@ -279,22 +294,39 @@ class CommandGuard:
             denied=self._paths.is_denied_relative,
             node_bin=toolchain.node_bin,
         )
-        assert info.check is not None
-        args = info.check(list(argv[1:]), ctx)
-        check_refused_classes(name, argv[1:])
-        bases = [workdir]
-        for value in base_directories(name, argv[1:]):  # each relative to the one before, as the program does
-            bases.append(self.confine(value, bases[-1]))
-        for base in dict.fromkeys(bases):
+        installer = installer_kind(info.name, argv[1:])
+        if confined:
+            args = info.confined(list(argv[1:]), ctx) if info.confined is not None else list(argv[1:])
+            bases = [workdir]
+            if name == "git":  # git's hardened probes run outside the sandbox, in the repository these options name
+                for value in base_directories(name, argv[1:]):
+                    bases.append(self.confine(value, bases[-1]))
             for arg in argv[1:]:
-                for value in path_candidates(arg, base):
-                    self.confine(value, base)
-        if name == "uv" and (inner := split_uv(argv[1:]).inner) is not None:
+                for value in path_candidates(arg, workdir):
+                    self.check_named(value, workdir)
+        else:
+            if installer is not None:
+                raise denied(
+                    f"{' '.join([name, *argv[1:3]])[:60]} installs from a registry, which needs the OS sandbox's "
+                    f"registry-only egress; with the sandbox off, commands get no installs. {INSTALL_SENTENCE}"
+                )
+            assert info.check is not None
+            args = info.check(list(argv[1:]), ctx)
+            check_refused_classes(name, argv[1:])
+            bases = [workdir]
+            for value in base_directories(name, argv[1:]):  # each relative to the one before, as the program does
+                bases.append(self.confine(value, bases[-1]))
+            for base in dict.fromkeys(bases):
+                for arg in argv[1:]:
+                    for value in path_candidates(arg, base):
+                        self.confine(value, base)
+        inner = self._wrapped(info.name, argv[1:], confined)
+        if inner is not None:
             if depth >= MAX_WRAPPED:
-                raise denied("uv run is nested too deeply; run the command itself.")
-            self._check(inner, workdir, toolchain, depth + 1)  # the command uv runs, checked as one of its own
+                raise denied(f"{name} run is nested too deeply; run the command itself.")
+            self._check(inner, workdir, toolchain, depth + 1, confined=confined)  # checked as a command of its own
         toolchain = self.program_toolchain(argv[0], workdir, toolchain)
-        executable = self.locate(argv[0], name, workdir, toolchain)  # last: refused even where not installed
+        executable = self.locate(argv[0], name, workdir, toolchain, confined=confined)  # last: refused where missing
         return CheckedCommand(
             program=name,
             executable=executable,
@@ -303,10 +335,41 @@ class CommandGuard:
             policy=info.name,
             toolchain=toolchain,
             project_program=project,
+            installer=installer,
         )
 
-    def describe(self) -> list[dict[str, object]]:
-        """The allow-list with each program's executable and policy (for list_safe_commands)."""
+    @staticmethod
+    def _wrapped(family: str, args: Sequence[str], confined: bool) -> list[str] | None:
+        """The command a wrapper program runs (`uv run CMD`, `poetry run CMD`), checked against the allow-list."""
+        if family == "uv":
+            return (split_uv_confined(args) if confined else split_uv(args)).inner
+        if family == "poetry" and confined:
+            return split_poetry(args).inner
+        return None
+
+    def check_named(self, value: str, cwd: Path) -> None:
+        """Inside the sandbox: an argument naming an existing protected file (`.env`, a key) or the suite's own state
+        inside the roots is refused. The sandbox hides both (an empty file or directory); the refusal says so plainly
+        instead of a program reading an empty `.env`, and holds in the moment after a protected file is created in a
+        large root, before the background walk hides it. Paths outside the roots are the sandbox's to hide."""
+        candidate = os.path.normpath(os.path.join(cwd, os.path.expanduser(value)))
+        if not os.path.lexists(candidate):
+            return
+        real = os.path.realpath(candidate)
+        if any(is_inside(path, str(private)) for path in (real, candidate) for private in self._paths.private):
+            self._paths.resolve(candidate, purpose="list")  # PERMISSION_DENIED: the own state
+        inside = [path for path in (candidate, real) if self._paths.root_of(path) is not None]
+        named = self._paths.is_denied_name(os.path.basename(candidate))
+        if inside and (named or any(map(self._paths.is_denied, inside))):
+            shown = self._paths.relative(inside[0])
+            raise denied(
+                f"{shown[:200]!r} matches a protected pattern (secrets such as .env files and keys are never read by "
+                "programs: the sandbox shows them empty); choose another file."
+            )
+
+    def describe(self, *, confined: bool = False) -> list[dict[str, object]]:
+        """The allow-list with each program's executable and policy (for list_safe_commands): what remains inside the
+        sandbox when `confined`, every refusal otherwise."""
         rows: list[dict[str, object]] = []
         for program in self._allowed:
             info = policy_for(program)
@@ -315,8 +378,8 @@ class CommandGuard:
                     "program": program,
                     "executable": self.executable(program),
                     "why_allowed": DEFAULT_ALLOWED_PROGRAMS.get(program, "added by the server's operator"),
-                    "policy": info.summary,
-                    "refused": [*info.refused, *class_refusals(program)],
+                    "policy": info.remains if confined else info.summary,
+                    "refused": [] if confined else [*info.refused, *class_refusals(program)],
                 }
             )
         return rows

@@ -38,6 +38,31 @@ def policy_npm(args: list[str], ctx: PolicyContext) -> list[str]:
     return ["--ignore-scripts", "--script-shell=/bin/sh", *args]
 
 
+#: npm subcommands that run a program the caller names (a wrapper), refused also inside the sandbox.
+NPM_WRAPPERS = ("exec", "x", "explore")
+_NPM_PROGRAM_OPTIONS = ("--script-shell", "--shell", "--call")
+
+
+def policy_npm_confined(args: list[str], ctx: PolicyContext) -> list[str]:
+    """npm inside the sandbox: scripts, lifecycle hooks and installs run confined (installs through the registry-only
+    egress, `shared.installers`), so one rule remains, the allow-list's: npm never runs a program the caller names
+    (`npm exec`/`x`/`explore`, `--script-shell`, `--call`), as a wrapper would. Run the program itself."""
+    before_separator = args[: args.index("--")] if "--" in args else args
+    positional = [arg for arg in before_separator if not arg.startswith("-")]
+    if positional and positional[0] in NPM_WRAPPERS:
+        raise denied(
+            f"npm {positional[0]} is refused: it runs a program the caller names, like a wrapper, which would bypass "
+            "the allow-list of programs; run the program by name (a tool of node_modules/.bin runs as `npx TOOL` or "
+            "by its own name)."
+        )
+    if hit := find_flag(before_separator, _NPM_PROGRAM_OPTIONS):
+        raise denied(
+            f"npm {hit} is refused: it names the program npm runs scripts with, which would bypass the allow-list of "
+            "programs; package.json scripts run with /bin/sh."
+        )
+    return args
+
+
 NPM_LIFECYCLE_SCRIPTS = frozenset(
     {
         "preinstall",

@@ -1,4 +1,9 @@
-"""What an argument policy is: a function from (arguments, context) to the checked arguments, or a refusal."""
+"""What an argument policy is: a function from (arguments, context) to the checked arguments, or a refusal.
+
+Each program has two: `check`, every rule, applied when nothing else confines the program (`sandbox = "off"`: the
+argument rules are the only layer), and `confined`, the few rules the OS sandbox cannot make unnecessary, applied when
+it confines the program (None: none remain). `remains` says which remain and why (list_safe_commands, the README).
+"""
 
 from __future__ import annotations
 
@@ -30,7 +35,12 @@ class PolicyInfo:
     name: str
     summary: str
     refused: tuple[str, ...] = ()
+    """What `check` refuses (with the sandbox off)."""
     check: Policy | None = field(default=None, repr=False)
+    remains: str = "nothing: the sandbox confines whatever it does to the roots, with no network"
+    """The rules that remain inside the sandbox, each with the reason the OS cannot take its place."""
+    confined: Policy | None = field(default=None, repr=False)
+    """The rules applied inside the sandbox (None: the arguments pass as given)."""
 
 
 def _refuse_flags(program: str, long_flags: Sequence[str] = (), short_flags: str = "", why: str = "") -> Policy:

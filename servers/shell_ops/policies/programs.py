@@ -8,8 +8,13 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from mcp_sections.servers.shell_ops.policies.git import GIT_REFUSED_FLAGS, GIT_REFUSED_SUBCOMMANDS, policy_git
-from mcp_sections.servers.shell_ops.policies.npm import NPM_REFUSED, NPM_SUBCOMMANDS, policy_npm
+from mcp_sections.servers.shell_ops.policies.git import (
+    GIT_REFUSED_FLAGS,
+    GIT_REFUSED_SUBCOMMANDS,
+    policy_git,
+    policy_git_confined,
+)
+from mcp_sections.servers.shell_ops.policies.npm import NPM_REFUSED, NPM_SUBCOMMANDS, policy_npm, policy_npm_confined
 from mcp_sections.servers.shell_ops.policies.policy import Policy, PolicyContext, PolicyInfo
 from mcp_sections.servers.shell_ops.policies.project_tools import (
     PIP_SUBCOMMANDS,
@@ -17,6 +22,8 @@ from mcp_sections.servers.shell_ops.policies.project_tools import (
     UV_PIP_READING,
     UV_SUBCOMMANDS,
     check_module,
+    confined_only,
+    policy_js_manager_confined,
     policy_mypy,
     policy_npx,
     policy_pip,
@@ -381,6 +388,11 @@ POLICIES: dict[str, PolicyInfo] = {
             *(f"git {name}" for name in GIT_REFUSED_SUBCOMMANDS),
         ),
         policy_git,
+        "`-C`, `--git-dir`, `--work-tree` confined to the roots: the hardened repository probes run outside the "
+        "sandbox, in that repository (one outside the roots, or borrowing objects or config from outside, is refused); "
+        "`-c` and `--exec-path` reach the sandboxed git only, never the probes; secret files are not named as "
+        "pathspecs or blobs (`HEAD:.env`): the sandbox hides the file, not its copies in git's objects",
+        policy_git_confined,
     ),
     "find": PolicyInfo(
         "find",
@@ -418,6 +430,8 @@ POLICIES: dict[str, PolicyInfo] = {
         "http.server and pydoc -p on loopback only)",
         ("-c", *(f"-m {module}" for module in REFUSED_MODULES), "-m pdb -c", "- (stdin)", "other long options"),
         _policy_python,
+        "nothing (`-c`, `-m timeit`, a server on any address run confined); `-m pip install` gets the registry-only "
+        "egress",
     ),
     "node": PolicyInfo(
         "node",
@@ -443,6 +457,9 @@ POLICIES: dict[str, PolicyInfo] = {
         "(pre/post hooks never run); lifecycle script names refused",
         ("install/ci/exec/publish/config/...", *NPM_REFUSED),
         policy_npm,
+        "no `exec`/`x`/`explore`, `--script-shell`, `--call`: they run a program the caller names (the allow-list is "
+        "the operator's); `install`/`ci`/`update` get the registry-only egress",
+        policy_npm_confined,
     ),
     "ruff": PolicyInfo(
         "ruff",
@@ -462,6 +479,8 @@ POLICIES: dict[str, PolicyInfo] = {
         f"reads the environment only: {', '.join(PIP_SUBCOMMANDS)}",
         ("install", "download", "uninstall", "wheel", "config", "cache", "index"),
         policy_pip,
+        "nothing; `install`, `download`, `wheel` get the registry-only egress (`-e .`, `-r requirements.txt`, local "
+        "paths: what the sandbox shows)",
     ),
     "mypy": PolicyInfo("mypy", "type checks; writes its cache inside the roots", ("--install-types",), policy_mypy),
     "uv": PolicyInfo(
@@ -470,13 +489,42 @@ POLICIES: dict[str, PolicyInfo] = {
         f"{', '.join(UV_PIP_READING)}",
         ("sync", "lock", "add", "remove", "tool", "python install", "pip install", "run --with", "run --env-file"),
         policy_uv,
+        "`uv run CMD` checks CMD as a command of its own (a wrapper: the allow-list); `sync`, `lock`, `add`, `remove`, "
+        "`venv`, `pip install` get the registry-only egress",
+        _policy_generic,
     ),
     "npx": PolicyInfo(
         "npx",
         "runs a tool of the project's node_modules/.bin (never downloads: `--no` is always added)",
         ("-c/--call", "-p/--package", "tools not installed in node_modules/.bin"),
         policy_npx,
+        "a tool of node_modules/.bin only, with `--no`; no `-c`/`--call` nor `-p`: npx runs the program it names (a "
+        "wrapper: the allow-list)",
+        policy_npx,
     ),
+    "poetry": PolicyInfo(
+        "poetry",
+        "with the sandbox off only `--version`: its installs need the registry-only egress (not on the default "
+        "allow-list)",
+        ("everything but --version",),
+        confined_only("poetry", "its installs need the registry-only egress; `poetry run` runs any command"),
+        "`poetry run CMD` checks CMD as a command of its own (the allow-list); `install`, `lock`, `add`, `update` get "
+        "the registry-only egress",
+        _policy_generic,
+    ),
+    **{
+        manager: PolicyInfo(
+            manager,
+            "with the sandbox off only `--version`: its installs need the registry-only egress (not on the default "
+            "allow-list)",
+            ("everything but --version",),
+            confined_only(manager, "its installs need the registry-only egress; its scripts run any command"),
+            "no `exec`/`dlx`/`create`: they run a program the caller names (the allow-list); `install`, `add`, "
+            "`update` get the registry-only egress",
+            policy_js_manager_confined,
+        )
+        for manager in ("pnpm", "yarn")
+    },
     "generic": PolicyInfo("generic", "no option runs code; path arguments confined to the roots", (), _policy_generic),
 }
 

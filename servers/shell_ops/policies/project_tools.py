@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mcp_sections.servers.shell_ops.policies.allow_list import NEVER_ALLOWED
-from mcp_sections.servers.shell_ops.policies.policy import PolicyContext
+from mcp_sections.servers.shell_ops.policies.policy import Policy, PolicyContext
 from mcp_sections.servers.shell_ops.policies.syntax import denied, invalid, words
 
 INSTALL_HINT = (
@@ -173,6 +173,106 @@ def split_uv(args: Sequence[str]) -> Wrapped:
     if inner[0].endswith(".py") and "/" not in inner[0]:
         inner = ["python", *inner]  # uv runs a script file with the project's interpreter
     return Wrapped(args, inner)
+
+
+#: uv options (global and `uv run`'s) that take a value, so that the command `uv run` runs is found after them; an
+#: option not listed is taken for a flag.
+_UV_VALUE_OPTIONS = frozenset(
+    [
+        *_UV_RUN_VALUES_OK,
+        *words(
+            "--with --with-editable --with-requirements --env-file --index --default-index --index-url "
+            "--extra-index-url --find-links -f --cache-dir --config-file --color --index-strategy --keyring-provider "
+            "--resolution --prerelease --exclude-newer --link-mode --config-setting -C --upgrade-package -P "
+            "--reinstall-package --refresh-package --no-build-package --no-binary-package --allow-insecure-host "
+            "--python-preference"
+        ),
+    ]
+)
+
+
+def split_uv_confined(args: Sequence[str]) -> Wrapped:
+    """uv inside the sandbox: every subcommand runs confined (installs through the registry-only egress), and only the
+    allow-list remains: `uv run CMD` returns CMD, checked by the guard as a command of its own."""
+    args = list(args)
+    position = _skip_options(args, 0)
+    if position >= len(args) or args[position] != "run":
+        return Wrapped(args, None)
+    rest = args[position + 1 :]
+    start = _skip_options(rest, 0, module=True)
+    if start < 0:  # `uv run -m MODULE ...`
+        index = -start - 1
+        option = rest[index]
+        attached = "=" in option
+        module = option.split("=", 1)[1] if attached else (rest[index + 1] if index + 1 < len(rest) else "")
+        return Wrapped(args, ["python", "-m", module, *rest[index + (1 if attached else 2) :]])
+    inner = rest[start:]
+    if inner and inner[0] == "--":
+        inner = inner[1:]
+    if not inner:
+        raise invalid('uv run needs a command, e.g. ["uv", "run", "pytest", "-q"].')
+    if inner[0].endswith(".py") and "/" not in inner[0]:
+        inner = ["python", *inner]
+    return Wrapped(args, inner)
+
+
+def _skip_options(args: Sequence[str], index: int, *, module: bool = False) -> int:
+    """The index of the first positional argument from `index` (options and their values skipped); with `module`, a
+    `-m`/`--module` option at index i returns -(i + 1)."""
+    while index < len(args) and args[index].startswith("-") and args[index] != "--":
+        name = args[index].split("=", 1)[0]
+        if module and name in ("-m", "--module"):
+            return -(index + 1)
+        index += 2 if name in _UV_VALUE_OPTIONS and "=" not in args[index] else 1
+    return index
+
+
+def split_poetry(args: Sequence[str]) -> Wrapped:
+    """poetry: `poetry run CMD` returns CMD for the guard to check as a command of its own (the allow-list); the rest
+    of poetry runs confined (`install`, `lock`, `add` through the registry-only egress)."""
+    args = list(args)
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        index += 2 if args[index] in ("-C", "--directory", "-P", "--project") else 1
+    if index >= len(args) or args[index] != "run":
+        return Wrapped(args, None)
+    inner = args[index + 1 :]
+    if inner and inner[0] == "--":
+        inner = inner[1:]
+    if not inner:
+        raise invalid('poetry run needs a command, e.g. ["poetry", "run", "pytest"].')
+    return Wrapped(args, inner)
+
+
+def confined_only(program: str, what: str) -> Policy:
+    """The policy, with the sandbox off, of a program that has argument rules only for the sandbox: `--version` and
+    `--help` (`what`: why it needs the sandbox)."""
+
+    def check(args: list[str], ctx: PolicyContext) -> list[str]:
+        if args and all(arg in ("--version", "-V", "-v", "--help", "-h") for arg in args):
+            return args
+        raise denied(
+            f"{program} runs only inside the OS sandbox ({what}); with the sandbox off, only `{program} --version`. "
+            f"{INSTALL_SENTENCE}"
+        )
+
+    return check
+
+
+#: pnpm/yarn subcommands that run a program the caller names or fetch one and run it (wrappers).
+JS_WRAPPERS = ("exec", "dlx", "x", "create")
+
+
+def policy_js_manager_confined(args: list[str], ctx: PolicyContext) -> list[str]:
+    """pnpm and yarn inside the sandbox: installs and scripts run confined; a wrapper subcommand (`exec`, `dlx`) would
+    run a program the caller names, bypassing the allow-list."""
+    positional = [arg for arg in args if not arg.startswith("-")]
+    if positional and positional[0] in JS_WRAPPERS:
+        raise denied(
+            f"{ctx.program} {positional[0]} is refused: it runs a program the caller names, like a wrapper, which "
+            "would bypass the allow-list of programs; run the program by name."
+        )
+    return args
 
 
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")

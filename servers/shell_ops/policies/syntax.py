@@ -26,9 +26,11 @@ SHELL_OPERATORS = frozenset(
 )
 _SHELL_SUBSTITUTION = re.compile(r"\$\(|\$\{|`|<\(|>\(")
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-#: `>file`, `2>/dev/null`, `>>log`, `2>&1` as one argv element: a redirection that no shell will perform.
-_REDIRECTION = re.compile(r"^(?:[0-9]?>>?|&>>?)[^>]|^[0-9]?>&[0-9-]$")
+#: `>file`, `2>/dev/null`, `>>log`, `2>&1` as one argv element: a redirection that no shell will perform (`>=` and
+#: `>>>` are operators of the program's own language, not redirections).
+_REDIRECTION = re.compile(r"^(?:[0-9]?>>?|&>>?)[\w./~-]|^[0-9]?>&[0-9-]$")
 _PUNCTUATION = ";&|<>"
+_LINE_BREAKS = "\n\r"
 _NO_SHELL_HINT = (
     "no shell is used to run commands, so shell syntax is not interpreted; pass the program and its "
     'arguments as an argv list (e.g. ["grep", "-n", "TODO", "src"]) and make one call per command.'
@@ -48,6 +50,8 @@ class CheckedCommand:
     """The project environment of `cwd`: its search-path entries, `VIRTUAL_ENV`, the interpreters to show."""
     project_program: bool = False
     """Given by a path inside the roots (the project's own program)."""
+    installer: str | None = None
+    """The installer it is (`shared.installers.installer_kind`): it runs with the registry-only egress."""
 
     @property
     def argv(self) -> list[str]:
@@ -66,7 +70,11 @@ def invalid(message: str) -> ToolFailure:
 
 
 def split_command(command: str | Sequence[str]) -> list[str]:
-    """The argv of a command given as a list or a string; INVALID_INPUT for anything that needs a shell."""
+    """The argv of a command given as a list or a string; INVALID_INPUT for anything that needs a shell.
+
+    Line breaks: an argv element may hold them (a commit message, a multi-line `python -c`): no shell reads it. In the
+    string form they are kept inside quotes; an unquoted one would separate two commands for a shell, so it is
+    refused like `;`. NUL is refused everywhere: no argument of a program can hold one."""
     if isinstance(command, str):
         if len(command) > MAX_COMMAND_LENGTH:
             raise invalid(f"the command is {len(command)} characters long; the limit is {MAX_COMMAND_LENGTH}.")
@@ -74,13 +82,20 @@ def split_command(command: str | Sequence[str]) -> list[str]:
         if _SHELL_SUBSTITUTION.search(command):
             raise invalid("the command contains `$(`, `${`, a backtick or a process substitution; " + _NO_SHELL_HINT)
         try:
-            lexer = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION)
+            lexer = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION + _LINE_BREAKS)
             lexer.whitespace_split = True
+            lexer.whitespace = " \t"
             tokens = list(lexer)
         except ValueError as exc:
             raise invalid(f"the command could not be split into arguments ({exc}); check its quoting.") from None
         # punctuation_chars splits unquoted operators into their own tokens; re-split without it for argv.
-        if any(token and set(token) <= set(_PUNCTUATION) for token in tokens):
+        if any(token and set(token) <= set(_LINE_BREAKS) for token in tokens):
+            raise invalid(
+                "the command has a line break outside quotes, which a shell would read as a second command; "
+                + _NO_SHELL_HINT
+                + " A line break inside an argument is fine: quote it, or use the argv list form."
+            )
+        if any(token and set(token) <= set(_PUNCTUATION + _LINE_BREAKS) for token in tokens):
             raise invalid("the command contains shell operators (`;`, `|`, `&&`, `>`, ...); " + _NO_SHELL_HINT)
         try:
             argv = shlex.split(command)
@@ -92,8 +107,8 @@ def split_command(command: str | Sequence[str]) -> list[str]:
             if not isinstance(arg, str):
                 raise invalid(f"argument {index} is not a string; every argv element must be a string.")
             _check_text(arg, f"argument {index}")
-        for arg in argv[1:]:
-            if arg in SHELL_OPERATORS or _REDIRECTION.match(arg):
+        for arg in argv[1:]:  # `;` alone is find's `-exec ... ;` terminator
+            if (arg in SHELL_OPERATORS and arg != ";") or _REDIRECTION.match(arg):
                 raise invalid(f"argument {arg!r} is a shell operator; " + _NO_SHELL_HINT)
     if not argv or not argv[0].strip():
         raise invalid("the command is empty; give the program name and its arguments.")
@@ -113,8 +128,6 @@ def split_command(command: str | Sequence[str]) -> list[str]:
 def _check_text(text: str, what: str) -> None:
     if "\x00" in text:
         raise invalid(f"{what} contains a NUL byte; arguments cannot hold one.")
-    if "\n" in text or "\r" in text:
-        raise invalid(f"{what} contains a line break; " + _NO_SHELL_HINT)
 
 
 # -- option matching helpers ---------------------------------------------------------------------------
