@@ -14,15 +14,20 @@ and carries each connection into the sandbox over a Unix socket pair it passed i
 
 No path is involved (a file-system socket in a directory the program can write could be replaced by a link to
 another socket on the host); the program still has no route out; at most MAX_CONNECTIONS connections at once.
+While the relay accepts, each of its ports has an entry in the registry of published ports
+(`shared.published_ports`), which is how web_ops knows that it may read this dev server, and nothing else on loopback.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import struct
 import threading
 from collections.abc import Sequence
+
+from mcp_sections.shared.published_ports import PublishedPorts
 
 MAX_CONNECTIONS = 64
 FIRST_PORT, LAST_PORT = 1024, 65535
@@ -108,8 +113,11 @@ class PortPublisher:
     """Listens on the host's 127.0.0.1 for each port and carries connections into one sandbox (see the module
     docstring). `control` is the server's end of the socket pair whose other end the relay holds."""
 
-    def __init__(self, ports: Sequence[int]) -> None:
+    def __init__(self, ports: Sequence[int], registry: PublishedPorts | None = None) -> None:
+        """`registry`: where the ports are recorded while the relay accepts (see the module docstring)."""
         self.ports = tuple(ports)
+        self.registry = registry
+        self._recorded: list[tuple[int, int]] = []  # (port, listening socket's inode)
         self.control, self.inside = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.inside.set_inheritable(True)
         self._listeners: list[socket.socket] = []
@@ -136,10 +144,19 @@ class PortPublisher:
         self.inside.close()
         for listener, port in zip(self._listeners, self.ports, strict=True):
             threading.Thread(target=self._accept, args=(listener, port), name=f"relay-{port}", daemon=True).start()
+            if self.registry is not None and not self._closed:
+                inode = os.fstat(listener.fileno()).st_ino
+                self.registry.record(port, inode)
+                self._recorded.append((port, inode))
 
     def close(self) -> None:
-        """Stop listening at once (the port is free again when this returns) and end the relay's control."""
+        """Stop listening at once (the port is free again when this returns, and no longer recorded as published) and
+        end the relay's control."""
         self._closed = True
+        if self.registry is not None:
+            for port, inode in self._recorded:
+                self.registry.remove(port, inode)
+            self._recorded.clear()
         for sock in (*self._listeners, self.control, self.inside):
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked in accept(), which close() alone does not

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from mcp_sections.shared.egress_proxy import DenyAllPolicy, EgressProxy, GuardPolicy, Limits, Refusal
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.guards.urls import UrlGuard
 from mcp_sections.shared.install_hints import install_hint
 from mcp_sections.shared.web_fetch import GuardedHttp
 
@@ -145,11 +146,20 @@ class Browser:
             return self._browser
 
     async def render(
-        self, url: str, *, wait_for: WaitFor, timeout_seconds: float, screenshot: bool = False
+        self,
+        url: str,
+        *,
+        wait_for: WaitFor,
+        timeout_seconds: float,
+        screenshot: bool = False,
+        guard: UrlGuard | None = None,
     ) -> RenderedPage:
-        """Load a page with every request of its context through its own guarding proxy; its HTML after scripts."""
+        """Load a page with every request of its context through its own guarding proxy; its HTML after scripts.
+        `guard`: the URL guard of this render (default: the client's; a published dev server's page gets the guard
+        of published dev servers, `shared.guards.urls`)."""
         browser = await self.chromium()
-        async with self._slots, EgressProxy(self.policy, self.limits) as proxy:
+        policy = GuardPolicy(guard) if guard is not None else self.policy
+        async with self._slots, EgressProxy(policy, self.limits) as proxy:
             context = await browser.new_context(
                 proxy={"server": await proxy.listen_tcp()},
                 service_workers="block",

@@ -4,6 +4,10 @@
 visible text without scripts is thin while it carries scripts (a client-rendered app) is loaded again in the
 browser; so is any page asked for with a screenshot or an explicit `wait_for`. The last pages fetched stay in a
 small LRU cache keyed by normalised URL (the seed's short-term memory), shared by fetch and ingest.
+
+A URL on loopback is fetched through the client for published dev servers (`client_for`), in HTTP and in the browser
+alike, and never from the cache: a dev server's pages change as it is worked on, and once its port is no longer
+published its URL is refused, not answered from memory.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from mcp_sections.servers.web_ops.extraction import (
     extract,
 )
 from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.urls import normalise_url
+from mcp_sections.shared.guards.urls import is_loopback_url, normalise_url, parse_url
 from mcp_sections.shared.web_fetch import GuardedHttp
 
 Render = Literal["auto", "browser", "http"]
@@ -85,11 +89,29 @@ class PageCache:
 class PageFetcher:
     """HTTP and the browser behind one `fetch`, with the cache in front."""
 
-    def __init__(self, http: GuardedHttp, browser: Browser | None, cache: PageCache, *, timeout_seconds: float) -> None:
+    def __init__(
+        self,
+        http: GuardedHttp,
+        browser: Browser | None,
+        cache: PageCache,
+        *,
+        timeout_seconds: float,
+        dev_http: GuardedHttp | None = None,
+    ) -> None:
+        """`http`: the web's client; `dev_http`: the published dev servers' (see the module docstring)."""
         self.http = http
+        self.dev_http = dev_http
         self.browser = browser
         self.cache = cache
         self.timeout_seconds = timeout_seconds
+
+    def client_for(self, url: str) -> GuardedHttp:
+        """The client a URL is fetched with: a loopback URL that the allow-list does not open goes to the published
+        dev servers' client, which refuses it unless a relay publishes its port right now."""
+        if self.dev_http is None or not is_loopback_url(url):
+            return self.http
+        parsed = parse_url(url)
+        return self.http if self.http.guard.allow.allows_host(parsed.host, parsed.port) else self.dev_http
 
     async def fetch(
         self,
@@ -101,7 +123,9 @@ class PageFetcher:
         force: bool = False,
     ) -> Page:
         url = normalise_url(url)
-        if not force:
+        http = self.client_for(url)
+        dev_server = http is self.dev_http
+        if not force and not dev_server:
             cached = self.cache.get(url)
             usable = cached is not None and (cached.screenshot is not None or not screenshot)
             if cached is not None and usable and render in ("auto", cached.rendered_with):
@@ -115,7 +139,7 @@ class PageFetcher:
         page: Page | None = None
         notes: list[str] = []
         if not wants_browser:
-            page = await self._over_http(url)
+            page = await self._over_http(url, http)
             if render == "auto" and self._needs_browser(page):
                 if self.browser is not None:
                     notes.append("the page shows little text without JavaScript, so it was rendered in a browser")
@@ -128,16 +152,17 @@ class PageFetcher:
                     ErrorCode.DEPENDENCY_ERROR,
                     "the browser is turned off (`[sections.web_ops] browser = false`); use render='http'.",
                 )
-            page = await self._in_browser(url, wait_for or "load", screenshot)
+            page = await self._in_browser(url, wait_for or "load", screenshot, http)
             page.notes.extend(notes)
-        self.cache.put(page)
+        if not dev_server:
+            self.cache.put(page)
         return page
 
     def _needs_browser(self, page: Page) -> bool:
         return page.kind == "html" and page.thin_without_scripts
 
-    async def _over_http(self, url: str) -> Page:
-        response = await self.http.get(url, headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
+    async def _over_http(self, url: str, http: GuardedHttp) -> Page:
+        response = await http.get(url, headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
         if response.status >= 400:
             raise ToolFailure(
                 ErrorCode.NOT_FOUND if response.status in (404, 410) else ErrorCode.EXECUTION_FAILED,
@@ -164,11 +189,11 @@ class PageFetcher:
             page.notes.append(f"the body was cut at {len(response.body)} bytes (max_page_bytes)")
         return page
 
-    async def _in_browser(self, url: str, wait_for: WaitFor, screenshot: bool) -> Page:
+    async def _in_browser(self, url: str, wait_for: WaitFor, screenshot: bool, http: GuardedHttp) -> Page:
         assert self.browser is not None
-        await self.http.check(url)  # refuse before starting a browser for nothing
+        await http.check(url)  # refuse before starting a browser for nothing
         rendered = await self.browser.render(
-            url, wait_for=wait_for, timeout_seconds=self.timeout_seconds, screenshot=screenshot
+            url, wait_for=wait_for, timeout_seconds=self.timeout_seconds, screenshot=screenshot, guard=http.guard
         )
         if rendered.status is not None and rendered.status >= 400:
             raise ToolFailure(

@@ -1,7 +1,10 @@
 """web_ops' state and its three jobs — fetch (with an optional crawl), ingest, search — without MCP.
 
-One `WebOps` per process, opened on the server's event loop: the guarded HTTP client, the browser (started on
-first use), the page cache, and the brain writer (opened on the first ingest).
+One `WebOps` per process, opened on the server's event loop: the guarded HTTP clients, the browser (started on
+first use), the page cache, and the brain writer (opened on the first ingest). Two clients fetch: one for the web
+(public addresses and the allow-list), one for the dev servers that shell_ops publishes on 127.0.0.1 right now
+(`shared.published_ports`, read from the data directory: nothing else on loopback, and not the web from their pages);
+a URL on loopback goes to the second (`pages.PageFetcher.client_for`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from mcp_sections.servers.web_ops.pages import Page, PageCache, PageFetcher, Ren
 from mcp_sections.servers.web_ops.search import SearchHit, choose_provider, search
 from mcp_sections.servers.web_ops.settings import ALLOW_SETTING, WebOpsSettings
 from mcp_sections.shared.guards.urls import AllowList, UrlGuard, parse_url
+from mcp_sections.shared.published_ports import PublishedPorts
 from mcp_sections.shared.web_fetch import GuardedHttp
 
 Progress = Callable[[int, int, str], Awaitable[None]]
@@ -51,6 +55,8 @@ class WebOps:
         self.cache_dir = cache_dir
         allow = AllowList.parse(settings.allow)
         self.http = self._client(UrlGuard(allow, allow_setting=ALLOW_SETTING))
+        published = PublishedPorts(data_dir)
+        self.dev_http = self._client(UrlGuard(allow, allow_setting=ALLOW_SETTING, published=published))
         self.search_http = self._client(UrlGuard(_with_searxng(allow, settings), allow_setting=ALLOW_SETTING))
         self.browser = (
             Browser(self.http, executable=settings.browser_executable, verify_tls=settings.verify_tls)
@@ -58,7 +64,9 @@ class WebOps:
             else None
         )
         self.cache = PageCache(settings.cache_pages)
-        self.fetcher = PageFetcher(self.http, self.browser, self.cache, timeout_seconds=settings.timeout_seconds)
+        self.fetcher = PageFetcher(
+            self.http, self.browser, self.cache, timeout_seconds=settings.timeout_seconds, dev_http=self.dev_http
+        )
         self._ingest: PageIngest | None = None
 
     def _client(self, guard: UrlGuard) -> GuardedHttp:
@@ -74,6 +82,7 @@ class WebOps:
         if self.browser is not None:
             await self.browser.close()
         await self.http.aclose()
+        await self.dev_http.aclose()
         await self.search_http.aclose()
         if self._ingest is not None:
             await anyio.to_thread.run_sync(self._ingest.close)
@@ -99,7 +108,8 @@ class WebOps:
             report = CrawlReport()
             report.pages.append(CrawledPage(start, 0, None))
             return Fetched(report)
-        robots = Robots(self.http, self.settings.user_agent) if self.settings.respect_robots else None
+        client = self.fetcher.client_for(url)  # the start page's: a crawl stays on its site
+        robots = Robots(client, self.settings.user_agent) if self.settings.respect_robots else None
 
         async def fetch_child(child_url: str) -> Page:
             return await self.fetcher.fetch(child_url, render=render, wait_for=wait_for, force=force)

@@ -10,6 +10,12 @@ back (`CheckedUrl.addresses`), never to a second resolution, so DNS rebinding ha
 An allow-list opens chosen destinations: `host[:port]` entries (a name or an IP literal; any port when none is
 given) and CIDR networks. Tests use it to reach a local site on one port; everything else on loopback stays
 refused.
+
+A guard for the pages of published dev servers (`UrlGuard(published=…)`, web_ops) reaches `127.0.0.1:<port>` and
+`localhost:<port>` (any spelling of 127.0.0.1, never a name that merely resolves there: DNS rebinding) for the ports
+a shell_ops relay publishes right now (`shared.published_ports`), plus the allow-list, and nothing else: no other
+loopback address or port, and not the network either — the program behind a dev server has no network, and a page it
+serves (its scripts, its redirects) must not get one through the fetcher.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import re
 import socket
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from mcp_sections.shared.errors import invalid_input, not_found, permission_denied
@@ -188,22 +195,53 @@ def system_resolver(host: str, port: int) -> list[str]:
     return addresses
 
 
+class Published(Protocol):
+    """The loopback ports published right now (`shared.published_ports.PublishedPorts`)."""
+
+    def live(self, port: int) -> bool: ...
+
+    def ports(self) -> list[int]: ...
+
+
+PUBLISHED_HOSTS = frozenset({"127.0.0.1", "localhost"})  # where a relay's port is reached (it listens on 127.0.0.1)
+
+
+def is_loopback_url(url: str) -> bool:
+    """Whether the URL names this machine's loopback by itself: a loopback address in any spelling, `localhost` or a
+    name under it (not a name that resolves there)."""
+    host = parse_url(url).host
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
 class UrlGuard:
-    """Checks URLs against the address rules and the allow-list; one per section."""
+    """Checks URLs against the address rules and the allow-list; one per section (and one for published dev servers:
+    `published`, see the module docstring)."""
 
     def __init__(
         self,
         allow: AllowList | None = None,
         resolver: Resolver = system_resolver,
         allow_setting: str = "the allow-list setting",
+        published: Published | None = None,
     ) -> None:
         self.allow = allow or AllowList()
         self.resolver = resolver
         self.allow_setting = allow_setting  # named in refusals, e.g. "`[sections.web_ops] allow`"
+        self.published = published
 
     def check(self, url: str) -> CheckedUrl:
         """Parse, resolve and check a URL (blocking: DNS). PERMISSION_DENIED names the rule that refused it."""
         parsed = parse_url(url)
+        if self.published is not None:
+            return self._check_published(parsed)
         host_allowed = self.allow.allows_host(parsed.host, parsed.port)
         if not host_allowed and parsed.host.rstrip(".") in METADATA_HOSTS:
             raise permission_denied(f"{parsed.host} is a cloud metadata host; it is never fetched.")
@@ -223,6 +261,34 @@ class UrlGuard:
                         f"{self.allow_setting}."
                     )
         return CheckedUrl(parsed, tuple(addresses))
+
+    def _check_published(self, parsed: ParsedUrl) -> CheckedUrl:
+        """A published dev server's port on 127.0.0.1, or an allow-listed destination; nothing else."""
+        assert self.published is not None
+        if parsed.host in PUBLISHED_HOSTS and self.published.live(parsed.port):
+            return CheckedUrl(parsed, ("127.0.0.1",))  # where the relay listens (never ::1: not the relay)
+        opened = f"'{_netloc('http', parsed.host, parsed.port).removeprefix('http://')}' in {self.allow_setting}"
+        if self.allow.allows_host(parsed.host, parsed.port):
+            return UrlGuard(self.allow, self.resolver, self.allow_setting).check(parsed.url)
+        if is_loopback_url(parsed.url):
+            published = self.published.ports()
+            now = f"published now: {', '.join(map(str, published))}" if published else "none is published now"
+            raise permission_denied(
+                f"{parsed.origin} is a loopback address; web_ops reads loopback only at a port that a dev server "
+                f"started with shell_ops' start_process publishes right now (ports=[{parsed.port}]), as "
+                f"http://127.0.0.1:{parsed.port}/ or http://localhost:{parsed.port}/ ({now}). Start the dev server "
+                f"that way, or open the address on purpose with {opened}."
+            )
+        if self.allow.networks:  # an allow-listed network, the one other way open
+            literal = parsed.ip
+            addresses = [parsed.host] if literal is not None else list(self.resolver(parsed.host, parsed.port))
+            if addresses and all(self.allow.allows_address(ipaddress.ip_address(a)) for a in addresses):
+                return CheckedUrl(parsed, tuple(addresses))
+        raise permission_denied(
+            f"{parsed.origin} is not a published dev server: a dev server's page, its scripts and its redirects reach "
+            "only the dev servers published right now, never the network (the program behind it has no network, and "
+            f"web_ops does not give it one). Fetch {parsed.url} on its own, or open it on purpose with {opened}."
+        )
 
 
 def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
