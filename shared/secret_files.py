@@ -5,9 +5,9 @@ The path guard refuses a `.env`, a key or `~/.ssh` by name (`DEFAULT_DENY_GLOBS`
 program inside the sandbox opens files itself: `grep -r`, `jq`, a script's `open()`. So every deny-listed file and
 directory inside the roots is hidden from it (shared/sandbox.py: /dev/null over a file, an empty tmpfs over a
 directory, as Claude Code's sandbox `denyRead` does): reading one fails, listing one finds it empty. The server
-itself (trusted) reads those files and teaches their values to the masker (shared/secret_values.py, the pool of
-sources that program output never evicts), so a copy elsewhere is masked in every output, re-encoded too. Hiding
-is the guarantee; masking by value is best effort.
+itself (trusted) reads those files and teaches every value they hold (`file_values`) to the masker
+(shared/secret_values.py, in the pool of sources that program output never evicts), so a copy elsewhere is masked
+in every output, re-encoded too. Hiding is the guarantee; masking by value is best effort.
 
 Nothing a program writes decides what is secret. Programs write anywhere in the roots, so no name or marker they can
 create (`node_modules`, `.git`, `site-packages`, `pyvenv.cfg`, `CACHEDIR.TAG`, `lib/python3.11`) makes the walk
@@ -67,7 +67,7 @@ from typing import Any, NamedTuple
 from mcp_sections.shared import secret_values
 from mcp_sections.shared.errors import limit_exceeded
 from mcp_sections.shared.guards.paths import PathGuard, is_inside
-from mcp_sections.shared.secrets import secret_values_in
+from mcp_sections.shared.secrets import key_body, secret_values_in
 
 logger = logging.getLogger("mcp_sections.secret_files")
 
@@ -93,7 +93,7 @@ _PUBLIC_BLOCK = re.compile(
 )
 _SSH_PUBLIC_KEY = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-\S+@openssh\.com) AAAA[A-Za-z0-9+/=]+")
 _ASSIGNMENT_LINE = re.compile(r"\s*[\w.\-]+\s*[=:]")
-_SECRET_FIELD = re.compile(r"key|token|secret|passw|credential|auth", re.IGNORECASE)
+_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----.*?(?:-----END \1-----|\Z)", re.DOTALL)
 
 Identity = tuple[int, int, int, int, int, int]
 
@@ -579,9 +579,11 @@ def _read_text(path: str) -> str:
 
 
 def file_values(name: str, text: str) -> list[str]:
-    """The secret values in a deny-listed file: what the detectors find (`API_KEY=...`, `password = ...`, key
-    bodies, tokens), the password fields of formats they do not read (`.netrc`, `.pgpass`, `.htpasswd`), and in
-    a JSON credentials file every string a detector flags or whose field is named like a secret."""
+    """The values of a deny-listed file worth remembering, whatever they are named: the bodies of its private keys,
+    what the detectors find (tokens, passwords in URLs), every value it assigns (`NAME=value`, `name = value`,
+    `name: value`: `.env`, `.aws/credentials`, `.npmrc`, `.pypirc`, YAML), the words of its other lines (`.netrc`,
+    a bare token), the last field of `.pgpass` and `.htpasswd` lines, and every string of a JSON file. Plain
+    addresses and absolute paths are left out; so are words and short values (`secret_values.worth_remembering`)."""
     lowered = name.lower()
     if lowered.endswith(".json"):
         try:
@@ -589,29 +591,64 @@ def file_values(name: str, text: str) -> list[str]:
         except ValueError:
             pass
         else:
-            return list(_json_values(document))
-    values = secret_values_in(text)
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    if lowered in (".netrc", "_netrc"):
-        values += re.findall(r"\b(?:password|passwd|account)\s+(\S+)", text)
-    elif lowered == ".pgpass":
+            return _kept([value for string in _json_strings(document) for value in _string_values(string)])
+    values = _key_bodies(text)
+    rest = _PEM_BLOCK.sub("\n", text)  # certificates are public; the key bodies are taken whole above
+    values += secret_values_in(rest)
+    lines = [line.strip() for line in rest.splitlines() if line.strip() and line.lstrip()[0] not in "#;"]
+    for line in lines:
+        values += _line_values(line)
+    if lowered == ".pgpass" or lowered == ".htpasswd":
         values += [line.rsplit(":", 1)[1] for line in lines if ":" in line]
-    elif lowered == ".htpasswd":
-        values += [line.split(":", 1)[1] for line in lines if ":" in line]
-    return values
+    return _kept(values)
 
 
-def _json_values(document: Any, field: str = "") -> Iterator[str]:
+def _kept(values: list[str]) -> list[str]:
+    """The values worth remembering, once each, less plain addresses and absolute paths."""
+    return [
+        value
+        for value in dict.fromkeys(values)
+        if secret_values.worth_remembering(value) and not secret_values.plain(value)
+    ]
+
+
+def _line_values(line: str) -> list[str]:
+    """What one line of a protected file holds: the value it assigns (after its first `=`, or else its first `:`),
+    unquoted and without a trailing comment, with its words; or else its words."""
+    separator = "=" if "=" in line else ":" if ":" in line else None
+    if separator is None:
+        return line.split()
+    value = line.split(separator, 1)[1].strip()
+    if value[:1] in ('"', "'", "`"):
+        closing = value.find(value[0], 1)
+        value = value[1:closing] if closing > 0 else value[1:]
+    else:
+        value = value.split(" #", 1)[0].rstrip(" ,;")
+    words = value.split()
+    return [value, *words] if len(words) > 1 else [value]
+
+
+def _json_strings(document: Any) -> Iterator[str]:
     if isinstance(document, dict):
-        for key, value in document.items():
-            yield from _json_values(value, str(key))
+        for value in document.values():
+            yield from _json_strings(value)
     elif isinstance(document, list):
         for item in document:
-            yield from _json_values(item, field)
+            yield from _json_strings(item)
     elif isinstance(document, str):
-        yield from secret_values_in(document)  # a key block among them as its body
-        if _SECRET_FIELD.search(field) and not document.startswith("-----BEGIN"):
-            yield document
+        yield document
+
+
+def _string_values(string: str) -> list[str]:
+    """The values of one JSON string: a key block as its body, else the string itself and what detectors find in it."""
+    if "-----BEGIN" in string:
+        return _key_bodies(string)
+    return [string, *secret_values_in(string)]
+
+
+def _key_bodies(text: str) -> list[str]:
+    """The bodies of the private key blocks in `text`."""
+    return [key_body(block.group()) for block in _PEM_BLOCK.finditer(text) if "PRIVATE KEY" in block.group(1)]
 
 
 _WATCHED: OrderedDict[tuple[Any, ...], SecretFiles] = OrderedDict()

@@ -7,13 +7,16 @@ secret are remembered here — the values inside the deny-listed files (shared/s
 detector masked, and secret-looking variables of the server's own environment — and every later output is
 searched for them and their encodings, as CI systems mask the secrets registered with them.
 
-How. A value and its encodings (reversed; base64 at each of the three byte alignments, standard and URL-safe;
-hex; URL-encoding) are each reduced to a *skeleton*: its ASCII letters and digits, lower-cased. An output is
-reduced the same way, which undoes case changes and whatever a program puts between characters (`grep -o .`'s
-line breaks, `od -c`'s spaces, base64's line wrapping, a list's quotes and commas). Runs of numbers in an
-output (`jq explode`'s code points, `od`'s octal or hex words) are decoded to characters first. Any piece of a
-skeleton at least MIN_FRAGMENT characters long is masked, with every character of the output it spans: a token
-body without its prefix, or `head -c 20` and `tail -c 21` of a token, are such pieces.
+How. A value and its encodings (reversed; rot13; base64 at each of the three byte alignments, standard and
+URL-safe; hex; URL-encoding) are each reduced to a *skeleton*: its ASCII letters and digits, lower-cased. An output
+is reduced the same way, which undoes case changes and whatever a program puts between characters (`grep -o .`'s
+line breaks, `od -c`'s spaces, base64's line wrapping, a list's quotes and commas). Some encodings are decoded in
+the output instead, and searched again: runs of numbers (`jq explode`'s code points, `od`'s octal or hex words),
+character escapes (JSON's `\\u00e4` from `json.dumps`' ensure_ascii, `\\x41`, `\\U0001f600`: only when the output
+holds one), and runs of upper-case base32 (`base32`, `b32encode`, wrapped lines joined; from each of the eight
+characters of a group). Any piece of a skeleton at least MIN_FRAGMENT characters long is masked, with every
+character of the output it spans: a token body without its prefix, or `head -c 20` and `tail -c 21` of a token,
+are such pieces. Not recognised: lower-case base32, and any transform of a program's own choosing (below).
 
 MIN_FRAGMENT = 12: twelve letters and digits of a random token carry ~60 bits, so they never occur in ordinary
 text by chance, and a hex or base64 window of that length cannot be hit by git hashes or other encoded data;
@@ -49,11 +52,14 @@ deny-listed files cannot be read by programs at all (shared/secret_files.py).
 from __future__ import annotations
 
 import base64
+import binascii
+import bisect
+import codecs
 import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import compress
 from urllib.parse import quote
@@ -73,6 +79,8 @@ _ALNUM_FLAGS = bytes(byte in _LETTERS_AND_DIGITS or byte in _LETTERS_AND_DIGITS.
 _TOKENS = re.compile(r"[0-9A-Fa-f]+")
 _NUMBER_RUN = b"0" * (2 * MIN_FRAGMENT)  # hex-digit characters in a row before a run is decoded as numbers
 _MIN_TOKENS = 6
+_ESCAPE = re.compile(r"\\+(?:u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2})|U([0-9a-fA-F]{8})|u\{([0-9a-fA-F]{1,6})\})")
+_BASE32_RUN = re.compile(r"[A-Z2-7]{16,}(?:=*\r?\n[A-Z2-7]+)*=*")  # uppercase, as `base32` writes it, wrapped or not
 
 _SECRET_NAME = re.compile(
     r"(?:^|_)[A-Z0-9]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|AUTH)(?:_|$)|(?:^|_)PASS(?:_|$)",
@@ -104,17 +112,20 @@ def secret_environment(environ: Mapping[str, str]) -> list[str]:
     return [
         value
         for name, value in environ.items()
-        if _SECRET_NAME.search(name)
-        and not os.path.isabs(value)
-        and not _PLAIN_URL.fullmatch(value)
-        and worth_remembering(value)
+        if _SECRET_NAME.search(name) and not plain(value) and worth_remembering(value)
     ]
 
 
+def plain(value: str) -> bool:
+    """An absolute path or an address without credentials: configuration, not a secret."""
+    return os.path.isabs(value) or _PLAIN_URL.fullmatch(value) is not None
+
+
 def encodings(value: str) -> frozenset[str]:
-    """The skeletons a value can come back as: itself, reversed, hex, URL-encoded, base64 at each alignment."""
+    """The skeletons a value can come back as: itself, reversed, rot13, hex, URL-encoded, base64 at each alignment
+    (base32 and character escapes are decoded in the output instead: `KnownSecrets.spans`)."""
     data = value.encode("utf-8", "replace")
-    forms = {value, value[::-1], data.hex(), quote(value, safe="")}
+    forms = {value, value[::-1], codecs.encode(value, "rot13"), data.hex(), quote(value, safe="")}
     for skip in range(3):  # the secret's first byte at each of base64's three positions in a group
         chunk = data[skip:]
         forms.add(base64.b64encode(chunk[: len(chunk) - len(chunk) % 3]).decode("ascii"))
@@ -217,6 +228,43 @@ def _number_runs(view: str) -> Iterator[tuple[int, int]]:
         end = len(classes) if end == -1 else end
         yield start, end
         at = classes.find(_NUMBER_RUN, end)
+
+
+def _unescaped(text: str) -> tuple[str, Callable[..., int]] | None:
+    """`text` with its character escapes decoded (None when it has none), and the map from a position in the decoded
+    text back to `text` (`origin(position)`, or with `True` the end of the character at `position`)."""
+    parts: list[str] = []
+    starts: list[int] = []  # where each decoded part begins, in the decoded text
+    origins: list[tuple[int, int, bool]] = []  # (start, end in `text`, whether the part is one escape)
+    done = length = 0
+    for match in _ESCAPE.finditer(text):
+        code = int(next(group for group in match.groups() if group is not None), 16)
+        if code > 0x10FFFF:
+            continue
+        if match.start() > done:
+            parts.append(text[done : match.start()])
+            starts.append(length)
+            origins.append((done, match.start(), False))
+            length += match.start() - done
+        parts.append(chr(code))
+        starts.append(length)
+        origins.append((match.start(), match.end(), True))
+        length += 1
+        done = match.end()
+    if not parts:
+        return None
+    parts.append(text[done:])
+    starts.append(length)
+    origins.append((done, len(text), False))
+
+    def origin(position: int, end: bool = False) -> int:
+        part = bisect.bisect_right(starts, position) - 1
+        first, last, escape = origins[part]
+        if escape:
+            return last if end else first
+        return first + position - starts[part] + end
+
+    return "".join(parts), origin
 
 
 def _word(number: int) -> str:
@@ -335,6 +383,18 @@ class KnownSecrets:
         indexes = self._current()
         if not indexes or not text:
             return []
+        found = self._spans(indexes, text)
+        if "\\" in text:  # characters written as escapes: JSON's `\u00e4` (ensure_ascii), `\x41`, `\U0001f600`
+            unescaped = _unescaped(text)
+            if unescaped is not None:
+                decoded, origin = unescaped
+                found += [(origin(start), origin(end - 1, True)) for start, end in self._spans(indexes, decoded)]
+        for run in _BASE32_RUN.finditer(text):
+            found += self._base32(indexes, text, run.start(), run.end())
+        return found
+
+    def _spans(self, indexes: tuple[_Index, ...], text: str) -> list[tuple[int, int]]:
+        """Where the values of `indexes` lie in `text`: as they are in its skeleton, or spelt by its runs of numbers."""
         view = skeleton(text)
         found: list[tuple[int, int]] = []
         matched = _search(indexes, view)
@@ -346,6 +406,24 @@ class KnownSecrets:
                 first, last = at[start], at[end - 1] + 1
                 if last - first - (end - start) >= _MIN_TOKENS - 1:  # separated numbers, not one long hex word
                     found += self._numbers(indexes, text, first, last)
+        return found
+
+    def _base32(self, indexes: tuple[_Index, ...], text: str, start: int, end: int) -> list[tuple[int, int]]:
+        """Known values in a run of base32 (`base32`, Python's b32encode; wrapped lines joined), decoded from each of
+        the eight characters of a group, so that a piece cut anywhere is read."""
+        at = [position for position in range(start, end) if text[position] not in "=\r\n"]
+        letters = "".join(text[position] for position in at)
+        found: list[tuple[int, int]] = []
+        for skip in range(8):
+            usable = (len(letters) - skip) // 8 * 8
+            if usable < 16:
+                break
+            try:
+                decoded = base64.b32decode(letters[skip : skip + usable]).decode("latin-1")
+            except (binascii.Error, ValueError):
+                continue
+            for first, last in self._spans(indexes, decoded):  # a byte b is spelt by characters 8b/5 to 8(b+1)/5
+                found.append((at[skip + first * 8 // 5], at[min(skip + -(-last * 8 // 5), len(at)) - 1] + 1))
         return found
 
     def _numbers(self, indexes: tuple[_Index, ...], text: str, start: int, end: int) -> list[tuple[int, int]]:

@@ -175,6 +175,20 @@ def mask_text(text: str) -> tuple[str, int]:
     return _apply(text, spans + secret_values.KNOWN.spans(text))
 
 
+def mask_part(text: str, start: int, end: int) -> str:
+    """`text[start:end]` masked as a part of `text`: what the detectors and the known values find in the whole text,
+    clipped to the part, so that a secret crossing either end is masked in the part that shows it (a window of a
+    longer output read with the text around it: shell_ops' read_process_output)."""
+    spans = shape_spans(text)
+    if spans:
+        secret_values.KNOWN.learn(_values(text, spans))
+    spans += secret_values.KNOWN.spans(text)
+    inside = [
+        (max(first, start) - start, min(last, end) - start) for first, last in spans if first < end and last > start
+    ]
+    return _apply(text[start:end], inside)[0]
+
+
 def secret_values_in(text: str) -> list[str]:
     """The values the detectors find in `text` (a private key block as its body): what the file scan learns from
     a deny-listed file (shared/secret_files.py)."""
@@ -185,11 +199,11 @@ def _values(text: str, spans: list[tuple[int, int]]) -> list[str]:
     """The values behind masked spans: a key block's body, never the header line the private-key detector
     matches (no secret: remembering it would mask every mention of a key type)."""
     values = [text[start:end] for start, end in spans]
-    values = [_key_body(value) if value.startswith("-----BEGIN") else value for value in values]
+    values = [key_body(value) if value.startswith("-----BEGIN") else value for value in values]
     return [value for value in values if "PRIVATE KEY" not in value and not value.startswith("PuTTY")]
 
 
-def _key_body(block: str) -> str:
+def key_body(block: str) -> str:
     """A private key block's base64 body, without its BEGIN/END lines and `Proc-Type:`-style headers, and without
     its first line when there are more: that one is the same in every key of a kind (the OpenSSH or PKCS#8
     header), and remembering it would mask the start of every other key and certificate."""

@@ -7,6 +7,10 @@ the same fixed environment); this module keeps them running:
   in a new session, stdin a pipe, stdout and stderr one pipe (interleaved as the program wrote them);
 - their output goes into a ring of the last `output_bytes` bytes, addressed by absolute byte offsets, with the
   count of bytes that fell out of it; each process remembers where its reader stopped ("new output");
+- a window of it is masked as part of the stream, not alone: with CONTEXT bytes of what the ring keeps on each side
+  (and on, until CONTEXT letters and digits: padding between two halves does not cut a secret in two), more than any
+  secret the masker recognises spans. So no two windows (`offset`, `max_bytes`) each show one end of a secret that
+  is masked when read whole; a secret the program has not finished writing is masked in the next read;
 - bounded: at most `max_running` at once, each for at most its lifetime (then killed, state "expired");
   the last `max_running` finished ones are kept for their output and exit code;
 - stopping sends a signal to the program inside the sandbox (never to bubblewrap's own processes), waits, then
@@ -30,19 +34,22 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 from mcp_sections.servers.shell_ops.processes import kill_group
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded, not_found
+from mcp_sections.shared.secrets import mask_part
 
 State = Literal["running", "exited", "stopped", "expired"]
 READ_CHUNK = 65536
 QUIET_SECONDS = 0.15  # output that stops for this long is taken to be complete (a prompt, a burst of lines)
 WRITE_TIMEOUT = 5.0
 PR_SET_PDEATHSIG = 1
+CONTEXT = 16 * 1024  # bytes, and letters and digits, read on each side of a window to mask it as part of the stream
+_NOT_ALNUM = bytes(byte for byte in range(256) if not (chr(byte).isascii() and chr(byte).isalnum()))
 
 
 @dataclass(frozen=True)
@@ -55,9 +62,13 @@ class Window:
     next_offset: int
     skipped: int
     more: bool
+    before: bytes = b""  # output kept before and after the window, read to mask it as part of the stream
+    after: bytes = b""
 
     def text(self) -> str:
-        return self.data.decode("utf-8", errors="replace")
+        """The window as text, masked as part of the output around it (secrets crossing either end included)."""
+        before, text, after = (part.decode("utf-8", errors="replace") for part in (self.before, self.data, self.after))
+        return mask_part(before + text + after, len(before), len(before) + len(text))
 
 
 class OutputRing:
@@ -96,9 +107,10 @@ class OutputRing:
             self._closed = True
             self.changed.notify_all()
 
-    def window(self, offset: int, max_bytes: int) -> Window:
+    def window(self, offset: int, max_bytes: int, *, context: bool = True) -> Window:
         """At most `max_bytes` from `offset` (clamped to what is kept): cut after the last line break when more
-        follows, and never inside a UTF-8 character that is still being written."""
+        follows, and never inside a UTF-8 character that is still being written; with `context`, the output kept
+        around it too (see CONTEXT)."""
         with self.changed:
             start = min(max(offset, self._start), self.total)
             skipped = start - offset if offset < self._start else 0
@@ -108,7 +120,25 @@ class OutputRing:
                 piece = piece[: piece.rindex(b"\n") + 1]
             elif not self._closed or more:
                 piece = piece[: len(piece) - _partial_character(piece)]
-            return Window(piece, start, start + len(piece), skipped, start + len(piece) < self.total)
+            end = start + len(piece)
+            window = Window(piece, start, end, skipped, end < self.total)
+            if not context:
+                return window
+            first, last = _context(self._data, start - self._start, end - self._start)
+            before, after = bytes(self._data[first : start - self._start]), bytes(self._data[end - self._start : last])
+            return replace(window, before=before, after=after)
+
+
+def _context(data: bytearray, start: int, end: int) -> tuple[int, int]:
+    """How far around `data[start:end]` to read: CONTEXT bytes on each side, and on (doubling) until CONTEXT letters
+    and digits, within what is kept."""
+    first = max(0, start - CONTEXT)
+    while first > 0 and len(data[first:start].translate(None, _NOT_ALNUM)) < CONTEXT:
+        first = max(0, first - (start - first))
+    last = min(len(data), end + CONTEXT)
+    while last < len(data) and len(data[end:last].translate(None, _NOT_ALNUM)) < CONTEXT:
+        last = min(len(data), last + (last - end))
+    return first, last
 
 
 def _partial_character(data: bytes) -> int:
@@ -160,7 +190,7 @@ class BackgroundProcess:
         with ring.changed:
             while True:
                 if wanted is not None:
-                    window = ring.window(after, ring.total)
+                    window = ring.window(after, ring.total, context=False)
                     if (found := window.data.find(wanted)) >= 0:
                         self._finish_line(window.offset + found + len(wanted))  # the rest of the line it is on
                         return True
@@ -181,7 +211,7 @@ class BackgroundProcess:
         """Wait (at most QUIET_SECONDS after the last output) until the line at `position` has its line break."""
         ring = self.ring
         with ring.changed:
-            while b"\n" not in ring.window(position, ring.total).data and not ring.closed:
+            while b"\n" not in ring.window(position, ring.total, context=False).data and not ring.closed:
                 seen = ring.total
                 ring.changed.wait(QUIET_SECONDS)
                 if ring.total == seen:

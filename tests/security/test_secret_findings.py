@@ -9,13 +9,20 @@ shell_ops server and its sandbox, each attack decoded as an attacker would.
 - 9. Values learnt from the protected files shared one bounded pool with values learnt from output: printing 1,500
   token-shaped strings evicted them, and a copy of a `.env` value printed in plain text. Now they have a pool of their
   own, whose bound fails closed (no program runs while values are left out).
+- 10. Masking gaps: values of protected files were learnt only when a detector flagged them (`DB_URL_PART=...`);
+  JSON's `\\uXXXX` escapes, base32 and rot13 of a known value were not recognised; and two read_process_output
+  windows (`offset`) could each show one end of a 16-character password, each too short to be masked alone.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import codecs
+import contextlib
 import hashlib
 import os
+import re
 import secrets
 import shutil
 import uuid
@@ -241,3 +248,93 @@ async def test_the_pool_of_file_values_fails_closed_when_full(
     assert code == "MAX_LIMIT_EXCEEDED" and "stash/" in message and "Move the keys" in message, message
     shutil.rmtree(stash)
     assert await run(shell, "cat", "notes.txt") == f"the url part is {MASK}\n"
+
+
+# -- 10. every value of a protected file is learnt; more encodings; windows masked as one stream -------------------
+
+_OTHER = uuid.uuid4().hex
+NAMELESS = "s3cr3tV4lue99" + _OTHER[:4]  # assigned under a name nothing takes for secret
+ACCENTED = f"Zq{_OTHER[4:8]}ä7pL{_OTHER[8:12]}ü8nR{_OTHER[12:15]}öX"  # ensure_ascii cuts it every 6 characters
+PASSWORD = "Pw" + _OTHER[15:29]  # 16 characters
+ENCODE = r"""
+import base64, codecs, json, sys
+mode, text = sys.argv[1], open("copies.txt", encoding="utf-8").read()
+data = text.encode()
+if mode == "json":
+    print(json.dumps(text))  # ensure_ascii: every non-ASCII character as \uXXXX
+elif mode == "json-every-character":
+    print("".join("\\u%04x" % ord(char) for char in text))
+elif mode == "x-escapes":
+    print("".join("\\x%02x" % byte for byte in data))
+elif mode == "base32-cut":
+    print(base64.b32encode(data).decode()[13:])  # a piece starting inside a group
+elif mode.startswith("base32"):
+    encoded = base64.b32encode(b"x" * int(mode[-1]) + data).decode()  # the value at each byte of a 5-byte group
+    print("\n".join(encoded[at : at + 76] for at in range(0, len(encoded), 76)))  # as `base32` wraps it
+elif mode == "rot13":
+    print(codecs.encode(text, "rot13"))
+"""
+ENCODINGS = ["json", "json-every-character", "x-escapes", *(f"base32-{skip}" for skip in range(5))]
+ENCODINGS += ["base32-cut", "rot13"]
+WINDOWED = """
+import sys
+sys.stdout.write("x" * 250 + open("copies.txt").read().split()[-1] + "y" * 300 + "\\n")
+"""
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("gaps") / "project"
+    (root / "config").mkdir(parents=True)
+    (root / ".env").write_text(f'DB_URL_PART={NAMELESS}\nAPI_KEY="{ACCENTED}"\nDB_PASSWORD={PASSWORD}\nDEBUG=1\n')
+    (root / "config" / "credentials.json").write_text(f'{{"endpoint": "https://api.example.com", "shard": "{DOTENV}"}}')
+    (root / "copies.txt").write_text(f"{NAMELESS} {DOTENV} {ACCENTED} {PASSWORD}\n", encoding="utf-8")
+    (root / "encode.py").write_text(ENCODE)
+    (root / "windowed.py").write_text(WINDOWED)
+    return root
+
+
+@pytest.fixture(scope="module")
+async def gaps(project: Path) -> AsyncIterator[Client]:
+    async with section_in_memory("shell_ops", "--root", str(project), env=server_env(project)) as shell:
+        yield shell
+
+
+@pytest.mark.anyio
+async def test_every_value_a_protected_file_assigns_is_learnt(gaps: Client) -> None:
+    """`DB_URL_PART=...` has no name a detector knows, `shard` no secret field name: their files say enough."""
+    shown = await run(gaps, "cat", "copies.txt")
+    assert shown == f"{MASK} {MASK} {MASK} {MASK}\n", shown
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ENCODINGS)
+async def test_escaped_base32_and_rot13_copies_are_masked(gaps: Client, mode: str) -> None:
+    out = await run(gaps, "python3", "encode.py", mode)
+    assert MASK in out, out
+    readings = [
+        out,
+        codecs.encode(out, "rot13"),
+        out.encode("latin-1", "replace").decode("unicode_escape", "replace"),
+        "".join(chr(int(code, 16)) for code in re.findall(r"\\u([0-9a-f]{4})", out)),
+    ]
+    for skip in range(8):
+        letters = "".join(re.findall(r"[A-Z2-7]+", out))[skip:]
+        with contextlib.suppress(binascii.Error, ValueError):
+            readings.append(base64.b32decode(letters[: len(letters) // 8 * 8]).decode("latin-1"))
+    for secret in (ACCENTED, PASSWORD, NAMELESS, DOTENV):  # the first two are learnt by shape alone too
+        ascii_part = secret.encode("ascii", "ignore").decode()
+        for reading in readings:
+            assert secret not in reading and ascii_part[:12] not in reading, (mode, reading)
+
+
+@pytest.mark.anyio
+async def test_two_windows_of_a_process_output_do_not_each_show_one_end_of_a_password(gaps: Client) -> None:
+    started = await call(gaps, "start_process", command=["python3", "windowed.py"], wait_seconds=10)
+    process = started["process"]["process_id"]
+    assert PASSWORD not in started["output"] and MASK in started["output"], started["output"]
+    first = await call(gaps, "read_process_output", process_id=process, offset=0, max_bytes=258)
+    second = await call(gaps, "read_process_output", process_id=process, offset=258, max_bytes=256)
+    assert first["next_offset"] == 258 and first["output"].startswith("x" * 250), first
+    assert PASSWORD[:8] not in first["output"] and PASSWORD[8:] not in second["output"], (first, second)
+    assert first["output"].endswith(MASK) and second["output"].startswith(MASK)
