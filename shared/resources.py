@@ -13,8 +13,9 @@ bytes wait in this process's store until the client reads them with `resources/r
   gateway routes `resources/read` by it), the random part (128 bits) makes them unguessable.
 - Text attachments of sections that mask secrets are masked like the rest of their result (`shared.calls`).
 - A link is read only by the client it was given to: the URIs in each result a client receives (`tools/call`, a
-  task's result) are noted with that client (its connection, as `shared.tasks` tells clients apart), and a
-  `resources/read` from anyone else is answered as for a URI that is gone. Behind the gateway, the section's client
+  task's result) are noted with that client (as `shared.tasks` tells clients apart: the user by the bearer token
+  presented, and the client program by its declared name and version), and a `resources/read` from anyone else is
+  answered as for a URI that is gone. Behind the gateway, the section's client
   is the gateway's session, and the gateway checks its own clients the same way before it asks the section.
 """
 

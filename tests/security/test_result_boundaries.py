@@ -17,6 +17,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp_types import Implementation
 
 from mcp_sections.servers.cli import build_parser, gateway_server, section_server, settings_from
 from mcp_sections.shared.provenance import is_enveloped, unwrap
@@ -62,15 +63,23 @@ async def test_a_timeouts_program_output_is_enveloped(root: Path) -> None:
 
 @asynccontextmanager
 async def clients(command: list[str], count: int = 2) -> AsyncIterator[list[Client]]:
-    """`mcp-sections <command>` in memory, with `count` clients connected to the one server."""
+    """`mcp-sections <command>` in memory, with `count` clients connected to the one server: different client
+    programs (a client is told apart by its user's token and its program, `shared.tasks.owner_of`)."""
     with environment(HOST_ENVIRONMENT, REPO):
         args = build_parser().parse_args(command)
         settings = settings_from(args)
         server = gateway_server(args, settings)[0] if command[0] == "gateway" else section_server(args, settings)
         async with AsyncExitStack() as stack:
             yield [
-                await stack.enter_async_context(Client(server, mode="legacy", read_timeout_seconds=120))
-                for _ in range(count)
+                await stack.enter_async_context(
+                    Client(
+                        server,
+                        mode="legacy",
+                        read_timeout_seconds=120,
+                        client_info=Implementation(name=f"app-{n}", version="1"),
+                    )
+                )
+                for n in range(count)
             ]
 
 
