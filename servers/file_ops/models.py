@@ -584,13 +584,22 @@ MAX_SPEC_CHARS = 500  # npm names stop at 214 characters; a version range or pip
 class InstallPackageInput(ToolInput):
     manager: Literal["npm", "pip"] = Field(description="Package manager.")
     packages: list[Annotated[str, Field(max_length=MAX_SPEC_CHARS)]] = Field(
-        min_length=1,
+        default_factory=list,
         max_length=20,
         description="Package specs: npm 'name', 'name@1.2.3', '@scope/name@^2'; pip 'name', 'name==1.2', "
-        "'name[extra]>=1,<2'. No options, URLs or paths.",
+        "'name[extra]>=1,<2', or a local project inside the roots, relative to `path` ('.', '.[test]', './lib'). "
+        "No options or URLs. Empty with npm: the project's own dependencies (npm install).",
     )
     path: str = _path_field(description="Project directory (default: the first root). " + PATH_DESCRIPTION, default=".")
     dev: bool = Field(default=False, description="npm only: save as a dev dependency.")
+    editable: bool = Field(
+        default=False, description="pip only: install the local projects in editable mode (pip install -e '.[test]')."
+    )
+    requirements: list[Annotated[str, Field(max_length=4096)]] = Field(
+        default_factory=list,
+        max_length=10,
+        description="pip only: requirements files inside the roots, relative to `path` (pip install -r FILE).",
+    )
 
 
 class InstallPackageResult(ToolResult):

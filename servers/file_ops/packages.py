@@ -1,12 +1,18 @@
 """install_package: npm or pip packages into a project inside the roots, without a shell.
 
-Package specs follow a strict grammar (names, optional version or range; pip extras): no options
-(`-x`), no URLs, no paths, no VCS references, no environment markers. The command is an argv list,
-its working directory is the project directory (inside the roots), and it has a time limit. It runs inside the
-OS sandbox (shared/sandbox.py): the system directories read-only, the project directory writable (the server's
-own environment too when `pip_allow_server_environment` sends the install there), the network, a private
-`/tmp` as its home; nothing else of the machine — so an sdist's `setup.py` or an npm install script cannot read
-the user's files or the server's data.
+What it installs: registry packages, whose specs follow a strict grammar (names, optional version or range; pip
+extras; no options, URLs, VCS references or markers); for pip also the project itself or another local project
+inside the roots (`.`, `./lib`, `.[test]`; `editable` installs them with `-e`, as `pip install -e ".[test]"` does) and
+requirements files inside the roots (`-r requirements.txt`); for npm with no package, the project's own dependencies
+(`npm install`). The command is an argv list, its working directory is the project directory (inside the roots), and
+it has a time limit.
+
+It runs inside the OS sandbox (shared/sandbox.py): the system directories read-only; the project directory, its venv
+and the local projects it installs writable (the server's own environment too when `pip_allow_server_environment`
+sends the install there); a private `/tmp` as its home; nothing else of the machine — so an sdist's `setup.py`, the
+project's build backend or an npm install script cannot read the user's files or the server's data. Its only way out is
+the registry-only egress proxy of `shared.installers`, the same as an installer run_command starts: one
+implementation of what an installer may reach, for both tools.
 
 Where pip installs: the project's virtual environment (the nearest directory with a `pyvenv.cfg`, `.venv` first, in
 the project directory or above it inside its root; `shared.toolchains`) with its own interpreter (`<venv>/bin/python
@@ -18,23 +24,19 @@ it goes into the server's own environment (`sys.executable -m pip`). npm install
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from mcp_sections.shared.egress_proxy import HostListPolicy, serving_unix
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.guards.urls import AllowList, UrlGuard
-from mcp_sections.shared.sandbox import Confinement, Sandbox, egress_environment
+from mcp_sections.shared.guards.paths import PathGuard, is_inside
+from mcp_sections.shared.installers import npm_pinned_programs, registry_egress, registry_environment
+from mcp_sections.shared.sandbox import Confinement, Sandbox
 from mcp_sections.shared.toolchains import find_venv, forbidden_prefixes, venv_base_prefix
 
 NPM_NAME = r"(?:@[a-z0-9][a-z0-9._~-]{0,100}/)?[a-z0-9][a-z0-9._~-]{0,213}"
@@ -52,27 +54,55 @@ PIP_SPEC = re.compile(
 OUTPUT_TAIL = 4000
 
 
+#: A local project for pip: a path inside the roots (`.`, `./lib`, `../other`, `sub/pkg`) with optional extras.
+LOCAL_SPEC = re.compile(rf"^(?P<path>(?:\.{{1,2}}|[^\s\[\]]*/[^\s\[\]]*))\s*(?P<extras>{PIP_EXTRAS})?$")
+
+
+#: Built archives: a local spec names a project directory, which pip builds in the sandbox.
+ARCHIVES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".egg")
+
+
+def is_local(manager: str, spec: str) -> bool:
+    """Whether a pip spec names a local project (a path: `.`, `..`, or with a `/`) rather than a registry package."""
+    text = spec.strip()
+    return manager == "pip" and "://" not in text and (text.startswith(".") or "/" in text.split("[", 1)[0])
+
+
 def validate_specs(manager: str, specs: list[str]) -> list[str]:
-    """Each spec must match the manager's grammar; the message names the first bad one and why."""
+    """Each registry spec must match the manager's grammar, each local pip spec the path grammar (its path is checked
+    against the roots by `local_projects`); the message names the first bad one and why."""
     grammar = NPM_SPEC if manager == "npm" else PIP_SPEC
     cleaned = []
     for spec in specs:
         text = spec.strip()
         if not text or text.startswith("-"):
             raise invalid_input(f"{spec[:80]!r} is not a package spec (options are not accepted).")
-        if any(token in text for token in ("://", "/", "\\", "\x00")) and not (
+        if "\x00" in text:
+            raise invalid_input(f"{spec[:80]!r} contains a NUL byte.")
+        if is_local(manager, text):
+            if not LOCAL_SPEC.match(text) or text.split("[", 1)[0].rstrip().endswith(ARCHIVES):
+                raise invalid_input(
+                    f"{spec[:80]!r} is not a local project spec; give a project directory inside the roots with "
+                    "optional extras, e.g. `.`, `.[test]` or `./lib[dev]` (not a built archive)."
+                )
+            cleaned.append(text)
+            continue
+        if any(token in text for token in ("://", "/", "\\")) and not (
             manager == "npm" and text.startswith("@") and text.count("/") == 1 and "://" not in text
         ):
-            raise invalid_input(f"{spec[:80]!r} looks like a URL or a path; only registry package names are accepted.")
+            raise invalid_input(
+                f"{spec[:80]!r} looks like a URL or a path; give registry package names"
+                + (", or a local project inside the roots (`.`, `./lib[test]`)." if manager == "pip" else ".")
+            )
         if not grammar.match(text):
             example = (
                 "lodash, @types/node@^20, left-pad@1.3.0"
                 if manager == "npm"
-                else "requests, rich>=13, uvicorn[standard]==0.30.0"
+                else "requests, rich>=13, uvicorn[standard]==0.30.0, or a local project: ., .[test], ./lib"
             )
             raise invalid_input(
                 f"{spec[:80]!r} is not a valid {manager} package spec; use a name with an optional version "
-                f"(for example {example}). URLs, paths, options and markers are refused."
+                f"(for example {example}). URLs, options and markers are refused."
             )
         cleaned.append(text)
     if len(set(cleaned)) != len(cleaned):
@@ -80,30 +110,40 @@ def validate_specs(manager: str, specs: list[str]) -> list[str]:
     return cleaned
 
 
-#: What an installer inherits from the server's environment: where programs are, the locale, and how to reach
-#: the registries (proxies, CA bundles, the operator's index). Nothing else: the installer runs code that comes
-#: from the registry (sdists' setup.py, npm scripts when enabled) or from the project (its venv's python), and
-#: must not see the server's API keys and tokens.
+def local_projects(guard: PathGuard, project: Path, specs: Sequence[str]) -> list[tuple[Path, str]]:
+    """(directory, `directory[extras]` for pip) of each local spec: a directory inside the roots, relative to the
+    project directory, holding a `pyproject.toml` or `setup.py`."""
+    found = []
+    for spec in specs:
+        match = LOCAL_SPEC.match(spec.strip())
+        assert match is not None  # validate_specs checked it
+        candidate = project / match.group("path")
+        directory = guard.resolve(str(candidate), purpose="list") if candidate.exists() else candidate
+        if not directory.is_dir() or not any((directory / name).is_file() for name in ("pyproject.toml", "setup.py")):
+            raise invalid_input(
+                f"{spec[:80]!r} is not a Python project directory inside the roots (a directory with a pyproject.toml "
+                "or setup.py, relative to `path`); a built archive installs from its project directory instead."
+            )
+        extras = re.sub(r"\s+", "", match.group("extras") or "")
+        found.append((directory, f"{directory}{extras}"))
+    return found
+
+
+#: What an installer inherits from the server's environment: where programs are, the locale, the machine's proxies
+#: (used where the sandbox cannot narrow the network: Seatbelt, `sandbox = "off"`) and how to reach the registries
+#: (`shared.installers.REGISTRY_ENV_KEEP`). Nothing else: the installer runs code that comes from the registry or
+#: from the project, and must not see the server's API keys and tokens.
 INSTALL_ENV_KEEP = frozenset(
     {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT"}
     | {"http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "all_proxy"}
-    | {"SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS"}
-    | {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "npm_config_registry", "NPM_CONFIG_REGISTRY"}
 )
 
 
-def npm_pinned_programs() -> list[str]:
-    """Command-line values for every npm setting that names a program, so a project's `.npmrc` cannot
-    swap in its own (`git=./evil.sh` with a `git+` dependency would otherwise run it)."""
-    git = shutil.which("git") or "git"
-    return [f"--git={git}", "--script-shell=/bin/sh", "--shell=/bin/sh", "--editor=true", "--browser=false"]
-
-
 def install_environment(server_environment: Mapping[str, str]) -> dict[str, str]:
-    """The environment of an install: the kept variables of the server's, plus non-interactive settings."""
+    """The environment of an install: the kept variables of the server's, its registries' and the installers'
+    non-interactive settings (`shared.installers.registry_environment`)."""
     env = {key: value for key, value in server_environment.items() if key in INSTALL_ENV_KEEP}
-    env.update({"PIP_NO_INPUT": "1", "npm_config_yes": "true", "CI": "1"})
-    return env
+    return {**env, **registry_environment(server_environment)}
 
 
 @dataclass
@@ -120,35 +160,6 @@ class InstallOutcome:
     blocked: list[str]
 
 
-def registry_policy(registries: Sequence[str], environment: Mapping[str, str]) -> HostListPolicy:
-    """Where an installer may go: the configured registries and the ones the server's own environment names
-    (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, npm_config_registry), whatever address their names resolve to (a registry
-    name often resolves to a mirror or a proxy on the operator's network); a `*.suffix` entry stays subject to the URL
-    guard (loopback and private addresses refused), and nothing else is reached."""
-    entries = [*registries]
-    for variable in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "npm_config_registry", "NPM_CONFIG_REGISTRY"):
-        entries += environment.get(variable, "").split()
-    hosts: list[str] = []
-    ports: set[int] = {443}
-    plain: list[tuple[str, int]] = []
-    opened: list[str] = []
-    for entry in entries:
-        if "://" not in entry:  # a bare host (or *.suffix)
-            hosts.append(entry)
-            continue
-        parts = urlsplit(entry)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            continue
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        if parts.scheme == "https":
-            hosts.append(parts.hostname)
-            ports.add(port)
-        else:
-            plain.append((parts.hostname, port))
-        opened.append(f"{parts.hostname}:{port}")
-    return HostListPolicy(hosts, ports, UrlGuard(AllowList.parse(opened)), plain_http=plain)
-
-
 def install_package(
     guard: PathGuard,
     manager: str,
@@ -161,13 +172,22 @@ def install_package(
     pip_allow_server_environment: bool,
     sandbox: Sandbox,
     registries: Sequence[str] = (),
+    editable: bool = False,
+    requirements: Sequence[str] = (),
 ) -> InstallOutcome:
     specs = validate_specs(manager, packages)
     project = guard.resolve(path, purpose="execute")
     readable: list[Path] = []
+    writable = [project]
     if not project.is_dir():
         raise invalid_input(f"{path!r} is not a directory; `path` is the project directory.")
+    local = [spec for spec in specs if is_local(manager, spec)]
     if manager == "npm":
+        if editable or requirements:
+            raise invalid_input(
+                "editable and requirements are for pip; npm installs names, or the project's own dependencies when "
+                "`packages` is empty."
+            )
         npm = shutil.which("npm")
         if npm is None:
             raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "npm is not installed on the server's machine (not on PATH).")
@@ -176,21 +196,32 @@ def install_package(
             command.append("--ignore-scripts")
         if dev:
             command.append("--save-dev")
-        command += ["--", *specs]
+        if specs:
+            command += ["--", *specs]
         environment = f"{project}/node_modules"
     else:
         if dev:
             raise invalid_input("dev=true is for npm; pip has no dev dependencies (omit it).")
+        if not specs and not requirements:
+            raise invalid_input(
+                "name what to install: registry packages, a local project (`.`, `.[test]`) or a requirements file."
+            )
+        if editable and not local:
+            raise invalid_input("editable=true installs local projects (`.`, `./lib[test]`); none is listed.")
+        projects = local_projects(guard, project, local)
+        files = [guard.resolve(str(project / requirement), purpose="read") for requirement in requirements]
         venv = find_venv(project, guard)
         python = venv / "bin" / "python" if venv is not None else None
         if venv is not None:
             environment = str(venv)
+            writable.append(venv)
             toolchain = venv_base_prefix(venv, forbidden_prefixes(guard))
             if toolchain is not None and not guard.contains(toolchain):
                 readable.append(toolchain)
         elif pip_allow_server_environment:
             python = Path(sys.executable)
             environment = f"the server's environment ({sys.prefix})"
+            writable.append(Path(sys.prefix))
         else:
             raise ToolFailure(
                 ErrorCode.VALIDATION_FAILED,
@@ -198,32 +229,27 @@ def install_package(
                 "create one first (python -m venv .venv), or ask the operator to enable "
                 "pip_allow_server_environment.",
             )
-        command = [
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "--no-input",
-            "--disable-pip-version-check",
-            "--",
-            *specs,
-        ]
+        targets: list[str] = []
+        for directory, target in projects:  # a build writes its egg-info and build/ there
+            writable.append(directory)
+            targets += ["-e", target] if editable else [target]
+        for file in files:
+            readable.append(file.parent)
+            targets += ["-r", str(file)]
+        names = [spec for spec in specs if spec not in local]
+        command = [str(python), "-m", "pip", "install", "--no-input", "--disable-pip-version-check", *targets]
+        if names:
+            command += ["--", *names]
     env = install_environment(os.environ)
-    writable = [project]
-    if environment.startswith("the server's environment"):
-        writable.append(Path(sys.prefix))
     if sandbox.kind != "off":
         env.update({"HOME": "/tmp", "npm_config_cache": "/tmp/.npm", "PIP_CACHE_DIR": "/tmp/.pip-cache"})
-    confined = sandbox.kind == "bubblewrap"  # Seatbelt and "off" keep the machine's network (see the README)
-    with contextlib.ExitStack() as stack:
-        socket = None
-        proxy = None
-        if confined:
-            directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mcp-sections-egress-")))
-            socket = directory / "egress.sock"
-            proxy = stack.enter_context(serving_unix(registry_policy(registries, os.environ), socket))
-            env.update(egress_environment())
-        confinement = Confinement.within(guard, writable=writable, readable=readable, network=True, egress=socket)
+    writable = list(dict.fromkeys(writable))
+    readable = [place for place in dict.fromkeys(readable) if not any(is_inside(str(place), str(w)) for w in writable)]
+    with registry_egress(sandbox.kind, registries, os.environ) as egress:  # its only way out: shared.installers
+        env.update(egress.environment)
+        confinement = Confinement.within(
+            guard, writable=writable, readable=readable, network=True, egress=egress.socket
+        )
         argv = sandbox.wrap(command, project, confinement)
         try:
             completed = subprocess.run(
@@ -244,22 +270,17 @@ def install_package(
             ) from None
         except OSError as exc:
             raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, f"{manager} could not be started ({exc.strerror}).") from None
-        blocked = [str(refusal) for refusal in proxy.ledger.refusals] if proxy is not None else []
+        blocked, refused = egress.blocked(), egress.refused_sentence()
     output = completed.stdout.decode("utf-8", errors="replace")
     tail = output[-OUTPUT_TAIL:]
     if completed.returncode != 0:
-        refused = (
-            f" Destinations refused (only the configured registries are open): {'; '.join(blocked[:5])}."
-            if blocked
-            else ""
-        )
         raise ToolFailure(
             ErrorCode.EXECUTION_FAILED,
             f"{manager} install failed with exit code {completed.returncode}.{refused} Last output:\n{tail}",
         )
     return InstallOutcome(
         manager=manager,
-        packages=specs,
+        packages=[*specs, *(f"-r {requirement}" for requirement in requirements)],
         command=command,
         cwd=str(project),
         environment=environment,

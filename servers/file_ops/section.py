@@ -855,21 +855,24 @@ async def undo_file_change(params: UndoFileChangeInput, state: FileOpsState, ctx
     ),
 )
 async def install_package(params: InstallPackageInput, state: FileOpsState, ctx: ToolContext) -> InstallPackageResult:
-    """Install packages from the npm or PyPI registry into a project inside the allowed roots.
+    """Install packages from the npm or PyPI registry, or the project itself, into a project inside the allowed roots.
 
-    Specs are strictly validated (name plus optional version or range; pip extras): no options, URLs or paths.
-    Runs without a shell in the project directory, with a time limit. npm installs into the project (install
-    scripts are skipped by default); pip installs into the project's virtual environment (the nearest directory
-    with a pyvenv.cfg, .venv first) and is refused if there is none. The installer runs inside the OS sandbox
-    (bubblewrap): it sees the project, not the rest of the machine, and reaches only the configured package
-    registries (through an egress proxy; `blocked` lists what else it tried). Returns the command run and the end
-    of its output.
+    Registry specs are strictly validated (name plus optional version or range; pip extras): no options or URLs. pip
+    also installs local projects inside the roots (`packages=[".[test]"]`, with `editable=true` for
+    `pip install -e ".[test]"`) and requirements files (`requirements=["requirements.txt"]`); npm with no package
+    installs the project's own dependencies. Runs without a shell in the project directory, with a time limit. npm
+    installs into the project (install scripts are skipped by default); pip installs into the project's virtual
+    environment (the nearest directory with a pyvenv.cfg, .venv first) and is refused if there is none. The installer
+    runs inside the OS sandbox (bubblewrap): it sees the project, its venv and the local projects, not the rest of the
+    machine, and reaches only the configured package registries (through an egress proxy; `blocked` lists what else
+    it tried) — the same way out as an installer started with run_command. Returns the command run and the end of
+    its output.
     """
     from mcp_sections.servers.file_ops import packages
 
     guard = await _guard(state, ctx)
     settings = state.settings
-    await ctx.report_progress(0, None, f"{params.manager} install {' '.join(params.packages)[:200]}")
+    await ctx.report_progress(0, None, f"{params.manager} install {' '.join(params.packages)[:200]}".rstrip())
     outcome = await _work(
         packages.install_package,
         guard,
@@ -882,6 +885,8 @@ async def install_package(params: InstallPackageInput, state: FileOpsState, ctx:
         pip_allow_server_environment=settings.pip_allow_server_environment,
         sandbox=state.sandbox(),
         registries=settings.install_registries,
+        editable=params.editable,
+        requirements=params.requirements,
     )
     return InstallPackageResult.model_validate(outcome)
 
