@@ -93,6 +93,7 @@ _PUBLIC_BLOCK = re.compile(
 )
 _SSH_PUBLIC_KEY = re.compile(r"(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+|sk-\S+@openssh\.com) AAAA[A-Za-z0-9+/=]+")
 _ASSIGNMENT_LINE = re.compile(r"\s*[\w.\-]+\s*[=:]")
+_HEX_BYTES = re.compile(r"(?:[0-9a-fA-F]{2}:)+[0-9a-fA-F]{0,2}")
 _PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----.*?(?:-----END \1-----|\Z)", re.DOTALL)
 
 Identity = tuple[int, int, int, int, int, int]
@@ -615,6 +616,8 @@ def _kept(values: list[str]) -> list[str]:
 def _line_values(line: str) -> list[str]:
     """What one line of a protected file holds: the value it assigns (after its first `=`, or else its first `:`),
     unquoted and without a trailing comment, with its words; or else its words."""
+    if _HEX_BYTES.fullmatch(line):  # a certificate's modulus or signature in a text dump: public
+        return []
     separator = "=" if "=" in line else ":" if ":" in line else None
     if separator is None:
         return line.split()

@@ -22,13 +22,14 @@ MIN_FRAGMENT = 12: twelve letters and digits of a random token carry ~60 bits, s
 text by chance, and a hex or base64 window of that length cannot be hit by git hashes or other encoded data;
 eight would (a commit log holds thousands of 8-digit hex windows). A program must cut a secret into pieces of
 11 characters or fewer to get it through. Values are remembered when their skeleton has at least MIN_LENGTH
-characters and does not look like a word (mixed letters and digits or cases, or 16 characters and more):
+characters and does not look like a word (letters and digits mixed, a capital after a small letter, or 16
+characters and more; `Software` is a word):
 `DB_PASSWORD=postgres` is masked there by shape, but "postgres" is not masked in every later output.
 
-Speed. Every 6-character substring of every skeleton goes into one set; an output's skeleton is cut into
-6-character blocks at fixed steps, and one set test tells whether any block belongs to a known value (a piece
-of 11 characters or more always holds a whole block). Only then is the match found and extended character by
-character. 64 KB of output with 50 known values costs about 1 ms (`python -m benchmarks.bench_sandbox`).
+Speed. Every 6-character substring of every skeleton goes into one set (one per pool, below); an output's
+skeleton is cut into 6-character blocks at fixed steps, and one set test tells whether any block belongs to a known
+value (a piece of 11 characters or more always holds a whole block). Only then is the match found and extended
+character by character. 64 KB of output with 50 known values costs about 1 ms (`python -m benchmarks.bench_sandbox`).
 
 Two pools, so that nothing a program prints decides what is forgotten. Values longer than PIECE characters (a
 private key's body) are remembered in overlapping pieces.
@@ -37,15 +38,15 @@ private key's body) are remembered in overlapping pieces.
   characters, the values of a further source are not taken, that source is listed by `refused()`, and no program
   is started until it fits again (shared/secret_files.py refuses with MAX_LIMIT_EXCEEDED and names the largest
   sources: keys the user keeps in the roots, or files a program wrote to fill the pool). A root's usual secrets
-  are far below it (a home directory with nine pyenv Pythons, whose test suites hold ~120 keys: ~72,000).
+  are far below it: a home directory with nine pyenv Pythons, whose test suites hold ~150 keys, has ~71,000.
 - The values learnt from output (what a detector masked) share MAX_CHARS characters, the least recently seen
   forgotten first: a program that prints thousands of token-shaped strings can push those out, never the first.
-Memory: ~650 bytes per remembered character (every 6-character block of every encoding is indexed), so ~10 MB
-for a full output pool and ~45 MB for the home directory above; each pool's index is rebuilt only when it
-changes.
+Memory: ~700 bytes per remembered character (every 6-character block of every encoding is indexed): ~11 MB for a
+full output pool, ~50 MB for the home directory above, ~180 MB at MAX_SOURCE_CHARS; each pool's index is rebuilt
+only when it changes (~0.4 s for that home, once).
 
-The limit, plainly: a program that computes an arbitrary transform of a secret it can read (XOR, a Caesar
-shift, 11 characters per call) can always leak it; masking by value is best effort. The guarantee is that the
+The limit, plainly: a program that computes an arbitrary transform of a secret it can read (XOR, a shift of
+its own, 11 characters per call) can always leak it; masking by value is best effort. The guarantee is that the
 deny-listed files cannot be read by programs at all (shared/secret_files.py).
 """
 
@@ -69,7 +70,7 @@ MIN_FRAGMENT = 12
 BLOCK = MIN_FRAGMENT // 2  # a piece of 2 * BLOCK - 1 characters holds a whole block wherever it starts
 PIECE = 512
 MAX_CHARS = 16 * 1024  # values learnt from output
-MAX_SOURCE_CHARS = 128 * 1024  # values of the protected files and the environment
+MAX_SOURCE_CHARS = 256 * 1024  # values of the protected files and the environment
 ENVIRONMENT = "the server's environment"  # the source of its secret-looking variables
 
 _LETTERS_AND_DIGITS = b"0123456789abcdefghijklmnopqrstuvwxyz"
@@ -87,6 +88,7 @@ _SECRET_NAME = re.compile(
     re.IGNORECASE,
 )
 _PLAIN_URL = re.compile(r"https?://[^@\s]*")
+_CASE_CHANGE = re.compile(r"[a-z][A-Z]")
 
 
 def skeleton(text: str) -> str:
@@ -95,15 +97,16 @@ def skeleton(text: str) -> str:
 
 
 def worth_remembering(value: str) -> bool:
-    """Long enough, not a repeated pattern (5 different characters at least), and unlike a word: mixed letters
-    and digits or cases, or 16 characters and more."""
+    """Long enough, not a repeated pattern (5 different characters at least), and unlike a word: letters and digits
+    mixed, or a capital after a small letter (`Tr0ub4dor`, `xK9q...`, `MyPassw0rd`; not `Software`, `postgres`), or
+    16 characters and more."""
     letters = skeleton(value)
     if len(letters) < MIN_LENGTH or len(set(letters)) < 5:
         return False
     if len(letters) >= 16:
         return True
-    kinds = (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value))
-    return sum(kinds) >= 2
+    digits = any(c.isdigit() for c in value)
+    return (digits and any(c.isalpha() for c in value)) or _CASE_CHANGE.search(value) is not None
 
 
 def secret_environment(environ: Mapping[str, str]) -> list[str]:
