@@ -172,6 +172,10 @@ def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gatewa
     from mcp_sections.shared.server import serve, transport_security
 
     token = resolve_token(args.auth_token_file, args.host) if args.transport == "http" else None
+    if args.transport == "http":
+        from mcp_sections.shared.endpoints import announce_listener
+
+        announce_listener(args.host, args.port)  # the sections it starts inherit it: no program may publish this port
     hosts = [*settings.allowed_hosts, *args.allowed_hosts]
     origins = [*settings.allowed_origins, *args.allowed_origins]
     pages = None

@@ -195,11 +195,11 @@ class Sandbox:
         for path in confinement.writable:
             args += ["--bind", str(path), str(path)]
         bound: set[str] = set()  # entries of fixed directories, bound back onto themselves: pinned already
-        for directory in confinement.fixed:  # its own entries cannot be added, renamed, removed or replaced
-            if confinement.in_writable(directory) and directory.is_dir() and not directory.is_symlink():
-                entries = _entries(directory)
+        for fixed in confinement.fixed:  # its own entries cannot be added, renamed, removed or replaced
+            if confinement.in_writable(fixed) and fixed.is_dir() and not fixed.is_symlink():
+                entries = _entries(fixed)
                 bound.update(entries)
-                args += ["--ro-bind", str(directory), str(directory)]
+                args += ["--ro-bind", str(fixed), str(fixed)]
                 args += [arg for entry in entries for arg in ("--bind", entry, entry)]
         for path in confinement.pinned:  # a mount point: never renamed nor removed from inside
             if str(path) not in bound and path.is_dir() and not path.is_symlink() and confinement.in_writable(path):

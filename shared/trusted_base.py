@@ -374,10 +374,10 @@ def describe(roots: Sequence[Path], state: Iterable[tuple[str, str, str]], searc
             )
             continue
         try:
-            programs = sorted(entry.path for entry in os.scandir(directory) if entry.is_file())
+            found = sorted(entry.path for entry in os.scandir(directory) if entry.is_file())
         except OSError:
             continue
-        for program in programs[:20]:
+        for program in found[:20]:
             binds = ", ".join(install_prefixes(program))
             hidden = [s for _, s, _ in state if any(is_inside(s, bind) for bind in install_prefixes(program))]
             note = f"; hidden inside: {', '.join(hidden)}" if hidden else ""

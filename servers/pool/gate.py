@@ -114,7 +114,7 @@ class Gate:
                 source = self._untrusted_own.get(name)
                 if source is not None:
                     self._read(scope, source)
-                    return wrap_result(result, source, name)
+                    return wrap_result(result, source, name, own_errors=True)  # its errors are the gate's own words
                 return result
             target = self._section_target(name, arguments, scope)
             if span is not None:
