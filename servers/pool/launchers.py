@@ -8,8 +8,19 @@ Kinds of launch:
 
 Each live connection is held by one long-lived task of the gateway's task group, which enters and exits
 the `mcp.Client` (and so all its anyio cancel scopes) itself; callers only borrow the session. A section
-that fails never fails the gateway: its calls get DEPENDENCY_ERROR with what to do, and the next call
-starts it again (after a backoff that doubles on consecutive failures).
+that fails never fails the gateway: its calls get DEPENDENCY_ERROR with what to do.
+
+Restarts: a call that finds its section not running starts it (in the background, in the pool's task group) and
+waits; calls arriving meanwhile queue behind the same start, each for at most `RESTART_WAIT_SECONDS`. A failed
+start, or a process that ends before it answered a call, is a failure; queued calls keep waiting through the next
+attempts. The next attempt follows at once after the first failure, then after a back-off that doubles from
+`restart_backoff_seconds`: up to `restart_backoff_max_seconds` when the section failed by itself (it exited, crashed
+on a signal of its own, or could not be spawned), up to 4 × `restart_backoff_seconds` when it was only killed from
+outside (SIGKILL: a `kill -9`, the OOM killer), which says nothing of its health. After `CRASH_LOOP_FAILURES`
+failures of its own in a row (at once when the command cannot be spawned) the section keeps crashing: calls fail at
+once with the reason (how the process ended and the last lines of its stderr, `section_process.py`) until the
+back-off ends; then one call tries again. An answered call ends the series; a process that ends while idle is no
+failure.
 """
 
 from __future__ import annotations
@@ -38,12 +49,17 @@ from mcp_sections.shared.install_hints import install_hint
 from mcp_sections.shared.telemetry import passed_environment
 
 from .catalog import SectionEntry
+from .section_process import SectionProcess, section_stdio
 from .settings import GatewaySettings
 
 logger = logging.getLogger("mcp_sections.gateway.launchers")
 
 State = Literal["not_started", "starting", "running", "stopped", "failed"]  # stopped: ended while idle
 STARTUP_TIMEOUT_SECONDS = 60.0
+RESTART_WAIT_SECONDS = STARTUP_TIMEOUT_SECONDS  # the longest a call waits for its section to (re)start
+CRASH_LOOP_FAILURES = 5  # failures of its own in a row (no call answered between them): the section keeps crashing
+KILLED_BACKOFF_FACTOR = 4  # a section killed from outside restarts within this × restart_backoff_seconds
+DYING_SECONDS = 10.0  # the longest a restart waits for the process of a dropped connection to be reaped
 IDLE_CHECK_SECONDS = 1.0  # a call after this much idleness first checks that the section is still there
 PING_TIMEOUT_SECONDS = 5.0
 CLOSED = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)  # the transport is gone
@@ -136,6 +152,9 @@ class _Connection:
     client: Client
     stop: anyio.Event
     started_at: float
+    spawn: SectionProcess | None  # None: a section reached by URL
+    ended: anyio.Event  # its task exited the client (the process is reaped: its exit status is known)
+    dropped: str | None = None  # why it was dropped, dead, while a call used it (a failure)
 
 
 class SubprocessLauncher:
@@ -147,11 +166,14 @@ class SubprocessLauncher:
         self._gateway = gateway
         self._task_group: TaskGroup | None = None
         self._connection: _Connection | None = None
-        self._lock = anyio.Lock()
-        self._stopped = False  # the pool is shutting down: a start still under way is stopped when it ends
-        self._failures = 0
+        self._attempt: anyio.Event | None = None  # a start under way (set when it ended, started or not)
+        self._attempt_scope: anyio.CancelScope | None = None
+        self._stopped = False  # the pool is shutting down: a start still under way is stopped
+        self._failures = 0  # in a row, since the last answered call
+        self._crashes = 0  # of them, failures of the section's own (not kills from outside)
+        self._failed_to_start = False  # the last failure was a start (not a process that ended afterwards)
+        self._dying: _Connection | None = None  # dropped dead; its failure is counted once its process is reaped
         self._retry_at = 0.0
-        self._boot_failure: ToolFailure | None = None
         self.state: State = "not_started"  # a built-in that cannot be imported shows as failed (Gateway.section_info)
         self.last_error: str | None = None
         self.starts = 0
@@ -179,20 +201,27 @@ class SubprocessLauncher:
         env.update(external.env)
         return StdioServerParameters(command=external.command, args=external.args, env=env, cwd=external.cwd)
 
-    def _client(self) -> Client:
-        target = self._target()
+    def _client(self, spawn: SectionProcess | None) -> Client:
+        target: Any = self._target()
         mode = self.entry.external.protocol if self.entry.external else "legacy"
         if isinstance(target, str) and self.entry.external:
             headers = self.entry.external.http_headers()
             if headers:
-                target = _http_with_headers(target, headers)  # type: ignore[assignment]
+                target = _http_with_headers(target, headers)
+        elif spawn is not None:
+            target = section_stdio(target, spawn)
         return Client(target, mode=mode, read_timeout_seconds=STARTUP_TIMEOUT_SECONDS)
 
-    async def _hold(self, *, task_status: TaskStatus[_Connection]) -> None:
-        """The long-lived task: enter the client, hand it out, wait for stop, exit it (same task)."""
-        started = False
+    def _local(self) -> bool:
+        """Whether the section is a process of this machine (not a URL)."""
+        return self.entry.external is None or self.entry.external.url is None
+
+    async def _hold(self, spawn: SectionProcess | None, *, task_status: TaskStatus[_Connection]) -> None:
+        """The long-lived task: enter the client, hand it out, wait for stop, exit it (same task); a connection
+        dropped dead is counted as a failure here, once its process's exit status is known."""
+        connection: _Connection | None = None
         try:
-            async with self._client() as client:
+            async with self._client(spawn) as client:
                 if self.entry.external is None:
                     # A built-in section's structured results are its pydantic output models, dumped: checking
                     # them again with jsonschema here cost more than the rest of the hop. Third-party sections
@@ -202,44 +231,55 @@ class SubprocessLauncher:
                 self.entry.remember_definitions(
                     [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listing.tools]
                 )
-                connection = _Connection(client=client, stop=anyio.Event(), started_at=time.monotonic())
-                started = True
+                connection = _Connection(client, anyio.Event(), time.monotonic(), spawn, anyio.Event())
                 task_status.started(connection)
                 async with anyio.create_task_group() as watching:
-                    if self.entry.external is None or self.entry.external.url is None:  # a local process
+                    if self._local():
                         watching.start_soon(self._watch, client)
                     await connection.stop.wait()
                     watching.cancel_scope.cancel()
         except Exception:
-            if not started:
+            if connection is None:
                 raise
             logger.info("section %s: connection closed with an error", self.entry.id, exc_info=True)
         finally:
-            if started and self._connection is not None and self._connection.client is client:
-                self._connection = None
+            if spawn is not None:
+                spawn.spawned()  # never spawned: the reader of its stderr ends
+            if connection is not None:
+                if self._connection is connection:
+                    self._connection = None
+                if connection.dropped is not None:
+                    with anyio.CancelScope(shield=True):
+                        await self._ended(connection.dropped, spawn)
+                connection.ended.set()
+
+    async def _ended(self, what: str, spawn: SectionProcess | None, *, start: bool = False, exc: Any = None) -> None:
+        """Count a failure, with how the process ended and what it last said."""
+        if spawn is not None:
+            await spawn.read_all()
+        killed = spawn is not None and spawn.killed
+        self._failed(spawn.reason(what) if spawn is not None else what, start=start, crashed=not killed)
+        if exc is not None and _cannot_spawn(exc):  # no attempt can succeed: calls fail at once from now
+            self._crashes = max(self._crashes, CRASH_LOOP_FAILURES)
+            self._retry_at = time.monotonic() + self._cool_down()
 
     def boot(self) -> None:
         """Start the section's process now, in the background, because a call is coming: the gateway builds the
-        tool's argument checker meanwhile (imports and schemas on one core, the new process on the other).
-        A failed start is reported by the call that follows, without a second attempt."""
-        if self._connection is None and self._task_group is not None and not self._lock.locked():
-            self._task_group.start_soon(self._boot)
-
-    async def _boot(self) -> None:
-        try:
-            await self.ensure_running(check_declaration=False)
-        except ToolFailure as failure:
-            self._boot_failure = failure
+        tool's argument checker meanwhile (imports and schemas on one core, the new process on the other). The
+        call that follows waits for this start (and reports its failure)."""
+        idle = self._connection is None and self._task_group is not None and self._attempt is None
+        if idle and not self._keeps_crashing():
+            self._begin()
 
     async def ensure_running(self, *, check_declaration: bool = True) -> Client:
-        """The open session, starting (or restarting) the section first if needed.
+        """The open session, starting (or restarting) the section first if needed: the call waits for the start
+        under way, through the attempts that follow a failure, for at most `RESTART_WAIT_SECONDS`; it fails at
+        once while the section keeps crashing (see the module docstring).
 
-        `check_declaration=False` skips importing a built-in's declaration first (the background start: the
-        call importing it at the same time reports a section that cannot be loaded)."""
+        `check_declaration=False` skips importing a built-in's declaration first."""
         if self._connection is not None:
             return self._connection.client
         if check_declaration and self.entry.load_error:
-            self._boot_failure = None
             raise ToolFailure(
                 ErrorCode.DEPENDENCY_ERROR,
                 f"section {self.entry.id!r} cannot be loaded ({self.entry.load_error}); "
@@ -247,48 +287,101 @@ class SubprocessLauncher:
             )
         if self._task_group is None:
             raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "the gateway is not running; restart it.")
-        async with self._lock:
+        deadline = time.monotonic() + RESTART_WAIT_SECONDS
+        while True:
             if self._connection is not None:
                 return self._connection.client
-            if self._boot_failure is not None:  # the background start for this call failed just now
-                failure, self._boot_failure = self._boot_failure, None
-                raise failure
-            wait = self._retry_at - time.monotonic()
-            if wait > 0:
-                if wait > 5:
-                    raise ToolFailure(
-                        ErrorCode.DEPENDENCY_ERROR,
-                        f"section {self.entry.id!r} failed to start ({self.last_error}); the gateway will try "
-                        f"again in {wait:.0f} s. {self._fix_hint()}",
-                    )
-                await anyio.sleep(wait)
-            self.state = "starting"
-            try:
-                connection = await self._task_group.start(self._hold)
-            except Exception as exc:
-                self._failed(_describe(exc))
+            if self._stopped:
+                raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "the gateway is stopping; call again once restarted.")
+            attempt = self._attempt
+            if attempt is None:
+                if self._keeps_crashing():
+                    raise self._crashing()
+                attempt = self._begin()
+            with anyio.move_on_after(deadline - time.monotonic()):
+                await attempt.wait()
+            if not attempt.is_set():
+                failed = f"; the last attempt failed: {self.last_error}" if self._failures else ""
                 raise ToolFailure(
                     ErrorCode.DEPENDENCY_ERROR,
-                    f"section {self.entry.id!r} could not be started: {self.last_error}. {self._fix_hint()} "
-                    "Call again to retry.",
-                ) from None
-            if self._stopped:  # the pool stopped while this process started: it must not outlive the pool
-                connection.stop.set()
-                raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "the gateway is stopping; call again once restarted.")
-            self._connection = connection
-            self.state = "running"
-            self.starts += 1
-            self.last_error = None
-            return connection.client
+                    f"section {self.entry.id!r} did not finish starting within {RESTART_WAIT_SECONDS:.0f} s"
+                    f"{failed}. Call again in a moment. {self._fix_hint()}",
+                )
 
-    def _failed(self, reason: str) -> None:
+    def _begin(self) -> anyio.Event:
+        """Start an attempt in the background (after the back-off due); its event is set when it ended."""
+        assert self._task_group is not None
+        attempt = self._attempt = anyio.Event()
+        self._task_group.start_soon(self._start, attempt, name=f"start section {self.entry.id}")
+        return attempt
+
+    async def _start(self, attempt: anyio.Event) -> None:
+        assert self._task_group is not None
+        try:
+            with anyio.CancelScope() as self._attempt_scope:
+                dying = self._dying
+                if dying is not None:  # its failure is counted once its process is reaped
+                    with anyio.move_on_after(DYING_SECONDS):
+                        await dying.ended.wait()
+                    self._dying = None
+                if self._keeps_crashing():
+                    return
+                wait = self._retry_at - time.monotonic()
+                if wait > 0:
+                    await anyio.sleep(wait)
+                self.state = "starting"
+                spawn = SectionProcess() if self._local() else None
+                try:
+                    connection = await self._task_group.start(self._hold, spawn)
+                except Exception as exc:
+                    await self._ended(_describe(exc), spawn, start=True, exc=exc)
+                    return
+                if self._stopped:  # the pool stopped while this process started: it must not outlive the pool
+                    connection.stop.set()
+                    return
+                self._connection = connection
+                self.state = "running"
+                self.starts += 1
+                self.last_error = None
+        finally:
+            self._attempt_scope = None
+            self._attempt = None
+            attempt.set()
+
+    def _keeps_crashing(self) -> bool:
+        """Whether calls fail at once: the section failed by itself too often in a row, its back-off not over."""
+        return self._crashes >= CRASH_LOOP_FAILURES and time.monotonic() < self._retry_at
+
+    def _crashing(self) -> ToolFailure:
+        wait = max(0.0, self._retry_at - time.monotonic())
+        what = "could not be started" if self._failed_to_start else "keeps stopping before it answers a call"
+        return ToolFailure(
+            ErrorCode.DEPENDENCY_ERROR,
+            f"section {self.entry.id!r} {what} ({self._failures} failures in a row; the last: {self.last_error}). "
+            f"{self._fix_hint()} The gateway tries it again in {wait:.0f} s.",
+        )
+
+    def _cool_down(self) -> float:
+        """The back-off of a section that keeps crashing."""
+        backoff, most = self._gateway.restart_backoff_seconds, self._gateway.restart_backoff_max_seconds
+        return min(backoff * 2 ** (self._crashes - 1), most)
+
+    def _failed(self, reason: str, *, start: bool = False, crashed: bool = True) -> None:
+        """One more failure in a row (`crashed`: of the section's own, not a kill from outside); sets when the next
+        attempt may begin (see the module docstring)."""
         self.state = "failed"
         self.last_error = reason
+        self._failed_to_start = start
         self._failures += 1
-        delay = min(
-            self._gateway.restart_backoff_seconds * (2 ** (self._failures - 1)),
-            self._gateway.restart_backoff_max_seconds,
-        )
+        self._crashes += crashed
+        backoff, most = self._gateway.restart_backoff_seconds, self._gateway.restart_backoff_max_seconds
+        if self._crashes >= CRASH_LOOP_FAILURES:
+            delay = self._cool_down()
+        elif self._failures == 1:
+            delay = 0.0
+        else:
+            ceiling = most if self._crashes else min(most, backoff * KILLED_BACKOFF_FACTOR)
+            delay = min(backoff * 2 ** (self._failures - 2), ceiling)
         self._retry_at = time.monotonic() + delay
         logger.warning("section %s failed (%s); next start in %.1f s", self.entry.id, reason, delay)
 
@@ -301,8 +394,11 @@ class SubprocessLauncher:
         if connection is None or connection.client is not client:
             return
         self._connection = None
+        self.state = "failed"
+        self.last_error = reason
+        connection.dropped = reason
+        self._dying = connection
         connection.stop.set()
-        self._failed(reason)
 
     async def _watch(self, client: Client) -> None:
         """While the connection is idle, ping it every `idle_watch_seconds`: a section that died while idle is seen
@@ -357,6 +453,8 @@ class SubprocessLauncher:
 
     async def stop(self) -> None:
         self._stopped = True
+        if self._attempt_scope is not None:  # a start under way (or waiting for its back-off) ends here
+            self._attempt_scope.cancel()
         if self._connection is not None:
             self._connection.stop.set()
             self._connection = None
@@ -429,7 +527,7 @@ class SubprocessLauncher:
             finally:
                 self._in_flight -= 1
                 self._last_used = time.monotonic()
-            self._failures = 0
+            self._failures = self._crashes = 0
             return result
         raise self._died(name)
 
@@ -487,6 +585,13 @@ async def _http_with_headers(url: str, headers: dict[str, str]) -> AsyncIterator
 
 async def _built_in_result(name: str, result: CallToolResult) -> None:
     """Accepts a built-in section's result as it is (see `_hold`)."""
+
+
+def _cannot_spawn(exc: BaseException) -> bool:
+    """Whether the command itself cannot be run (missing, not executable): no attempt can succeed."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_cannot_spawn(inner) for inner in exc.exceptions)
+    return isinstance(exc, FileNotFoundError | PermissionError | NotADirectoryError)
 
 
 def _describe(exc: BaseException) -> str:
