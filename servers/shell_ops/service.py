@@ -123,8 +123,9 @@ class ShellOps:
 
     @property
     def confined(self) -> bool:
-        """Whether the OS sandbox confines programs (then only the argument rules it cannot replace apply)."""
-        return self.sandbox().kind != "off"
+        """Whether the OS sandbox confines programs, so that only the argument rules it cannot replace apply (not with
+        `strict_arguments`: an operator's read-only allow-list stays read-only)."""
+        return self.sandbox().kind != "off" and not self.settings.strict_arguments
 
     def checked_env(self, env: dict[str, str] | None) -> dict[str, str]:
         """A caller's variables for one program (policies/environment.py: any name but the reserved ones inside the
@@ -633,7 +634,10 @@ class ShellOps:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "programs": self.guard.describe(confined=self._sandbox_report()["kind"] in ("bubblewrap", "seatbelt")),
+            "programs": self.guard.describe(
+                confined=self._sandbox_report()["kind"] in ("bubblewrap", "seatbelt")
+                and not self.settings.strict_arguments
+            ),
             "never_allowed": dict(sorted(NEVER_ALLOWED.items())),
             "search_path": self.guard.search_path,
             "roots": [str(root) for root in self.paths.roots],

@@ -58,6 +58,13 @@ class ShellOpsSettings(SectionSettings):
         "unconfined and says so in every result.",
     )
 
+    strict_arguments: bool = Field(
+        default=False,
+        description="Apply every argument rule even inside the sandbox, as with sandbox = 'off': a read-only "
+        "allow-list (ls, cat, grep, find, sort) stays read-only (no find -delete/-exec, sort -o), python -c and git -c "
+        "are refused, no command installs, `env` takes only process_environment. Off by default: the sandbox confines "
+        "what those options do to the roots.",
+    )
     max_processes: int = Field(
         default=8, ge=1, le=64, description="Long-running processes (start_process) running at once."
     )

@@ -143,6 +143,7 @@ async def client(world: dict[str, Path]) -> AsyncIterator[Client]:
     env = {
         "MCP_SECTIONS_CONFIG": str(base / "absent.toml"),
         "MCP_SECTIONS_DATA_DIR": str(base / "data"),
+        "MCP_SECTIONS_SHELL_OPS_SANDBOX": "auto",
         "MCP_SECTIONS_SHELL_OPS_GIT_AUTHOR_NAME": GIT_IDENTITY["GIT_AUTHOR_NAME"],
         "MCP_SECTIONS_SHELL_OPS_GIT_AUTHOR_EMAIL": GIT_IDENTITY["GIT_AUTHOR_EMAIL"],
     }
@@ -157,7 +158,7 @@ async def unconfined(world: dict[str, Path]) -> AsyncIterator[Client]:
     """The same server with `sandbox = "off"`: the argument rules are the only layer."""
     base = world["base"]
     env = {
-        "MCP_SECTIONS_CONFIG": str(base / "absent.toml"),
+        "MCP_SECTIONS_CONFIG": os.devnull,
         "MCP_SECTIONS_DATA_DIR": str(base / "data-off"),
         "MCP_SECTIONS_SHELL_OPS_SANDBOX": "off",
     }
@@ -320,6 +321,31 @@ async def test_attacks_the_os_confines_run_confined(
     assert not (world["outside"] / "pwned").exists() and not (world["outside"] / "pwned-dir").exists()
     assert (world["outside"] / "keep.txt").exists()  # find -delete did not reach it
     assert not Path("/usr/pwned-by-test").exists() and not Path("/etc/pwned-by-test").exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("unchanged_outside")
+async def test_strict_arguments_keep_a_read_only_allow_list_read_only(world: dict[str, Path]) -> None:
+    """The sandbox lets a program write the roots: an operator whose allow-list is meant to be read-only (ls, cat,
+    find, sort) sets strict_arguments, and every argument rule applies inside the sandbox too."""
+    env = {
+        "MCP_SECTIONS_CONFIG": os.devnull,
+        "MCP_SECTIONS_DATA_DIR": str(world["base"] / "data-strict"),
+        "MCP_SECTIONS_SHELL_OPS_STRICT_ARGUMENTS": "true",
+        "MCP_SECTIONS_SHELL_OPS_SANDBOX": "auto",  # the unconfined server's environment lasts as long as it
+        "MCP_SECTIONS_SHELL_OPS_ALLOWED_PROGRAMS": "ls,cat,grep,find,sort",
+    }
+    async with section_in_memory("shell_ops", "--root", str(world["root"]), env=env) as strict:
+        for command in (
+            ["find", ".", "-name", "README.md", "-delete"],
+            ["sort", "-o", "README.md", "README.md"],
+            ["find", ".", "-exec", "cat", "{}", "+"],
+        ):
+            error_code, message = error_of(await strict.call_tool("run_command", {"command": command}))
+            assert error_code == "PERMISSION_DENIED", message
+        listed = await call(strict, "run_command", command=["find", ".", "-name", "README.md"])
+        assert listed["sandbox"] == "bubblewrap" and "README.md" in listed["stdout"]
+    assert (world["root"] / "README.md").is_file()
 
 
 @pytest.mark.anyio

@@ -8,7 +8,8 @@ from collections.abc import Iterable
 
 from mcp_sections.servers.shell_ops.policies.syntax import words
 
-#: The default allow-list, each entry with the reason it is there (shown by `list_safe_commands`).
+#: The default allow-list, each entry with the reason it is there (shown by `list_safe_commands`). What each may do
+#: inside the sandbox and what its policy refuses with the sandbox off is its policy's (`policies/programs.py`).
 DEFAULT_ALLOWED_PROGRAMS: dict[str, str] = {
     "ls": "lists directories; no option runs code or writes files",
     "cat": "prints files; read-only",
@@ -17,31 +18,32 @@ DEFAULT_ALLOWED_PROGRAMS: dict[str, str] = {
     "wc": "counts lines/words/bytes; read-only",
     "grep": "searches text; read-only (`-f FILE` is path-confined, -R refused: it follows symlinks)",
     "rg": "ripgrep; read-only once `--pre` (runs a program per file) is refused",
-    "find": "finds files; read-only once -exec/-ok/-delete/-fprint* and symlink following are refused",
-    "sort": "sorts text; read-only once -o/--output, --compress-program and -T are refused",
+    "find": "finds files (with the sandbox off or strict_arguments: read-only, -exec/-delete/-fprint* refused)",
+    "sort": "sorts text (with the sandbox off or strict_arguments: read-only, -o and --compress-program refused)",
     "diff": "compares files; read-only (symbolic links are not followed)",
     "stat": "file metadata; read-only",
     "du": "disk usage; read-only",
     "jq": "JSON queries; its language cannot run programs or write files (modules, which read any path, are refused)",
     "git": "version control: local subcommands only, hardened so repository config runs nothing",
-    "python3": "runs project scripts and modules (`-m pytest`, `-m mypy`, ...); `-c`, `-m timeit` and `pip install` "
-    "are refused, `-m http.server` only on a loopback address",
+    "python3": "runs project scripts, modules (`-m pytest`, `-m pip install`) and inline code (`-c`), confined; with "
+    "the sandbox off `-c`, `-m timeit` and `pip install` are refused",
     "python": "same policy as python3 (in a project with a venv: the venv's interpreter)",
-    "pip": "reads the project environment (list, show, freeze, check); installing goes through file_ops' "
-    "install_package",
+    "pip": "the project environment's pip; `install -e .`, `-r requirements.txt` reach the registries only (with the "
+    "sandbox off it only reads: install_package installs)",
     "pip3": "same policy as pip",
-    "node": "runs project scripts; -e/--eval/-p/--require/--import/--inspect and other flags are refused",
-    "npm": "only `npm run`/`npm test`/`npm ls`, with lifecycle scripts disabled and the script shell pinned",
+    "node": "runs project scripts and inline code, confined (with the sandbox off -e/--eval/-p/--require/--import and "
+    "other flags are refused)",
+    "npm": "scripts, `npm ci`/`install` (registries only); never `exec` (with the sandbox off only run/test/ls)",
     "npx": "runs a tool installed in the project's node_modules/.bin, never one it would download; -c/--call and "
     "-p/--package are refused",
-    "pytest": "runs the project's tests; -o/--override-ini, -p (except `no:`), --pdb are refused",
+    "pytest": "runs the project's tests (with the sandbox off -o/--override-ini, -p (except `no:`), --pdb are refused)",
     "ruff": "Python linter/formatter; writes only files inside the roots",
     "mypy": "Python type checker; --install-types is refused (it installs packages)",
-    "uv": "`uv run CMD` (CMD checked as a command of its own), `uv pip list/show/freeze/check/tree`, `uv venv`, "
-    "`uv tree`, `uv version`; nothing that installs or downloads",
+    "uv": "`uv run CMD` (CMD checked as a command of its own); `uv sync`, `lock`, `add`, `uv pip install` reach the "
+    "registries only (with the sandbox off nothing installs)",
     "tox": "runs the project's tox environments (its own configuration is code; no network inside the sandbox)",
     "nox": "runs the project's noxfile sessions (its own code; no network inside the sandbox)",
-    "make": "runs the project's Makefile; variable overrides (`X=...`) and --eval are refused",
+    "make": "runs the project's Makefile (with the sandbox off variable overrides and --eval are refused)",
     "cargo": "builds and tests a Rust project (no network inside the sandbox: dependencies must be vendored)",
     "go": "builds and tests a Go module (no network inside the sandbox: dependencies must be vendored)",
 }

@@ -1,44 +1,40 @@
 """The command guard: turns a caller's command into a checked argv, or refuses it with an error code.
 
-No shell is ever involved: a command is an argv list (or a string split with `shlex.split`), its program
-must be on the allow-list and is resolved on a FIXED search path (never the caller's), and each program
-has an argument policy that refuses the flags that would run code or write files outside the project.
+No shell is ever involved: a command is an argv list (or a string split with `shlex.split`), its program must be on the
+allow-list and is resolved on a FIXED search path (never the caller's). The OS sandbox (shared/sandbox.py) is the
+boundary: it confines whatever a program does to the roots, with no network. So the guard has two sets of rules, and
+`check(..., confined=)` says which apply (servers/shell_ops/README.md, section 2, has the table with every reason):
 
-Rules, in the order they are applied:
+Always (the OS cannot take their place):
 
-1. Syntax (INVALID_INPUT): no empty command, no NUL or newline in any argument, no shell syntax
-   (`;`, `|`, `&&`, `>`, `$(`, backticks, ...) since nothing would interpret it, no leading
-   `NAME=value` environment assignment (the child environment is fixed).
-2. Program (PERMISSION_DENIED / NOT_FOUND): shells, wrappers that run another program (`env`, `xargs`,
-   `sudo`, `timeout`, `nice`, ...) and script-evaluating text tools (`awk`, `sed`, ...) are never
-   allowed, whatever the configuration says; otherwise the name must be on the allow-list and is
-   resolved to an absolute executable: in the project environment of the working directory first (its venv's
-   `bin`, its `node_modules/.bin`: shared/toolchains.py), then on the fixed search path — except the system
-   programs (`SYSTEM_PROGRAMS`: the read-only tools and git), always the system's. A program given by a path
-   inside the roots (`./gradlew`, `.venv/bin/pytest`, `scripts/check.sh`) is the project's own and runs
-   (with the policy of its name) when `project_programs` is on; a program of the project environment or given
-   by path must not lead (through links) to a never-allowed program, nor outside the roots anywhere but the
-   system directories and the verified interpreter installations the sandbox shows. Any other absolute
-   program path must be exactly the resolved executable. An allowed program found nowhere is NOT_FOUND.
-3. Arguments (PERMISSION_DENIED): the program's policy (below; `policy_summaries()` describes them all),
-   then the option classes (option_classes.py: options that read paths from a file or follow symbolic links
-   are refused; base-directory options such as `git -C` are confined and become a second place relative paths
-   are checked from), then path confinement: every argument that looks like a path (contains `/`, is `.`/`..`,
-   or names an entry that exists in the working directory) and every value attached to an option (`-qfFILE`,
-   `--opt=value`, `name=value`) that does, must resolve (symlinks followed) inside the roots, and must not
-   match the path guard's deny globs.
+1. Syntax (INVALID_INPUT): no empty command, no NUL, bounded sizes; in the string form no shell syntax (`;`, `|`, `&&`,
+   `>`, `$(`, backticks, a line break outside quotes) and no leading `NAME=value` (variables go in `env`). Argv
+   elements may hold line breaks: no shell reads them.
+2. Program (PERMISSION_DENIED / NOT_FOUND): shells, wrappers that run another program (`env`, `xargs`, `sudo`,
+   `timeout`, ...) and script-evaluating text tools (`awk`, `sed`, ...) are never allowed; otherwise the name must be
+   on the allow-list (the operator's policy) and is resolved to an absolute executable: in the project environment of
+   the working directory first (its venv's `bin`, its `node_modules/.bin`: shared/toolchains.py), then on the fixed
+   search path — except the system programs (`SYSTEM_PROGRAMS`: the read-only tools and git, whose hardened probes run
+   outside the sandbox), always the system's. A program given by a path inside the roots is the project's own and
+   runs when `project_programs` is on; it must not lead (through links) to a never-allowed program, nor outside the
+   roots anywhere but the system directories and the verified interpreter installations the sandbox shows. A
+   wrapper's command (`uv run CMD`, `poetry run CMD`) is checked as a command of its own.
+3. What the OS cannot confine: `cwd` inside the roots; git's repository options (`-C`, `--git-dir`, `--work-tree`)
+   inside the roots, since the hardened probes run in that repository on the host; secrets named in git's history
+   (`HEAD:.env`) or by name in the roots (`check_named`); the policies' `confined` rules (npm's and pnpm's wrapper
+   subcommands). An installer (`shared.installers.installer_kind`) is marked: it gets the registry-only egress.
 
-`uv run CMD` is a wrapper whose CMD is checked as a command of its own (same rules, same working directory).
+With the sandbox off (`confined=False`) the argument rules are the only layer, so every rule applies besides: each
+program's full policy (`policy_for(...).check`, refusing flags that run code or write files: `python -c`, `find
+-exec`, `git -c`, `sort -o`, ...), the option classes (option_classes.py: options that read paths from a file or follow
+symbolic links are refused; base-directory options are confined and become a second place relative paths are checked
+from), path confinement of every argument that looks like a path (contains `/`, is `.`/`..`, or names an entry that
+exists in the working directory) and of every value attached to an option (`-qfFILE`, `--opt=value`, `name=value`),
+the name-versus-program check of a program given by path, and no installer runs.
 
-Long options are matched by unambiguous prefix too (`--outp=x` is `--output=x`, as getopt_long and
-git's parse-options accept), and short-option clusters are scanned letter by letter (`-uo x` holds
-`-o`); both err on the side of refusing.
-
-This guard is the second layer. The first is the OS sandbox every program runs in (shared/sandbox.py): it sees
-only the roots and the system directories, so a project's own code (`make`, `npm test`, `pytest`, `python3
-script.py`) and files a recursive tool reaches by itself cannot leave the roots either. What the guard adds:
-refusals with a precise message before anything runs, deny globs for protected files inside the roots (which
-the sandbox does not hide), and the same rules where an operator set `sandbox = "off"`.
+Long options are matched by unambiguous prefix too (`--outp=x` is `--output=x`, as getopt_long and git's
+parse-options accept), and short-option clusters are scanned letter by letter (`-uo x` holds `-o`); both err on the
+side of refusing.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
-"""Policies of the programs a project environment brings: pip, uv, npx, mypy, and what `python -m` may run.
+"""Policies of the programs a project environment brings: pip, uv, poetry, pnpm, yarn, npx, mypy, and `python -m`.
 
-These programs run the project's own code inside the OS sandbox, like `python3 script.py`; their policies keep the
-few properties that do not depend on the sandbox: nothing installs or downloads packages (file_ops'
-`install_package` does, with the network, in a sandbox of its own), no inline code (`-c`, `timeit`'s statements,
-`npx -c`), and no server listens beyond the loopback interface (`-m http.server` with `--bind 127.0.0.1`).
-
-`uv run CMD` is a wrapper: CMD is returned to the guard, which checks it as a command of its own (allow-list,
-policy, paths), so `uv run bash` is refused exactly as `bash` is.
+These programs run the project's own code inside the OS sandbox, like `python3 script.py`. Inside it their installs
+run through the registry-only egress (`shared.installers`) and only the allow-list remains: `uv run CMD` and `poetry
+run CMD` are wrappers whose CMD is returned to the guard, which checks it as a command of its own (`uv run bash` is
+refused exactly as `bash` is), and `npx`, `pnpm`/`yarn exec`/`dlx` run only what the allow-list allows. With the
+sandbox off (the `policy_*` functions) the full rules apply: nothing installs (file_ops' `install_package` does), no
+inline code (`-c`, `timeit`'s statements, `npx -c`), no server listening beyond the loopback interface (`-m
+http.server` with `--bind 127.0.0.1`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from mcp_sections.servers.shell_ops.policies.policy import Policy, PolicyContext
 from mcp_sections.servers.shell_ops.policies.syntax import denied, invalid, words
 
 INSTALL_HINT = (
-    "installing packages goes through file_ops' install_package (it installs into the project's venv or "
-    "node_modules, with the network, in a sandbox of its own)"
+    "installing packages goes through file_ops' install_package here (it installs into the project's venv or "
+    "node_modules); inside the OS sandbox an installer run_command starts reaches the registries itself"
 )
 INSTALL_SENTENCE = "I" + INSTALL_HINT[1:] + "."
 
