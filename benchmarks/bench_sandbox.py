@@ -1,5 +1,6 @@
 """What the OS sandbox adds to each command: shell_ops' process runner with bubblewrap vs without, same machine;
-and what secrets cost per command: hiding the deny-listed files, masking known values.
+and what secrets cost per command: hiding the deny-listed files, masking known values, masking a window of a
+long-running process's output as part of its stream.
 
 Run: python -m benchmarks.bench_sandbox [--runs 200]
 Goals: added latency ≤ 15 ms p50 for `true` and `git status` (issue #11), also with protected files in the root
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import resource
 import secrets
 import subprocess
@@ -19,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.harness import ROOT, median, percentile, print_table
+from mcp_sections.servers.shell_ops.background import OutputRing
 from mcp_sections.servers.shell_ops.service import ShellOps
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared import secret_values
@@ -93,10 +96,24 @@ def secrets_rows(runs: int) -> list[list[object]]:
     secret_values.KNOWN.learn("ghp_" + secrets.token_urlsafe(27) for _ in range(50))
     both = cpu_ms(lambda: mask_text(text), runs)
     by_value = cpu_ms(lambda: secret_values.KNOWN.spans(text), runs)
+    escaped = json.dumps(text.replace("e", "é"))  # every é as \\u00e9: decoded and searched again
+    by_value_escaped = cpu_ms(lambda: secret_values.KNOWN.spans(escaped), runs)
+    ring = OutputRing(1 << 20)  # a long-running process's kept output: 1 MB, read 64 KB from its middle
+    ring.feed((text * 17).encode()[: 1 << 20])
+    alone = cpu_ms(lambda: mask_text(ring.window(1 << 19, 65536, context=False).data.decode()), runs)
+    in_stream = cpu_ms(lambda: mask_text(ring.window(1 << 19, 65536).text()), runs)
     rows: list[list[object]] = [
         ["mask 64 KB of code: by shape (before)", median(shape), percentile(shape, 0.95), ""],
         ["mask 64 KB of code: shape + 50 known values (after)", median(both), percentile(both, 0.95), ""],
         ["  of which by value", median(by_value), percentile(by_value, 0.95), "small share of shape"],
+        [
+            "  by value, the same as JSON with \\u escapes",
+            median(by_value_escaped),
+            percentile(by_value_escaped, 0.95),
+            "",
+        ],
+        ["read_process_output: a 64 KB window masked alone (before)", median(alone), percentile(alone, 0.95), ""],
+        ["  and its ends masked as part of the stream (after)", median(in_stream), percentile(in_stream, 0.95), ""],
     ]
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)

@@ -56,6 +56,7 @@ import base64
 import binascii
 import bisect
 import codecs
+import itertools
 import os
 import re
 import threading
@@ -80,8 +81,11 @@ _ALNUM_FLAGS = bytes(byte in _LETTERS_AND_DIGITS or byte in _LETTERS_AND_DIGITS.
 _TOKENS = re.compile(r"[0-9A-Fa-f]+")
 _NUMBER_RUN = b"0" * (2 * MIN_FRAGMENT)  # hex-digit characters in a row before a run is decoded as numbers
 _MIN_TOKENS = 6
-_ESCAPE = re.compile(r"\\+(?:u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2})|U([0-9a-fA-F]{8})|u\{([0-9a-fA-F]{1,6})\})")
+_ESCAPE = re.compile(r"(\\+(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|U[0-9a-fA-F]{8}|u\{[0-9a-fA-F]{1,6}\}))")
 _BASE32_RUN = re.compile(r"[A-Z2-7]{16,}(?:=*\r?\n[A-Z2-7]+)*=*")  # uppercase, as `base32` writes it, wrapped or not
+_BASE32_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+_BASE32_CLASS = bytes(ord("A") if byte in _BASE32_LETTERS else ord(" ") for byte in range(256))
+_BASE32_LEAST = b"A" * 16
 
 _SECRET_NAME = re.compile(
     r"(?:^|_)[A-Z0-9]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|AUTH)(?:_|$)|(?:^|_)PASS(?:_|$)",
@@ -236,36 +240,19 @@ def _number_runs(view: str) -> Iterator[tuple[int, int]]:
 def _unescaped(text: str) -> tuple[str, Callable[..., int]] | None:
     """`text` with its character escapes decoded (None when it has none), and the map from a position in the decoded
     text back to `text` (`origin(position)`, or with `True` the end of the character at `position`)."""
-    parts: list[str] = []
-    starts: list[int] = []  # where each decoded part begins, in the decoded text
-    origins: list[tuple[int, int, bool]] = []  # (start, end in `text`, whether the part is one escape)
-    done = length = 0
-    for match in _ESCAPE.finditer(text):
-        code = int(next(group for group in match.groups() if group is not None), 16)
-        if code > 0x10FFFF:
-            continue
-        if match.start() > done:
-            parts.append(text[done : match.start()])
-            starts.append(length)
-            origins.append((done, match.start(), False))
-            length += match.start() - done
-        parts.append(chr(code))
-        starts.append(length)
-        origins.append((match.start(), match.end(), True))
-        length += 1
-        done = match.end()
-    if not parts:
+    parts = _ESCAPE.split(text)  # plain, escape, plain, escape, ..., plain: split in C, one call per escape below
+    if len(parts) == 1:
         return None
-    parts.append(text[done:])
-    starts.append(length)
-    origins.append((done, len(text), False))
+    origins = list(itertools.accumulate(map(len, parts), initial=0))
+    codes = [int(escape.lstrip("\\")[1:].strip("{}"), 16) for escape in parts[1::2]]
+    parts[1::2] = [chr(code) if code <= 0x10FFFF else "\ufffd" for code in codes]
+    starts = list(itertools.accumulate(map(len, parts), initial=0))  # decoded: an escape is one character
 
     def origin(position: int, end: bool = False) -> int:
         part = bisect.bisect_right(starts, position) - 1
-        first, last, escape = origins[part]
-        if escape:
-            return last if end else first
-        return first + position - starts[part] + end
+        if part % 2:  # inside an escape: all of it
+            return origins[part + 1] if end else origins[part]
+        return origins[part] + position - starts[part] + end
 
     return "".join(parts), origin
 
@@ -387,13 +374,18 @@ class KnownSecrets:
         if not indexes or not text:
             return []
         found = self._spans(indexes, text)
-        if "\\" in text:  # characters written as escapes: JSON's `\u00e4` (ensure_ascii), `\x41`, `\U0001f600`
+        if "\\u" in text or "\\x" in text or "\\U" in text:  # escapes: JSON's `\u00e4` (ensure_ascii), `\x41`
             unescaped = _unescaped(text)
             if unescaped is not None:
                 decoded, origin = unescaped
                 found += [(origin(start), origin(end - 1, True)) for start, end in self._spans(indexes, decoded)]
-        for run in _BASE32_RUN.finditer(text):
+        classes = text.encode("ascii", "replace").translate(_BASE32_CLASS)
+        at = classes.find(_BASE32_LEAST)
+        while at != -1:  # only where 16 base32 letters stand in a row: then the regular expression, from there
+            run = _BASE32_RUN.match(text, at)
+            assert run is not None
             found += self._base32(indexes, text, run.start(), run.end())
+            at = classes.find(_BASE32_LEAST, run.end())
         return found
 
     def _spans(self, indexes: tuple[_Index, ...], text: str) -> list[tuple[int, int]]:

@@ -175,13 +175,23 @@ def mask_text(text: str) -> tuple[str, int]:
     return _apply(text, spans + secret_values.KNOWN.spans(text))
 
 
-def mask_part(text: str, start: int, end: int) -> str:
-    """`text[start:end]` masked as a part of `text`: what the detectors and the known values find in the whole text,
-    clipped to the part, so that a secret crossing either end is masked in the part that shows it (a window of a
-    longer output read with the text around it: shell_ops' read_process_output)."""
-    spans = shape_spans(text)
-    if spans:
-        secret_values.KNOWN.learn(_values(text, spans))
+def mask_ends(text: str, start: int, end: int) -> str:
+    """`text[start:end]` with what crosses its ends masked, as if the whole `text` were masked: the secrets the
+    detectors find on a line that either end cuts, a private key block that crosses one, and the known values
+    anywhere in `text` (cheap), clipped to the part. What lies wholly inside the part is masked with the result it
+    goes into (`mask_result`), so a window of a longer output (shell_ops' read_process_output) is masked as part of
+    the stream for the cost of its edges."""
+    spans: list[tuple[int, int]] = []
+    for edge in {start, end}:
+        first, last = text.rfind("\n", 0, edge) + 1, text.find("\n", edge)
+        last = len(text) if last == -1 else last
+        if first < edge < last:  # a line cut in two
+            found = shape_spans(text[first:last])
+            if found:
+                secret_values.KNOWN.learn(_values(text[first:last], found))
+            spans += [(at + first, until + first) for at, until in found]
+    if "PRIVATE KEY" in text:
+        spans += [match.span() for match in _PRIVATE_KEY_BLOCK.finditer(text)]
     spans += secret_values.KNOWN.spans(text)
     inside = [
         (max(first, start) - start, min(last, end) - start) for first, last in spans if first < end and last > start

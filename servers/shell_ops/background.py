@@ -7,29 +7,30 @@ the same fixed environment); this module keeps them running:
   in a new session, stdin a pipe, stdout and stderr one pipe (interleaved as the program wrote them);
 - their output goes into a ring of the last `output_bytes` bytes, addressed by absolute byte offsets, with the
   count of bytes that fell out of it; each process remembers where its reader stopped ("new output");
-- a window of it is masked as part of the stream, not alone: with CONTEXT bytes of what the ring keeps on each side
-  (and on, until CONTEXT letters and digits: padding between two halves does not cut a secret in two), more than any
-  secret the masker recognises spans. So no two windows (`offset`, `max_bytes`) each show one end of a secret that
-  is masked when read whole; a secret the program has not finished writing is masked in the next read;
+- a window of it is masked as part of the stream, not alone: read with CONTEXT bytes of what the ring keeps on each
+  side (and on, until CONTEXT letters and digits: padding between two halves does not cut a secret in two), more
+  than any secret the masker recognises spans, a secret that crosses either end is masked in the part the window
+  shows (`secrets.mask_ends`). So no two windows (`offset`, `max_bytes`) each show one end of a secret that is
+  masked when read whole. What a read cannot do is mask what the program has not written yet: the first part of a
+  value, shown before its end is written, is masked only if it would be alone (12 letters and digits of a known
+  value, or a shape a detector knows);
 - bounded: at most `max_running` at once, each for at most its lifetime (then killed, state "expired");
   the last `max_running` finished ones are kept for their output and exit code;
 - stopping sends a signal to the program inside the sandbox (never to bubblewrap's own processes), waits, then
   kills the whole sandbox (its process group; bubblewrap's PID namespace takes every process in it along);
 - all of them end with the server: killed on close, and bubblewrap's `--die-with-parent` kills them when the
-  server dies any other way (SIGKILL included). With the sandbox off, the direct child gets the same parent-death
-  signal; its own children do not (no PID namespace holds them).
+  server dies any other way (SIGKILL included). With the sandbox off (Linux), a keeper does the same
+  (`keeper.py`): every descendant of the program ends with it, when it is stopped, and with the server.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import itertools
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -39,15 +40,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from mcp_sections.servers.shell_ops.processes import kill_group
+from mcp_sections.servers.shell_ops.keeper import descendants
+from mcp_sections.servers.shell_ops.processes import is_keeper, keep, kept, kill_group, needs_keeper
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded, not_found
-from mcp_sections.shared.secrets import mask_part
+from mcp_sections.shared.secrets import mask_ends
 
 State = Literal["running", "exited", "stopped", "expired"]
 READ_CHUNK = 65536
 QUIET_SECONDS = 0.15  # output that stops for this long is taken to be complete (a prompt, a burst of lines)
 WRITE_TIMEOUT = 5.0
-PR_SET_PDEATHSIG = 1
 CONTEXT = 16 * 1024  # bytes, and letters and digits, read on each side of a window to mask it as part of the stream
 _NOT_ALNUM = bytes(byte for byte in range(256) if not (chr(byte).isascii() and chr(byte).isalnum()))
 
@@ -66,9 +67,10 @@ class Window:
     after: bytes = b""
 
     def text(self) -> str:
-        """The window as text, masked as part of the output around it (secrets crossing either end included)."""
+        """The window as text, where a secret crosses either end masked as in the whole stream (what lies inside is
+        masked with the result, as every result of shell_ops is)."""
         before, text, after = (part.decode("utf-8", errors="replace") for part in (self.before, self.data, self.after))
-        return mask_part(before + text + after, len(before), len(before) + len(text))
+        return mask_ends(before + text + after, len(before), len(before) + len(text))
 
 
 class OutputRing:
@@ -428,38 +430,16 @@ def write_input(process: BackgroundProcess, data: bytes, *, close: bool) -> None
 
 def signal_program(pid: int, signum: int, *, sandboxed: bool) -> None:
     """Send `signum` to the program started as `pid`: inside bubblewrap, to every process of the sandbox but
-    bubblewrap's own (which would die of it and take the sandbox along); otherwise to its process group."""
-    if not sandboxed:
+    bubblewrap's own (which would die of it and take the sandbox along); under a keeper, to every process below it
+    (the keeper ends the program when told to); otherwise to its process group."""
+    if not sandboxed and not is_keeper(pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signum)
         return
     for child, name in descendants(pid):
-        if name != "bwrap":
+        if not (sandboxed and name == "bwrap"):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(child, signum)
-
-
-def descendants(pid: int) -> list[tuple[int, str]]:
-    """(pid, command name) of every process below `pid`, from /proc."""
-    children: dict[int, list[tuple[int, str]]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read().decode("utf-8", errors="replace")
-        except OSError:
-            continue
-        name = stat[stat.find("(") + 1 : stat.rfind(")")]
-        parent = int(stat[stat.rfind(")") + 2 :].split()[1])
-        children.setdefault(parent, []).append((int(entry), name))
-    found: list[tuple[int, str]] = []
-    pending = [pid]
-    while pending:
-        for child in children.get(pending.pop(), []):
-            found.append(child)
-            pending.append(child[0])
-    return found
 
 
 def _pump(process: BackgroundProcess) -> None:
@@ -479,11 +459,13 @@ def _pump(process: BackgroundProcess) -> None:
 def _spawner(
     argv: Sequence[str], cwd: Path, env: Mapping[str, str], pass_fds: Sequence[int], *, die_with_server: bool
 ) -> Callable[[], subprocess.Popen[bytes]]:
-    preexec = _die_with_parent() if die_with_server and sys.platform.startswith("linux") else None
+    """How to start `argv` (from the spawner thread); `die_with_server`: it is not sandboxed, so on Linux a keeper
+    runs it (`processes.kept`): all its processes end with it and with the server, as bubblewrap's do."""
+    keeping = die_with_server and needs_keeper(argv)
 
     def spawn() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            list(argv),
+        popen = subprocess.Popen(
+            kept(argv) if keeping else list(argv),
             cwd=str(cwd),
             env=dict(env),
             stdin=subprocess.PIPE,
@@ -492,20 +474,9 @@ def _spawner(
             start_new_session=True,
             close_fds=True,
             pass_fds=tuple(pass_fds),
-            preexec_fn=preexec,
         )
+        if keeping:
+            keep(popen)
+        return popen
 
     return spawn
-
-
-def _die_with_parent() -> Callable[[], None]:
-    """A pre-exec step that makes the child get SIGKILL when the server dies (what bubblewrap does itself)."""
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    parent = os.getpid()
-
-    def arm() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the server died before the signal was armed
-            os._exit(1)
-
-    return arm

@@ -277,8 +277,10 @@ elif mode == "rot13":
 ENCODINGS = ["json", "json-every-character", "x-escapes", *(f"base32-{skip}" for skip in range(5))]
 ENCODINGS += ["base32-cut", "rot13"]
 WINDOWED = """
-import sys
-sys.stdout.write("x" * 250 + open("copies.txt").read().split()[-1] + "y" * 300 + "\\n")
+import secrets, sys
+password = open("copies.txt").read().split()[-1]  # a known value
+token = "ghp_" + secrets.token_hex(18)  # a value only its shape tells
+sys.stdout.write("x" * 250 + password + "y" * 300 + "\\n" + "q" * 240 + token + "\\n")
 """
 
 
@@ -338,3 +340,6 @@ async def test_two_windows_of_a_process_output_do_not_each_show_one_end_of_a_pas
     assert first["next_offset"] == 258 and first["output"].startswith("x" * 250), first
     assert PASSWORD[:8] not in first["output"] and PASSWORD[8:] not in second["output"], (first, second)
     assert first["output"].endswith(MASK) and second["output"].startswith(MASK)
+    third = await call(gaps, "read_process_output", process_id=process, offset=567, max_bytes=256)  # 16 of 40
+    fourth = await call(gaps, "read_process_output", process_id=process, offset=823, max_bytes=256)
+    assert third["output"] == "q" * 240 + MASK and fourth["output"] == MASK + "\n", (third, fourth)
