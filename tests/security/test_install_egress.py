@@ -175,3 +175,28 @@ async def test_an_interpreter_link_out_of_the_roots_shows_nothing_beside_it(
     (venv / "bin" / "python").symlink_to(fake)
     result = await files.call_tool("install_package", {"manager": "pip", "packages": [PACKAGE], "path": "linked"})
     assert SECRET not in str(result.content) and SECRET not in str(result.structured_content)
+
+
+@pytest.fixture(scope="module")
+async def shell(project: Path, registry: str) -> AsyncIterator[Client]:
+    env = {"MCP_SECTIONS_SHELL_OPS_INSTALL_REGISTRIES": registry, "PIP_INDEX_URL": registry}
+    async with section_in_memory("shell_ops", "--root", str(project), env=env) as client:
+        yield client
+
+
+@pytest.mark.anyio
+async def test_an_installer_run_command_starts_has_the_same_way_out(
+    shell: Client, project: Path, canary: tuple[int, list[bytes]]
+) -> None:
+    """Issue #38: `pip install` through run_command goes through the same egress (shared.installers) as install_package:
+    its registry, nothing else — and the same venv's interpreter started by any other command has no network at all."""
+    result = data_of(
+        await shell.call_tool(
+            "run_command", {"command": ["python", "-m", "pip", "install", "--force-reinstall", PACKAGE], "cwd": "app"}
+        )
+    )
+    assert result["sandbox"] == "bubblewrap" and result["exit_code"] == 0, result
+    assert canary[1] == [], canary[1]
+    assert any(f":{canary[0]}" in entry for entry in result["blocked"]), result["blocked"]
+    plain = data_of(await shell.call_tool("run_command", {"command": ["python", "-c", "print(1)"], "cwd": "app"}))
+    assert plain["stdout"] == "1\n" and plain["blocked"] == [] and canary[1] == [], (plain, canary[1])
