@@ -119,8 +119,8 @@ def split_command(command: str | Sequence[str]) -> list[str]:
             raise invalid(f"an argument is {len(arg)} characters long; the limit is {MAX_ARGUMENT_LENGTH}.")
     if _ENV_ASSIGNMENT.match(argv[0]):
         raise invalid(
-            f"{argv[0].split('=', 1)[0]}=... is an environment assignment; commands run with a fixed environment "
-            "that callers cannot change, and no shell interprets assignments. Give the program name first."
+            f"{argv[0].split('=', 1)[0]}=... is an environment assignment, and no shell interprets assignments; give "
+            'the program name first and the variable in the tool\'s `env` argument (e.g. env={"PYTHONPATH": "src"}).'
         )
     return argv
 
