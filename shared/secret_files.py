@@ -295,6 +295,7 @@ class SecretFiles:
         found = sorted({path for found in self._found.values() for path in found})
         identities = tuple((path, _identity(path)) for path in found)
         kinds = {path: self._kind(path, identity) for path, identity in identities}
+        self._kinds = {path: known for path, known in self._kinds.items() if path in kinds}  # found now only
         self._learn([path for path in found if kinds[path] in ("secret", "committed")])
         linked = frozenset(
             (info[0], info[1]) for _, info in identities if info and info[3] > 1 and stat.S_ISREG(info[2])
