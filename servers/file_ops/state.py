@@ -25,9 +25,8 @@ from pydantic import Field, field_validator
 from mcp_sections.shared.config import SectionSettings, refuse_sandbox_off_inside, split_commas
 from mcp_sections.shared.errors import ConfigError, ErrorCode, ToolFailure
 from mcp_sections.shared.guards.paths import DEFAULT_DENY_GLOBS, PathGuard, intersect_roots, roots_from_uris
+from mcp_sections.shared.installers import DEFAULT_REGISTRIES
 from mcp_sections.shared.sandbox import Sandbox, detect
-
-DEFAULT_REGISTRIES = ("https://pypi.org", "https://files.pythonhosted.org", "https://registry.npmjs.org")
 
 if TYPE_CHECKING:
     from .journal import Journal
