@@ -19,20 +19,18 @@ the same fixed environment); this module keeps them running:
 - stopping sends a signal to the program inside the sandbox (never to bubblewrap's own processes), waits, then
   kills the whole sandbox (its process group; bubblewrap's PID namespace takes every process in it along);
 - all of them end with the server: killed on close, and bubblewrap's `--die-with-parent` kills them when the
-  server dies any other way (SIGKILL included). With the sandbox off, the direct child gets the same parent-death
-  signal; its own children do not (no PID namespace holds them).
+  server dies any other way (SIGKILL included). With the sandbox off (Linux), a keeper does the same
+  (`keeper.py`): every descendant of the program ends with it, when it is stopped, and with the server.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import itertools
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -42,7 +40,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from mcp_sections.servers.shell_ops.processes import kill_group
+from mcp_sections.servers.shell_ops.keeper import descendants
+from mcp_sections.servers.shell_ops.processes import is_keeper, keep, kept, kill_group, needs_keeper
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded, not_found
 from mcp_sections.shared.secrets import mask_ends
 
@@ -50,7 +49,6 @@ State = Literal["running", "exited", "stopped", "expired"]
 READ_CHUNK = 65536
 QUIET_SECONDS = 0.15  # output that stops for this long is taken to be complete (a prompt, a burst of lines)
 WRITE_TIMEOUT = 5.0
-PR_SET_PDEATHSIG = 1
 CONTEXT = 16 * 1024  # bytes, and letters and digits, read on each side of a window to mask it as part of the stream
 _NOT_ALNUM = bytes(byte for byte in range(256) if not (chr(byte).isascii() and chr(byte).isalnum()))
 
@@ -432,38 +430,16 @@ def write_input(process: BackgroundProcess, data: bytes, *, close: bool) -> None
 
 def signal_program(pid: int, signum: int, *, sandboxed: bool) -> None:
     """Send `signum` to the program started as `pid`: inside bubblewrap, to every process of the sandbox but
-    bubblewrap's own (which would die of it and take the sandbox along); otherwise to its process group."""
-    if not sandboxed:
+    bubblewrap's own (which would die of it and take the sandbox along); under a keeper, to every process below it
+    (the keeper ends the program when told to); otherwise to its process group."""
+    if not sandboxed and not is_keeper(pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signum)
         return
     for child, name in descendants(pid):
-        if name != "bwrap":
+        if not (sandboxed and name == "bwrap"):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(child, signum)
-
-
-def descendants(pid: int) -> list[tuple[int, str]]:
-    """(pid, command name) of every process below `pid`, from /proc."""
-    children: dict[int, list[tuple[int, str]]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read().decode("utf-8", errors="replace")
-        except OSError:
-            continue
-        name = stat[stat.find("(") + 1 : stat.rfind(")")]
-        parent = int(stat[stat.rfind(")") + 2 :].split()[1])
-        children.setdefault(parent, []).append((int(entry), name))
-    found: list[tuple[int, str]] = []
-    pending = [pid]
-    while pending:
-        for child in children.get(pending.pop(), []):
-            found.append(child)
-            pending.append(child[0])
-    return found
 
 
 def _pump(process: BackgroundProcess) -> None:
@@ -483,11 +459,13 @@ def _pump(process: BackgroundProcess) -> None:
 def _spawner(
     argv: Sequence[str], cwd: Path, env: Mapping[str, str], pass_fds: Sequence[int], *, die_with_server: bool
 ) -> Callable[[], subprocess.Popen[bytes]]:
-    preexec = _die_with_parent() if die_with_server and sys.platform.startswith("linux") else None
+    """How to start `argv` (from the spawner thread); `die_with_server`: it is not sandboxed, so on Linux a keeper
+    runs it (`processes.kept`): all its processes end with it and with the server, as bubblewrap's do."""
+    keeping = die_with_server and needs_keeper(argv)
 
     def spawn() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            list(argv),
+        popen = subprocess.Popen(
+            kept(argv) if keeping else list(argv),
             cwd=str(cwd),
             env=dict(env),
             stdin=subprocess.PIPE,
@@ -496,20 +474,9 @@ def _spawner(
             start_new_session=True,
             close_fds=True,
             pass_fds=tuple(pass_fds),
-            preexec_fn=preexec,
         )
+        if keeping:
+            keep(popen)
+        return popen
 
     return spawn
-
-
-def _die_with_parent() -> Callable[[], None]:
-    """A pre-exec step that makes the child get SIGKILL when the server dies (what bubblewrap does itself)."""
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    parent = os.getpid()
-
-    def arm() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the server died before the signal was armed
-            os._exit(1)
-
-    return arm

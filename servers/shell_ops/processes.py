@@ -4,9 +4,10 @@
   no proxies, no LD_PRELOAD), PATH is the fixed search path and HOME/TMPDIR a private directory made for that
   call alone (`homes.private_home`).
 - The child leads a new session (`start_new_session=True`); at the deadline, on cancellation, and
-  also after a normal exit (to reap background stragglers), the whole process group gets SIGKILL.
-  Grandchildren that start their own session escape this (only a container or cgroup stops that);
-  their pipes are abandoned after a short grace period so the call still returns.
+  also after a normal exit (to reap background stragglers), the whole program ends (`kill_group`): inside
+  bubblewrap its PID namespace goes with it; without the sandbox (Linux) the program runs under a keeper
+  (`keeper.py`, `kept`), a child subreaper that dies with the server and ends every descendant, those that
+  started their own session included, when the program ends or is ended.
 - stdin is /dev/null; stdout and stderr are kept up to `max_output_bytes` each, head and tail
   (the middle is dropped and counted).
 """
@@ -15,18 +16,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from mcp_sections.servers.shell_ops import keeper
 from mcp_sections.servers.shell_ops.homes import home_environment
 from mcp_sections.shared.errors import SuiteError
 
 READ_CHUNK = 65536
 PIPE_GRACE_SECONDS = 2.0
+KEEPER = keeper.__file__
 
 ProgressCallback = Callable[[float], Awaitable[None]]
 
@@ -135,9 +141,10 @@ async def run_process(
     streaming gigabytes through the capped buffers)."""
     stdout, stderr = CappedBuffer(max_output_bytes), CappedBuffer(max_output_bytes)
     started = time.monotonic()
+    keeping = needs_keeper(argv)
     try:
         process = await asyncio.create_subprocess_exec(
-            *argv,
+            *(kept(argv) if keeping else argv),
             cwd=str(cwd),
             env=dict(env),
             stdin=asyncio.subprocess.DEVNULL,
@@ -148,6 +155,8 @@ async def run_process(
         )
     except OSError as exc:
         raise SpawnError(f"{os.path.basename(argv[0])} could not be started: {exc.strerror or exc}") from None
+    if keeping:
+        keep(process)
 
     flooded = False
 
@@ -200,6 +209,40 @@ async def run_process(
 
 
 def kill_group(pid: int) -> None:
-    """SIGKILL every process of the group led by `pid` (the child was started in a new session)."""
+    """End the program started as `pid` (in a new session): SIGKILL to its process group, or, when `pid` is a
+    running keeper, SIGTERM to the keeper, which SIGKILLs every process of the program and then itself."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGTERM if is_keeper(pid) else signal.SIGKILL)
+
+
+# -- the keeper of a program run without the sandbox (keeper.py) -------------------------------------------------
+
+_keepers: dict[int, Any] = {}  # pid -> its Popen or asyncio Process, while it may run
+
+
+def needs_keeper(argv: Sequence[str]) -> bool:
+    """Whether `argv` runs a program unsandboxed on Linux (bubblewrap's PID namespace ends the others' processes)."""
+    return sys.platform.startswith("linux") and os.path.basename(argv[0]) != "bwrap"
+
+
+def kept(argv: Sequence[str]) -> list[str]:
+    """The command line that runs `argv` under a keeper; OSError as its exec would give when argv[0] cannot run."""
+    if not os.path.isfile(argv[0]):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
+    if not os.access(argv[0], os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), argv[0])
+    return [sys.executable, "-I", "-S", KEEPER, str(os.getpid()), *argv]
+
+
+def keep(process: Any) -> None:
+    """Remember a process started with `kept` (`kill_group` and `background.signal_program` treat it as a keeper)."""
+    _keepers[process.pid] = process
+
+
+def is_keeper(pid: int) -> bool:
+    """Whether `pid` is a keeper not yet reaped (so its pid cannot have been given to another process)."""
+    process = _keepers.get(pid)
+    if process is not None and process.returncode is None:
+        return True
+    _keepers.pop(pid, None)
+    return False
