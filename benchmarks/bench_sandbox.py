@@ -86,7 +86,47 @@ async def sandbox_rows(runs: int) -> list[list[object]]:
                 )
             confined.close()
             open_.close()
+    rows += await home_rows(runs)
     return rows
+
+
+def make_home(home: Path) -> list[Path]:
+    """A home directory as a root holds it (shared.trusted_base): ten directories of work, a dotfiles `~/.config`
+    link, login files and the suite's state under it; returns the state's paths."""
+    for name in ("Documents", "Downloads", "Desktop", "Pictures", "Music", "Videos", "src", "projects", "notes"):
+        (home / name).mkdir(parents=True)
+    (home / "dotfiles" / "config" / "mcp-sections").mkdir(parents=True)
+    (home / ".config").symlink_to(home / "dotfiles" / "config")
+    for name in (".local/share/mcp-sections", ".cache/mcp-sections", ".local/bin"):
+        (home / name).mkdir(parents=True)
+    for name in (".profile", ".bashrc", ".gitconfig"):
+        (home / name).write_text("# login\n", encoding="utf-8")
+    return [home / ".local/share/mcp-sections", home / ".cache/mcp-sections", home / ".config/mcp-sections"]
+
+
+async def home_rows(runs: int) -> list[list[object]]:
+    """`true` with a root at the home directory: the trusted base's pins, the link's fixed directory (every entry of
+    the home bound back), the state hidden — against the same runner without bubblewrap."""
+    import os
+
+    with tempfile.TemporaryDirectory() as directory:
+        home = Path(directory) / "home"
+        state = make_home(home)
+        before = os.environ.get("HOME")
+        os.environ["HOME"] = str(home)
+        try:
+            confined = ShellOps(ShellOpsSettings.load(sandbox="auto"), [home], private=state)
+            open_ = ShellOps(ShellOpsSettings.load(sandbox="off"), [home], private=state)
+            bare = await timings(open_, ["/usr/bin/true"], home, runs)
+            boxed = await timings(confined, ["/usr/bin/true"], home, runs)
+            confined.close()
+            open_.close()
+        finally:
+            if before is not None:
+                os.environ["HOME"] = before
+    label = "true, a home root (trusted base: pins, fixed home)"
+    added = median(boxed) - median(bare)
+    return [[label, median(bare), percentile(bare, 0.95), median(boxed), percentile(boxed, 0.95), added, "≤ 15.0"]]
 
 
 def secrets_rows(runs: int) -> list[list[object]]:

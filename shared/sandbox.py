@@ -195,17 +195,26 @@ class Sandbox:
         for path in confinement.writable:
             args += ["--bind", str(path), str(path)]
         bound: set[str] = set()  # entries of fixed directories, bound back onto themselves: pinned already
+        settled: list[str] = []  # read-only with their fixed directory: nothing inside needs a mount of its own
+        home = os.path.realpath(os.path.expanduser("~"))
         for fixed in confinement.fixed:  # its own entries cannot be added, renamed, removed or replaced
             if confinement.in_writable(fixed) and fixed.is_dir() and not fixed.is_symlink():
-                entries = _entries(fixed)
-                bound.update(entries)
+                writable, configuration, targets = _entries(fixed, home=str(fixed) == home)
+                bound.update(writable)
+                settled += configuration
                 args += ["--ro-bind", str(fixed), str(fixed)]
-                args += [arg for entry in entries for arg in ("--bind", entry, entry)]
+                args += [arg for entry in writable for arg in ("--bind", entry, entry)]
+                for target in targets:  # a dotfiles link's target is configuration too
+                    if confinement.in_writable(Path(target)) and not any(is_inside(target, s) for s in settled):
+                        args += ["--ro-bind", target, target]
+                        settled.append(target)
         for path in confinement.pinned:  # a mount point: never renamed nor removed from inside
-            if str(path) not in bound and path.is_dir() and not path.is_symlink() and confinement.in_writable(path):
+            if str(path) in bound or any(is_inside(str(path), place) for place in settled):
+                continue
+            if path.is_dir() and not path.is_symlink() and confinement.in_writable(path):
                 args += ["--bind", str(path), str(path)]
         for path in confinement.protected:  # readable, never written, renamed or replaced
-            if path.exists():
+            if path.exists() and not any(is_inside(str(path), place) for place in settled):
                 args += ["--ro-bind", str(path), str(path)]
         places = [*map(str, confinement.writable), *map(str, confinement.readable), *prefixes]
         state = [path for path in confinement.state if any(is_inside(str(path), place) for place in places)]
@@ -342,16 +351,26 @@ def _outermost(paths: Sequence[Path]) -> list[Path]:
     return [path for path in unique if not any(o != path and is_inside(str(path), str(o)) for o in unique)]
 
 
-def _entries(directory: Path) -> list[str]:
-    """The directories and regular files directly inside `directory` (not its links): bound back onto themselves,
-    writable, they stay the program's to change, while the entries themselves (their names, the links) do not."""
+def _entries(directory: Path, *, home: bool) -> tuple[list[str], list[str], list[str]]:
+    """What of a fixed directory stays the program's to change (its directories and regular files, bound back onto
+    themselves, writable) and what is configuration, read-only: in the home directory, its hidden entries (`.config`,
+    `.local`, `.bashrc`: what decides the user's next login and how the suite is launched; programs get a private HOME
+    of their own) — and the real targets of those that are links (a dotfiles `~/.config`)."""
     try:
         entries = list(os.scandir(directory))
     except OSError:
-        return []
-    return [
-        entry.path for entry in entries if entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False)
-    ]
+        return [], [], []
+    writable: list[str] = []
+    configuration: list[str] = []
+    targets: list[str] = []
+    for entry in entries:
+        if home and entry.name.startswith("."):
+            configuration.append(entry.path)
+            if entry.is_symlink():
+                targets.append(os.path.realpath(entry.path))
+        elif entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False):
+            writable.append(entry.path)
+    return writable, configuration, targets
 
 
 @functools.cache

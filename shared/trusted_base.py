@@ -23,7 +23,9 @@ is protected (`shared.sandbox`, `shared.guards.paths`), for CLI roots and client
 - every symbolic link on the way is pinned *as a link*: the directory holding it has its own entries fixed (bound
   read-only, each of its other entries bound back writable), so the link can be neither replaced nor removed — and
   its target gets a way of its own. The home directory, when a root holds it, is fixed the same way, so a program can
-  create no login file (`~/.bash_profile` would take over from `~/.profile`) and no link in its top level;
+  create no login file (`~/.bash_profile` would take over from `~/.profile`) and no link in its top level, and its
+  hidden entries (the configuration of what the user runs, and the targets of those that are links) stay read-only
+  (`shared.sandbox`);
 - file tools never write, move, delete or replace a part, a pinned directory or a pinned link.
 
 The state directories are created (0700) at every start, whatever the roots, so that they can be hidden before a
