@@ -15,12 +15,19 @@ Each hole found is pinned by a test that failed before its fix (in the guard, no
   the parent folders of the roots) outside the roots.
 
 The parametrised lists at the end pin attempts that already held and that the older hostile tests lack.
+
+Since issue #38 the OS sandbox is the boundary: an argument rule that only duplicated what it confines applies with
+`sandbox = "off"` alone, where the rules are the only layer (servers/shell_ops/README.md, section 2). Each attack
+such a rule refused is therefore run twice: refused by the `unconfined` server, and run by the sandboxed `shell`,
+where the OS stops its effect (nothing outside the roots read or written, no marker on the host). The attacks a
+remaining rule refuses are refused by both.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -40,6 +47,7 @@ from tests.stdio import data_of, error_of
 MARKER = f"/tmp/PWNED-red-{uuid.uuid4().hex[:12]}"
 SECRET = f"RED-TEAM-SECRET-{uuid.uuid4().hex[:8]}"
 PD, II = "PERMISSION_DENIED", "INVALID_INPUT"
+KEPT = "keep me"  # the outside keep.txt: it must never come back
 VENV_BIN = Path(sys.executable).parent
 SEARCH_PATH = f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin"  # ruff lives next to the test interpreter
 
@@ -49,11 +57,16 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+VIEWER_RAN = "the-repository-viewer-ran"
+
+
 def plant_help_viewer(repo: Path, marker: str) -> None:
-    """A repository whose config makes `git help` run a command (man.viewer + man.<tool>.cmd)."""
+    """A repository whose config makes `git help` run a command (man.viewer + man.<tool>.cmd): it touches the marker
+    and says so."""
     make_repo(repo)
     with (repo / ".git" / "config").open("a") as config:
-        config.write(f'[help]\n\tformat = man\n[man]\n\tviewer = evil\n[man "evil"]\n\tcmd = "touch {marker}-man;"\n')
+        config.write('[help]\n\tformat = man\n[man]\n\tviewer = evil\n[man "evil"]\n')
+        config.write(f'\tcmd = "touch {marker}-man; echo {VIEWER_RAN};"\n')
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +74,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("red-team").resolve()
     root, outside = base / "root", base / "outside"
     outside.mkdir()
-    (outside / "keep.txt").write_text("keep me\n")
+    (outside / "keep.txt").write_text(f"{KEPT}\n")
     (outside / "creds.ini").write_text(f"[pypi]\n\tpassword = {SECRET}\n")
     (outside / "leak.json").write_text(json.dumps({"secret": SECRET}))
     (outside / "mod.jq").write_text(f'def s: "{SECRET}";\n')
@@ -95,18 +108,31 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"base": base, "root": root, "outside": outside}
 
 
+def server_env(world: dict[str, Path], sandbox: str) -> dict[str, str]:
+    """The shell_ops server's environment; the sandbox mode is always explicit (`section_in_memory` keeps a server's
+    environment while its client is open, so an unstated mode would be the other server's)."""
+    return {
+        "MCP_SECTIONS_CONFIG": os.devnull,
+        "MCP_SECTIONS_DATA_DIR": str(world["base"] / ("data" if sandbox == "auto" else f"data-{sandbox}")),
+        "MCP_SECTIONS_SHELL_OPS_SEARCH_PATH": SEARCH_PATH,
+        "MCP_SECTIONS_SHELL_OPS_SANDBOX": sandbox,
+    }
+
+
 @pytest.fixture(scope="module")
 async def shell(world: dict[str, Path]) -> AsyncIterator[Client]:
-    base = world["base"]
-    env = {
-        "MCP_SECTIONS_CONFIG": os.devnull,
-        "MCP_SECTIONS_DATA_DIR": str(base / "data"),
-        "MCP_SECTIONS_SHELL_OPS_SEARCH_PATH": SEARCH_PATH,
-    }
-    async with section_in_memory("shell_ops", "--root", str(world["root"]), env=env) as connected:
+    """The server as it runs by default: every program inside the OS sandbox."""
+    async with section_in_memory("shell_ops", "--root", str(world["root"]), env=server_env(world, "auto")) as connected:
         yield connected
     for path in markers(MARKER):
         os.unlink(path)
+
+
+@pytest.fixture(scope="module")
+async def unconfined(world: dict[str, Path]) -> AsyncIterator[Client]:
+    """The same server with `sandbox = "off"`: the argument rules are the only layer there, and must hold."""
+    async with section_in_memory("shell_ops", "--root", str(world["root"]), env=server_env(world, "off")) as connected:
+        yield connected
 
 
 @pytest.fixture
@@ -118,12 +144,43 @@ def unchanged_outside(world: dict[str, Path]) -> Any:
     assert markers(MARKER) == [], f"an attack ran: {markers(MARKER)}"
 
 
+@pytest.fixture
+def root_restored(world: dict[str, Path]) -> Any:
+    """What a confined attempt leaves in the root (a `git init`, `find -fprintf`'s list, an npm install, a ruff
+    cache, a `git config` write) is removed after it, so that no attempt runs in another's leftovers."""
+    root = world["root"]
+    entries = set(os.listdir(root))
+    config = (root / ".git" / "config").read_bytes()
+    yield
+    for name in set(os.listdir(root)) - entries:
+        path = root / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    (root / ".git" / "config").write_bytes(config)
+
+
 async def refused(client: Client, tool: str, arguments: dict[str, Any], code: str = PD) -> str:
     result = await client.call_tool(tool, arguments)
     error_code, message = error_of(result)
     assert error_code == code, message
     assert SECRET not in json.dumps(result.structured_content), "the refusal leaked the secret"
     return message
+
+
+async def confined(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The call runs in the sandbox (no argument rule refuses it) and shows nothing from outside the roots: neither
+    the secret of the outside files nor the outside `keep.txt`. With `unchanged_outside`, that is the OS stopping
+    the attack's effect."""
+    result = await client.call_tool(tool, arguments)
+    shown = json.dumps(result.structured_content) + " ".join(getattr(block, "text", "") for block in result.content)
+    assert SECRET not in shown, f"the secret came back: {shown}"
+    assert KEPT not in shown, f"the outside file was read: {shown}"
+    assert not result.is_error, shown  # it ran: no argument rule stands in for the OS here
+    data = data_of(result)
+    assert data["sandbox"] == "bubblewrap", data
+    return data
 
 
 # -- git: the help viewer of the repository config ----------------------------------------------------------
@@ -151,19 +208,26 @@ def test_control_help_viewer_really_runs(tmp_path: Path) -> None:
 @pytest.mark.anyio
 @pytest.mark.usefixtures("unchanged_outside")
 @pytest.mark.parametrize(
-    "command",
+    ("command", "viewer_runs"),
     [
-        ["git", "status", "--help"],
-        ["git", "--help", "status"],
-        ["git", "config", "--help"],
-        ["git", "-C", ".", "log", "-1", "--help"],
-        ["git", "--no-pager", "commit", "--help"],
+        (["git", "status", "--help"], True),
+        (["git", "--help", "status"], True),
+        (["git", "config", "--help"], True),
+        (["git", "-C", ".", "log", "-1", "--help"], False),  # not `git help log`: log's own option summary
+        (["git", "--no-pager", "commit", "--help"], True),
     ],
     ids=["sub-help", "global-help", "config-help", "after-options", "no-pager"],
 )
-async def test_git_help_never_runs_the_repository_viewer(shell: Client, command: list[str]) -> None:
-    message = await refused(shell, "run_command", {"command": command, "cwd": "helpviewer"})
+async def test_git_help_runs_the_repository_viewer_only_confined(
+    shell: Client, unconfined: Client, command: list[str], viewer_runs: bool
+) -> None:
+    """With the sandbox off `--help` is refused: the viewer would run on the host. Inside the sandbox no rule remains
+    for it (README section 2): git's help runs the repository's viewer there, confined. It says it ran, and its
+    marker landed in the sandbox's own /tmp, gone with it: none appears on the host (`unchanged_outside`)."""
+    message = await refused(unconfined, "run_command", {"command": command, "cwd": "helpviewer"})
     assert "--help" in message and "-h" in message
+    viewed = await confined(shell, "run_command", {"command": command, "cwd": "helpviewer"})
+    assert (VIEWER_RAN in viewed["stdout"]) is viewer_runs, viewed
     usage = data_of(await shell.call_tool("run_command", {"command": ["git", "status", "-h"], "cwd": "helpviewer"}))
     assert "usage: git status" in usage["stdout"] + usage["stderr"]
 
@@ -247,9 +311,15 @@ async def test_git_blob_syntax_cannot_name_a_secret(shell: Client, command: list
     ],
     ids=["import-relative", "import-search", "include", "include-syntax-error", "modulemeta", "f", "f-later", "long"],
 )
-async def test_jq_modules_are_refused(shell: Client, world: dict[str, Path], command: list[str]) -> None:
+async def test_jq_modules_from_outside_are_never_read(
+    shell: Client, unconfined: Client, world: dict[str, Path], command: list[str]
+) -> None:
+    """Refused with the sandbox off, where the rule is the only layer; inside the sandbox no rule remains for jq's
+    modules (README section 2): jq runs and finds no module outside the roots, which do not exist there."""
     command = [arg.replace("{out}", str(world["outside"])) for arg in command]
-    assert "jq" in await refused(shell, "run_command", {"command": command})
+    assert "jq" in await refused(unconfined, "run_command", {"command": command})
+    ran = await confined(shell, "run_command", {"command": command})
+    assert ran["exit_code"] != 0 and "module not found" in ran["stderr"], ran
 
 
 @pytest.mark.anyio
@@ -264,34 +334,49 @@ async def test_jq_filters_still_work(shell: Client) -> None:
 needs_ruff = pytest.mark.skipif(not (VENV_BIN / "ruff").exists(), reason="ruff is not installed next to python")
 
 
+NOT_THERE = "No such file or directory"  # ruff's words for a file the sandbox does not show
+
+
 @needs_ruff
 @pytest.mark.anyio
-@pytest.mark.usefixtures("unchanged_outside")
+@pytest.mark.usefixtures("unchanged_outside", "root_restored")
 @pytest.mark.parametrize(
-    "arguments",
+    ("arguments", "inside"),
     [
-        {"command": ["ruff", "check", "."], "cwd": "ruff-extend"},
-        {"command": ["ruff", "format", "--check", "ruff-extend"]},
-        {"command": ["ruff", "check", "."], "cwd": "ruff-nested"},
-        {"command": ["ruff", "check", "--config", "../outside/ruff-base.toml", "."]},
-        {"command": ["ruff", "check", "--cache-dir", "cache", "ruff-cache"]},
-        {"command": ["ruff", "server"]},
+        ({"command": ["ruff", "check", "."], "cwd": "ruff-extend"}, NOT_THERE),
+        ({"command": ["ruff", "format", "--check", "ruff-extend"]}, NOT_THERE),
+        ({"command": ["ruff", "check", "."], "cwd": "ruff-nested"}, NOT_THERE),
+        ({"command": ["ruff", "check", "--config", "../outside/ruff-base.toml", "."]}, "does not point to a config"),
+        ({"command": ["ruff", "check", "--cache-dir", "cache", "ruff-cache"]}, "All checks passed"),  # a root's cache
+        ({"command": ["ruff", "server"]}, ""),  # a language server with no client: it ends, confined
     ],
     ids=["extend", "extend-by-path", "extend-nested", "config-outside", "cache-dir", "server"],
 )
-async def test_ruff_config_cannot_reach_outside(shell: Client, arguments: dict[str, Any]) -> None:
-    await refused(shell, "run_command", arguments)
+async def test_ruff_config_cannot_reach_outside(
+    shell: Client, unconfined: Client, arguments: dict[str, Any], inside: str
+) -> None:
+    """Refused with the sandbox off; inside the sandbox ruff's options and configs run (README section 2), and the
+    outside file a config extends is not there to quote."""
+    await refused(unconfined, "run_command", arguments)
+    ran = await confined(shell, "run_command", arguments)
+    assert inside in ran["stdout"] + ran["stderr"], ran
 
 
 @needs_ruff
 @pytest.mark.anyio
 @pytest.mark.usefixtures("unchanged_outside")
-async def test_ruff_cache_dir_in_project_config_writes_nothing_outside(shell: Client, world: dict[str, Path]) -> None:
+async def test_ruff_cache_dir_in_project_config_writes_nothing_outside(
+    shell: Client, unconfined: Client, world: dict[str, Path]
+) -> None:
+    """With the sandbox off ruff runs with `--no-cache` (the config's cache-dir is outside); inside the sandbox it
+    runs as asked and the cache it writes there is gone with it."""
     for command in (["ruff", "check", "."], ["ruff", "format", "--check", "."]):
-        data = data_of(await shell.call_tool("run_command", {"command": command, "cwd": "ruff-cache"}))
+        data = data_of(await unconfined.call_tool("run_command", {"command": command, "cwd": "ruff-cache"}))
+        assert data["exit_code"] == 0 and "--no-cache" in data["args"], data
+        assert not (world["outside"] / "ruff-cache").exists()
+        data = await confined(shell, "run_command", {"command": command, "cwd": "ruff-cache"})
         assert data["exit_code"] == 0, data
-        assert "--no-cache" in data["args"]
-    assert not (world["outside"] / "ruff-cache").exists()
+        assert not (world["outside"] / "ruff-cache").exists()
 
 
 # -- gateway: get_project_info --------------------------------------------------------------------------------
@@ -392,13 +477,40 @@ HELD_COMMANDS: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
+HOST_TMP = ("/tmp/x", "/tmp/red-sep", "/tmp/red-patches")  # what the attempts above write: the sandbox's own /tmp
+
+# The attempts above that a rule refuses inside the sandbox too, with the rule that remains (README section 2's
+# table); every other one is refused by a rule of the sandbox-off layer only.
+REFUSED_INSIDE: dict[str, str] = {
+    "git-C-outside": "git -C inside the roots: the hardened probes run on the host in that repository",
+    "git-git-dir-outside": "git --git-dir inside the roots (the probes)",
+    "git-work-tree-outside": "git --work-tree inside the roots (the probes)",
+    "cat-secret-dot-slash": "an argument naming an existing protected file",
+    "cat-secret-dotdot": "an argument naming an existing protected file",
+    "node-env-file": "an argument (an option's value) naming an existing protected file",
+    "npm-exec": "never-allowed wrappers: npm exec runs any program",
+    "env-prefix-argv": "no shell: a VAR=value first element would be the program",
+    "tab-separated": "no shell syntax in a string command",
+    "long-argument": "bounds on input",
+    "many-arguments": "bounds on input",
+}
+
+
 @pytest.mark.anyio
-@pytest.mark.usefixtures("unchanged_outside")
-@pytest.mark.parametrize(
-    ("arguments", "code"), [(a, c) for _, a, c in HELD_COMMANDS], ids=[i for i, _, _ in HELD_COMMANDS]
-)
-async def test_held_command_attempts(shell: Client, arguments: dict[str, Any], code: str) -> None:
-    await refused(shell, "run_command", arguments, code)
+@pytest.mark.usefixtures("unchanged_outside", "root_restored")
+@pytest.mark.parametrize(("name", "arguments", "code"), HELD_COMMANDS, ids=[name for name, _, _ in HELD_COMMANDS])
+async def test_held_command_attempts(
+    shell: Client, unconfined: Client, name: str, arguments: dict[str, Any], code: str
+) -> None:
+    """Refused with the sandbox off, where the argument rules are the only layer; inside the sandbox refused by a
+    rule that remains (REFUSED_INSIDE), or run with its effect stopped by the OS."""
+    await refused(unconfined, "run_command", arguments, code)
+    if name in REFUSED_INSIDE:
+        await refused(shell, "run_command", arguments, code)
+        return
+    on_host = {path: os.path.lexists(path) for path in HOST_TMP}
+    await confined(shell, "run_command", arguments)
+    assert {path: os.path.lexists(path) for path in HOST_TMP} == on_host, "written to the host's /tmp"
 
 
 @pytest.mark.anyio
