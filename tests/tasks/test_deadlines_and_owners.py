@@ -78,7 +78,6 @@ async def test_a_task_still_working_at_its_ttl_is_stopped_with_its_program(shell
         created = await call_for_task(shell, "run_command", arguments)
         assert isinstance(created, CreatedTask)
         task_id = created.task_id
-    started = time.monotonic()
     await eventually(lambda: running_with(f"wait.py {seconds}"), timeout=20)
 
     async def status() -> tuple[str, str | None]:
@@ -88,7 +87,6 @@ async def test_a_task_still_working_at_its_ttl_is_stopped_with_its_program(shell
     assert (await status())[0] == "working"
     final, message = await eventually(lambda: _ended(status), timeout=TTL_SECONDS + 20)
     assert final == "failed" and message is not None and f"ttl of {TTL_SECONDS} s ran out" in message
-    assert time.monotonic() - started < TTL_SECONDS + 15
     await eventually(lambda: not running_with(f"wait.py {seconds}"), timeout=10)  # the program went with it
     if legacy:  # tasks/result: the JSON-RPC error of a request that timed out
         with pytest.raises(MCPError) as stopped:
