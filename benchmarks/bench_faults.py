@@ -4,12 +4,11 @@ Run: python -m benchmarks.bench_faults [--callers 8] [--kills 10] [--in-a-row 5]
 
 A real gateway (`mcp-sections gateway` over stdio, default restart settings, an empty config) serves `--callers`
 callers that call `call_section_tool` in a loop, as fast as they get answers, spread over `--sections` (calculator:
-`calculator_binary`, read-only; todo: `todo_create`, a write; another built-in: its first read-only tool without
-required arguments is not guessed, so only these two are supported). Meanwhile the killer SIGKILLs the sections'
-processes `--kills` times, `--in-a-row` times on one section before the next: a running process under load, then
-each replacement while it is still starting up (0.05-0.3 s after it appears, before its handshake is done). Kills
-landing during start-up are what made restarts back off to 8 s and fail every call meanwhile before. Calls go on for
-3 s after the last kill.
+`calculator_binary`, read-only; todo: `todo_create`, a write; the two whose calls this benchmark knows). Meanwhile
+the killer SIGKILLs the sections' processes `--kills` times, `--in-a-row` times on one section before the next: a
+running process under load, then each replacement while it is still starting up (0.05-0.3 s after it appears,
+before its handshake is done). Kills landing during start-up are what made restarts back off to 8 s and fail every
+call meanwhile before. Calls go on for 3 s after the last kill.
 
 Printed per section: calls, answered, coded errors (by code) and their share of the calls, latency p50/p99/max.
 Goal: coded errors ≤ 2% of each section's calls. What cannot be avoided: a write in flight when its process is
