@@ -7,7 +7,6 @@ import errno
 import functools
 import math
 import os
-import shutil
 import stat
 import time
 from collections.abc import Iterator
@@ -17,11 +16,12 @@ from pathlib import Path
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
 from mcp_sections.shared.guards.paths import PathGuard, is_inside
 
+from . import descriptors
 from .journal import Change
 from .reading import SNIFF_BYTES, detect_encoding, guess_mime
 from .states import ABSENT
-from .temporary import TEMP_PREFIX
-from .writing import atomic_write, make_directories, missing_directories
+from .temporary import TEMP_PREFIX, staged_file, temp_name
+from .writing import make_directories, missing_directories
 
 
 def kind_of(mode: int) -> str:
@@ -184,17 +184,31 @@ def delete_path(guard: PathGuard, path: str, *, recursive: bool, change: Change 
             raise invalid_input(f"{path!r} is a directory; pass recursive=true to delete it and everything in it.")
         _refuse_own_state(guard, target, path)
         count = _count_entries(target)
-        # rmtree never follows symlinks (fd-based on Linux, so a swapped symlink cannot redirect it)
-        if not shutil.rmtree.avoids_symlink_attacks:  # pragma: no cover - non-Linux platforms
+        # removed by its parent's descriptor, with rmtree on descriptors below: a swapped symlink cannot redirect it
+        if not descriptors.SAFE_TREE_REMOVAL:  # pragma: no cover - non-Linux platforms
             raise ToolFailure(ErrorCode.EXECUTION_FAILED, "recursive delete is not safe on this platform.")
         change.replace(target, deep=True)
-        with change.applying(), _parent(guard, target) as parent_fd:
-            shutil.rmtree(target.name, dir_fd=parent_fd)
+        with change.applying():
+            _remove(guard, target, directory=True)
         return Deleted(path=str(target), type=kind, entries_deleted=count + 1, change_id=change.id)
     change.replace(target)
-    with change.applying(), _parent(guard, target) as parent_fd:
-        os.unlink(target.name, dir_fd=parent_fd)
+    with change.applying():
+        _remove(guard, target, directory=False)
     return Deleted(path=str(target), type=kind, entries_deleted=1, change_id=change.id)
+
+
+def _remove(guard: PathGuard, target: Path, *, directory: bool) -> None:
+    """Delete the checked entry `target` by name relative to its parent's descriptor; refused when it is no longer
+    the kind of entry that was checked (a file became a directory, or the other way round)."""
+    with _parent(guard, target) as parent_fd:
+        try:
+            descriptors.remove(parent_fd, target.name, directory=directory)
+        except descriptors.Changed:
+            raise ToolFailure(
+                ErrorCode.VALIDATION_FAILED,
+                f"{guard.relative(target)!r} was replaced by another kind of entry meanwhile; nothing was deleted. "
+                "Look at it again (get_file_info), then delete it.",
+            ) from None
 
 
 def _refuse_own_state(guard: PathGuard, directory: Path, path: str) -> None:
@@ -278,25 +292,88 @@ def move_file(
         change.replace(target, after=ABSENT)  # the replaced file, then the entry moved in
     change.rename(origin, target, kind)
     with change.applying():
-        rename_entry(guard, origin, target, kind)
+        rename_entry(guard, origin, target, replace=exists)
     return Moved(source=str(origin), destination=str(target), type=kind, overwritten=exists, change_id=change.id)
 
 
-def rename_entry(guard: PathGuard, origin: Path, target: Path, kind: str) -> None:
-    """Move the entry `origin` to `target` (both checked) by name relative to their parents' descriptors;
-    across file systems, copy then delete."""
+def rename_entry(guard: PathGuard, origin: Path, target: Path, *, replace: bool) -> None:
+    """Move the entry `origin` to `target` (both checked) relative to their parents' descriptors, opened once;
+    across file systems, copy then delete by those descriptors (`_move_across`). Without `replace`, an entry that
+    appeared at `target` meanwhile is never replaced (VALIDATION_FAILED)."""
+    with _parent(guard, origin) as source_fd, _parent(guard, target) as target_fd:
+        try:
+            try:
+                descriptors.rename(source_fd, origin.name, target_fd, target.name, replace=replace)
+                return
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise
+            _move_across(guard, source_fd, origin, target_fd, target, replace=replace)
+        except FileExistsError:
+            raise ToolFailure(
+                ErrorCode.VALIDATION_FAILED,
+                f"{guard.relative(target)!r} appeared while the move was being made; it was not replaced and "
+                f"{guard.relative(origin)!r} was not moved. Look at both, then move again (overwrite=true replaces).",
+            ) from None
+
+
+def _move_across(
+    guard: PathGuard, source_fd: int, origin: Path, target_fd: int, target: Path, *, replace: bool
+) -> None:
+    """A move to another file system: the entry is copied from the source directory's descriptor to a temporary
+    name of the destination's (a file: an anonymous one), put in place in one step, then deleted from the source
+    directory's descriptor if it is still the entry that was copied."""
+    info = os.stat(origin.name, dir_fd=source_fd, follow_symlinks=False)
     try:
-        with _parent(guard, origin) as source_fd, _parent(guard, target) as target_fd:
-            os.replace(origin.name, target.name, src_dir_fd=source_fd, dst_dir_fd=target_fd)
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            raise
-        if kind == "directory":
-            shutil.copytree(origin, target, symlinks=True)
-            shutil.rmtree(origin)
+        if stat.S_ISREG(info.st_mode):
+            source = descriptors.open_file(source_fd, origin.name)
+            try:
+                _stream_into(source, target_fd, target.name, info, replace=replace, times=True)
+            finally:
+                os.close(source)
         else:
-            _copy_file_contents(guard, origin, target)
-            os.unlink(origin)
+            temporary = temp_name()
+            try:
+                descriptors.copy_into(source_fd, origin.name, target_fd, temporary)
+                descriptors.rename(target_fd, temporary, target_fd, target.name, replace=replace)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    descriptors.remove(target_fd, temporary)
+                raise
+    except descriptors.SpecialFile as special:
+        raise ToolFailure(
+            ErrorCode.VALIDATION_FAILED,
+            f"{guard.relative(origin)!r} holds a special file ({special}: FIFO, socket or device), which cannot be "
+            "copied to another file system; nothing was moved. Remove it first, or move the entries beside it.",
+        ) from None
+    except descriptors.Changed:
+        raise _changed_meanwhile(guard, origin) from None
+    now = os.stat(origin.name, dir_fd=source_fd, follow_symlinks=False)
+    if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
+        raise _changed_meanwhile(guard, origin, copied=target)
+    descriptors.remove(source_fd, origin.name)
+
+
+def _changed_meanwhile(guard: PathGuard, origin: Path, copied: Path | None = None) -> ToolFailure:
+    done = f"; the copy is at {guard.relative(copied)!r} and the source was left" if copied else "; nothing was moved"
+    return ToolFailure(
+        ErrorCode.VALIDATION_FAILED,
+        f"{guard.relative(origin)!r} was replaced by another entry while it was being moved{done}. Look at both, "
+        "then move again.",
+    )
+
+
+def _stream_into(
+    source: int, directory_fd: int, name: str, info: os.stat_result, *, replace: bool, times: bool
+) -> None:
+    """Copy the open file `source` (stat `info`) to the entry `name` of a directory descriptor, atomically: an
+    anonymous file there, filled and synced, then named (replacing what is there only with `replace`); its mode
+    is kept, and its times with `times`."""
+    with staged_file(directory_fd, 0o600) as staged:
+        descriptors.copy_data(source, staged.fd)
+        descriptors.copy_metadata(staged.fd, info, times=times)
+        os.fsync(staged.fd)
+        staged.place(name, replace=replace)
 
 
 @dataclass
@@ -354,34 +431,42 @@ def copy_file(
 
 
 def _copy_file_contents(guard: PathGuard, origin: Path, target: Path) -> None:
-    fd = guard.open_file(origin)
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read()
-        mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
-    atomic_write(guard, target, data, mode=mode)
+    """Copy a file by descriptors: the source opened and checked by the guard, the copy made in the target's
+    checked parent (never writing through a link at the target)."""
+    source = guard.open_file(origin)
+    try:
+        with _parent(guard, target) as target_fd:
+            _stream_into(source, target_fd, target.name, os.fstat(source), replace=True, times=False)
+    finally:
+        os.close(source)
 
 
 def _copy_tree(guard: PathGuard, origin: Path, target: Path) -> int:
-    """Copy a tree without following symlinks; links that lead outside the roots are not copied."""
-    copied = 0
+    """Copy a tree by descriptors (`descriptors.copy_into`) to a temporary name beside `target`, then rename it into
+    place. Links are copied as links, never followed, and left out when they lead outside the roots; protected
+    files, the suite's own state, special files and temporary files are left out."""
+    private = [os.fspath(path) for path in guard.private_inside_roots()]
 
-    def ignore(directory: str, names: list[str]) -> set[str]:
-        skipped = set()
-        for name in names:
-            full = os.path.join(directory, name)
-            if name.startswith(TEMP_PREFIX) or guard.is_denied_name(name):
-                skipped.add(name)
-            elif os.path.islink(full):
-                if guard.entry_escapes(full):
-                    skipped.add(name)
-            elif not os.path.isdir(full) and not os.path.islink(full) and not os.path.isfile(full):
-                skipped.add(name)  # FIFOs, sockets, devices
-        return skipped
+    def keep(directory_fd: int, name: str, info: os.stat_result) -> bool:
+        if name.startswith(TEMP_PREFIX) or guard.is_denied_name(name):
+            return False
+        if not (stat.S_ISLNK(info.st_mode) or stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+            return False  # FIFOs, sockets, devices
+        here = descriptors.path_of(directory_fd)  # the directory being copied, wherever it is now
+        if here is None:
+            return not stat.S_ISLNK(info.st_mode) and not private
+        full = os.path.join(here, name)
+        if any(is_inside(full, p) for p in private):  # the own state itself (what holds it is copied)
+            return False
+        return not (stat.S_ISLNK(info.st_mode) and guard.entry_escapes(full))
 
-    def copy(src: str, dst: str) -> str:
-        nonlocal copied
-        copied += 1
-        return shutil.copy2(src, dst, follow_symlinks=False)
-
-    shutil.copytree(origin, target, symlinks=True, ignore=ignore, copy_function=copy)
+    with _parent(guard, origin) as source_fd, _parent(guard, target) as target_fd:
+        temporary = temp_name()
+        try:
+            copied = descriptors.copy_into(source_fd, origin.name, target_fd, temporary, keep=keep)
+            descriptors.rename(target_fd, temporary, target_fd, target.name, replace=False)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                descriptors.remove(target_fd, temporary)
+            raise
     return copied

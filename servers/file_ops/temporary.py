@@ -29,6 +29,8 @@ import threading
 import time
 from collections.abc import Iterator
 
+from .descriptors import rename
+
 TEMP_PREFIX = ".mcp-sections-tmp-"
 UNVERIFIABLE_STALE_SECONDS = 3600.0
 SWEEP_INTERVAL_SECONDS = 60.0
@@ -146,13 +148,19 @@ class Staged:
         self.name = name
         self.placed = False
 
-    def place(self, target: str) -> None:
-        """Make the file the entry `target` of its directory, replacing what is there (one atomic rename)."""
+    def place(self, target: str, *, replace: bool = True) -> None:
+        """Make the file the entry `target` of its directory in one step: replacing what is there (a rename), or
+        never (`replace=False`: a link, or `renameat2(RENAME_NOREPLACE)`; FileExistsError when `target` exists)."""
         directory_fd = self.directory_fd
         if self.name is None:
+            source = f"/proc/self/fd/{self.fd}"
+            if not replace:
+                os.link(source, target, dst_dir_fd=directory_fd, follow_symlinks=True)
+                self.placed = True
+                return
             self.name = temp_name()
-            os.link(f"/proc/self/fd/{self.fd}", self.name, dst_dir_fd=directory_fd, follow_symlinks=True)
-        os.rename(self.name, target, src_dir_fd=directory_fd, dst_dir_fd=directory_fd)
+            os.link(source, self.name, dst_dir_fd=directory_fd, follow_symlinks=True)
+        rename(directory_fd, self.name, directory_fd, target, replace=replace)
         self.placed = True
 
     def discard(self) -> None:

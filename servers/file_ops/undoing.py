@@ -371,7 +371,7 @@ def _run(journal: Journal, guard: PathGuard, step: Step, actions: list[UndoActio
         moved_to, origin = checked_path(guard, step.moved_to), checked_path(guard, step.origin)
         if step.clear_origin:
             remove(guard, origin)
-        rename_entry(guard, moved_to, origin, step.kind)
+        rename_entry(guard, moved_to, origin, replace=False)  # the origin is free (cleared first with force)
         actions.append(UndoAction(str(origin), f"moved back from {guard.relative(moved_to)}"))
         return
     path = checked_path(guard, step.path)
