@@ -9,7 +9,9 @@ leaves no row.
 
 Several file_ops processes may share the data directory: an exclusive lock on `file_changes.lock` (flock) is
 held from the moment a change looks at the file system until its row is finished, so each record's "before" is
-exactly what the change replaced, and an undo cannot interleave with another change.
+exactly what the change replaced, and an undo cannot interleave with another change. The lock is fair: the calls
+of one process take it in arrival order, and across processes a blocking flock wakes a waiter as soon as it is free
+(`locking.py`).
 
 Bounded: files up to `undo_max_file_bytes` are kept, `undo_max_total_bytes` of distinct contents in all,
 `undo_max_changes` changes for `undo_max_age_days`; the oldest changes are dropped first. A change whose
@@ -19,7 +21,6 @@ contents do not fit is refused (MAX_LIMIT_EXCEEDED) unless the call passes `undo
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import sqlite3
@@ -33,6 +34,7 @@ from mcp_sections.shared.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.guards.paths import PathGuard
 from mcp_sections.shared.store.sqlite import Database
 
+from .locking import FairLock, LockTimeout
 from .states import Budget, State, TooLarge, check_fits, read_state, same
 
 DATABASE_FILE = "file_changes.sqlite3"
@@ -269,6 +271,7 @@ class Journal:
         directory.mkdir(parents=True, exist_ok=True)
         self.limits = limits
         self.lock_path = directory / LOCK_FILE
+        self.lock = FairLock.of(self.lock_path)
         path = directory / DATABASE_FILE
         # It holds copies of the user's files: owner-only, set before SQLite makes the -wal and -shm files, which
         # take the database file's permissions.
@@ -289,26 +292,17 @@ class Journal:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        """Hold the journal's lock: first come, first served among this process's calls (`locking.FairLock`), a
+        blocking flock across processes."""
         try:
-            deadline = time.monotonic() + LOCK_TIMEOUT_SECONDS
-            pause = 0.002
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise ToolFailure(
-                            ErrorCode.TIMEOUT,
-                            f"another file_ops process has been changing files for {LOCK_TIMEOUT_SECONDS:.0f} s "
-                            "(the undo journal is locked); retry in a moment.",
-                        ) from None
-                    time.sleep(pause)
-                    pause = min(pause * 2, 0.05)
-            yield
-        finally:
-            os.close(fd)  # releases the lock
+            with self.lock.held(LOCK_TIMEOUT_SECONDS):
+                yield
+        except LockTimeout:
+            raise ToolFailure(
+                ErrorCode.TIMEOUT,
+                f"another change has held the undo journal's lock for {LOCK_TIMEOUT_SECONDS:.0f} s (a large change, "
+                "or another file_ops process); retry in a moment.",
+            ) from None
 
     # -- writing -----------------------------------------------------------------------------------------------
 
