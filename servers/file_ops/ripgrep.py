@@ -1,6 +1,6 @@
 """ripgrep as the engine of `search_files` on directories: rg finds the files that can match, fast; the Python
 engine (`searching.py`) then searches exactly those files, so a call returns what the Python engine alone
-would return.
+would return. (A regular expression's lines are matched by rg too, but on the lines split in Python: `linear.py`.)
 
 Why rg's lines are not used as they are: they cannot be identical. Python splits lines with
 `str.splitlines` (also at \\r, \\v, \\f, \\x1c-\\x1e, U+0085, U+2028/9), decodes UTF-16/32 and Latin-1

@@ -1,9 +1,14 @@
 """Content search: literal or regular expression, over a safe walk, with a time budget.
 
-Catastrophic patterns are guarded three ways: nested unbounded quantifiers and backreferences are
-refused up front (they are what makes backtracking exponential); lines longer than `MAX_REGEX_LINE`
-are cut before a regex sees them; and when the `regex` package is installed each match runs with a
-timeout (it also releases the GIL). Literal search never backtracks and runs on a byte prefilter.
+Regular expressions run on a linear-time engine where one is available (`linear.py`): with ripgrep installed
+(and `search_engine = "auto"`), rg matches the lines split here, with a pattern translated to accept exactly the
+lines the Python engine would, in time linear in the text whatever the pattern; lines are not cut. The Python engine
+(`re`, or the `regex` package) matches instead when rg is missing or off, and for what no automaton has
+(lookarounds, backreferences, atomic groups; a word boundary on non-ASCII text). Being a backtracking engine, it
+keeps three guards: nested unbounded quantifiers and backreferences are refused up front (they are what makes
+backtracking exponential); lines longer than `MAX_REGEX_LINE` are cut before a regex sees them; and with the `regex`
+package each match runs with a timeout (it also releases the GIL). Literal search never backtracks and runs on a
+byte prefilter.
 
 In a directory, ripgrep (when installed) finds the files that can match and only those are searched here
 (`ripgrep.py`): same results, a fraction of the time on large trees. Otherwise the walk (`walking.py`)
@@ -24,7 +29,9 @@ from typing import Any, Literal
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
 from mcp_sections.shared.guards.paths import PathGuard
 
+from .linear import OutOfTime, RgLines, exact_pattern
 from .reading import SNIFF_BYTES, detect_encoding
+from .ripgrep import RipgrepUnavailable
 from .walking import WalkStats, name_matches, walk
 
 logger = logging.getLogger("mcp_sections.file_ops")
@@ -32,6 +39,13 @@ logger = logging.getLogger("mcp_sections.file_ops")
 MAX_LINE_SHOWN = 400
 MAX_REGEX_LINE = 10_000
 MAX_PATTERN_LENGTH = 1000
+
+try:
+    from re import _constants as constants  # type: ignore[attr-defined]
+    from re import _parser as parser  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - older Pythons
+    import sre_constants as constants  # type: ignore[no-redef]
+    import sre_parse as parser  # type: ignore[no-redef]
 
 try:  # optional: per-match timeouts and a GIL-free matcher
     import regex as _regex_module  # type: ignore[import-untyped]
@@ -92,20 +106,20 @@ def read_small_file(guard: PathGuard, path: str, max_bytes: int) -> bytes | None
         os.close(fd)
 
 
-def check_regex_safety(pattern: str) -> None:
-    """Refuse the constructs that make a backtracking engine exponential."""
+def check_regex_syntax(pattern: str) -> Any:
+    """Refuse a pattern that is too long or does not parse (for every engine); returns Python's parse of it."""
     if len(pattern) > MAX_PATTERN_LENGTH:
         raise invalid_input(f"the pattern is {len(pattern)} characters; the limit is {MAX_PATTERN_LENGTH}.")
     try:
-        from re import _constants as constants  # type: ignore[attr-defined]
-        from re import _parser as parser  # type: ignore[attr-defined]
-    except ImportError:  # pragma: no cover - older Pythons
-        import sre_constants as constants  # type: ignore[no-redef]
-        import sre_parse as parser  # type: ignore[no-redef]
-    try:
-        tree = parser.parse(pattern)
+        return parser.parse(pattern)
     except re.error as exc:
         raise invalid_input(f"the regular expression is not valid: {exc}.") from None
+
+
+def check_regex_safety(pattern: str) -> None:
+    """Refuse the constructs that make a backtracking engine exponential: needed only where the Python engine
+    matches (rg's automata take linear time whatever the pattern)."""
+    tree = check_regex_syntax(pattern)
     repeats = {constants.MAX_REPEAT, constants.MIN_REPEAT}
     if hasattr(constants, "POSSESSIVE_REPEAT"):
         repeats.add(constants.POSSESSIVE_REPEAT)
@@ -175,6 +189,50 @@ def _line_matcher(pattern: str, *, regex: bool, case_sensitive: bool, deadline: 
     return lambda line: plain.search(line[:MAX_REGEX_LINE]) is not None
 
 
+class _Lines:
+    """Which lines of a file match: rg (`linear.RgLines`, with `rg`) for a regular expression where it is exact,
+    else the Python matcher (made when first needed: the backtracking guards refuse some patterns rg takes).
+    `close()` ends rg."""
+
+    def __init__(self, pattern: str, *, regex: bool, case_sensitive: bool, deadline: float, rg: bool) -> None:
+        self.pattern, self.regex, self.case_sensitive, self.deadline = pattern, regex, case_sensitive, deadline
+        self.rg: RgLines | None = None
+        self._python: Callable[[str], bool] | None = None
+        if rg:
+            try:
+                self.rg = RgLines(exact_pattern(pattern, case_sensitive=case_sensitive), deadline)
+            except (RipgrepUnavailable, OutOfTime) as reason:
+                logger.debug("search_files matches lines in Python: %s", reason)
+        try:
+            if self.rg is None or self.rg.translation.ascii_only:
+                self.python()  # refuse now what the Python engine would refuse later
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self.rg is not None:
+            self.rg.close()
+
+    def python(self) -> Callable[[str], bool]:
+        if self._python is None:
+            self._python = _line_matcher(
+                self.pattern, regex=self.regex, case_sensitive=self.case_sensitive, deadline=self.deadline
+            )
+        return self._python
+
+    def matching(self, text: str, lines: list[str]) -> Iterable[int]:
+        """The indices of the lines of `text` (split as `lines`) that match, in order."""
+        if self.rg is not None and self.rg.usable(text):
+            try:
+                return self.rg.matching(lines)
+            except RipgrepUnavailable as reason:  # rg ended: the Python engine goes on
+                logger.debug("search_files matches lines in Python: %s", reason)
+                self.rg = None
+        matcher = self.python()
+        return (index for index, line in enumerate(lines) if matcher(line))
+
+
 def _prefilter(pattern: str, *, regex: bool, case_sensitive: bool) -> Callable[[bytes], bool] | None:
     """A cheap whole-file byte test that rules files out (literal ASCII needles only)."""
     if regex or not pattern.isascii():
@@ -210,7 +268,11 @@ class _Tally:
             if time.monotonic() > deadline:
                 self.timed_out = True
                 break
-            result = search_one(file_path, rel)
+            try:
+                result = search_one(file_path, rel)
+            except OutOfTime:
+                self.timed_out = True
+                break
             if result is None:
                 self.skipped += 1
                 continue
@@ -245,9 +307,10 @@ def search_files(
     engine: Literal["auto", "python"] = "python",
 ) -> SearchOutcome:
     """Search file contents. `engine="auto"` (the tool's default, the `search_engine` setting) lets ripgrep pick
-    the files to search in a directory when it can do so exactly (`ripgrep.py`): the result is the same as
-    with `engine="python"`, the walk alone, except that a regex that would run out of time in a file rg rules
-    out never gets to."""
+    the files to search in a directory when it can do so exactly (`ripgrep.py`), and match a regular expression's
+    lines in linear time (`linear.py`): the result is the same as with `engine="python"`, the walk and the Python
+    engine alone, except that lines over `MAX_REGEX_LINE` are not cut, and a pattern the backtracking guards
+    refuse, or one that would run out of time in Python, is answered."""
     if pattern == "":
         raise invalid_input("the search pattern is empty.")
     if "\x00" in pattern:
@@ -255,7 +318,10 @@ def search_files(
     started = time.monotonic()
     deadline = started + timeout_seconds
     real = guard.resolve(path, purpose="read")
-    matcher = _line_matcher(pattern, regex=regex, case_sensitive=case_sensitive, deadline=deadline)
+    if regex:
+        check_regex_syntax(pattern)
+    rg = regex and engine == "auto"
+    matching_lines = _Lines(pattern, regex=regex, case_sensitive=case_sensitive, deadline=deadline, rg=rg)
     prefilter = _prefilter(pattern, regex=regex, case_sensitive=case_sensitive)
     base = str(real) if real.is_dir() else str(real.parent)
 
@@ -271,19 +337,18 @@ def search_files(
         text = data.decode(encoding, errors="replace")
         lines = text.splitlines()
         found: list[Match] = []
-        for index, line in enumerate(lines):
-            if matcher(line):
-                found.append(
-                    Match(
-                        path=rel,
-                        line_number=index + 1,
-                        line=line[:MAX_LINE_SHOWN],
-                        before=[text[:MAX_LINE_SHOWN] for text in lines[max(index - context_lines, 0) : index]],
-                        after=[text[:MAX_LINE_SHOWN] for text in lines[index + 1 : index + 1 + context_lines]],
-                    )
+        for index in matching_lines.matching(text, lines):
+            found.append(
+                Match(
+                    path=rel,
+                    line_number=index + 1,
+                    line=lines[index][:MAX_LINE_SHOWN],
+                    before=[text[:MAX_LINE_SHOWN] for text in lines[max(index - context_lines, 0) : index]],
+                    after=[text[:MAX_LINE_SHOWN] for text in lines[index + 1 : index + 1 + context_lines]],
                 )
-                if len(found) > max_results:
-                    break
+            )
+            if len(found) > max_results:
+                break
         return found
 
     def with_ripgrep() -> _Tally | None:
@@ -349,6 +414,8 @@ def search_files(
             f"the regular expression took longer than the {timeout_seconds:g}s search budget; simplify it "
             "(avoid nested or overlapping repetitions) or search a smaller directory.",
         ) from None
+    finally:
+        matching_lines.close()
     return SearchOutcome(
         base=base,
         matches=tally.matches,
