@@ -93,6 +93,10 @@ def path_of(fd: int) -> str | None:
     return path if path.startswith("/") and not path.endswith(" (deleted)") else None
 
 
+def same_entry(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
 def exists(directory_fd: int, name: str) -> bool:
     try:
         os.stat(name, dir_fd=directory_fd, follow_symlinks=False)
@@ -157,8 +161,7 @@ def _copy(source_fd: int, name: str, target_fd: int, new_name: str, keep: Keep |
     if stat.S_ISREG(info.st_mode):
         source = open_file(source_fd, name)
         try:
-            opened = os.fstat(source)
-            if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+            if not same_entry(os.fstat(source), info):
                 raise Changed(relative or name)
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
             target = os.open(new_name, flags, 0o600, dir_fd=target_fd)

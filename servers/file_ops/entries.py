@@ -328,6 +328,8 @@ def _move_across(
         if stat.S_ISREG(info.st_mode):
             source = descriptors.open_file(source_fd, origin.name)
             try:
+                if not descriptors.same_entry(os.fstat(source), info):
+                    raise descriptors.Changed(origin.name)
                 _stream_into(source, target_fd, target.name, info, replace=replace, times=True)
             finally:
                 os.close(source)
@@ -348,8 +350,7 @@ def _move_across(
         ) from None
     except descriptors.Changed:
         raise _changed_meanwhile(guard, origin) from None
-    now = os.stat(origin.name, dir_fd=source_fd, follow_symlinks=False)
-    if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
+    if not descriptors.same_entry(os.stat(origin.name, dir_fd=source_fd, follow_symlinks=False), info):
         raise _changed_meanwhile(guard, origin, copied=target)
     descriptors.remove(source_fd, origin.name)
 
