@@ -32,7 +32,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,24 +151,35 @@ class Sandbox:
 
     @contextmanager
     def spawning(
-        self, argv: Sequence[str], cwd: Path, confinement: Confinement
-    ) -> Iterator[tuple[list[str], tuple[int, ...]]]:
-        """The command line that runs `argv` confined, and the descriptors the spawn must pass on (`pass_fds`): with
-        bubblewrap, a pipe holding the seccomp filter (`shared.seccomp`), closed when the block ends. Every spawn of a
-        sandboxed program goes through here; bubblewrap refuses to start when the descriptor was not passed."""
+        self, argv: Sequence[str], cwd: Path, confinement: Confinement, inside: Mapping[str, str] | None = None
+    ) -> Iterator[Spawn]:
+        """How to spawn `argv` confined — every spawn of a sandboxed program goes through here. With bubblewrap: the
+        seccomp filter (`shared.seccomp`) and the variables `inside` (a caller's `env`) each in a descriptor the spawn
+        passes on (`pass_fds`), closed when the block ends; the variables are set inside the sandbox only
+        (`--setenv`, read from the descriptor: never on a command line others can read), so one that configures the
+        dynamic loader (`LD_PRELOAD`) changes the program, never bubblewrap on the host. Otherwise they go in the
+        spawned process's environment. bubblewrap refuses to start when a descriptor was not passed."""
+        variables = dict(inside or {})
         if self.kind != "bubblewrap":
-            yield self.wrap(argv, cwd, confinement), ()
+            yield Spawn(self.wrap(argv, cwd, confinement), (), variables)
             return
         from mcp_sections.shared.seccomp import filter_fd
 
-        with filter_fd() as descriptor:
-            yield self.wrap(argv, cwd, confinement, seccomp_fd=descriptor), (descriptor,)
+        with filter_fd() as seccomp, _arguments_fd(_setenv(variables)) as extra:
+            descriptors = (seccomp,) if extra is None else (seccomp, extra)
+            yield Spawn(self.wrap(argv, cwd, confinement, seccomp_fd=seccomp, args_fd=extra), descriptors, {})
 
     def wrap(
-        self, argv: Sequence[str], cwd: Path, confinement: Confinement, *, seccomp_fd: int | None = None
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        confinement: Confinement,
+        *,
+        seccomp_fd: int | None = None,
+        args_fd: int | None = None,
     ) -> list[str]:
-        """The command line that runs `argv` (argv[0] absolute) in `cwd` inside the sandbox; `seccomp_fd`: a descriptor
-        holding the seccomp filter, for bubblewrap (`spawning` opens one per spawn)."""
+        """The command line that runs `argv` (argv[0] absolute) in `cwd` inside the sandbox; for bubblewrap,
+        `seccomp_fd` holds the seccomp filter and `args_fd` more arguments (`spawning` opens both per spawn)."""
         if self.kind == "off":
             return list(argv)
         assert self.executable is not None
@@ -180,6 +191,8 @@ class Sandbox:
         args = [self.executable, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
+        if args_fd is not None:
+            args += ["--args", str(args_fd)]
         if confinement.network and confinement.egress is None:
             args.append("--share-net")
         for directory in SYSTEM_DIRECTORIES:
@@ -343,6 +356,36 @@ def install_prefixes(executable: str) -> list[str]:
             places = [place for place in places if place == parent or os.path.isdir(place)]
         found += [place for place in places if place not in found]
     return found
+
+
+@dataclass(frozen=True)
+class Spawn:
+    """A confined program ready to spawn: its command line, the descriptors the child must keep (`pass_fds`), and the
+    variables to add to the spawned process's own environment (none with bubblewrap: they are set inside)."""
+
+    argv: list[str]
+    pass_fds: tuple[int, ...] = ()
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+def _setenv(variables: Mapping[str, str]) -> list[str]:
+    return [arg for name, value in variables.items() for arg in ("--setenv", name, value)]
+
+
+@contextmanager
+def _arguments_fd(arguments: Sequence[str]) -> Iterator[int | None]:
+    """A descriptor holding `arguments`, NUL-separated, from its start (bubblewrap's `--args FD`): an anonymous file,
+    so that no size blocks the writer; None when there are none."""
+    if not arguments:
+        yield None
+        return
+    descriptor = os.memfd_create("mcp-sections-args", os.MFD_CLOEXEC)
+    try:
+        os.write(descriptor, b"".join(arg.encode("utf-8", "surrogateescape") + b"\0" for arg in arguments))
+        os.lseek(descriptor, 0, os.SEEK_SET)
+        yield descriptor
+    finally:
+        os.close(descriptor)
 
 
 def _outermost(paths: Sequence[Path]) -> list[Path]:

@@ -250,18 +250,19 @@ def install_package(
         confinement = Confinement.within(
             guard, writable=writable, readable=readable, network=True, egress=egress.socket
         )
-        argv = sandbox.wrap(command, project, confinement)
         try:
-            completed = subprocess.run(
-                argv,
-                cwd=project,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                timeout=timeout_seconds,
-                check=False,
-            )
+            with sandbox.spawning(command, project, confinement) as spawn:
+                completed = subprocess.run(
+                    spawn.argv,
+                    cwd=project,
+                    env={**env, **spawn.environment},
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    timeout=timeout_seconds,
+                    check=False,
+                    pass_fds=spawn.pass_fds,
+                )
         except subprocess.TimeoutExpired:
             raise ToolFailure(
                 ErrorCode.TIMEOUT,

@@ -135,6 +135,7 @@ async def run_process(
     progress: ProgressCallback | None = None,
     progress_interval: float = 1.0,
     max_total_bytes: int | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessResult:
     """Run `argv` (argv[0] absolute) without a shell; kill its process group at the deadline, or as soon as it
     has written more than `max_total_bytes` in all (`cat` of a 4 GiB sparse file stops in milliseconds instead of
@@ -152,6 +153,7 @@ async def run_process(
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
             close_fds=True,
+            pass_fds=tuple(pass_fds),
         )
     except OSError as exc:
         raise SpawnError(f"{os.path.basename(argv[0])} could not be started: {exc.strerror or exc}") from None

@@ -25,7 +25,7 @@ from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
 from mcp_sections.shared.guards.paths import PathGuard
 from mcp_sections.shared.installers import Egress, registry_egress, registry_environment
-from mcp_sections.shared.sandbox import Confinement, Sandbox, detect, install_prefixes
+from mcp_sections.shared.sandbox import Confinement, Sandbox, Spawn, detect, install_prefixes
 from mcp_sections.shared.toolchains import ProjectToolchain
 
 logger = logging.getLogger("mcp_sections.shell_ops")
@@ -130,7 +130,10 @@ class ShellOps:
     def checked_env(self, env: dict[str, str] | None) -> dict[str, str]:
         """A caller's variables for one program (policies/environment.py: any name but the reserved ones inside the
         sandbox; the operator's list with the sandbox off)."""
-        return checked_environment(env or {}, self.settings.process_environment, confined=self.confined)
+        inside = self.confined and self.sandbox().kind == "bubblewrap"  # set inside only: `Sandbox.spawning`
+        return checked_environment(
+            env or {}, self.settings.process_environment, confined=self.confined, set_inside=inside
+        )
 
     def environment(self, toolchain: ProjectToolchain | None) -> dict[str, str]:
         """The fixed environment with the project environment activated (its `bin` first on PATH, VIRTUAL_ENV)."""
@@ -185,23 +188,29 @@ class ShellOps:
         check_executable(argv[0])
         with private_home() as home:
             confinement = self.confinement(home, toolchain, egress=egress)
-            confined = self.sandbox().wrap(argv, cwd, confinement) if confine else argv
             installer = {**registry_environment(os.environ), **egress.environment} if egress is not None else {}
+            spawning = (
+                self.sandbox().spawning(argv, cwd, confinement, additions)
+                if confine
+                else contextlib.nullcontext(Spawn(list(argv), (), dict(additions or {})))
+            )
             try:
-                return await run_process(
-                    confined,
-                    cwd=cwd,
-                    env={
-                        **(env or self.environment(toolchain)),
-                        **home_environment(home),
-                        **installer,
-                        **(additions or {}),
-                    },
-                    timeout=timeout,
-                    max_output_bytes=max_output,
-                    progress=progress,
-                    max_total_bytes=max(self.settings.max_total_output_bytes, max_output * 2),
-                )
+                with spawning as spawn:
+                    return await run_process(
+                        spawn.argv,
+                        cwd=cwd,
+                        env={
+                            **(env or self.environment(toolchain)),
+                            **home_environment(home),
+                            **installer,
+                            **spawn.environment,
+                        },
+                        timeout=timeout,
+                        max_output_bytes=max_output,
+                        progress=progress,
+                        max_total_bytes=max(self.settings.max_total_output_bytes, max_output * 2),
+                        pass_fds=spawn.pass_fds,
+                    )
             except SpawnError as exc:
                 raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{exc}; check that the program is installed.") from None
 
@@ -477,29 +486,27 @@ class ShellOps:
             assert python is not None  # checked by _publisher
             argv = relay_argv(python, publisher.inside.fileno(), argv)
         home = new_private_home()
+        confinement = self.confinement(home, checked.toolchain, checked.executable if publisher is not None else None)
         try:
-            process = self.processes.start(
-                sandbox.wrap(
-                    argv,
-                    checked.cwd,
-                    self.confinement(home, checked.toolchain, checked.executable if publisher is not None else None),
-                ),
-                cwd=checked.cwd,
-                env={
-                    **self.environment(checked.toolchain),
-                    **home_environment(home),
-                    "PYTHONUNBUFFERED": "1",  # output as it is written, not when a buffer fills
-                    **additions,
-                },
-                home=home,
-                command=checked.argv,
-                shown_cwd=self.paths.relative(checked.cwd),
-                lifetime=lifetime,
-                sandboxed=sandbox.kind == "bubblewrap",
-                pass_fds=[publisher.inside.fileno()] if publisher is not None else (),
-                ports=ports,
-                on_end=publisher.close if publisher is not None else None,
-            )
+            with sandbox.spawning(argv, checked.cwd, confinement, additions) as spawn:
+                process = self.processes.start(
+                    spawn.argv,
+                    cwd=checked.cwd,
+                    env={
+                        **self.environment(checked.toolchain),
+                        **home_environment(home),
+                        "PYTHONUNBUFFERED": "1",  # output as it is written, not when a buffer fills
+                        **spawn.environment,
+                    },
+                    home=home,
+                    command=checked.argv,
+                    shown_cwd=self.paths.relative(checked.cwd),
+                    lifetime=lifetime,
+                    sandboxed=sandbox.kind == "bubblewrap",
+                    pass_fds=[*spawn.pass_fds, *([publisher.inside.fileno()] if publisher is not None else [])],
+                    ports=ports,
+                    on_end=publisher.close if publisher is not None else None,
+                )
         except BaseException:
             shutil.rmtree(home, ignore_errors=True)
             if publisher is not None:

@@ -203,9 +203,6 @@ RUN_COMMAND_ATTACKS: list[tuple[str, dict[str, Any], str]] = [
     ("redirect-operator-argv", {"command": ["ls", ">", f"{OUT}/pwned"]}, "INVALID_INPUT"),
     ("env-assignment-ld-preload", {"command": "LD_PRELOAD=/tmp/evil.so ls"}, "INVALID_INPUT"),
     ("env-assignment-argv", {"command": ["PATH=/tmp", "ls"]}, "INVALID_INPUT"),
-    # bubblewrap itself runs on the host with the program's environment: the loader would preload before confinement
-    ("env-argument-ld-preload", {"command": ["ls"], "env": {"LD_PRELOAD": f"{OUT}/evil.so"}}, "PERMISSION_DENIED"),
-    ("env-argument-tunables", {"command": ["ls"], "env": {"GLIBC_TUNABLES": "glibc.x=1"}}, "PERMISSION_DENIED"),
     ("env-argument-proxy", {"command": ["ls"], "env": {"HTTPS_PROXY": "http://127.0.0.1:1"}}, "PERMISSION_DENIED"),
     ("env-argument-path", {"command": ["ls"], "env": {"PATH": OUT}}, "PERMISSION_DENIED"),
     ("wrapper-env", {"command": ["env", "touch", f"{OUT}/pwned"]}, "PERMISSION_DENIED"),
@@ -265,6 +262,10 @@ CONFINED_ATTACKS: list[tuple[str, dict[str, Any]]] = [
     ("git-submodule-foreach", {"command": ["git", "submodule", "foreach", f"touch {OUT}/pwned"]}),
     ("git-alias-from-config", {"command": ["git", "st"], "cwd": "hostile"}),
     ("rg-pre", {"command": ["rg", "--pre", f"{OUT}/ls", "x"]}),
+    # bubblewrap gets a caller's variables by `--setenv` (`Sandbox.spawning`): they reach the program, never the
+    # launcher on the host; with the sandbox off (or sandbox-exec) the loader's are refused
+    ("env-argument-ld-preload", {"command": ["ls"], "env": {"LD_PRELOAD": f"{OUT}/evil.so"}}),
+    ("env-argument-tunables", {"command": ["ls"], "env": {"GLIBC_TUNABLES": "glibc.malloc.check=3"}}),
     ("sort-output", {"command": ["sort", "-o", f"{OUT}/pwned", "README.md"]}),
     ("sort-output-system", {"command": ["sort", "-o", "/etc/pwned-by-test", "README.md"]}),
     ("make-shell-override", {"command": ["make", "-f", "/dev/null", f"SHELL=/usr/bin/touch {OUT}/pwned"]}),

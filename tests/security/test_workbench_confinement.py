@@ -192,12 +192,17 @@ async def test_environment_additions_change_only_what_runs_inside_the_sandbox(
 ) -> None:
     """Issue #38: inside the sandbox a variable changes only the program there, so PYTHONPATH, PYTHONSTARTUP,
     NODE_OPTIONS, PYTEST_ADDOPTS or GIT_DIR are accepted; they were refused because they load code, and what they load
-    from outside the roots is not there. The variables that reach the host are refused: the loader's (bubblewrap runs on
-    the host with the program's environment, before it confines anything), the egress proxy's, PATH and HOME."""
-    for name in ("LD_PRELOAD", "LD_AUDIT", "GLIBC_TUNABLES", "PATH", "HOME", "HTTPS_PROXY", "no_proxy"):
+    from outside the roots is not there. The loader's too: bubblewrap gets a caller's variables by `--setenv`, so they
+    reach the program inside, never the launcher on the host. The suite's own mechanisms stay refused: the egress
+    proxy's variables, PATH and HOME."""
+    for name in ("PATH", "HOME", "HTTPS_PROXY", "no_proxy"):
         for tool in ("start_process", "run_command"):
             message = await fail(shell, tool, "PERMISSION_DENIED", command=["ls"], env={name: "/tmp/x"})
             assert "cannot be set by a caller" in message, message
+    (world["outside"] / "evil.so").write_bytes(b"not a library")
+    for name in ("LD_PRELOAD", "LD_AUDIT"):
+        ran = await call(shell, "run_command", command=["ls"], env={name: str(world["outside"] / "evil.so")})
+        assert ran["exit_code"] == 0 and "cannot" in ran["stderr"], ran  # the loader inside finds nothing there
     (world["outside"] / "sitecustomize.py").write_text(f"print({SECRET!r})\n")
     (world["outside"] / "evilmod.py").write_text(f"print({SECRET!r})\n")
     (world["outside"] / "startup.py").write_text(f"print({SECRET!r})\n")

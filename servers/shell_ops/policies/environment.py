@@ -43,13 +43,16 @@ NEVER_SET = re.compile(
     r"LANG|LC_\w*|TERM|CI|NO_COLOR)$",
     re.IGNORECASE,
 )
+#: What configures the dynamic loader and C library: with bubblewrap a caller's variables are set inside the sandbox
+#: only (`Sandbox.spawning`), where they change the program alone; a launcher that runs on the host with the program's
+#: environment (sandbox-exec; no sandbox at all) would load them itself, before it confines anything.
+LOADER = re.compile(r"^(?:LD_\w*|DYLD_\w*|GLIBC_TUNABLES|GCONV_PATH|LOCPATH|NLSPATH|MALLOC_\w*)$", re.IGNORECASE)
+LOADER_REASON = (
+    "it configures the dynamic loader and C library, and the sandbox launcher here (sandbox-exec, or none) runs on the "
+    "host with the program's environment before it confines anything"
+)
 #: Refused in every mode, each group with its reason (the README's table of remaining rules lists them).
 RESERVED: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        re.compile(r"^(?:LD_\w*|DYLD_\w*|GLIBC_TUNABLES|GCONV_PATH|LOCPATH|NLSPATH|MALLOC_\w*)$", re.IGNORECASE),
-        "it configures the dynamic loader and C library of the sandbox launcher (bubblewrap, sandbox-exec), which "
-        "runs on the host with the program's environment before it confines anything",
-    ),
     (
         re.compile(r"^(?:(?:HTTPS?|ALL|NO)_PROXY|npm_config_(?:https_)?proxy|npm_config_noproxy)$", re.IGNORECASE),
         "it is an installer's only way out: the registry-only egress proxy the suite sets",
@@ -65,8 +68,11 @@ MAX_VALUE = 4096
 MAX_VARIABLES = 32
 
 
-def reserved_reason(name: str) -> str | None:
-    """Why `name` is never set by a caller (None: it may be, inside the sandbox)."""
+def reserved_reason(name: str, *, set_inside: bool = False) -> str | None:
+    """Why `name` is never set by a caller (None: it may be, inside the sandbox); `set_inside`: the variables reach the
+    program only, never its launcher (bubblewrap's `--setenv`), so the loader's may be set."""
+    if not set_inside and LOADER.match(name):
+        return LOADER_REASON
     return next((why for pattern, why in RESERVED if pattern.match(name)), None)
 
 
@@ -85,18 +91,19 @@ def check_environment_names(names: Iterable[str]) -> list[str]:
 
 
 def checked_environment(
-    additions: Mapping[str, str], allowed: Iterable[str], *, confined: bool = True
+    additions: Mapping[str, str], allowed: Iterable[str], *, confined: bool = True, set_inside: bool = False
 ) -> dict[str, str]:
-    """The caller's variables, checked: inside the sandbox (`confined`) any valid name but `RESERVED`; with the sandbox
-    off, only `allowed` names (PERMISSION_DENIED names the setting otherwise). Values: at most MAX_VALUE characters,
-    no NUL (line breaks are fine)."""
+    """The caller's variables, checked: inside the sandbox (`confined`) any valid name but `RESERVED` (and the loader's
+    unless `set_inside`: bubblewrap sets them inside only); with the sandbox off, only `allowed` names
+    (PERMISSION_DENIED names the setting otherwise). Values: at most MAX_VALUE characters, no NUL (line breaks are
+    fine)."""
     if len(additions) > MAX_VARIABLES:
         raise invalid(f"env has {len(additions)} variables; the limit is {MAX_VARIABLES}.")
     allowed = tuple(allowed)
     for name, value in additions.items():
         if not _NAME.match(name):
             raise invalid(f"{name[:64]!r} is not a variable name (letters, digits and `_`, not starting with a digit).")
-        if (why := reserved_reason(name)) is not None:
+        if (why := reserved_reason(name, set_inside=set_inside)) is not None:
             raise denied(f"environment variable {name} cannot be set by a caller: {why}.")
         if not confined and name not in allowed:
             never = " (with the sandbox off it can never be set: it changes what loads)" * bool(NEVER_SET.match(name))
