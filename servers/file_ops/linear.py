@@ -30,6 +30,7 @@ import os
 import re
 import selectors
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -243,14 +244,32 @@ class RgLines:
         self.translation = translation
         self.deadline = deadline
         argv = [program, "--no-config", "--line-number", "--no-filename", "--no-heading", "--color=never"]
-        argv += ["--text", "--encoding=none", "--max-columns=1", "--line-buffered"]
-        argv += [f"--regex-size-limit={REGEX_SIZE_LIMIT}", "-e", f"(?:{translation.expression})|^\\x{{1C}}{{4}}$", "-"]
-        try:
-            self._process = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENVIRONMENT, cwd="/"
-            )
-        except OSError as exc:
-            raise RipgrepUnavailable(f"rg could not start: {exc}") from None
+        argv += [
+            "--text",
+            "--encoding=none",
+            "--max-columns=1",
+            "--line-buffered",
+            f"--regex-size-limit={REGEX_SIZE_LIMIT}",
+        ]
+        with tempfile.TemporaryFile() as patterns:
+            # one pattern a line, from a file (a translated pattern may be longer than an argument may be): the
+            # translation, and the end of a batch
+            patterns.write(f"{translation.expression}\n^\\x{{1C}}{{4}}$\n".encode("ascii"))
+            patterns.flush()
+            patterns.seek(0)
+            argv += [f"--file=/dev/fd/{patterns.fileno()}", "-"]
+            try:
+                self._process = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    env=ENVIRONMENT,
+                    cwd="/",
+                    pass_fds=(patterns.fileno(),),
+                )
+            except OSError as exc:
+                raise RipgrepUnavailable(f"rg could not start: {exc}") from None
         assert self._process.stdin is not None and self._process.stdout is not None
         self._in, self._out = self._process.stdin.fileno(), self._process.stdout.fileno()
         os.set_blocking(self._in, False)
