@@ -10,8 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from mcp_sections.servers.file_ops import temporary, writing
-from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.servers.file_ops import temporary
 from tests.processes import RawServer
 
 PREFIX = ".mcp-sections-tmp-"  # the name a temporary file carries, from before this test and after
@@ -96,6 +95,20 @@ def named_writer(directory: Path) -> tuple[subprocess.Popen[str], str]:
     return process, name
 
 
+WRITER = """
+import sys
+from pathlib import Path
+from mcp_sections.servers.file_ops import writing
+from mcp_sections.shared.guards.paths import PathGuard
+writing.atomic_write(PathGuard([sys.argv[1]]), Path(sys.argv[2]), b"next\\n")
+"""
+
+
+def next_write(root: Path, target: Path) -> None:
+    """A write by another process, as the next server's would be (this one may have swept the directory lately)."""
+    subprocess.run([sys.executable, "-c", WRITER, str(root), str(target)], check=True, timeout=60)
+
+
 def test_a_dead_writers_named_file_is_swept_by_the_next_write_a_live_ones_is_kept(tmp_path: Path) -> None:
     directory = tmp_path / "root" / "d"
     directory.mkdir(parents=True)
@@ -111,7 +124,7 @@ def test_a_dead_writers_named_file_is_swept_by_the_next_write_a_live_ones_is_kep
         recent.write_bytes(b"x")
         hour_ago = time.time() - temporary.UNVERIFIABLE_STALE_SECONDS - 60
         os.utime(old, (hour_ago, hour_ago))
-        writing.atomic_write(PathGuard([tmp_path / "root"]), directory / "next.txt", b"next\n")
+        next_write(tmp_path / "root", directory / "next.txt")
         assert sorted(os.listdir(directory)) == sorted(["next.txt", alive_name, recent.name])
     finally:
         alive.kill()
