@@ -194,6 +194,13 @@ def _walk_way(name: str, places: Sequence[str], pinned: dict[str, None], links: 
         pinned.setdefault(current)
 
 
+def _hidden_entries(directory: str) -> list[str]:
+    try:
+        return sorted(name for name in os.listdir(directory) if name.startswith("."))
+    except OSError:
+        return []
+
+
 def _outermost(paths: Iterable[str]) -> tuple[str, ...]:
     unique = list(dict.fromkeys(paths))
     return tuple(path for path in unique if not any(other != path and is_inside(path, other) for other in unique))
@@ -336,16 +343,13 @@ def describe(roots: Sequence[Path], state: Iterable[tuple[str, str, str]], searc
             programs, tools = "not shown (outside), unless verified and bound read-only", "outside the roots"
         rows.append(Row(shown, f"{part.kind}: {part.what}", where, programs, tools))
     way = base.way(real_roots)
+    home = os.path.realpath(os.path.expanduser("~"))
+    hidden = [os.path.join(home, name) for name in _hidden_entries(home)] if Path(home) in way.fixed else []
+    configuration = [*hidden, *(os.path.realpath(entry) for entry in hidden if os.path.islink(entry))]
     for path in way.pinned:
-        rows.append(
-            Row(
-                str(path),
-                "way: directory on the way",
-                "inside a root",
-                "pinned (bound onto itself)",
-                "never moved or deleted",
-            )
-        )
+        in_configuration = any(is_inside(str(path), place) for place in configuration)
+        shown = "read-only (the home's configuration)" if in_configuration else "pinned (bound onto itself)"
+        rows.append(Row(str(path), "way: directory on the way", "inside a root", shown, "never moved or deleted"))
     for path in way.links:
         target = os.path.realpath(path)
         rows.append(
@@ -358,15 +362,10 @@ def describe(roots: Sequence[Path], state: Iterable[tuple[str, str, str]], searc
             )
         )
     for path in way.fixed:
-        rows.append(
-            Row(
-                str(path),
-                "way: directory with fixed entries",
-                "inside a root",
-                "read-only; each entry bound back writable",
-                "never moved or deleted",
-            )
-        )
+        shown = "read-only; each entry bound back writable"
+        if str(path) == home:
+            shown = "read-only; its ordinary entries bound back writable, its hidden ones (and their targets) read-only"
+        rows.append(Row(str(path), "way: directory with fixed entries", "inside a root", shown, "never moved, deleted"))
     for directory in search_path.split(os.pathsep):
         if not directory or any(is_inside(os.path.realpath(directory), place) for place in SYSTEM_PREFIXES):
             continue
