@@ -351,8 +351,8 @@ class SearchFilesInput(ToolInput):
     path: str = _path_field(description="Directory (or single file) to search (default: the first root).", default=".")
     regex: bool = Field(
         default=False,
-        description="Treat `pattern` as a Python regular expression (matched per line; nested unbounded "
-        "repetitions and backreferences are refused).",
+        description="Treat `pattern` as a Python regular expression (matched per line; without ripgrep, nested "
+        "unbounded repetitions and backreferences are refused).",
     )
     case_sensitive: bool = Field(default=True, description="Match case exactly.")
     include: list[Glob] = Field(

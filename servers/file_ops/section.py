@@ -540,8 +540,9 @@ async def search_files(params: SearchFilesInput, state: FileOpsState, ctx: ToolC
     Returns matching lines with file, line number and optional context lines, at most `max_results`.
     Binary files, files above the size cap and protected files are skipped; .gitignore rules apply by
     default; `include`/`exclude` globs narrow the files. Symlinked directories are not followed. The
-    search has a time budget; a partial result says `timed_out`. Regexes with nested unbounded
-    repetitions or backreferences are refused (they can take exponential time).
+    search has a time budget; a partial result says `timed_out`. Regexes run on ripgrep's linear-time engine;
+    where Python's engine matches (lookarounds, backreferences, no rg), nested unbounded repetitions and
+    backreferences are refused.
     """
     from mcp_sections.servers.file_ops import searching
 

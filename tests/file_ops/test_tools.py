@@ -289,8 +289,8 @@ async def test_search_files(client: Client, root: Path) -> None:
         "a.py:3:def needle():"
         in (await client.call_tool("search_files", {"pattern": "def", "path": "search"})).content[0].text
     )
-    message = await fail(client, "search_files", "INVALID_INPUT", pattern="(a+)+$", path="search", regex=True)
-    assert "exponential" in message
+    data = await call(client, "search_files", pattern="(a+)+$", path="search", regex=True)  # rg: linear time
+    assert data["matches"] == [] and not data["timed_out"]
     await fail(client, "search_files", "INVALID_INPUT", pattern="(", path="search", regex=True)
     data = await call(client, "search_files", pattern="needle", path="search", max_results=1)
     assert len(data["matches"]) == 1 and data["truncated"] is True
