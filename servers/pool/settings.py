@@ -182,7 +182,12 @@ class GatewaySettings(LayeredSettings):
     agent_max_tokens: int = Field(default=200_000, ge=100)
     agent_max_seconds: float = Field(default=900, gt=0)
     call_timeout_seconds: float = Field(default=300, gt=0, description="Timeout of one forwarded section call.")
-    restart_backoff_seconds: float = Field(default=0.5, ge=0, description="First restart delay of a dead section.")
+    restart_backoff_seconds: float = Field(
+        default=0.5,
+        ge=0,
+        description="Base of the restart back-off: the first retry is immediate, then this doubles (up to 4x for a "
+        "section killed from outside, up to restart_backoff_max_seconds for one that fails by itself).",
+    )
     restart_backoff_max_seconds: float = Field(default=30, ge=0)
     idle_watch_seconds: float = Field(
         default=2.0, gt=0, le=3600, description="How often an idle section's process is checked, so a dead one is seen."

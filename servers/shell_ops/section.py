@@ -249,7 +249,7 @@ def start_process(params: StartProcessInput, state: Any) -> ProcessOutputResult:
     first output and `process_id`. Then: read_process_output (new output), write_process_input (its stdin),
     stop_process, list_processes. `env` adds variables as in run_command (PORT, NODE_ENV, PYTHONPATH, ...).
     `ports`: loopback ports the program listens on, published on the host's 127.0.0.1 so that its server can be
-    fetched (web_ops, when its operator allows the address); the program itself still has no network. Limits: the
+    fetched (web_ops reads it while it is published); the program itself still has no network. Limits: the
     server's number of processes at once (MAX_LIMIT_EXCEEDED beyond), their lifetime, and the output kept per
     process (the oldest is dropped and counted). Every process ends with the server.
     """
