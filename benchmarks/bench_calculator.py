@@ -20,7 +20,7 @@ from typing import Any
 from benchmarks.harness import print_table
 from mcp_sections.servers.calculator.state import SYMBOLIC, CalculatorSettings
 from mcp_sections.servers.calculator.workers import WorkerProcess, WorkerTimeout
-from mcp_sections.shared.errors import ToolFailure
+from mcp_sections.shared.ground.errors import ToolFailure
 
 CELLS = {
     "integers": lambda i, j, draw: str(draw.randint(-99, 99)),

@@ -24,10 +24,10 @@ from benchmarks.harness import ROOT, median, percentile, print_table
 from mcp_sections.servers.shell_ops.background import OutputRing
 from mcp_sections.servers.shell_ops.service import ShellOps
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
-from mcp_sections.shared import secret_values
-from mcp_sections.shared.sandbox import Confinement, detect
-from mcp_sections.shared.secret_files import hidden_from_programs
-from mcp_sections.shared.secrets import _apply, mask_text, shape_spans
+from mcp_sections.shared.confinement.sandbox import Confinement, detect
+from mcp_sections.shared.confinement.secrets import values as secret_values
+from mcp_sections.shared.confinement.secrets.files import hidden_from_programs
+from mcp_sections.shared.confinement.secrets.masking import _apply, mask_text, shape_spans
 
 
 async def timings(ops: ShellOps, argv: list[str], cwd: Path, runs: int) -> list[float]:
@@ -91,8 +91,8 @@ async def sandbox_rows(runs: int) -> list[list[object]]:
 
 
 def make_home(home: Path) -> list[Path]:
-    """A home directory as a root holds it (shared.trusted_base): ten directories of work, a dotfiles `~/.config`
-    link, login files and the suite's state under it; returns the state's paths."""
+    """A home directory as a root holds it (shared.confinement.trusted_base): ten directories of work, a dotfiles
+    `~/.config` link, login files and the suite's state under it; returns the state's paths."""
     for name in ("Documents", "Downloads", "Desktop", "Pictures", "Music", "Videos", "src", "projects", "notes"):
         (home / name).mkdir(parents=True)
     (home / "dotfiles" / "config" / "mcp-sections").mkdir(parents=True)
@@ -192,11 +192,11 @@ def hiding_rows(runs: int) -> list[list[object]]:
 
 
 def seccomp_rows(runs: int) -> list[list[object]]:
-    """What `--seccomp` (shared.seccomp's filter, a pipe written per spawn) adds to one `true` in bubblewrap: runs with
-    and without alternate, paired; wall time, and CPU time of the server and its children (steadier when the machine
-    is shared). The calls a program makes cost nothing measurable: the kernel caches the calls the filter allows
-    whatever their arguments, every call but the dozen it inspects."""
-    from mcp_sections.shared.seccomp import filter_fd
+    """What `--seccomp` (shared.confinement.seccomp's filter, a pipe written per spawn) adds to one `true` in
+    bubblewrap: runs with and without alternate, paired; wall time, and CPU time of the server and its children
+    (steadier when the machine is shared). The calls a program makes cost nothing measurable: the kernel caches the
+    calls the filter allows whatever their arguments, every call but the dozen it inspects."""
+    from mcp_sections.shared.confinement.seccomp import filter_fd
 
     def cpu() -> float:
         own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)

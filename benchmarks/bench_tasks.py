@@ -47,8 +47,8 @@ MAX_CHARS = 20_000  # fetch_web_page's default
 async def crawl() -> list[tuple[str, Any]]:
     from benchmarks.corpus import pages
     from mcp_sections.servers.registry import load_section
-    from mcp_sections.shared.config import Settings
-    from mcp_sections.shared.server import build_server
+    from mcp_sections.shared.serving.server import build_server
+    from mcp_sections.shared.settings.config import Settings
 
     index = "".join(f"<li><a href='/{path}'>{path}</a></li>" for path in CRAWLED)
     bodies = {f"/{page.path}": page.html for page in pages() if page.path in CRAWLED}

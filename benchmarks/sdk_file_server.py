@@ -15,7 +15,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel
 
-from mcp_sections.shared.stdio import run_stdio
+from mcp_sections.shared.serving.stdio import run_stdio
 
 server = MCPServer("sdk-file-server")
 

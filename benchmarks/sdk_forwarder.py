@@ -22,9 +22,9 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 
-from mcp_sections.shared import telemetry
-from mcp_sections.shared.sdk_tools import raw_tool
-from mcp_sections.shared.stdio import run_stdio
+from mcp_sections.shared.serving import telemetry
+from mcp_sections.shared.serving.sdk_tools import raw_tool
+from mcp_sections.shared.serving.stdio import run_stdio
 
 
 async def _accept(name: str, result: CallToolResult) -> None:

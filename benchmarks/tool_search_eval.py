@@ -74,7 +74,7 @@ def tool_search(cache_dir: Path, data_dir: Path, embedding: Any = None) -> Any:
     from mcp_sections.servers.gateway.tool_search import ToolSearch
     from mcp_sections.servers.pool.catalog import build_catalog
     from mcp_sections.servers.pool.settings import GatewaySettings
-    from mcp_sections.shared.config import Settings
+    from mcp_sections.shared.settings.config import Settings
 
     settings = Settings(cache_dir=cache_dir, data_dir=data_dir)
     search = ToolSearch(build_catalog(GatewaySettings()), settings, embedding)

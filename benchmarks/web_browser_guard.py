@@ -35,8 +35,8 @@ import anyio
 
 from benchmarks.harness import median, percentile, print_table
 from mcp_sections.servers.web_ops.browser import SCREENSHOT_VIEWPORT, Browser
-from mcp_sections.shared.guards.urls import AllowList, UrlGuard
-from mcp_sections.shared.web_fetch import GuardedHttp
+from mcp_sections.shared.confinement.guards.urls import AllowList, UrlGuard
+from mcp_sections.shared.net.fetch import GuardedHttp
 
 GOAL = 1.10  # the guarded render may take at most 10% more than the direct one
 USER_AGENT = "mcp-sections-bench"

@@ -1,4 +1,4 @@
-"""Writes shared/secret_patterns.py: detect-secrets' detector patterns as data.
+"""Writes shared/confinement/secrets/patterns.py: detect-secrets' detector patterns as data.
 
 detect-secrets is the rule set; importing it at run time costs ~0.2 s (it pulls `requests` and its scanning
 framework), paid by the first result of every section that masks. So its patterns are copied here as data by

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import contextlib
 import errno
+import gc
 import json
 import logging
 import os
@@ -15,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, UnknownSection, all_sections, load_section
-from mcp_sections.shared import telemetry
-from mcp_sections.shared.about import package_version
-from mcp_sections.shared.config import ConfigError, Settings, load_settings
+from mcp_sections.shared.ground.about import package_version
+from mcp_sections.shared.serving import telemetry
+from mcp_sections.shared.settings.config import ConfigError, Settings, load_settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from mcp.server.mcpserver import MCPServer
@@ -164,16 +165,22 @@ def _configure_logging(level: str) -> None:
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
 
+def server_built() -> None:
+    """Everything start-up created stays alive: freeze it out of the collector's reach and resume collection (the
+    entry point, `servers.startup`, paused it)."""
+    gc.freeze()
+    gc.enable()
+
+
 def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gateway: Any = None) -> int:
     """Serve on the transport of the flags; over HTTP, the flags' extra hosts and origins add to the settings', and
     the gateway's status page is served at /status (behind the same token)."""
-    from mcp_sections.servers.startup import server_built
-    from mcp_sections.shared.http_auth import resolve_token
-    from mcp_sections.shared.server import serve, transport_security
+    from mcp_sections.shared.serving.http_auth import resolve_token
+    from mcp_sections.shared.serving.server import serve, transport_security
 
     token = resolve_token(args.auth_token_file, args.host) if args.transport == "http" else None
     if args.transport == "http":
-        from mcp_sections.shared.endpoints import announce_listener
+        from mcp_sections.shared.settings.endpoints import announce_listener
 
         announce_listener(args.host, args.port)  # the sections it starts inherit it: no program may publish this port
     hosts = [*settings.allowed_hosts, *args.allowed_hosts]
@@ -191,7 +198,7 @@ def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gatewa
 
 def section_server(args: argparse.Namespace, settings: Settings) -> MCPServer:
     """The server `serve` runs for these arguments (also what the tests connect to in memory)."""
-    from mcp_sections.shared.server import build_server
+    from mcp_sections.shared.serving.server import build_server
 
     section = load_section(args.section)
     server, _ = build_server(section, section.runtime(settings))
@@ -243,7 +250,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def tool_definitions(section_id: str) -> list[dict[str, Any]]:
     """The section's `tools/list` result, exactly as served (used by the snapshot tests)."""
-    from mcp_sections.shared.server import build_server
+    from mcp_sections.shared.serving.server import build_server
 
     section = load_section(section_id)
     server, _ = build_server(section, section.runtime(Settings.load()))
@@ -266,7 +273,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from mcp_sections.shared.audit import logged_servers, read_records
+    from mcp_sections.shared.serving.audit import logged_servers, read_records
 
     settings = _settings_from(args)
     directory = settings.data_dir / "audit"
@@ -313,7 +320,7 @@ def printable(text: str) -> str:
 def _reembed(args: argparse.Namespace) -> int:
     """After a change of embedding model: the store stops refusing searches and is embedded again."""
     from mcp_sections.servers.registry import load_section
-    from mcp_sections.shared.errors import ToolFailure
+    from mcp_sections.shared.ground.errors import ToolFailure
 
     section = load_section(args.section)
     if not section.embeds or section.open_state is None:
@@ -343,9 +350,10 @@ def _reembed(args: argparse.Namespace) -> int:
 
 
 def _trusted_base(args: argparse.Namespace) -> int:
-    """`mcp-sections trusted-base`: the table of `shared.trusted_base.describe` for these roots and settings."""
+    """`mcp-sections trusted-base`: the table of `shared.confinement.base_table.describe` for these roots and
+    settings."""
     from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
-    from mcp_sections.shared.trusted_base import describe
+    from mcp_sections.shared.confinement.base_table import describe
 
     settings = _settings_from(args)
     search_path = settings.section_settings(ShellOpsSettings, "shell_ops").search_path
@@ -374,7 +382,7 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     """The `mcp-sections` command."""
-    from mcp_sections.shared.http_auth import AuthConfigError
+    from mcp_sections.shared.serving.http_auth import AuthConfigError
 
     args = build_parser().parse_args(argv)
     try:

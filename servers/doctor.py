@@ -1,7 +1,7 @@
 """`mcp-sections doctor`: can each section run on this machine, and if not, what to install.
 
-Each section declares what it needs (`Section.requirements`, probes in `shared.requirements`); doctor runs those
-probes with the section's own settings (config file, environment), so a config file's `backend = "neo4j"` is seen.
+Each section declares what it needs (`Section.requirements`, probes in `shared.framework.requirements`); doctor runs
+those probes with the section's own settings (config file, environment), so a config file's `backend = "neo4j"` is seen.
 A *required* miss makes the section unusable; an *optional* one degrades it (a slower engine, a feature off) and is
 shown as a hint. A configuration that cannot be read makes every section unavailable, with the reason.
 """
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from mcp_sections.servers.registry import load_section
-from mcp_sections.shared.config import Settings, load_settings
-from mcp_sections.shared.errors import ConfigError
+from mcp_sections.shared.ground.errors import ConfigError
+from mcp_sections.shared.settings.config import Settings, load_settings
 
 Status = Literal["ready", "degraded", "unavailable"]
 

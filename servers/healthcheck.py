@@ -2,7 +2,7 @@
 
 `python -m mcp_sections.servers.healthcheck` reads the command line of PID 1 (the container's `mcp-sections ...`).
 Served over Streamable HTTP, every server answers `GET /health` with 200 `{"status": "ok"}` without the bearer token
-(`shared/http_pages.py`); anything else (no answer, another status) is unhealthy. Over stdio there is nothing to
+(`shared/serving/http_pages.py`); anything else (no answer, another status) is unhealthy. Over stdio there is nothing to
 probe and the check passes. Standard library only: it runs every 30 s and must stay cheap.
 """
 

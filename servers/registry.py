@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-from mcp_sections.shared.errors import SuiteError
-from mcp_sections.shared.sections import Section
+from mcp_sections.shared.framework.sections import Section
+from mcp_sections.shared.ground.errors import SuiteError
 
 BUILTIN_SECTIONS: dict[str, str] = {
     "calculator": "mcp_sections.servers.calculator.section",

@@ -9,7 +9,8 @@ start-up, several processes on one database) and for each section's stdio smoke 
 `env` is set in this process's environment (and `cwd` is the working directory) for as long as the client is open:
 the settings read it when the server is built, and the sections at run time, as a served section would. The state a
 process keeps for its whole life starts afresh with each server, as in a new process: the secret values masking
-has learnt (`shared.secret_values.KNOWN`), so that what one test's server learnt masks nothing in another's.
+has learnt (`shared.confinement.secrets.values.KNOWN`), so that what one test's server learnt masks nothing in
+another's.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.cli import build_parser, gateway_server, section_server, settings_from
-from mcp_sections.shared.secret_values import KNOWN
+from mcp_sections.shared.confinement.secrets.values import KNOWN
 from tests.stdio import HOST_ENVIRONMENT, REPO
 
 
@@ -66,6 +67,7 @@ async def gateway_in_memory(
     with environment(environment_of, cwd or REPO):
         parsed = build_parser().parse_args(["gateway", *args])
         server, gateway = gateway_server(parsed, settings_from(parsed))
-        async with Client(server, mode=mode, read_timeout_seconds=120, **client_options) as client:  # type: ignore[arg-type]
+        # type: ignore[arg-type]
+        async with Client(server, mode=mode, read_timeout_seconds=120, **client_options) as client:
             client.gateway = gateway  # type: ignore[attr-defined]
             yield client

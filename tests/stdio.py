@@ -69,8 +69,8 @@ async def section_client(
 
 
 def text_of(result: CallToolResult) -> str:
-    """The first text block of a result, out of its provenance envelope (`shared.provenance`)."""
-    from mcp_sections.shared.provenance import unwrap
+    """The first text block of a result, out of its provenance envelope (`shared.serving.provenance`)."""
+    from mcp_sections.shared.serving.provenance import unwrap
 
     return unwrap(result.content[0].text)  # type: ignore[union-attr]
 

@@ -22,9 +22,17 @@ from typing import Any
 import numpy as np
 import sympy
 
-from mcp_sections.servers.calculator import expressions as ex
-from mcp_sections.servers.calculator.shapes import check_operator, check_product, check_same_shape, check_square, size
-from mcp_sections.shared.errors import invalid_input, limit_exceeded, validation_failed
+from mcp_sections.servers.calculator import limits
+from mcp_sections.servers.calculator.shapes import (
+    Final,
+    check_operator,
+    check_product,
+    check_same_shape,
+    check_square,
+    is_matrix,
+    size,
+)
+from mcp_sections.shared.ground.errors import invalid_input, limit_exceeded, validation_failed
 
 MAX_FLOAT_DIGITS = 15  # significant digits shown of a float64 value (17 would show its rounding noise)
 SINGULAR_CONDITION = 1 / float(np.finfo(np.float64).eps)  # cond(A) above this: numerically singular
@@ -59,7 +67,7 @@ def make(array: Any, what: str) -> FloatMatrix:
     array = np.asarray(array, dtype=np.float64)
     if array.ndim == 1:
         array = array.reshape(-1, 1)
-    ex.check_shape(array.shape[0], array.shape[1], True, what, floats=True)
+    limits.check_shape(array.shape[0], array.shape[1], True, what, floats=True)
     _finite(array, what)
     return FloatMatrix(array)
 
@@ -125,9 +133,7 @@ def is_float_scalar(value: Any) -> bool:
 
 def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
     """`left op right` where one side is a FloatMatrix (the other a matrix or a scalar sympy expression)."""
-    from mcp_sections.servers.calculator import matrices as la
-
-    matrices = la.is_matrix(left) or is_floats(left), la.is_matrix(right) or is_floats(right)
+    matrices = is_matrix(left) or is_floats(left), is_matrix(right) or is_floats(right)
     check_operator(op, matrices, what)
     with np.errstate(all="ignore"):
         if isinstance(op, ast.Add | ast.Sub):
@@ -161,9 +167,9 @@ def power(base: Any, exponent: Any, what: str) -> FloatMatrix:
             f"a matrix power needs a whole-number exponent (in the {what}), e.g. A**2, or A**-1 for the inverse; "
             f"got {sympy.sstr(exponent)[:40]}."
         )
-    if abs(exponent) > ex.MAX_MATRIX_EXPONENT:
+    if abs(exponent) > limits.MAX_MATRIX_EXPONENT:
         raise limit_exceeded(
-            f"the exponent of a matrix power in the {what} is over the limit of {ex.MAX_MATRIX_EXPONENT} in "
+            f"the exponent of a matrix power in the {what} is over the limit of {limits.MAX_MATRIX_EXPONENT} in "
             "magnitude. Use a smaller power (eigenvals gives the eigenvalues)."
         )
     k = int(exponent)
@@ -177,13 +183,11 @@ def power(base: Any, exponent: Any, what: str) -> FloatMatrix:
 
 def call(name: str, arguments: list[Any], what: str) -> Any:
     """One of expressions.MATRIX_FUNCTIONS with a FloatMatrix among `arguments` (the others converted)."""
-    from mcp_sections.servers.calculator import matrices as la
-
     if name in EXACT_ONLY:
         raise invalid_input(
             f"{name} is exact only, and this matrix is float64 (it has a decimal entry) (in the {what}). Write the "
-            f"entries as integers or fractions (0.5 → 1/2) for the exact path, up to {ex.MAX_NUMERIC_SIZE}×"
-            f"{ex.MAX_NUMERIC_SIZE}; det, inv, rank, trace, linsolve and eigenvals take float64 matrices."
+            f"entries as integers or fractions (0.5 → 1/2) for the exact path, up to {limits.MAX_NUMERIC_SIZE}×"
+            f"{limits.MAX_NUMERIC_SIZE}; det, inv, rank, trace, linsolve and eigenvals take float64 matrices."
         )
     if name == "diag":
         raise invalid_input(f"diag takes numbers, not matrices (in the {what}); e.g. diag(0.5, 2).")
@@ -191,7 +195,7 @@ def call(name: str, arguments: list[Any], what: str) -> Any:
         raise invalid_input(f"linsolve takes a matrix and a vector, linsolve(A, b) (in the {what}).")
     matrices = []
     for argument in arguments:
-        if not (la.is_matrix(argument) or is_floats(argument)):
+        if not (is_matrix(argument) or is_floats(argument)):
             raise invalid_input(f"{name} takes matrices or vectors, got the number {sympy.sstr(argument)[:40]}.")
         matrices.append(converted(argument, what))
     matrix = matrices[0]
@@ -236,8 +240,6 @@ def inverse(matrix: FloatMatrix, what: str) -> FloatMatrix:
 
 
 def _linsolve(matrix: FloatMatrix, right: FloatMatrix, what: str) -> Any:
-    from mcp_sections.servers.calculator.matrices import Final
-
     if min(right.shape) != 1 or right.array.size != matrix.rows:
         raise invalid_input(
             f"linsolve(A, b) needs a vector b with one entry per row of A: A is {size(matrix)}, b is {size(right)} "
@@ -247,7 +249,7 @@ def _linsolve(matrix: FloatMatrix, right: FloatMatrix, what: str) -> Any:
         raise invalid_input(
             f"linsolve of a float64 matrix needs a square A (one solution), and this one is {size(matrix)} (in the "
             f"{what}). For a family of solutions or none, write the entries as integers or fractions (exact path, "
-            f"up to {ex.MAX_NUMERIC_SIZE}×{ex.MAX_NUMERIC_SIZE})."
+            f"up to {limits.MAX_NUMERIC_SIZE}×{limits.MAX_NUMERIC_SIZE})."
         )
     _regular(matrix, what, "linsolve(A, b)")
     solution = np.linalg.solve(matrix.array, right.array.reshape(-1))
@@ -259,8 +261,6 @@ def _linsolve(matrix: FloatMatrix, right: FloatMatrix, what: str) -> Any:
 def _eigenvalues(matrix: FloatMatrix, what: str) -> Any:
     """numpy.linalg.eigvalsh for a symmetric matrix (real values), else eigvals (LAPACK geev), whose imaginary
     parts below max|λ|·n·eps are rounding noise and dropped. Repeated values are listed once each (multiplicity 1)."""
-    from mcp_sections.servers.calculator.matrices import Final
-
     array = matrix.array
     if np.array_equal(array, array.T):
         found = np.linalg.eigvalsh(array).astype(np.complex128)
@@ -346,7 +346,8 @@ def _regular(matrix: FloatMatrix, what: str, operation: str = "inv(A)") -> None:
             f"condition number {'infinite' if not np.isfinite(condition) else f'{condition:.3g}'} > 1/eps = "
             f"{SINGULAR_CONDITION:.3g}), so {operation} has no reliable answer (in the {what}). Check the entries; "
             "rank(A) counts its independent rows, and with integer or fraction entries (exact path, up to "
-            f"{ex.MAX_NUMERIC_SIZE}×{ex.MAX_NUMERIC_SIZE}) linsolve gives every solution and nullspace the dependency."
+            f"{limits.MAX_NUMERIC_SIZE}×{limits.MAX_NUMERIC_SIZE}) linsolve gives every solution and nullspace the "
+            "dependency."
         )
 
 

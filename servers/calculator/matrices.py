@@ -1,7 +1,7 @@
 """Linear algebra for calculator_evaluate: matrix values, their operations and their limits (worker side).
 
 A matrix value is a sympy `ImmutableMatrix`; a vector is an n×1 column. Every matrix made here passes
-`checked` (`expressions.check_shape`: 40×40 when every entry is a rational number, 20×20 otherwise), and
+`checked` (`limits.check_shape`: 40×40 when every entry is a rational number, 20×20 otherwise), and
 the parser has already checked the literals' shapes, so no heavy work starts on an oversized matrix.
 Exponents of `A**k` are bounded, and for rational matrices so is the size of the result's numbers.
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import mpmath
@@ -34,10 +33,18 @@ from sympy.polys.matrices import DomainMatrix
 from sympy.polys.matrices.exceptions import DMNonInvertibleMatrixError
 from sympy.solvers.solveset import NonlinearError
 
-from mcp_sections.servers.calculator import expressions as ex
 from mcp_sections.servers.calculator import floats as fl
-from mcp_sections.servers.calculator.shapes import check_operator, check_product, check_same_shape, check_square, size
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, validation_failed
+from mcp_sections.servers.calculator import limits
+from mcp_sections.servers.calculator.shapes import (
+    Final,
+    check_operator,
+    check_product,
+    check_same_shape,
+    check_square,
+    is_matrix,
+    size,
+)
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, validation_failed
 
 FINAL_DESCRIPTIONS = {
     "rref": "the reduced row echelon form and its pivot columns",
@@ -46,30 +53,6 @@ FINAL_DESCRIPTIONS = {
     "eigenvects": "the eigenvalues with their eigenvectors",
     "linsolve": "the solution of a system",
 }
-
-
-@dataclass(frozen=True)
-class Final:
-    """A result that is not a number or a matrix; `function` names the call that made it.
-
-    rref: `matrix` and `pivots`; nullspace: `vectors`; eigenvals/eigenvects: `eigen` as (value,
-    multiplicity, basis vectors or None, and for a value known only numerically the irreducible factor of
-    the characteristic polynomial it is a root of); linsolve: `unknowns` and `solution` (None: none).
-    `floats`: computed in float64 (`floats.py`), the values are sympy Floats.
-    """
-
-    function: str
-    matrix: Any = None
-    pivots: tuple[int, ...] = ()
-    vectors: tuple[Any, ...] = ()
-    eigen: tuple[tuple[Any, int, tuple[Any, ...] | None, Any], ...] = ()
-    unknowns: tuple[Any, ...] = ()
-    solution: tuple[Any, ...] | None = None
-    floats: bool = False
-
-
-def is_matrix(value: Any) -> bool:
-    return isinstance(value, sympy.MatrixBase)
 
 
 def is_value(value: Any) -> bool:
@@ -92,7 +75,7 @@ def scalar(value: Any, role: str, what: str) -> Any:
 def checked(value: Any, what: str) -> Any:
     """The matrix as an ImmutableMatrix, once its shape is within the limits."""
     matrix = value if isinstance(value, sympy.ImmutableMatrix) else sympy.ImmutableMatrix(value)
-    ex.check_shape(matrix.rows, matrix.cols, _rational(matrix), what)
+    limits.check_shape(matrix.rows, matrix.cols, _rational(matrix), what)
     return matrix
 
 
@@ -146,10 +129,10 @@ def power(base: Any, exponent: Any, what: str) -> Any:
             f"a matrix power needs a whole-number exponent (in the {what}), e.g. A**2, or A**-1 for the inverse; "
             f"got {sympy.sstr(exponent)[:40]}."
         )
-    if abs(exponent) > ex.MAX_MATRIX_EXPONENT:
+    if abs(exponent) > limits.MAX_MATRIX_EXPONENT:
         raise limit_exceeded(
             f"the exponent of a matrix power in the {what} is {_short(exponent)}; the limit is "
-            f"{ex.MAX_MATRIX_EXPONENT} in magnitude. Use a smaller power (eigenvects gives the diagonal form)."
+            f"{limits.MAX_MATRIX_EXPONENT} in magnitude. Use a smaller power (eigenvects gives the diagonal form)."
         )
     k = int(exponent)
     if k < 0:
@@ -161,10 +144,10 @@ def power(base: Any, exponent: Any, what: str) -> Any:
     if ring.domain.is_ZZ:  # A = Z/d: the entries of A**k are at most ‖Z‖**k / d**k, ‖Z‖ the largest row sum
         norm = max(sum(abs(int(entry)) for entry in row) for row in ring.to_list())
         estimate = k * (math.log10(max(norm, 1)) + math.log10(int(denominator))) + 1
-        if estimate > ex.MAX_RESULT_DIGITS:
+        if estimate > limits.MAX_RESULT_DIGITS:
             raise limit_exceeded(
                 f"A**{k} in the {what} would hold numbers of up to {int(estimate)} digits; exact results are "
-                f"limited to {ex.MAX_RESULT_DIGITS} digits. Use a smaller power, or entries with fewer digits."
+                f"limited to {limits.MAX_RESULT_DIGITS} digits. Use a smaller power, or entries with fewer digits."
             )
     return checked(_divided(ring**k, ring.domain.pow(denominator, k), ring.domain), what)
 
@@ -181,7 +164,7 @@ def call(name: str, arguments: list[Any], what: str) -> Any:
     if name in ("eye", "zeros", "ones"):
         rows = _dimension(arguments[0], name, what)
         columns = _dimension(arguments[-1], name, what)
-        if max(rows, columns) > ex.MAX_NUMERIC_SIZE:  # only float64 matrices are that large
+        if max(rows, columns) > limits.MAX_NUMERIC_SIZE:  # only float64 matrices are that large
             return fl.constant(name, rows, columns, what)
         if name == "eye":
             return checked(sympy.eye(rows), what)
@@ -257,8 +240,8 @@ def linsolve_equations(equations: list[Any], unknowns: list[Any] | None, what: s
         unknowns = sorted(free, key=lambda symbol: symbol.name)
     if not unknowns:
         raise invalid_input(f"linsolve's equations contain no unknown (in the {what}); e.g. linsolve([x + y == 3]).")
-    if len(unknowns) > ex.MAX_SYMBOLIC_SIZE:
-        raise limit_exceeded(f"linsolve takes at most {ex.MAX_SYMBOLIC_SIZE} unknowns; got {len(unknowns)}.")
+    if len(unknowns) > limits.MAX_SYMBOLIC_SIZE:
+        raise limit_exceeded(f"linsolve takes at most {limits.MAX_SYMBOLIC_SIZE} unknowns; got {len(unknowns)}.")
     try:
         found = sympy.linsolve(equations, unknowns)
     except NonlinearError as exc:
@@ -368,10 +351,10 @@ def _dimension(value: Any, name: str, what: str) -> int:
     value = scalar(value, f"the size given to {name}", what)
     if not value.is_Integer or value < 1:
         raise invalid_input(f"{name} takes positive whole numbers as sizes, e.g. {name}(3) (in the {what}).")
-    if value > ex.MAX_FLOAT_SIZE:
+    if value > limits.MAX_FLOAT_SIZE:
         raise limit_exceeded(
-            f"{name}({_short(value)}) is over the limit of {ex.MAX_FLOAT_SIZE} rows and columns (in the {what}): "
-            f"exact up to {ex.MAX_NUMERIC_SIZE}, float64 above. Use a smaller size."
+            f"{name}({_short(value)}) is over the limit of {limits.MAX_FLOAT_SIZE} rows and columns (in the {what}): "
+            f"exact up to {limits.MAX_NUMERIC_SIZE}, float64 above. Use a smaller size."
         )
     return int(value)
 
@@ -400,9 +383,10 @@ def _cross(left: Any, right: Any, what: str) -> Any:
 
 
 def _eigen(matrix: Any, name: str, what: str) -> Final:
-    if matrix.rows > ex.MAX_EIGEN_SIZE:
+    if matrix.rows > limits.MAX_EIGEN_SIZE:
         raise limit_exceeded(
-            f"{name} takes matrices up to {ex.MAX_EIGEN_SIZE}×{ex.MAX_EIGEN_SIZE}, and this one is {size(matrix)} "
+            f"{name} takes matrices up to {limits.MAX_EIGEN_SIZE}×{limits.MAX_EIGEN_SIZE}, and this one is "
+            f"{size(matrix)} "
             f"(in the {what}): the roots of a larger characteristic polynomial take too long. det, rank and trace "
             "take larger matrices."
         )

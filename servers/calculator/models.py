@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from mcp_sections.servers.calculator.expressions import (
+from mcp_sections.servers.calculator.limits import (
     MAX_EXPRESSION_LENGTH,
     MAX_FLOAT_EXPRESSION_LENGTH,
     MAX_MATRIX_EXPRESSION_LENGTH,
@@ -18,7 +18,7 @@ from mcp_sections.servers.calculator.operations import (
     UnaryOperation,
     format_number,
 )
-from mcp_sections.shared.tools import ToolInput, ToolResult
+from mcp_sections.shared.framework.tools import ToolInput, ToolResult
 
 MAX_DIGITS = 100
 MAX_ORDER = 10

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Literal, get_args
 
-from mcp_sections.shared.errors import ToolFailure, limit_exceeded, validation_failed
+from mcp_sections.shared.ground.errors import ToolFailure, limit_exceeded, validation_failed
 
 MAX_VALUE = 1e308
 MIN_POSITIVE = 1e-308

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_sections.servers.calculator import operations
-from mcp_sections.servers.calculator.expressions import (
+from mcp_sections.servers.calculator.expressions import check_text, mentions_linear_algebra
+from mcp_sections.servers.calculator.limits import (
     MAX_EIGEN_SIZE,
     MAX_FLOAT_EXPRESSION_LENGTH,
     MAX_FLOAT_SIZE,
@@ -24,8 +25,6 @@ from mcp_sections.servers.calculator.expressions import (
     MAX_OUTPUT_CHARS,
     MAX_PLAIN_DIGITS,
     MAX_SYMBOLIC_SIZE,
-    check_text,
-    mentions_linear_algebra,
 )
 from mcp_sections.servers.calculator.models import (
     BinaryInput,
@@ -50,9 +49,9 @@ from mcp_sections.servers.calculator.models import (
 )
 from mcp_sections.servers.calculator.state import CalculatorSettings, CalculatorState, open_state, warm_up
 from mcp_sections.servers.calculator.units import UNIT_NAMES_DOC
-from mcp_sections.shared.requirements import InstallExtra, Requirement, module
-from mcp_sections.shared.sections import Section
-from mcp_sections.shared.tools import READ_ONLY, tool
+from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, module
+from mcp_sections.shared.framework.sections import Section
+from mcp_sections.shared.framework.tools import READ_ONLY, tool
 
 _DOMAIN_NOTE = (
     "Errors: VALIDATION_FAILED for a value outside the operation's domain, MAX_LIMIT_EXCEEDED when the result "

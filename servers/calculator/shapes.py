@@ -1,13 +1,40 @@
-"""Checks shared by exact (`matrices`) and float64 (`floats`) linear algebra: shapes of any matrix with `rows` and
-`cols`, and the operators no matrix arithmetic means; refused with INVALID_INPUT and a message that says how to fix
-the expression."""
+"""What exact (`matrices`) and float64 (`floats`) linear algebra share: the kinds of values (a sympy matrix, a `Final`
+result), the shapes of any matrix with `rows` and `cols`, and the operators no matrix arithmetic means — refused with
+INVALID_INPUT and a message that says how to fix the expression."""
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Any
 
-from mcp_sections.shared.errors import invalid_input
+import sympy
+
+from mcp_sections.shared.ground.errors import invalid_input
+
+
+@dataclass(frozen=True)
+class Final:
+    """A result that is not a number or a matrix; `function` names the call that made it.
+
+    rref: `matrix` and `pivots`; nullspace: `vectors`; eigenvals/eigenvects: `eigen` as (value,
+    multiplicity, basis vectors or None, and for a value known only numerically the irreducible factor of
+    the characteristic polynomial it is a root of); linsolve: `unknowns` and `solution` (None: none).
+    `floats`: computed in float64 (`floats.py`), the values are sympy Floats.
+    """
+
+    function: str
+    matrix: Any = None
+    pivots: tuple[int, ...] = ()
+    vectors: tuple[Any, ...] = ()
+    eigen: tuple[tuple[Any, int, tuple[Any, ...] | None, Any], ...] = ()
+    unknowns: tuple[Any, ...] = ()
+    solution: tuple[Any, ...] | None = None
+    floats: bool = False
+
+
+def is_matrix(value: Any) -> bool:
+    return isinstance(value, sympy.MatrixBase)
 
 
 def size(matrix: Any) -> str:

@@ -16,10 +16,10 @@ from mcp_sections.servers.calculator.workers import (
     WorkerTaskError,
     WorkerTimeout,
 )
-from mcp_sections.shared.config import SectionSettings
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
-from mcp_sections.shared.install_hints import install_hint
-from mcp_sections.shared.sections import SectionRuntime
+from mcp_sections.shared.framework.sections import SectionRuntime
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, limit_exceeded
+from mcp_sections.shared.ground.install_hints import install_hint
+from mcp_sections.shared.settings.config import SectionSettings
 
 logger = logging.getLogger("mcp_sections.calculator")
 

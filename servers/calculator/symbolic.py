@@ -18,9 +18,10 @@ from sympy.physics import units as u
 
 from mcp_sections.servers.calculator import expressions as ex
 from mcp_sections.servers.calculator import floats as fl
+from mcp_sections.servers.calculator import limits
 from mcp_sections.servers.calculator import matrices as la
 from mcp_sections.servers.calculator.units import AFFINE_TEMPERATURES, TEMPERATURES, unit_names
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, validation_failed
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, validation_failed
 
 MAX_UNKNOWNS = 6
 MAX_ECHO_CHARS = 1000  # of the expression repeated in calculator_evaluate's result
@@ -92,8 +93,10 @@ def _text(value: Any, what: str = "result") -> str:
 
 
 def _bounded(text: str, what: str = "result", hint: str = "Ask for something smaller.") -> str:
-    if len(text) > ex.MAX_OUTPUT_CHARS:
-        raise limit_exceeded(f"the {what} is {len(text)} characters long; the limit is {ex.MAX_OUTPUT_CHARS}. {hint}")
+    if len(text) > limits.MAX_OUTPUT_CHARS:
+        raise limit_exceeded(
+            f"the {what} is {len(text)} characters long; the limit is {limits.MAX_OUTPUT_CHARS}. {hint}"
+        )
     return text
 
 
@@ -133,7 +136,7 @@ def _float(value: Any) -> float | None:
 def _variable(name: str, symbols: dict[str, Any], real: bool = False) -> Any:
     if name in symbols:
         return symbols[name]
-    if not ex.IDENTIFIER.match(name) or len(name) > ex.MAX_NAME_LENGTH:
+    if not ex.IDENTIFIER.match(name) or len(name) > limits.MAX_NAME_LENGTH:
         raise invalid_input(f"invalid variable name {name[:40]!r}: use letters, digits and '_' (e.g. x, theta, v0).")
     if name in ex.FUNCTIONS or name in ex.CONSTANT_NAMES:
         raise invalid_input(f"{name!r} is a function or constant name, not a variable; pick another name.")
@@ -227,12 +230,12 @@ def _linear(value: Any, digits: int) -> dict[str, Any]:
 
 def _float_matrix(matrix: Any, digits: int) -> dict[str, Any]:
     """A float64 matrix to min(digits, 15) digits; over MAX_OUTPUT_CHARS, its first rows (`rows_shown`)."""
-    rows, text = fl.matrix_rows(matrix, digits, ex.MAX_OUTPUT_CHARS - 300)
+    rows, text = fl.matrix_rows(matrix, digits, limits.MAX_OUTPUT_CHARS - 300)
     fields: dict[str, Any] = {"kind": "matrix", "shape": list(matrix.shape), "matrix": rows, "float64": True}
     if len(rows) < matrix.rows:
         text += (
             f" …{matrix.rows - len(rows)} more rows: a {matrix.rows}×{matrix.cols} float64 matrix is too large to "
-            f"show in full ({ex.MAX_OUTPUT_CHARS} characters); the first {len(rows)} rows are shown. Ask for what "
+            f"show in full ({limits.MAX_OUTPUT_CHARS} characters); the first {len(rows)} rows are shown. Ask for what "
             "you need: det, trace, a product with a vector (A*v), or fewer digits."
         )
         fields["rows_shown"] = len(rows)

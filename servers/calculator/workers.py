@@ -45,7 +45,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mcp_sections.shared.errors import ErrorCode, SuiteError, ToolFailure
+from mcp_sections.shared.ground.errors import ErrorCode, SuiteError, ToolFailure
 
 logger = logging.getLogger("mcp_sections.workers")
 

@@ -26,7 +26,7 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
-from mcp_sections.shared.errors import SuiteError
+from mcp_sections.shared.ground.errors import SuiteError
 
 RENAME_NOREPLACE = 1
 SAFE_TREE_REMOVAL = bool(shutil.rmtree.avoids_symlink_attacks)

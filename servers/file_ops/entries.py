@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
-from mcp_sections.shared.guards.paths import PathGuard, is_inside
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input
+from mcp_sections.shared.ground.locations import is_inside
 
 from . import descriptors
 from .journal import Change

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.store.sqlite import Database
 
 from .locking import FairLock, LockTimeout

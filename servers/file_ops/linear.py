@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from mcp_sections.shared.errors import SuiteError
+from mcp_sections.shared.ground.errors import SuiteError
 
 from .ripgrep import _REGEX_MODULE_SYNTAX, ENVIRONMENT, RipgrepUnavailable, executable
 

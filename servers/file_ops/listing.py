@@ -7,8 +7,8 @@ import stat
 import time
 from dataclasses import dataclass
 
-from mcp_sections.shared.errors import invalid_input
-from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.errors import invalid_input
 
 from .entries import iso, kind_of, link_target_shown
 from .walking import WalkStats, check_relative_pattern, glob_regex, literal_prefix, walk

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
-from mcp_sections.shared.errors import SuiteError
+from mcp_sections.shared.ground.errors import SuiteError
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 

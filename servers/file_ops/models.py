@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from mcp_types import ImageContent
 from pydantic import Field, PrivateAttr, model_serializer, model_validator
 
-from mcp_sections.shared.tools import ToolInput, ToolResult
+from mcp_sections.shared.framework.tools import ToolInput, ToolResult
 
 PATH_DESCRIPTION = (
     "File or directory path: absolute, or relative to the first allowed root (never to the server's working "

@@ -7,17 +7,17 @@ requirements files inside the roots (`-r requirements.txt`); for npm with no pac
 (`npm install`). The command is an argv list, its working directory is the project directory (inside the roots), and
 it has a time limit.
 
-It runs inside the OS sandbox (shared/sandbox.py): the system directories read-only; the project directory, its venv
-and the local projects it installs writable (the server's own environment too when `pip_allow_server_environment`
-sends the install there); a private `/tmp` as its home; nothing else of the machine — so an sdist's `setup.py`, the
-project's build backend or an npm install script cannot read the user's files or the server's data. Its only way out is
-the registry-only egress proxy of `shared.installers`, the same as an installer run_command starts: one
-implementation of what an installer may reach, for both tools.
+It runs inside the OS sandbox (shared/confinement/sandbox.py): the system directories read-only; the project directory,
+its venv and the local projects it installs writable (the server's own environment too when
+`pip_allow_server_environment` sends the install there); a private `/tmp` as its home; nothing else of the machine — so
+an sdist's `setup.py`, the project's build backend or an npm install script cannot read the user's files or the server's
+data. Its only way out is the registry-only egress proxy of `shared.confinement.installers`, the same as an installer
+run_command starts: one implementation of what an installer may reach, for both tools.
 
 Where pip installs: the project's virtual environment (the nearest directory with a `pyvenv.cfg`, `.venv` first, in
-the project directory or above it inside its root; `shared.toolchains`) with its own interpreter (`<venv>/bin/python
--m pip`), whose base installation outside the roots is shown read-only only once verified to be one. If the
-project has none, the install is refused unless `pip_allow_server_environment` is set, in which case
+the project directory or above it inside its root; `shared.confinement.toolchains`) with its own interpreter
+(`<venv>/bin/python -m pip`), whose base installation outside the roots is shown read-only only once verified to be one.
+If the project has none, the install is refused unless `pip_allow_server_environment` is set, in which case
 it goes into the server's own environment (`sys.executable -m pip`). npm installs into the project
 (`node_modules`, `package.json`), with `--ignore-scripts` unless `npm_ignore_scripts` is false.
 """
@@ -33,11 +33,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
-from mcp_sections.shared.guards.paths import PathGuard, is_inside
-from mcp_sections.shared.installers import npm_pinned_programs, registry_egress, registry_environment
-from mcp_sections.shared.sandbox import Confinement, Sandbox
-from mcp_sections.shared.toolchains import find_venv, forbidden_prefixes, venv_base_prefix
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.confinement.installers import npm_pinned_programs, registry_egress, registry_environment
+from mcp_sections.shared.confinement.sandbox import Confinement, Sandbox
+from mcp_sections.shared.confinement.toolchains import find_venv, forbidden_prefixes, venv_base_prefix
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input
+from mcp_sections.shared.ground.locations import is_inside
 
 NPM_NAME = r"(?:@[a-z0-9][a-z0-9._~-]{0,100}/)?[a-z0-9][a-z0-9._~-]{0,213}"
 NPM_VERSION = r"[0-9A-Za-z^~<>=*.+-]{1,64}"
@@ -131,8 +132,8 @@ def local_projects(guard: PathGuard, project: Path, specs: Sequence[str]) -> lis
 
 #: What an installer inherits from the server's environment: where programs are, the locale, the machine's proxies
 #: (used where the sandbox cannot narrow the network: Seatbelt, `sandbox = "off"`) and how to reach the registries
-#: (`shared.installers.REGISTRY_ENV_KEEP`). Nothing else: the installer runs code that comes from the registry or
-#: from the project, and must not see the server's API keys and tokens.
+#: (`shared.confinement.installers.REGISTRY_ENV_KEEP`). Nothing else: the installer runs code that comes from the
+#: registry or from the project, and must not see the server's API keys and tokens.
 INSTALL_ENV_KEEP = frozenset(
     {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT"}
     | {"http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "all_proxy"}
@@ -141,7 +142,7 @@ INSTALL_ENV_KEEP = frozenset(
 
 def install_environment(server_environment: Mapping[str, str]) -> dict[str, str]:
     """The environment of an install: the kept variables of the server's, its registries' and the installers'
-    non-interactive settings (`shared.installers.registry_environment`)."""
+    non-interactive settings (`shared.confinement.installers.registry_environment`)."""
     env = {key: value for key, value in server_environment.items() if key in INSTALL_ENV_KEEP}
     return {**env, **registry_environment(server_environment)}
 
@@ -245,7 +246,9 @@ def install_package(
         env.update({"HOME": "/tmp", "npm_config_cache": "/tmp/.npm", "PIP_CACHE_DIR": "/tmp/.pip-cache"})
     writable = list(dict.fromkeys(writable))
     readable = [place for place in dict.fromkeys(readable) if not any(is_inside(str(place), str(w)) for w in writable)]
-    with registry_egress(sandbox.kind, registries, os.environ) as egress:  # its only way out: shared.installers
+    with registry_egress(
+        sandbox.kind, registries, os.environ
+    ) as egress:  # its only way out: shared.confinement.installers
         env.update(egress.environment)
         confinement = Confinement.within(
             guard, writable=writable, readable=readable, network=True, egress=egress.socket

@@ -10,8 +10,8 @@ import stat
 from collections import deque
 from dataclasses import dataclass
 
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded
-from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded
 
 SNIFF_BYTES = 8192
 TAIL_BLOCK = 64 * 1024

@@ -66,9 +66,9 @@ from collections.abc import Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
-from mcp_sections.shared.errors import SuiteError
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.errors import SuiteError
+from mcp_sections.shared.ground.programs import DEFAULT_SEARCH_PATH
 
 from .walking import ALWAYS_SKIPPED, GitIgnore, left_out, name_matches, walk
 

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
-from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input
 
 from .linear import OutOfTime, RgLines, exact_pattern
 from .reading import SNIFF_BYTES, detect_encoding

@@ -52,13 +52,13 @@ from mcp_sections.servers.file_ops.state import FileOpsSettings, FileOpsState
 
 if TYPE_CHECKING:
     from mcp_sections.servers.file_ops.journal import Journal
-from mcp_sections.shared import paging
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.requirements import Requirement, no_sandbox, program
-from mcp_sections.shared.resources import INLINE_CHARS, split_inline
-from mcp_sections.shared.sections import Container, Section, SectionRuntime
-from mcp_sections.shared.tools import OPEN_WORLD, OVERWRITE, READ_ONLY, WRITE, Annotations, ToolContext, tool
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.framework import paging
+from mcp_sections.shared.framework.requirements import Requirement, no_sandbox, program
+from mcp_sections.shared.framework.resources import INLINE_CHARS, split_inline
+from mcp_sections.shared.framework.sections import Container, Section, SectionRuntime
+from mcp_sections.shared.framework.tools import OPEN_WORLD, OVERWRITE, READ_ONLY, WRITE, Annotations, ToolContext, tool
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 logger = logging.getLogger("mcp_sections.file_ops")
 
@@ -194,7 +194,8 @@ async def read_file(params: ReadFileInput, state: FileOpsState, ctx: ToolContext
 
 
 def _long_text_by_reference(result: ReadFileResult) -> ReadFileResult:
-    """A text over the inline limit: its first lines inline, the whole of it as a resource (`shared.resources`)."""
+    """A text over the inline limit: its first lines inline, the whole of it as a resource
+    (`shared.framework.resources`)."""
     whole = result.content
     if whole is None:
         return result
@@ -423,7 +424,7 @@ LISTING_CAP = 20_000  # entries a directory listing collects before paging
 
 
 def _listing(params: ListDirectoryInput | DirectoryTreeInput | GlobFilesInput) -> str:
-    """The fingerprint a listing's cursors carry (see `shared.paging`)."""
+    """The fingerprint a listing's cursors carry (see `shared.framework.paging`)."""
     return paging.fingerprint(type(params).__name__, params.model_dump(mode="json"))
 
 

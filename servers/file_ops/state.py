@@ -10,7 +10,7 @@ Client roots policy (MCP `roots/list`):
 - when the client offers no roots, the configured roots are used;
 - `use_client_roots = false` ignores client roots entirely.
 The client's roots are fetched per connection and re-read after `notifications/roots/list_changed`
-(the cache lives in `shared.server`).
+(the cache lives in `shared.serving.server`).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from mcp_sections.shared.config import SectionSettings, refuse_sandbox_off_inside, split_commas
-from mcp_sections.shared.errors import ConfigError, ErrorCode, ToolFailure
-from mcp_sections.shared.guards.paths import DEFAULT_DENY_GLOBS, PathGuard, intersect_roots, roots_from_uris
-from mcp_sections.shared.installers import DEFAULT_REGISTRIES
-from mcp_sections.shared.sandbox import Sandbox, detect
+from mcp_sections.shared.confinement.guards.paths import DEFAULT_DENY_GLOBS, PathGuard, intersect_roots, roots_from_uris
+from mcp_sections.shared.confinement.installers import DEFAULT_REGISTRIES
+from mcp_sections.shared.confinement.sandbox import Sandbox, detect
+from mcp_sections.shared.ground.errors import ConfigError, ErrorCode, ToolFailure
+from mcp_sections.shared.settings.config import SectionSettings, refuse_sandbox_off_inside, split_commas
 
 if TYPE_CHECKING:
     from .journal import Journal
@@ -72,10 +72,10 @@ class FileOpsSettings(SectionSettings):
     )
     sandbox: Literal["auto", "bubblewrap", "seatbelt", "off"] = Field(
         default="auto",
-        description="Confinement of install_package by the OS (shared/sandbox.py): the installer sees the system "
-        "directories read-only, the project (writable) and the network, nothing else; auto (bubblewrap on Linux, "
-        "Seatbelt on macOS) refuses to install without a working sandbox; off installs unconfined and says so in "
-        "the result.",
+        description="Confinement of install_package by the OS (shared/confinement/sandbox.py): the installer sees "
+        "the system directories read-only, the project (writable) and the network, nothing else; auto (bubblewrap on "
+        "Linux, Seatbelt on macOS) refuses to install without a working sandbox; off installs unconfined and says so "
+        "in the result.",
     )
     install_registries: list[str] = Field(
         default_factory=lambda: list(DEFAULT_REGISTRIES),

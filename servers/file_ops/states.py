@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from mcp_sections.shared.errors import ErrorCode, SuiteError, ToolFailure
-from mcp_sections.shared.guards.paths import PathGuard, is_inside
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.errors import ErrorCode, SuiteError, ToolFailure
+from mcp_sections.shared.ground.locations import is_inside
 
 Kind = Literal["absent", "file", "link", "directory"]
 CHUNK = 1 << 20

@@ -14,8 +14,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, not_found
-from mcp_sections.shared.guards.paths import PathGuard, is_inside
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, not_found
+from mcp_sections.shared.ground.locations import is_inside
 
 from .entries import iso, rename_entry
 from .journal import Change, Journal, Limits, Record, Rename, identity_of

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_sections.shared import globs
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
-from mcp_sections.shared.gitignore import IgnoreRule, is_ignored, read_gitignore, rules_down_to
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.walking import Entry, WalkStats
-from mcp_sections.shared.walking import walk as walk_entries
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input
+from mcp_sections.shared.text import globs
+from mcp_sections.shared.text.gitignore import IgnoreRule, is_ignored, read_gitignore, rules_down_to
+from mcp_sections.shared.text.walking import Entry, WalkStats
+from mcp_sections.shared.text.walking import walk as walk_entries
 
 ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn"})
 
@@ -30,7 +30,7 @@ MAX_GLOB_ALTERNATIVES = 256
 def glob_regex(pattern: str) -> globs.GlobPattern:
     """Compile a path glob: `**` spans directories, `*` and `?` stay in one component, `[...]` classes,
     `{a,b}` alternatives. Matched against posix relative paths, without catastrophic backtracking
-    (`shared.globs`): a hostile include pattern or .gitignore line cannot hang the server."""
+    (`shared.text.globs`): a hostile include pattern or .gitignore line cannot hang the server."""
     index = 0
     length = len(pattern)
     # A stack of open brace groups; each group is a list of alternatives, each a list of items, where an item
@@ -160,7 +160,7 @@ def name_matches(name: str, rel: str, patterns: list[str]) -> bool:
 
 @dataclass(frozen=True)
 class GitIgnore:
-    """The .gitignore rules in force in one directory: its parents' and its own (`shared.gitignore`)."""
+    """The .gitignore rules in force in one directory: its parents' and its own (`shared.text.gitignore`)."""
 
     rules: tuple[IgnoreRule, ...] = ()
 
@@ -200,7 +200,7 @@ def walk(
     stats: WalkStats | None = None,
     start_rel: str = "",
 ) -> Iterator[Entry]:
-    """Entries below `base` (a checked directory), depth-first, each directory sorted by name (`shared.walking`).
+    """Entries below `base` (a checked directory), depth-first, each directory sorted by name (`shared.text.walking`).
 
     Symlinked directories are never descended; symlinks are yielded as entries, and skipped when they lead
     outside the roots. Entries matching a deny glob, hidden ones (unless asked), VCS directories and

@@ -9,9 +9,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, not_found
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.secrets import MASK, contains_mask
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.confinement.secrets.masking import MASK, contains_mask
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, not_found
 
 from .journal import Change
 from .reading import detect_encoding
@@ -225,7 +225,7 @@ def edit_file(
 
 def refuse_new_masks(new: str, before: str, path: str) -> None:
     """VALIDATION_FAILED when `new` holds more secret masks than the text it replaces: the mask stands for a
-    real value that tool output hid (shared.secrets), and writing it would destroy that value."""
+    real value that tool output hid (shared.confinement.secrets.masking), and writing it would destroy that value."""
     if new.count(MASK) > before.count(MASK):
         raise ToolFailure(
             ErrorCode.VALIDATION_FAILED,

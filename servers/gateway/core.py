@@ -25,13 +25,13 @@ from mcp_sections.servers.pool.gate import FORWARD_TOOL, Gate
 from mcp_sections.servers.pool.launchers import Launcher
 from mcp_sections.servers.pool.pool import Route, SectionPool
 from mcp_sections.servers.pool.settings import GatewaySettings
-from mcp_sections.shared.about import package_version
 from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ScopedState
-from mcp_sections.shared.audit import audit_log
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.errors import ToolFailure, not_found, permission_denied
-from mcp_sections.shared.sdk_tools import definition
-from mcp_sections.shared.tools import ToolContext, ToolSpec, spec_of
+from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, spec_of
+from mcp_sections.shared.ground.about import package_version
+from mcp_sections.shared.ground.errors import ToolFailure, not_found, permission_denied
+from mcp_sections.shared.serving.audit import audit_log
+from mcp_sections.shared.serving.sdk_tools import definition
+from mcp_sections.shared.settings.config import Settings
 
 from . import context as context_info
 from .models import (
@@ -226,7 +226,7 @@ class Gateway:
         )
 
     def project_info(self, path: str | None) -> ProjectInfoResult:
-        from mcp_sections.shared.guards.paths import PathGuard
+        from mcp_sections.shared.confinement.guards.paths import PathGuard
 
         roots = self.settings.roots
         base = roots[0] if roots else context_info.cwd()

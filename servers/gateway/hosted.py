@@ -16,11 +16,11 @@ from typing import Any
 from mcp_sections.servers.pool.catalog import SectionEntry
 from mcp_sections.servers.pool.inprocess import InProcessLauncher
 from mcp_sections.servers.pool.settings import GatewaySettings
-from mcp_sections.shared.calls import failure_result
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.pipeline import SectionCalls
-from mcp_sections.shared.sections import Section, SectionRuntime
+from mcp_sections.shared.framework.sections import Section, SectionRuntime
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.serving.calls import failure_result
+from mcp_sections.shared.serving.pipeline import SectionCalls
+from mcp_sections.shared.settings.config import Settings
 
 
 class HostedOrchestration(InProcessLauncher):

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from mcp_sections.shared.tools import ToolInput, ToolResult
+from mcp_sections.shared.framework.tools import ToolInput, ToolResult
 
 SECTION_ID_PATTERN = r"^[a-z][a-z0-9_]{1,39}$"
 MAX_ARGUMENTS = 100  # the largest tool input has under 20 fields

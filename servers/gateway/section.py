@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcp_sections.shared.agents.scope import ScopedState
-from mcp_sections.shared.tools import READ_ONLY, Annotations, ToolContext, tool
+from mcp_sections.shared.framework.tools import READ_ONLY, Annotations, ToolContext, tool
 
 from .models import (
     CallSectionToolInput,

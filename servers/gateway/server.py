@@ -15,15 +15,20 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 
 from mcp_sections.servers.pool.settings import GatewaySettings
-from mcp_sections.shared.about import package_version
-from mcp_sections.shared.approval import describe_arguments, exposed_spec, needs_approval, needs_approval_by_hints
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.errors import ToolFailure
-from mcp_sections.shared.resources import ServeResults, serve_as
-from mcp_sections.shared.sdk_tools import ForgetRootsOnChange, add_built_tools, raw_tool, spec_tool
-from mcp_sections.shared.server import UnknownToolAsNotFound, approval_tool
-from mcp_sections.shared.tasks import TaskCalls, TasksExtension, TaskStore
-from mcp_sections.shared.tools import ToolContext
+from mcp_sections.shared.framework.resources import ServeResults, serve_as
+from mcp_sections.shared.framework.tools import ToolContext
+from mcp_sections.shared.ground.about import package_version
+from mcp_sections.shared.ground.errors import ToolFailure
+from mcp_sections.shared.serving.approval import (
+    describe_arguments,
+    exposed_spec,
+    needs_approval,
+    needs_approval_by_hints,
+)
+from mcp_sections.shared.serving.sdk_tools import ForgetRootsOnChange, add_built_tools, raw_tool, spec_tool
+from mcp_sections.shared.serving.server import UnknownToolAsNotFound, approval_tool
+from mcp_sections.shared.serving.tasks import TaskCalls, TasksExtension, TaskStore
+from mcp_sections.shared.settings.config import Settings
 
 from .core import FORWARD_TOOL, GATEWAY_SPECS, Gateway, Route
 from .tasks import GatewayTasks, section_resources
@@ -95,7 +100,7 @@ class _GatewayValue:
 
 def _approval_tool(gateway: Gateway, spec: Any) -> Any:
     """A destructive gateway tool behind the user's approval: starting a sub-agent, or forwarding a call to a
-    section tool that is not known to be harmless (see `shared.approval`)."""
+    section tool that is not known to be harmless (see `shared.serving.approval`)."""
     return approval_tool(spec, _GatewayValue(gateway), _dispatch(gateway, spec.name), DESCRIBE.get(spec.name))
 
 

@@ -32,9 +32,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route, Router
 
-from mcp_sections.shared.about import package_version
-from mcp_sections.shared.audit import recent_records
 from mcp_sections.shared.brain.summary import BrainSummary, brain_summary
+from mcp_sections.shared.ground.about import package_version
+from mcp_sections.shared.serving.audit import recent_records
 
 if TYPE_CHECKING:
     from mcp_sections.shared.agents.runtime import AgentRuntime

@@ -1,4 +1,5 @@
-"""Which gateway calls run as MCP tasks (`shared.tasks`), and where the bulky parts of forwarded results are read.
+"""Which gateway calls run as MCP tasks (`shared.serving.tasks`), and where the bulky parts of forwarded results are
+read.
 
 The gateway runs a long call as a task of its own: the task's work is the gate's dispatch as for any call (grant,
 approval, audit lines when it starts and when it ends or is cancelled), and a forwarded call is an ordinary
@@ -21,15 +22,15 @@ from typing import Any, Literal
 from mcp.shared.exceptions import MCPError
 
 from mcp_sections.servers.pool.gate import FORWARD_TOOL
-from mcp_sections.shared.approval import needs_approval, needs_approval_by_hints
-from mcp_sections.shared.resources import owner_of
-from mcp_sections.shared.tools import ToolSpec
+from mcp_sections.shared.framework.resources import server_of
+from mcp_sections.shared.framework.tools import ToolSpec
+from mcp_sections.shared.serving.approval import needs_approval, needs_approval_by_hints
 
 logger = logging.getLogger("mcp_sections.gateway.tasks")
 
 
 class GatewayTasks:
-    """The gateway's `shared.tasks.TaskPolicy` (see the module docstring)."""
+    """The gateway's `shared.serving.tasks.TaskPolicy` (see the module docstring)."""
 
     def __init__(self, gateway: Any) -> None:
         self._gateway = gateway
@@ -94,10 +95,10 @@ def _published_support(definition: dict[str, Any]) -> Literal["optional"] | None
 
 
 def section_resources(gateway: Any) -> Any:
-    """The `shared.resources.ServeResults` fallback: a URI minted by a section is read from that section."""
+    """The `shared.framework.resources.ServeResults` fallback: a URI minted by a section is read from that section."""
 
     async def read(uri: str) -> dict[str, Any] | None:
-        section = owner_of(uri)
+        section = server_of(uri)
         if section is None or section not in gateway.catalog:
             return None
         try:

@@ -2,7 +2,7 @@
 
 The index holds one entry per tool of every section whose definitions are known without a process (every
 built-in section, from its declaration; a third-party section once it was first started):
-- BM25 over SQLite FTS5 in memory (the suite's full-text machinery, `shared.fulltext`), one row per tool with
+- BM25 over SQLite FTS5 in memory (the suite's full-text machinery, `shared.text.fulltext`), one row per tool with
   weighted columns: the name, the title, the description, the parameters (names and descriptions), the section
   (id and description), the tool's example needs (`@tool(examples=...)`, six per built-in tool) and the section's
   `search_terms` for it (from its settings: the programs shell_ops may start, those it never allows);
@@ -43,16 +43,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from mcp_sections.shared.errors import invalid_input
-from mcp_sections.shared.fulltext import WORD, match_expression, query_terms
-from mcp_sections.shared.schemas import lean_schema
+from mcp_sections.shared.framework.schemas import lean_schema
+from mcp_sections.shared.ground.errors import invalid_input
+from mcp_sections.shared.text.fulltext import WORD, match_expression, query_terms
 
 if TYPE_CHECKING:
     import numpy as np
 
     from mcp_sections.servers.pool.catalog import SectionEntry
-    from mcp_sections.shared.config import Settings
     from mcp_sections.shared.embeddings import EmbeddingService, EmbeddingSettings
+    from mcp_sections.shared.settings.config import Settings
 
     from .models import FindToolsInput, FindToolsResult
 
@@ -76,8 +76,8 @@ COLUMNS = {
 TEXT_WEIGHT = 0.275
 #: The heading's share of a tool's vector beside the (unit) mean of its examples: the examples say what a user asks.
 HEADING_WEIGHT = 0.25
-#: Function words beyond `shared.fulltext.STOPWORDS` (shared with memory and the brain): in a need they say how it is
-#: asked, not which tool answers, yet the long descriptions hold most of them, so they only blur BM25 and coverage.
+#: Function words beyond `shared.text.fulltext.STOPWORDS` (shared with memory and the brain): in a need they say how it
+#: is asked, not which tool answers, yet the long descriptions hold most of them, so they only blur BM25 and coverage.
 QUERY_STOPWORDS = frozenset(
     WORD.findall(
         "about above after again against all also am any before being below between both could during each "

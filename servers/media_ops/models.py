@@ -9,8 +9,8 @@ from typing import Any, Literal
 from mcp_types import ImageContent
 from pydantic import Field, PrivateAttr
 
-from mcp_sections.shared.resources import INLINE_CHARS, split_inline
-from mcp_sections.shared.tools import ToolInput, ToolResult
+from mcp_sections.shared.framework.resources import INLINE_CHARS, split_inline
+from mcp_sections.shared.framework.tools import ToolInput, ToolResult
 
 MAX_INLINE_LINES = 200  # OCR lines returned inline at most (each with its box); all of them go by reference
 
@@ -60,7 +60,7 @@ class WithImages(ToolResult):
         return result
 
     def images_by_reference(self) -> None:
-        """Send the images as resource links instead of image content (`shared.resources`)."""
+        """Send the images as resource links instead of image content (`shared.framework.resources`)."""
         for number, (image, block) in enumerate(zip(self.images, self._blocks, strict=True), 1):
             extension = "jpg" if block.mime_type == "image/jpeg" else "png"
             image.uri = self.attach(
@@ -126,7 +126,7 @@ class ReadImageResult(WithImages):
 
     def long_by_reference(self) -> ReadImageResult:
         """A long document (text over 16,000 characters or more than MAX_INLINE_LINES lines): its start inline;
-        the whole text, every line and the image by reference (`shared.resources`)."""
+        the whole text, every line and the image by reference (`shared.framework.resources`)."""
         self.line_count = len(self.lines)
         if len(self.text) <= INLINE_CHARS and len(self.lines) <= MAX_INLINE_LINES:
             return self

@@ -1,6 +1,6 @@
 """The remote services media_ops asks: a vision model (describe), an images API (generate) and a 3D job API.
 
-Each is a small interface over `shared.model_api` (base URLs, key headers, coded failures naming the setting to
+Each is a small interface over `shared.net.model_api` (base URLs, key headers, coded failures naming the setting to
 fix) sent through the section's GuardedHttp (the shared URL guard: the configured endpoint's host is allowed,
 anything else it points to is checked like any URL). Their answers are untrusted:
 JSON shapes are checked, images decoded and size-checked by the caller, 3D files must be GLB.
@@ -17,8 +17,8 @@ from urllib.parse import urljoin
 
 import anyio
 
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.model_api import (
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.net.model_api import (
     CHAT_COMPLETIONS,
     IMAGES,
     MESSAGES,
@@ -29,7 +29,7 @@ from mcp_sections.shared.model_api import (
 )
 
 if TYPE_CHECKING:
-    from mcp_sections.shared.web_fetch import GuardedHttp
+    from mcp_sections.shared.net.fetch import GuardedHttp
 
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 MAX_PROVIDER_JSON = 80_000_000  # base64 images arrive inside JSON

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.install_hints import install_hint
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.install_hints import install_hint
 
 MESH_SUFFIXES = frozenset({".glb", ".gltf", ".obj", ".stl", ".ply"})
 MAX_REFERENCED_BYTES = 200_000_000

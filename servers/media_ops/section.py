@@ -23,9 +23,9 @@ from mcp_sections.servers.media_ops.models import (
     Render3DResult,
 )
 from mcp_sections.servers.media_ops.settings import MediaOpsSettings
-from mcp_sections.shared.requirements import InstallExtra, Requirement, module
-from mcp_sections.shared.sections import Container, Section, SectionRuntime
-from mcp_sections.shared.tools import CREATE, READ_ONLY, WEB_READ, Annotations, ToolContext, tool
+from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, module
+from mcp_sections.shared.framework.sections import Container, Section, SectionRuntime
+from mcp_sections.shared.framework.tools import CREATE, READ_ONLY, WEB_READ, Annotations, ToolContext, tool
 
 GENERATE = Annotations(read_only=False, destructive=False, idempotent=False, open_world=True)
 

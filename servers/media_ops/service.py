@@ -17,13 +17,13 @@ import anyio
 
 from mcp_sections.servers.media_ops import images, ocr, providers, render
 from mcp_sections.servers.media_ops.settings import MediaOpsSettings
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.paging import fingerprint, page
-from mcp_sections.shared.walking import walk
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.framework.paging import fingerprint, page
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.text.walking import walk
 
 if TYPE_CHECKING:
-    from mcp_sections.shared.web_fetch import GuardedHttp
+    from mcp_sections.shared.net.fetch import GuardedHttp
 
 USER_AGENT = "mcp-sections-media_ops/0.1"
 ALLOW_SETTING = "`[sections.media_ops] allow` (or MCP_SECTIONS_MEDIA_OPS_ALLOW)"
@@ -62,8 +62,8 @@ class MediaOps:
     def http(self) -> GuardedHttp:
         """The guarded HTTP client for providers, made on first use (local tools never load it)."""
         if self._http is None:
-            from mcp_sections.shared.guards.urls import AllowList, UrlGuard
-            from mcp_sections.shared.web_fetch import GuardedHttp
+            from mcp_sections.shared.confinement.guards.urls import AllowList, UrlGuard
+            from mcp_sections.shared.net.fetch import GuardedHttp
 
             settings = self.settings
             allow = AllowList.parse(settings.allow)

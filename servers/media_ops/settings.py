@@ -6,7 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from mcp_sections.shared.config import SectionSettings, split_commas
+from mcp_sections.shared.settings.config import SectionSettings, split_commas
 
 
 class MediaOpsSettings(SectionSettings):

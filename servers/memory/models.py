@@ -21,7 +21,7 @@ from mcp_sections.servers.memory.store import (
     ScopeName,
     SearchMode,
 )
-from mcp_sections.shared.tools import ToolInput, ToolResult
+from mcp_sections.shared.framework.tools import ToolInput, ToolResult
 
 PREVIEW_CHARS = 1_000
 MAX_QUERY_LENGTH = 2_000

@@ -30,12 +30,12 @@ from mcp_sections.servers.memory.models import (
     UpdateResult,
 )
 from mcp_sections.servers.memory.store import DEFAULT_DUPLICATE_THRESHOLD, MemoryStore
-from mcp_sections.shared.config import SectionSettings
 from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService, EmbeddingSettings, get_embedder
 from mcp_sections.shared.embeddings.requirements import embedding_requirements
-from mcp_sections.shared.errors import invalid_input
-from mcp_sections.shared.sections import Container, Section, SectionRuntime
-from mcp_sections.shared.tools import CREATE, OVERWRITE, READ_ONLY, WRITE, tool
+from mcp_sections.shared.framework.sections import Container, Section, SectionRuntime
+from mcp_sections.shared.framework.tools import CREATE, OVERWRITE, READ_ONLY, WRITE, tool
+from mcp_sections.shared.ground.errors import invalid_input
+from mcp_sections.shared.settings.config import SectionSettings
 
 
 class MemorySettings(SectionSettings, EmbeddingSettings):

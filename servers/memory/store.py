@@ -38,9 +38,9 @@ from mcp_sections.shared.embeddings import (
 )
 from mcp_sections.shared.embeddings.model_lock import ModelLock
 from mcp_sections.shared.embeddings.worker import EmbeddingWorker
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, not_found
-from mcp_sections.shared.fulltext import match_expression, query_terms
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input, not_found
 from mcp_sections.shared.store.sqlite import Database
+from mcp_sections.shared.text.fulltext import match_expression, query_terms
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np

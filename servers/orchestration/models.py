@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from mcp_sections.shared.tools import ToolInput, ToolResult
+from mcp_sections.shared.framework.tools import ToolInput, ToolResult
 
 SECTION_ID_PATTERN = r"^[a-z][a-z0-9_]{1,39}$"
 AGENT_ID_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"

@@ -30,17 +30,17 @@ from mcp_sections.servers.pool.pool import Route, SectionPool
 from mcp_sections.shared.agents.providers import ToolDef
 from mcp_sections.shared.agents.runtime import AgentRun, AgentRuntime, AgentTask, Metrics, SlotPool
 from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ScopedState
-from mcp_sections.shared.audit import audit_log
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.errors import (
+from mcp_sections.shared.framework.tools import ToolContext, ToolSpec
+from mcp_sections.shared.ground.errors import (
     ToolFailure,
     invalid_input,
     limit_exceeded,
     not_found,
     permission_denied,
 )
-from mcp_sections.shared.sdk_tools import definition
-from mcp_sections.shared.tools import ToolContext, ToolSpec
+from mcp_sections.shared.serving.audit import audit_log
+from mcp_sections.shared.serving.sdk_tools import definition
+from mcp_sections.shared.settings.config import Settings
 
 from .settings import OrchestrationSettings, PermanentAgent
 

@@ -6,9 +6,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from mcp_sections.shared.agents.scope import ScopedState
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input
-from mcp_sections.shared.sections import Section, SectionRuntime
-from mcp_sections.shared.tools import (
+from mcp_sections.shared.framework.sections import Section, SectionRuntime
+from mcp_sections.shared.framework.tools import (
     OPEN_WORLD,
     OVERWRITE,
     READ_ONLY,
@@ -20,6 +19,7 @@ from mcp_sections.shared.tools import (
     spec_of,
     tool,
 )
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input
 
 from .models import (
     AgentInfo,

@@ -29,8 +29,8 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from mcp_sections.shared.config import SectionSettings, split_commas
-from mcp_sections.shared.sections import SECTION_ID
+from mcp_sections.shared.framework.sections import SECTION_ID
+from mcp_sections.shared.settings.config import SectionSettings, split_commas
 
 AGENT_ID_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
 

@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, load_section
-from mcp_sections.shared.config import Settings
+from mcp_sections.shared.settings.config import Settings
 
 from .settings import ExternalSection, GatewaySettings
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from mcp_sections.shared.sections import Section
+    from mcp_sections.shared.framework.sections import Section
 
     from .validation import ArgumentChecker
 
@@ -169,7 +169,7 @@ class SectionEntry:
 
 def declaration_definitions(section: Section, settings: Settings) -> list[dict[str, Any]]:
     """The `tools/list` of a declared section, exactly as its server publishes it, without a process."""
-    from mcp_sections.shared.sdk_tools import definition
+    from mcp_sections.shared.serving.sdk_tools import definition
 
     return [definition(spec) for spec in section.specs]
 

@@ -11,13 +11,14 @@ Each one is dispatched here, and here only:
 2. the name is resolved for this caller: the client's own tools and exposed tools; a sub-agent's routes and host
    tools — the route carries the section id, and the call runs only if the caller's grant holds that section id
    (grant by identity, never by a tool's name) and the tool filters show the tool (`filters.py`);
-3. approval: the client was asked by the transport before dispatch (`shared.approval`, `servers/gateway/server.py`);
+3. approval: the client was asked by the transport before dispatch (`shared.serving.approval`,
+`servers/gateway/server.py`);
    a sub-agent that has read untrusted content since its goal was approved is asked again, mid-call, before each
    tool that needs approval (refused where no question can be asked);
 4. the call runs (a host tool, or `SectionPool.forward`), and what the caller reads is marked: results of
    third-party sections and of untrusted host tools get a provenance envelope here (built-in sections wrap their own),
    and a sub-agent's trail records that it read untrusted content.
-When traces are exported (`shared.telemetry`), each call is a span here too, naming the section it resolved to.
+When traces are exported (`shared.serving.telemetry`), each call is a span here too, naming the section it resolved to.
 """
 
 from __future__ import annotations
@@ -30,20 +31,20 @@ from typing import Any
 from mcp_types import CallToolResult
 
 from mcp_sections.shared.agents.scope import AgentScope
-from mcp_sections.shared.approval import (
+from mcp_sections.shared.framework.tools import Annotations, ToolContext, ToolSpec
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, not_found
+from mcp_sections.shared.serving.approval import (
     Approval,
     approval_question,
     describe_arguments,
     needs_approval_by_hints,
     refusal,
 )
-from mcp_sections.shared.audit import AuditLog
-from mcp_sections.shared.calls import failure_result, parse_arguments, run_tool
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, not_found
-from mcp_sections.shared.pipeline import accounted
-from mcp_sections.shared.provenance import wrap_result
-from mcp_sections.shared.telemetry import CallSpan
-from mcp_sections.shared.tools import Annotations, ToolContext, ToolSpec
+from mcp_sections.shared.serving.audit import AuditLog
+from mcp_sections.shared.serving.calls import failure_result, parse_arguments, run_tool
+from mcp_sections.shared.serving.pipeline import accounted
+from mcp_sections.shared.serving.provenance import wrap_result
+from mcp_sections.shared.serving.telemetry import CallSpan
 
 from .pool import Route, SectionPool
 

@@ -1,7 +1,7 @@
 """In-process sections (`[gateway] in_process`, opt-in): a light built-in section called without a subprocess.
 
 The gateway builds the section from its declaration exactly as `mcp-sections serve <id>` does (the section's own
-call pipeline, `shared.pipeline.SectionCalls`, with the same settings and its own audit log), so results, error
+call pipeline, `shared.serving.pipeline.SectionCalls`, with the same settings and its own audit log), so results, error
 codes and argument validation are the ones the subprocess would give. What is lost is isolation: see the
 `in_process` paragraph of `settings.py` for the trade-off and why only some sections qualify.
 """
@@ -16,16 +16,16 @@ import anyio
 import anyio.to_thread
 from mcp_types import CallToolResult
 
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, not_found
-from mcp_sections.shared.pipeline import SectionCalls
-from mcp_sections.shared.tools import ToolContext
+from mcp_sections.shared.framework.tools import ToolContext
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, not_found
+from mcp_sections.shared.serving.pipeline import SectionCalls
+from mcp_sections.shared.settings.config import Settings
 
 from .catalog import SectionEntry
 from .settings import GatewaySettings
 
 if TYPE_CHECKING:
-    from mcp_sections.shared.sections import Section, SectionRuntime
+    from mcp_sections.shared.framework.sections import Section, SectionRuntime
 
     from .launchers import ProgressCallback, State
 
@@ -53,7 +53,7 @@ def in_process_refusal(entry: SectionEntry) -> str | None:
 
 
 class InProcessLauncher:
-    """A built-in section run inside the gateway, on the section's own call pipeline (`shared.pipeline`).
+    """A built-in section run inside the gateway, on the section's own call pipeline (`shared.serving.pipeline`).
 
     Its `ToolContext` forwards progress to the gateway's caller and offers no client channel, as the subprocess
     would have none: the gateway's client connection offers the section no roots, sampling or questions.

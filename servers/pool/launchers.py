@@ -43,10 +43,10 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult
 from mcp_types.version import is_version_at_least
 
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.install_hints import install_hint
-from mcp_sections.shared.telemetry import passed_environment
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.install_hints import install_hint
+from mcp_sections.shared.serving.telemetry import passed_environment
+from mcp_sections.shared.settings.config import Settings
 
 from .catalog import SectionEntry
 from .section_process import SectionProcess, section_stdio
@@ -101,8 +101,8 @@ class Launcher(Protocol):
     ) -> CallToolResult: ...
 
     async def read_resource(self, uri: str) -> dict[str, Any] | None:
-        """A resource of the section's results (`shared.resources`), as `resources/read` answers it; None when the
-        section is not running (its results went with its process) or does not know the URI."""
+        """A resource of the section's results (`shared.framework.resources`), as `resources/read` answers it; None when
+        the section is not running (its results went with its process) or does not know the URI."""
         ...
 
     async def stop(self) -> None: ...
@@ -116,11 +116,11 @@ def builtin_parameters(
     The `OTEL_*` variables go along (the section's spans join the gateway's traces: the SDK's client puts the
     trace context in each request's `_meta`). A section that runs sub-agents (`Section.runs_agents`) also gets the
     model settings and the API-key variable named by `[gateway.model] api_key_env` — and only that one variable.
-    Every section learns the suite's own endpoints (`shared.endpoints`: the gateway's HTTP listener, its model's and
-    its sections' URLs, which may come from `MCP_SECTIONS_GATEWAY_*` variables it does not get): no program it runs
-    may publish a port there.
+    Every section learns the suite's own endpoints (`shared.settings.endpoints`: the gateway's HTTP listener, its
+    model's and its sections' URLs, which may come from `MCP_SECTIONS_GATEWAY_*` variables it does not get): no program
+    it runs may publish a port there.
     """
-    from mcp_sections.shared.endpoints import SUITE_ENDPOINTS, passed_on
+    from mcp_sections.shared.settings.endpoints import SUITE_ENDPOINTS, passed_on
 
     # -P: the working directory (often a root) never goes first on the section's module search path
     args = ["-P", "-m", "mcp_sections.servers", "serve", section_id, "--data-dir", str(settings.data_dir)]
@@ -135,7 +135,9 @@ def builtin_parameters(
         if (key.startswith("MCP_SECTIONS_") and not key.startswith("MCP_SECTIONS_GATEWAY_"))
         or key in PASSED_ENVIRONMENT
     }
-    env["MCP_SECTIONS_APPROVAL"] = "off"  # the gateway asks its client before destructive calls (shared.approval)
+    env["MCP_SECTIONS_APPROVAL"] = (
+        "off"  # the gateway asks its client before destructive calls (shared.serving.approval)
+    )
     env.update(passed_environment())  # OTEL_*: the section exports its spans where the gateway does
     urls = [gateway.model.base_url, *(external.url for external in gateway.sections.values())] if gateway else []
     env[SUITE_ENDPOINTS] = passed_on(urls)
@@ -605,6 +607,6 @@ def _caller_meta(caller: Any) -> dict[str, Any] | None:
     """The `_meta` naming a sub-agent caller; none for the client itself, which a section assumes without it."""
     if caller is None or (caller.depth == 0 and caller.agent_id is None):
         return None
-    from mcp_sections.shared.audit import caller_meta
+    from mcp_sections.shared.serving.audit import caller_meta
 
     return caller_meta(caller.depth, caller.agent_id)

@@ -21,9 +21,9 @@ from anyio.abc import TaskGroup
 from mcp_types import CallToolResult
 
 from mcp_sections.shared.agents.scope import AgentScope
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.errors import ConfigError, ErrorCode, ToolFailure, not_found, permission_denied
-from mcp_sections.shared.tools import ToolContext
+from mcp_sections.shared.framework.tools import ToolContext
+from mcp_sections.shared.ground.errors import ConfigError, ErrorCode, ToolFailure, not_found, permission_denied
+from mcp_sections.shared.settings.config import Settings
 
 from .catalog import SectionEntry, SectionTool, build_catalog
 from .filters import ToolFilter

@@ -66,8 +66,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from mcp_sections.shared.config import ConfigError, LayeredSettings, Settings, split_commas
-from mcp_sections.shared.sections import SECTION_ID
+from mcp_sections.shared.framework.sections import SECTION_ID
+from mcp_sections.shared.settings.config import ConfigError, LayeredSettings, Settings, split_commas
 
 from .filters import ToolFilter
 
@@ -102,7 +102,7 @@ class ExternalSection(BaseModel):
         """The headers sent to a Streamable HTTP section: `headers`, plus the bearer token from its file."""
         if self.auth_token_file is None:
             return dict(self.headers)
-        from mcp_sections.shared.http_auth import read_token_file
+        from mcp_sections.shared.serving.http_auth import read_token_file
 
         return {**self.headers, "Authorization": f"Bearer {read_token_file(self.auth_token_file)}"}
 

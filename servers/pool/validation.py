@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from mcp_sections.shared.calls import json_container
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.serving.calls import json_container
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError

@@ -38,8 +38,8 @@ from mcp_sections.shared.brain.model import (
     valid_project_id,
 )
 from mcp_sections.shared.brain.web_pages import INLINE_MTIME, store_web_page
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, invalid_input, not_found, permission_denied
-from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input, not_found, permission_denied
 
 logger = logging.getLogger("mcp_sections.rag_ops")
 

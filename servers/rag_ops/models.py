@@ -8,9 +8,9 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from mcp_sections.shared.brain.model import LABELS, PROJECT_ID_PATTERN, PROJECT_TYPES, RELATIONSHIPS
-from mcp_sections.shared.config import SectionSettings
 from mcp_sections.shared.embeddings import EmbeddingSettings
-from mcp_sections.shared.tools import ToolInput, ToolResult
+from mcp_sections.shared.framework.tools import ToolInput, ToolResult
+from mcp_sections.shared.settings.config import SectionSettings
 
 MAX_CODE_CHARS = 1_000_000
 MAX_QUERY_CHARS = 1_000

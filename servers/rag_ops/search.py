@@ -7,7 +7,7 @@ from typing import Any
 
 from mcp_sections.shared.brain.embedding_jobs import EmbeddingJobs
 from mcp_sections.shared.brain.model import LABELS, Node
-from mcp_sections.shared.errors import invalid_input
+from mcp_sections.shared.ground.errors import invalid_input
 
 RRF_K = 60
 SCOPE_KINDS = ("function", "method", "class", "interface", "struct", "enum", "trait", "impl", "type", "block")

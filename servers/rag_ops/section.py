@@ -44,9 +44,9 @@ from mcp_sections.servers.rag_ops.models import (
     SetupProjectResult,
 )
 from mcp_sections.shared.embeddings.requirements import embedding_requirements
-from mcp_sections.shared.requirements import InstallExtra, Requirement, module
-from mcp_sections.shared.sections import Container, Section, SectionRuntime
-from mcp_sections.shared.tools import OVERWRITE, READ_ONLY, WRITE, ToolContext, tool
+from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, module
+from mcp_sections.shared.framework.sections import Container, Section, SectionRuntime
+from mcp_sections.shared.framework.tools import OVERWRITE, READ_ONLY, WRITE, ToolContext, tool
 
 
 def open_brain(runtime: SectionRuntime) -> Any:
@@ -85,7 +85,7 @@ def neo4j_reachable(runtime: SectionRuntime) -> str | None:
     if importlib.util.find_spec("neo4j") is None:
         return "backend = neo4j but the neo4j driver is not installed"
     from mcp_sections.shared.brain.neo4j_backend import Neo4jBrainStore
-    from mcp_sections.shared.errors import ToolFailure
+    from mcp_sections.shared.ground.errors import ToolFailure
 
     try:
         Neo4jBrainStore.from_env().close()
@@ -474,7 +474,7 @@ def query_entities(params: QueryEntitiesInput, state: Any) -> EntitiesResult:
     """Find nodes by typed filters: label, name (exact / prefix / contains), file or directory path, project,
     property values (see get_schema), with limit/offset. Returns ids for explore_relationships."""
     from mcp_sections.shared.brain.model import ALL_PROPERTIES, EntityFilter
-    from mcp_sections.shared.errors import invalid_input
+    from mcp_sections.shared.ground.errors import invalid_input
 
     unknown = sorted(set(params.properties) - ALL_PROPERTIES)
     if unknown:
@@ -632,7 +632,7 @@ def run_cypher(params: RunCypherInput, state: Any) -> RunCypherResult:
     EXPLAIN must say it only reads, and it runs in a READ transaction with a timeout and at most `limit` rows.
     On the embedded SQLite backend (the default) it fails with DEPENDENCY_ERROR saying how to switch; there,
     query_entities, explore_relationships and get_schema answer the same questions."""
-    from mcp_sections.shared.errors import ErrorCode, ToolFailure
+    from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
     if state.store.backend != "neo4j":
         raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, NEEDS_NEO4J)

@@ -42,8 +42,8 @@ from typing import Literal
 
 from mcp_sections.servers.shell_ops.keeper import descendants
 from mcp_sections.servers.shell_ops.processes import is_keeper, keep, kept, kill_group, needs_keeper
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded, not_found
-from mcp_sections.shared.secrets import mask_ends
+from mcp_sections.shared.confinement.secrets.masking import mask_ends
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, limit_exceeded, not_found
 
 State = Literal["running", "exited", "stopped", "expired"]
 READ_CHUNK = 65536

@@ -21,8 +21,8 @@ from typing import Any
 
 from mcp_sections.servers.shell_ops.policies.git import git_hardening_args, unsafe_git_config_names
 from mcp_sections.servers.shell_ops.processes import ProcessResult
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 Run = Callable[[list[str], Path], Awaitable[ProcessResult]]
 

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from mcp_sections.shared.tools import ToolInput, ToolResult
+from mcp_sections.shared.framework.tools import ToolInput, ToolResult
 
 CWD_DESCRIPTION = (
     "Working directory, inside the allowed roots (relative paths start at the first root). Default: the first root."

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from mcp_sections.servers.shell_ops.policies.npm import check_npm_script_name
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 MAX_PACKAGE_JSON_BYTES = 1024 * 1024
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from mcp_sections.servers.shell_ops import keeper
 from mcp_sections.servers.shell_ops.homes import home_environment
-from mcp_sections.shared.errors import SuiteError
+from mcp_sections.shared.ground.errors import SuiteError
 
 READ_CHUNK = 65536
 PIPE_GRACE_SECONDS = 2.0

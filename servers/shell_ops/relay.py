@@ -15,7 +15,8 @@ and carries each connection into the sandbox over a Unix socket pair it passed i
 No path is involved (a file-system socket in a directory the program can write could be replaced by a link to
 another socket on the host); the program still has no route out; at most MAX_CONNECTIONS connections at once.
 While the relay accepts, each of its ports has an entry in the registry of published ports
-(`shared.published_ports`), which is how web_ops knows that it may read this dev server, and nothing else on loopback.
+(`shared.confinement.published_ports`), which is how web_ops knows that it may read this dev server, and nothing else on
+loopback.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import struct
 import threading
 from collections.abc import Sequence
 
-from mcp_sections.shared.published_ports import PublishedPorts
+from mcp_sections.shared.confinement.published_ports import PublishedPorts
 
 MAX_CONNECTIONS = 64
 FIRST_PORT, LAST_PORT = 1024, 65535

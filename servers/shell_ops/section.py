@@ -27,9 +27,9 @@ from mcp_sections.servers.shell_ops.models import (
 )
 from mcp_sections.servers.shell_ops.policies.allow_list import NEVER_ALLOWED
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
-from mcp_sections.shared.requirements import Requirement, no_sandbox, program
-from mcp_sections.shared.sections import Container, Section, SectionRuntime
-from mcp_sections.shared.tools import OPEN_WORLD, OVERWRITE, READ_ONLY, Annotations, ToolContext, tool
+from mcp_sections.shared.framework.requirements import Requirement, no_sandbox, program
+from mcp_sections.shared.framework.sections import Container, Section, SectionRuntime
+from mcp_sections.shared.framework.tools import OPEN_WORLD, OVERWRITE, READ_ONLY, Annotations, ToolContext, tool
 
 READS_OUTPUT = Annotations(read_only=True, destructive=False, idempotent=False, open_world=False)
 """Reads a process's output and moves its read position (the next call returns newer output)."""

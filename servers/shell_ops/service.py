@@ -22,11 +22,11 @@ from mcp_sections.servers.shell_ops.policies.syntax import invalid
 from mcp_sections.servers.shell_ops.processes import ProcessResult, SpawnError, child_environment, run_process
 from mcp_sections.servers.shell_ops.relay import PortPublisher, relay_argv
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.installers import Egress, registry_egress, registry_environment
-from mcp_sections.shared.sandbox import Confinement, Sandbox, Spawn, detect, install_prefixes
-from mcp_sections.shared.toolchains import ProjectToolchain
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.confinement.installers import Egress, registry_egress, registry_environment
+from mcp_sections.shared.confinement.sandbox import Confinement, Sandbox, Spawn, detect, install_prefixes
+from mcp_sections.shared.confinement.toolchains import ProjectToolchain
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, limit_exceeded
 
 logger = logging.getLogger("mcp_sections.shell_ops")
 
@@ -108,7 +108,7 @@ class ShellOps:
         """What a program sees: the roots (writable: commands may build, format, commit), its private HOME, and the
         verified interpreter installations its project environment needs (read-only). `program`: a program that is
         not the sandbox's first one (behind the port relay) and needs its own install prefix shown. `egress`: an
-        installer's way out (`shared.installers`); every other program has no network."""
+        installer's way out (`shared.confinement.installers`); every other program has no network."""
         readable = [*(toolchain or self.guard.base_toolchain()).readable]
         if program is not None:
             shown = Confinement(writable=(*self.paths.roots, home), readable=tuple(readable))
@@ -275,7 +275,7 @@ class ShellOps:
             argv = [*repo.base, *others, *checked.args[len(global_options) :]]
         with contextlib.ExitStack() as stack:
             egress = None
-            if checked.installer is not None:  # its only way out: the registries (shared.installers)
+            if checked.installer is not None:  # its only way out: the registries (shared.confinement.installers)
                 egress = stack.enter_context(
                     registry_egress(self.sandbox().kind, self.settings.install_registries, os.environ)
                 )
@@ -525,11 +525,12 @@ class ShellOps:
 
     def _publisher(self, ports: list[int], sandbox: Sandbox) -> PortPublisher | None:
         """The relay that publishes `ports` (None when there are none, or the program listens on the host itself),
-        recorded as published while it accepts (`shared.published_ports`: web_ops may read it). A port that is one of
-        the suite's own endpoints is refused (`shared.endpoints`: its HTTP listener, a model's or a section's URL)."""
-        from mcp_sections.shared import served
-        from mcp_sections.shared.endpoints import reserved_refusal
-        from mcp_sections.shared.published_ports import PublishedPorts
+        recorded as published while it accepts (`shared.confinement.published_ports`: web_ops may read it). A port that
+        is one of the suite's own endpoints is refused (`shared.settings.endpoints`: its HTTP listener, a model's or a
+        section's URL)."""
+        from mcp_sections.shared.confinement.published_ports import PublishedPorts
+        from mcp_sections.shared.settings import served
+        from mcp_sections.shared.settings.endpoints import reserved_refusal
 
         if not ports:
             return None

@@ -9,9 +9,9 @@ from pydantic import Field, field_validator
 
 from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS, check_allow_list
 from mcp_sections.servers.shell_ops.policies.environment import DEFAULT_PROCESS_ENVIRONMENT, check_environment_names
-from mcp_sections.shared.config import SectionSettings
-from mcp_sections.shared.installers import DEFAULT_REGISTRIES
-from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
+from mcp_sections.shared.confinement.installers import DEFAULT_REGISTRIES
+from mcp_sections.shared.ground.programs import DEFAULT_SEARCH_PATH
+from mcp_sections.shared.settings.config import SectionSettings
 
 
 class ShellOpsSettings(SectionSettings):
@@ -53,8 +53,8 @@ class ShellOpsSettings(SectionSettings):
     git_author_email: str | None = Field(default=None, description="GIT_AUTHOR_EMAIL/GIT_COMMITTER_EMAIL.")
     sandbox: Literal["auto", "bubblewrap", "seatbelt", "off"] = Field(
         default="auto",
-        description="Confinement of every program by the OS (shared/sandbox.py): auto is bubblewrap on Linux and "
-        "Seatbelt (sandbox-exec) on macOS and refuses to run commands without a working one; off runs them "
+        description="Confinement of every program by the OS (shared/confinement/sandbox.py): auto is bubblewrap on "
+        "Linux and Seatbelt (sandbox-exec) on macOS and refuses to run commands without a working one; off runs them "
         "unconfined and says so in every result.",
     )
 

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from mcp_sections.shared.errors import invalid_input, limit_exceeded, not_found, validation_failed
+from mcp_sections.shared.ground.errors import invalid_input, limit_exceeded, not_found, validation_failed
 from mcp_sections.shared.store.sqlite import Database
 
 Status = Literal["pending", "in_progress", "completed", "blocked"]

@@ -22,7 +22,7 @@ from mcp_sections.servers.todo.board import (
     WORKFLOW_ID_PATTERN,
     Task,
 )
-from mcp_sections.shared.tools import ToolInput, ToolResult
+from mcp_sections.shared.framework.tools import ToolInput, ToolResult
 
 StatusName = Literal["pending", "in_progress", "completed", "blocked"]
 

@@ -26,9 +26,9 @@ from mcp_sections.servers.todo.models import (
     UpdateResult,
     UpdateStatusInput,
 )
-from mcp_sections.shared.config import SectionSettings
-from mcp_sections.shared.sections import Section, SectionRuntime
-from mcp_sections.shared.tools import CREATE, OVERWRITE, READ_ONLY, WRITE, tool
+from mcp_sections.shared.framework.sections import Section, SectionRuntime
+from mcp_sections.shared.framework.tools import CREATE, OVERWRITE, READ_ONLY, WRITE, tool
+from mcp_sections.shared.settings.config import SectionSettings
 
 
 class TodoSettings(SectionSettings):

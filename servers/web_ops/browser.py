@@ -1,7 +1,7 @@
 """One headless Chromium, started on first use and reused, with a fresh context per page behind a guarding proxy.
 
-Each render gets its own `EgressProxy` (shared/egress_proxy.py) on an ephemeral loopback port, deciding with the
-URL guard, and its browser context sends every request there, loopback included: Chromium's network stack itself
+Each render gets its own `EgressProxy` (shared/confinement/egress_proxy.py) on an ephemeral loopback port, deciding with
+the URL guard, and its browser context sends every request there, loopback included: Chromium's network stack itself
 goes through the proxy, so the page, each redirect hop, sub-resources, iframes, `fetch()`/XHR, EventSource,
 prefetches, workers and service workers all pass the guard and reach only the address it checked. The proxy's
 ledger is the render's own: its refusals are `blocked`, its request count the sub-request cap, its byte count the
@@ -20,11 +20,11 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mcp_sections.shared.egress_proxy import DenyAllPolicy, EgressProxy, GuardPolicy, Limits, Refusal
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.urls import UrlGuard
-from mcp_sections.shared.install_hints import install_hint
-from mcp_sections.shared.web_fetch import GuardedHttp
+from mcp_sections.shared.confinement.egress_proxy import DenyAllPolicy, EgressProxy, GuardPolicy, Limits, Refusal
+from mcp_sections.shared.confinement.guards.urls import UrlGuard
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.install_hints import install_hint
+from mcp_sections.shared.net.fetch import GuardedHttp
 
 WaitFor = Literal["load", "domcontentloaded", "networkidle"]
 SYSTEM_CHROMIUMS = (
@@ -156,7 +156,7 @@ class Browser:
     ) -> RenderedPage:
         """Load a page with every request of its context through its own guarding proxy; its HTML after scripts.
         `guard`: the URL guard of this render (default: the client's; a published dev server's page gets the guard
-        of published dev servers, `shared.guards.urls`)."""
+        of published dev servers, `shared.confinement.guards.urls`)."""
         browser = await self.chromium()
         policy = GuardPolicy(guard) if guard is not None else self.policy
         async with self._slots, EgressProxy(policy, self.limits) as proxy:

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import anyio
 
 from mcp_sections.servers.web_ops.pages import Page
-from mcp_sections.shared.errors import ToolFailure, invalid_input
-from mcp_sections.shared.guards.urls import normalise_url, parse_url
-from mcp_sections.shared.web_fetch import GuardedHttp
+from mcp_sections.shared.confinement.guards.urls import normalise_url, parse_url
+from mcp_sections.shared.ground.errors import ToolFailure, invalid_input
+from mcp_sections.shared.net.fetch import GuardedHttp
 
 MAX_DEPTH = 3
 MAX_PAGES = 50

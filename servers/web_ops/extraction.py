@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-from mcp_sections.shared.errors import SuiteError
+from mcp_sections.shared.ground.errors import SuiteError
 
 if TYPE_CHECKING:
     from mcp_sections.servers.web_ops.main_content import Resolver

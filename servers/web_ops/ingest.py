@@ -13,7 +13,7 @@ from typing import Any
 from mcp_sections.shared.brain.embedding_jobs import EmbeddingJobs
 from mcp_sections.shared.brain.model import valid_project_id
 from mcp_sections.shared.brain.web_pages import store_web_page
-from mcp_sections.shared.errors import invalid_input
+from mcp_sections.shared.ground.errors import invalid_input
 
 BRAIN_OWNER = "rag_ops"  # the section that searches the brain and re-embeds it (`mcp-sections reembed rag_ops`)
 

@@ -26,9 +26,9 @@ from mcp_sections.servers.web_ops.extraction import (
     UnsupportedContent,
     extract,
 )
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.urls import is_loopback_url, normalise_url, parse_url
-from mcp_sections.shared.web_fetch import GuardedHttp
+from mcp_sections.shared.confinement.guards.urls import is_loopback_url, normalise_url, parse_url
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.net.fetch import GuardedHttp
 
 Render = Literal["auto", "browser", "http"]
 THIN_TEXT = 300  # visible characters below which an HTML page with scripts is rendered in the browser

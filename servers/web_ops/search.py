@@ -20,9 +20,9 @@ from typing import Protocol
 from urllib.parse import urlencode
 
 from mcp_sections.servers.web_ops.extraction import strip_invisible
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.install_hints import install_hint
-from mcp_sections.shared.web_fetch import GuardedHttp
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.install_hints import install_hint
+from mcp_sections.shared.net.fetch import GuardedHttp
 
 BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
 

@@ -21,12 +21,12 @@ from mcp_sections.servers.web_ops.models import (
     SearchWebResult,
 )
 from mcp_sections.servers.web_ops.settings import WebOpsSettings
-from mcp_sections.shared.errors import invalid_input
-from mcp_sections.shared.markdown_blocks import window
-from mcp_sections.shared.requirements import InstallExtra, Requirement, module
-from mcp_sections.shared.resources import PREVIEW_CHARS
-from mcp_sections.shared.sections import Container, Section, SectionRuntime
-from mcp_sections.shared.tools import WEB_READ, WEB_WRITE, ToolContext, tool
+from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, module
+from mcp_sections.shared.framework.resources import PREVIEW_CHARS
+from mcp_sections.shared.framework.sections import Container, Section, SectionRuntime
+from mcp_sections.shared.framework.tools import WEB_READ, WEB_WRITE, ToolContext, tool
+from mcp_sections.shared.ground.errors import invalid_input
+from mcp_sections.shared.text.markdown_blocks import window
 
 MAX_BLOCKED_SHOWN = 20
 
@@ -128,7 +128,7 @@ async def fetch_web_page(params: FetchWebPageInput, state: Any, ctx: ToolContext
         if ingested
         else None,
     )
-    if params.extract_text:  # the pages cut short go whole by reference (shared.resources)
+    if params.extract_text:  # the pages cut short go whole by reference (shared.framework.resources)
         if next_start is not None or params.start_index:
             result.text_uri = _attach_page(result, page, 0)
         for number, (child, crawled) in enumerate(zip(children or [], fetched.report.pages[1:], strict=True), 1):

@@ -3,8 +3,8 @@
 One `WebOps` per process, opened on the server's event loop: the guarded HTTP clients, the browser (started on
 first use), the page cache, and the brain writer (opened on the first ingest). Two clients fetch: one for the web
 (public addresses and the allow-list), one for the dev servers that shell_ops publishes on 127.0.0.1 right now
-(`shared.published_ports`, read from the data directory: nothing else on loopback, and not the web from their pages);
-a URL on loopback goes to the second (`pages.PageFetcher.client_for`).
+(`shared.confinement.published_ports`, read from the data directory: nothing else on loopback, and not the web from
+their pages); a URL on loopback goes to the second (`pages.PageFetcher.client_for`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from mcp_sections.servers.web_ops.ingest import PageIngest
 from mcp_sections.servers.web_ops.pages import Page, PageCache, PageFetcher, Render
 from mcp_sections.servers.web_ops.search import SearchHit, choose_provider, search
 from mcp_sections.servers.web_ops.settings import ALLOW_SETTING, WebOpsSettings
-from mcp_sections.shared.guards.urls import AllowList, UrlGuard, parse_url
-from mcp_sections.shared.published_ports import PublishedPorts
-from mcp_sections.shared.web_fetch import GuardedHttp
+from mcp_sections.shared.confinement.guards.urls import AllowList, UrlGuard, parse_url
+from mcp_sections.shared.confinement.published_ports import PublishedPorts
+from mcp_sections.shared.net.fetch import GuardedHttp
 
 Progress = Callable[[int, int, str], Awaitable[None]]
 

@@ -7,8 +7,8 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator
 
 from mcp_sections.shared.brain.opening import BrainBackend
-from mcp_sections.shared.config import SectionSettings, split_commas
 from mcp_sections.shared.embeddings.settings import EmbeddingSettings
+from mcp_sections.shared.settings.config import SectionSettings, split_commas
 
 USER_AGENT = "mcp-sections-web_ops/0.1 (+https://github.com/mcp-sections/mcp-sections; an AI agent's fetch tool)"
 ALLOW_SETTING = "`[sections.web_ops] allow` (or MCP_SECTIONS_WEB_OPS_ALLOW, comma-separated)"

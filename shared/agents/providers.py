@@ -2,7 +2,7 @@
 
 Both speak a small neutral conversation format (`Message`, `ToolCall`, `ToolDef`) and return one
 `ModelTurn` per call. The HTTP part (base URL, key header from the variable *named* in the configuration, coded
-failures) is `shared.model_api`'s.
+failures) is `shared.net.model_api`'s.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.model_api import CHAT_COMPLETIONS, MESSAGES, Api, HttpxSender, ModelEndpoint, call_json
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.net.model_api import CHAT_COMPLETIONS, MESSAGES, Api, HttpxSender, ModelEndpoint, call_json
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
@@ -117,7 +117,7 @@ def provider_from_config(config: ModelConfig, transport: httpx2.AsyncBaseTranspo
 
 
 class _HttpProvider:
-    """A model API through `shared.model_api` (base URL rule, key header, coded failures naming [gateway.model])."""
+    """A model API through `shared.net.model_api` (base URL rule, key header, coded failures naming [gateway.model])."""
 
     name: str
     api: Api

@@ -6,7 +6,7 @@ tools (routes), its own tools a sub-agent may call at a given depth, and the lim
 registered while it runs (`AgentRuntime.live`), so it can be listed and terminated; cancelling the call that
 started it (e.g. the client's `notifications/cancelled`) cancels its whole tree and frees its slots. The newest
 finished ones are remembered (`AgentRuntime.finished`, bounded) for the gateway's status page, and each sub-agent
-is a span when traces are exported (`shared.telemetry`): the spans of its tool calls are its children.
+is a span when traces are exported (`shared.serving.telemetry`): the spans of its tool calls are its children.
 
 A sub-agent runs inside the host process. Its tools are exactly the tools of the sections it was given,
 plus the host's own tools for its depth (`ToolHost.agent_host_tools`; in the gateway: `list_tool_sections`,
@@ -35,12 +35,12 @@ from typing import Any, Protocol
 import anyio
 from mcp_types import CallToolResult
 
-from mcp_sections.shared import telemetry
 from mcp_sections.shared.agents.providers import Message, ModelProvider, ToolCall, ToolDef
 from mcp_sections.shared.agents.sampling import select_provider
 from mcp_sections.shared.agents.scope import AgentLimits, AgentScope, Trail
-from mcp_sections.shared.errors import ErrorCode, ToolFailure, limit_exceeded
-from mcp_sections.shared.tools import ToolContext
+from mcp_sections.shared.framework.tools import ToolContext
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, limit_exceeded
+from mcp_sections.shared.serving import telemetry
 
 logger = logging.getLogger("mcp_sections.agents")
 

@@ -54,8 +54,8 @@ from mcp_sections.shared.agents.providers import (
     ToolDef,
     provider_from_config,
 )
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.tools import ToolContext
+from mcp_sections.shared.framework.tools import ToolContext
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 SamplingMode = Literal["only", "prefer", "fallback", "off"]
 HTTP_PROVIDERS = ("openai", "anthropic")

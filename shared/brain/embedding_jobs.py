@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mcp_sections.shared.embeddings.worker import EmbeddingWorker
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.install_hints import install_hint
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.install_hints import install_hint
 
 Progress = Callable[[int, int, str], None]
 #: For brains embedded before the model lock: the model most of their vectors come from.

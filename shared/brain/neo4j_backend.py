@@ -37,8 +37,8 @@ from mcp_sections.shared.brain.model import (
     check_project_fields,
     project_node_id,
 )
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.install_hints import install_hint
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.install_hints import install_hint
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np

@@ -11,7 +11,7 @@ from mcp_sections.shared.brain.model import (
     Node,
     Project,
 )
-from mcp_sections.shared.fulltext import match_expression
+from mcp_sections.shared.text.fulltext import match_expression
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -25,7 +25,7 @@ BATCH = 500
 
 
 def fts_query(text: str) -> str | None:
-    """A safe FTS5 MATCH expression for a brain query (see `shared.fulltext`)."""
+    """A safe FTS5 MATCH expression for a brain query (see `shared.text.fulltext`)."""
     return match_expression(text, max_terms=MAX_QUERY_TERMS, extra_stopwords=QUERY_STOPWORDS)
 
 

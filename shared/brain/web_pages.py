@@ -12,8 +12,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from mcp_sections.shared.brain.model import Edge, Project, Ref, node_id, project_node_id, slugify, text_hash
-from mcp_sections.shared.errors import invalid_input
-from mcp_sections.shared.markdown_blocks import window
+from mcp_sections.shared.ground.errors import invalid_input
+from mcp_sections.shared.text.markdown_blocks import window
 
 INLINE_MTIME = -1  # records not read from a directory (pages, inline snippets): never "removed" by a walk
 PAGE_CONTENT_CHARS = 4000

@@ -34,7 +34,7 @@ from mcp_sections.shared.embeddings.settings import (
     EmbeddingSettings,
     EmbeddingUnavailable,
 )
-from mcp_sections.shared.install_hints import TORCH_EXTRA, install_hint
+from mcp_sections.shared.ground.install_hints import TORCH_EXTRA, install_hint
 
 logger = logging.getLogger("mcp_sections.embeddings")
 

@@ -12,7 +12,7 @@ import sqlite3
 import time
 from typing import Any
 
-from mcp_sections.shared.errors import ToolFailure, validation_failed
+from mcp_sections.shared.ground.errors import ToolFailure, validation_failed
 
 TABLE = (
     "CREATE TABLE IF NOT EXISTS embedding_model "

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 from mcp_sections.shared.embeddings.settings import ONNX_EXPORT_VERSION
-from mcp_sections.shared.errors import SuiteError
+from mcp_sections.shared.ground.errors import SuiteError
 
 logger = logging.getLogger("mcp_sections.embeddings")
 
@@ -43,7 +43,7 @@ def gpu_visible() -> bool:
 
 def default_onnx_dir() -> Path:
     """`<cache dir>/models`: exports are derived from the model alone, so every data directory shares them."""
-    from mcp_sections.shared.locations import default_cache_dir
+    from mcp_sections.shared.ground.locations import default_cache_dir
 
     return default_cache_dir() / "models"
 

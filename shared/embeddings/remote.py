@@ -3,7 +3,7 @@ LM Studio, OpenAI…): the scale path beside the local ONNX model, behind the sa
 
 The endpoint is the user's own configuration (`embedding_base_url`), so it is not subject to the web URL guard; the
 HTTP part (base URL, key header from the variable named by `embedding_api_key_env`, coded failures naming the
-setting to fix) is `shared.model_api`'s. Requests are batched (`embedding_batch_size` texts per request), retried
+setting to fix) is `shared.net.model_api`'s. Requests are batched (`embedding_batch_size` texts per request), retried
 on 408/429/5xx and lost connections with backoff, and the vectors L2-normalised so that cosine stays a dot
 product.
 """
@@ -14,8 +14,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from mcp_sections.shared.errors import SuiteError
-from mcp_sections.shared.model_api import EMBEDDINGS, ModelApiFailure, ModelEndpoint, SyncClient
+from mcp_sections.shared.ground.errors import SuiteError
+from mcp_sections.shared.net.model_api import EMBEDDINGS, ModelApiFailure, ModelEndpoint, SyncClient
 
 RETRIES = 3
 
@@ -25,7 +25,7 @@ class RemoteEmbeddingError(SuiteError, RuntimeError):
 
 
 class RemoteEmbeddingModel:
-    """Mimics the `encode` of a sentence-transformers model over HTTP (`shared.model_api`)."""
+    """Mimics the `encode` of a sentence-transformers model over HTTP (`shared.net.model_api`)."""
 
     def __init__(
         self,

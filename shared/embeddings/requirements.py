@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_sections.shared.requirements import InstallExtra, Requirement, module
+from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, module
 
 
 def packaged_model(runtime: Any = None) -> str | None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from mcp_sections.shared.errors import SuiteError
+from mcp_sections.shared.ground.errors import SuiteError
 
 if TYPE_CHECKING:  # pragma: no cover
     pass

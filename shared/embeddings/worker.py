@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_sections.shared.embeddings.model_lock import ModelLock, mismatch_failure
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np

@@ -13,9 +13,9 @@ from mcp import Client
 from mcp_sections.servers.gateway.server import build_gateway_server
 from mcp_sections.servers.pool.settings import load_gateway_settings
 from mcp_sections.servers.registry import load_section
-from mcp_sections.shared.audit import read_records
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.server import build_server
+from mcp_sections.shared.serving.audit import read_records
+from mcp_sections.shared.serving.server import build_server
+from mcp_sections.shared.settings.config import Settings
 from tests.orchestration.helpers import User
 from tests.stdio import call, fail
 

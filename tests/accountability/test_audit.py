@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_sections.shared.audit import AuditLog, AuditRecord, argument_digest, read_records
+from mcp_sections.shared.serving.audit import AuditLog, AuditRecord, argument_digest, read_records
 from tests.in_memory import section_in_memory
 from tests.stdio import NO_WARM_UP, call, cli_command, fail
 
@@ -60,7 +60,7 @@ def test_the_log_rotates_and_an_unwritable_directory_never_fails_a_call(tmp_path
 
 
 def test_the_caller_claimed_in_meta_is_read_defensively() -> None:
-    from mcp_sections.shared.audit import caller_meta, caller_of
+    from mcp_sections.shared.serving.audit import caller_meta, caller_of
 
     assert caller_of(caller_meta(2, "agent-7")) == (2, "agent-7")
     assert caller_of(None) == (0, None) and caller_of({}) == (0, None)
@@ -74,7 +74,7 @@ def test_a_log_file_removed_while_the_server_runs_is_started_again(
 ) -> None:
     """The descriptor stays open between calls; a file deleted (or rotated away) behind it gets a new one at the
     next check (at most a second later; at once here)."""
-    from mcp_sections.shared import audit
+    from mcp_sections.shared.serving import audit
 
     monkeypatch.setattr(audit, "REMOVAL_CHECK_SECONDS", 0.0)
     log = AuditLog(tmp_path / "audit", "todo")
@@ -90,7 +90,7 @@ def test_records_wait_for_the_reply_inside_written_after_replies(tmp_path: Path)
     """The stdio transport writes a call's record once its reply is out (the log costs the call no latency)."""
     from mcp_types import CallToolResult
 
-    from mcp_sections.shared.audit import written_after_replies
+    from mcp_sections.shared.serving.audit import written_after_replies
 
     log = AuditLog(tmp_path / "audit", "todo")
 
@@ -125,7 +125,7 @@ def test_a_record_that_fails_never_stops_the_writer(tmp_path: Path) -> None:
     are still written."""
     from mcp_types import CallToolResult
 
-    from mcp_sections.shared.audit import written_after_replies
+    from mcp_sections.shared.serving.audit import written_after_replies
 
     class Unreadable:
         @property

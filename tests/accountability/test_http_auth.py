@@ -14,7 +14,7 @@ import httpx2 as httpx
 import pytest
 from mcp import Client
 
-from mcp_sections.shared.http_auth import AuthConfigError, resolve_token
+from mcp_sections.shared.serving.http_auth import AuthConfigError, resolve_token
 from tests.processes import free_port, wait_until_listening
 from tests.stdio import NO_WARM_UP, cli_command
 

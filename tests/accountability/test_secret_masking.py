@@ -1,4 +1,5 @@
-"""shared.secrets: what is masked, what is left alone (hashes, ids, names of variables, the project's own code)."""
+"""shared.confinement.secrets.masking: what is masked, what is left alone (hashes, ids, names of variables, the
+project's own code)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp_types import CallToolResult, ImageContent, TextContent
 
-from mcp_sections.shared import secret_patterns, secret_values
-from mcp_sections.shared.secrets import (
+from mcp_sections.shared.confinement.secrets import patterns as secret_patterns
+from mcp_sections.shared.confinement.secrets import values as secret_values
+from mcp_sections.shared.confinement.secrets.masking import (
     MASK,
     NEEDS,
     contains_mask,
@@ -82,7 +84,7 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
 
 def test_the_projects_own_code_and_docs_have_nothing_to_mask() -> None:
     files = [*REPO.glob("servers/**/*.py"), *REPO.glob("shared/**/*.py"), REPO / "README.md", REPO / "compose.yaml"]
-    files.remove(REPO / "shared" / "secret_patterns.py")  # the detectors' own patterns
+    files.remove(REPO / "shared" / "confinement" / "secrets" / "patterns.py")  # the detectors' own patterns
     flagged = [str(path.relative_to(REPO)) for path in files if mask_text(path.read_text(errors="replace"))[1]]
     assert flagged == []
 
@@ -109,7 +111,8 @@ def test_clean_results_come_back_unchanged_and_errors_are_masked_too() -> None:
 
 
 def test_the_patterns_are_those_of_the_installed_detect_secrets() -> None:
-    """shared/secret_patterns.py is generated from detect-secrets (dev extra); regenerate it after an upgrade."""
+    """shared/confinement/secrets/patterns.py is generated from detect-secrets (dev extra); regenerate it after an
+    upgrade."""
     pytest.importorskip("detect_secrets", reason="detect-secrets (dev extra) is the source of the patterns")
     import importlib.util
 
@@ -117,7 +120,7 @@ def test_the_patterns_are_those_of_the_installed_detect_secrets() -> None:
     assert spec is not None and spec.loader is not None
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
-    assert (REPO / "shared" / "secret_patterns.py").read_text(encoding="utf-8") == generator.render(), (
+    assert (REPO / "shared" / "confinement" / "secrets" / "patterns.py").read_text(encoding="utf-8") == generator.render(), (
         "detect-secrets changed: run python scripts/generate_secret_patterns.py"
     )
 
@@ -158,7 +161,7 @@ def test_a_detector_runs_on_every_text_it_could_match(plugin: str, pattern: str,
 def test_the_keyword_detector_runs_on_every_denylisted_keyword(keyword: str) -> None:
     """The keyword patterns run only on lines holding key/pass/pwd/secret/contrase, at most `_KEYWORD_LEAD`
     characters into the keyword: every spelling of every denylisted keyword must satisfy both."""
-    from mcp_sections.shared.secrets import _KEYWORD_LEAD, DENYLIST_WORDS
+    from mcp_sections.shared.confinement.secrets.masking import _KEYWORD_LEAD, DENYLIST_WORDS
 
     @settings(max_examples=20, deadline=None, database=None)
     @given(st.from_regex(re.compile(keyword, re.IGNORECASE), fullmatch=True))
@@ -170,7 +173,8 @@ def test_the_keyword_detector_runs_on_every_denylisted_keyword(keyword: str) -> 
     admitted()
 
 
-# -- masking by value (shared/secret_values.py) -----------------------------------------------------------------
+# -- masking by value (shared/confinement/secrets/values.py)
+# -----------------------------------------------------------------
 
 TOKEN = "ghp_" + "Xk9mQ2vL7pR4tW8nB3cY6hJ1fD5sG0aZ2eU4"
 

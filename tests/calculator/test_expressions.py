@@ -8,7 +8,8 @@ import pytest
 import sympy
 
 from mcp_sections.servers.calculator import expressions as ex
-from mcp_sections.shared.errors import ToolFailure
+from mcp_sections.servers.calculator import limits
+from mcp_sections.shared.ground.errors import ToolFailure
 
 NUMBERS = ex.Grammar(tool="calculator_evaluate", variables=False)
 ALGEBRA = ex.Grammar(tool="calculator_simplify", variables=True)
@@ -295,7 +296,7 @@ def test_variables_become_symbols_shared_between_calls() -> None:
 
 
 def test_too_many_variables() -> None:
-    text = " + ".join(f"v{index}" for index in range(ex.MAX_VARIABLES + 1))
+    text = " + ".join(f"v{index}" for index in range(limits.MAX_VARIABLES + 1))
     with pytest.raises(ToolFailure) as caught:
         ex.build(text, ALGEBRA)
     assert caught.value.code.value == "MAX_LIMIT_EXCEEDED"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from mcp_sections.servers.calculator import expressions as ex
-from mcp_sections.servers.calculator import symbolic
+from mcp_sections.servers.calculator import limits, symbolic
 from mcp_sections.servers.calculator.models import EvaluateResult
-from mcp_sections.shared.errors import ToolFailure
+from mcp_sections.shared.ground.errors import ToolFailure
 
 N = 200
 
@@ -98,7 +98,7 @@ def test_200_by_200_det_inv_solve_and_eigenvalues_against_known_answers() -> Non
     inverse = evaluate(f"inv({KNOWN})")
     assert inverse.float64 and inverse.shape == [N, N] and inverse.rows_shown is not None
     assert 1 <= inverse.rows_shown < N and len(inverse.matrix or []) == inverse.rows_shown
-    assert len(inverse.exact) <= ex.MAX_OUTPUT_CHARS + 400 and "more rows" in inverse.exact
+    assert len(inverse.exact) <= limits.MAX_OUTPUT_CHARS + 400 and "more rows" in inverse.exact
     for i, row in enumerate(inverse.matrix or []):
         for j, entry in enumerate(row):
             assert float(entry) == pytest.approx((i == j) - 1 / 300, abs=1e-13)
@@ -183,7 +183,7 @@ def test_the_float64_literal_limits_come_from_the_syntax_tree() -> None:
     assert caught.value.code.value == "MAX_LIMIT_EXCEEDED" and "201×201" in caught.value.message
     assert "3 → 3.0" not in caught.value.message  # the hint is for exact literals of numbers over 40
     widest = literal([["-0.12345678901234567"] * N] * N)
-    assert len(widest) < ex.MAX_FLOAT_EXPRESSION_LENGTH
+    assert len(widest) < limits.MAX_FLOAT_EXPRESSION_LENGTH
     ex.parse(f"det({widest})", symbolic.EVALUATE)
     with pytest.raises(ToolFailure) as caught:  # exact literals keep their length limit
         ex.parse(literal([["1" + " " * 60] * 40] * 40), symbolic.EVALUATE)

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_sections.servers.calculator import expressions as ex
-from mcp_sections.servers.calculator import symbolic
+from mcp_sections.servers.calculator import limits, symbolic
 from mcp_sections.servers.calculator.models import EvaluateResult
-from mcp_sections.shared.errors import ToolFailure
+from mcp_sections.shared.ground.errors import ToolFailure
 
 A = "[[1, 2], [3, 4]]"
 _random = random.Random(1)
@@ -293,7 +293,7 @@ def test_the_largest_accepted_matrices() -> None:
     assert evaluate(f"trace({numbers} - {numbers})").exact == "0"
     symbols = literal([["x" if i == j else (i + j) % 3 for j in range(20)] for i in range(20)])
     assert evaluate(f"rank({symbols})").exact == "20"
-    assert len(f"{numbers} * {numbers}") < ex.MAX_MATRIX_EXPRESSION_LENGTH
+    assert len(f"{numbers} * {numbers}") < limits.MAX_MATRIX_EXPRESSION_LENGTH
 
 
 def test_matrix_advice_is_chosen_from_the_text_alone() -> None:
@@ -307,7 +307,7 @@ def test_long_text_needs_a_matrix_literal() -> None:
         ex.parse(long_scalar, symbolic.EVALUATE)
     assert caught.value.code.value == "MAX_LIMIT_EXCEEDED" and "2000" in caught.value.message
     with pytest.raises(ToolFailure) as caught:
-        ex.check_text("[" * 1 + "1, " * 40_000 + "1]", limit=ex.MAX_MATRIX_EXPRESSION_LENGTH)
+        ex.check_text("[" * 1 + "1, " * 40_000 + "1]", limit=limits.MAX_MATRIX_EXPRESSION_LENGTH)
     assert caught.value.code.value == "MAX_LIMIT_EXCEEDED" and "100000" in caught.value.message
 
 

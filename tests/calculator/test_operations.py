@@ -9,8 +9,8 @@ from pydantic import ValidationError
 
 from mcp_sections.servers.calculator import operations as ops
 from mcp_sections.servers.calculator.models import BinaryInput, UnaryInput
-from mcp_sections.shared.calls import parse_arguments
-from mcp_sections.shared.errors import ToolFailure
+from mcp_sections.shared.ground.errors import ToolFailure
+from mcp_sections.shared.serving.calls import parse_arguments
 
 UNARY_CASES: dict[str, list[tuple[float, float]]] = {
     "sin": [(0, 0), (math.pi / 2, 1)],

@@ -6,8 +6,8 @@ import pytest
 
 from mcp_sections.servers.calculator.state import CalculatorSettings, CalculatorState
 from mcp_sections.servers.calculator.workers import WorkerProcess
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.errors import ToolFailure
+from mcp_sections.shared.ground.errors import ToolFailure
+from mcp_sections.shared.settings.config import Settings
 
 
 def test_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

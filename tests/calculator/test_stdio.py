@@ -63,9 +63,9 @@ def test_start_up_imports_no_sympy() -> None:
     """Importing the section and answering tools/list must not import sympy (cold start)."""
     script = """
 import asyncio, json, sys
-from mcp_sections.shared.config import Settings
+from mcp_sections.shared.settings.config import Settings
 from mcp_sections.servers.registry import load_section
-from mcp_sections.shared.server import build_server
+from mcp_sections.shared.serving.server import build_server
 section = load_section("calculator")
 server, _ = build_server(section, section.runtime(Settings.load()))
 tools = asyncio.run(server.list_tools())

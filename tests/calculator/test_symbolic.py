@@ -13,7 +13,7 @@ from mcp_sections.servers.calculator.models import (
     SimplifyResult,
     SolveResult,
 )
-from mcp_sections.shared.errors import ToolFailure
+from mcp_sections.shared.ground.errors import ToolFailure
 
 
 def code_of(function: object, *args: object, **kwargs: object) -> str:

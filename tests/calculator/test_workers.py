@@ -17,7 +17,7 @@ from mcp_sections.servers.calculator.workers import (
     WorkerStartError,
     WorkerTimeout,
 )
-from mcp_sections.shared.errors import ToolFailure
+from mcp_sections.shared.ground.errors import ToolFailure
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, all_sections
-from mcp_sections.shared.sections import Container, Section
+from mcp_sections.shared.framework.sections import Container, Section
 from tests.stdio import REPO
 
 DOCKERFILE = REPO / "docker" / "Dockerfile"

@@ -8,8 +8,8 @@ import pytest
 
 from mcp_sections.servers import doctor
 from mcp_sections.servers.registry import load_section
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.requirements import Requirement, module, program
+from mcp_sections.shared.framework.requirements import Requirement, module, program
+from mcp_sections.shared.settings.config import Settings
 
 
 def rag_runtime(**table: object):  # type: ignore[no-untyped-def]
@@ -24,7 +24,7 @@ def neo4j_reachable(**table: object) -> str | None:
 
 
 def test_a_missing_program_makes_the_section_unavailable_and_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_sections.shared import sandbox
+    from mcp_sections.shared.confinement import sandbox
 
     monkeypatch.setattr(sandbox.shutil, "which", lambda *args, **kwargs: None)
     report = doctor.check_section("shell_ops")
@@ -82,7 +82,7 @@ def test_each_section_names_its_own_extra_with_this_installations_command(monkey
     """rag_ops' embedding needs are fixed by the rag extra (not memory's), with the installer this copy came from."""
     import importlib.util
 
-    from mcp_sections.shared.install_hints import install_command
+    from mcp_sections.shared.ground.install_hints import install_command
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "numpy" else real(name, *a))

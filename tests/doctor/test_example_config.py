@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mcp_sections.servers.pool.settings import load_gateway_settings
 from mcp_sections.servers.registry import all_sections
-from mcp_sections.shared.config import load_settings
+from mcp_sections.shared.settings.config import load_settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.toml"
 

@@ -10,9 +10,9 @@ import pytest
 
 from mcp_sections.servers.file_ops import listing, packages, reading, searching, walking, writing
 from mcp_sections.servers.file_ops.state import FileOpsSettings, FileOpsState
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.sandbox import bubblewrap_problem, detect
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.confinement.sandbox import bubblewrap_problem, detect
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 
 @pytest.mark.parametrize(

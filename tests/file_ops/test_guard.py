@@ -7,8 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.paths import DEFAULT_DENY_GLOBS, PathGuard, intersect_roots, is_inside, roots_from_uris
+from mcp_sections.shared.confinement.guards.paths import (
+    DEFAULT_DENY_GLOBS,
+    PathGuard,
+    intersect_roots,
+    is_inside,
+    roots_from_uris,
+)
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 
 @pytest.fixture

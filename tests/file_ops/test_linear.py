@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.file_ops import linear, searching
-from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
+from mcp_sections.shared.ground.programs import DEFAULT_SEARCH_PATH
 from tests.in_memory import section_in_memory
 from tests.stdio import call, fail
 

@@ -18,8 +18,8 @@ import pytest
 
 from mcp_sections.servers.file_ops import entries, undoing
 from mcp_sections.servers.file_ops.journal import Journal, Limits, changing
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 SHM = Path("/dev/shm")
 

@@ -18,8 +18,8 @@ from mcp import Client
 
 from mcp_sections.servers.file_ops import ripgrep, searching, walking
 from mcp_sections.servers.file_ops.searching import SearchOutcome
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.programs import DEFAULT_SEARCH_PATH
 from tests.in_memory import section_in_memory
 from tests.stdio import call
 

@@ -99,7 +99,7 @@ WRITER = """
 import sys
 from pathlib import Path
 from mcp_sections.servers.file_ops import writing
-from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.confinement.guards.paths import PathGuard
 writing.atomic_write(PathGuard([sys.argv[1]]), Path(sys.argv[2]), b"next\\n")
 """
 

@@ -14,8 +14,8 @@ import pytest
 
 from mcp_sections.servers.file_ops import entries, undoing, writing
 from mcp_sections.servers.file_ops.journal import Change, Journal, Limits, Replace, changing
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.paths import PathGuard
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 
 class Files:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from mcp_sections.shared.errors import not_found
-from mcp_sections.shared.sections import Section
-from mcp_sections.shared.tools import READ_ONLY, Annotations, ToolContext, ToolInput, ToolResult, tool
+from mcp_sections.shared.framework.sections import Section
+from mcp_sections.shared.framework.tools import READ_ONLY, Annotations, ToolContext, ToolInput, ToolResult, tool
+from mcp_sections.shared.ground.errors import not_found
 
 
 class SumInput(ToolInput):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import anyio
 from pydantic import Field
 
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.sections import Section
-from mcp_sections.shared.tools import READ_ONLY, ToolContext, ToolInput, ToolResult, tool
+from mcp_sections.shared.framework.sections import Section
+from mcp_sections.shared.framework.tools import READ_ONLY, ToolContext, ToolInput, ToolResult, tool
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 FAKE_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # a GitHub token's shape (not a token): masked
 

@@ -12,16 +12,16 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers import registry
-from mcp_sections.shared.config import Settings
+from mcp_sections.shared.settings.config import Settings
 
 SECTION_PY = '''
 """A tiny example section: echo a text back."""
 
 from pydantic import Field
 
-from mcp_sections.shared.requirements import Requirement, module
-from mcp_sections.shared.sections import Container, Section
-from mcp_sections.shared.tools import READ_ONLY, ToolInput, ToolResult, tool
+from mcp_sections.shared.framework.requirements import Requirement, module
+from mcp_sections.shared.framework.sections import Container, Section
+from mcp_sections.shared.framework.tools import READ_ONLY, ToolInput, ToolResult, tool
 
 
 class EchoInput(ToolInput):
@@ -74,7 +74,7 @@ async def test_a_section_is_its_folder_plus_one_registry_line(example: str, tmp_
     from mcp_sections.servers import doctor
     from mcp_sections.servers.gateway.server import build_gateway_server
     from mcp_sections.servers.pool.settings import GatewaySettings
-    from mcp_sections.shared.server import build_server
+    from mcp_sections.shared.serving.server import build_server
     from tests.containers.test_containers import compose_service, dockerfile_stanza, gateway_table
     from tests.stdio import data_of, text_of
 

@@ -9,7 +9,7 @@ from typing import ClassVar
 import pytest
 from pydantic import Field
 
-from mcp_sections.shared.config import ConfigError, SectionSettings, load_settings
+from mcp_sections.shared.settings.config import ConfigError, SectionSettings, load_settings
 
 
 class ExampleSettings(SectionSettings):

@@ -14,8 +14,8 @@ import pytest
 
 from mcp_sections.servers.gateway.section import GATEWAY_TOOLS
 from mcp_sections.servers.registry import all_sections
-from mcp_sections.shared.sdk_tools import spec_schemas
-from mcp_sections.shared.tools import ToolSpec, spec_of
+from mcp_sections.shared.framework.tools import ToolSpec, spec_of
+from mcp_sections.shared.serving.sdk_tools import spec_schemas
 
 # Formats whose validators read a fixed-size value and refuse anything longer at once (pydantic-core's
 # date/time parser, uuid): the format is the bound.

@@ -1,4 +1,4 @@
-"""The private corners of the `mcp` SDK that `shared/sdk_tools.py` relies on (and nothing else does).
+"""The private corners of the `mcp` SDK that `shared/serving/sdk_tools.py` relies on (and nothing else does).
 
 When an SDK release moves one of them, the test that fails names the symbol, so the fix starts in the right place.
 """
@@ -14,13 +14,13 @@ import pytest
 
 from tests.stdio import REPO
 
-ADAPTER = REPO / "shared" / "sdk_tools.py"
+ADAPTER = REPO / "shared" / "serving" / "sdk_tools.py"
 
 
 def test_create_context_streams_still_exists() -> None:
     module = importlib.import_module("mcp.shared._context_streams")
     assert callable(getattr(module, "create_context_streams", None)), (
-        "SDK changed: mcp.shared._context_streams.create_context_streams is gone (used by shared/sdk_tools.py)"
+        "SDK changed: mcp.shared._context_streams.create_context_streams is gone (used by shared/serving/sdk_tools.py)"
     )
     assert hasattr(module, "ContextSendStream") and hasattr(module, "ContextReceiveStream"), (
         "SDK changed: mcp.shared._context_streams.ContextSendStream / ContextReceiveStream"
@@ -32,7 +32,7 @@ def test_mcpserver_keeps_its_lowlevel_server_with_run_on_streams() -> None:
 
     server = MCPServer(name="contract")
     lowlevel = getattr(server, "_lowlevel_server", None)
-    assert lowlevel is not None, "SDK changed: MCPServer._lowlevel_server is gone (used by shared/sdk_tools.py)"
+    assert lowlevel is not None, "SDK changed: MCPServer._lowlevel_server is gone (used by shared/serving/sdk_tools.py)"
     parameters = list(inspect.signature(lowlevel.run).parameters)
     assert parameters[:3] == ["read_stream", "write_stream", "initialization_options"], (
         f"SDK changed: MCPServer._lowlevel_server.run{parameters} no longer takes (read, write, options)"
@@ -45,7 +45,7 @@ def test_server_session_keeps_a_connection_attribute() -> None:
 
     source = inspect.getsource(ServerSession)
     assert re.search(r"self\._connection\b", source), (
-        "SDK changed: ServerSession._connection is gone (the client-roots cache key in shared/sdk_tools.py)"
+        "SDK changed: ServerSession._connection is gone (the client-roots cache key in shared/serving/sdk_tools.py)"
     )
 
 
@@ -53,7 +53,8 @@ def test_arg_model_base_keeps_model_dump_one_level() -> None:
     from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 
     assert callable(getattr(ArgModelBase, "model_dump_one_level", None)), (
-        "SDK changed: ArgModelBase.model_dump_one_level is gone (overridden by RawArguments in shared/sdk_tools.py)"
+        "SDK changed: ArgModelBase.model_dump_one_level is gone "
+        "(overridden by RawArguments in shared/serving/sdk_tools.py)"
     )
     assert "model_dump_one_level" in inspect.getsource(FuncMetadata), (
         "SDK changed: FuncMetadata no longer calls model_dump_one_level, so RawArguments would not be used"
@@ -66,14 +67,14 @@ def test_the_sdk_still_ships_its_opentelemetry_middleware_in_every_server() -> N
 
     assert any(isinstance(item, OpenTelemetryMiddleware) for item in MCPServer(name="contract").middleware), (
         "SDK changed: mcp.server._otel.OpenTelemetryMiddleware is no longer in MCPServer.middleware "
-        "(taken out by shared/sdk_tools.py without_sdk_tracing)"
+        "(taken out by shared/serving/sdk_tools.py without_sdk_tracing)"
     )
 
 
 def test_a_tool_added_to_the_tool_managers_dict_is_listed() -> None:
     from mcp.server.mcpserver import MCPServer
 
-    from mcp_sections.shared.sdk_tools import add_built_tools, raw_tool
+    from mcp_sections.shared.serving.sdk_tools import add_built_tools, raw_tool
 
     async def call(arguments: dict[str, object], context: object) -> object:
         raise AssertionError("never called")
@@ -81,7 +82,7 @@ def test_a_tool_added_to_the_tool_managers_dict_is_listed() -> None:
     server = MCPServer(name="contract")
     assert isinstance(getattr(getattr(server, "_tool_manager", None), "_tools", None), dict), (
         "SDK changed: MCPServer._tool_manager._tools is no longer a dict of tools by name (add_built_tools in "
-        "shared/sdk_tools.py)"
+        "shared/serving/sdk_tools.py)"
     )
     schema = {"type": "object"}
     late = raw_tool(
@@ -105,5 +106,5 @@ def test_private_sdk_names_are_used_in_the_adapter_only(private: str) -> None:
         for path in (REPO / folder).rglob("*.py")
         if any(pattern.search(line) and not own.search(line) for line in path.read_text(encoding="utf-8").splitlines())
     )
-    assert users == ["shared/sdk_tools.py"], f"{private} is used outside the SDK adapter: {users}"
+    assert users == ["shared/serving/sdk_tools.py"], f"{private} is used outside the SDK adapter: {users}"
     assert ADAPTER.exists()

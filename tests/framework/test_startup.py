@@ -7,7 +7,7 @@ import subprocess
 import sys
 from importlib.metadata import entry_points
 
-from mcp_sections.servers.startup import server_built
+from mcp_sections.servers.cli import server_built
 
 
 def test_the_command_is_the_paused_collection_entry_point() -> None:

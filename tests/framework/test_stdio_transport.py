@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from mcp_sections.shared.stdio import MAX_LINE_BYTES, LineSplitter
+from mcp_sections.shared.serving.stdio import MAX_LINE_BYTES, LineSplitter
 from tests.stdio import NO_WARM_UP, cli_command
 
 INITIALIZE = {

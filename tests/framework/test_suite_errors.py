@@ -6,12 +6,12 @@ import importlib
 
 import pytest
 
-from mcp_sections.shared.errors import ConfigError, SuiteError
+from mcp_sections.shared.ground.errors import ConfigError, SuiteError
 
 #: (module, class, the other bases callers catch it by)
 INTERNAL_ERRORS = [
-    ("mcp_sections.shared.errors", "ConfigError", ()),
-    ("mcp_sections.shared.http_auth", "AuthConfigError", (ConfigError, ValueError)),
+    ("mcp_sections.shared.ground.errors", "ConfigError", ()),
+    ("mcp_sections.shared.serving.http_auth", "AuthConfigError", (ConfigError, ValueError)),
     ("mcp_sections.shared.embeddings.onnx", "EmbeddingModelUnavailable", (RuntimeError,)),
     ("mcp_sections.shared.embeddings.settings", "EmbeddingUnavailable", (RuntimeError,)),
     ("mcp_sections.shared.embeddings.remote", "RemoteEmbeddingError", (RuntimeError,)),

@@ -22,10 +22,10 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from mcp_sections.shared.audit import read_lines
-from mcp_sections.shared.provenance import unwrap
-from mcp_sections.shared.resources import Attachment, ResultStore, split_inline
-from mcp_sections.shared.secrets import MASK
+from mcp_sections.shared.confinement.secrets.masking import MASK
+from mcp_sections.shared.framework.resources import Attachment, ResultStore, split_inline
+from mcp_sections.shared.serving.audit import read_lines
+from mcp_sections.shared.serving.provenance import unwrap
 from tests.framework.tasks_section import FAKE_TOKEN
 from tests.processes import free_port, wait_until_listening
 from tests.stdio import HOST_ENVIRONMENT, NO_WARM_UP, REPO, error_of, text_of

@@ -1,4 +1,4 @@
-"""Bulky parts of the real tools' results by reference (`shared.resources`): a long file read, a crawl of real
+"""Bulky parts of the real tools' results by reference (`shared.framework.resources`): a long file read, a crawl of real
 documentation pages, the OCR of a long document; each read back through `resources/read` on the section's server."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.registry import load_section
-from mcp_sections.shared.calls import success_result
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.resources import INLINE_CHARS, PREVIEW_CHARS
-from mcp_sections.shared.secrets import MASK
-from mcp_sections.shared.server import build_server
+from mcp_sections.shared.confinement.secrets.masking import MASK
+from mcp_sections.shared.framework.resources import INLINE_CHARS, PREVIEW_CHARS
+from mcp_sections.shared.serving.calls import success_result
+from mcp_sections.shared.serving.server import build_server
+from mcp_sections.shared.settings.config import Settings
 from tests.framework.tasks_section import FAKE_TOKEN
 from tests.stdio import data_of
 
@@ -31,7 +31,7 @@ def anyio_backend() -> str:
 
 
 async def read_back(client: Client, uri: str) -> Any:
-    from mcp_sections.shared.provenance import unwrap
+    from mcp_sections.shared.serving.provenance import unwrap
 
     content = (await client.read_resource(uri)).contents[0]
     if getattr(content, "text", None) is not None:  # served in its provenance envelope
@@ -124,7 +124,7 @@ def test_a_long_ocr_keeps_its_start_inline_and_the_rest_by_reference() -> None:
     assert result.text_uri and result.lines_uri and result.images[0].uri and result.extra_content() == []
     called = success_result(result)
     assert [block.type for block in called.content] == ["text", *["resource_link"] * 3]
-    from mcp_sections.shared.resources import STORE
+    from mcp_sections.shared.framework.resources import STORE
 
     stored = STORE.get(result.lines_uri)
     assert stored is not None and len(json.loads(stored.data)) == 450

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.server import build_server
+from mcp_sections.shared.serving.server import build_server
+from mcp_sections.shared.settings.config import Settings
 from tests.framework.demo_section import SECTION
 from tests.stdio import text_of
 

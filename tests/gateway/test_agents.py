@@ -235,7 +235,7 @@ async def test_a_sub_agent_cannot_give_its_children_sections_it_lacks(client: Cl
 
 @pytest.mark.anyio
 async def test_a_sub_agents_calls_are_audited_with_its_depth_and_id(client: Client, workdir: Path) -> None:
-    from mcp_sections.shared.audit import read_records
+    from mcp_sections.shared.serving.audit import read_records
 
     result = await plan(client, goal="[script:audited] list the board", sections=["todo"])
     assert not result.is_error

@@ -14,7 +14,7 @@ from mcp_types import CallToolResult
 
 from mcp_sections.servers.gateway.core import Gateway
 from mcp_sections.servers.pool.settings import GatewaySettings, load_gateway_settings
-from mcp_sections.shared.config import ConfigError, Settings, load_settings
+from mcp_sections.shared.settings.config import ConfigError, Settings, load_settings
 from tests.gateway.helpers import builtin_available, demo_section_table, write_config
 from tests.in_memory import gateway_in_memory
 from tests.processes import running_with

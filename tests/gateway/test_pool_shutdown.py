@@ -16,7 +16,7 @@ import pytest
 
 from mcp_sections.servers.pool.pool import SHUTDOWN_GRACE_SECONDS, SectionPool
 from mcp_sections.servers.pool.settings import ExternalSection, GatewaySettings
-from mcp_sections.shared.config import Settings
+from mcp_sections.shared.settings.config import Settings
 from tests.gateway.helpers import REPO
 
 SLOW_START = 0.8  # seconds the stand-in server sleeps before it serves (the pool stops at 0.3 s)

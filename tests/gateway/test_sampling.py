@@ -36,7 +36,7 @@ from mcp_sections.shared.agents.sampling import (
     select_provider,
     turn_of,
 )
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from tests.gateway.helpers import write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.in_memory import gateway_in_memory

@@ -18,8 +18,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from mcp_sections.shared.audit import read_lines
-from mcp_sections.shared.provenance import unwrap
+from mcp_sections.shared.serving.audit import read_lines
+from mcp_sections.shared.serving.provenance import unwrap
 from tests.gateway.helpers import REPO, builtin_available, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.in_memory import gateway_in_memory

@@ -14,7 +14,7 @@ from mcp import Client
 from mcp_sections.servers.gateway.tool_search import ToolSearch, section_entries, specifics_as_kinds, summary
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, load_section
 from mcp_sections.shared.embeddings.embedder import default_model_runs
-from mcp_sections.shared.tools import MAX_EXAMPLE_LENGTH, MAX_EXAMPLES, READ_ONLY, ToolInput, ToolResult, tool
+from mcp_sections.shared.framework.tools import MAX_EXAMPLE_LENGTH, MAX_EXAMPLES, READ_ONLY, ToolInput, ToolResult, tool
 from tests.gateway.helpers import builtin_available, demo_section_table, write_config
 from tests.in_memory import gateway_in_memory
 from tests.processes import running_with
@@ -61,7 +61,7 @@ def test_examples_are_bounded() -> None:
 
 def test_examples_stay_out_of_the_published_definitions() -> None:
     from mcp_sections.servers.pool.catalog import declaration_definitions
-    from mcp_sections.shared.config import Settings
+    from mcp_sections.shared.settings.config import Settings
 
     section = load_section("todo")
     published = json.dumps(declaration_definitions(section, Settings()))
@@ -103,7 +103,7 @@ def _search(
 ) -> ToolSearch:
     from mcp_sections.servers.pool.catalog import build_catalog
     from mcp_sections.servers.pool.settings import GatewaySettings
-    from mcp_sections.shared.config import Settings
+    from mcp_sections.shared.settings.config import Settings
 
     settings = Settings(cache_dir=cache_dir, data_dir=tmp_path / "data", sections=sections or {})
     return ToolSearch(build_catalog(GatewaySettings()), settings, embedding)
@@ -167,7 +167,7 @@ def test_a_third_party_section_joins_the_index_when_its_tools_become_known(
 ) -> None:
     from mcp_sections.servers.pool.catalog import build_catalog
     from mcp_sections.servers.pool.settings import ExternalSection, GatewaySettings
-    from mcp_sections.shared.config import Settings
+    from mcp_sections.shared.settings.config import Settings
 
     demo = ExternalSection(command="/nonexistent/server", description="Weather forecasts.")
     catalog = build_catalog(GatewaySettings(sections={"weather": demo}))

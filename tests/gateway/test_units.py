@@ -15,8 +15,8 @@ from mcp_sections.servers.pool.settings import GatewaySettings, ModelSettings, l
 from mcp_sections.servers.pool.validation import validate_arguments
 from mcp_sections.servers.registry import BUILTIN_SECTIONS
 from mcp_sections.shared.agents.providers import Message, ToolCall, ToolDef, provider_from_config
-from mcp_sections.shared.config import ConfigError, load_settings
-from mcp_sections.shared.errors import ToolFailure
+from mcp_sections.shared.ground.errors import ToolFailure
+from mcp_sections.shared.settings.config import ConfigError, load_settings
 from tests.gateway.helpers import builtin_available
 from tests.shell_ops.repos import git, make_repo
 
@@ -183,7 +183,7 @@ def test_catalog_lists_builtins_then_third_party_in_order() -> None:
 def test_declared_definitions_equal_the_sections_own_tools_list() -> None:
     from mcp_sections.servers.cli import tool_definitions
     from mcp_sections.servers.registry import load_section
-    from mcp_sections.shared.config import Settings
+    from mcp_sections.shared.settings.config import Settings
 
     assert declaration_definitions(load_section("todo"), Settings.load()) == tool_definitions("todo")
 
@@ -281,7 +281,7 @@ def test_missing_model_or_key_says_how_to_configure(monkeypatch: pytest.MonkeyPa
 @pytest.mark.anyio
 async def test_max_depth_zero_hides_plan_actions() -> None:
     from mcp_sections.servers.gateway.server import build_gateway_server
-    from mcp_sections.shared.config import Settings
+    from mcp_sections.shared.settings.config import Settings
 
     server, gateway = build_gateway_server(Settings.load(), GatewaySettings.load({}, max_depth=0))
     names = [tool.name for tool in await server.list_tools()]
@@ -308,7 +308,7 @@ def test_gateway_start_imports_no_section_and_no_jsonschema() -> None:
         "import sys\n"
         "from mcp_sections.servers.gateway.server import build_gateway_server\n"
         "from mcp_sections.servers.pool.settings import GatewaySettings\n"
-        "from mcp_sections.shared.config import Settings\n"
+        "from mcp_sections.shared.settings.config import Settings\n"
         "build_gateway_server(Settings.load(), GatewaySettings.load({}))\n"
         "loaded = [m for m in sys.modules if m == 'jsonschema' or m.startswith('mcp_sections.servers.')]\n"
         "composition = ('mcp_sections.servers.gateway', 'mcp_sections.servers.pool', 'mcp_sections.servers.registry')\n"
@@ -322,7 +322,7 @@ def test_lean_schemas_accept_and_refuse_what_the_pydantic_ones_do() -> None:
     from jsonschema import Draft202012Validator
 
     from mcp_sections.servers.gateway.core import GATEWAY_SPECS
-    from mcp_sections.shared.schemas import lean_schema
+    from mcp_sections.shared.framework.schemas import lean_schema
 
     plan = GATEWAY_SPECS["plan_actions"]
     full_in, full_out = plan.input_model.model_json_schema(), plan.output_model.model_json_schema(mode="serialization")

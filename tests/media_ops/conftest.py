@@ -13,8 +13,8 @@ from mcp import Client
 
 from mcp_sections.servers.media_ops.section import software_opengl
 from mcp_sections.servers.registry import load_section
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.server import build_server
+from mcp_sections.shared.serving.server import build_server
+from mcp_sections.shared.settings.config import Settings
 
 MISSING = [name for name in ("PIL", "rapidocr", "trimesh", "onnxruntime") if importlib.util.find_spec(name) is None]
 if MISSING:

@@ -136,7 +136,7 @@ async def test_render_views_are_shaded_non_blank_and_differ(media: Connect, tmp_
     async with media() as client:
         result = await client.call_tool("render_3d_asset", {"path": f"model.{suffix}", "views": 4, "size": 256})
         assert not result.is_error, result.content[0].text
-        # one overview inline, each view by reference (shared.resources), read back through resources/read
+        # one overview inline, each view by reference (shared.framework.resources), read back through resources/read
         assert [block.type for block in result.content] == ["text", "image", *["resource_link"] * 4]
         links = [block for block in result.content if block.type == "resource_link"]
         assert [link.uri for link in links] == [image["uri"] for image in result.structured_content["images"]]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_sections.shared.install_hints import install_command
+from mcp_sections.shared.ground.install_hints import install_command
 from tests.media_ops.conftest import Connect
 from tests.stdio import fail
 
@@ -35,7 +35,7 @@ def test_no_opengl_library_names_the_system_packages(tmp_path: Path) -> None:
     script = (
         "import json, trimesh\n"
         "from mcp_sections.servers.media_ops.render import render_views\n"
-        "from mcp_sections.shared.errors import ToolFailure\n"
+        "from mcp_sections.shared.ground.errors import ToolFailure\n"
         "try:\n"
         "    render_views(trimesh.Scene(trimesh.creation.box()), 1, 64)\n"
         "except ToolFailure as failure:\n"

@@ -30,7 +30,7 @@ from mcp_sections.shared.embeddings import (  # noqa: E402
     content_hash,
     get_embedder,
 )
-from mcp_sections.shared.errors import ToolFailure  # noqa: E402
+from mcp_sections.shared.ground.errors import ToolFailure  # noqa: E402
 
 DIM = 64
 
@@ -245,8 +245,8 @@ def test_concurrent_threads_and_integrity(tmp_path: Path, ready: FakeEmbedder) -
 
 def test_settings_reuse_the_embedding_fields(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp_sections.servers.memory.section import MemorySettings, open_memory
-    from mcp_sections.shared.config import Settings
-    from mcp_sections.shared.sections import SectionRuntime
+    from mcp_sections.shared.framework.sections import SectionRuntime
+    from mcp_sections.shared.settings.config import Settings
 
     monkeypatch.setenv("MCP_SECTIONS_MEMORY_EMBEDDING_MODEL", "/nonexistent/model")
     monkeypatch.setenv("MCP_SECTIONS_MEMORY_EMBEDDING_THREADS", "1")

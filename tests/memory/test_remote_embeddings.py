@@ -12,7 +12,7 @@ import pytest
 from mcp_sections.servers.memory.section import MemorySettings
 from mcp_sections.servers.memory.store import MemoryStore
 from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService, get_embedder
-from mcp_sections.shared.errors import ToolFailure
+from mcp_sections.shared.ground.errors import ToolFailure
 from tests.embedding_stand_in import DIMENSION, StandIn, embedding_stand_in
 from tests.stdio import cli_command, server_environment
 

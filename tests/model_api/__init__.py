@@ -1,1 +1,1 @@
-"""The one model-API client layer (shared.model_api) and its three users."""
+"""The one model-API client layer (shared.net.model_api) and its three users."""

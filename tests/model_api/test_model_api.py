@@ -1,4 +1,4 @@
-"""The one model-API client layer (`shared.model_api`) as its users meet it, against a scripted stand-in on
+"""The one model-API client layer (`shared.net.model_api`) as its users meet it, against a scripted stand-in on
 127.0.0.1: both Anthropic base-URL forms reach `/v1/messages` for the sub-agent model and media_ops' vision model;
 failures are coded and name the setting to fix; the key goes in a header only."""
 
@@ -14,9 +14,9 @@ import pytest
 from mcp_sections.servers.media_ops.providers import VisionModel
 from mcp_sections.servers.pool.settings import ModelSettings
 from mcp_sections.shared.agents.providers import Message, provider_from_config
-from mcp_sections.shared.guards.urls import AllowList, UrlGuard
-from mcp_sections.shared.model_api import ModelApiFailure, ModelEndpoint
-from mcp_sections.shared.web_fetch import GuardedHttp
+from mcp_sections.shared.confinement.guards.urls import AllowList, UrlGuard
+from mcp_sections.shared.net.fetch import GuardedHttp
+from mcp_sections.shared.net.model_api import ModelApiFailure, ModelEndpoint
 from tests.http_stand_in import ScriptedHandler, serving
 
 KEY = "sk-model-api-test-0001"

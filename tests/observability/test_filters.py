@@ -17,8 +17,8 @@ from mcp import Client
 
 from mcp_sections.servers.pool.filters import ToolFilter
 from mcp_sections.servers.pool.settings import GatewaySettings
-from mcp_sections.shared.audit import read_records
-from mcp_sections.shared.config import ConfigError, Settings
+from mcp_sections.shared.serving.audit import read_records
+from mcp_sections.shared.settings.config import ConfigError, Settings
 from tests.gateway.helpers import write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.in_memory import gateway_in_memory
@@ -148,7 +148,7 @@ async def test_profile_readonly_from_the_command_line_covers_calls_and_sub_agent
 
 def test_an_unknown_profile_stops_the_gateway_with_the_known_ones(tmp_path: Path) -> None:
     from mcp_sections.servers.pool.settings import load_gateway_settings
-    from mcp_sections.shared.config import load_settings
+    from mcp_sections.shared.settings.config import load_settings
 
     config = tmp_path / "c.toml"
     config.write_text("[gateway.profiles.review]\nread_only = true\n", encoding="utf-8")

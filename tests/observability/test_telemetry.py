@@ -165,11 +165,11 @@ def test_without_an_endpoint_nothing_is_loaded_or_paid() -> None:
     taken out of the served server."""
     code = (
         "import sys\n"
-        "from mcp_sections.shared import telemetry\n"
-        "from mcp_sections.shared.config import Settings\n"
+        "from mcp_sections.shared.serving import telemetry\n"
+        "from mcp_sections.shared.settings.config import Settings\n"
         "from mcp_sections.servers.pool.settings import GatewaySettings\n"
         "from mcp_sections.servers.gateway.server import build_gateway_server\n"
-        "from mcp_sections.shared.sdk_tools import without_sdk_tracing\n"
+        "from mcp_sections.shared.serving.sdk_tools import without_sdk_tracing\n"
         "assert telemetry.configure('gateway') is None and telemetry.current() is None\n"
         "server, _ = build_gateway_server(Settings.load(), GatewaySettings.load({}))\n"
         "without_sdk_tracing(server)\n"
@@ -188,7 +188,7 @@ def test_without_an_endpoint_nothing_is_loaded_or_paid() -> None:
 def test_configuration_follows_the_standard_variables(tmp_path: Path) -> None:
     """The SDK disabled, or no endpoint: nothing; an endpoint: export, named after the server unless
     OTEL_SERVICE_NAME says otherwise; a host passes OTEL_* to its sections but not the service name."""
-    from mcp_sections.shared.telemetry import passed_environment, wanted
+    from mcp_sections.shared.serving.telemetry import passed_environment, wanted
 
     assert not wanted({})
     assert not wanted({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"})
@@ -197,7 +197,7 @@ def test_configuration_follows_the_standard_variables(tmp_path: Path) -> None:
     assert passed == {"OTEL_TRACES_SAMPLER": "always_on"}
 
     code = (
-        "from mcp_sections.shared import telemetry\n"
+        "from mcp_sections.shared.serving import telemetry\n"
         "from opentelemetry import trace\n"
         "assert telemetry.configure('calculator') is not None\n"
         "provider = trace.get_tracer_provider()\n"

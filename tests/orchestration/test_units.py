@@ -8,8 +8,16 @@ from pydantic import ValidationError
 
 from mcp_sections.servers.orchestration.models import AskUserInput
 from mcp_sections.servers.orchestration.questions import CircuitBreaker, form_of, result_of
-from mcp_sections.shared.errors import ToolFailure
-from mcp_sections.shared.tools import READ_ONLY, ToolInput, ToolResult, UserAnswer, UserQuestion, spec_of, tool
+from mcp_sections.shared.framework.tools import (
+    READ_ONLY,
+    ToolInput,
+    ToolResult,
+    UserAnswer,
+    UserQuestion,
+    spec_of,
+    tool,
+)
+from mcp_sections.shared.ground.errors import ToolFailure
 
 OPTIONS = [{"id": "a", "label": "Alpha"}, {"id": "b", "label": "Beta"}]
 

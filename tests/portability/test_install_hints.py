@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_sections.shared.install_hints import (
+from mcp_sections.shared.ground.install_hints import (
     TORCH_CPU_INDEX,
     Installation,
     complete_extras,

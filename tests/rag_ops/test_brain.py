@@ -12,7 +12,7 @@ import pytest
 from mcp_sections.servers.rag_ops.brain import Brain
 from mcp_sections.shared.brain.model import EntityFilter
 from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from tests.rag_ops.trees import EXPECTED_FILES, SECRET_MARKER, make_bulk_tree, make_tree
 
 

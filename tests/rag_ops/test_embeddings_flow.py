@@ -13,7 +13,7 @@ import pytest
 from mcp_sections.servers.rag_ops.brain import Brain
 from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
 from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from tests.rag_ops.trees import make_bulk_tree, make_tree
 
 np = pytest.importorskip("numpy")

@@ -20,7 +20,7 @@ from mcp_sections.shared.brain.neo4j_backend import (
     all_statements,
     neighbors_statement,
 )
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from tests.node_tools import node_and_npm, node_tools
 
 LINT_SCRIPT = Path(__file__).parent / "cypher" / "lint.mjs"

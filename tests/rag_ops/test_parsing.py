@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mcp_sections.shared.brain.parsing import WalkStats, parse_file, tree_sitter_available, walk_tree
-from mcp_sections.shared.gitignore import is_ignored, parse_gitignore
+from mcp_sections.shared.text.gitignore import is_ignored, parse_gitignore
 from tests.rag_ops.trees import EXPECTED_FILES, FILES, make_tree
 
 needs_tree_sitter = pytest.mark.skipif(

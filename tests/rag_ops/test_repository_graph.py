@@ -29,18 +29,22 @@ async def test_ingest_this_repository() -> None:
         assert schema["relationships"]["IMPORTS"] > 50
         hits = await call(client, "brain_search", query="PathGuard resolve", projects=["mcp-sections"], semantic=False)
         # among the tests of the guard that also name it (the corpus is this repository, so it drifts)
-        assert any(r["relative_path"] == "shared/guards/paths.py" for r in hits["results"][:10])
+        assert any(r["relative_path"] == "shared/confinement/guards/paths.py" for r in hits["results"][:10])
         [section] = (await call(client, "query_entities", label="Scope", name="Section", project="mcp-sections"))[
             "entities"
         ]
-        assert section["relative_path"] == "shared/sections.py" and section["kind"] == "class"
+        assert section["relative_path"] == "shared/framework/sections.py" and section["kind"] == "class"
         sections_file = (
-            await call(client, "query_entities", label="File", path="shared/sections.py", project="mcp-sections")
+            await call(
+                client, "query_entities", label="File", path="shared/framework/sections.py", project="mcp-sections"
+            )
         )["entities"][0]
         imports = await call(
             client, "explore_relationships", node_id=sections_file["id"], types=["IMPORTS"], direction="out"
         )
-        assert {"shared/config.py", "shared/tools.py"} <= {n["relative_path"] for n in imports["nodes"]}
+        assert {"shared/settings/config.py", "shared/framework/tools.py"} <= {
+            n["relative_path"] for n in imports["nodes"]
+        }
         files = await call(client, "query_entities", label="File", project="mcp-sections", limit=200)
         assert not any(".venv" in e["path"] or "__pycache__" in e["path"] for e in files["entities"])
         again = data_of(await client.call_tool("ingest_directory", {"path": str(REPO / "shared")}))

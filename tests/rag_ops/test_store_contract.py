@@ -13,7 +13,7 @@ import pytest
 from mcp_sections.shared.brain.model import EntityFilter, Project, node_id
 from mcp_sections.shared.brain.parsing import parse_file
 from mcp_sections.shared.brain.store import BrainStore
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from tests.rag_ops.bolt_server import neo4j_store
 from tests.rag_ops.trees import FILES
 

@@ -27,9 +27,9 @@ from mcp import Client
 
 from mcp_sections.servers.registry import load_section
 from mcp_sections.servers.web_ops.browser import MAX_SUBREQUESTS
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.egress_proxy import EgressProxy
-from mcp_sections.shared.server import SectionState, build_server
+from mcp_sections.shared.confinement.egress_proxy import EgressProxy
+from mcp_sections.shared.serving.server import SectionState, build_server
+from mcp_sections.shared.settings.config import Settings
 from tests.stdio import call, fail
 
 pytest.importorskip("playwright", reason="web_ops needs the `web` extra: pip install 'mcp-sections[web]'")

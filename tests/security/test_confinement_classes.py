@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_sections.shared.secrets import MASK
+from mcp_sections.shared.confinement.secrets.masking import MASK
 from tests.in_memory import section_in_memory
 from tests.shell_ops.repos import GIT_IDENTITY, git, make_repo
 from tests.stdio import call, data_of, error_of, fail

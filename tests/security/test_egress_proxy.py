@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_sections.shared.egress_proxy import EgressProxy, GuardPolicy, HostListPolicy, Limits
-from mcp_sections.shared.guards.urls import AllowList, UrlGuard
+from mcp_sections.shared.confinement.egress_proxy import EgressProxy, GuardPolicy, HostListPolicy, Limits
+from mcp_sections.shared.confinement.guards.urls import AllowList, UrlGuard
 
 pytestmark = pytest.mark.anyio
 

@@ -188,8 +188,9 @@ async def shell(project: Path, registry: str) -> AsyncIterator[Client]:
 async def test_an_installer_run_command_starts_has_the_same_way_out(
     shell: Client, project: Path, canary: tuple[int, list[bytes]]
 ) -> None:
-    """Issue #38: `pip install` through run_command goes through the same egress (shared.installers) as install_package:
-    its registry, nothing else — and the same venv's interpreter started by any other command has no network at all."""
+    """Issue #38: `pip install` through run_command goes through the same egress (shared.confinement.installers) as
+    install_package: its registry, nothing else — and the same venv's interpreter started by any other command has no
+    network at all."""
     result = data_of(
         await shell.call_tool(
             "run_command", {"command": ["python", "-m", "pip", "install", "--force-reinstall", PACKAGE], "cwd": "app"}

@@ -24,8 +24,8 @@ from mcp import Client
 
 from mcp_sections.servers.gateway.server import build_gateway_server
 from mcp_sections.servers.pool.settings import load_gateway_settings
-from mcp_sections.shared.audit import read_records
-from mcp_sections.shared.config import load_settings
+from mcp_sections.shared.serving.audit import read_records
+from mcp_sections.shared.settings.config import load_settings
 from tests.gateway.helpers import REPO
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.orchestration.helpers import User
@@ -334,7 +334,7 @@ async def test_a_cancelled_call_whose_program_already_wrote_leaves_its_line(tmp_
 async def test_the_audit_cli_escapes_what_a_caller_wrote(tmp_path: Path) -> None:
     import subprocess
 
-    from mcp_sections.shared.audit import META_AGENT, META_DEPTH
+    from mcp_sections.shared.serving.audit import META_AGENT, META_DEPTH
     from tests.in_memory import section_in_memory
     from tests.stdio import cli_command
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.sandbox import Confinement, Sandbox, seatbelt_profile
-from mcp_sections.shared.walking import walk
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.confinement.sandbox import Confinement, Sandbox, seatbelt_profile
+from mcp_sections.shared.text.walking import walk
 from tests.in_memory import section_in_memory
 from tests.stdio import call, fail
 

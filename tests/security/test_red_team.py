@@ -590,7 +590,7 @@ async def test_backtracking_globs_cannot_hang_file_ops(files: Client, files_worl
 def test_backtracking_gitignore_cannot_hang_the_brain() -> None:
     import time
 
-    from mcp_sections.shared.gitignore import is_ignored, parse_gitignore
+    from mcp_sections.shared.text.gitignore import is_ignored, parse_gitignore
 
     rules = parse_gitignore("\n".join(BACKTRACKING_GLOBS) + "\n*.pyc\n", "")
     started = time.monotonic()

@@ -20,8 +20,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import Implementation
 
 from mcp_sections.servers.cli import build_parser, gateway_server, section_server, settings_from
-from mcp_sections.shared.provenance import is_enveloped, unwrap
-from mcp_sections.shared.resources import INLINE_CHARS
+from mcp_sections.shared.framework.resources import INLINE_CHARS
+from mcp_sections.shared.serving.provenance import is_enveloped, unwrap
 from tests.in_memory import environment, section_in_memory
 from tests.stdio import HOST_ENVIRONMENT, REPO, data_of, error_of
 
@@ -64,7 +64,7 @@ async def test_a_timeouts_program_output_is_enveloped(root: Path) -> None:
 @asynccontextmanager
 async def clients(command: list[str], count: int = 2) -> AsyncIterator[list[Client]]:
     """`mcp-sections <command>` in memory, with `count` clients connected to the one server: different client
-    programs (a client is told apart by its user's token and its program, `shared.tasks.owner_of`)."""
+    programs (a client is told apart by its user's token and its program, `shared.framework.clients.owner_of`)."""
     with environment(HOST_ENVIRONMENT, REPO):
         args = build_parser().parse_args(command)
         settings = settings_from(args)
@@ -132,7 +132,7 @@ async def test_a_resource_link_is_read_only_by_the_client_it_was_given_to(root: 
 
 async def test_a_tool_that_writes_files_is_not_offered_as_read_only(root: Path) -> None:
     from mcp_sections.servers.media_ops.section import render_3d_asset
-    from mcp_sections.shared.tools import spec_of
+    from mcp_sections.shared.framework.tools import spec_of
 
     assert spec_of(render_3d_asset).annotations.read_only is False  # output_dir: it writes the views as files
     command = ["gateway", "--profile", "readonly", "--root", str(root), "--data-dir", str(root.parent / "ro-data")]

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_sections.shared import sandbox as sandbox_module
-from mcp_sections.shared.errors import ToolFailure
+from mcp_sections.shared.confinement import sandbox as sandbox_module
+from mcp_sections.shared.ground.errors import ToolFailure
 from tests.in_memory import section_in_memory
 from tests.stdio import call
 

@@ -1,11 +1,11 @@
 """Issue #38, finding 5: a program run by a server running as root left a set-user-ID copy of an interpreter in a
 root (`cp /usr/bin/python3 ROOT/py; chmod 4755 ROOT/py`), a root shell for any local user once the sandbox ended.
 
-The filter of `shared.seccomp`, given to the real bubblewrap (`--seccomp FD`) with the sandbox's own options, refuses
-every way to put 06000 on a file: the shell commands an agent would use, and each system call made raw (so no libc
-detour is left out). Without the filter the same attacks leave the bit (the control below), so these tests would
-catch a filter that is missing or wrong. Honest work (compile, cp -p, tar, install, git, a venv with pip) still works.
-The decisions themselves are checked for both architectures by running the program in a small BPF interpreter.
+The filter of `shared.confinement.seccomp`, given to the real bubblewrap (`--seccomp FD`) with the sandbox's own
+options, refuses every way to put 06000 on a file: the shell commands an agent would use, and each system call made raw
+(so no libc detour is left out). Without the filter the same attacks leave the bit (the control below), so these tests
+would catch a filter that is missing or wrong. Honest work (compile, cp -p, tar, install, git, a venv with pip) still
+works. The decisions themselves are checked for both architectures by running the program in a small BPF interpreter.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_sections.shared import seccomp
-from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
-from mcp_sections.shared.sandbox import bubblewrap_problem
+from mcp_sections.shared.confinement import seccomp
+from mcp_sections.shared.confinement.sandbox import bubblewrap_problem
+from mcp_sections.shared.ground.programs import DEFAULT_SEARCH_PATH
 
 BWRAP = shutil.which("bwrap", path=DEFAULT_SEARCH_PATH)
 PRIVILEGED = stat.S_ISUID | stat.S_ISGID

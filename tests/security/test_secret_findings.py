@@ -32,10 +32,10 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_sections.shared import secret_values
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.secret_files import protected_paths
-from mcp_sections.shared.secrets import MASK
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.confinement.secrets import values as secret_values
+from mcp_sections.shared.confinement.secrets.files import protected_paths
+from mcp_sections.shared.confinement.secrets.masking import MASK
 from tests.in_memory import section_in_memory
 from tests.shell_ops.repos import git, make_repo
 from tests.stdio import call, error_of, section_client

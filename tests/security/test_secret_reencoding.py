@@ -34,11 +34,11 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS
-from mcp_sections.shared import secret_values
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.secret_files import file_values, hidden_from_programs, protected_paths
-from mcp_sections.shared.secret_values import MIN_FRAGMENT
-from mcp_sections.shared.secrets import MASK
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.confinement.secrets import values as secret_values
+from mcp_sections.shared.confinement.secrets.files import file_values, hidden_from_programs, protected_paths
+from mcp_sections.shared.confinement.secrets.masking import MASK
+from mcp_sections.shared.confinement.secrets.values import MIN_FRAGMENT
 from tests.in_memory import section_in_memory
 from tests.shell_ops.repos import git, make_repo
 from tests.stdio import call

@@ -18,8 +18,8 @@ from mcp import Client
 
 from mcp_sections.servers.pool.launchers import builtin_parameters
 from mcp_sections.servers.pool.settings import load_gateway_settings
-from mcp_sections.shared.config import load_settings
-from mcp_sections.shared.endpoints import SUITE_ENDPOINTS, announce_listener, reserved_ports
+from mcp_sections.shared.settings.config import load_settings
+from mcp_sections.shared.settings.endpoints import SUITE_ENDPOINTS, announce_listener, reserved_ports
 from tests.in_memory import gateway_in_memory, section_in_memory
 from tests.processes import free_port
 from tests.stdio import call, data_of, error_of

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.sandbox import Confinement, detect
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.confinement.sandbox import Confinement, detect
 from tests.in_memory import section_in_memory
 from tests.stdio import call, cli_command, fail, server_environment
 
@@ -234,7 +234,7 @@ def test_the_sandbox_pins_the_way_and_hides_the_state(tmp_path: Path) -> None:
     argv = detect("off").wrap(["/usr/bin/true"], home, Confinement.within(guard, writable=[home]))
     assert argv == ["/usr/bin/true"]
     if HAVE_BWRAP:
-        from mcp_sections.shared.sandbox import Sandbox
+        from mcp_sections.shared.confinement.sandbox import Sandbox
 
         line = " ".join(
             Sandbox("bubblewrap", "/usr/bin/bwrap").wrap(
@@ -249,7 +249,7 @@ def test_the_sandbox_pins_the_way_and_hides_the_state(tmp_path: Path) -> None:
 def test_as_an_unprivileged_user_the_way_stays_pinned(request: pytest.FixtureRequest) -> None:
     """The same confinement when bubblewrap is started by an unprivileged user (no capabilities to begin with, the
     user namespace made by the user): renaming the way to the state and unhiding it still fail."""
-    from mcp_sections.shared.sandbox import Sandbox
+    from mcp_sections.shared.confinement.sandbox import Sandbox
 
     if not HAVE_BWRAP:
         pytest.skip("bubblewrap is not installed")
@@ -285,7 +285,7 @@ async def test_the_servers_own_installation_is_read_only_when_a_root_contains_it
     plant a `.pth` there (it would run unconfined in the next server) nor move the environment aside."""
     import site
 
-    from mcp_sections.shared.locations import installation_dirs
+    from mcp_sections.shared.ground.locations import installation_dirs
 
     if not HAVE_BWRAP:
         pytest.skip("bubblewrap is not installed")
@@ -321,7 +321,7 @@ async def test_the_servers_own_installation_is_read_only_when_a_root_contains_it
 def test_as_an_unprivileged_user_the_sandbox_still_confines(request: pytest.FixtureRequest) -> None:
     """The rest of the sandbox's promises when bubblewrap is started by an unprivileged user: nothing outside the
     roots, no network, no capabilities, the own state hidden."""
-    from mcp_sections.shared.sandbox import Sandbox
+    from mcp_sections.shared.confinement.sandbox import Sandbox
 
     if not HAVE_BWRAP:
         pytest.skip("bubblewrap is not installed")

@@ -273,7 +273,7 @@ async def test_a_root_on_the_module_search_path_never_runs_planted_code(home: Pa
     project, a root — which Python puts first on `sys.path`: a module a program planted there (`sympy.py`, or the
     package itself) ran unconfined in the next section. They now start with `-P`; `servers.startup` drops it too."""
     from mcp_sections.servers.pool.launchers import builtin_parameters
-    from mcp_sections.shared.config import load_settings
+    from mcp_sections.shared.settings.config import load_settings
 
     project = home / "project"
     marker = home / "ran-unconfined.txt"

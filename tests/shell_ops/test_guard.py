@@ -14,9 +14,9 @@ from mcp_sections.servers.shell_ops.policies.npm import check_npm_script_name
 from mcp_sections.servers.shell_ops.policies.programs import policy_for
 from mcp_sections.servers.shell_ops.policies.syntax import split_command
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.installers import installer_kind
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.confinement.installers import installer_kind
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 
 @pytest.fixture

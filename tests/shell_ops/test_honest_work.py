@@ -3,8 +3,8 @@
 A coding agent does what a project's README says: a venv in a root, `pip install -e ".[test]"` with a pinned test
 dependency, `pip install -r requirements.txt`, its tests (`pytest`, `pytest -o pythonpath=src`, `PYTHONPATH=src`), a
 commit whose message has a body, a multi-line `python -c`. Each ran into an argv rule before; the OS sandbox confines
-all of it now, and installs reach the package registries only, through the egress proxy (`shared.installers`), the
-same for run_command and file_ops' install_package.
+all of it now, and installs reach the package registries only, through the egress proxy
+(`shared.confinement.installers`), the same for run_command and file_ops' install_package.
 
 The installs download from PyPI (and the npm registry): `slow`.
 """

@@ -23,7 +23,7 @@ from mcp_sections.servers.shell_ops.processes import (
 )
 from mcp_sections.servers.shell_ops.service import ShellOps
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 
 def test_capped_buffer_keeps_head_and_tail() -> None:

@@ -1,5 +1,5 @@
-"""Project toolchains on their own (shared/toolchains.py) and the guard's use of them: which program a name means in
-a project, which programs given by path run, and what interpreter installations are verified (no processes)."""
+"""Project toolchains on their own (shared/confinement/toolchains.py) and the guard's use of them: which program a name
+means in a project, which programs given by path run, and what interpreter installations are verified (no processes)."""
 
 from __future__ import annotations
 
@@ -13,17 +13,16 @@ import pytest
 
 from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS
 from mcp_sections.servers.shell_ops.policies.guard import CommandGuard
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.paths import PathGuard
-from mcp_sections.shared.toolchains import (
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.confinement.installations import is_node_installation, is_python_installation
+from mcp_sections.shared.confinement.toolchains import (
     forbidden_prefixes,
-    is_node_installation,
-    is_python_installation,
     project_toolchain,
     trusted_interpreters,
     venv_base_prefix,
     venv_interpreter_prefixes,
 )
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 BASE = Path(sys.base_prefix)  # the interpreter these tests run on: a pyenv installation on the dev machine
 NEEDS_OUTSIDE_BASE = pytest.mark.skipif(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mcp_sections.servers.todo.board import MAX_DEPENDENCIES, Board, Task
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 W = "default"
@@ -342,7 +342,7 @@ def test_failed_commit_does_not_wedge_the_thread_connection(tmp_path: Path) -> N
 
 def test_section_settings_set_the_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp_sections.servers.todo.section import SECTION, open_board
-    from mcp_sections.shared.config import load_settings
+    from mcp_sections.shared.settings.config import load_settings
 
     monkeypatch.setenv("MCP_SECTIONS_TODO_MAX_TASKS_PER_WORKFLOW", "2")
     board = open_board(SECTION.runtime(load_settings(data_dir=tmp_path / "configured")))

@@ -10,8 +10,8 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.registry import load_section
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.server import build_server
+from mcp_sections.shared.serving.server import build_server
+from mcp_sections.shared.settings.config import Settings
 from tests.web_ops.site import Site, running_site
 
 pytest.importorskip("playwright", reason="web_ops needs the `web` extra: pip install 'mcp-sections[web]'")

@@ -2,9 +2,10 @@
 config; nothing else on loopback becomes reachable (issue #38, design point 7).
 
 shell_ops runs as its own process (the relay and its registry entries are the subject), its program in the real
-sandbox; web_ops runs in memory on the same data directory. The registry (`shared.published_ports`) is the only way
-web_ops learns that a loopback port is a published dev server: a port that is not published, a port whose dev server
-stopped, a page of the web redirecting to the dev server, and a dev page reaching another loopback port are refused.
+sandbox; web_ops runs in memory on the same data directory. The registry (`shared.confinement.published_ports`) is the
+only way web_ops learns that a loopback port is a published dev server: a port that is not published, a port whose dev
+server stopped, a page of the web redirecting to the dev server, and a dev page reaching another loopback port are
+refused.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_sections.shared.guards.urls import UrlGuard
-from mcp_sections.shared.published_ports import PublishedPorts
+from mcp_sections.shared.confinement.guards.urls import UrlGuard
+from mcp_sections.shared.confinement.published_ports import PublishedPorts
 from tests.in_memory import section_in_memory
 from tests.processes import free_port
 from tests.stdio import call, fail, section_client

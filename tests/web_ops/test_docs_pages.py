@@ -18,8 +18,8 @@ from mcp_sections.servers.web_ops.extraction import extract_html
 from mcp_sections.shared.brain.model import EntityFilter
 from mcp_sections.shared.brain.parsing.files import MAX_CODE_BLOCK_CHARS
 from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
-from mcp_sections.shared.markdown_blocks import blocks
-from mcp_sections.shared.server import build_server
+from mcp_sections.shared.serving.server import build_server
+from mcp_sections.shared.text.markdown_blocks import blocks
 from tests.stdio import call, fail
 from tests.web_ops.conftest import web_settings
 from tests.web_ops.site import Site

@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.registry import load_section
-from mcp_sections.shared.server import build_server
+from mcp_sections.shared.serving.server import build_server
 from tests.stdio import call, fail
 from tests.web_ops.conftest import web_settings
 from tests.web_ops.site import CRAWL_PAGES, Site

@@ -8,8 +8,8 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.registry import load_section
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.server import build_server
+from mcp_sections.shared.serving.server import build_server
+from mcp_sections.shared.settings.config import Settings
 from tests.stdio import call
 from tests.web_ops.conftest import web_settings
 from tests.web_ops.site import CRAWL_PAGES, Site

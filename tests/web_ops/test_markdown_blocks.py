@@ -1,11 +1,11 @@
-"""Cutting markdown between blocks (shared/markdown_blocks.py), on generated texts of prose and code blocks."""
+"""Cutting markdown between blocks (shared/text/markdown_blocks.py), on generated texts of prose and code blocks."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_sections.shared.markdown_blocks import blocks, pieces, window
+from mcp_sections.shared.text.markdown_blocks import blocks, pieces, window
 
 _WORDS = st.text(alphabet="abcdefgh ", min_size=1, max_size=70).map(lambda s: s.strip() or "x")
 _PARAGRAPH = st.lists(_WORDS, min_size=1, max_size=4).map("\n".join)

@@ -15,11 +15,11 @@ from mcp import Client
 
 from mcp_sections.servers.registry import load_section
 from mcp_sections.servers.web_ops.search import BraveProvider, DdgsProvider, choose_provider
-from mcp_sections.shared.config import Settings
-from mcp_sections.shared.errors import ToolFailure
-from mcp_sections.shared.guards.urls import AllowList, UrlGuard
-from mcp_sections.shared.server import build_server
-from mcp_sections.shared.web_fetch import GuardedHttp
+from mcp_sections.shared.confinement.guards.urls import AllowList, UrlGuard
+from mcp_sections.shared.ground.errors import ToolFailure
+from mcp_sections.shared.net.fetch import GuardedHttp
+from mcp_sections.shared.serving.server import build_server
+from mcp_sections.shared.settings.config import Settings
 from tests.http_stand_in import ScriptedHandler, serving
 from tests.stdio import call, fail
 

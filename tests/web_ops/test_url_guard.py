@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_sections.shared.errors import ToolFailure
-from mcp_sections.shared.guards.urls import AllowList, UrlGuard, address_problem, normalise_url, parse_url
+from mcp_sections.shared.confinement.guards.urls import AllowList, UrlGuard, address_problem, normalise_url, parse_url
+from mcp_sections.shared.ground.errors import ToolFailure
 
 
 def resolver_of(table: dict[str, list[str]]):

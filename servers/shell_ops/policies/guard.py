@@ -1,9 +1,9 @@
 """The command guard: turns a caller's command into a checked argv, or refuses it with an error code.
 
 No shell is ever involved: a command is an argv list (or a string split with `shlex.split`), its program must be on the
-allow-list and is resolved on a FIXED search path (never the caller's). The OS sandbox (shared/sandbox.py) is the
-boundary: it confines whatever a program does to the roots, with no network. So the guard has two sets of rules, and
-`check(..., confined=)` says which apply (servers/shell_ops/README.md, section 2, has the table with every reason):
+allow-list and is resolved on a FIXED search path (never the caller's). The OS sandbox (shared/confinement/sandbox.py)
+is the boundary: it confines whatever a program does to the roots, with no network. So the guard has two sets of rules,
+and `check(..., confined=)` says which apply (servers/shell_ops/README.md, section 2, has the table with every reason):
 
 Always (the OS cannot take their place):
 
@@ -13,16 +13,17 @@ Always (the OS cannot take their place):
 2. Program (PERMISSION_DENIED / NOT_FOUND): shells, wrappers that run another program (`env`, `xargs`, `sudo`,
    `timeout`, ...) and script-evaluating text tools (`awk`, `sed`, ...) are never allowed; otherwise the name must be
    on the allow-list (the operator's policy) and is resolved to an absolute executable: in the project environment of
-   the working directory first (its venv's `bin`, its `node_modules/.bin`: shared/toolchains.py), then on the fixed
-   search path — except the system programs (`SYSTEM_PROGRAMS`: the read-only tools and git, whose hardened probes run
-   outside the sandbox), always the system's. A program given by a path inside the roots is the project's own and
-   runs when `project_programs` is on; it must not lead (through links) to a never-allowed program, nor outside the
+   the working directory first (its venv's `bin`, its `node_modules/.bin`: shared/confinement/toolchains.py), then on
+   the fixed search path — except the system programs (`SYSTEM_PROGRAMS`: the read-only tools and git, whose hardened
+   probes run outside the sandbox), always the system's. A program given by a path inside the roots is the project's own
+   and runs when `project_programs` is on; it must not lead (through links) to a never-allowed program, nor outside the
    roots anywhere but the system directories and the verified interpreter installations the sandbox shows. A
    wrapper's command (`uv run CMD`, `poetry run CMD`) is checked as a command of its own.
 3. What the OS cannot confine: `cwd` inside the roots; git's repository options (`-C`, `--git-dir`, `--work-tree`)
    inside the roots, since the hardened probes run in that repository on the host; secrets named in git's history
    (`HEAD:.env`) or by name in the roots (`check_named`); the policies' `confined` rules (npm's and pnpm's wrapper
-   subcommands). An installer (`shared.installers.installer_kind`) is marked: it gets the registry-only egress.
+   subcommands). An installer (`shared.confinement.installers.installer_kind`) is marked: it gets the registry-only
+   egress.
 
 With the sandbox off (`confined=False`) the argument rules are the only layer, so every rule applies besides: each
 program's full policy (`policy_for(...).check`, refusing flags that run code or write files: `python -c`, `find
@@ -68,18 +69,19 @@ from mcp_sections.servers.shell_ops.policies.project_tools import (
     split_uv_confined,
 )
 from mcp_sections.servers.shell_ops.policies.syntax import CheckedCommand, denied, invalid, split_command
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.guards.paths import PathGuard, is_inside
-from mcp_sections.shared.installers import installer_kind
-from mcp_sections.shared.programs import DEFAULT_SEARCH_PATH
-from mcp_sections.shared.sandbox import SYSTEM_DIRECTORIES
-from mcp_sections.shared.toolchains import (
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.confinement.installers import installer_kind
+from mcp_sections.shared.confinement.sandbox import SYSTEM_DIRECTORIES
+from mcp_sections.shared.confinement.toolchains import (
     ProjectToolchain,
     forbidden_prefixes,
     program_venv_prefixes,
     project_toolchain,
     trusted_interpreters,
 )
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.locations import is_inside
+from mcp_sections.shared.ground.programs import DEFAULT_SEARCH_PATH
 
 MAX_WRAPPED = 3  # `uv run uv run ...` nests at most this deep
 
@@ -120,7 +122,7 @@ class CommandGuard:
         return shutil.which(program, path=self._search_path)
 
     def toolchain(self, workdir: Path) -> ProjectToolchain:
-        """The project environment of a command run in `workdir` (shared.toolchains)."""
+        """The project environment of a command run in `workdir` (shared.confinement.toolchains)."""
         return project_toolchain(workdir, self._paths, self._forbidden, self._trusted)
 
     def base_toolchain(self) -> ProjectToolchain:

@@ -45,8 +45,8 @@ _NPM_PROGRAM_OPTIONS = ("--script-shell", "--shell", "--call")
 
 def policy_npm_confined(args: list[str], ctx: PolicyContext) -> list[str]:
     """npm inside the sandbox: scripts, lifecycle hooks and installs run confined (installs through the registry-only
-    egress, `shared.installers`), so one rule remains, the allow-list's: npm never runs a program the caller names
-    (`npm exec`/`x`/`explore`, `--script-shell`, `--call`), as a wrapper would. Run the program itself."""
+    egress, `shared.confinement.installers`), so one rule remains, the allow-list's: npm never runs a program the caller
+    names (`npm exec`/`x`/`explore`, `--script-shell`, `--call`), as a wrapper would. Run the program itself."""
     before_separator = args[: args.index("--")] if "--" in args else args
     positional = [arg for arg in before_separator if not arg.startswith("-")]
     if positional and positional[0] in NPM_WRAPPERS:

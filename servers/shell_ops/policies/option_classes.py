@@ -14,8 +14,8 @@ other arguments. Four classes, each with one rule:
 - **symbolic links followed**: `ls -L`, `du -L`, `stat -L`, `find -L`, `grep -R`, `rg -L`, `tar -h` read what a
   link points at, possibly outside the roots. Refused.
 
-The OS sandbox (shared/sandbox.py) hides everything outside the roots, so these rules apply only where the operator
-turned it off (the argument rules are the only layer there); inside it only git's base-directory options stay
+The OS sandbox (shared/confinement/sandbox.py) hides everything outside the roots, so these rules apply only where the
+operator turned it off (the argument rules are the only layer there); inside it only git's base-directory options stay
 confined, since git's hardened probes run outside the sandbox in the repository they name.
 
 Option spellings: `--name` matches as getopt_long does (unambiguous prefixes too), `-x` is a short letter found

@@ -24,7 +24,7 @@ class PolicyContext:
     denied: Callable[[str], bool] = lambda relative: False
     """Whether a path relative to a repository or root matches the deny globs (`HEAD:.env` names one)."""
     node_bin: Path | None = None
-    """The project's `node_modules/.bin` for a command in `cwd` (shared.toolchains), if any."""
+    """The project's `node_modules/.bin` for a command in `cwd` (shared.confinement.toolchains), if any."""
 
 
 Policy = Callable[[list[str], PolicyContext], list[str]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
 import os
 import re
@@ -18,10 +19,8 @@ from mcp_sections.servers.shell_ops.policies.npm import NPM_REFUSED, NPM_SUBCOMM
 from mcp_sections.servers.shell_ops.policies.policy import Policy, PolicyContext, PolicyInfo
 from mcp_sections.servers.shell_ops.policies.project_tools import (
     PIP_SUBCOMMANDS,
-    REFUSED_MODULES,
     UV_PIP_READING,
     UV_SUBCOMMANDS,
-    check_module,
     confined_only,
     policy_js_manager_confined,
     policy_mypy,
@@ -30,7 +29,7 @@ from mcp_sections.servers.shell_ops.policies.project_tools import (
     policy_uv,
 )
 from mcp_sections.servers.shell_ops.policies.syntax import denied, find_flag, invalid, short_cluster, words
-from mcp_sections.shared.errors import ToolFailure
+from mcp_sections.shared.ground.errors import ToolFailure
 
 
 def _policy_find(args: list[str], ctx: PolicyContext) -> list[str]:
@@ -113,6 +112,60 @@ def _policy_pytest(args: list[str], ctx: PolicyContext) -> list[str]:
                 "configure plugins in the project's pytest config."
             )
     return args
+
+
+#: `python -m MODULE`: which modules run (any importable one) and what each must not do.
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+#: Modules refused under `python -m`, and why (their arguments are code, like -c's).
+REFUSED_MODULES = {
+    "timeit": "its arguments are statements it runs, like -c; time a function from a script instead",
+}
+
+
+def check_module(module: str, following: list[str], ctx: PolicyContext) -> None:
+    """`python -m MODULE ARGS`: any importable module (the project's, the venv's, the standard library's) runs,
+    inside the sandbox like a script, except those whose arguments are code; modules that are programs of their own
+    (pip, pytest, mypy, uv, ruff) get those programs' policies; servers listen on loopback only."""
+    if not _MODULE.match(module):
+        raise invalid(f"python -m {module[:60] or '(missing)'}: not a module name; give e.g. `-m pytest`.")
+    if module in REFUSED_MODULES:
+        raise denied(f"python -m {module} is refused by the command policy: {REFUSED_MODULES[module]}.")
+    if module == "pdb" and any(arg in ("-c", "--command") or arg.startswith("--command=") for arg in following):
+        raise denied("python -m pdb -c is refused by the command policy (debugger commands run code, like -c).")
+    if module == "http.server":
+        _loopback_only(module, following, ("-b", "--bind"), required=True)
+    elif module == "pydoc" and "-p" in following:
+        _loopback_only(module, following, ("-n",), required=False)
+    program = {"pip": "pip", "pytest": "pytest", "mypy": "mypy", "uv": "uv", "ruff": "ruff"}.get(module)
+    if program is not None:
+        check = POLICIES[program].check
+        assert check is not None
+        check(list(following), ctx)
+
+
+def _loopback_only(module: str, args: Sequence[str], options: Sequence[str], *, required: bool) -> None:
+    value = None
+    for index, arg in enumerate(args):
+        name, _, attached = arg.partition("=")
+        if name in options:
+            value = attached or (args[index + 1] if index + 1 < len(args) else "")
+    if value is None and not required:
+        return
+    if value is None or not _is_loopback(value):
+        shown = "all interfaces" if value is None else repr(value[:60])
+        raise denied(
+            f"python -m {module} listening on {shown} is refused by the command policy: a server the agent starts "
+            f"listens on loopback only; add `{options[0]} 127.0.0.1`."
+        )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 _PYTHON_SIMPLE = set("BbdEhiIOPqsSuvVx")

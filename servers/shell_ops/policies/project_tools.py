@@ -1,9 +1,9 @@
 """Policies of the programs a project environment brings: pip, uv, poetry, pnpm, yarn, npx, mypy, and `python -m`.
 
 These programs run the project's own code inside the OS sandbox, like `python3 script.py`. Inside it their installs
-run through the registry-only egress (`shared.installers`) and only the allow-list remains: `uv run CMD` and `poetry
-run CMD` are wrappers whose CMD is returned to the guard, which checks it as a command of its own (`uv run bash` is
-refused exactly as `bash` is), and `npx`, `pnpm`/`yarn exec`/`dlx` run only what the allow-list allows. With the
+run through the registry-only egress (`shared.confinement.installers`) and only the allow-list remains: `uv run CMD` and
+`poetry run CMD` are wrappers whose CMD is returned to the guard, which checks it as a command of its own (`uv run bash`
+is refused exactly as `bash` is), and `npx`, `pnpm`/`yarn exec`/`dlx` run only what the allow-list allows. With the
 sandbox off (the `policy_*` functions) the full rules apply: nothing installs (file_ops' `install_package` does), no
 inline code (`-c`, `timeit`'s statements, `npx -c`), no server listening beyond the loopback interface (`-m
 http.server` with `--bind 127.0.0.1`).
@@ -11,8 +11,6 @@ http.server` with `--bind 127.0.0.1`).
 
 from __future__ import annotations
 
-import ipaddress
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -273,58 +271,3 @@ def policy_js_manager_confined(args: list[str], ctx: PolicyContext) -> list[str]
             "would bypass the allow-list of programs; run the program by name."
         )
     return args
-
-
-_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
-#: Modules refused under `python -m`, and why (their arguments are code, like -c's).
-REFUSED_MODULES = {
-    "timeit": "its arguments are statements it runs, like -c; time a function from a script instead",
-}
-
-
-def check_module(module: str, following: list[str], ctx: PolicyContext) -> None:
-    """`python -m MODULE ARGS`: any importable module (the project's, the venv's, the standard library's) runs,
-    inside the sandbox like a script, except those whose arguments are code; modules that are programs of their own
-    (pip, pytest, mypy, uv, ruff) get those programs' policies; servers listen on loopback only."""
-    from mcp_sections.servers.shell_ops.policies.programs import POLICIES
-
-    if not _MODULE.match(module):
-        raise invalid(f"python -m {module[:60] or '(missing)'}: not a module name; give e.g. `-m pytest`.")
-    if module in REFUSED_MODULES:
-        raise denied(f"python -m {module} is refused by the command policy: {REFUSED_MODULES[module]}.")
-    if module == "pdb" and any(arg in ("-c", "--command") or arg.startswith("--command=") for arg in following):
-        raise denied("python -m pdb -c is refused by the command policy (debugger commands run code, like -c).")
-    if module == "http.server":
-        _loopback_only(module, following, ("-b", "--bind"), required=True)
-    elif module == "pydoc" and "-p" in following:
-        _loopback_only(module, following, ("-n",), required=False)
-    program = {"pip": "pip", "pytest": "pytest", "mypy": "mypy", "uv": "uv", "ruff": "ruff"}.get(module)
-    if program is not None:
-        check = POLICIES[program].check
-        assert check is not None
-        check(list(following), ctx)
-
-
-def _loopback_only(module: str, args: Sequence[str], options: Sequence[str], *, required: bool) -> None:
-    value = None
-    for index, arg in enumerate(args):
-        name, _, attached = arg.partition("=")
-        if name in options:
-            value = attached or (args[index + 1] if index + 1 < len(args) else "")
-    if value is None and not required:
-        return
-    if value is None or not _is_loopback(value):
-        shown = "all interfaces" if value is None else repr(value[:60])
-        raise denied(
-            f"python -m {module} listening on {shown} is refused by the command policy: a server the agent starts "
-            f"listens on loopback only; add `{options[0]} 127.0.0.1`."
-        )
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False

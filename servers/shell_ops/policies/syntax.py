@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcp_sections.shared.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.toolchains import ProjectToolchain
+from mcp_sections.shared.confinement.toolchains import ProjectToolchain
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 
 def words(text: str) -> tuple[str, ...]:
@@ -51,7 +51,7 @@ class CheckedCommand:
     project_program: bool = False
     """Given by a path inside the roots (the project's own program)."""
     installer: str | None = None
-    """The installer it is (`shared.installers.installer_kind`): it runs with the registry-only egress."""
+    """The installer it is (`shared.confinement.installers.installer_kind`): it runs with the registry-only egress."""
 
     @property
     def argv(self) -> list[str]:

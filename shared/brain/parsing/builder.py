@@ -160,7 +160,7 @@ def chunk_text(builder: Builder, text: str, *, prose: bool) -> None:
 def chunk_markdown(builder: Builder, text: str) -> None:
     """Chunks of whole markdown blocks, about CHUNK_CHARS each; a code block stays whole in one chunk up to
     MAX_CODE_BLOCK_CHARS (longer ones are cut at line ends, each part fenced)."""
-    from mcp_sections.shared.markdown_blocks import pieces
+    from mcp_sections.shared.text.markdown_blocks import pieces
 
     _add_chunks(builder, pieces(text, CHUNK_CHARS, MAX_CODE_BLOCK_CHARS), prose=True)
 

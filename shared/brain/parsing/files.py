@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_sections.shared.gitignore import rules_down_to
-from mcp_sections.shared.guards.paths import SECRET_FILE_GLOBS
-from mcp_sections.shared.walking import WalkStats as WalkerStats
-from mcp_sections.shared.walking import walk
+from mcp_sections.shared.confinement.guards.paths import SECRET_FILE_GLOBS
+from mcp_sections.shared.text.gitignore import rules_down_to
+from mcp_sections.shared.text.walking import WalkStats as WalkerStats
+from mcp_sections.shared.text.walking import walk
 
 MAX_FILE_BYTES = 1_000_000
 MAX_SCOPE_CHARS = 20_000
@@ -238,7 +238,7 @@ def walk_tree(
     extra_secret: Callable[[str], bool] | None = None,
 ) -> Iterator[WalkEntry]:
     """Files under `root/start_rel` worth ingesting, sorted, with the filters of the module docstring
-    (on the suite's one walker, `shared.walking`, with the .gitignore files of the whole git tree).
+    (on the suite's one walker, `shared.text.walking`, with the .gitignore files of the whole git tree).
 
     `excluded`: relative directories skipped entirely (sub-directories that are projects of their own).
     `hidden`: absolute real paths never walked (the suite's own state, `PathGuard.private_inside_roots()`).

@@ -1,0 +1,1 @@
+"""Secrets: patterns, known values, masking, and the protected files of the roots."""

@@ -1,0 +1,1 @@
+"""The network: the one guarded HTTP client and the model-API client on it."""

@@ -1,0 +1,1 @@
+"""Serving sections over MCP: the call pipeline, approval, audit, tasks, the SDK adapter, transports."""

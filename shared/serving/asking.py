@@ -1,0 +1,248 @@
+"""Tools that ask the user one question before they run: MCP form elicitation in both protocol eras."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+from mcp.server.elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import Elicit, Resolve, build_resolver_plans
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp_types import CallToolResult, ToolAnnotations
+
+from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, UserAnswer
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.serving.calls import failure_result, parse_arguments
+from mcp_sections.shared.serving.sdk_tools import (
+    RawArguments,
+    sdk_annotations,
+    spec_schemas,
+    tool_context,
+    uses_input_required,
+)
+
+logger = logging.getLogger("mcp_sections.asking")
+
+
+# The question is a resolver (`Annotated[..., Resolve(fn)]` returning `Elicit(...)`), so the SDK carries it
+# the way the connection needs: on 2025-11-25 it sends `elicitation/create` mid-call and waits; on 2026-07-28
+# it returns an `InputRequiredResult` and the client calls again with the answer. The timeout is enforced
+# per era: a cancel scope around the wait (legacy), or the time between handing the question out and the
+# client coming back with its answer (2026-07-28: the server holds nothing while the user thinks).
+
+_answer_window: ContextVar[_AnswerWindow | None] = ContextVar("mcp_sections_answer_window", default=None)
+ASKED_MEMORY_SECONDS = 3600.0
+
+
+class _AnswerWindow:
+    """One tools/call of an asking tool: the cancel scope the legacy wait runs in, and how long it lasted."""
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.asked_at: float | None = None
+        self.timeout: float | None = None
+        self.waited: float | None = None
+
+    def open(self, timeout: float | None) -> None:
+        self.asked_at = time.monotonic()
+        self.timeout = timeout
+        if timeout is not None:
+            self.scope.deadline = anyio.current_time() + timeout
+
+    def close(self) -> float:
+        """The answer arrived (or no question was needed): stop the clock, return how long the user took."""
+        self.scope.deadline = math.inf
+        if self.waited is None and self.asked_at is not None:
+            self.waited = time.monotonic() - self.asked_at
+        return self.waited or 0.0
+
+
+class _AskedQuestions:
+    """2026-07-28: when each question was handed to the client, until the client comes back with its answer."""
+
+    def __init__(self) -> None:
+        self._asked: dict[tuple[str, str], deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def asked(self, key: tuple[str, str]) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for other in [k for k, times in self._asked.items() if now - times[-1] > ASKED_MEMORY_SECONDS]:
+                del self._asked[other]
+            self._asked.setdefault(key, deque()).append(now)
+
+    def answered(self, key: tuple[str, str]) -> float | None:
+        """Seconds since the question was handed out (None when this server did not hand it out)."""
+        with self._lock:
+            times = self._asked.get(key)
+            if not times:
+                return None
+            asked_at = times.popleft()
+            if not times:
+                del self._asked[key]
+        return time.monotonic() - asked_at
+
+
+class _NotAsked:
+    """A resolver outcome that is not the user's answer: a failure to report, or an answer decided here."""
+
+    def __init__(self, failure: ToolFailure | None = None, answer: UserAnswer | None = None) -> None:
+        self.failure = failure
+        self.answer = answer
+
+
+def _can_elicit(context: Context) -> bool:
+    capabilities = context.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+class _AskingTool(Tool):
+    """An SDK tool whose `answer` parameter is resolved by asking the user; a legacy wait may time out."""
+
+    on_timeout: Any = None
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        window = _AnswerWindow()
+        token = _answer_window.set(window)
+        try:
+            with window.scope:
+                return await super().run(arguments, context, convert_result)
+        except ToolError:  # raised while resolving the answer (the body itself never raises): a bad answer
+            logger.info("tool %s: the client's answer does not fit the question", self.name, exc_info=True)
+            return failure_result(
+                ToolFailure(
+                    ErrorCode.VALIDATION_FAILED,
+                    f"the answer to {self.name}'s question does not fit the form (e.g. an unknown option); ask again.",
+                )
+            )
+        finally:
+            _answer_window.reset(token)
+        # only reached when the window's deadline ended the wait for the answer (legacy era)
+        waited = window.timeout or 0.0
+        result = await self.on_timeout(dict(arguments), context, UserAnswer(action="timeout", waited_seconds=waited))
+        return self.fn_metadata.convert_result(result) if convert_result else result
+
+
+#: How an asking tool hands a call on: its arguments, its context, the user's answer (None: nothing was asked) and
+#: the failure decided before it could run (no way to ask, a question that could not be built). The callee records
+#: and returns that failure, so that a call refused before running is audited like every other call.
+AskedCall = Callable[[dict[str, Any], ToolContext, UserAnswer | None, ToolFailure | None], Awaitable[CallToolResult]]
+
+
+def asking_tool(
+    spec: ToolSpec,
+    state: Any,
+    call: AskedCall,
+    cannot_ask: str | None = None,
+    published: dict[str, Any] | None = None,
+) -> Tool:
+    """The SDK tool of a tool that asks the user first. `spec.asks_user` may return None: no question for this
+    call, which then runs with `answer=None`. `cannot_ask` words the refusal on a client without elicitation."""
+    asked = _AskedQuestions()
+    assert spec.asks_user is not None
+    ask = spec.asks_user
+
+    async def question(arguments: dict[str, Any], context: Context) -> Any:
+        try:
+            value = await state.aget()
+        except Exception:  # the body reports it, as for any tool
+            return _NotAsked()
+        try:
+            params = parse_arguments(spec.input_model, arguments)
+            user_question = ask(params, value)
+        except ToolFailure as failure:
+            return _NotAsked(failure)
+        except Exception:
+            logger.exception("the question of tool %s could not be built", spec.name)
+            return _NotAsked(
+                ToolFailure(ErrorCode.EXECUTION_FAILED, f"{spec.name} failed with an internal error (see the log).")
+            )
+        if user_question is None:
+            return _NotAsked()
+        if not _can_elicit(context):
+            return _NotAsked(
+                ToolFailure(
+                    ErrorCode.DEPENDENCY_ERROR,
+                    cannot_ask
+                    or f"{spec.name} must ask the user, but this MCP client does not support elicitation (form mode). "
+                    "Use a client that declares the elicitation capability, or continue without asking the user.",
+                )
+            )
+        window = _answer_window.get()
+        timeout = user_question.timeout_seconds
+        if uses_input_required(context):
+            # Each round of a 2026-07-28 call is a request of its own (no connection to key on): the same
+            # question asked twice at once is told apart only by order, which is close enough for a timeout.
+            key = (spec.name, _digest(arguments))
+            if context.input_responses:  # the client is back with the answer
+                waited = asked.answered(key)
+                if waited is not None and timeout is not None and waited > timeout:
+                    return _NotAsked(answer=UserAnswer(action="timeout", waited_seconds=waited))
+                if window is not None:
+                    window.waited = waited or 0.0
+            else:
+                asked.asked(key)
+        elif window is not None:
+            window.open(timeout)
+        return Elicit(user_question.message, user_question.schema)
+
+    async def invoke(arguments: dict[str, Any], context: Context, answer: Any = None) -> CallToolResult:
+        window = _answer_window.get()
+        waited = window.close() if window is not None else 0.0
+        ctx = tool_context(context)
+        if isinstance(answer, AcceptedElicitation) and isinstance(answer.data, _NotAsked):
+            decided = answer.data
+            return await call(arguments, ctx, decided.answer, decided.failure)
+        if isinstance(answer, AcceptedElicitation):
+            content = answer.data.model_dump(mode="json") if hasattr(answer.data, "model_dump") else answer.data
+            accepted = UserAnswer(action="accept", content=content, waited_seconds=waited)
+            return await call(arguments, ctx, accepted, None)
+        action: Literal["decline", "cancel"] = "decline" if isinstance(answer, DeclinedElicitation) else "cancel"
+        assert isinstance(answer, DeclinedElicitation | CancelledElicitation)
+        return await call(arguments, ctx, UserAnswer(action=action, waited_seconds=waited), None)
+
+    async def on_timeout(arguments: dict[str, Any], context: Context, answer: UserAnswer) -> CallToolResult:
+        return await call(arguments, tool_context(context), answer, None)
+
+    resolved = {"answer": (Resolve(question), True)}
+    output_schema: dict[str, Any] | None
+    if published is None:
+        input_schema, output_schema = spec_schemas(spec)
+        annotations = sdk_annotations(spec)
+    else:  # another server's tool, published as that server defines it
+        input_schema = published.get("inputSchema") or {"type": "object"}
+        output_schema = published.get("outputSchema") or None
+        annotations = ToolAnnotations.model_validate(published.get("annotations") or {})
+    return _AskingTool(
+        fn=invoke,
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        parameters=input_schema,
+        fn_metadata=FuncMetadata(arg_model=RawArguments, output_schema=output_schema),
+        is_async=True,
+        context_kwarg="context",
+        resolved_params=resolved,
+        resolver_plans=build_resolver_plans(resolved, {"arguments"}),
+        annotations=annotations,
+        on_timeout=on_timeout,
+    )
+
+
+def _digest(arguments: dict[str, Any]) -> str:
+    text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]

@@ -1,0 +1,110 @@
+"""Bearer-token authentication for the Streamable HTTP transport of every section and the gateway.
+
+The token comes from a file (`--auth-token-file`, `MCP_SECTIONS_AUTH_TOKEN_FILE`: compose mounts it as a secret)
+or from `MCP_SECTIONS_AUTH_TOKEN`. It is required whenever the server binds beyond loopback: a server reachable
+from other machines with no token refuses to start. On loopback it is optional (local clients, tests).
+Every HTTP request must carry `Authorization: Bearer <token>`; anything else gets 401 before it reaches the MCP
+session layer. Tokens are compared in constant time and never logged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import os
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+from mcp_sections.shared.ground.errors import ConfigError
+
+TOKEN_ENV = "MCP_SECTIONS_AUTH_TOKEN"
+TOKEN_FILE_ENV = "MCP_SECTIONS_AUTH_TOKEN_FILE"
+MIN_TOKEN_LENGTH = 16
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class AuthConfigError(ConfigError, ValueError):
+    """The token settings cannot be used (unreadable file, too short, missing where required)."""
+
+
+def is_loopback(host: str) -> bool:
+    """True for the names and addresses that only this machine can reach."""
+    if host in ("localhost", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def read_token_file(path: Path) -> str:
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise AuthConfigError(f"cannot read the auth token file {path}: {exc.strerror or exc}") from None
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise AuthConfigError(f"the auth token in {path} is shorter than {MIN_TOKEN_LENGTH} characters")
+    return token
+
+
+def resolve_token(token_file: Path | None, host: str, environ: MutableMapping[str, str] | None = None) -> str | None:
+    """The token to require for a server bound to `host` (None: no authentication, loopback only)."""
+    env = os.environ if environ is None else environ
+    if token_file is None and env.get(TOKEN_FILE_ENV):
+        token_file = Path(env[TOKEN_FILE_ENV])
+    token: str | None = None
+    if token_file is not None:
+        token = read_token_file(token_file)
+    elif env.get(TOKEN_ENV):
+        token = env[TOKEN_ENV].strip()
+        if len(token) < MIN_TOKEN_LENGTH:
+            raise AuthConfigError(f"{TOKEN_ENV} is shorter than {MIN_TOKEN_LENGTH} characters")
+    if token is None and not is_loopback(host):
+        raise AuthConfigError(
+            f"binding {host} makes the server reachable from other machines: give it a bearer token with "
+            f"--auth-token-file FILE (or {TOKEN_FILE_ENV} / {TOKEN_ENV}), or bind 127.0.0.1"
+        )
+    return token
+
+
+class BearerAuth:
+    """ASGI middleware: HTTP requests without the right `Authorization: Bearer` header get 401."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self._app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        presented = b""
+        for name, value in scope.get("headers", []):
+            if name.lower() == b"authorization":
+                presented = value
+                break
+        if hmac.compare_digest(presented, self._expected):
+            await self._app(scope, receive, send)
+            return
+        error = "missing bearer token" if not presented else "invalid bearer token"
+        body = json.dumps(
+            {"error": "unauthorized", "error_description": f"{error}: send Authorization: Bearer <token>"}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b'Bearer realm="mcp-sections"'),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})

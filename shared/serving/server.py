@@ -1,0 +1,249 @@
+"""A section declaration → an `MCPServer` (official SDK), served over stdio or Streamable HTTP."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import replace
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import INVALID_REQUEST, CallToolResult
+
+from mcp_sections.shared.framework.resources import ServeResults, serve_as
+from mcp_sections.shared.framework.sections import Section, SectionRuntime
+from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, UserAnswer
+from mcp_sections.shared.ground.about import package_version
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.serving import telemetry
+from mcp_sections.shared.serving.approval import CANNOT_ASK, Approval, needs_approval, question_for, refusal
+from mcp_sections.shared.serving.asking import AskedCall, asking_tool
+from mcp_sections.shared.serving.calls import failure_result
+from mcp_sections.shared.serving.pipeline import SectionCalls, SectionState
+from mcp_sections.shared.serving.sdk_tools import ForgetRootsOnChange, spec_tool, without_sdk_tracing
+from mcp_sections.shared.serving.tasks import SpecPolicy, TaskCalls, TasksExtension, TaskStore
+
+logger = logging.getLogger("mcp_sections.server")
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def sdk_tool(spec: ToolSpec, calls: SectionCalls, approval: Approval = "off") -> Tool:
+    """The SDK tool of one declared tool, run through the section's pipeline (`shared.serving.pipeline`).
+
+    A tool declared with `asks_user` asks its own question first; with `approval = "destructive"`, a tool that needs
+    approval by its annotations asks the user before anything runs (`shared.serving.approval`).
+    """
+
+    async def call(
+        arguments: dict[str, Any],
+        ctx: ToolContext,
+        answer: UserAnswer | None = None,
+        failure: ToolFailure | None = None,
+    ) -> CallToolResult:
+        return await calls.call(spec, arguments, ctx, answer, failure)
+
+    if spec.asks_user is not None:
+        return asking_tool(spec, calls.state, call)
+    if needs_approval(spec, approval):
+        return approval_tool(spec, calls.state, call)
+    return spec_tool(spec, call)
+
+
+def approval_tool(
+    spec: ToolSpec,
+    state: Any,
+    call: AskedCall,
+    describe: Callable[[Any, Any], str | None] | None = None,
+    published: dict[str, Any] | None = None,
+) -> Tool:
+    """A tool that runs only once the user approved it (see `shared.serving.approval`); `published`: its tools/list
+    entry when it is another server's tool (its schemas and annotations are published as they are). A call the user did
+    not approve is handed on with its refusal, for `call` to record and return."""
+
+    async def approved(
+        arguments: dict[str, Any], ctx: ToolContext, answer: UserAnswer | None, failure: ToolFailure | None
+    ) -> CallToolResult:
+        return await call(arguments, ctx, None, failure or refusal(spec.name, answer))
+
+    asking = replace(spec, asks_user=question_for(spec, describe))
+    return asking_tool(asking, state, approved, cannot_ask=CANNOT_ASK.format(tool=spec.name), published=published)
+
+
+def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, SectionState]:
+    """The MCP server of one section, and its lazily opened state. Long tools may run as MCP tasks
+    (`shared.serving.tasks`); bulky parts of results are served by `resources/read` (`shared.framework.resources`)."""
+    runtime.settings.own_state().prepare(runtime.settings.roots)
+    calls = SectionCalls(section, runtime)
+    state = calls.state
+    settings = runtime.settings
+    tasks = TaskStore(settings.task_ttl_seconds, settings.max_tasks_per_client)
+    serve_as(section.id)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+        try:
+            async with AsyncExitStack() as stack:
+                if section.lifespan is not None:
+                    state.provide(await stack.enter_async_context(section.lifespan(runtime)))
+                await stack.enter_async_context(tasks.running())  # left first: tasks stop before the state closes
+                yield
+        finally:
+            await anyio.to_thread.run_sync(state.close)
+
+    server = MCPServer(
+        name=f"mcp-sections-{section.id}",
+        title=section.name,
+        description=section.description,
+        instructions=section.instructions,
+        version=package_version(),
+        tools=[sdk_tool(spec, calls, runtime.settings.approval) for spec in section.specs],
+        lifespan=lifespan,
+        log_level=runtime.settings.log_level,
+        extensions=[TasksExtension(tasks)],
+    )
+    server.middleware.append(UnknownToolAsNotFound({spec.name for spec in section.specs}))
+    server.middleware.append(ForgetRootsOnChange())
+    server.middleware.append(ServeResults())
+    server.middleware.append(TaskCalls(tasks, SpecPolicy(calls.specs, settings.approval)))
+    if runtime.settings.warm_up and (section.open_state is not None or section.warm_up is not None):
+        server.middleware.append(_WarmUpAfterListing(state))
+    return server, state
+
+
+class UnknownToolAsNotFound:
+    """A call to a tool this section does not have gets a NOT_FOUND tool error listing the real names."""
+
+    def __init__(self, names: set[str]) -> None:
+        self._names = names
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if getattr(ctx, "method", None) == "tools/call":
+            name = (ctx.params or {}).get("name")
+            if isinstance(name, str) and name not in self._names:
+                failure = ToolFailure(
+                    ErrorCode.NOT_FOUND,
+                    f"unknown tool {name[:80]!r}; this server's tools are: {', '.join(sorted(self._names))}.",
+                )
+                return failure_result(failure).model_dump(mode="json", by_alias=True, exclude_none=True)
+        return await call_next(ctx)
+
+
+class _WarmUpAfterListing:
+    """Starts the section's warm-up once `tools/list` has been answered, so start-up is never slowed."""
+
+    def __init__(self, state: SectionState) -> None:
+        self._state = state
+        self._started = False
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        result = await call_next(ctx)
+        if not self._started and getattr(ctx, "method", None) == "tools/list":
+            self._started = True
+            self._state.start_warm_up()
+        return result
+
+
+def transport_security(
+    host: str, port: int, extra_hosts: list[str], extra_origins: list[str]
+) -> TransportSecuritySettings:
+    """DNS-rebinding protection: only the bound host (and loopback names) and explicit extras are accepted."""
+    names = {host, *LOOPBACK_HOSTS} if host in ("127.0.0.1", "localhost", "::1") else {host}
+    hosts = sorted({f"{name}:{port}" for name in names} | set(extra_hosts))
+    origins = sorted({f"http://{name}:{port}" for name in names} | set(extra_origins))
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def serve(
+    server: MCPServer,
+    transport: str,
+    host: str,
+    port: int,
+    extra_hosts: list[str],
+    extra_origins: list[str],
+    auth_token: str | None = None,
+    pages: Mapping[str, Any] | None = None,
+) -> None:
+    """Run until the client disconnects (stdio) or the process is stopped (http).
+
+    Over HTTP, `auth_token` (required by the caller beyond loopback, see `shared.serving.http_auth`) guards every
+    request but `/health` (`shared.serving.http_pages`); `pages` are a host's own ASGI pages by path prefix (they guard
+    themselves). With no trace exporter configured (`shared.serving.telemetry`), the SDK's per-request span is taken
+    out: nothing is paid.
+    """
+    if telemetry.current() is None:
+        without_sdk_tracing(server)
+    if transport == "stdio":
+        from mcp_sections.shared.serving.stdio import run_stdio
+
+        anyio.run(run_stdio, server)
+        return
+    security = transport_security(host, port, extra_hosts, extra_origins)
+    anyio.run(serve_http, server, host, port, security, auth_token, pages)
+
+
+async def serve_http(
+    server: MCPServer,
+    host: str,
+    port: int,
+    security: TransportSecuritySettings,
+    auth_token: str | None,
+    pages: Mapping[str, Any] | None = None,
+) -> None:
+    """Streamable HTTP on `host:port` at `/mcp`, behind the bearer token when one is given; `/health` for probes.
+    A stream cannot be resumed (no event store): a GET with `Last-Event-ID` gets 400 (`NoStreamResumption`).
+
+    The line saying where it serves is printed once the port is bound (a taken port fails without it)."""
+    import uvicorn
+
+    from mcp_sections.shared.serving.http_auth import BearerAuth
+    from mcp_sections.shared.serving.http_pages import WithPages
+
+    app: Any = NoStreamResumption(server.streamable_http_app(transport_security=security, host=host))
+    if auth_token is not None:
+        app = BearerAuth(app, auth_token)
+    app = WithPages(app, pages)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", server_header=False)
+    shown = f"[{host}]" if ":" in host else host
+    auth = "bearer token required" if auth_token else "no authentication (loopback only)"
+    line = f"mcp-sections: serving Streamable HTTP on http://{shown}:{port}/mcp ({auth})"
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                print(line, file=sys.stderr, flush=True)
+
+    await Server(config).serve()
+
+
+RESUMPTION_REFUSED = (
+    "Bad Request: this server keeps no event store, so a stream cannot be resumed with Last-Event-ID; send the "
+    "request again (a GET without Last-Event-ID opens the server's own stream)."
+)
+
+
+class NoStreamResumption:
+    """ASGI: a GET asking to resume a stream (`Last-Event-ID`) gets 400 with a JSON-RPC error that says why. The SDK's
+    transport, which has no event store to replay from, would return without answering (an empty 500)."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        resumes = any(name.lower() == b"last-event-id" for name, _ in scope.get("headers", ()))
+        if scope["type"] == "http" and scope.get("method") == "GET" and resumes:
+            error = {"code": INVALID_REQUEST, "message": RESUMPTION_REFUSED}
+            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 400, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self._app(scope, receive, send)

@@ -1,0 +1,485 @@
+"""Long work as MCP tasks: a call answered at once with a task handle, its result fetched later.
+
+Crawls, ingests, renders and sub-agent runs take longer than the ~60 s many clients wait for a reply. A long tool
+(`@tool(long=...)`, `shared.framework.tools`) may run as a task instead, in both protocol eras the SDK speaks:
+- 2025-11-25 (tasks in the core protocol): the server announces `capabilities.tasks`, and each long tool
+  `execution.taskSupport: "optional"` in tools/list. The client asks for a task with `task: {ttl}` on `tools/call`
+  and gets `{task}` at once; `tasks/get` gives the state and progress, `tasks/result` waits for the end and gives the
+  tool's result, `tasks/cancel` stops it, `tasks/list` lists the client's tasks.
+- 2026-07-28 (the `io.modelcontextprotocol/tasks` extension, SEP-2663): announced under `capabilities.extensions`.
+  A client that declares the extension on its request lets the server decide: a long call is answered with
+  `resultType: "task"` and the task's fields; `tasks/get` inlines the result (or the JSON-RPC error) once it ended;
+  `tasks/cancel` acknowledges with an empty result; `tasks/update` acknowledges input (no task here asks for any).
+  A tool that must ask the user first (approval) asks synchronously, then runs as a task on the answered round.
+A plain call (no `task`, no extension) runs as it always did, with progress notifications.
+
+The work is the rest of the SDK's chain (argument validation, the section's pipeline and its audit lines), run in
+this process's task group inside a cancel scope: `tasks/cancel` cancels it, and a tool stops its process group,
+browser page or sub-agent as it does for a cancelled request. A task's latest progress is its status message (on
+2025-11-25 progress notifications also go on to the client, whose token stays valid for the task's lifetime).
+A task's `ttl` is also its work's deadline: work still running `ttl` after the task's creation is cancelled as
+`tasks/cancel` cancels it, and the task ends `failed` with an error saying so (a client that died leaves nothing
+running past it). A task is kept `ttl` after its creation, and at least until `min(ttl, KEEP_AFTER_END)` after it
+ended, then forgotten, polled or not; an owner may have `max_per_client` tasks working at once (one more gets
+MAX_LIMIT_EXCEEDED), and the store keeps at most `MAX_KEPT` ended tasks. Task ids are unguessable (192 bits).
+
+A task belongs to a user and a client program, not to a connection (`shared.framework.clients`): a client that
+reconnects (a new HTTP session, a restarted app) finds its tasks again with `tasks/list` and `tasks/get`.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
+
+import anyio
+from anyio.abc import TaskGroup
+from mcp.server.extension import Extension, MethodBinding
+from mcp.server.mcpserver import require_client_extension
+from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import decode_header_value
+from mcp_types import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    REQUEST_TIMEOUT,
+    CancelTaskRequestParams,
+    GetTaskPayloadRequestParams,
+    GetTaskRequestParams,
+    PaginatedRequestParams,
+    RequestParams,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_sections.shared.framework.clients import owner_of
+from mcp_sections.shared.framework.tools import Progress
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.serving.audit import written_at_once
+
+logger = logging.getLogger("mcp_sections.tasks")
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+MCP_NAME_HEADER = "mcp-name"
+LEGACY = frozenset({"2025-11-25"})  # the one handshake-era revision with tasks
+MODERN = frozenset(MODERN_PROTOCOL_VERSIONS)
+POLL_INTERVAL_MS = 1000
+KEEP_AFTER_END = 600.0  # seconds an ended task stays readable at least (never more than its ttl)
+MAX_KEPT = 256
+SWEEP_SECONDS = 2.0
+LEGACY_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+
+Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+Work = Callable[[], Awaitable[dict[str, Any]]]
+
+
+@dataclass(eq=False)
+class TaskRecord:
+    """One task: its state, its result once ended, and the cancel scope of its work."""
+
+    id: str
+    owner: str
+    tool: str
+    modern: bool  # created on the 2026-07-28 wire (its shapes, and no progress notifications)
+    ttl_ms: int
+    created: float = field(default_factory=time.time)
+    updated: float = field(default_factory=time.time)
+    status: Status = "working"
+    message: str | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    ended: float | None = None
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+    @property
+    def expires(self) -> float | None:
+        """When it may be forgotten (None while it works)."""
+        if self.ended is None:
+            return None
+        ttl = self.ttl_ms / 1000
+        return max(self.created + ttl, self.ended + min(ttl, KEEP_AFTER_END))
+
+    @property
+    def deadline(self) -> float:
+        """When its work is stopped if still working (`time.time()` scale)."""
+        return self.created + self.ttl_ms / 1000
+
+    def overdue(self, now: float) -> bool:
+        """Whether it still works past its deadline (work that does not stop at once when cancelled)."""
+        return self.status not in TERMINAL and now >= self.deadline
+
+    def expire(self, max_ttl_ms: int) -> bool:
+        """End it as failed because its ttl ran out while it worked (False: it had already ended)."""
+        seconds, most = self.ttl_ms / 1000, max_ttl_ms / 1000
+        message = (
+            f"stopped: the task's ttl of {seconds:g} s ran out before its work ended, and a task works at most its "
+            f"ttl. Call the tool again with narrower work, or ask a longer ttl (this server allows up to {most:g} s: "
+            "`task_ttl_seconds`)."
+        )
+        return self.end("failed", error={"code": REQUEST_TIMEOUT, "message": message})
+
+    def note_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """The tool's latest progress is the task's status message (its own words, else the numbers)."""
+        self.message = (message or f"progress {progress:g}" + (f"/{total:g}" if total else ""))[:300]
+        self.updated = time.time()
+
+    def end(self, status: Status, *, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None) -> bool:
+        """Move to a terminal status (once: a cancelled task stays cancelled when its work ends after)."""
+        if self.status in TERMINAL:
+            return False
+        self.status, self.result, self.error = status, result, error
+        self.ended = self.updated = time.time()
+        if status == "cancelled":
+            self.message = "cancelled by the client"
+        elif status == "failed" and error is not None:
+            self.message = str(error.get("message", "failed"))[:300]
+        elif status == "completed":
+            self.message = "completed"
+        self.done.set()
+        return True
+
+    # -- the wire shapes --------------------------------------------------------------------------------------
+
+    def fields(self) -> dict[str, Any]:
+        """The task in this era's names (`ttl`/`pollInterval` on 2025-11-25, `ttlMs`/`pollIntervalMs` on 2026)."""
+        expires = self.expires
+        ttl = round((expires - self.created) * 1000) if expires is not None else self.ttl_ms
+        task: dict[str, Any] = {
+            "taskId": self.id,
+            "status": self.status,
+            "createdAt": _iso(self.created),
+            "lastUpdatedAt": _iso(self.updated),
+        }
+        if self.message:
+            task["statusMessage"] = self.message
+        if self.modern:
+            task.update(ttlMs=ttl, pollIntervalMs=POLL_INTERVAL_MS)
+        else:
+            task.update(ttl=ttl, pollInterval=POLL_INTERVAL_MS)
+        return task
+
+    def detailed(self) -> dict[str, Any]:
+        """2026-07-28 `tasks/get`: the task, with the result (or JSON-RPC error) inlined once it ended."""
+        task = self.fields()
+        if self.status == "completed" and self.result is not None:
+            task["result"] = self.result
+        elif self.status == "failed" and self.error is not None:
+            task["error"] = self.error
+        return task
+
+
+def _iso(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class TaskStore:
+    """This process's tasks (see the module docstring): started in its task group, kept for their ttl."""
+
+    def __init__(self, ttl_seconds: float, max_per_client: int) -> None:
+        self.ttl_ms = max(1, round(ttl_seconds * 1000))
+        self.max_per_client = max_per_client
+        self._tasks: dict[str, TaskRecord] = {}
+        self._group: TaskGroup | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[TaskStore]:
+        """Tasks run inside; on the way out the ones still working are cancelled."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            group.start_soon(self._sweep)
+            try:
+                yield self
+            finally:
+                self._group = None
+                group.cancel_scope.cancel()
+
+    def start(self, owner: str, tool: str, work: Work, *, modern: bool, ttl_ms: int | None = None) -> TaskRecord:
+        """A new working task running `work`; ToolFailure when this client has too many working already."""
+        if self._group is None:
+            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "this server is shutting down; call again after restart.")
+        working = sum(1 for task in self._tasks.values() if task.owner == owner and task.status not in TERMINAL)
+        if working >= self.max_per_client:
+            raise ToolFailure(
+                ErrorCode.MAX_LIMIT_EXCEEDED,
+                f"{working} tasks of this client are still working (at most {self.max_per_client} at once); wait "
+                "for one to end (tasks/get) or cancel one (tasks/cancel), then call again.",
+            )
+        ttl = self.ttl_ms if ttl_ms is None else max(1000, min(int(ttl_ms), self.ttl_ms))
+        task = TaskRecord(id=secrets.token_urlsafe(24), owner=owner, tool=tool, modern=modern, ttl_ms=ttl)
+        task.scope.deadline = anyio.current_time() + ttl / 1000  # the work stops at the ttl (see `_run`)
+        self._tasks[task.id] = task
+        self._group.start_soon(self._run, task, work, name=f"task {tool}")
+        return task
+
+    def find(self, task_id: str, owner: str) -> TaskRecord:
+        """The client's task; INVALID_PARAMS for an id it does not own, never had, or that expired."""
+        self._forget_expired()
+        task = self._tasks.get(task_id)
+        if task is None or task.owner != owner:
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"no task {task_id[:64]!r}: it never existed or has expired (tasks are kept "
+                f"{self.ttl_ms / 1000:.0f} s after they start); call the tool again.",
+            )
+        return task
+
+    def owned(self, owner: str) -> list[TaskRecord]:
+        self._forget_expired()
+        return [task for task in self._tasks.values() if task.owner == owner]
+
+    def cancel(self, task: TaskRecord) -> bool:
+        """Stop a working task now (False: it had already ended)."""
+        if not task.end("cancelled"):
+            return False
+        task.scope.cancel()
+        return True
+
+    @property
+    def count(self) -> int:
+        return len(self._tasks)
+
+    async def _run(self, task: TaskRecord, work: Work) -> None:
+        token = CURRENT.set(task)
+        try:
+            with task.scope, written_at_once():
+                try:
+                    result = await work()
+                except MCPError as exc:
+                    task.end("failed", error=exc.error.model_dump(mode="json", exclude_none=True))
+                except Exception:
+                    logger.exception("task %s (%s) failed", task.id[:8], task.tool)
+                    task.end("failed", error={"code": INTERNAL_ERROR, "message": "the work failed (see server log)"})
+                else:
+                    task.end("completed", result=result)
+        finally:
+            CURRENT.reset(token)
+            if task.scope.cancelled_caught:  # its own scope: the deadline (tasks/cancel ended it before cancelling)
+                task.expire(self.ttl_ms)
+            task.end("cancelled")  # only when still working: the server is shutting down
+
+    async def _sweep(self) -> None:
+        while True:
+            await anyio.sleep(SWEEP_SECONDS)
+            self._forget_expired()
+
+    def _forget_expired(self) -> None:
+        now = time.time()
+        for task in list(self._tasks.values()):
+            if task.overdue(now):  # its work was cancelled at the deadline but has not stopped yet
+                task.expire(self.ttl_ms)
+                task.scope.cancel()
+        ended = sorted((task for task in self._tasks.values() if task.ended is not None), key=lambda t: t.created)
+        surplus = len(ended) - MAX_KEPT
+        for task in ended:
+            expires = task.expires
+            if surplus > 0 or (expires is not None and expires <= now):
+                del self._tasks[task.id]
+                surplus -= 1
+
+
+CURRENT: ContextVar[TaskRecord | None] = ContextVar("mcp_sections_task", default=None)
+
+
+def task_execution(support: str | None) -> dict[str, Any] | None:
+    """The `execution` member of a tool's tools/list entry (None: the tool never runs as an MCP task)."""
+    return {"taskSupport": support} if support is not None else None
+
+
+def tracked(progress: Progress) -> Progress:
+    """`progress` of a call that may run as a task: its reports become the task's status message, and go on to
+    the client except on 2026-07-28, where a task gets no progress notifications."""
+    task = CURRENT.get()
+    if task is None:
+        return progress
+
+    async def report(done: float, total: float | None, message: str | None) -> None:
+        task.note_progress(done, total, message)
+        if not task.modern:
+            await progress(done, total, message)
+
+    return report
+
+
+# -- the protocol: which calls become tasks, and the tasks/* methods ------------------------------------------
+
+
+class TaskPolicy(Protocol):
+    """Which tools may run as tasks, and which calls should (the server's part of the 2026-07-28 decision)."""
+
+    def support(self, tool: str) -> Literal["optional"] | None:
+        """The tool's `execution.taskSupport` (None: it never runs as a task)."""
+        ...
+
+    def runs_long(self, tool: str, arguments: dict[str, Any]) -> bool:
+        """Whether this call is long work (a task on 2026-07-28 when the client declared the extension)."""
+        ...
+
+    def asks(self, tool: str, arguments: dict[str, Any]) -> bool:
+        """Whether this call asks the user before it runs (on 2026-07-28 the task starts once that is answered)."""
+        ...
+
+
+def is_modern(ctx: Any) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def declares_tasks(ctx: Any) -> bool:
+    """Whether this 2026-07-28 request declares the tasks extension (the client can take a task as the answer)."""
+    capabilities = ctx.session.client_capabilities
+    return bool(capabilities is not None and capabilities.extensions and TASKS_EXTENSION in capabilities.extensions)
+
+
+class TaskCalls:
+    """Middleware: answers a long call with a task where the client allows it, and publishes task support on
+    2025-11-25 (`capabilities.tasks` in `initialize`, `execution.taskSupport` in tools/list)."""
+
+    def __init__(self, store: TaskStore, policy: TaskPolicy) -> None:
+        self._store = store
+        self._policy = policy
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        method = getattr(ctx, "method", None)
+        if method == "tools/call":
+            return await self._call(ctx, call_next)
+        result = await call_next(ctx)
+        if is_modern(ctx) or not isinstance(result, dict):
+            return result
+        if method == "initialize":
+            result.setdefault("capabilities", {})["tasks"] = LEGACY_CAPABILITY
+        elif method == "tools/list":
+            for tool in result.get("tools", []):
+                execution = task_execution(self._policy.support(tool.get("name", "")))
+                if execution is not None:
+                    tool["execution"] = execution
+        return result
+
+    async def _call(self, ctx: Any, call_next: Any) -> Any:
+        params = ctx.params or {}
+        name, arguments = params.get("name"), params.get("arguments") or {}
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            return await call_next(ctx)
+        modern = is_modern(ctx)
+        ttl_ms = None
+        if modern:
+            if not (declares_tasks(ctx) and self._policy.support(name) and self._policy.runs_long(name, arguments)):
+                return await call_next(ctx)
+            if self._policy.asks(name, arguments) and not params.get("inputResponses"):
+                return await call_next(ctx)  # the question first (InputRequiredResult), the task on the next round
+        else:
+            requested = params.get("task")
+            if requested is None:
+                return await call_next(ctx)
+            if self._policy.support(name) is None:
+                raise MCPError(
+                    code=METHOD_NOT_FOUND,
+                    message=f"{name[:80]} does not support task-augmented execution; call it without `task`.",
+                )
+            ttl = requested.get("ttl") if isinstance(requested, dict) else None
+            ttl_ms = ttl if isinstance(ttl, int) and ttl > 0 else None
+        try:
+            task = self._store.start(owner_of(ctx), name, lambda: call_next(ctx), modern=modern, ttl_ms=ttl_ms)
+        except ToolFailure as failure:
+            from mcp_sections.shared.serving.calls import failure_result
+
+            refused = failure_result(failure).model_dump(mode="json", by_alias=True, exclude_none=True)
+            return {**refused, "resultType": "complete"} if modern else refused
+        if modern:
+            return {"resultType": "task", **task.fields()}
+        return {"task": task.fields()}
+
+
+class UpdateTaskParams(RequestParams):
+    task_id: str
+    input_responses: dict[str, Any] | None = None
+
+
+class TasksExtension(Extension):
+    """The tasks/* methods (both eras) and the 2026-07-28 capability (`capabilities.extensions`)."""
+
+    identifier = TASKS_EXTENSION
+
+    def __init__(self, store: TaskStore) -> None:
+        self._store = store
+
+    def methods(self) -> list[MethodBinding]:
+        both = LEGACY | MODERN
+        return [
+            MethodBinding("tasks/get", GetTaskRequestParams, self._get, protocol_versions=both),
+            MethodBinding("tasks/cancel", CancelTaskRequestParams, self._cancel, protocol_versions=both),
+            MethodBinding("tasks/result", GetTaskPayloadRequestParams, self._result, protocol_versions=LEGACY),
+            MethodBinding("tasks/list", PaginatedRequestParams, self._list, protocol_versions=LEGACY),
+            MethodBinding("tasks/update", UpdateTaskParams, self._update, protocol_versions=MODERN),
+        ]
+
+    def _find(self, ctx: Any, task_id: str) -> TaskRecord:
+        if is_modern(ctx):
+            require_client_extension(ctx, TASKS_EXTENSION)
+            headers = getattr(getattr(ctx, "request", None), "headers", None)
+            named = headers.get(MCP_NAME_HEADER) if headers is not None else None
+            if named is not None and decode_header_value(named) != task_id:  # SEP-2663: Mcp-Name is the task id
+                raise MCPError(code=HEADER_MISMATCH, message="the Mcp-Name header does not match params.taskId")
+        return self._store.find(task_id, owner_of(ctx))
+
+    async def _get(self, ctx: Any, params: GetTaskRequestParams) -> dict[str, Any]:
+        task = self._find(ctx, params.task_id)
+        return task.detailed() if is_modern(ctx) else task.fields()
+
+    async def _cancel(self, ctx: Any, params: CancelTaskRequestParams) -> dict[str, Any]:
+        task = self._find(ctx, params.task_id)
+        cancelled = self._store.cancel(task)
+        if is_modern(ctx):
+            return {}  # an acknowledgement, also for a task that already ended
+        if not cancelled:
+            raise MCPError(
+                code=INVALID_PARAMS, message=f"task {task.id[:64]!r} already ended ({task.status}); nothing to cancel."
+            )
+        return task.fields()
+
+    async def _result(self, ctx: Any, params: GetTaskPayloadRequestParams) -> dict[str, Any]:
+        task = self._find(ctx, params.task_id)
+        await task.done.wait()
+        if task.status == "completed" and task.result is not None:
+            meta = {**(task.result.get("_meta") or {}), RELATED_TASK: {"taskId": task.id}}
+            return {**task.result, "_meta": meta}
+        if task.status == "failed" and task.error is not None:
+            raise MCPError(code=int(task.error.get("code", INTERNAL_ERROR)), message=str(task.error.get("message")))
+        raise MCPError(code=INVALID_PARAMS, message=f"task {task.id[:64]!r} was cancelled; it has no result.")
+
+    async def _list(self, ctx: Any, params: PaginatedRequestParams) -> dict[str, Any]:
+        return {"tasks": [task.fields() for task in self._store.owned(owner_of(ctx))]}
+
+    async def _update(self, ctx: Any, params: UpdateTaskParams) -> dict[str, Any]:
+        self._find(ctx, params.task_id)  # no task here waits for input: the responses are acknowledged, unused
+        return {}
+
+
+@dataclass(frozen=True)
+class SpecPolicy:
+    """The task policy of a section's declared tools (`ToolSpec.long`, `ToolSpec.asks_user`, approval)."""
+
+    specs: dict[str, Any]
+    approval: str = "off"
+
+    def support(self, tool: str) -> Literal["optional"] | None:
+        spec = self.specs.get(tool)
+        return spec.task_support if spec is not None else None
+
+    def runs_long(self, tool: str, arguments: dict[str, Any]) -> bool:
+        spec = self.specs.get(tool)
+        return spec is not None and spec.runs_long(arguments)
+
+    def asks(self, tool: str, arguments: dict[str, Any]) -> bool:
+        from mcp_sections.shared.serving.approval import needs_approval
+
+        spec = self.specs.get(tool)
+        return spec is not None and (spec.asks_user is not None or needs_approval(spec, self.approval))  # type: ignore[arg-type]

@@ -1,0 +1,1 @@
+"""Settings: the config layers, the servers built here, the suite's own endpoints."""

@@ -1,0 +1,231 @@
+"""Configuration in one place: defaults < config file < `MCP_SECTIONS_*` environment < CLI flags.
+
+The config file is TOML, found at `--config`, `MCP_SECTIONS_CONFIG`, or `<user config dir>/config.toml`.
+Its top-level keys are the global settings; `[sections.<id>]` tables configure one section each,
+and the same keys can be set from the environment as `MCP_SECTIONS_<ID>_<KEY>`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Self, TypeVar, get_origin
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.fields import FieldInfo
+
+from mcp_sections.shared.confinement.own_state import OwnState, own_state, trust_problem
+from mcp_sections.shared.ground.errors import ConfigError
+from mcp_sections.shared.ground.locations import APP_NAME, default_cache_dir, find_config_file, is_inside
+
+
+class LayeredSettings(BaseModel):
+    """Settings read from explicit values (CLI), then `<env_prefix><FIELD>` variables, then a config-file table.
+
+    Environment names match in any case and empty values are ignored; a table-valued setting (a dict or a
+    model) is read from its variable as JSON, a list by the field's own splitting validator.
+    """
+
+    model_config = ConfigDict(extra="ignore", validate_default=True)
+
+    env_prefix: ClassVar[str] = ""
+    # Keys of the config-file table that belong to another reader (e.g. `[gateway]` at the top level).
+    other_file_keys: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def load(cls, file_table: dict[str, Any] | None = None, *, where: str = "", **overrides: Any) -> Self:
+        """Build the settings from a config-file table, the environment and explicit overrides (None is ignored).
+
+        A key of the table that is no setting (a typo such as `max_depht`) is refused with the valid keys,
+        rather than silently ignored; `where` names the table in that message (e.g. `[sections.todo]`).
+        """
+        unknown = sorted(set(file_table or {}) - set(cls.model_fields) - cls.other_file_keys)
+        if unknown:
+            valid = ", ".join(sorted((set(cls.model_fields) | cls.other_file_keys) - {"config_file"}))
+            place = where or f"the {cls.__name__} table"
+            raise ConfigError(
+                f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in {place} of "
+                f"the config file; valid keys: {valid}"
+            )
+        values = {key: value for key, value in (file_table or {}).items() if key in cls.model_fields}
+        values.update(cls.from_environment())
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        return cls.model_validate(values)
+
+    @classmethod
+    def from_environment(cls) -> dict[str, Any]:
+        """The values this class's `<env_prefix><FIELD>` variables set."""
+        names = {f"{cls.env_prefix}{name}".upper(): name for name in cls.model_fields}
+        values: dict[str, Any] = {}
+        for variable, text in os.environ.items():
+            name = names.get(variable.upper())
+            if name is not None and text != "":
+                values[name] = _decode(cls.model_fields[name], variable, text)
+        return values
+
+
+def _decode(field: FieldInfo, variable: str, text: str) -> Any:
+    """A table-valued setting comes as JSON; anything else is left to the field's validation."""
+    annotation = field.annotation
+    is_table = get_origin(annotation) is dict or (isinstance(annotation, type) and issubclass(annotation, BaseModel))
+    if not is_table:
+        return text
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{variable} must be a JSON object: {exc}") from None
+
+
+def _split_paths(value: Any) -> Any:
+    """Accept a list, or a string separated by the OS path separator (as in `PATH`)."""
+    if isinstance(value, str):
+        return [part for part in value.split(os.pathsep) if part.strip()]
+    return value
+
+
+def split_commas(value: Any) -> Any:
+    """Accept a list, or a comma-separated string (as environment variables give it)."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class Settings(LayeredSettings):
+    """Global settings shared by every section and the gateway."""
+
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_"
+    other_file_keys: ClassVar[frozenset[str]] = frozenset({"gateway"})  # read by servers/pool/settings.py
+
+    data_dir: Path = Field(
+        default_factory=lambda: Path(platformdirs.user_data_dir(APP_NAME)),
+        description="Where sections keep their databases (SQLite files).",
+    )
+    cache_dir: Path = Field(
+        default_factory=lambda: default_cache_dir(),
+        description="Where derived, re-creatable files live (e.g. ONNX exports of the embedding model).",
+    )
+    roots: list[Path] = Field(
+        default_factory=list, description="Directories file-touching tools may use; the first one is the default."
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"
+    warm_up: bool = Field(
+        default=True, description="Load heavy models/workers in the background once tools/list is answered."
+    )
+    approval: Literal["off", "destructive"] = Field(
+        default="off",
+        description="destructive: ask the user (MCP elicitation) before a destructive tool runs or a sub-agent "
+        "starts; refused on clients without elicitation. off: never ask.",
+    )
+    task_ttl_seconds: float = Field(
+        default=3600,
+        ge=1,
+        le=86400,
+        description="How long an MCP task (a long call answered with a task handle) and its result are kept.",
+    )
+    max_tasks_per_client: int = Field(
+        default=16, ge=1, le=1000, description="MCP tasks one client may have working at once."
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="Extra Host header values accepted by the HTTP transport."
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list, description="Extra Origin header values accepted by the HTTP transport."
+    )
+    config_file: Path | None = Field(default=None, description="The config file these settings were read from.")
+    sections: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="`[sections.<id>]` tables of the config file, raw."
+    )
+
+    _split_roots = field_validator("roots", mode="before")(_split_paths)
+    _split_hosts = field_validator("allowed_hosts", "allowed_origins", mode="before")(split_commas)
+
+    @field_validator("data_dir", "cache_dir", mode="after")
+    @classmethod
+    def _absolute_data_dir(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    def own_state(self) -> OwnState:
+        """The suite's own state: data (databases, audit log), cache, and the config that confines the tools.
+        Path guards and sandboxes keep it out of reach even when a root contains it (`shared.confinement.own_state`)."""
+        config = self.config_file if self.config_file is not None else find_config_file(None)
+        return own_state(self.data_dir, self.cache_dir, config)
+
+    def own_state_paths(self) -> tuple[Path, ...]:
+        """The own state's real paths and the names the suite reaches them by (links on the way included)."""
+        state = self.own_state()
+        return tuple(dict.fromkeys((*state.paths, *state.names)))
+
+    @field_validator("roots", mode="after")
+    @classmethod
+    def _absolute_roots(cls, value: list[Path]) -> list[Path]:
+        return [path.expanduser().resolve() for path in value]
+
+    def section_settings(self, model: type[SectionSettingsT], section_id: str) -> SectionSettingsT:
+        """The typed settings of one section: its config-file table, then `MCP_SECTIONS_<ID>_*`."""
+        return model.load(self.sections.get(section_id, {}), where=f"[sections.{section_id}]")
+
+
+class SectionSettings(LayeredSettings):
+    """Base for a section's own settings; subclasses set `env_prefix: ClassVar[str] = "MCP_SECTIONS_<ID>_"`."""
+
+
+SectionSettingsT = TypeVar("SectionSettingsT", bound=SectionSettings)
+
+
+def load_settings(config_file: Path | None = None, **cli: Any) -> Settings:
+    """Read the config file (if any) and build the global settings, CLI values taking precedence."""
+    path = find_config_file(config_file)
+    table: dict[str, Any] = {}
+    if path is not None:
+        import tomllib
+
+        try:
+            table = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {path}") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read the config file {path}: {exc.strerror or exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        table["config_file"] = path
+    settings = Settings.load(table, where="the top level", **cli)
+    if path is not None:
+        check_config_trust(path, table, settings.roots)
+    return settings
+
+
+def check_config_trust(path: Path, table: dict[str, Any], roots: list[Path]) -> None:
+    """Refuse a config file that a confined program could have written, or that would unprotect itself.
+
+    The config is trusted as a whole (it may add sections that run programs, widen roots, name model endpoints), so
+    it must be owned by this user (or root) and writable by nobody else. Inside a root it is protected by the suite
+    (hidden from programs, the way to it pinned: `shared.confinement.own_state`) — as long as confinement is on: a
+    config file inside a root cannot switch a sandbox off, which would unprotect the file itself.
+    """
+    problem = trust_problem(path) or trust_problem(path.parent)
+    if problem is not None:
+        raise ConfigError(f"the config file cannot be trusted: {problem}.")
+    refuse_sandbox_off_inside(path, table.get("sections"), roots)
+
+
+def refuse_sandbox_off_inside(path: Path | None, sections: Any, roots: Sequence[Path]) -> None:
+    """ConfigError when the config file lies inside one of `roots` and switches a sandbox off there: it would unprotect
+    itself. Checked at start for the CLI roots, and again for the roots a client offers."""
+    if path is None or not isinstance(sections, dict):
+        return
+    real = os.path.realpath(path)
+    inside = [root for root in roots if is_inside(real, os.path.realpath(root))]
+    if not inside:
+        return
+    off = sorted(
+        section for section, values in sections.items() if isinstance(values, dict) and values.get("sandbox") == "off"
+    )
+    if off:
+        raise ConfigError(
+            f"the config file {path} lies inside the root {inside[0]}, where it must stay protected by the sandbox, "
+            f"yet it sets sandbox = 'off' for {', '.join(off)}. Move the config file outside the roots, or switch the "
+            f"sandbox off from the client's launch environment (e.g. MCP_SECTIONS_{off[0].upper()}_SANDBOX=off)."
+        )
