@@ -120,9 +120,9 @@ def test_the_patterns_are_those_of_the_installed_detect_secrets() -> None:
     assert spec is not None and spec.loader is not None
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
-    assert (REPO / "shared" / "confinement" / "secrets" / "patterns.py").read_text(encoding="utf-8") == generator.render(), (
-        "detect-secrets changed: run python scripts/generate_secret_patterns.py"
-    )
+    assert (REPO / "shared" / "confinement" / "secrets" / "patterns.py").read_text(
+        encoding="utf-8"
+    ) == generator.render(), "detect-secrets changed: run python scripts/generate_secret_patterns.py"
 
 
 def test_every_keyword_value_on_a_line_is_masked_not_only_the_first() -> None:
