@@ -119,6 +119,106 @@ def fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:,.1f}"
 
 
+Call = Callable[[Client, int], Awaitable[Any]]
+
+
+def workloads(root: Path, sample: list[str]) -> dict[str, dict[str, Call]]:
+    """The calls each server answers, by workload and subject (the floor server only reads and lists)."""
+
+    def read_ours(client: Client, i: int) -> Awaitable[Any]:
+        return client.call_tool("read_file", {"path": sample[i % len(sample)]})
+
+    def read_reference(client: Client, i: int) -> Awaitable[Any]:
+        return client.call_tool("read_text_file", {"path": str(root / sample[i % len(sample)])})
+
+    async def list_all_pages(client: Client, _: int) -> Any:
+        """file_ops pages listings (at most 5,000 entries a call): every page, as a client would."""
+        arguments: dict[str, Any] = {"path": "flat", "limit": 5_000}
+        while True:
+            result = await client.call_tool("list_directory", arguments)
+            cursor = (result.structured_content or {}).get("next_cursor")
+            if result.is_error or not cursor:
+                return result
+            arguments = {**arguments, "cursor": cursor}
+
+    def list_reference(client: Client, i: int) -> Awaitable[Any]:
+        return client.call_tool("list_directory", {"path": str(root / "flat")})
+
+    return {
+        "read": {"ours": read_ours, "reference": read_reference, "floor": read_reference},
+        "list": {"ours": list_all_pages, "reference": list_reference, "floor": list_reference},
+        "glob": {
+            "ours": lambda client, i: client.call_tool("glob_files", {"pattern": "**/*.py", "max_results": 20_000}),
+            "reference": lambda client, i: client.call_tool("search_files", {"path": str(root), "pattern": "**/*.py"}),
+        },
+        "search": {
+            "ours": lambda client, i: client.call_tool("search_files", {"pattern": NEEDLE, "max_results": 1000}),
+        },
+    }
+
+
+async def measure(
+    subjects: tuple[tuple[str, list[str]], ...],
+    env: dict[str, str],
+    calls: int,
+    starts: int,
+    work: dict[str, dict[str, Call]],
+) -> dict[str, dict[str, float | None]]:
+    """Metric by metric, every server back to back: a busy machine skews all sides alike."""
+    results: dict[str, dict[str, float | None]] = {"ours": {}, "reference": {}, "floor": {}}
+    for label, argv in subjects:
+        print(f"cold start: {label} ...", file=sys.stderr)
+        cold = [(await cold_start_ms(argv, env))[1] for _ in range(starts)]
+        results[label]["cold start (ms, median)"] = median(cold)
+    for label, argv in subjects:
+        print(f"read_file: {label} ...", file=sys.stderr)
+        read = await timed_calls(argv, env, calls, work["read"][label])
+        results[label]["read_file p50 (ms)"] = percentile(read, 0.5)
+        results[label]["read_file p95 (ms)"] = percentile(read, 0.95)
+    for label, argv in subjects:
+        print(f"listing: {label} ...", file=sys.stderr)
+        listing = work["list"][label]
+        results[label]["list 10,000 entries, all pages (ms)"] = median(await timed_calls(argv, env, 3, listing))
+        results[label]["  same, no client schema check (ms)"] = median(
+            await timed_calls(argv, env, 3, listing, validate=False)
+        )
+    subjects = subjects[:2]  # the floor server only reads and lists
+    for label, argv in subjects:
+        print(f"glob: {label} ...", file=sys.stderr)
+        results[label]["glob **/*.py (ms)"] = median(await timed_calls(argv, env, 3, work["glob"][label]))
+    for label, argv in subjects:
+        search = work["search"].get(label)
+        results[label]["content search, literal (ms)"] = (
+            median(await timed_calls(argv, env, 3, search)) if search is not None else None
+        )
+    return results
+
+
+def print_table(results: dict[str, dict[str, float | None]], root: Path, files: int, calls: int) -> None:
+    """The table, with grep and ripgrep's content search below it."""
+    grep = shell_ms(["grep", "-rlF", NEEDLE, str(root)])
+    ripgrep = shell_ms(["rg", "-lF", NEEDLE, str(root)])
+    rows = [
+        (
+            metric,
+            fmt(results["ours"][metric]),
+            fmt(results["reference"].get(metric)),
+            fmt(results["floor"].get(metric)),
+        )
+        for metric in results["ours"]
+    ]
+    print()
+    print(f"tree: {files:,} files ({FLAT_ENTRIES:,} in one directory); {calls} reads; {os.cpu_count()} CPUs")
+    print("floor: benchmarks/sdk_file_server.py, a bare Python SDK server reading and listing with no checks at all")
+    width = max(len(row[0]) for row in rows) + 2
+    print(f"{'metric':<{width}} {'file_ops':>12} {'reference':>12} {'floor':>12}")
+    for metric, mine, theirs, bare in rows:
+        print(f"{metric:<{width}} {mine:>12} {theirs:>12} {bare:>12}")
+    print(f"{'grep -rlF (ms)':<{width}} {fmt(grep):>12}")
+    print(f"{'rg -lF (ms)':<{width}} {fmt(ripgrep):>12}")
+    print("reference: no content-search tool (it only globs file names).")
+
+
 async def main(files: int, calls: int, starts: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-file-ops-") as temp:
         base = Path(temp)
@@ -132,93 +232,11 @@ async def main(files: int, calls: int, starts: int) -> None:
         config.write_text("")
         env = {"MCP_SECTIONS_CONFIG": str(config), "MCP_SECTIONS_ROOTS": ""}
         ours = cli("serve", "file_ops", "--root", str(root))
-        sample = [random.Random(3).choice(created) for _ in range(calls)]
-        reads = {
-            "ours": lambda client, i: client.call_tool("read_file", {"path": sample[i % len(sample)]}),
-            "reference": lambda client, i: client.call_tool(
-                "read_text_file", {"path": str(root / sample[i % len(sample)])}
-            ),
-        }
-
-        async def list_all_pages(client: Client, _: int) -> Any:
-            """file_ops pages listings (at most 5,000 entries a call): every page, as a client would."""
-            arguments: dict[str, Any] = {"path": "flat", "limit": 5_000}
-            while True:
-                result = await client.call_tool("list_directory", arguments)
-                cursor = (result.structured_content or {}).get("next_cursor")
-                if result.is_error or not cursor:
-                    return result
-                arguments = {**arguments, "cursor": cursor}
-
-        listings = {
-            "ours": list_all_pages,
-            "reference": lambda client, i: client.call_tool("list_directory", {"path": str(root / "flat")}),
-        }
-        globs = {
-            "ours": lambda client, i: client.call_tool("glob_files", {"pattern": "**/*.py", "max_results": 20_000}),
-            "reference": lambda client, i: client.call_tool("search_files", {"path": str(root), "pattern": "**/*.py"}),
-        }
-        searches = {
-            "ours": lambda client, i: client.call_tool("search_files", {"pattern": NEEDLE, "max_results": 1000}),
-        }
-        rows: list[tuple[str, str, str, str]] = []
-        results: dict[str, dict[str, float | None]] = {"ours": {}, "reference": {}, "floor": {}}
         floor = [sys.executable, str(Path(__file__).resolve().parent / "sdk_file_server.py")]
-        reads["floor"] = lambda client, i: client.call_tool(
-            "read_text_file", {"path": str(root / sample[i % len(sample)])}
-        )
+        sample = [random.Random(3).choice(created) for _ in range(calls)]
         subjects = (("ours", ours), ("reference", reference), ("floor", floor))
-        # metric by metric, both servers back to back: a busy machine skews both sides alike
-        for label, argv in subjects:
-            print(f"cold start: {label} ...", file=sys.stderr)
-            cold = [(await cold_start_ms(argv, env))[1] for _ in range(starts)]
-            results[label]["cold start (ms, median)"] = median(cold)
-        for label, argv in subjects:
-            print(f"read_file: {label} ...", file=sys.stderr)
-            read = await timed_calls(argv, env, calls, reads[label])
-            results[label]["read_file p50 (ms)"] = percentile(read, 0.5)
-            results[label]["read_file p95 (ms)"] = percentile(read, 0.95)
-        listings["floor"] = lambda client, i: client.call_tool("list_directory", {"path": str(root / "flat")})
-        for label, argv in subjects:
-            print(f"listing: {label} ...", file=sys.stderr)
-            results[label]["list 10,000 entries, all pages (ms)"] = median(
-                await timed_calls(argv, env, 3, listings[label])
-            )
-            results[label]["  same, no client schema check (ms)"] = median(
-                await timed_calls(argv, env, 3, listings[label], validate=False)
-            )
-        subjects = subjects[:2]  # the floor server only reads and lists
-        for label, argv in subjects:
-            print(f"glob: {label} ...", file=sys.stderr)
-            results[label]["glob **/*.py (ms)"] = median(await timed_calls(argv, env, 3, globs[label]))
-        for label, argv in subjects:
-            search = searches.get(label)
-            results[label]["content search, literal (ms)"] = (
-                median(await timed_calls(argv, env, 3, search)) if search is not None else None
-            )
-        grep = shell_ms(["grep", "-rlF", NEEDLE, str(root)])
-        ripgrep = shell_ms(["rg", "-lF", NEEDLE, str(root)])
-        for metric in results["ours"]:
-            rows.append(
-                (
-                    metric,
-                    fmt(results["ours"][metric]),
-                    fmt(results["reference"].get(metric)),
-                    fmt(results["floor"].get(metric)),
-                )
-            )
-        print()
-        print(f"tree: {len(created):,} files ({FLAT_ENTRIES:,} in one directory); {calls} reads; {os.cpu_count()} CPUs")
-        print(
-            "floor: benchmarks/sdk_file_server.py, a bare Python SDK server reading and listing with no checks at all"
-        )
-        width = max(len(row[0]) for row in rows) + 2
-        print(f"{'metric':<{width}} {'file_ops':>12} {'reference':>12} {'floor':>12}")
-        for metric, mine, theirs, bare in rows:
-            print(f"{metric:<{width}} {mine:>12} {theirs:>12} {bare:>12}")
-        print(f"{'grep -rlF (ms)':<{width}} {fmt(grep):>12}")
-        print(f"{'rg -lF (ms)':<{width}} {fmt(ripgrep):>12}")
-        print("reference: no content-search tool (it only globs file names).")
+        results = await measure(subjects, env, calls, starts, workloads(root, sample))
+        print_table(results, root, len(created), calls)
 
 
 if __name__ == "__main__":
