@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
+from mcp_sections.shared.framework.arguments import decode_stringified_json
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.serving.calls import json_container
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
@@ -29,7 +29,7 @@ MAX_REPORTED_ERRORS = 8
 class ArgumentChecker:
     """One tool's argument check: its schema checked and its validator built once."""
 
-    __slots__ = ("_model", "_properties", "_validator", "tool")
+    __slots__ = ("_model", "_schema", "_validator", "tool")
 
     def __init__(self, tool: str, schema: dict[str, Any], model: type[BaseModel] | None = None) -> None:
         from jsonschema import validators
@@ -37,7 +37,7 @@ class ArgumentChecker:
 
         self.tool = tool
         self._model = model
-        self._properties: dict[str, Any] = schema.get("properties") or {}
+        self._schema = schema
         try:
             validator_class = validators.validator_for(schema)
             validator_class.check_schema(schema)
@@ -48,7 +48,7 @@ class ArgumentChecker:
 
     def check(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """The arguments to forward (JSON-in-a-string values decoded where the schema wants a list/object)."""
-        decoded = _decode_stringified_json(self._properties, arguments)
+        decoded = decode_stringified_json(self._schema, arguments)
         if self._model is not None and _accepted_by(self._model, decoded):
             return decoded
         if self._validator is None or self._validator.is_valid(decoded):
@@ -155,24 +155,3 @@ def _describe(error: ValidationError) -> str:
     return f"{_where(error)}: does not match the schema ({kind})"
 
 
-def _decode_stringified_json(properties: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
-    """Some clients send lists/objects as JSON strings; decode those where the property is not a string."""
-    decoded = dict(arguments)
-    for name, value in arguments.items():
-        if _accepts_string(properties.get(name)):
-            continue
-        if (container := json_container(value)) is not None:
-            decoded[name] = container
-    return decoded
-
-
-def _accepts_string(schema: Any) -> bool:
-    if not isinstance(schema, dict):
-        return True
-    if "type" in schema:
-        kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        return "string" in kinds
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            return any(_accepts_string(option) for option in schema[key])
-    return "$ref" in schema  # unknown: keep the value as it is

@@ -6,7 +6,6 @@ to the transport, and unexpected exceptions are logged on the server without rea
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +14,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 
 from mcp_sections.shared.confinement.secrets.masking import mask_result, mask_text
+from mcp_sections.shared.framework.arguments import decode_stringified_json, model_schema
 from mcp_sections.shared.framework.resources import publish
 from mcp_sections.shared.framework.tools import ToolContext, ToolResult, ToolSpec, UserAnswer
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
@@ -68,7 +68,7 @@ async def run_tool(
 def parse_arguments(model: type[BaseModel], arguments: dict[str, Any]) -> BaseModel:
     """Validate raw arguments; a bad call becomes INVALID_INPUT naming each wrong field."""
     try:
-        return model.model_validate(_decode_stringified_json(model, arguments))
+        return model.model_validate(decode_stringified_json(model_schema(model), arguments))
     except ValidationError as exc:
         raise ToolFailure(ErrorCode.INVALID_INPUT, describe_validation_error(exc)) from None
 
@@ -115,29 +115,3 @@ def failure_result(failure: ToolFailure) -> CallToolResult:
         structured_content=failure.payload(),
         is_error=True,
     )
-
-
-def _decode_stringified_json(model: type[BaseModel], arguments: dict[str, Any]) -> dict[str, Any]:
-    """Some clients send lists/objects as JSON strings; decode those for non-string fields only."""
-    decoded = dict(arguments)
-    for name, value in arguments.items():
-        field = model.model_fields.get(name)
-        if field is None or field.annotation is str:
-            continue
-        if (container := json_container(value)) is not None:
-            decoded[name] = container
-    return decoded
-
-
-def json_container(value: Any) -> list[Any] | dict[str, Any] | None:
-    """The list or object a string holds as JSON (e.g. `"[1, 2]"`), else None."""
-    if not isinstance(value, str):
-        return None
-    stripped = value.strip()
-    if not stripped.startswith(("[", "{")):
-        return None
-    try:
-        parsed = json.loads(stripped)
-    except (ValueError, RecursionError):
-        return None
-    return parsed if isinstance(parsed, list | dict) else None
