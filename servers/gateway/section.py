@@ -53,7 +53,10 @@ async def call_section_tool(
     """Run one tool of a section and return its own result unchanged. `arguments` are checked
     against the tool's inputSchema first (INVALID_INPUT names the field). A section that is down gives
     DEPENDENCY_ERROR and restarts on the next call. Effects: see the called tool's annotations."""
-    raise NotImplementedError("served by Gateway.forward, which returns the section's result as-is")
+    # The declaration only (name, input schema, annotations): the gate routes this tool itself — `Gate._dispatch`
+    # resolves the section and tool from `params`, checks the grant and the approval, and returns the section's own
+    # result unchanged (servers/pool/gate.py); a spec run never reaches this body.
+    raise AssertionError("call_section_tool is forwarded by the gate (servers/pool/gate.py), never run as a body")
 
 
 @tool(name="plan_actions", title="Delegate to a sub-agent", annotations=OPEN_WORLD, long=True)
