@@ -29,6 +29,8 @@ from urllib.parse import unquote, urlsplit
 DIST = "mcp-sections"
 TORCH_EXTRA = "embeddings-torch"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+#: The extras for working on the suite (tools, test programs, benchmarks' yardsticks): never part of a fix.
+DEVELOPMENT_EXTRAS = frozenset({"dev", "test-tools", "bench"})
 Installer = Literal["pip", "uv", "pipx", "uv-tool", "uvx"]
 _EXTRA_MARKER = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?")
@@ -49,7 +51,7 @@ def install_command(extra: str, installation: Installation | None = None) -> str
     found = installation or current_installation()
     torch = extra == TORCH_EXTRA
     if found.installer in ("uv-tool", "uvx"):  # one requirement per environment: every extra it has, and this one
-        wanted = _spec(found.source, sorted({*complete_extras(), extra} - {"dev"}), editable=False)
+        wanted = _spec(found.source, sorted({*complete_extras(), extra} - DEVELOPMENT_EXTRAS), editable=False)
         index = f" --index {TORCH_CPU_INDEX}" if torch else ""  # uv asks an --index before PyPI
         if found.installer == "uvx":
             return f"uvx{index} --from {wanted} mcp-sections"
@@ -122,7 +124,7 @@ def complete_extras() -> list[str]:
                 return False
         return extra in needs
 
-    done = [extra for extra in needs if extra != "dev" and complete(extra)]
+    done = [extra for extra in needs if extra not in DEVELOPMENT_EXTRAS and complete(extra)]
     return ["all"] if "all" in done else done
 
 
