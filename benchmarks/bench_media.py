@@ -17,7 +17,8 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-from benchmarks.harness import print_table
+from benchmarks.harness import print_table, status_kb
+from tests.processes import pids_where
 from tests.stdio import section_client
 
 SIZES = ((800, 200), (1600, 900), (3000, 2000))
@@ -45,13 +46,8 @@ def make_mesh(path: Path) -> int:
 
 
 def rss_mib(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
+    peak = status_kb(pid, "VmHWM:")
+    return None if peak is None else peak / 1024
 
 
 async def timed(client: Client, tool: str, arguments: dict[str, object], runs: int) -> list[float]:
@@ -67,16 +63,7 @@ async def timed(client: Client, tool: str, arguments: dict[str, object], runs: i
 
 def section_pids() -> list[int]:
     """Processes running `mcp-sections serve media_ops` (the server this benchmark started)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                command = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if b"serve" in command and b"media_ops" in command:
-                pids.append(int(entry.name))
-    return pids
+    return pids_where(lambda arguments: "serve" in arguments and "media_ops" in arguments)
 
 
 async def main(runs: int) -> None:

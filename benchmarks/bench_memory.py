@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from mcp_sections.servers.memory.store import MemoryStore
 from mcp_sections.shared.embeddings import (
+    Embedder,
     EmbeddingCache,
     EmbeddingService,
     EmbeddingSettings,
@@ -301,7 +303,134 @@ def p50_p95(values: list[float], cpu: list[float] | None = None) -> str:
     return text + (f" (CPU {statistics.median(cpu):.1f} / {percentile(cpu, 95):.1f} ms)" if cpu else "")
 
 
-def main() -> int:
+def encoding_rows(embedders: dict[str, Embedder], rng: random.Random, count: int) -> list[tuple[str, str]]:
+    """Query encoding latency, one sentence per call (what a search pays), interleaved; then batched throughput."""
+    rows: list[tuple[str, str]] = []
+    queries = [f"{english(rng)} {sentence(rng, 2)}" for _ in range(count)]
+    for each in embedders.values():
+        each.encode(queries[:5])  # warm the kernels
+    encode = interleaved({name: (lambda text, e=each: e.encode([text])) for name, each in embedders.items()}, queries)
+    for backend, (wall, cpu) in encode.items():
+        rows.append((f"[{backend}] query encode p50 / p95 (one sentence)", p50_p95(wall, cpu)))
+    batch = [english(rng) for _ in range(512)]  # embedding throughput (batched, no cache)
+    for backend, each in embedders.items():
+        started = time.perf_counter()
+        each.encode(batch)
+        rate = len(batch) / (time.perf_counter() - started)
+        rows.append(
+            (f"[{backend}] embedding throughput (batch 32, short English sentences)", f"{rate:.0f} sentences/s")
+        )
+    return rows
+
+
+def add_rows(
+    directory: Path, settings: EmbeddingSettings, rng: random.Random, adds: int, default: str
+) -> list[tuple[str, str]]:
+    """memory_add throughput: embed + duplicate check + insert + fsync, one by one (default backend)."""
+    store = open_store(directory, settings)
+    texts = [english(rng) for _ in range(adds)]
+    started = time.perf_counter()
+    stored = sum(store.add("knowledge", text, workflow_id="wf-a").stored for text in texts)
+    elapsed = time.perf_counter() - started
+    rows = [
+        (
+            f"memory_add throughput (embed + duplicate check + commit; {default})",
+            f"{adds / elapsed:.0f} adds/s ({stored} stored, {adds - stored} near-duplicates)",
+        )
+    ]
+    started = time.perf_counter()
+    for text in texts[:100]:
+        store.add("knowledge", text, workflow_id="wf-b", force=True)  # same texts: the cache skips the model
+    rows.append(("memory_add throughput, cached embeddings", f"{100 / (time.perf_counter() - started):.0f} adds/s"))
+    store.close()
+    return rows
+
+
+def fill_store(directory: Path, settings: EmbeddingSettings, size: int, dim: int, rng: random.Random) -> float:
+    """`size` memories in a new store (embedded by the model up to 1,000, synthetic above); its MB on disk."""
+    directory.mkdir()
+    store = open_store(directory, settings)
+    if size <= 1000:
+        for text in (english(rng) for _ in range(size)):
+            store.add("knowledge", text, workflow_id=rng.choice(["wf-a", "wf-b", None]), force=True)
+    else:
+        insert_synthetic(store, size, dim, rng)
+    store.close()
+    with sqlite3.connect(directory / "memory.sqlite3") as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return file_mb(directory / "memory.sqlite3")
+
+
+def backend_stores(
+    directory: Path, model_key: str | None, embedders: dict[str, Embedder], onnx_dir: Path
+) -> dict[str, MemoryStore]:
+    """A store per backend over the same memories (int8 has its own model key, so its copy of the database
+    relabels the vectors: retrieval costs the same, only encoding differs)."""
+    stores = {}
+    for backend, each in embedders.items():
+        if each.model_key == model_key:
+            stores[backend] = open_store(directory, backend_settings(backend, onnx_dir))
+            continue
+        copy = directory.parent / f"{directory.name}-{backend}"
+        copy.mkdir()
+        shutil.copy(directory / "memory.sqlite3", copy / "memory.sqlite3")
+        with sqlite3.connect(copy / "memory.sqlite3") as connection:
+            connection.execute("UPDATE memories SET embedding_model = ?", (each.model_key,))
+        stores[backend] = open_store(copy, backend_settings(backend, onnx_dir))
+    return stores
+
+
+@dataclass(frozen=True)
+class Backends:
+    """The embedders compared, all loaded in this process, and the default one's settings."""
+
+    settings: EmbeddingSettings
+    default: str  # the backend the default settings run on
+    embedders: dict[str, Embedder]
+    onnx_dir: Path
+
+
+def size_rows(
+    directory: Path, size: int, backends: Backends, rng: random.Random, count: int, dim: int
+) -> list[tuple[str, str]]:
+    """Search latency (every backend, interleaved; hybrid), first search, disk and RAM at one store size."""
+    settings, default = backends.settings, backends.default
+    disk = fill_store(directory, settings, size, dim, rng)
+    # a fresh store = a server process right after start (model already loaded in this process)
+    before = rss_mb()
+    store = open_store(directory, settings)
+    # English questions plus two corpus words, so BM25 (hybrid) has real matches to rank
+    queries = [f"{english(rng)} {sentence(rng, 2)}" for _ in range(count + 1)]
+    started = time.perf_counter()
+    time_searches(store, queries[:1])
+    first = (time.perf_counter() - started) * 1000
+    index_mb = rss_mb() - before
+    hybrid = time_searches(store, [q + " hybrid" for q in queries[1:51]], "hybrid")
+    cached_query = time_searches(store, [queries[1]] * 50)  # query vector cached: retrieval alone
+    stores = backend_stores(directory, store.model_key, backends.embedders, backends.onnx_dir)
+    for each_store in stores.values():
+        time_searches(each_store, queries[:1])  # loads the vector cache
+    searches = interleaved(
+        {name: (lambda query, s=each_store: time_searches(s, [query])) for name, each_store in stores.items()},
+        queries[1:],
+    )
+    label = f"{size:,} memories"
+    rows = [
+        (f"[{backend}] search p50 / p95, {label} (vector)", p50_p95(wall, cpu))
+        for backend, (wall, cpu) in searches.items()
+    ]
+    for each_store in stores.values():
+        each_store.close()
+    rows.append((f"search p50 / p95, {label} (hybrid, {default})", p50_p95(hybrid)))
+    rows.append((f"  retrieval only (cached query vector), {label}", f"{statistics.median(cached_query):.1f} ms"))
+    rows.append((f"first search after start, {label}", f"{first:.0f} ms (loads the vector cache)"))
+    rows.append((f"disk per 1,000 memories ({label})", f"{disk / size * 1000:.2f} MB"))
+    rows.append((f"RAM per 1,000 memories ({label}, vector cache)", f"{max(index_mb, 0) / size * 1000:.2f} MB"))
+    store.close()
+    return rows
+
+
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated store sizes")
     parser.add_argument("--queries", type=int, default=200, help="searches per size and backend")
@@ -311,7 +440,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="cold-process loads per backend (median)")
     parser.add_argument("--onnx-dir", type=Path, help="ONNX export cache (default: a fresh temporary directory)")
     parser.add_argument("--probe", help=argparse.SUPPRESS)  # internal: one cold load (see probe_load)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = arguments()
     if args.probe:
         return probe_load(args.probe, args.onnx_dir)
     sizes = [int(size) for size in args.sizes.split(",")]
@@ -337,103 +470,12 @@ def main() -> int:
         embedder.load()
         default = embedder.active_backend or settings.embedding_backend
 
-        # query encoding latency, one sentence per call (what a search pays), interleaved
-        queries = [f"{english(rng)} {sentence(rng, 2)}" for _ in range(args.queries)]
-        for each in embedders.values():
-            each.encode(queries[:5])  # warm the kernels
-        encode = interleaved(
-            {name: (lambda text, e=each: e.encode([text])) for name, each in embedders.items()}, queries
-        )
-        for backend, (wall, cpu) in encode.items():
-            rows.append((f"[{backend}] query encode p50 / p95 (one sentence)", p50_p95(wall, cpu)))
-
-        # embedding throughput (batched, no cache)
-        batch = [english(rng) for _ in range(512)]
-        for backend, each in embedders.items():
-            started = time.perf_counter()
-            each.encode(batch)
-            rate = len(batch) / (time.perf_counter() - started)
-            rows.append(
-                (f"[{backend}] embedding throughput (batch 32, short English sentences)", f"{rate:.0f} sentences/s")
-            )
-
-        # memory_add throughput: embed + duplicate check + insert + fsync, one by one (default backend)
-        store = open_store(root / "adds", settings)
-        texts = [english(rng) for _ in range(args.adds)]
-        started = time.perf_counter()
-        stored = sum(store.add("knowledge", text, workflow_id="wf-a").stored for text in texts)
-        elapsed = time.perf_counter() - started
-        rows.append(
-            (
-                f"memory_add throughput (embed + duplicate check + commit; {default})",
-                f"{args.adds / elapsed:.0f} adds/s ({stored} stored, {args.adds - stored} near-duplicates)",
-            )
-        )
-        started = time.perf_counter()
-        for text in texts[:100]:
-            store.add("knowledge", text, workflow_id="wf-b", force=True)  # same texts: the cache skips the model
-        rows.append(("memory_add throughput, cached embeddings", f"{100 / (time.perf_counter() - started):.0f} adds/s"))
-        store.close()
-
+        rows += encoding_rows(embedders, rng, args.queries)
+        rows += add_rows(root / "adds", settings, rng, args.adds, default)
         dim = embedder.dimension or 384
+        compared = Backends(settings, default, embedders, onnx_dir)
         for size in sizes:
-            directory = root / f"n{size}"
-            directory.mkdir()
-            store = open_store(directory, settings)
-            if size <= 1000:
-                for text in (english(rng) for _ in range(size)):
-                    store.add("knowledge", text, workflow_id=rng.choice(["wf-a", "wf-b", None]), force=True)
-            else:
-                insert_synthetic(store, size, dim, rng)
-            store.close()
-            with sqlite3.connect(directory / "memory.sqlite3") as connection:
-                connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            disk = file_mb(directory / "memory.sqlite3")
-
-            # a fresh store = a server process right after start (model already loaded in this process)
-            before = rss_mb()
-            store = open_store(directory, settings)
-            # English questions plus two corpus words, so BM25 (hybrid) has real matches to rank
-            queries = [f"{english(rng)} {sentence(rng, 2)}" for _ in range(args.queries + 1)]
-            started = time.perf_counter()
-            time_searches(store, queries[:1])
-            first = (time.perf_counter() - started) * 1000
-            index_mb = rss_mb() - before
-            hybrid = time_searches(store, [q + " hybrid" for q in queries[1:51]], "hybrid")
-            cached_query = time_searches(store, [queries[1]] * 50)  # query vector cached: retrieval alone
-
-            # the same searches on every backend, interleaved; a store per backend (int8 has its own model key,
-            # so its copy of the database relabels the vectors: retrieval costs the same, only encoding differs)
-            stores = {}
-            for backend, each in embedders.items():
-                if each.model_key == store.model_key:
-                    stores[backend] = open_store(directory, backend_settings(backend, onnx_dir))
-                    continue
-                copy = root / f"n{size}-{backend}"
-                copy.mkdir()
-                shutil.copy(directory / "memory.sqlite3", copy / "memory.sqlite3")
-                with sqlite3.connect(copy / "memory.sqlite3") as connection:
-                    connection.execute("UPDATE memories SET embedding_model = ?", (each.model_key,))
-                stores[backend] = open_store(copy, backend_settings(backend, onnx_dir))
-            for each_store in stores.values():
-                time_searches(each_store, queries[:1])  # loads the vector cache
-            searches = interleaved(
-                {name: (lambda query, s=each_store: time_searches(s, [query])) for name, each_store in stores.items()},
-                queries[1:],
-            )
-            label = f"{size:,} memories"
-            for backend, (wall, cpu) in searches.items():
-                rows.append((f"[{backend}] search p50 / p95, {label} (vector)", p50_p95(wall, cpu)))
-            for each_store in stores.values():
-                each_store.close()
-            rows.append((f"search p50 / p95, {label} (hybrid, {default})", p50_p95(hybrid)))
-            rows.append(
-                (f"  retrieval only (cached query vector), {label}", f"{statistics.median(cached_query):.1f} ms")
-            )
-            rows.append((f"first search after start, {label}", f"{first:.0f} ms (loads the vector cache)"))
-            rows.append((f"disk per 1,000 memories ({label})", f"{disk / size * 1000:.2f} MB"))
-            rows.append((f"RAM per 1,000 memories ({label}, vector cache)", f"{max(index_mb, 0) / size * 1000:.2f} MB"))
-            store.close()
+            rows += size_rows(root / f"n{size}", size, compared, rng, args.queries, dim)
             print(f"done: {size:,} memories", file=sys.stderr)
 
         if args.stdio:

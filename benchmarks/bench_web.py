@@ -43,7 +43,8 @@ from mcp.client.stdio import stdio_client
 
 from benchmarks import corpus
 from benchmarks.corpus.truth import Score, score, truth
-from benchmarks.harness import cli, median, parameters, percentile
+from benchmarks.harness import cli, median, parameters, percentile, status_kb
+from tests.processes import pids_where, process_info
 from tests.web_ops.site import ARTICLE, Site, running_site
 
 REFERENCE = "mcp-server-fetch"
@@ -80,23 +81,13 @@ async def _timed(client: Client, calls: int, tool: str, arguments: dict[str, Any
     return samples
 
 
-def _tree_rss_kb(marker: str) -> tuple[int, int]:
-    """(peak RSS of the server process, current RSS of it and all its descendants), in KiB."""
-    pids = {int(p) for p in os.listdir("/proc") if p.isdigit()}
-    parents: dict[int, int] = {}
-    server = None
-    for pid in pids:
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            continue
-        parents[pid] = int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
-        if marker in cmdline and "serve web_ops" in cmdline:
-            server = pid
-    if server is None:
-        return 0, 0
-    tree = {server}
+def _descendants(root: int) -> set[int]:
+    """`root` and every process below it, from each process's parent in /proc."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (info := process_info(int(entry.name))) is not None:
+            parents[int(entry.name)] = info[2]
+    tree = {root}
     changed = True
     while changed:
         changed = False
@@ -104,17 +95,16 @@ def _tree_rss_kb(marker: str) -> tuple[int, int]:
             if parent in tree and pid not in tree:
                 tree.add(pid)
                 changed = True
+    return tree
 
-    def field(pid: int, name: str) -> int:
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith(name):
-                    return int(line.split()[1])
-        except OSError:
-            pass
-        return 0
 
-    return field(server, "VmHWM:"), sum(field(pid, "VmRSS:") for pid in tree)
+def _tree_rss_kb(marker: str) -> tuple[int, int]:
+    """(peak RSS of the server process, current RSS of it and all its descendants), in KiB."""
+    servers = pids_where(lambda arguments: marker in " ".join(arguments) and "serve web_ops" in " ".join(arguments))
+    if not servers:
+        return 0, 0
+    server = servers[-1]
+    return status_kb(server, "VmHWM:") or 0, sum(status_kb(pid, "VmRSS:") or 0 for pid in _descendants(server))
 
 
 def _extraction_ms(repeat: int = 20) -> tuple[float, float]:

@@ -65,6 +65,17 @@ async def call_latencies_ms(
     return samples
 
 
+def status_kb(pid: int, name: str) -> int | None:
+    """A figure of `/proc/<pid>/status` in KiB (`name` is its line's head: `VmHWM:`, `VmRSS:`); None if gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(name):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
 def median(samples: Sequence[float]) -> float:
     return statistics.median(samples)
 

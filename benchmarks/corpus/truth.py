@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urljoin
 
 from lxml import html as lxml_html
@@ -62,22 +63,45 @@ def truth(html: bytes, url: str, main_xpath: str, navigation_xpaths: tuple[str, 
         if node.getparent() is not None:
             node.drop_tree()
     main = document.xpath(main_xpath)[0]
+    code_lines = _code_lines(main)  # first: it turns each <br> of a <pre> into a line break of the main text
+    base = urljoin(url, document.xpath("string(//base/@href)") or url)
+    main_text = norm(main.text_content())
+    navigation = sorted({text for text in navigation_texts if len(text) >= 8 and " " in text and text not in main_text})
+    return Truth(code_lines, _rows(main), _headings(main), _links(main, base), navigation)
+
+
+def _code_lines(main: Any) -> list[str]:
+    """Every non-blank line of every outermost `<pre>`, a `<br>` in it read as a line break."""
     for br in main.xpath(".//pre//br"):
         br.tail = "\n" + (br.tail or "")
     code_lines = []
     for pre in main.xpath(".//pre[not(ancestor::pre)]"):
         code_lines += [line.rstrip() for line in pre.text_content().split("\n") if line.strip()]
+    return code_lines
+
+
+def _rows(main: Any) -> list[list[str]]:
+    """Every table row with text: its non-empty cells."""
     rows = []
     for row in main.xpath(".//tr"):
         cells = [norm(cell.text_content()) for cell in row.xpath("./td|./th")]
         if any(cells):
             rows.append([cell for cell in cells if cell])
+    return rows
+
+
+def _headings(main: Any) -> list[tuple[int, str]]:
+    """Every heading with text: its level and its text, less permalink marks."""
     headings = []
     for heading in main.xpath(".//h1|.//h2|.//h3|.//h4|.//h5|.//h6"):
         text = norm(heading.text_content()).strip(PERMALINK_MARKS + " ")
         if text:
             headings.append((int(heading.tag[1]), text))
-    base = urljoin(url, document.xpath("string(//base/@href)") or url)
+    return headings
+
+
+def _links(main: Any, base: str) -> list[str]:
+    """Every relative link with text (not a heading's link to itself), resolved against `base`."""
     links = []
     for anchor in main.xpath(".//a[@href]"):
         href = anchor.get("href", "").strip()
@@ -87,9 +111,7 @@ def truth(html: bytes, url: str, main_xpath: str, navigation_xpaths: tuple[str, 
         )
         if href and text and not self_link and not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", href):
             links.append(urljoin(base, href))
-    main_text = norm(main.text_content())
-    navigation = sorted({text for text in navigation_texts if len(text) >= 8 and " " in text and text not in main_text})
-    return Truth(code_lines, rows, headings, links, navigation)
+    return links
 
 
 def _output_lines(markdown: str) -> tuple[list[str], list[str]]:
