@@ -166,7 +166,15 @@ def _run(argv: list[str], cwd: Path | None = None) -> str:
     return done.stdout
 
 
-def _debian_pages(work: Path, downloads: Path | None) -> list[tuple[dict[str, str], bytes]]:
+Page = tuple[dict[str, str], bytes]  # (its manifest entry, its HTML)
+
+
+def _page(path: str, generator: str, source: str, license_: str, built: Path) -> Page:
+    """A page of the corpus: served at `path`, read from the file `built`."""
+    return {"path": path, "generator": generator, "source": source, "license": license_}, built.read_bytes()
+
+
+def _debian_pages(work: Path, downloads: Path | None) -> list[Page]:
     out = []
     unpacked: dict[str, tuple[Path, str]] = {}
     for package, inside, served, generator, license_ in DEBIAN_PAGES:
@@ -182,12 +190,11 @@ def _debian_pages(work: Path, downloads: Path | None) -> list[tuple[dict[str, st
             version = _run(["dpkg-deb", "-f", str(deb), "Version"]).strip()
             unpacked[package] = (target / "root", version)
         root, version = unpacked[package]
-        entry = {"path": served, "generator": generator, "source": f"Debian {package} {version}", "license": license_}
-        out.append((entry, (root / inside).read_bytes()))
+        out.append(_page(served, generator, f"Debian {package} {version}", license_, root / inside))
     return out
 
 
-def _mkdocs_pages(work: Path) -> list[tuple[dict[str, str], bytes]]:
+def _mkdocs_pages(work: Path) -> list[Page]:
     venv = work / "mkdocs-venv"
     _run([sys.executable, "-m", "venv", str(venv)])
     _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "mkdocs-material"])
@@ -199,33 +206,20 @@ def _mkdocs_pages(work: Path) -> list[tuple[dict[str, str], bytes]]:
         shutil.copy(ROOT / source, site / "docs" / target)
     _run([str(venv / "bin" / "mkdocs"), "build", "-q"], cwd=site)
     out = []
-    for target in MKDOCS_SOURCES:
+    for target, source in MKDOCS_SOURCES.items():
         page = "index.html" if target == "index.md" else f"{target.removesuffix('.md')}/index.html"
-        entry = {
-            "path": f"mkdocs/{page}",
-            "generator": "mkdocs-material",
-            "source": f"mkdocs-material {version} over this repository's {MKDOCS_SOURCES[target]}",
-            "license": "MIT",
-        }
-        out.append((entry, (site / "site" / page).read_bytes()))
+        about = f"mkdocs-material {version} over this repository's {source}"
+        out.append(_page(f"mkdocs/{page}", "mkdocs-material", about, "MIT", site / "site" / page))
     return out
 
 
-def _docusaurus_pages(work: Path) -> list[tuple[dict[str, str], bytes]]:
+def _docusaurus_pages(work: Path) -> list[Page]:
     _run(["npx", "--yes", "create-docusaurus@3", "site", "classic", "--javascript"], cwd=work)
     site = work / "site"
     _run(["npm", "run", "build"], cwd=site)
     version = json.loads((site / "node_modules" / "@docusaurus" / "core" / "package.json").read_text())["version"]
-    out = []
-    for page in DOCUSAURUS_PAGES:
-        entry = {
-            "path": f"docusaurus/{page}",
-            "generator": "docusaurus",
-            "source": f"Docusaurus {version}, classic template",
-            "license": "MIT",
-        }
-        out.append((entry, (site / "build" / page).read_bytes()))
-    return out
+    about = f"Docusaurus {version}, classic template"
+    return [_page(f"docusaurus/{page}", "docusaurus", about, "MIT", site / "build" / page) for page in DOCUSAURUS_PAGES]
 
 
 def main() -> None:
