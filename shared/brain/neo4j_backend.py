@@ -2,13 +2,10 @@
 
 - Every node carries the `BrainNode` label plus its own (`File`, `Scope`, ...); ids are the deterministic
   ids of `model.node_id`, written with MERGE in UNWIND batches; one write transaction per batch of files.
-- A uniqueness constraint, property indexes, a full-text index (`brain_text`) and a vector index
-  (`brain_vectors`, created once the dimension is known) are created idempotently (`IF NOT EXISTS`).
+- The statements, the schema and the indexes are in `neo4j_statements` (labels and relationship types inlined from
+  the allow-lists of `model` only; every value a parameter); the rows sent and read back in `neo4j_rows`.
 - Reads go through read transactions (`execute_read`); `run_read_query` (the `run_cypher` tool) is
   strictly read-only: deny-list, EXPLAIN query type must be "r", READ access mode, timeout, row cap.
-- Labels and relationship types cannot be query parameters, so they are inlined from the allow-lists of
-  `model` only; every value is a parameter. `all_statements()` lists every statement this module can
-  send (each template expanded), so tests can check them with Neo4j's own Cypher parser.
 - Configuration: NEO4J_URI, NEO4J_USERNAME, NEO4J_PASSWORD or NEO4J_PASSWORD_FILE (never logged, never in an
   error), NEO4J_DATABASE.
 """
@@ -18,14 +15,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from mcp_sections.shared.brain.cypher_guard import check_read_query
 from mcp_sections.shared.brain.model import (
-    ALL_PROPERTIES,
     LABELS,
     RELATIONSHIPS,
     Edge,
@@ -37,6 +32,56 @@ from mcp_sections.shared.brain.model import (
     check_project_fields,
     project_node_id,
 )
+from mcp_sections.shared.brain.neo4j_rows import (
+    edge_rows_by_type,
+    jsonable,
+    node_from,
+    node_rows_by_label,
+    project_from,
+)
+from mcp_sections.shared.brain.neo4j_statements import (
+    COUNT_DERIVED,
+    COUNT_PENDING,
+    DELETE_DERIVED,
+    DELETE_FILE_EDGES,
+    DELETE_PROJECT_BATCH,
+    DELETE_STALE_NODES,
+    EDGES_AMONG,
+    EXPLAIN_PREFIX,
+    FILE_RECORDS,
+    FILTER_TEXT_MATCH,
+    GC_FOREIGN_NODES,
+    GC_ORPHAN_NODES,
+    GET_NODES,
+    GET_PROJECT,
+    LINK_CALLS,
+    LIST_PROJECTS,
+    MARK_RELINK,
+    MODULES,
+    PENDING,
+    PREVIOUS_FILE_IDS,
+    PUT_VECTORS,
+    REFERENCES,
+    REFRESH_COUNTS,
+    RELINK_DONE,
+    REMOVE_PATHS,
+    RESET,
+    SCHEMA_LABELS,
+    SCHEMA_RELATIONSHIPS,
+    SCHEMA_STATEMENTS,
+    SCHEMA_VECTORS,
+    TEXT_SEARCH,
+    UPDATE_FILE_STATS,
+    UPDATE_PROJECT,
+    UPSERT_PROJECT,
+    VECTOR_SEARCH,
+    merge_edges_statement,
+    neighbors_statement,
+    query_entities_statement,
+    upsert_nodes_statement,
+    vector_index_statement,
+)
+from mcp_sections.shared.brain.neo4j_statements import all_statements as all_statements  # tests lint them all
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.ground.install_hints import install_hint
 
@@ -47,300 +92,14 @@ logger = logging.getLogger("mcp_sections.brain.neo4j")
 
 BATCH = 500
 DELETE_BATCH = 5_000
-MAX_WALK_DEPTH = 5
-_FLAT_PROPERTIES = tuple(sorted(p for p in ALL_PROPERTIES if p not in ("imports",)))
-
-# ---- schema ---------------------------------------------------------------------------------------
-
-SCHEMA_STATEMENTS: tuple[str, ...] = (
-    "CREATE CONSTRAINT brain_node_id IF NOT EXISTS FOR (n:BrainNode) REQUIRE n.id IS UNIQUE",
-    "CREATE INDEX brain_node_project IF NOT EXISTS FOR (n:BrainNode) ON (n.project_id, n.label)",
-    "CREATE INDEX brain_node_name IF NOT EXISTS FOR (n:BrainNode) ON (n.name)",
-    "CREATE INDEX brain_node_path IF NOT EXISTS FOR (n:BrainNode) ON (n.project_id, n.path)",
-    "CREATE INDEX brain_node_file IF NOT EXISTS FOR (n:BrainNode) ON (n.file_id)",
-    "CREATE INDEX brain_project_id IF NOT EXISTS FOR (p:Project) ON (p.project_id)",
-    "CREATE FULLTEXT INDEX brain_text IF NOT EXISTS FOR (n:BrainNode) ON EACH [n.name, n.keywords, n.path, n.content]",
-)
 
 
-def vector_index_statement(dimensions: int) -> str:
-    if not 1 <= int(dimensions) <= 4096:
-        raise ValueError("vector dimensions out of range")
-    return (
-        "CREATE VECTOR INDEX brain_vectors IF NOT EXISTS FOR (n:BrainNode) ON (n.embedding) "
-        f"OPTIONS {{indexConfig: {{`vector.dimensions`: {int(dimensions)}, `vector.similarity_function`: 'cosine'}}}}"
-    )
+def _batches(statement: str, rows: list[dict[str, Any]], **params: Any) -> list[tuple[str, dict[str, Any]]]:
+    """`statement` over `rows`, BATCH rows a step."""
+    return [(statement, {"rows": rows[start : start + BATCH], **params}) for start in range(0, len(rows), BATCH)]
 
 
-# ---- projects -------------------------------------------------------------------------------------
-
-UPSERT_PROJECT = (
-    "MERGE (p:BrainNode:Project {id: $node_id}) "
-    "SET p.project_id = $id, p.label = 'Project', p.name = $name, p.root = $root, p.type = $type, "
-    "p.created_at = coalesce(p.created_at, $created_at), p.last_accessed = $last_accessed, "
-    "p.last_ingest = coalesce(p.last_ingest, $last_ingest), p.auto_cleanup = $auto_cleanup, "
-    "p.retention_days = $retention_days, p.status = coalesce(p.status, $status), "
-    "p.node_count = coalesce(p.node_count, 0), p.needs_relink = coalesce(p.needs_relink, false), "
-    "p.vectors_version = coalesce(p.vectors_version, 0), p.path = '', p.keywords = '', "
-    "p.content = $name + ' ' + $root, p.props_json = $props_json"
-)
-GET_PROJECT = "MATCH (p:Project {project_id: $id}) RETURN p"
-LIST_PROJECTS = "MATCH (p:Project) RETURN p ORDER BY p.last_accessed DESC"
-UPDATE_PROJECT = "MATCH (p:Project {project_id: $id}) SET p += $fields"
-DELETE_PROJECT_BATCH = (
-    "MATCH (n:BrainNode {project_id: $id}) WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS removed"
-)
-
-# ---- files and nodes ------------------------------------------------------------------------------
-
-FILE_RECORDS = (
-    "MATCH (f:BrainNode {project_id: $project}) WHERE f.record_hash IS NOT NULL "
-    "AND ($prefix = '' OR f.path = $prefix OR f.path STARTS WITH $prefix + '/') "
-    "RETURN f.path AS path, f.record_hash AS hash, f.record_size AS size, f.record_mtime AS mtime_ns, f.id AS node_id"
-)
-UPDATE_FILE_STATS = (
-    "UNWIND $rows AS row MATCH (f:BrainNode {project_id: $project, path: row.path}) "
-    "WHERE f.record_hash IS NOT NULL SET f.record_size = row.size, f.record_mtime = row.mtime"
-)
-PREVIOUS_FILE_IDS = (
-    "MATCH (f:BrainNode {project_id: $project}) WHERE f.record_hash IS NOT NULL AND f.path IN $paths RETURN f.id AS id"
-)
-DELETE_STALE_NODES = (
-    "MATCH (n:BrainNode) WHERE n.file_id IN $file_ids AND NOT n.id IN $keep DETACH DELETE n RETURN count(*) AS removed"
-)
-DELETE_FILE_EDGES = "MATCH (n:BrainNode)-[r]->() WHERE n.file_id IN $file_ids DELETE r"
-
-
-def upsert_nodes_statement(label: str) -> str:
-    """MERGE a batch of nodes of one label; an embedding survives only if its text did not change."""
-    if label not in LABELS:
-        raise ValueError(f"unknown label {label!r}")
-    return (
-        f"UNWIND $rows AS row MERGE (n:BrainNode:{label} {{id: row.id}}) "
-        "WITH n, row, n.embedding AS vector, n.embedding_hash AS vector_hash, n.embedding_model AS vector_model "
-        "SET n = row.props "
-        "SET n.embedding = CASE WHEN vector_hash = row.props.embed_hash THEN vector END, "
-        "n.embedding_hash = CASE WHEN vector_hash = row.props.embed_hash THEN vector_hash END, "
-        "n.embedding_model = CASE WHEN vector_hash = row.props.embed_hash THEN vector_model END"
-    )
-
-
-def merge_edges_statement(rel_type: str) -> str:
-    if rel_type not in RELATIONSHIPS:
-        raise ValueError(f"unknown relationship type {rel_type!r}")
-    return (
-        "UNWIND $rows AS row MATCH (a:BrainNode {id: row.src}) MATCH (b:BrainNode {id: row.dst}) "
-        f"MERGE (a)-[r:{rel_type}]->(b) SET r.project_id = $project, r.derived = row.derived"
-    )
-
-
-MARK_RELINK = (
-    "MATCH (p:Project {project_id: $project}) SET p.needs_relink = true, p.vectors_version = p.vectors_version + 1"
-)
-REMOVE_PATHS = (
-    "MATCH (n:BrainNode {project_id: $project}) WHERE n.label <> 'Project' AND "
-    "(n.path IN $paths OR any(prefix IN $prefixes WHERE n.path = prefix OR n.path STARTS WITH prefix + '/')) "
-    "DETACH DELETE n RETURN count(*) AS removed"
-)
-DELETE_DERIVED = "MATCH (a:BrainNode {project_id: $project})-[r]->() WHERE r.derived = true DELETE r"
-LINK_CALLS = (
-    "MATCH (s:BrainNode {project_id: $project}) WHERE s.refs_call IS NOT NULL "
-    "UNWIND s.refs_call AS name "
-    "MATCH (t:Scope {project_id: $project, name: name}) WHERE t.id <> s.id "
-    "WITH s, name, collect(t) AS candidates "
-    "WITH s, candidates, [c IN candidates WHERE c.file_id = s.file_id] AS local "
-    "UNWIND CASE WHEN size(local) > 0 THEN local WHEN size(candidates) <= 3 THEN candidates ELSE [] END AS target "
-    "MERGE (s)-[r:CALLS]->(target) SET r.project_id = $project, r.derived = true"
-)
-MODULES = (
-    "MATCH (f:BrainNode {project_id: $project}) WHERE f.label IN ['File', 'WebPage'] "
-    "RETURN f.id AS id, f.path AS path, f.module AS module"
-)
-REFERENCES = (
-    "MATCH (n:BrainNode {project_id: $project}) WHERE n.refs_import IS NOT NULL OR n.refs_link IS NOT NULL "
-    "RETURN n.id AS id, n.refs_import AS imports, n.refs_link AS links"
-)
-COUNT_DERIVED = "MATCH (a:BrainNode {project_id: $project})-[r]->() WHERE r.derived = true RETURN count(r) AS c"
-RELINK_DONE = "MATCH (p:Project {project_id: $project}) SET p.needs_relink = false"
-REFRESH_COUNTS = (
-    "MATCH (n:BrainNode {project_id: $project}) WITH count(n) AS c "
-    "MATCH (p:Project {project_id: $project}) SET p.node_count = c RETURN c"
-)
-GET_NODES = "UNWIND $ids AS id MATCH (n:BrainNode {id: id}) RETURN n"
-
-# ---- queries ----------------------------------------------------------------------------------------
-
-
-def query_entities_statement(flt: EntityFilter, count: bool) -> tuple[str, dict[str, Any]]:
-    where = ["true"]
-    params: dict[str, Any] = {}
-    if flt.label is not None:
-        if flt.label not in LABELS:
-            raise ValueError(f"unknown label {flt.label!r}")
-        where.append("n.label = $label")
-        params["label"] = flt.label
-    if flt.name:
-        if flt.name_match == "exact":
-            where.append("n.name = $name")
-            params["name"] = flt.name
-        elif flt.name_match == "prefix":
-            where.append("toLower(n.name) STARTS WITH $name")
-            params["name"] = flt.name.lower()
-        else:
-            where.append("toLower(n.name) CONTAINS $name")
-            params["name"] = flt.name.lower()
-    if flt.path_prefix:
-        where.append("(n.path = $path OR n.path STARTS WITH $path + '/')")
-        params["path"] = flt.path_prefix
-    if flt.project_ids is not None:
-        where.append("n.project_id IN $projects")
-        params["projects"] = list(flt.project_ids)
-    for index, (key, value) in enumerate(flt.properties.items()):
-        if key not in ALL_PROPERTIES:
-            raise ValueError(f"unknown property {key!r}")
-        where.append(f"n[$key{index}] = $value{index}")
-        params[f"key{index}"] = key
-        params[f"value{index}"] = value
-    clause = " AND ".join(where)
-    if count:
-        return f"MATCH (n:BrainNode) WHERE {clause} RETURN count(n) AS total", params
-    params.update(skip=flt.offset, limit=flt.limit)
-    return (
-        f"MATCH (n:BrainNode) WHERE {clause} RETURN n "
-        "ORDER BY n.project_id, n.path, n.start_line, n.id SKIP $skip LIMIT $limit",
-        params,
-    )
-
-
-def neighbors_statement(types: Sequence[str], direction: str, depth: int) -> str:
-    types = [t for t in types if t in RELATIONSHIPS] or list(RELATIONSHIPS)
-    depth = max(1, min(int(depth), MAX_WALK_DEPTH))
-    pattern = f"[:{'|'.join(types)}*1..{depth}]"
-    left, right = {"out": ("-", "->"), "in": ("<-", "-"), "both": ("-", "-")}[direction]
-    return (
-        f"MATCH path = (s:BrainNode {{id: $id}}){left}{pattern}{right}(n:BrainNode) "
-        "WITH n, min(length(path)) AS depth RETURN n, depth ORDER BY depth, n.id LIMIT $limit"
-    )
-
-
-EDGES_AMONG = (
-    "MATCH (a:BrainNode)-[r]->(b:BrainNode) WHERE a.id IN $ids AND b.id IN $ids AND type(r) IN $types "
-    "RETURN a.id AS src, type(r) AS type, b.id AS dst"
-)
-SCHEMA_LABELS = "MATCH (n:BrainNode) WHERE $all OR n.project_id IN $projects RETURN n.label AS name, count(*) AS c"
-SCHEMA_RELATIONSHIPS = (
-    "MATCH (a:BrainNode)-[r]->() WHERE $all OR a.project_id IN $projects RETURN type(r) AS name, count(*) AS c"
-)
-SCHEMA_VECTORS = (
-    "MATCH (n:BrainNode) WHERE ($all OR n.project_id IN $projects) "
-    "RETURN count(n.embedding) AS vectors, count(n.embed_hash) AS embeddable"
-)
-TEXT_SEARCH = (
-    "CALL db.index.fulltext.queryNodes('brain_text', $query) YIELD node, score "
-    "WHERE ($all OR node.project_id IN $projects) "
-    "AND ((size($labels) = 0 AND node.label <> 'Project') OR node.label IN $labels) "
-    "RETURN node.id AS id, score ORDER BY score DESC LIMIT $limit"
-)
-FILTER_TEXT_MATCH = (
-    "MATCH (n:BrainNode) WHERE n.id IN $ids AND (toLower(n.name) CONTAINS $needle "
-    "OR toLower(n.path) CONTAINS $needle OR toLower(n.content) CONTAINS $needle) RETURN n.id AS id"
-)
-PENDING = (
-    "MATCH (n:BrainNode) WHERE n.embed_hash IS NOT NULL AND ($all OR n.project_id IN $projects) "
-    "AND (n.embedding IS NULL OR n.embedding_model <> $model OR n.embedding_hash <> n.embed_hash) "
-    "RETURN n.id AS id, n.embed_text AS text, n.embed_hash AS hash "
-    "ORDER BY CASE n.label WHEN 'Scope' THEN 0 WHEN 'DocumentSection' THEN 1 ELSE 2 END, n.id LIMIT $limit"
-)
-COUNT_PENDING = (
-    "MATCH (n:BrainNode) WHERE n.embed_hash IS NOT NULL AND ($all OR n.project_id IN $projects) "
-    "AND (n.embedding IS NULL OR n.embedding_model <> $model OR n.embedding_hash <> n.embed_hash) "
-    "RETURN count(n) AS c"
-)
-PUT_VECTORS = (
-    "UNWIND $rows AS row MATCH (n:BrainNode {id: row.id}) WHERE n.embed_hash = row.hash "
-    "SET n.embedding = row.vector, n.embedding_model = $model, n.embedding_hash = row.hash "
-    "RETURN count(n) AS written"
-)
-VECTOR_SEARCH = (
-    "CALL db.index.vector.queryNodes('brain_vectors', $k, $vector) YIELD node, score "
-    "WHERE node.embedding_model = $model AND ($all OR node.project_id IN $projects) "
-    "AND (size($labels) = 0 OR node.label IN $labels) "
-    "RETURN node.id AS id, score ORDER BY score DESC LIMIT $limit"
-)
-GC_FOREIGN_NODES = (
-    "MATCH (n:BrainNode) WHERE NOT n:Project AND NOT EXISTS { MATCH (p:Project {project_id: n.project_id}) } "
-    "WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS removed"
-)
-GC_ORPHAN_NODES = (
-    "MATCH (n:BrainNode) WHERE n.file_id IS NOT NULL AND n.file_id <> n.id "
-    "AND NOT EXISTS { MATCH (f:BrainNode {id: n.file_id}) } "
-    "WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS removed"
-)
-RESET = "MATCH (n:BrainNode) WITH n LIMIT $batch DETACH DELETE n RETURN count(*) AS removed"
-
-
-def all_statements() -> list[str]:
-    """Every statement this backend can send (templates expanded over their allow-lists)."""
-    statements = [*SCHEMA_STATEMENTS, vector_index_statement(384)]
-    statements += [
-        UPSERT_PROJECT,
-        GET_PROJECT,
-        LIST_PROJECTS,
-        UPDATE_PROJECT,
-        DELETE_PROJECT_BATCH,
-        FILE_RECORDS,
-        UPDATE_FILE_STATS,
-        PREVIOUS_FILE_IDS,
-        DELETE_STALE_NODES,
-        DELETE_FILE_EDGES,
-        MARK_RELINK,
-        REMOVE_PATHS,
-        DELETE_DERIVED,
-        LINK_CALLS,
-        MODULES,
-        REFERENCES,
-        COUNT_DERIVED,
-        RELINK_DONE,
-        REFRESH_COUNTS,
-        GET_NODES,
-        EDGES_AMONG,
-        SCHEMA_LABELS,
-        SCHEMA_RELATIONSHIPS,
-        SCHEMA_VECTORS,
-        TEXT_SEARCH,
-        FILTER_TEXT_MATCH,
-        PENDING,
-        COUNT_PENDING,
-        PUT_VECTORS,
-        VECTOR_SEARCH,
-        GC_FOREIGN_NODES,
-        GC_ORPHAN_NODES,
-        RESET,
-        EXPLAIN_PREFIX + "MATCH (n) RETURN n",
-    ]
-    statements += [upsert_nodes_statement(label) for label in LABELS]
-    statements += [merge_edges_statement(rel) for rel in RELATIONSHIPS]
-    for direction in ("out", "in", "both"):
-        for depth in (1, MAX_WALK_DEPTH):
-            statements.append(neighbors_statement([], direction, depth))
-            statements.append(neighbors_statement(["CALLS", "DEFINES"], direction, depth))
-    full = EntityFilter(
-        label="Scope",
-        name="x",
-        name_match="contains",
-        path_prefix="a",
-        project_ids=["p"],
-        properties={"kind": "method", "language": "go"},
-    )
-    for flt in (EntityFilter(), full, EntityFilter(name="x", name_match="prefix"), EntityFilter(name="x")):
-        for count in (False, True):
-            statements.append(query_entities_statement(flt, count)[0])
-    return statements
-
-
-# ---- run_cypher guard -------------------------------------------------------------------------------
-
-EXPLAIN_PREFIX = "EXPLAIN "
+# ---- connection -------------------------------------------------------------------------------------
 
 
 def _sanitized_uri(uri: str) -> str:
@@ -478,10 +237,10 @@ class Neo4jBrainStore:
 
     def get_project(self, project_id: str) -> Project | None:
         rows = self._read(GET_PROJECT, id=project_id)
-        return _project(rows[0]["p"]) if rows else None
+        return project_from(rows[0]["p"]) if rows else None
 
     def list_projects(self) -> list[Project]:
-        return [_project(row["p"]) for row in self._read(LIST_PROJECTS)]
+        return [project_from(row["p"]) for row in self._read(LIST_PROJECTS)]
 
     def update_project(self, project_id: str, **fields: Any) -> None:
         check_project_fields(fields)
@@ -521,30 +280,10 @@ class Neo4jBrainStore:
             (DELETE_STALE_NODES, {"file_ids": file_ids, "keep": keep}),
             (DELETE_FILE_EDGES, {"file_ids": file_ids}),
         ]
-        by_label: dict[str, list[dict[str, Any]]] = {}
-        for item in parsed:
-            refs: dict[str, dict[str, list[str]]] = {}
-            for ref in item.refs:
-                refs.setdefault(ref.src, {}).setdefault(f"refs_{ref.kind}", []).append(ref.target)
-            for node in item.nodes:
-                props = _node_properties(node, project_id, refs.get(node.id, {}))
-                if node.id == item.record.node_id:
-                    props.update(
-                        record_hash=item.record.hash, record_size=item.record.size, record_mtime=item.record.mtime_ns
-                    )
-                by_label.setdefault(node.label, []).append({"id": node.id, "props": props})
-        for label, rows in by_label.items():
-            for start in range(0, len(rows), BATCH):
-                steps.append((upsert_nodes_statement(label), {"rows": rows[start : start + BATCH]}))
-        by_type: dict[str, list[dict[str, Any]]] = {}
-        for item in parsed:
-            for edge in item.edges:
-                by_type.setdefault(edge.type, []).append({"src": edge.src, "dst": edge.dst, "derived": False})
-        for rel_type, rows in by_type.items():
-            for start in range(0, len(rows), BATCH):
-                steps.append(
-                    (merge_edges_statement(rel_type), {"rows": rows[start : start + BATCH], "project": project_id})
-                )
+        for label, rows in node_rows_by_label(project_id, parsed).items():
+            steps += _batches(upsert_nodes_statement(label), rows)
+        for rel_type, rows in edge_rows_by_type(parsed).items():
+            steps += _batches(merge_edges_statement(rel_type), rows, project=project_id)
         steps.append((MARK_RELINK, {"project": project_id}))
         self._write_many(steps)
 
@@ -595,14 +334,14 @@ class Neo4jBrainStore:
         found = {}
         for start in range(0, len(ids), BATCH):
             for row in self._read(GET_NODES, ids=list(ids[start : start + BATCH])):
-                node = _node(row["n"])
+                node = node_from(row["n"])
                 found[node.id] = node
         return [found[i] for i in ids if i in found]
 
     def query_entities(self, flt: EntityFilter) -> tuple[list[Node], int]:
         statement, params = query_entities_statement(flt, count=False)
         count_statement, count_params = query_entities_statement(flt, count=True)
-        nodes = [_node(row["n"]) for row in self._read(statement, **params)]
+        nodes = [node_from(row["n"]) for row in self._read(statement, **params)]
         total = self._read(count_statement, **count_params)[0]["total"]
         return nodes, int(total)
 
@@ -613,7 +352,7 @@ class Neo4jBrainStore:
         rows = self._read(neighbors_statement(types, direction, depth), id=node_id, limit=limit + 1)
         start = self.get_nodes([node_id])
         found = [(start[0], 0)] if start else []
-        found += [(_node(row["n"]), int(row["depth"])) for row in rows if row["n"]["id"] != node_id]
+        found += [(node_from(row["n"]), int(row["depth"])) for row in rows if row["n"]["id"] != node_id]
         ids = [n.id for n, _ in found]
         edges = [Edge(r["src"], r["type"], r["dst"]) for r in self._read(EDGES_AMONG, ids=ids, types=types)]
         return found, edges
@@ -743,7 +482,7 @@ class Neo4jBrainStore:
                     for record in result:
                         if len(rows) == limit:
                             return rows, True
-                        rows.append({key: _jsonable(value) for key, value in record.items()})
+                        rows.append({key: jsonable(value) for key, value in record.items()})
                     return rows, False
 
                 return session.execute_read(work)
@@ -760,88 +499,3 @@ class Neo4jBrainStore:
             raise ToolFailure(
                 ErrorCode.EXECUTION_FAILED, f"Neo4j error: {_scrub(str(exc), self._secret)[:300]}"
             ) from None
-
-
-# ---- conversions -------------------------------------------------------------------------------------
-
-
-def _node_properties(node: Node, project_id: str, refs: dict[str, list[str]]) -> dict[str, Any]:
-    props: dict[str, Any] = {
-        "id": node.id,
-        "label": node.label,
-        "project_id": project_id,
-        "name": node.name,
-        "path": node.path,
-        "file_id": node.file_id,
-        "start_line": node.start_line,
-        "end_line": node.end_line,
-        "content": node.content,
-        "keywords": node.keywords,
-        "embed_text": node.embed_text,
-        "embed_hash": node.embed_hash,
-        "props_json": json.dumps(node.props, ensure_ascii=False, default=str),
-        **refs,
-    }
-    for key in _FLAT_PROPERTIES:
-        value = node.props.get(key)
-        if isinstance(value, str | int | float | bool):
-            props[key] = value
-    return {key: value for key, value in props.items() if value is not None}
-
-
-def _node(data: Any) -> Node:
-    props = dict(data)
-    return Node(
-        id=props["id"],
-        label=props.get("label", ""),
-        project_id=props.get("project_id", ""),
-        name=props.get("name", ""),
-        path=props.get("path", ""),
-        file_id=props.get("file_id"),
-        start_line=props.get("start_line"),
-        end_line=props.get("end_line"),
-        content=props.get("content", ""),
-        keywords=props.get("keywords", ""),
-        embed_text=props.get("embed_text"),
-        props=json.loads(props.get("props_json") or "{}"),
-    )
-
-
-def _project(data: Any) -> Project:
-    props = dict(data)
-    return Project(
-        id=props["project_id"],
-        name=str(props.get("name") or props["project_id"]),
-        root=props.get("root", ""),
-        type=props.get("type", "project"),
-        created_at=float(props.get("created_at") or time.time()),
-        last_accessed=float(props.get("last_accessed") or 0),
-        last_ingest=props.get("last_ingest"),
-        auto_cleanup=bool(props.get("auto_cleanup")),
-        retention_days=float(props.get("retention_days") or 30),
-        node_count=int(props.get("node_count") or 0),
-        status=props.get("status") or "new",
-        needs_relink=bool(props.get("needs_relink")),
-    )
-
-
-def _jsonable(value: Any) -> Any:
-    """Driver values → JSON: nodes/relationships as dicts (without embeddings), paths as lists."""
-    kind = type(value).__name__
-    if kind == "Node":
-        props = {k: v for k, v in dict(value).items() if k not in ("embedding", "props_json", "embed_text")}
-        return {"labels": sorted(value.labels), "properties": {k: _jsonable(v) for k, v in props.items()}}
-    if kind == "Relationship":
-        return {"type": value.type, "properties": {k: _jsonable(v) for k, v in dict(value).items()}}
-    if kind == "Path":
-        return {
-            "nodes": [_jsonable(n) for n in value.nodes],
-            "relationships": [_jsonable(r) for r in value.relationships],
-        }
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value[:1000]]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    return str(value)
