@@ -50,60 +50,84 @@ class Token:
         return self.kind in ("word", "quoted")
 
 
+_SEMICOLON = Token("symbol", ";")
+_DOT = Token("symbol", ".")
+_OPENING = Token("symbol", "(")
+#: A word followed by another that makes a clause run_cypher refuses, and why.
+_REFUSED_PAIRS = {
+    ("load", "csv"): "LOAD CSV reads files and URLs",
+    ("periodic", "commit"): "PERIODIC COMMIT writes in batches",
+    ("in", "transactions"): "CALL { ... } IN TRANSACTIONS commits on its own",
+    ("in", "concurrent"): "CALL { ... } IN TRANSACTIONS commits on its own",
+}
+
+
 def tokenize(query: str) -> list[Token]:
     """Cypher tokens without comments and whitespace; INVALID_INPUT for an unterminated string/name/comment."""
     tokens: list[Token] = []
-    index, length = 0, len(query)
-    while index < length:
-        char = query[index]
-        if char.isspace():
-            index += 1
-        elif query.startswith("//", index):
-            end = query.find("\n", index)
-            index = length if end == -1 else end + 1
-        elif query.startswith("/*", index):
-            end = query.find("*/", index + 2)
-            if end == -1:
-                raise _invalid("a /* comment is not closed")
-            index = end + 2
-        elif char in "'\"":
-            end = index + 1
-            while end < length and query[end] != char:
-                end += 2 if query[end] == "\\" else 1
-            if end >= length:
-                raise _invalid("a string is not closed")
-            tokens.append(Token("string", query[index + 1 : end]))
-            index = end + 1
-        elif char == "`":
-            name, end = [], index + 1
-            while True:
-                close = query.find("`", end)
-                if close == -1:
-                    raise _invalid("a `quoted` name is not closed")
-                name.append(query[end:close])
-                if query.startswith("``", close):  # a doubled backtick is a backtick inside the name
-                    name.append("`")
-                    end = close + 2
-                    continue
-                break
-            tokens.append(Token("quoted", "".join(name).lower()))
-            index = close + 1
-        elif char.isalpha() or char in "_$":
-            end = index + 1
-            while end < length and (query[end].isalnum() or query[end] in "_$"):
-                end += 1
-            tokens.append(Token("word", query[index:end].lower()))
-            index = end
-        elif char.isdigit():
-            end = index + 1
-            while end < length and (query[end].isalnum() or query[end] == "."):
-                end += 1
-            tokens.append(Token("number", query[index:end]))
-            index = end
-        else:
-            tokens.append(Token("symbol", char))
-            index += 1
+    index = 0
+    while index < len(query):
+        token, index = _next_token(query, index)
+        if token is not None:
+            tokens.append(token)
     return tokens
+
+
+def _next_token(query: str, index: int) -> tuple[Token | None, int]:
+    """The token that starts at `index` (None for whitespace or a comment) and the index after it."""
+    char = query[index]
+    if char.isspace():
+        return None, index + 1
+    if query.startswith("//", index):
+        end = query.find("\n", index)
+        return None, len(query) if end == -1 else end + 1
+    if query.startswith("/*", index):
+        end = query.find("*/", index + 2)
+        if end == -1:
+            raise _invalid("a /* comment is not closed")
+        return None, end + 2
+    if char in "'\"":
+        return _string(query, index)
+    if char == "`":
+        return _quoted_name(query, index)
+    if char.isalpha() or char in "_$":
+        end = _end_of_run(query, index + 1, "_$")
+        return Token("word", query[index:end].lower()), end
+    if char.isdigit():
+        end = _end_of_run(query, index + 1, ".")
+        return Token("number", query[index:end]), end
+    return Token("symbol", char), index + 1
+
+
+def _end_of_run(query: str, index: int, also: str) -> int:
+    """The index after the letters, digits and characters of `also` that start at `index`."""
+    while index < len(query) and (query[index].isalnum() or query[index] in also):
+        index += 1
+    return index
+
+
+def _string(query: str, index: int) -> tuple[Token, int]:
+    """The string quoted by the character at `index` (a backslash escapes the next character)."""
+    quote, end = query[index], index + 1
+    while end < len(query) and query[end] != quote:
+        end += 2 if query[end] == "\\" else 1
+    if end >= len(query):
+        raise _invalid("a string is not closed")
+    return Token("string", query[index + 1 : end]), end + 1
+
+
+def _quoted_name(query: str, index: int) -> tuple[Token, int]:
+    """The `backtick`-quoted name at `index`, lower-cased; a doubled backtick is a backtick inside the name."""
+    name, end = [], index + 1
+    while True:
+        close = query.find("`", end)
+        if close == -1:
+            raise _invalid("a `quoted` name is not closed")
+        name.append(query[end:close])
+        if not query.startswith("``", close):
+            return Token("quoted", "".join(name).lower()), close + 1
+        name.append("`")
+        end = close + 2
 
 
 def check_read_query(query: str) -> None:
@@ -115,53 +139,61 @@ def check_read_query(query: str) -> None:
             ErrorCode.MAX_LIMIT_EXCEEDED, f"the query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}."
         )
     tokens = tokenize(query)
-    while tokens and tokens[-1] == Token("symbol", ";"):
+    while tokens and tokens[-1] == _SEMICOLON:
         tokens.pop()
-    for position, token in enumerate(tokens):
-        following = tokens[position + 1] if position + 1 < len(tokens) else None
-        if token == Token("symbol", ";"):
-            raise _denied("one statement per call: remove the `;` and send the second query in its own call")
-        if token.kind != "word":
-            continue
-        if token.text == "load" and following is not None and following.text == "csv":
-            raise _denied("LOAD CSV reads files and URLs")
-        if token.text == "periodic" and following is not None and following.text == "commit":
-            raise _denied("PERIODIC COMMIT writes in batches")
-        if token.text == "in" and following is not None and following.text in ("transactions", "concurrent"):
-            raise _denied("CALL { ... } IN TRANSACTIONS commits on its own")
-        if token.text == "in" and following is not None and following.kind == "number":
-            after = tokens[position + 2 : position + 4]
-            if any(item.text == "transactions" for item in after):
-                raise _denied("CALL { ... } IN TRANSACTIONS commits on its own")
-        if token.text == "use" and position == 0:
-            raise _denied("USE switches to another database; the brain is the only one run_cypher reads")
-        if token.text == "call" and following is not None and following.is_name():
-            name, _ = _dotted_name(tokens, position + 1)
-            if name not in READ_PROCEDURES:
-                raise _denied(
-                    f"procedure {name!r} is not on run_cypher's list of read procedures "
-                    f"({', '.join(sorted(READ_PROCEDURES))})"
-                )
-    for position, token in enumerate(tokens):
-        if not token.is_name() or (position > 0 and tokens[position - 1] in (Token("symbol", "."),)):
-            continue
-        if position > 0 and tokens[position - 1].text == "call":
-            continue
-        name, end = _dotted_name(tokens, position)
-        if "." in name and end < len(tokens) and tokens[end] == Token("symbol", "("):
-            namespace = name.split(".", 1)[0]
-            if namespace not in SAFE_FUNCTION_NAMESPACES:
-                raise _denied(
-                    f"function {name!r} is not allowed in run_cypher: only built-in functions and the "
-                    f"{', '.join(sorted(SAFE_FUNCTION_NAMESPACES))} namespaces are"
-                )
+    for position in range(len(tokens)):
+        _check_clause(tokens, position)
+    for position in range(len(tokens)):
+        _check_function(tokens, position)
+
+
+def _check_clause(tokens: list[Token], position: int) -> None:
+    """Refuse a second statement, a clause that writes or reads outside the brain, a procedure not on the list."""
+    token = tokens[position]
+    following = tokens[position + 1] if position + 1 < len(tokens) else None
+    if token == _SEMICOLON:
+        raise _denied("one statement per call: remove the `;` and send the second query in its own call")
+    if token.kind != "word":
+        return
+    refused = _REFUSED_PAIRS.get((token.text, following.text)) if following is not None else None
+    if refused is not None:
+        raise _denied(refused)
+    batched = any(item.text == "transactions" for item in tokens[position + 2 : position + 4])
+    if token.text == "in" and following is not None and following.kind == "number" and batched:
+        raise _denied("CALL { ... } IN TRANSACTIONS commits on its own")
+    if token.text == "use" and position == 0:
+        raise _denied("USE switches to another database; the brain is the only one run_cypher reads")
+    if token.text == "call" and following is not None and following.is_name():
+        name, _ = _dotted_name(tokens, position + 1)
+        if name not in READ_PROCEDURES:
+            raise _denied(
+                f"procedure {name!r} is not on run_cypher's list of read procedures "
+                f"({', '.join(sorted(READ_PROCEDURES))})"
+            )
+
+
+def _check_function(tokens: list[Token], position: int) -> None:
+    """Refuse a call of a namespaced function (`a.b(...)`) outside SAFE_FUNCTION_NAMESPACES."""
+    token = tokens[position]
+    if not token.is_name() or (position > 0 and tokens[position - 1] in (_DOT,)):
+        return
+    if position > 0 and tokens[position - 1].text == "call":
+        return
+    name, end = _dotted_name(tokens, position)
+    if "." in name and end < len(tokens) and tokens[end] == _OPENING:
+        namespace = name.split(".", 1)[0]
+        if namespace not in SAFE_FUNCTION_NAMESPACES:
+            raise _denied(
+                f"function {name!r} is not allowed in run_cypher: only built-in functions and the "
+                f"{', '.join(sorted(SAFE_FUNCTION_NAMESPACES))} namespaces are"
+            )
 
 
 def _dotted_name(tokens: list[Token], start: int) -> tuple[str, int]:
     """`a . b . c` (parts quoted or not) from `start`: the lower-cased dotted name and the index after it."""
     parts = [tokens[start].text]
     index = start + 1
-    while index + 1 < len(tokens) and tokens[index] == Token("symbol", ".") and tokens[index + 1].is_name():
+    while index + 1 < len(tokens) and tokens[index] == _DOT and tokens[index + 1].is_name():
         parts.append(tokens[index + 1].text)
         index += 2
     return ".".join(parts), index
