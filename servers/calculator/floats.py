@@ -1,6 +1,6 @@
 """Float64 linear algebra with numpy for calculator_evaluate (worker side), up to 200×200.
 
-The rule (`expressions.is_float_literal`): a matrix literal whose entries are all number literals with at
+The rule (`grammar.is_float_literal`): a matrix literal whose entries are all number literals with at
 least one decimal literal (`0.5`, `1e-3`, `2.`) is a float64 matrix; whatever is computed from a float64
 matrix is float64 too (an exact matrix of numbers meeting one is converted, scalars become sympy Floats);
 eye/zeros/ones above 40 (the exact limit) are float64 as well.
@@ -182,7 +182,7 @@ def power(base: Any, exponent: Any, what: str) -> FloatMatrix:
 
 
 def call(name: str, arguments: list[Any], what: str) -> Any:
-    """One of expressions.MATRIX_FUNCTIONS with a FloatMatrix among `arguments` (the others converted)."""
+    """One of grammar.MATRIX_FUNCTIONS with a FloatMatrix among `arguments` (the others converted)."""
     if name in EXACT_ONLY:
         raise invalid_input(
             f"{name} is exact only, and this matrix is float64 (it has a decimal entry) (in the {what}). Write the "

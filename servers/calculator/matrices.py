@@ -156,7 +156,7 @@ def power(base: Any, exponent: Any, what: str) -> Any:
 
 
 def call(name: str, arguments: list[Any], what: str) -> Any:
-    """One of expressions.MATRIX_FUNCTIONS (linsolve of equations: `linsolve_equations`)."""
+    """One of grammar.MATRIX_FUNCTIONS (linsolve of equations: `linsolve_equations`)."""
     for argument in arguments:
         _not_final(argument, what)
     if any(fl.is_floats(argument) for argument in arguments):

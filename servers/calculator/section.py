@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcp_sections.servers.calculator import operations
-from mcp_sections.servers.calculator.expressions import check_text, mentions_linear_algebra
+from mcp_sections.servers.calculator.grammar import check_text, mentions_linear_algebra
 from mcp_sections.servers.calculator.limits import (
     MAX_EIGEN_SIZE,
     MAX_FLOAT_EXPRESSION_LENGTH,
@@ -340,8 +340,13 @@ def calculator_convert_units(params: ConvertUnitsInput, state: CalculatorState) 
 SECTION = Section(
     id="calculator",
     requirements=(
-        Requirement("sympy", module("sympy"), InstallExtra("calculator")),
-        Requirement("numpy", module("numpy"), InstallExtra("calculator")),
+        Requirement(
+            "the exact engine (sympy, numpy)",
+            module("sympy", "mpmath", "numpy"),
+            InstallExtra("calculator"),
+            optional=True,
+            without="the float tools only (calculator_unary, calculator_binary, calculator_constant)",
+        ),
     ),
     output_source="computation",
     trusted_output=True,

@@ -1,9 +1,9 @@
 """The sympy tools' work. Runs inside the calculator's worker process (see `shared.workers`).
 
 Each function takes plain arguments and returns a plain dict (strings, floats, lists) for the result
-model; failures are `ToolFailure`s (they travel back to the server with their code). Inputs are parsed
-by `expressions` (never by sympify). This module imports sympy at import time: the server refers to it
-only by name ("mcp_sections.servers.calculator.symbolic:evaluate"), so only the worker imports it.
+model; failures are `ToolFailure`s (they travel back to the server with their code). Inputs are checked
+by `grammar` and built by `expressions` (never by sympify). This module imports sympy at import time: the server
+refers to it only by name ("mcp_sections.servers.calculator.symbolic:evaluate"), so only the worker imports it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from sympy.physics import units as u
 
 from mcp_sections.servers.calculator import expressions as ex
 from mcp_sections.servers.calculator import floats as fl
+from mcp_sections.servers.calculator import grammar as gr
 from mcp_sections.servers.calculator import limits
 from mcp_sections.servers.calculator import matrices as la
 from mcp_sections.servers.calculator.units import AFFINE_TEMPERATURES, TEMPERATURES, unit_names
@@ -28,10 +29,10 @@ MAX_ECHO_CHARS = 1000  # of the expression repeated in calculator_evaluate's res
 MAX_VALUE = 1e308
 SI_BASE = [u.meter, u.kilogram, u.second, u.ampere, u.kelvin, u.mole, u.candela, u.bit, u.radian]
 
-EVALUATE = ex.Grammar(tool="calculator_evaluate", variables=False, matrices=True, operators=ex.LINEAR)
-SIMPLIFY = ex.Grammar(tool="calculator_simplify", variables=True)
-CALCULUS = ex.Grammar(tool="calculator_differentiate", variables=True)
-BOUNDS = ex.Grammar(tool="calculator_integrate", variables=True)
+EVALUATE = gr.Grammar(tool="calculator_evaluate", variables=False, matrices=True, operators=gr.LINEAR)
+SIMPLIFY = gr.Grammar(tool="calculator_simplify", variables=True)
+CALCULUS = gr.Grammar(tool="calculator_differentiate", variables=True)
+BOUNDS = gr.Grammar(tool="calculator_integrate", variables=True)
 SIMPLIFY_METHODS = {
     "simplify": sympy.simplify,
     "expand": sympy.expand,
@@ -136,9 +137,9 @@ def _float(value: Any) -> float | None:
 def _variable(name: str, symbols: dict[str, Any], real: bool = False) -> Any:
     if name in symbols:
         return symbols[name]
-    if not ex.IDENTIFIER.match(name) or len(name) > limits.MAX_NAME_LENGTH:
+    if not gr.IDENTIFIER.match(name) or len(name) > limits.MAX_NAME_LENGTH:
         raise invalid_input(f"invalid variable name {name[:40]!r}: use letters, digits and '_' (e.g. x, theta, v0).")
-    if name in ex.FUNCTIONS or name in ex.CONSTANT_NAMES:
+    if name in gr.FUNCTIONS or name in gr.CONSTANT_NAMES:
         raise invalid_input(f"{name!r} is a function or constant name, not a variable; pick another name.")
     symbol = sympy.Symbol(name, real=True) if real else sympy.Symbol(name)
     symbols[name] = symbol
@@ -340,7 +341,7 @@ def simplify(expression: str, method: str = "simplify") -> dict[str, Any]:
 @_guarded
 def solve(equations: list[str], variables: list[str] | None = None, domain: str = "complex") -> dict[str, Any]:
     real = domain == "real"
-    grammar = ex.Grammar(tool="calculator_solve", variables=True, real_variables=real)
+    grammar = gr.Grammar(tool="calculator_solve", variables=True, real_variables=real)
     symbols: dict[str, Any] = {}
     if variables:
         for name in variables:
@@ -426,7 +427,7 @@ def integrate(
     if (lower is None) != (upper is None):
         raise invalid_input("pass both `lower` and `upper` for a definite integral, or neither for an antiderivative.")
     symbols: dict[str, Any] = {}
-    value = ex.build(expression, ex.Grammar(tool="calculator_integrate", variables=True), symbols)
+    value = ex.build(expression, gr.Grammar(tool="calculator_integrate", variables=True), symbols)
     symbol = _only_variable(value, variable, symbols, "calculator_integrate")
     numeric: str | None = None
     result_value: Any = None
@@ -500,7 +501,7 @@ def convert_units(value: float, from_unit: str, to_unit: str) -> dict[str, Any]:
                 f"{name!r}: degC and degF have an offset and convert only on their own (e.g. degC to degF); "
                 "use K for temperature differences inside compound units."
             )
-    grammar = ex.Grammar(tool="calculator_convert_units", variables=False, names=unit_names(), operators=ex.PRODUCTS)
+    grammar = gr.Grammar(tool="calculator_convert_units", variables=False, names=unit_names(), operators=gr.PRODUCTS)
     source_quantity = ex.build(source, grammar, what="from_unit")
     target_quantity = ex.build(target, grammar, what="to_unit")
     ratio = sympy.simplify(u.convert_to(source_quantity, SI_BASE) / u.convert_to(target_quantity, SI_BASE))

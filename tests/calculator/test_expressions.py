@@ -8,11 +8,12 @@ import pytest
 import sympy
 
 from mcp_sections.servers.calculator import expressions as ex
+from mcp_sections.servers.calculator import grammar as gr
 from mcp_sections.servers.calculator import limits
 from mcp_sections.shared.ground.errors import ToolFailure
 
-NUMBERS = ex.Grammar(tool="calculator_evaluate", variables=False)
-ALGEBRA = ex.Grammar(tool="calculator_simplify", variables=True)
+NUMBERS = gr.Grammar(tool="calculator_evaluate", variables=False)
+ALGEBRA = gr.Grammar(tool="calculator_simplify", variables=True)
 
 HOSTILE: list[tuple[str, str]] = [
     ("__import__('os')", "INVALID_INPUT"),
@@ -303,7 +304,7 @@ def test_too_many_variables() -> None:
 
 
 def test_real_variables() -> None:
-    value = ex.build("x", ex.Grammar(tool="t", variables=True, real_variables=True))
+    value = ex.build("x", gr.Grammar(tool="t", variables=True, real_variables=True))
     assert value.is_real
 
 
@@ -330,6 +331,6 @@ def test_bad_equations(text: str) -> None:
 
 
 def test_check_text_rewrites_caret_and_needs_no_sympy() -> None:
-    assert ex.check_text("x^2") == "x**2"
-    tree = ex.parse("sin(x)^2", ALGEBRA)
+    assert gr.check_text("x^2") == "x**2"
+    tree = gr.parse("sin(x)^2", ALGEBRA)
     assert isinstance(tree, ast.BinOp) and isinstance(tree.op, ast.Pow)

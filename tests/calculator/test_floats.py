@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_sections.servers.calculator import expressions as ex
+from mcp_sections.servers.calculator import grammar as gr
 from mcp_sections.servers.calculator import limits, symbolic
 from mcp_sections.servers.calculator.models import EvaluateResult
 from mcp_sections.shared.ground.errors import ToolFailure
@@ -179,12 +179,12 @@ def test_float64_errors_are_coded_and_say_how_to_fix(expression: str, code: str,
 def test_the_float64_literal_limits_come_from_the_syntax_tree() -> None:
     """A 201×201 float literal is refused by `parse` (no numpy); a 200×200 of 17-digit decimals fits the length."""
     with pytest.raises(ToolFailure) as caught:
-        ex.parse(literal([["0.5"] * (N + 1)] * (N + 1)), symbolic.EVALUATE)
+        gr.parse(literal([["0.5"] * (N + 1)] * (N + 1)), symbolic.EVALUATE)
     assert caught.value.code.value == "MAX_LIMIT_EXCEEDED" and "201×201" in caught.value.message
     assert "3 → 3.0" not in caught.value.message  # the hint is for exact literals of numbers over 40
     widest = literal([["-0.12345678901234567"] * N] * N)
     assert len(widest) < limits.MAX_FLOAT_EXPRESSION_LENGTH
-    ex.parse(f"det({widest})", symbolic.EVALUATE)
+    gr.parse(f"det({widest})", symbolic.EVALUATE)
     with pytest.raises(ToolFailure) as caught:  # exact literals keep their length limit
-        ex.parse(literal([["1" + " " * 60] * 40] * 40), symbolic.EVALUATE)
+        gr.parse(literal([["1" + " " * 60] * 40] * 40), symbolic.EVALUATE)
     assert caught.value.code.value == "MAX_LIMIT_EXCEEDED" and "100000" in caught.value.message

@@ -9,7 +9,7 @@ import sympy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_sections.servers.calculator import expressions as ex
+from mcp_sections.servers.calculator import grammar as gr
 from mcp_sections.servers.calculator import limits, symbolic
 from mcp_sections.servers.calculator.models import EvaluateResult
 from mcp_sections.shared.ground.errors import ToolFailure
@@ -277,7 +277,7 @@ def test_nothing_is_evaluated_while_checking(monkeypatch: pytest.MonkeyPatch) ->
 def test_oversized_literals_are_refused_from_the_syntax_tree(text: str, needle: str) -> None:
     """The shape check runs in `parse` (no sympy): nothing is built for an oversized matrix."""
     with pytest.raises(ToolFailure) as caught:
-        ex.parse(text, symbolic.EVALUATE)
+        gr.parse(text, symbolic.EVALUATE)
     assert caught.value.code.value == "MAX_LIMIT_EXCEEDED" and needle in caught.value.message
 
 
@@ -297,17 +297,17 @@ def test_the_largest_accepted_matrices() -> None:
 
 
 def test_matrix_advice_is_chosen_from_the_text_alone() -> None:
-    assert ex.mentions_linear_algebra("det([[1, 2], [3, 4]])") and ex.mentions_linear_algebra("A @ B")
-    assert ex.mentions_linear_algebra("eigenvects (x)") and not ex.mentions_linear_algebra("sqrt(2) + detail(1)")
+    assert gr.mentions_linear_algebra("det([[1, 2], [3, 4]])") and gr.mentions_linear_algebra("A @ B")
+    assert gr.mentions_linear_algebra("eigenvects (x)") and not gr.mentions_linear_algebra("sqrt(2) + detail(1)")
 
 
 def test_long_text_needs_a_matrix_literal() -> None:
     long_scalar = "1 +" + " " * 2100 + "1"
     with pytest.raises(ToolFailure) as caught:
-        ex.parse(long_scalar, symbolic.EVALUATE)
+        gr.parse(long_scalar, symbolic.EVALUATE)
     assert caught.value.code.value == "MAX_LIMIT_EXCEEDED" and "2000" in caught.value.message
     with pytest.raises(ToolFailure) as caught:
-        ex.check_text("[" * 1 + "1, " * 40_000 + "1]", limit=limits.MAX_MATRIX_EXPRESSION_LENGTH)
+        gr.check_text("[" * 1 + "1, " * 40_000 + "1]", limit=limits.MAX_MATRIX_EXPRESSION_LENGTH)
     assert caught.value.code.value == "MAX_LIMIT_EXCEEDED" and "100000" in caught.value.message
 
 
