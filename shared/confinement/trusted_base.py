@@ -229,6 +229,12 @@ def _prefix_of(executable: str) -> str:
 
 def installation_parts() -> list[Part]:
     """The interpreter, its prefixes and path, the suite's code and launcher, and the programs it runs unconfined."""
+    parts = [*_interpreter_parts(), *_suite_parts(), *_unconfined_program_parts(), *_variable_parts()]
+    return [part for part in parts if part is not None and not _too_wide(part.real)]
+
+
+def _interpreter_parts() -> list[Part | None]:
+    """The interpreter's prefixes, its executable, the absolute entries of sys.path, the site directories."""
     parts: list[Part | None] = [
         _part(sys.prefix, "installation", "interpreter prefix (sys.prefix: the venv)"),
         _part(sys.exec_prefix, "installation", "interpreter prefix (sys.exec_prefix)"),
@@ -245,12 +251,23 @@ def installation_parts() -> list[Part]:
         parts.append(_part(directory, "installation", "site directory"))
     if site.ENABLE_USER_SITE:
         parts.append(_part(site.getusersitepackages(), "installation", "user site directory (read at every start)"))
+    return parts
+
+
+def _suite_parts() -> list[Part | None]:
+    """The suite's own code (shared/ and servers/) and the launcher that started this process."""
     code = Path(__file__).resolve().parent
-    parts += [_part(code, "installation", "the suite's code (shared/)")]
+    parts = [_part(code, "installation", "the suite's code (shared/)")]
     parts += [_part(code.parent / "servers", "installation", "the suite's code (servers/)")]
     launcher = sys.argv[0] if sys.argv and os.path.isabs(sys.argv[0]) else shutil.which(sys.argv[0] if sys.argv else "")
     if launcher and os.path.isfile(launcher):
         parts.append(_part(launcher, "installation", "launcher (argv[0])"))
+    return parts
+
+
+def _unconfined_program_parts() -> list[Part | None]:
+    """The programs the suite runs outside the sandbox, and their installations outside the system directories."""
+    parts: list[Part | None] = []
     for name in UNCONFINED_PROGRAMS:
         found = shutil.which(name, path=DEFAULT_SEARCH_PATH)
         if found:
@@ -258,11 +275,17 @@ def installation_parts() -> list[Part]:
             prefix = _prefix_of(os.path.realpath(found))
             if not any(is_inside(prefix, place) for place in SYSTEM_PREFIXES):
                 parts.append(_part(prefix, "installation", f"{name}'s installation"))
-    for variable in ("LD_LIBRARY_PATH", "PYTHONPATH"):
-        for entry in os.environ.get(variable, "").split(os.pathsep):
-            if entry and os.path.isabs(entry):
-                parts.append(_part(entry, "installation", f"{variable} entry"))
-    return [part for part in parts if part is not None and not _too_wide(part.real)]
+    return parts
+
+
+def _variable_parts() -> list[Part | None]:
+    """The absolute entries of LD_LIBRARY_PATH and PYTHONPATH."""
+    return [
+        _part(entry, "installation", f"{variable} entry")
+        for variable in ("LD_LIBRARY_PATH", "PYTHONPATH")
+        for entry in os.environ.get(variable, "").split(os.pathsep)
+        if entry and os.path.isabs(entry)
+    ]
 
 
 def launch_parts() -> list[Part]:
