@@ -30,30 +30,49 @@ def lean_schema(schema: dict[str, Any], *, descriptions: bool = True) -> dict[st
 def _lean(node: Any, definitions: dict[str, Any], descriptions: bool, seen: tuple[str, ...], top: bool = False) -> Any:
     if not isinstance(node, dict):
         return node
+    inlined = _inlined(node, definitions, descriptions, seen)
+    if inlined is not None:
+        return inlined
+    return {
+        key: _lean_member(key, value, definitions, descriptions, seen)
+        for key, value in node.items()
+        if not _dropped(key, value, definitions, descriptions, top)
+    }
+
+
+def _inlined(
+    node: dict[str, Any], definitions: dict[str, Any], descriptions: bool, seen: tuple[str, ...]
+) -> dict[str, Any] | None:
+    """A `$ref` to a definition not being inlined already, replaced by it (with the node's other keys); else None."""
     ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        name = ref.removeprefix("#/$defs/")
-        if name in definitions and name not in seen:
-            siblings = {key: value for key, value in node.items() if key != "$ref"}
-            inlined = _lean(definitions[name], definitions, descriptions, (*seen, name))
-            return {**inlined, **_lean(siblings, definitions, descriptions, seen)}
-    result: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "title" or (key == "$defs" and _all_inlinable(definitions)):
-            continue
-        if key == "description" and not descriptions and not top:
-            continue
-        if key == "default" and value is None:
-            continue
-        if key in _SCHEMA_MAPS and isinstance(value, dict):
-            result[key] = {name: _lean(item, definitions, descriptions, seen) for name, item in value.items()}
-        elif key in _SCHEMA_LISTS and isinstance(value, list):
-            result[key] = [_lean(item, definitions, descriptions, seen) for item in value]
-        elif key in _SCHEMA_VALUES and isinstance(value, dict):
-            result[key] = _lean(value, definitions, descriptions, seen)
-        else:
-            result[key] = value
-    return result
+    if not (isinstance(ref, str) and ref.startswith("#/$defs/")):
+        return None
+    name = ref.removeprefix("#/$defs/")
+    if name not in definitions or name in seen:
+        return None
+    siblings = {key: value for key, value in node.items() if key != "$ref"}
+    inlined = _lean(definitions[name], definitions, descriptions, (*seen, name))
+    return {**inlined, **_lean(siblings, definitions, descriptions, seen)}
+
+
+def _dropped(key: str, value: Any, definitions: dict[str, Any], descriptions: bool, top: bool) -> bool:
+    """Titles, `$defs` once all are inlined, `default: null`, and (unless kept) descriptions below the top."""
+    if key == "title" or (key == "$defs" and _all_inlinable(definitions)):
+        return True
+    if key == "description" and not descriptions and not top:
+        return True
+    return key == "default" and value is None
+
+
+def _lean_member(key: str, value: Any, definitions: dict[str, Any], descriptions: bool, seen: tuple[str, ...]) -> Any:
+    """A member of a schema, its subschemas made lean."""
+    if key in _SCHEMA_MAPS and isinstance(value, dict):
+        return {name: _lean(item, definitions, descriptions, seen) for name, item in value.items()}
+    if key in _SCHEMA_LISTS and isinstance(value, list):
+        return [_lean(item, definitions, descriptions, seen) for item in value]
+    if key in _SCHEMA_VALUES and isinstance(value, dict):
+        return _lean(value, definitions, descriptions, seen)
+    return value
 
 
 def _all_inlinable(definitions: dict[str, Any]) -> bool:

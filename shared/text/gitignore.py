@@ -61,41 +61,41 @@ def _glob_tokens(glob: str) -> list[globs.Token]:
     out: list[globs.Token] = []
     i = 0
     while i < len(glob):
-        c = glob[i]
-        if glob.startswith("**/", i):
-            out.append(globs.Token(globs.DIRS))
-            i += 3
-        elif glob.startswith("/**", i) and i + 3 == len(glob):
-            out += [globs.lit("/"), globs.Token(globs.ANY)]
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(globs.Token(globs.ANY))
-            i += 2
-        elif c == "*":
-            out.append(globs.Token(globs.STAR))
-            i += 1
-        elif c == "?":
-            out.append(globs.Token("one"))
-            i += 1
-        elif c == "[":
-            end = glob.find("]", i + 1)
-            if end == -1:
-                out.append(globs.lit(c))
-                i += 1
-            else:
-                body = glob[i + 1 : end].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                re.compile(f"[{body}]")  # re.error: the rule is skipped
-                out.append(globs.cls(body))
-                i = end + 1
-        elif c == "\\" and i + 1 < len(glob):
-            out.append(globs.lit(glob[i + 1]))
-            i += 2
-        else:
-            out.append(globs.lit(c))
-            i += 1
+        tokens, i = _glob_token(glob, i)
+        out += tokens
     return out
+
+
+def _glob_token(glob: str, i: int) -> tuple[list[globs.Token], int]:
+    """The token(s) of the glob at `i` and the index after them."""
+    c = glob[i]
+    if glob.startswith("**/", i):
+        return [globs.Token(globs.DIRS)], i + 3
+    if glob.startswith("/**", i) and i + 3 == len(glob):
+        return [globs.lit("/"), globs.Token(globs.ANY)], i + 3
+    if glob.startswith("**", i):
+        return [globs.Token(globs.ANY)], i + 2
+    if c == "*":
+        return [globs.Token(globs.STAR)], i + 1
+    if c == "?":
+        return [globs.Token("one")], i + 1
+    if c == "[":
+        return _class_token(glob, i)
+    if c == "\\" and i + 1 < len(glob):
+        return [globs.lit(glob[i + 1])], i + 2
+    return [globs.lit(c)], i + 1
+
+
+def _class_token(glob: str, i: int) -> tuple[list[globs.Token], int]:
+    """The `[...]` class at `i` (`[!...]` negated; re.error for one the rule is skipped for); a lone `[` is literal."""
+    end = glob.find("]", i + 1)
+    if end == -1:
+        return [globs.lit("[")], i + 1
+    body = glob[i + 1 : end].replace("\\", "\\\\")
+    if body.startswith("!"):
+        body = "^" + body[1:]
+    re.compile(f"[{body}]")  # re.error: the rule is skipped
+    return [globs.cls(body)], end + 1
 
 
 def parse_gitignore(text: str, base: str, prefix: str = "") -> list[IgnoreRule]:

@@ -86,34 +86,27 @@ class GlobPattern:
         # (it may then only be left right after a '/').
         states = self._closure(tokens, {(0, False)})
         for char in text:
-            following: set[tuple[int, bool]] = set()
-            for index, _inside in states:
-                if index == end:
-                    continue
-                token = tokens[index]
-                kind = token.kind
-                if kind == "lit":
-                    if char == token.text:
-                        following.add((index + 1, False))
-                elif kind == "one":
-                    if char != "/":
-                        following.add((index + 1, False))
-                elif kind == "cls":
-                    if self._classes[token.text].match(char):
-                        following.add((index + 1, False))
-                elif kind == "star":
-                    if char != "/":
-                        following.add((index, False))
-                elif kind == "any":
-                    following.add((index, False))
-                else:  # dirs
-                    following.add((index, True))
-                    if char == "/":
-                        following.add((index + 1, False))
+            following = {state for index, _ in states if index != end for state in self._moves(tokens, index, char)}
             if not following:
                 return False
             states = self._closure(tokens, following)
         return any(index == end for index, _ in states)
+
+    def _moves(self, tokens: tuple[Token, ...], index: int, char: str) -> tuple[tuple[int, bool], ...]:
+        """The states a state at token `index` goes to on `char` (none: it dies there)."""
+        token = tokens[index]
+        kind = token.kind
+        if kind == "lit":
+            return ((index + 1, False),) if char == token.text else ()
+        if kind == "one":
+            return ((index + 1, False),) if char != "/" else ()
+        if kind == "cls":
+            return ((index + 1, False),) if self._classes[token.text].match(char) else ()
+        if kind == "star":
+            return ((index, False),) if char != "/" else ()
+        if kind == "any":
+            return ((index, False),)
+        return ((index, True), (index + 1, False)) if char == "/" else ((index, True),)  # dirs
 
     @staticmethod
     def _closure(tokens: tuple[Token, ...], states: set[tuple[int, bool]]) -> set[tuple[int, bool]]:
