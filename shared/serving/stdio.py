@@ -179,22 +179,29 @@ class _Inbound:
             if error is not None:
                 await self._outbound.send_error(error)
             return
-        if isinstance(message, types.JSONRPCRequest):
-            if not valid_request_id(message.id):
-                await self._outbound.send_error(
-                    _error(None, INVALID_REQUEST, "Invalid Request: `id` must be a string or an integer")
-                )
-                return
-            if message.method not in _LONG_LIVED:
-                self._outbound.in_flight.add(message.id)
-        elif isinstance(message, types.JSONRPCNotification) and (error := misread_notification(text)):
+        error = self._admit(message, text)
+        if error is not None:
             await self._outbound.send_error(error)
             return
-        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
-            cancelled = (message.params or {}).get("requestId")
-            if isinstance(cancelled, str | int):
-                self._outbound.in_flight.discard(cancelled)  # a cancelled request is never answered
         await self._to_sdk.send(SessionMessage(message))
+
+    def _admit(self, message: types.JSONRPCMessage, text: str) -> JSONRPCError | None:
+        """The error for a parsed message that is refused; else None, with the requests in flight updated (a
+        request starts waiting for its answer, a cancelled one never gets any)."""
+        if isinstance(message, types.JSONRPCRequest):
+            if not valid_request_id(message.id):
+                return _error(None, INVALID_REQUEST, "Invalid Request: `id` must be a string or an integer")
+            if message.method not in _LONG_LIVED:
+                self._outbound.in_flight.add(message.id)
+        elif isinstance(message, types.JSONRPCNotification):
+            error = misread_notification(text)
+            if error is not None:
+                return error
+            if message.method == "notifications/cancelled":
+                cancelled = (message.params or {}).get("requestId")
+                if isinstance(cancelled, str | int):
+                    self._outbound.in_flight.discard(cancelled)  # a cancelled request is never answered
+        return None
 
 
 class _Outbound:
@@ -250,42 +257,57 @@ def _loop_can_watch(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
+_EOF = b""  # what the chunk queue carries at end of input
+
+
+class _ChunkReader(asyncio.Protocol):
+    """Puts what a pipe gives into `chunks`, then `_EOF`; stops reading while the queue is full."""
+
+    def __init__(self, chunks: asyncio.Queue[bytes]) -> None:
+        self.chunks = chunks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.chunks.put_nowait(data)
+        if self.chunks.full():
+            self.transport.pause_reading()  # type: ignore[attr-defined]
+
+    def eof_received(self) -> None:
+        self.chunks.put_nowait(_EOF)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        with suppress(asyncio.QueueFull):
+            self.chunks.put_nowait(_EOF)
+
+
 async def _read_loop(fd: int, splitter: LineSplitter, inbound: _Inbound) -> None:
     """Feed `inbound` from `fd` until end of file: on the loop for a pipe, through a thread for a file."""
     loop = asyncio.get_running_loop()
     chunks: asyncio.Queue[bytes] = asyncio.Queue(maxsize=64)
-    eof = b""
-
-    class Reader(asyncio.Protocol):
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            self.transport = transport
-
-        def data_received(self, data: bytes) -> None:
-            chunks.put_nowait(data)
-            if chunks.full():
-                self.transport.pause_reading()  # type: ignore[attr-defined]
-
-        def eof_received(self) -> None:
-            chunks.put_nowait(eof)
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            with suppress(asyncio.QueueFull):
-                chunks.put_nowait(eof)
-
-    reader: Reader | None = None
-    try:
-        if not _loop_can_watch(fd):
-            raise ValueError("served through a thread")
-        _, reader = await loop.connect_read_pipe(Reader, os.fdopen(fd, "rb", buffering=0, closefd=False))
-    except (ValueError, OSError):  # a regular file, a terminal, or a device epoll refuses (/dev/null)
-        threading.Thread(target=_read_file, args=(fd, loop, chunks), daemon=True, name="stdio-reader").start()
+    reader = await _start_reading(fd, loop, chunks)
     while True:
         data = await chunks.get()
         if reader is not None and chunks.qsize() < 8:
             reader.transport.resume_reading()  # type: ignore[attr-defined]
-        if data is eof:
+        if data is _EOF:
             break
         await inbound.deliver(splitter.feed(data))
+
+
+async def _start_reading(fd: int, loop: asyncio.AbstractEventLoop, chunks: asyncio.Queue[bytes]) -> _ChunkReader | None:
+    """Read `fd` into `chunks`: a pipe on the loop (its reader returned), anything else in a thread (None)."""
+    try:
+        if not _loop_can_watch(fd):
+            raise ValueError("served through a thread")
+        _, reader = await loop.connect_read_pipe(
+            lambda: _ChunkReader(chunks), os.fdopen(fd, "rb", buffering=0, closefd=False)
+        )
+        return reader
+    except (ValueError, OSError):  # a regular file, a terminal, or a device epoll refuses (/dev/null)
+        threading.Thread(target=_read_file, args=(fd, loop, chunks), daemon=True, name="stdio-reader").start()
+        return None
 
 
 def _read_file(fd: int, loop: asyncio.AbstractEventLoop, chunks: asyncio.Queue[bytes]) -> None:
