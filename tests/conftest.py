@@ -64,8 +64,10 @@ def pytest_collection() -> Iterator[None]:
         sys.dont_write_bytecode = kept
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def anyio_backend() -> str:
+    """asyncio for every `@pytest.mark.anyio` test and async fixture: session-scoped, so that a fixture of any scope
+    (a module's server) may be async; no test module defines its own."""
     return "asyncio"
 
 

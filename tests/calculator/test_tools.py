@@ -33,11 +33,6 @@ HARD_EIGENVECTS = (
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def environment(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     base = tmp_path_factory.mktemp("calculator")
     (base / "config.toml").write_text("", encoding="utf-8")

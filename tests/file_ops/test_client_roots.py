@@ -20,11 +20,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:The roots capability is deprecat
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("client-roots").resolve()
     for name in ("allowed/project", "allowed/other", "elsewhere"):

@@ -26,11 +26,6 @@ LONG_LINE = "a" * 29_990 + "!x" + "b" * 8  # 30,000 characters; the match ends f
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 async def servers(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[Path, Client, Client]]:
     root = tmp_path_factory.mktemp("linear").resolve()
     (root / "long.txt").write_text(f"first\n{LONG_LINE}\nlast\n")

@@ -457,11 +457,6 @@ def test_a_file_becoming_a_link_to_a_secret_is_not_read(monkeypatch: pytest.Monk
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 async def servers(tree: Path) -> AsyncIterator[dict[str, Client]]:
     config = tree.parent / "config.toml"
     config.write_text("", encoding="utf-8")

@@ -15,11 +15,6 @@ from tests.stdio import call, fail, section_client
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def places(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     base = tmp_path_factory.mktemp("undo-stdio").resolve()
     (base / "root").mkdir()

@@ -51,11 +51,6 @@ SECTION = "tests.framework.tasks_section"
 LONG_TOOLS = {"slow_compute", "failing_job", "maybe_long"}
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def environment(data_dir: Path, **extra: str) -> dict[str, str]:
     inherited = {key: value for key, value in os.environ.items() if not key.startswith("MCP_SECTIONS_")}
     return {

@@ -25,11 +25,6 @@ from tests.stdio import data_of
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def read_back(client: Client, uri: str) -> Any:
     from mcp_sections.shared.serving.provenance import unwrap
 

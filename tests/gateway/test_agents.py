@@ -74,11 +74,6 @@ def widen(request: Request) -> Reply:
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def model() -> Iterator[ScriptedModel]:
     scripts = {
         "dive": dive,

@@ -47,11 +47,6 @@ def quick(request: Request) -> Reply:
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def model() -> Iterator[ScriptedModel]:
     with ScriptedModel({"tree": tree, "quick": quick}) as server:
         yield server

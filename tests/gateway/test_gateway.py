@@ -36,11 +36,6 @@ pytestmark = pytest.mark.skipif(not builtin_available("todo"), reason="the todo 
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("gateway")
 

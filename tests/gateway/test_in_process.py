@@ -42,11 +42,6 @@ VOLATILE = re.compile(r"task_[0-9a-f]{8,}|\d{4}-\d\d-\d\dT[\d:.]+Z?|\b[0-9a-f]{1
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("in_process")
 

@@ -36,11 +36,6 @@ IDENTITY |= {"GIT_COMMITTER_NAME": "A Developer", "GIT_COMMITTER_EMAIL": "dev@ex
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """click's sdist, downloaded from the registry and unpacked into a root."""
     base = tmp_path_factory.mktemp("real-project")

@@ -39,11 +39,6 @@ os.execv(sys.executable, [sys.executable, "-m", "tests.gateway.serve_module", "t
 """
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def section_table(section: str, wrapper: Path, counter: Path, plan: Path) -> str:
     return (
         f"[gateway.sections.{section}]\n"

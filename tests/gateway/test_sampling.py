@@ -135,11 +135,6 @@ async def plan(client: Client, goal: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def sampling_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     workdir = tmp_path_factory.mktemp("gateway-sampling")
     return write_config(workdir / "config.toml", SAMPLING_ONLY)

@@ -45,11 +45,6 @@ pytestmark = [
 KEY = {"SCRIPTED_MODEL_KEY": "sk-tasks-test"}
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def quick(request: Request) -> Reply:
     return Reply(text="Done [none].", delay=0.5)
 

@@ -186,11 +186,6 @@ def test_a_third_party_section_joins_the_index_when_its_tools_become_known(
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("tool-search")
 

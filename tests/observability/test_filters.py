@@ -28,11 +28,6 @@ READ_ONLY = {"readOnlyHint": True}
 TODO_READERS = {"todo_get", "todo_list", "todo_next"}
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def test_rules_name_the_setting_that_hides_a_tool() -> None:
     assert ToolFilter().refusal("todo", "todo_delete", None) is None
     hidden = ToolFilter(disabled=("todo_del*",))

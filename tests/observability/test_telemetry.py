@@ -39,11 +39,6 @@ def dive(request: Request) -> Reply:
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def model() -> Iterator[ScriptedModel]:
     with ScriptedModel({"dive": dive}) as server:
         yield server

@@ -26,11 +26,6 @@ MARKER = f"/tmp/PWNED-{uuid.uuid4().hex[:12]}"
 HOOKS = ("pre-commit", "commit-msg", "post-commit", "post-checkout", "post-index-change", "reference-transaction")
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def plant_hostile_repository(repo: Path, marker: str) -> None:
     """A repository whose config, attributes and hooks would each create `marker-<what>` if run."""
     make_repo(repo)

@@ -26,11 +26,6 @@ pytestmark = pytest.mark.anyio
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\nhello"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @dataclass
 class Listener:
     """A TCP server that records what each connection sent; `respond` decides its answer."""

@@ -86,11 +86,6 @@ SCRIPTS = {
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def model() -> Iterator[ScriptedModel]:
     with ScriptedModel(SCRIPTS) as server:
         yield server

@@ -36,11 +36,6 @@ except OSError as exc:
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     home = tmp_path_factory.mktemp("own-state") / "home"
     data, cache, config_dir = home / ".local/share/mcp-sections", home / ".cache/mcp-sections", home / "settings"

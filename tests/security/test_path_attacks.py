@@ -26,11 +26,6 @@ READ_CAP = 64 * 1024
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("attacks").resolve()
     root, outside, evil = base / "root", base / "outside", base / "root_evil"

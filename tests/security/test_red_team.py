@@ -52,11 +52,6 @@ VENV_BIN = Path(sys.executable).parent
 SEARCH_PATH = f"{VENV_BIN}:/usr/local/bin:/usr/bin:/bin"  # ruff lives next to the test interpreter
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 VIEWER_RAN = "the-repository-viewer-ran"
 
 

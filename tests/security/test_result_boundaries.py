@@ -31,11 +31,6 @@ STALLER = f"import time\nprint({INJECTED!r}, flush=True)\ntime.sleep(60)\n"
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("boundaries").resolve() / "project"
     root.mkdir()

@@ -47,11 +47,6 @@ print("capabilities", open("/proc/self/status").read().split("CapEff:")[1].split
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("sandbox-world")
     root, outside = base / "root", base / "outside"

@@ -88,11 +88,6 @@ FORGERIES = {
 }
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def make_home(base: Path) -> Path:
     """A home directory served as a root, with the usual credentials in it."""
     home = base / "home"

@@ -99,11 +99,6 @@ def key_block(body: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("reencoding") / "root"
     (root / ".ssh").mkdir(parents=True)

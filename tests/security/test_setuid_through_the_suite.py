@@ -28,8 +28,3 @@ async def test_run_command_leaves_no_setuid_file(tmp_path: Path) -> None:
         result = await call(client, "run_command", command=["python3", "attack.py"])
     assert result["stdout"].split() == ["refused", "0o4755", "refused", "0o2755"]
     assert not (tmp_path / "py").stat().st_mode & (stat.S_ISUID | stat.S_ISGID)
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"

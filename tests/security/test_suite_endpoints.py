@@ -28,11 +28,6 @@ pytestmark = pytest.mark.anyio
 HAVE_BWRAP = shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin") is not None
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     root = tmp_path / "root"

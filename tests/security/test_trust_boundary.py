@@ -57,11 +57,6 @@ except OSError as exc:
 """
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def make_home(base: Path, *, config: bool) -> dict[str, Path]:
     home = base / "home"
     data, cache, config_dir = (

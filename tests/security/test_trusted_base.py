@@ -45,11 +45,6 @@ except OSError as exc:
 """
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def make_home(base: Path) -> Path:
     """A home directory as a dotfiles user has it, with the suite's state in it and programs under it."""
     home = base / "home"

@@ -62,11 +62,6 @@ time.sleep(600)
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def host_listener() -> AsyncIterator[int]:
     """A server on the host's loopback that a sandboxed program must not reach (counts its connections)."""
     listener = socket.socket()

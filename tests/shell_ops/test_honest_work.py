@@ -53,11 +53,6 @@ PLAIN_TEST = "from plainpkg import VALUE\n\n\ndef test_value():\n    assert VALU
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("honest-work")
     root = base / "root"

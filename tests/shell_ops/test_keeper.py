@@ -50,11 +50,6 @@ OFF = {"MCP_SECTIONS_SHELL_OPS_SANDBOX": "off"}
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("keeper")
     (root / "spawner.py").write_text(SPAWNER)

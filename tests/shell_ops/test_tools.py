@@ -37,11 +37,6 @@ PRINT_ENV = "import json, os; print(json.dumps(dict(os.environ)))"
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("shell-ops")
     root = make_repo(base / "root")

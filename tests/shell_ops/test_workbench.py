@@ -73,11 +73,6 @@ def _skip_without_sandbox() -> None:
         pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def make_venv(place: Path, *extra: str, home: Path | None = None) -> Path:
     assert BASE_PYTHON is not None
     subprocess.run([str(BASE_PYTHON), "-m", "venv", "--without-pip", *extra, str(place)], check=True)

@@ -43,11 +43,6 @@ WAITER = "import sys, time\ntime.sleep(float(sys.argv[1]))\n"
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("deadline")
     (root / "wait.py").write_text(WAITER)

@@ -19,11 +19,6 @@ pytest.importorskip("html_to_markdown", reason="web_ops needs the `web` extra: p
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def site() -> Iterator[Site]:
     with running_site() as running:
         yield running
