@@ -1,8 +1,10 @@
-"""The one way tests serve a scripted HTTP service on 127.0.0.1 (the stand-ins for model APIs, embedding endpoints
-and media providers): a threaded server in the test's process; each stand-in writes only its routes."""
+"""The one way tests serve a scripted HTTP service on 127.0.0.1 (the stand-ins for model APIs, embedding endpoints,
+media providers and package indexes, the web sites and canaries of web_ops' tests): a threaded server in the test's
+process; each stand-in writes only its routes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Iterator
@@ -23,12 +25,18 @@ class ScriptedHandler(BaseHTTPRequestHandler):
     def answer_json(self, status: int, payload: Any) -> None:
         self.answer_bytes(status, json.dumps(payload).encode(), "application/json")
 
-    def answer_bytes(self, status: int, data: bytes, content_type: str) -> None:
+    def answer_bytes(self, status: int, data: bytes, content_type: str = "text/html", **headers: str) -> None:
+        """`data` with its type and length, and `headers` (`Location=...`; `_` in a name is sent as `-`)."""
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        for name, value in headers.items():
+            self.send_header(name.replace("_", "-"), value)
+        # Headers and body in one write: two small writes meet the client's delayed ACK (a 40 ms stall on a kept-alive
+        # HTTP/1.1 connection).
+        self._headers_buffer.append(b"\r\n" + data)  # type: ignore[attr-defined]
+        with contextlib.suppress(OSError):  # the client gave up (a slow page)
+            self.flush_headers()
 
 
 class Serving:

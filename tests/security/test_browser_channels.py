@@ -16,7 +16,7 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -30,6 +30,7 @@ from mcp_sections.servers.web_ops.browser import MAX_SUBREQUESTS
 from mcp_sections.shared.confinement.egress_proxy import EgressProxy
 from mcp_sections.shared.serving.server import SectionState, build_server
 from mcp_sections.shared.settings.config import Settings
+from tests.http_stand_in import ScriptedHandler, Serving
 from tests.stdio import call, fail
 
 pytest.importorskip("playwright", reason="web_ops needs the `web` extra: pip install 'mcp-sections[web]'")
@@ -39,11 +40,6 @@ pytestmark = pytest.mark.anyio
 OLD_DEAD_PROXY_PORT = 9
 HOLD_SECONDS = 8.0  # the longest a page waits for its own script to report its attempts settled
 MAX_PAGE_BYTES = 100_000
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 # ---- canaries ----------------------------------------------------------------------------------------------------
@@ -256,20 +252,8 @@ def _handler(site: ChannelSite, canaries: Canaries) -> type[BaseHTTPRequestHandl
         "/sw.js": f"addEventListener('install', e => e.waitUntil(fetch('{canary}/service-worker').catch(() => {{}})));",
     }
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(ScriptedHandler):
         protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def _send(self, status: int, body: bytes, content_type: str = "text/html", **headers: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            for name, value in headers.items():
-                self.send_header(name.replace("_", "-"), value)
-            self.end_headers()
-            self.wfile.write(body)
 
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
@@ -277,33 +261,33 @@ def _handler(site: ChannelSite, canaries: Canaries) -> type[BaseHTTPRequestHandl
             if parts.path.startswith("/c/"):
                 name = parts.path.removeprefix("/c/")
                 site.held[name] = threading.Event()
-                self._send(200, channel_page(name, canaries))
+                self.answer_bytes(200, channel_page(name, canaries))
             elif parts.path == "/hold":  # answered once the page reported its attempt settled: holds `load`
                 site.held.setdefault(query["k"], threading.Event()).wait(HOLD_SECONDS)
-                self._send(200, b"GIF89a", "image/gif")
+                self.answer_bytes(200, b"GIF89a", "image/gif")
             elif parts.path == "/done":
                 site.held.setdefault(query["k"], threading.Event()).set()
-                self._send(204, b"")
+                self.answer_bytes(204, b"")
             elif parts.path == "/bounce":
-                self._send(int(query.get("status", "302")), b"", Location=query["to"])
+                self.answer_bytes(int(query.get("status", "302")), b"", Location=query["to"])
             elif parts.path in scripts:
-                self._send(200, scripts[parts.path].encode(), "text/javascript")
+                self.answer_bytes(200, scripts[parts.path].encode(), "text/javascript")
             elif parts.path == "/meta-refresh":
-                self._send(200, f"<meta http-equiv=refresh content='0;url={canary}/meta-refresh'>".encode())
+                self.answer_bytes(200, f"<meta http-equiv=refresh content='0;url={canary}/meta-refresh'>".encode())
             elif parts.path == "/js-location":
                 target = canary.replace("http:", "https:") if "tls" in query else canary
-                self._send(200, f"<script>location.href = '{target}/js-location';</script>".encode())
+                self.answer_bytes(200, f"<script>location.href = '{target}/js-location';</script>".encode())
             elif parts.path == "/many":  # more sub-requests than a render may make
                 images = "".join(f"<img src='/pixel?i={n}'>" for n in range(MAX_SUBREQUESTS + 10))
-                self._send(200, f"<title>many</title><p>Many images.</p>{images}".encode())
+                self.answer_bytes(200, f"<title>many</title><p>Many images.</p>{images}".encode())
             elif parts.path == "/big-image":  # a sub-resource larger than max_page_bytes
-                self._send(200, b"<title>big</title><p>One big image.</p><img src='/big'>")
+                self.answer_bytes(200, b"<title>big</title><p>One big image.</p><img src='/big'>")
             elif parts.path == "/pixel":
-                self._send(200, b"GIF89a", "image/gif")
+                self.answer_bytes(200, b"GIF89a", "image/gif")
             elif parts.path == "/big":
-                self._send(200, b"GIF89a" + b"\0" * (2 * MAX_PAGE_BYTES), "image/gif")
+                self.answer_bytes(200, b"GIF89a" + b"\0" * (2 * MAX_PAGE_BYTES), "image/gif")
             else:
-                self._send(404, b"no")
+                self.answer_bytes(404, b"no")
 
     return Handler
 
@@ -311,13 +295,9 @@ def _handler(site: ChannelSite, canaries: Canaries) -> type[BaseHTTPRequestHandl
 @pytest.fixture(scope="module")
 def channel_site(canaries: Canaries) -> Iterator[ChannelSite]:
     site = ChannelSite(0)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(site, canaries))
-    server.daemon_threads = True
-    site.port = server.server_address[1]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield site
-    server.shutdown()
-    server.server_close()
+    with Serving(_handler(site, canaries)) as server:
+        site.port = server.port
+        yield site
 
 
 @pytest.fixture(scope="module")

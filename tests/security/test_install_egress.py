@@ -21,12 +21,12 @@ import sys
 import threading
 import zipfile
 from collections.abc import AsyncIterator, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from mcp import Client
 
+from tests.http_stand_in import ScriptedHandler, serving
 from tests.in_memory import section_in_memory
 from tests.stdio import data_of
 
@@ -65,29 +65,17 @@ def wheel() -> tuple[str, bytes]:
 def registry() -> Iterator[str]:
     filename, data = wheel()
 
-    class Index(BaseHTTPRequestHandler):
+    class Index(ScriptedHandler):
         def do_GET(self) -> None:
             if self.path.rstrip("/") == f"/simple/{PACKAGE}":
-                body = f'<a href="/files/{filename}">{filename}</a>'.encode()
-                kind = "text/html"
+                self.answer_bytes(200, f'<a href="/files/{filename}">{filename}</a>'.encode())
             elif self.path == f"/files/{filename}":
-                body, kind = data, "application/octet-stream"
+                self.answer_bytes(200, data, "application/octet-stream")
             else:
                 self.send_error(404)
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Index)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/simple"
-    server.shutdown()
+    with serving(Index) as port:
+        yield f"http://127.0.0.1:{port}/simple"
 
 
 @pytest.fixture(scope="module")
@@ -109,11 +97,6 @@ def canary() -> Iterator[tuple[int, list[bytes]]]:
     threading.Thread(target=accept, daemon=True).start()
     yield listener.getsockname()[1], seen
     listener.close()
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,13 @@ bench_web under `/corpus/` (benchmarks/corpus).
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.http_stand_in import ScriptedHandler, Serving
 
 ARTICLE = (
     "The lighthouse keeper wrote in the logbook every evening. Ships passing the northern cape reported fog, "
@@ -101,22 +101,11 @@ TIDES_PDF = _pdf_with_text("Harbour tide table 2026")
 
 
 def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(ScriptedHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, *args: object) -> None:
-            pass
-
         def _send(self, status: int, body: bytes, content_type: str = "text/html; charset=utf-8", **headers: str):
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            for name, value in headers.items():
-                self.send_header(name.replace("_", "-"), value)
-            # Headers and body in one write: two small writes meet the client's delayed ACK (a 40 ms stall).
-            self._headers_buffer.append(b"\r\n" + body)  # type: ignore[attr-defined]
-            with contextlib.suppress(OSError):  # the client gave up (the slow page)
-                self.flush_headers()
+            self.answer_bytes(status, body, content_type, **headers)
 
         def do_GET(self) -> None:  # one branch per page of the test site
             path = self.path.split("?", 1)[0]
@@ -203,16 +192,10 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
 
 
 def _canary_handler(site: Site) -> type[BaseHTTPRequestHandler]:
-    class Canary(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
+    class Canary(ScriptedHandler):
         def do_GET(self) -> None:
             site.canary_hits.append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
+            self.answer_bytes(200, b"ok", "text/plain")
 
     return Canary
 
@@ -220,18 +203,6 @@ def _canary_handler(site: Site) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def running_site() -> Iterator[Site]:
     site = Site(port=0, canary_port=0)
-    canary = ThreadingHTTPServer(("127.0.0.1", 0), _canary_handler(site))
-    site.canary_port = canary.server_address[1]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(site))
-    server.daemon_threads = True
-    canary.daemon_threads = True
-    site.port = server.server_address[1]
-    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in (server, canary)]
-    for thread in threads:
-        thread.start()
-    try:
+    with Serving(_canary_handler(site)) as canary, Serving(_handler(site)) as server:
+        site.canary_port, site.port = canary.port, server.port
         yield site
-    finally:
-        for s in (server, canary):
-            s.shutdown()
-            s.server_close()

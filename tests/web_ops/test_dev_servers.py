@@ -15,9 +15,7 @@ import json
 import os
 import shutil
 import socket
-import threading
 from collections.abc import AsyncIterator, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -25,6 +23,7 @@ from mcp import Client
 
 from mcp_sections.shared.confinement.guards.urls import UrlGuard
 from mcp_sections.shared.confinement.published_ports import PublishedPorts
+from tests.http_stand_in import ScriptedHandler, serving
 from tests.in_memory import section_in_memory
 from tests.processes import free_port
 from tests.stdio import call, fail, section_client
@@ -93,23 +92,12 @@ async def dev_server(shell: Client, port: int) -> str:
 def redirecting_to(location: str) -> Iterator[int]:
     """A site on 127.0.0.1 whose every page redirects to `location` (its port)."""
 
-    class Redirect(BaseHTTPRequestHandler):
+    class Redirect(ScriptedHandler):
         def do_GET(self) -> None:
-            self.send_response(302)
-            self.send_header("Location", location)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self.answer_bytes(302, b"", Location=location)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Redirect) as port:
+        yield port
 
 
 async def test_a_published_dev_server_is_read_and_nothing_else_on_loopback(
