@@ -24,6 +24,30 @@ def git_blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+class StandInHandler(ScriptedHandler):
+    """GET answers with the bytes; HEAD with the same headers (the length included) and no body."""
+
+    def answer(self, body: bool) -> None:
+        raise NotImplementedError
+
+    def do_GET(self) -> None:
+        self.answer(body=True)
+
+    def do_HEAD(self) -> None:
+        self.answer(body=False)
+
+    def reply(self, status: int, data: bytes, body: bool, **headers: str) -> None:
+        if body:
+            return self.answer_bytes(status, data, "application/octet-stream", **headers)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name.replace("_", "-"), value)
+        self.end_headers()
+        return None
+
+
 @dataclass
 class HubStandIn:
     """`commits`: commit -> {file path: bytes}; `branches`: name -> commit."""
@@ -50,77 +74,41 @@ def hub_stand_in(
     """The hub and its CDN served from threads until the block ends."""
     hub = HubStandIn(repo, commits, dict(branches or {}))
 
-    class Cdn(ScriptedHandler):
-        def do_HEAD(self) -> None:
-            self._blob(body=False)
-
-        def do_GET(self) -> None:
-            self._blob(body=True)
-
-        def _blob(self, body: bool) -> None:
+    class Cdn(StandInHandler):
+        def answer(self, body: bool) -> None:
             hub.requests.append((self.command, self.path))
             data = hub.blobs().get(self.path.rsplit("/", 1)[-1])
             if data is None:
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
-            self.end_headers()
-            if body:
-                self.wfile.write(data)
+                return self.reply(404, b"", body)
+            return self.reply(200, data, body, ETag=f'"{hashlib.sha256(data).hexdigest()}"')
 
-    class Hub(ScriptedHandler):
-        def do_HEAD(self) -> None:
-            self._resolve(body=False)
-
-        def do_GET(self) -> None:
-            self._resolve(body=True)
-
-        def _resolve(self, body: bool) -> None:
+    class Hub(StandInHandler):
+        def answer(self, body: bool) -> None:
             hub.requests.append((self.command, self.path))
             prefix = f"/{hub.repo}/resolve/"
             path = unquote(self.path.split("?", 1)[0])
             if not path.startswith(prefix):
-                return self._error(404, "RepoNotFound", None)
+                return self.reply(404, b"", body, X_Error_Code="RepoNotFound")
             revision, _, name = path[len(prefix) :].partition("/")
             commit = hub.branches.get(revision, revision)
             files = hub.commits.get(commit)
             if files is None:
-                return self._error(404, "RevisionNotFound", None)
+                return self.reply(404, b"", body, X_Error_Code="RevisionNotFound")
             data = files.get(name)
             if data is None:
-                return self._error(404, "EntryNotFound", commit)
-            if name.endswith(LFS_SUFFIXES):
-                sha256 = hashlib.sha256(data).hexdigest()
-                self.send_response(302)
-                self.send_header("Location", f"http://127.0.0.1:{hub.cdn_port}/blobs/{sha256}")
-                self.send_header("X-Repo-Commit", commit)
-                self.send_header("X-Linked-Etag", f'"{sha256}"')
-                self.send_header("X-Linked-Size", str(len(data)))
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return None
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("X-Repo-Commit", commit)
-            self.send_header("ETag", f'"{git_blob_id(data)}"')
-            self.end_headers()
-            if body:
-                self.wfile.write(data)
-            return None
-
-        def _error(self, status: int, code: str, commit: str | None) -> None:
-            self.send_response(status)
-            self.send_header("X-Error-Code", code)
-            if commit:
-                self.send_header("X-Repo-Commit", commit)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+                return self.reply(404, b"", body, X_Error_Code="EntryNotFound", X_Repo_Commit=commit)
+            if not name.endswith(LFS_SUFFIXES):
+                return self.reply(200, data, body, X_Repo_Commit=commit, ETag=f'"{git_blob_id(data)}"')
+            sha256 = hashlib.sha256(data).hexdigest()
+            return self.reply(
+                302,
+                b"",
+                body,
+                Location=f"http://127.0.0.1:{hub.cdn_port}/blobs/{sha256}",
+                X_Repo_Commit=commit,
+                X_Linked_Etag=f'"{sha256}"',
+                X_Linked_Size=str(len(data)),
+            )
 
     with ExitStack() as stack:
         hub.cdn_port = stack.enter_context(Serving(Cdn)).port
