@@ -2,8 +2,11 @@
 
 Each section declares what it needs (`Section.requirements`, probes in `shared.framework.requirements`); doctor runs
 those probes with the section's own settings (config file, environment), so a config file's `backend = "neo4j"` is seen.
-A *required* miss makes the section unusable; an *optional* one degrades it (a slower engine, a feature off) and is
-shown as a hint. A configuration that cannot be read makes every section unavailable, with the reason.
+The verdict is what the section's first calls do (tests/doctor/test_first_calls.py compares them, on a light and a
+full install): *ready*; *degraded* when an optional need is missing, saying what still works ("text search only");
+*unavailable* when a required one is, its calls failing with DEPENDENCY_ERROR. Each fix is said once, after every miss
+it fixes (one install command for the modules of an extra). A configuration that cannot be read makes every section
+unavailable, with the reason.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from mcp_sections.servers.registry import load_section
+from mcp_sections.shared.framework.requirements import MissingModules, Requirement
 from mcp_sections.shared.ground.errors import ConfigError
 from mcp_sections.shared.settings.config import Settings, load_settings
 
@@ -22,11 +26,18 @@ Status = Literal["ready", "degraded", "unavailable"]
 class SectionReport:
     section: str
     status: Status = "ready"
-    problems: list[str] = field(default_factory=list)
-    hints: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # required misses, each line ending with its fix
+    hints: list[str] = field(default_factory=list)  # optional misses, likewise
+    works: list[str] = field(default_factory=list)  # degraded: what the section still does
 
     def as_dict(self) -> dict[str, object]:
-        return {"section": self.section, "status": self.status, "problems": self.problems, "hints": self.hints}
+        return {
+            "section": self.section,
+            "status": self.status,
+            "works": self.works,
+            "problems": self.problems,
+            "hints": self.hints,
+        }
 
 
 def check_section(section_id: str, settings: Settings | None = None) -> SectionReport:
@@ -39,18 +50,18 @@ def check_section(section_id: str, settings: Settings | None = None) -> SectionR
         report.problems.append(f"its settings cannot be read: {exc}")
         report.status = "unavailable"
         return report
-    for requirement in section.requirements:
-        problem = requirement.probe(runtime)
-        if problem is None:
-            continue
-        line = f"{problem} — {requirement.fix}"
-        if requirement.optional:
+    misses = [(requirement, problem) for requirement in section.requirements if (problem := requirement.probe(runtime))]
+    for fix, group in _by_fix(misses).items():
+        line = f"{_said_together([problem for _, problem in group])} — {fix}"
+        if all(requirement.optional for requirement, _ in group):
             report.hints.append(line)
-            if report.status == "ready":
-                report.status = "degraded"
         else:
             report.problems.append(line)
-            report.status = "unavailable"
+    if report.problems:
+        report.status = "unavailable"
+    elif report.hints:
+        report.status = "degraded"
+        report.works = list(dict.fromkeys(requirement.without for requirement, _ in misses if requirement.without))
     return report
 
 
@@ -68,7 +79,23 @@ def check_all(section_ids: list[str]) -> list[SectionReport]:
 def render(reports: list[SectionReport]) -> str:
     lines = [f"{'SECTION':<14} {'STATUS':<12} WHAT TO DO"]
     for report in reports:
-        todo = report.problems + report.hints
+        todo = [f"works: {what}" for what in report.works] + report.problems + report.hints
         lines.append(f"{report.section:<14} {report.status:<12} {todo[0] if todo else '-'}")
         lines.extend(f"{'':<27} {item}" for item in todo[1:])
     return "\n".join(lines)
+
+
+def _by_fix(misses: list[tuple[Requirement, str]]) -> dict[str, list[tuple[Requirement, str]]]:
+    """The misses grouped by the fix that mends them (its words for this installation), in declaration order."""
+    groups: dict[str, list[tuple[Requirement, str]]] = {}
+    for requirement, problem in misses:
+        groups.setdefault(str(requirement.fix), []).append((requirement, problem))
+    return groups
+
+
+def _said_together(problems: list[str]) -> str:
+    """The problems of one fix in one sentence: its missing Python modules named at once, then the others."""
+    modules = [name for problem in problems if isinstance(problem, MissingModules) for name in problem.names]
+    others = [problem for problem in problems if not isinstance(problem, MissingModules)]
+    said = [MissingModules(dict.fromkeys(modules))] if modules else []
+    return "; ".join(dict.fromkeys([*said, *others]))

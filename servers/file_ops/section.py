@@ -37,12 +37,19 @@ def open_state(runtime: SectionRuntime) -> FileOpsState:
 SECTION = Section(
     id="file_ops",
     requirements=(
-        Requirement("ripgrep (fast search_files engine)", program("rg"), "apt-get install ripgrep", optional=True),
+        Requirement(
+            "ripgrep (fast search_files engine)",
+            program("rg"),
+            "apt-get install ripgrep",
+            optional=True,
+            without="search_files on Python's regular-expression engine (slower, with its guards)",
+        ),
         Requirement(
             "OS sandbox (install_package): bubblewrap, or Seatbelt on macOS",
             no_sandbox,
             "apt-get install bubblewrap (or sandbox = 'off')",
             optional=True,
+            without="every tool but install_package",
         ),
     ),
     output_source="file",

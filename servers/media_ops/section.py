@@ -23,7 +23,7 @@ from mcp_sections.servers.media_ops.models import (
     Render3DResult,
 )
 from mcp_sections.servers.media_ops.settings import MediaOpsSettings
-from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, module
+from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, configured, module, only_with
 from mcp_sections.shared.framework.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.framework.tools import CREATE, READ_ONLY, WEB_READ, Annotations, ToolContext, tool
 
@@ -284,11 +284,33 @@ SECTION = Section(
     lifespan=_lifespan,
     extra="media",
     requirements=(
-        Requirement("Pillow", module("PIL"), InstallExtra("media")),
-        Requirement("OCR (rapidocr and its packaged models)", ocr_models_packaged, InstallExtra("media")),
-        Requirement("onnxruntime", module("onnxruntime"), InstallExtra("media")),
         Requirement(
-            "3D rendering (trimesh, pyrender, EGL)", software_opengl, "then retry render_3d_asset", optional=True
+            "images and OCR (Pillow, numpy, RapidOCR, ONNX Runtime)",
+            module("PIL", "numpy", "rapidocr", "onnxruntime"),
+            InstallExtra("media"),
+        ),
+        Requirement("RapidOCR's packaged models", only_with("rapidocr", ocr_models_packaged), InstallExtra("media")),
+        Requirement(
+            "3D rendering (trimesh, pyrender, PyOpenGL)",
+            module("trimesh", "pyrender", "OpenGL"),
+            InstallExtra("media"),
+            optional=True,
+            without="every tool but render_3d_asset",
+        ),
+        Requirement(
+            "an EGL for 3D rendering (Mesa's software renderer)",
+            only_with("pyrender", software_opengl),
+            "apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri",
+            optional=True,
+            without="every tool but render_3d_asset",
+        ),
+        Requirement(
+            "model providers (describe_image, generate_image, generate_multiview_images, generate_3d_from_*)",
+            configured("vision_provider", "vision_model", "image_base_url", "mesh_base_url"),
+            "set them in the config file (config.example.toml) or MCP_SECTIONS_MEDIA_OPS_*",
+            optional=True,
+            without="list_images, read_image (OCR) and render_3d_asset; the providers' tools once configured "
+            "(describe_image also on a client that offers MCP sampling)",
         ),
     ),
     output_source="image (OCR text, descriptions by a model)",

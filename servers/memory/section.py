@@ -32,6 +32,7 @@ from mcp_sections.servers.memory.models import (
 from mcp_sections.servers.memory.store import DEFAULT_DUPLICATE_THRESHOLD, MemoryStore
 from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService, EmbeddingSettings, get_embedder
 from mcp_sections.shared.embeddings.requirements import embedding_requirements
+from mcp_sections.shared.framework.requirements import degrading
 from mcp_sections.shared.framework.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.framework.tools import CREATE, OVERWRITE, READ_ONLY, WRITE, tool
 from mcp_sections.shared.ground.errors import invalid_input
@@ -410,7 +411,9 @@ def memory_clear_by_type(params: ClearByTypeInput, state: MemoryState) -> ClearR
 
 SECTION = Section(
     id="memory",
-    requirements=embedding_requirements("memory"),
+    requirements=degrading(
+        embedding_requirements("memory"), without="text search only (memories kept without vectors)"
+    ),
     heavy="ONNX Runtime and the embedding model (about 160 MB of memory)",
     embeds=True,
     output_source="memory",

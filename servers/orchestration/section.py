@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from mcp_sections.shared.agents.scope import ScopedState
+from mcp_sections.shared.framework.requirements import Requirement
 from mcp_sections.shared.framework.sections import Section, SectionRuntime
 from mcp_sections.shared.framework.tools import (
     OPEN_WORLD,
@@ -40,6 +41,7 @@ from .models import (
     TerminateAgentInput,
     TerminateAgentResult,
 )
+from .needs import CONFIGURE_MODEL, model_configured
 from .settings import OrchestrationSettings
 
 ASKS_USER = Annotations(read_only=True, destructive=False, idempotent=False, open_world=True)
@@ -396,5 +398,14 @@ SECTION = Section(
     settings_model=OrchestrationSettings,
     lifespan=_lifespan,
     runs_agents=True,
+    requirements=(
+        Requirement(
+            "a model for sub-agents",
+            model_configured,
+            CONFIGURE_MODEL,
+            optional=True,
+            without="ask_user and the listings only (spawn_agent, delegate_task, parallel_tasks need a model)",
+        ),
+    ),
     output_source="sub-agent report",
 )

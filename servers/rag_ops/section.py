@@ -44,7 +44,7 @@ from mcp_sections.servers.rag_ops.models import (
     SetupProjectResult,
 )
 from mcp_sections.shared.embeddings.requirements import embedding_requirements
-from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, module
+from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, degrading, module
 from mcp_sections.shared.framework.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.framework.tools import OVERWRITE, READ_ONLY, WRITE, ToolContext, tool
 
@@ -698,8 +698,16 @@ SECTION = Section(
     extra="rag",
     masks_secrets=True,
     requirements=(
-        *embedding_requirements("rag"),
-        Requirement("tree-sitter grammars", module("tree_sitter"), InstallExtra("rag")),
+        *degrading(embedding_requirements("memory"), without="text search only (no search by meaning)"),
+        Requirement(
+            "tree-sitter grammars",
+            module(
+                "tree_sitter", *(f"tree_sitter_{lang}" for lang in ("javascript", "typescript", "go", "rust", "java"))
+            ),
+            InstallExtra("rag"),
+            optional=True,
+            without="Python and Markdown parsed; JavaScript, TypeScript, Go, Rust and Java kept as plain text",
+        ),
         Requirement("Neo4j (backend = neo4j)", neo4j_reachable, "start Neo4j 5 and set NEO4J_URI/USERNAME/PASSWORD"),
     ),
     heavy="ONNX Runtime, the embedding model (about 160 MB of memory), tree-sitter and neo4j",

@@ -21,7 +21,8 @@ from mcp_sections.servers.web_ops.models import (
     SearchWebResult,
 )
 from mcp_sections.servers.web_ops.settings import WebOpsSettings
-from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, module
+from mcp_sections.shared.embeddings.requirements import embedding_requirements
+from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, degrading, module, only_with
 from mcp_sections.shared.framework.resources import PREVIEW_CHARS
 from mcp_sections.shared.framework.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.framework.tools import WEB_READ, WEB_WRITE, ToolContext, tool
@@ -271,6 +272,7 @@ def browser_ready(runtime: SectionRuntime) -> str | None:
     return browser_problem(runtime.settings_of(WebOpsSettings).browser_executable)
 
 
+HTTP_ONLY = "pages fetched over HTTP only (render='http'; no JavaScript)"
 SECTION = Section(
     id="web_ops",
     name="Web",
@@ -285,23 +287,30 @@ SECTION = Section(
     lifespan=_lifespan,
     extra="web",
     requirements=(
-        Requirement("playwright", module("playwright"), InstallExtra("web")),
-        Requirement("lxml (main-content extraction)", module("lxml"), InstallExtra("web")),
-        Requirement("html-to-markdown", module("html_to_markdown"), InstallExtra("web")),
-        Requirement("protego (robots.txt)", module("protego"), InstallExtra("web")),
+        Requirement(
+            "fetching and extraction (lxml, html-to-markdown, protego, regex)",
+            module("lxml", "html_to_markdown", "protego", "regex"),
+            InstallExtra("web"),
+        ),
+        Requirement("playwright", module("playwright"), InstallExtra("web"), optional=True, without=HTTP_ONLY),
         Requirement(
             "Chromium (pages that need JavaScript)",
-            browser_ready,
+            only_with("playwright", browser_ready),
             "apt-get install chromium (or set [sections.web_ops] browser_executable)",
             optional=True,
+            without=HTTP_ONLY,
         ),
-        Requirement("pypdf (PDF text)", module("pypdf"), InstallExtra("web"), optional=True),
+        Requirement(
+            "pypdf (PDF text)", module("pypdf"), InstallExtra("web"), optional=True, without="pages, but no PDF text"
+        ),
         Requirement(
             "ddgs (search without a key)",
             module("ddgs"),
-            "install the web extra, or configure SearXNG/Brave",
+            InstallExtra("web"),
             optional=True,
+            without="search_web through SearXNG or Brave only, once configured",
         ),
+        *degrading(embedding_requirements("memory"), without="ingest_web_page keeps pages for text search only"),
     ),
     output_source="web page",
     container=Container(stage="runtime-browser", build="build-web", egress=True),

@@ -78,16 +78,93 @@ def test_neo4j_reads_its_password_from_the_secret_file_the_compose_service_mount
     assert "cannot reach Neo4j" in problem and "s3cret-value" not in problem  # read, used, never shown
 
 
-def test_each_section_names_its_own_extra_with_this_installations_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    """rag_ops' embedding needs are fixed by the rag extra (not memory's), with the installer this copy came from."""
+def test_the_embedding_model_is_named_by_the_memory_extra_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    """memory and rag_ops answer without the model (text search): degraded, saying so, and the fix names the memory
+    extra in both, as the embedder's own note does (rag_ops' grammars keep the rag extra)."""
     import importlib.util
 
     from mcp_sections.shared.ground.install_hints import install_command
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "numpy" else real(name, *a))
-    for section, extra in (("rag_ops", "rag"), ("memory", "memory")):
+    for section in ("rag_ops", "memory"):
         report = doctor.check_section(section)
-        assert report.status == "unavailable"
-        numpy_line = next(line for line in report.problems if "'numpy'" in line)
-        assert install_command(extra) in numpy_line, numpy_line
+        assert report.status == "degraded" and any("text search only" in what for what in report.works)
+        numpy_line = next(line for line in report.hints if "'numpy'" in line)
+        assert install_command("memory") in numpy_line and install_command("rag") not in numpy_line, numpy_line
+
+
+def test_each_fix_is_said_once_after_every_miss_it_mends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Six missing modules of one extra: one line naming them all, one install command (it was one line each)."""
+    import importlib.util
+
+    from mcp_sections.shared.ground.install_hints import install_command
+
+    gone = {"numpy", "onnxruntime", "tokenizers", "onnx", "safetensors", "sympy", "mpmath"}
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in gone else real(name, *a))
+    report = doctor.check_section("memory")
+    text = doctor.render([report])
+    assert text.count(install_command("memory")) == 1, text
+    assert "Python modules 'numpy', 'onnxruntime', 'tokenizers', 'onnx', 'safetensors' are not installed" in text
+    calculator = doctor.check_section("calculator")
+    assert calculator.status == "degraded" and calculator.works == [
+        "the float tools only (calculator_unary, calculator_binary, calculator_constant)"
+    ]
+    assert len(calculator.hints) == 1 and "'sympy', 'mpmath', 'numpy'" in calculator.hints[0]
+
+
+def test_web_ops_names_every_module_its_tools_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fetch_web_page imports regex (URL filters): doctor names it with the rest of the web extra, once."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "regex" else real(name, *a))
+    report = doctor.check_section("web_ops")
+    assert report.status == "unavailable" and report.problems[0].startswith("Python module 'regex' is not installed")
+
+
+def test_a_browser_is_asked_for_only_once_playwright_is_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without playwright the one web line names it; the Chromium check (which would name the same command) waits."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "playwright" else real(name, *a))
+    report = doctor.check_section("web_ops")
+    assert report.status == "degraded"
+    assert report.works == ["pages fetched over HTTP only (render='http'; no JavaScript)"]
+    assert len(report.hints) == 1 and "'playwright'" in report.hints[0], report.hints
+
+
+def test_orchestration_needs_a_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its sub-agent tools answer DEPENDENCY_ERROR without a model: degraded; ready once [gateway.model] names one."""
+    for name in ("PROVIDER", "MODEL", "SAMPLING"):
+        monkeypatch.delenv(f"MCP_SECTIONS_GATEWAY_MODEL_{name}", raising=False)
+    report = doctor.check_section("orchestration", Settings.load({}))
+    assert report.status == "degraded" and "[gateway.model]" in report.hints[0]
+    assert report.works == ["ask_user and the listings only (spawn_agent, delegate_task, parallel_tasks need a model)"]
+    monkeypatch.setenv("MCP_SECTIONS_GATEWAY_MODEL_PROVIDER", "openai")
+    monkeypatch.setenv("MCP_SECTIONS_GATEWAY_MODEL_MODEL", "qwen2.5:14b")
+    assert doctor.check_section("orchestration", Settings.load({})).status == "ready"
+
+
+def test_media_ops_says_which_providers_are_unset() -> None:
+    unset = doctor.check_section("media_ops", Settings.load({}))
+    unset_line = "vision_provider, vision_model, image_base_url, mesh_base_url are not set"
+    assert any(unset_line in line for line in unset.hints)
+    table = {
+        "vision_provider": "openai",
+        "vision_model": "m",
+        "image_base_url": "http://a",
+        "mesh_base_url": "http://b",
+    }
+    ready = doctor.check_section("media_ops", Settings.load({"sections": {"media_ops": table}}))
+    assert not any("not set" in line for line in ready.hints)
+
+
+def test_every_optional_need_says_what_works_without_it() -> None:
+    from mcp_sections.servers.registry import all_sections
+
+    for section in all_sections():
+        for requirement in section.requirements:
+            assert not requirement.optional or requirement.without, (section.id, requirement.what)
