@@ -52,41 +52,51 @@ class _Builder:
             self.la = matrices
 
     def build(self, node: ast.AST) -> Any:
-        sp = self.sp
-        la = self.la
         if isinstance(node, ast.Constant):
-            if isinstance(node.value, int):
-                return sp.Integer(node.value)
-            return self.decimal(node)
+            return self.sp.Integer(node.value) if isinstance(node.value, int) else self.decimal(node)
         if isinstance(node, ast.Name):
             return self.name(node.id)
         if isinstance(node, ast.UnaryOp):
-            operand = self.build(node.operand)
-            if isinstance(node.op, ast.UAdd):
-                return operand
-            return self.bounded(la.negate(operand, self.what) if la and la.is_value(operand) else -operand)
+            return self.unary(node)
         if isinstance(node, ast.BinOp):
-            left, right = self.build(node.left), self.build(node.right)
-            if la and (la.is_value(left) or la.is_value(right) or isinstance(node.op, ast.MatMult)):
-                return self.bounded(la.binary(node.op, left, right, self.what))
-            return self.bounded(self.binary(node.op, left, right))
+            return self.binary_node(node)
         if isinstance(node, ast.List):
-            rows = literal_rows(node)  # [1, 2]: a column
-            if is_float_literal(node):
-                return la.float_literal([[self.float_entry(entry) for entry in row] for row in rows], self.what)
-            entries = [[self.scalar(self.build(entry), "a matrix entry") for entry in row] for row in rows]
-            return self.bounded(la.literal(entries, self.what))
+            return self.matrix_literal(node)
         if isinstance(node, ast.Call):
-            assert isinstance(node.func, ast.Name)
-            name = node.func.id
-            if la and name in MATRIX_FUNCTIONS:
-                if name == "linsolve" and is_equation_list(node.args[0]):
-                    return self.bounded(self.linsolve(node.args))
-                arguments = [self.build(argument) for argument in node.args]
-                return self.bounded(la.call(name, arguments, self.what))
-            arguments = [self.scalar(self.build(argument), f"the argument of {name}") for argument in node.args]
-            return self.bounded(self.call(name, arguments))
+            return self.call_node(node)
         raise invalid_input(f"unsupported construct {type(node).__name__} in the {self.what}.")  # pragma: no cover
+
+    def unary(self, node: ast.UnaryOp) -> Any:
+        operand = self.build(node.operand)
+        if isinstance(node.op, ast.UAdd):
+            return operand
+        la = self.la
+        return self.bounded(la.negate(operand, self.what) if la and la.is_value(operand) else -operand)
+
+    def binary_node(self, node: ast.BinOp) -> Any:
+        left, right = self.build(node.left), self.build(node.right)
+        la = self.la
+        if la and (la.is_value(left) or la.is_value(right) or isinstance(node.op, ast.MatMult)):
+            return self.bounded(la.binary(node.op, left, right, self.what))
+        return self.bounded(self.binary(node.op, left, right))
+
+    def matrix_literal(self, node: ast.List) -> Any:
+        rows = literal_rows(node)  # [1, 2]: a column
+        if is_float_literal(node):
+            return self.la.float_literal([[self.float_entry(entry) for entry in row] for row in rows], self.what)
+        entries = [[self.scalar(self.build(entry), "a matrix entry") for entry in row] for row in rows]
+        return self.bounded(self.la.literal(entries, self.what))
+
+    def call_node(self, node: ast.Call) -> Any:
+        assert isinstance(node.func, ast.Name)
+        name = node.func.id
+        if self.la and name in MATRIX_FUNCTIONS:
+            if name == "linsolve" and is_equation_list(node.args[0]):
+                return self.bounded(self.linsolve(node.args))
+            arguments = [self.build(argument) for argument in node.args]
+            return self.bounded(self.la.call(name, arguments, self.what))
+        arguments = [self.scalar(self.build(argument), f"the argument of {name}") for argument in node.args]
+        return self.bounded(self.call(name, arguments))
 
     def scalar(self, value: Any, role: str) -> Any:
         return self.la.scalar(value, role, self.what) if self.la else value
@@ -205,53 +215,71 @@ class _Builder:
         return sp.Pow(base, exponent)
 
     def call(self, name: str, args: list[Any]) -> Any:
+        """An allowed function of numbers and expressions, with its bounds and undefined cases refused."""
         sp = self.sp
-        if name in ("factorial", "gamma"):
-            value = args[0]
-            if value.is_number and (magnitude := _magnitude(sp, value)) is not None and magnitude > MAX_FACTORIAL:
-                raise limit_exceeded(
-                    f"{name}({_short(magnitude)}) is too large; the argument is limited to {MAX_FACTORIAL} "
-                    "(use loggamma-style estimates such as Stirling's formula instead)."
-                )
-            return sp.factorial(value) if name == "factorial" else sp.gamma(value)
-        if name == "binomial":
-            for value in args:
-                if value.is_number and (magnitude := _magnitude(sp, value)) is not None and magnitude > MAX_BINOMIAL:
-                    raise limit_exceeded(f"binomial arguments are limited to {MAX_BINOMIAL} in magnitude.")
-            return sp.binomial(*args)
-        if name in ("log", "ln", "log10", "log2"):
-            value = args[0]
-            if value.is_zero:
-                raise validation_failed(f"{name}(0) is undefined (minus infinity); pass a non-zero value.")
-            if name == "log" and len(args) == 2:
-                base = args[1]
-                if base.is_zero or (base - 1).is_zero:
-                    raise validation_failed("invalid logarithm base: the base must be > 0 and != 1.")
-                return sp.log(value, base)
-            base = {"log10": 10, "log2": 2}.get(name)
-            return sp.log(value, base) if base else sp.log(value)
-        if name == "cbrt":
-            value = args[0]
-            if value.is_number and value.is_extended_negative:
-                return sp.real_root(value, 3)
-            return sp.cbrt(value)
-        if name == "root":
-            value, index = args
-            if index.is_zero:
-                raise validation_failed("the 0th root is undefined; pass a non-zero root index.")
-            return sp.root(value, index)
-        if name in ("gcd", "lcm"):
-            return sp.gcd(*args) if name == "gcd" else sp.lcm(*args)
-        if name in ("min", "max"):
-            return sp.Min(*args) if name == "min" else sp.Max(*args)
+        checked = {
+            "factorial": self.factorial,
+            "gamma": self.factorial,
+            "binomial": self.binomial,
+            "log": self.logarithm,
+            "ln": self.logarithm,
+            "log10": self.logarithm,
+            "log2": self.logarithm,
+            "cbrt": self.cube_root,
+            "root": self.root,
+        }
+        if name in checked:
+            return checked[name](name, args)
         simple = {
             "abs": sp.Abs,
             "ceil": sp.ceiling,
             "ceiling": sp.ceiling,
             "atan2": sp.atan2,
+            "min": sp.Min,
+            "max": sp.Max,
         }
-        function = simple.get(name) or getattr(sp, name)
+        function = simple.get(name) or getattr(sp, name)  # gcd and lcm have sympy's names too
         return function(*args)
+
+    def factorial(self, name: str, args: list[Any]) -> Any:
+        value = args[0]
+        if value.is_number and (magnitude := _magnitude(self.sp, value)) is not None and magnitude > MAX_FACTORIAL:
+            raise limit_exceeded(
+                f"{name}({_short(magnitude)}) is too large; the argument is limited to {MAX_FACTORIAL} "
+                "(use loggamma-style estimates such as Stirling's formula instead)."
+            )
+        return self.sp.factorial(value) if name == "factorial" else self.sp.gamma(value)
+
+    def binomial(self, name: str, args: list[Any]) -> Any:
+        for value in args:
+            if value.is_number and (magnitude := _magnitude(self.sp, value)) is not None and magnitude > MAX_BINOMIAL:
+                raise limit_exceeded(f"binomial arguments are limited to {MAX_BINOMIAL} in magnitude.")
+        return self.sp.binomial(*args)
+
+    def logarithm(self, name: str, args: list[Any]) -> Any:
+        sp = self.sp
+        value = args[0]
+        if value.is_zero:
+            raise validation_failed(f"{name}(0) is undefined (minus infinity); pass a non-zero value.")
+        if name == "log" and len(args) == 2:
+            base = args[1]
+            if base.is_zero or (base - 1).is_zero:
+                raise validation_failed("invalid logarithm base: the base must be > 0 and != 1.")
+            return sp.log(value, base)
+        fixed = {"log10": 10, "log2": 2}.get(name)
+        return sp.log(value, fixed) if fixed else sp.log(value)
+
+    def cube_root(self, name: str, args: list[Any]) -> Any:
+        value = args[0]
+        if value.is_number and value.is_extended_negative:
+            return self.sp.real_root(value, 3)
+        return self.sp.cbrt(value)
+
+    def root(self, name: str, args: list[Any]) -> Any:
+        value, index = args
+        if index.is_zero:
+            raise validation_failed("the 0th root is undefined; pass a non-zero root index.")
+        return self.sp.root(value, index)
 
     def bounded(self, value: Any) -> Any:
         sp = self.sp

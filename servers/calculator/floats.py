@@ -16,6 +16,7 @@ milliseconds (`python -m benchmarks.bench_calculator`).
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +27,7 @@ from mcp_sections.servers.calculator import limits
 from mcp_sections.servers.calculator.shapes import (
     Final,
     check_operator,
-    check_product,
-    check_same_shape,
+    check_shapes,
     check_square,
     is_matrix,
     size,
@@ -138,11 +138,13 @@ def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
     with np.errstate(all="ignore"):
         if isinstance(op, ast.Add | ast.Sub):
             a, b = converted(left, what), converted(right, what)
-            check_same_shape(a, b, what)
+            check_shapes(op, a, b, matrices, what)
             return make(a.array + b.array if isinstance(op, ast.Add) else a.array - b.array, what)
         if isinstance(op, ast.Mult | ast.MatMult):
             if all(matrices):
-                return product(converted(left, what), converted(right, what), what)
+                a, b = converted(left, what), converted(right, what)
+                check_shapes(op, a, b, matrices, what)
+                return product(a, b, what)
             matrix, factor = (left, right) if matrices[0] else (right, left)
             return make(converted(matrix, what).array * scalar_float(factor, "a factor", what), what)
         if isinstance(op, ast.Div):
@@ -154,7 +156,7 @@ def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
 
 
 def product(left: FloatMatrix, right: FloatMatrix, what: str) -> FloatMatrix:
-    check_product(left, right, what)
+    """left @ right, whose inner sizes `check_shapes` found equal."""
     with np.errstate(all="ignore"):
         return make(left.array @ right.array, what)
 
@@ -183,6 +185,21 @@ def power(base: Any, exponent: Any, what: str) -> FloatMatrix:
 
 def call(name: str, arguments: list[Any], what: str) -> Any:
     """One of grammar.MATRIX_FUNCTIONS with a FloatMatrix among `arguments` (the others converted)."""
+    _refuse_call(name, arguments, what)
+    matrices = []
+    for argument in arguments:
+        if not (is_matrix(argument) or is_floats(argument)):
+            raise invalid_input(f"{name} takes matrices or vectors, got the number {sympy.sstr(argument)[:40]}.")
+        matrices.append(converted(argument, what))
+    with np.errstate(all="ignore"):
+        function = _FUNCTIONS.get(name)
+        if function is not None:
+            return function(matrices, what)
+        return _of_square(name, matrices[0], what)
+
+
+def _refuse_call(name: str, arguments: list[Any], what: str) -> None:
+    """What the float64 path does not do: the exact-only functions, diag of matrices, linsolve of equations."""
     if name in EXACT_ONLY:
         raise invalid_input(
             f"{name} is exact only, and this matrix is float64 (it has a decimal entry) (in the {what}). Write the "
@@ -193,43 +210,42 @@ def call(name: str, arguments: list[Any], what: str) -> Any:
         raise invalid_input(f"diag takes numbers, not matrices (in the {what}); e.g. diag(0.5, 2).")
     if name == "linsolve" and len(arguments) != 2:
         raise invalid_input(f"linsolve takes a matrix and a vector, linsolve(A, b) (in the {what}).")
-    matrices = []
-    for argument in arguments:
-        if not (is_matrix(argument) or is_floats(argument)):
-            raise invalid_input(f"{name} takes matrices or vectors, got the number {sympy.sstr(argument)[:40]}.")
-        matrices.append(converted(argument, what))
-    matrix = matrices[0]
-    with np.errstate(all="ignore"):
-        if name == "Matrix":
-            return matrix
-        if name == "transpose":
-            return FloatMatrix(matrix.array.T.copy())
-        if name == "rank":
-            return sympy.Integer(int(np.linalg.matrix_rank(matrix.array)))
-        if name == "dot":
-            left, right = _vector(matrices[0], "dot", what), _vector(matrices[1], "dot", what)
-            if left.size != right.size:
-                raise invalid_input(
-                    f"dot needs two vectors of the same length; got {left.size} and {right.size} entries."
-                )
-            return number(float(left @ right), what)
-        if name == "cross":
-            left, right = _vector(matrices[0], "cross", what), _vector(matrices[1], "cross", what)
-            if left.size != 3 or right.size != 3:
-                raise invalid_input(
-                    f"cross takes two vectors of 3 entries; got {left.size} and {right.size} (in the {what})."
-                )
-            return make(np.cross(left, right), what)
-        if name == "linsolve":
-            return _linsolve(matrix, matrices[1], what)
-        if name == "inv":
-            return inverse(matrix, what)
-        _square(matrix, f"{name}(...)", what)
-        if name == "det":
-            return number(float(np.linalg.det(matrix.array)), what)
-        if name == "trace":
-            return number(float(np.trace(matrix.array)), what)
-        return _eigenvalues(matrix, what)
+
+
+def _dot(matrices: list[FloatMatrix], what: str) -> Any:
+    left, right = _vector(matrices[0], "dot", what), _vector(matrices[1], "dot", what)
+    if left.size != right.size:
+        raise invalid_input(f"dot needs two vectors of the same length; got {left.size} and {right.size} entries.")
+    return number(float(left @ right), what)
+
+
+def _cross(matrices: list[FloatMatrix], what: str) -> FloatMatrix:
+    left, right = _vector(matrices[0], "cross", what), _vector(matrices[1], "cross", what)
+    if left.size != 3 or right.size != 3:
+        raise invalid_input(f"cross takes two vectors of 3 entries; got {left.size} and {right.size} (in the {what}).")
+    return make(np.cross(left, right), what)
+
+
+def _of_square(name: str, matrix: FloatMatrix, what: str) -> Any:
+    """det, trace, and eigenvals (for any other name) of a square matrix."""
+    _square(matrix, f"{name}(...)", what)
+    if name == "det":
+        return number(float(np.linalg.det(matrix.array)), what)
+    if name == "trace":
+        return number(float(np.trace(matrix.array)), what)
+    return _eigenvalues(matrix, what)
+
+
+_FUNCTIONS: dict[str, Callable[[list[FloatMatrix], str], Any]] = {
+    "Matrix": lambda matrices, what: matrices[0],
+    "transpose": lambda matrices, what: FloatMatrix(matrices[0].array.T.copy()),
+    "rank": lambda matrices, what: sympy.Integer(int(np.linalg.matrix_rank(matrices[0].array))),
+    "dot": _dot,
+    "cross": _cross,
+    "linsolve": lambda matrices, what: _linsolve(matrices[0], matrices[1], what),
+    "inv": lambda matrices, what: inverse(matrices[0], what),
+}
+"""The functions of float64 matrices that need no square matrix (`_of_square` does the others)."""
 
 
 def inverse(matrix: FloatMatrix, what: str) -> FloatMatrix:

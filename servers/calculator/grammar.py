@@ -235,8 +235,28 @@ def _too_long(what: str, length: int, limit: int) -> Exception:
 def parse(text: str, grammar: Grammar, *, equation: bool = False, what: str = "expression") -> ast.expr:
     """Check the text and its syntax tree against `grammar`; returns the (validated) tree's body."""
     source = check_text(text, what, grammar.max_length)
+    body = _syntax_tree(source, what)
+    _check_size(body, what)
+    if grammar.matrices:
+        grammar = _with_linear_algebra(body, grammar, what, len(source))
+    if equation and isinstance(body, ast.Compare):
+        _check_equation(
+            body,
+            grammar,
+            what,
+            source,
+            f"the {what} may contain one '=' (or '==') and no other comparison; "
+            "inequalities and chained comparisons are not supported.",
+        )
+        return body
+    _check_node(body, grammar, what, source)
+    return body
+
+
+def _syntax_tree(source: str, what: str) -> ast.expr:
+    """The body of Python's parse of the (checked) text; INVALID_INPUT with a hint where it is not maths syntax."""
     try:
-        tree = ast.parse(source.strip(), mode="eval")
+        return ast.parse(source.strip(), mode="eval").body
     except SyntaxError as exc:
         hint = ""
         if "decimal literal" in str(exc.msg) or "imaginary" in str(exc.msg):
@@ -250,27 +270,25 @@ def parse(text: str, grammar: Grammar, *, equation: bool = False, what: str = "e
         raise limit_exceeded(f"the {what} is too deeply nested to parse; simplify it or split it into steps.") from None
     except ValueError as exc:
         raise invalid_input(f"the {what} cannot be parsed ({exc}).") from None
-    body = tree.body
-    _check_size(body, what)
-    if grammar.matrices:
-        if not _has_linear_algebra(body):
-            if len(source) > MAX_EXPRESSION_LENGTH:
-                raise _too_long(what, len(source), MAX_EXPRESSION_LENGTH)
-        else:
-            _check_exact_literals(body, what, len(source))
-            if not grammar.variables:
-                grammar = replace(grammar, variables=True)  # symbolic entries
-    if equation and isinstance(body, ast.Compare):
-        if len(body.ops) != 1 or not isinstance(body.ops[0], ast.Eq):
-            raise invalid_input(
-                f"the {what} may contain one '=' (or '==') and no other comparison; "
-                "inequalities and chained comparisons are not supported."
-            )
-        _check_node(body.left, grammar, what, source)
-        _check_node(body.comparators[0], grammar, what, source)
-        return body
-    _check_node(body, grammar, what, source)
-    return body
+
+
+def _with_linear_algebra(body: ast.expr, grammar: Grammar, what: str, length: int) -> Grammar:
+    """A grammar with `matrices`: the length limit of what the tree holds (scalar maths, exact or float64 literals);
+    an expression with linear algebra may hold variables (symbolic entries)."""
+    if not _has_linear_algebra(body):
+        if length > MAX_EXPRESSION_LENGTH:
+            raise _too_long(what, length, MAX_EXPRESSION_LENGTH)
+        return grammar
+    _check_exact_literals(body, what, length)
+    return grammar if grammar.variables else replace(grammar, variables=True)
+
+
+def _check_equation(node: ast.Compare, grammar: Grammar, what: str, source: str, refusal: str) -> None:
+    """`lhs == rhs` (or `lhs = rhs`, rewritten): one equality, both sides checked; INVALID_INPUT `refusal` else."""
+    if len(node.ops) != 1 or not isinstance(node.ops[0], ast.Eq):
+        raise invalid_input(refusal)
+    _check_node(node.left, grammar, what, source)
+    _check_node(node.comparators[0], grammar, what, source)
 
 
 def _check_size(root: ast.expr, what: str) -> None:
@@ -348,26 +366,37 @@ def _check_name(name: str, grammar: Grammar, what: str, called: bool) -> None:
     if name.startswith("_"):
         raise invalid_input(f"names starting with '_' are not allowed (got {name[:40]!r}) in the {what}.")
     if grammar.names is not None:
-        if called:
-            raise invalid_input(
-                f"functions such as {name[:40]}(...) are not allowed in unit expressions; "
-                "write units like 'km/h' or 'm/s**2'."
-            )
-        if name not in grammar.names:
-            raise invalid_input(
-                f"unknown unit {name[:40]!r} in the {what}; accepted units: {', '.join(sorted(grammar.names))}."
-            )
-        return
-    functions = grammar.functions
+        _check_unit(name, grammar.names, what, called)
+    elif called:
+        _check_function_name(name, grammar, what)
+    else:
+        _check_plain_name(name, grammar, what)
+
+
+def _check_unit(name: str, units: Mapping[str, Callable[[], Any]], what: str, called: bool) -> None:
+    """A name in a unit expression: one of `units`, never called."""
     if called:
-        if name not in functions:
-            hint = ""
-            if name in MATRIX_FUNCTIONS:
-                hint = f" ({name} is a matrix function: only calculator_evaluate takes matrices)"
-            allowed = ", ".join(sorted(functions))
-            raise invalid_input(f"unknown function {name[:40]!r} in the {what}{hint}; allowed functions: {allowed}.")
-        return
-    if name in functions:
+        raise invalid_input(
+            f"functions such as {name[:40]}(...) are not allowed in unit expressions; "
+            "write units like 'km/h' or 'm/s**2'."
+        )
+    if name not in units:
+        raise invalid_input(f"unknown unit {name[:40]!r} in the {what}; accepted units: {', '.join(sorted(units))}.")
+
+
+def _check_function_name(name: str, grammar: Grammar, what: str) -> None:
+    """A called name: one of the grammar's functions."""
+    if name not in grammar.functions:
+        hint = ""
+        if name in MATRIX_FUNCTIONS:
+            hint = f" ({name} is a matrix function: only calculator_evaluate takes matrices)"
+        allowed = ", ".join(sorted(grammar.functions))
+        raise invalid_input(f"unknown function {name[:40]!r} in the {what}{hint}; allowed functions: {allowed}.")
+
+
+def _check_plain_name(name: str, grammar: Grammar, what: str) -> None:
+    """A name not called: a constant, or a variable where the grammar takes them."""
+    if name in grammar.functions:
         raise invalid_input(f"{name!r} is a function; call it with an argument, e.g. {name}(x).")
     if name in CONSTANT_NAMES:
         return
@@ -385,81 +414,97 @@ def _check_name(name: str, grammar: Grammar, what: str, called: bool) -> None:
 
 
 def _check_node(node: ast.AST, grammar: Grammar, what: str, source: str) -> None:
+    """Check one node of the tree, and below it, against the grammar (INVALID_INPUT naming what is refused)."""
     if isinstance(node, ast.Constant):
-        value = node.value
-        if isinstance(value, bool) or value is None or value is Ellipsis:
-            raise invalid_input(f"{value!r} is not allowed in the {what}; use numbers.")
-        if isinstance(value, str | bytes):
-            raise invalid_input(
-                f"text strings (quoted values) are not allowed in the {what}; write numbers and names without quotes."
-            )
-        if isinstance(value, complex):
-            raise invalid_input(f"imaginary literals like 2j are not supported in the {what}; write 2*I.")
-        if isinstance(value, int) and value.bit_length() > MAX_INTEGER_DIGITS * 3.33:
-            raise limit_exceeded(
-                f"an integer in the {what} has more than {MAX_INTEGER_DIGITS} digits; use smaller numbers "
-                "or powers like 10**300."
-            )
-        return
-    if isinstance(node, ast.Name):
+        _check_constant(node.value, what)
+    elif isinstance(node, ast.Name):
         _check_name(node.id, grammar, what, called=False)
-        return
-    if isinstance(node, ast.BinOp):
-        if type(node.op) not in grammar.operators:
-            hint = _OPERATOR_HINTS.get(type(node.op))
-            if hint is None:
-                symbols = {ast.Add: "+", ast.Sub: "-", ast.Mod: "%"}
-                hint = f"the operator {symbols.get(type(node.op), type(node.op).__name__)!r} is not allowed here"
-                if grammar.names is not None:
-                    hint += "; units combine with *, / and ** only (e.g. 'kg*m/s**2')"
-            raise invalid_input(f"{hint} (in the {what}).")
+    elif isinstance(node, ast.BinOp):
+        _check_operator(node.op, grammar, what)
         _check_node(node.left, grammar, what, source)
         _check_node(node.right, grammar, what, source)
-        return
-    if isinstance(node, ast.UnaryOp):
+    elif isinstance(node, ast.UnaryOp):
         if not isinstance(node.op, ast.USub | ast.UAdd):
             raise invalid_input(
                 f"{_OPERATOR_HINTS.get(type(node.op), 'this unary operator is not allowed')} (in the {what})."
             )
         _check_node(node.operand, grammar, what, source)
-        return
-    if isinstance(node, ast.Call):
-        if isinstance(node.func, ast.Attribute):
-            raise invalid_input(f"{_REFUSED[ast.Attribute]} (in the {what}).")
-        if not isinstance(node.func, ast.Name):
-            raise invalid_input(
-                f"only direct calls of the allowed functions are supported in the {what}, e.g. sin(x); "
-                "no attribute calls, no calling the result of an expression."
-            )
-        _check_name(node.func.id, grammar, what, called=True)
-        if node.keywords:
-            raise invalid_input(
-                f"keyword arguments are not supported in {node.func.id}(...); pass arguments by position, "
-                "e.g. log(x, 2) for the base-2 logarithm."
-            )
-        low, high = grammar.functions[node.func.id]
-        count = len(node.args)
-        if count < low or (high is not None and count > high):
-            expected = str(low) if low == high else f"{low} to {high}"
-            raise invalid_input(f"{node.func.id} takes {expected} argument(s), got {count} (in the {what}).")
-        if node.func.id == "linsolve" and is_equation_list(node.args[0]):
-            _check_equations(node.args, grammar, what, source)
-            return
-        for argument in node.args:
-            _check_node(argument, grammar, what, source)
-        return
-    if isinstance(node, ast.List) and grammar.matrices:
+    elif isinstance(node, ast.Call):
+        _check_call(node, grammar, what, source)
+    elif isinstance(node, ast.List) and grammar.matrices:
         _check_literal(node, grammar, what, source)
-        return
-    if isinstance(node, ast.Compare):
+    else:
+        raise invalid_input(_refusal(node, what))
+
+
+def _check_constant(value: object, what: str) -> None:
+    """A literal: a number, and an integer of at most MAX_INTEGER_DIGITS digits."""
+    if isinstance(value, bool) or value is None or value is Ellipsis:
+        raise invalid_input(f"{value!r} is not allowed in the {what}; use numbers.")
+    if isinstance(value, str | bytes):
         raise invalid_input(
+            f"text strings (quoted values) are not allowed in the {what}; write numbers and names without quotes."
+        )
+    if isinstance(value, complex):
+        raise invalid_input(f"imaginary literals like 2j are not supported in the {what}; write 2*I.")
+    if isinstance(value, int) and value.bit_length() > MAX_INTEGER_DIGITS * 3.33:
+        raise limit_exceeded(
+            f"an integer in the {what} has more than {MAX_INTEGER_DIGITS} digits; use smaller numbers "
+            "or powers like 10**300."
+        )
+
+
+def _check_operator(op: ast.operator, grammar: Grammar, what: str) -> None:
+    """A binary operator the grammar has; INVALID_INPUT with the way to write it otherwise."""
+    if type(op) in grammar.operators:
+        return
+    hint = _OPERATOR_HINTS.get(type(op))
+    if hint is None:
+        symbols = {ast.Add: "+", ast.Sub: "-", ast.Mod: "%"}
+        hint = f"the operator {symbols.get(type(op), type(op).__name__)!r} is not allowed here"
+        if grammar.names is not None:
+            hint += "; units combine with *, / and ** only (e.g. 'kg*m/s**2')"
+    raise invalid_input(f"{hint} (in the {what}).")
+
+
+def _check_call(node: ast.Call, grammar: Grammar, what: str, source: str) -> None:
+    """A direct call of an allowed function with its number of positional arguments, each checked."""
+    if isinstance(node.func, ast.Attribute):
+        raise invalid_input(f"{_REFUSED[ast.Attribute]} (in the {what}).")
+    if not isinstance(node.func, ast.Name):
+        raise invalid_input(
+            f"only direct calls of the allowed functions are supported in the {what}, e.g. sin(x); "
+            "no attribute calls, no calling the result of an expression."
+        )
+    _check_name(node.func.id, grammar, what, called=True)
+    if node.keywords:
+        raise invalid_input(
+            f"keyword arguments are not supported in {node.func.id}(...); pass arguments by position, "
+            "e.g. log(x, 2) for the base-2 logarithm."
+        )
+    low, high = grammar.functions[node.func.id]
+    count = len(node.args)
+    if count < low or (high is not None and count > high):
+        expected = str(low) if low == high else f"{low} to {high}"
+        raise invalid_input(f"{node.func.id} takes {expected} argument(s), got {count} (in the {what}).")
+    if node.func.id == "linsolve" and is_equation_list(node.args[0]):
+        _check_equations(node.args, grammar, what, source)
+        return
+    for argument in node.args:
+        _check_node(argument, grammar, what, source)
+
+
+def _refusal(node: ast.AST, what: str) -> str:
+    """Why a construct the grammar has no place for is refused, and what to write instead."""
+    if isinstance(node, ast.Compare):
+        return (
             f"comparisons (==, <, >, ...) are not allowed in the {what}; "
             "write a single expression, or use calculator_solve for equations ('lhs = rhs')."
         )
     message = _REFUSED.get(type(node))
     if message is None:
         message = f"the construct {type(node).__name__} is not allowed; use numbers, operators and function calls"
-    raise invalid_input(f"{message} (in the {what}).")
+    return f"{message} (in the {what})."
 
 
 def is_equation_list(node: ast.expr) -> bool:
@@ -478,29 +523,34 @@ def _check_equations(arguments: list[ast.expr], grammar: Grammar, what: str, sou
         raise limit_exceeded(f"linsolve takes at most {MAX_SYMBOLIC_SIZE} equations; got {len(equations.elts)}.")
     for item in equations.elts:
         if isinstance(item, ast.Compare):
-            if len(item.ops) != 1 or not isinstance(item.ops[0], ast.Eq):
-                raise invalid_input(
-                    f"linsolve's equations are 'lhs == rhs' or an expression meaning '= 0' (in the {what}); "
-                    "inequalities and chained comparisons are not supported."
-                )
-            _check_node(item.left, grammar, what, source)
-            _check_node(item.comparators[0], grammar, what, source)
+            _check_equation(
+                item,
+                grammar,
+                what,
+                source,
+                f"linsolve's equations are 'lhs == rhs' or an expression meaning '= 0' (in the {what}); "
+                "inequalities and chained comparisons are not supported.",
+            )
         else:
             _check_node(item, grammar, what, source)
     if len(arguments) == 2:
-        unknowns = arguments[1]
-        if not isinstance(unknowns, ast.List) or not all(isinstance(item, ast.Name) for item in unknowns.elts):
-            raise invalid_input(
-                f"linsolve's second argument is the list of unknowns, e.g. linsolve([x + y == 3, x - y == 1], [x, y]) "
-                f"(in the {what})."
-            )
-        if not unknowns.elts or len(unknowns.elts) > MAX_SYMBOLIC_SIZE:
-            raise invalid_input(f"linsolve takes 1 to {MAX_SYMBOLIC_SIZE} unknowns (in the {what}).")
-        for item in unknowns.elts:
-            assert isinstance(item, ast.Name)
-            _check_name(item.id, grammar, what, called=False)
-            if item.id in CONSTANT_NAMES:
-                raise invalid_input(f"{item.id!r} is a constant, not an unknown (in the {what}).")
+        _check_unknowns(arguments[1], grammar, what)
+
+
+def _check_unknowns(unknowns: ast.expr, grammar: Grammar, what: str) -> None:
+    """linsolve's second argument: a list of 1 to MAX_SYMBOLIC_SIZE variable names."""
+    if not isinstance(unknowns, ast.List) or not all(isinstance(item, ast.Name) for item in unknowns.elts):
+        raise invalid_input(
+            f"linsolve's second argument is the list of unknowns, e.g. linsolve([x + y == 3, x - y == 1], [x, y]) "
+            f"(in the {what})."
+        )
+    if not unknowns.elts or len(unknowns.elts) > MAX_SYMBOLIC_SIZE:
+        raise invalid_input(f"linsolve takes 1 to {MAX_SYMBOLIC_SIZE} unknowns (in the {what}).")
+    for item in unknowns.elts:
+        assert isinstance(item, ast.Name)
+        _check_name(item.id, grammar, what, called=False)
+        if item.id in CONSTANT_NAMES:
+            raise invalid_input(f"{item.id!r} is a constant, not an unknown (in the {what}).")
 
 
 def literal_rows(node: ast.List) -> list[list[ast.expr]]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Callable
 from typing import Any
 
 import mpmath
@@ -37,9 +38,7 @@ from mcp_sections.servers.calculator import floats as fl
 from mcp_sections.servers.calculator import limits
 from mcp_sections.servers.calculator.shapes import (
     Final,
-    check_operator,
-    check_product,
-    check_same_shape,
+    check_binary,
     check_square,
     is_matrix,
     size,
@@ -98,9 +97,8 @@ def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
     if any(fl.is_floats(side) or fl.is_float_scalar(side) for side in (left, right)):
         return fl.binary(op, left, right, what)  # a float64 value meets a matrix: float64
     matrices = is_matrix(left), is_matrix(right)
-    check_operator(op, matrices, what)
+    check_binary(op, left, right, matrices, what)
     if isinstance(op, ast.Add | ast.Sub):
-        check_same_shape(left, right, what)
         return checked(left + right if isinstance(op, ast.Add) else left - right, what)
     if isinstance(op, ast.Mult | ast.MatMult):
         return product(left, right, what) if all(matrices) else checked(left * right, what)
@@ -112,7 +110,7 @@ def binary(op: ast.operator, left: Any, right: Any, what: str) -> Any:
 
 
 def product(left: Any, right: Any, what: str) -> Any:
-    check_product(left, right, what)
+    """left * right of two matrices whose inner sizes `check_binary` found equal."""
     first, second = _over_field(left), _over_field(right)
     if first is None or second is None:
         return checked(left * right, what)
@@ -162,13 +160,7 @@ def call(name: str, arguments: list[Any], what: str) -> Any:
     if any(fl.is_floats(argument) for argument in arguments):
         return fl.call(name, arguments, what)
     if name in ("eye", "zeros", "ones"):
-        rows = _dimension(arguments[0], name, what)
-        columns = _dimension(arguments[-1], name, what)
-        if max(rows, columns) > limits.MAX_NUMERIC_SIZE:  # only float64 matrices are that large
-            return fl.constant(name, rows, columns, what)
-        if name == "eye":
-            return checked(sympy.eye(rows), what)
-        return checked(sympy.zeros(rows, columns) if name == "zeros" else sympy.ones(rows, columns), what)
+        return _constant(name, arguments, what)
     if name == "diag":
         return checked(sympy.diag(*(scalar(value, "each argument of diag", what) for value in arguments)), what)
     if name == "linsolve" and len(arguments) != 2:
@@ -182,19 +174,28 @@ def call(name: str, arguments: list[Any], what: str) -> Any:
             return _linsolve_matrix(left, right, what)
         return _dot(left, right, what) if name == "dot" else _cross(left, right, what)
     matrix = _matrix(arguments[0], name, what)
-    if name == "Matrix":
-        return matrix
-    if name == "transpose":
-        return checked(matrix.T, what)
-    if name == "rank":
-        return sympy.Integer(len(_reduced(matrix, pivots_only=True)[1]))
-    if name == "rref":
-        reduced, pivots = _reduced(matrix)
-        return Final("rref", matrix=reduced, pivots=pivots)
-    if name == "nullspace":
-        return Final("nullspace", vectors=_nullspace(*_reduced(matrix)))
-    if name == "inv":
-        return inverse(matrix, what)
+    function = _OF_ONE_MATRIX.get(name)
+    return function(matrix, what) if function is not None else _of_square(name, matrix, what)
+
+
+def _constant(name: str, arguments: list[Any], what: str) -> Any:
+    """eye(n), zeros(n, m), ones(n, m): exact up to MAX_NUMERIC_SIZE, float64 above."""
+    rows = _dimension(arguments[0], name, what)
+    columns = _dimension(arguments[-1], name, what)
+    if max(rows, columns) > limits.MAX_NUMERIC_SIZE:  # only float64 matrices are that large
+        return fl.constant(name, rows, columns, what)
+    if name == "eye":
+        return checked(sympy.eye(rows), what)
+    return checked(sympy.zeros(rows, columns) if name == "zeros" else sympy.ones(rows, columns), what)
+
+
+def _rref(matrix: Any, what: str) -> Final:
+    reduced, pivots = _reduced(matrix)
+    return Final("rref", matrix=reduced, pivots=pivots)
+
+
+def _of_square(name: str, matrix: Any, what: str) -> Any:
+    """det, trace, and eigenvals or eigenvects (any other name) of a square matrix."""
     _square(matrix, f"{name}(...)", what)
     if name == "det":
         return determinant(matrix)
@@ -231,6 +232,17 @@ def inverse(matrix: Any, what: str) -> Any:
     scale = DomainMatrix.diag([domain.convert_from(d, ring.domain) for d in denominators], domain)
     reciprocal = domain.quo(domain.one, domain.convert_from(determinant, ring.domain))
     return checked((adjugate.convert_to(domain) * scale).mul(reciprocal).to_Matrix(), what)
+
+
+_OF_ONE_MATRIX: dict[str, Callable[[Any, str], Any]] = {
+    "Matrix": lambda matrix, what: matrix,
+    "transpose": lambda matrix, what: checked(matrix.T, what),
+    "rank": lambda matrix, what: sympy.Integer(len(_reduced(matrix, pivots_only=True)[1])),
+    "rref": _rref,
+    "nullspace": lambda matrix, what: Final("nullspace", vectors=_nullspace(*_reduced(matrix))),
+    "inv": inverse,
+}
+"""The functions of one matrix of any shape (`_of_square` does the others)."""
 
 
 def linsolve_equations(equations: list[Any], unknowns: list[Any] | None, what: str) -> Final:

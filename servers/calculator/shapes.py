@@ -59,6 +59,23 @@ def check_square(matrix: Any, operation: str, what: str, any_shape: str) -> None
         )
 
 
+def check_binary(op: ast.operator, left: Any, right: Any, matrices: tuple[bool, bool], what: str) -> None:
+    """The refusals of `left op right` with a matrix among them, for exact and float64 matrices alike: the operators
+    no matrix arithmetic means, + and - of two shapes, and a product of two matrices whose inner sizes differ.
+    `matrices`: which sides are matrices."""
+    check_operator(op, matrices, what)
+    check_shapes(op, left, right, matrices, what)
+
+
+def check_shapes(op: ast.operator, left: Any, right: Any, matrices: tuple[bool, bool], what: str) -> None:
+    """The shapes `left op right` needs, once `check_operator` passed: + and - of the same shape, a product of two
+    matrices whose inner sizes agree."""
+    if isinstance(op, ast.Add | ast.Sub):
+        _check_same_shape(left, right, what)
+    elif isinstance(op, ast.Mult | ast.MatMult) and all(matrices):
+        check_product(left, right, what)
+
+
 def check_operator(op: ast.operator, matrices: tuple[bool, bool], what: str) -> None:
     """Refuse `left op right` where it means nothing for matrices; `matrices`: which sides are matrices."""
     if isinstance(op, ast.Add | ast.Sub) and not all(matrices):
@@ -78,7 +95,7 @@ def check_operator(op: ast.operator, matrices: tuple[bool, bool], what: str) -> 
         raise invalid_input(f"the operator % does not apply to matrices (in the {what}).")
 
 
-def check_same_shape(left: Any, right: Any, what: str) -> None:
+def _check_same_shape(left: Any, right: Any, what: str) -> None:
     if (left.rows, left.cols) != (right.rows, right.cols):
         raise invalid_input(
             f"cannot add or subtract a {size(left)} and a {size(right)} matrix in the {what}; both need the same shape."
