@@ -24,6 +24,7 @@ AFFINE_TEMPERATURES = frozenset({"degC", "celsius", "degF", "fahrenheit"})
 
 
 @cache
+# Long: one literal table of the units, by kind; split, it would be harder to read and to check against the doc.
 def unit_table() -> dict[str, Any]:
     """Accepted unit name → sympy quantity expression."""
     from sympy import Rational, pi
@@ -162,7 +163,7 @@ def unit_table() -> dict[str, Any]:
 
 
 def unit_names() -> dict[str, Callable[[], Any]]:
-    """The table as name → factory, the shape `expressions.Grammar.names` expects."""
+    """The table as name → factory, the shape `grammar.Grammar.names` expects."""
 
     def factory(value: Any) -> Callable[[], Any]:
         return lambda: value
