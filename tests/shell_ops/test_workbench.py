@@ -22,7 +22,7 @@ from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_P
 from tests.in_memory import section_in_memory
 from tests.processes import free_port, gone, running
 from tests.shell_ops.test_toolchains import BASE, NODE, fake_node_installation
-from tests.stdio import call, fail, section_client
+from tests.stdio import call, fail
 
 HAVE_BWRAP = shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin") is not None
 HAVE_NPM = shutil.which("npm", path="/usr/local/bin:/usr/bin:/bin") is not None and NODE is not None
@@ -169,7 +169,7 @@ async def client(world: dict[str, Path]) -> AsyncIterator[Client]:
         "MCP_SECTIONS_SHELL_OPS_MAX_PROCESSES": str(MAX_PROCESSES),
         "MCP_SECTIONS_SHELL_OPS_PROCESS_OUTPUT_BYTES": str(RING),
     }
-    async with section_client("shell_ops", "--root", str(world["root"]), env=env) as connected:
+    async with section_in_memory("shell_ops", "--root", str(world["root"]), env=env) as connected:
         yield connected
 
 
