@@ -1,4 +1,6 @@
-"""The gateway over stdio, through the real CLI, with real section subprocesses (one gateway per module)."""
+"""The gateway in memory, built from the CLI's words, with real section subprocesses (one gateway per module). The
+gateway's own process is the subject elsewhere: over stdio in test_tasks, test_telemetry and test_real_project, over
+HTTP in test_expose and test_tasks."""
 
 from __future__ import annotations
 
@@ -10,12 +12,8 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS
-from tests.gateway.helpers import (
-    builtin_available,
-    demo_section_table,
-    gateway_client,
-    write_config,
-)
+from tests.gateway.helpers import builtin_available, demo_section_table, write_config
+from tests.in_memory import gateway_in_memory
 from tests.processes import kill_running_with, running_with
 from tests.shell_ops.repos import git, make_repo
 from tests.stdio import check_snapshot, data_of, error_of
@@ -51,7 +49,7 @@ async def client(workdir: Path) -> AsyncIterator[Client]:
     git(project, "add", "package.json")
     git(project, "commit", "-q", "-m", "the web app")
     args = ["--config", str(config), "--data-dir", str(workdir / "data"), "--root", str(workdir)]
-    async with gateway_client(*args, cwd=workdir) as connected:
+    async with gateway_in_memory(*args, cwd=workdir) as connected:
         yield connected
 
 
