@@ -75,14 +75,14 @@ def test_doctor_says_what_the_first_calls_do_on_the_full_install() -> None:
     assert {item["section"]: item["doctor"] for item in checks}["calculator"] == "ready"
 
 
-@pytest.mark.slow  # a fresh virtual environment filled from the package index (pip's cache: about a minute)
+@pytest.mark.slow  # a fresh virtual environment filled from the package index (pip's cache): about a minute
 def test_doctor_says_what_the_first_calls_do_on_a_light_install(tmp_path: Path) -> None:
     checkout = tmp_path / "mcp-sections"
     shutil.copytree(REPO, checkout, ignore=NOT_SOURCES, symlinks=True)
-    venv.create(tmp_path / "env", with_pip=True)
-    python = str(tmp_path / "env" / "bin" / "python")
+    venv.create(tmp_path / "env", with_pip=False)  # this environment's pip installs there: twice as fast as the
+    python = str(tmp_path / "env" / "bin" / "python")  # pip a new venv bundles, and no ensurepip
     installed = subprocess.run(
-        [python, "-m", "pip", "install", "--quiet", "--no-compile", str(checkout)],
+        [sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-compile", str(checkout)],
         capture_output=True,
         text=True,
         timeout=600,
