@@ -1,5 +1,6 @@
-"""Gaps closed with real processes: cancelling plan_actions stops the whole sub-agent tree; a section killed
-in the middle of a call fails that call alone; call_section_tool's validation errors point at the field."""
+"""Gaps closed with real section processes (the gateway in memory): cancelling plan_actions stops the whole
+sub-agent tree; a section killed in the middle of a call fails that call alone; call_section_tool's validation errors
+point at the field."""
 
 from __future__ import annotations
 
@@ -13,13 +14,9 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.gateway.helpers import (
-    builtin_available,
-    demo_section_table,
-    gateway_client,
-    write_config,
-)
+from tests.gateway.helpers import builtin_available, demo_section_table, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
+from tests.in_memory import gateway_in_memory
 from tests.processes import kill_running_with, running_with
 from tests.stdio import data_of, error_of
 from tests.waiting import cancelled_once, eventually
@@ -63,7 +60,7 @@ async def client(workdir: Path, model: ScriptedModel) -> AsyncIterator[Client]:
     limits = "[gateway]\nagent_max_turns = 200\nrestart_backoff_seconds = 0.05\n"
     config = write_config(workdir / "config.toml", limits, demo_section_table(), model_table(model.base_url), shell)
     args = ["--config", str(config), "--data-dir", str(workdir / "data"), "--root", str(workdir)]
-    async with gateway_client(*args, env=KEY, cwd=workdir) as connected:
+    async with gateway_in_memory(*args, env=KEY, cwd=workdir) as connected:
         yield connected
 
 
