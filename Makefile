@@ -3,7 +3,7 @@
 .PHONY: run setup setup-test test lint deps typecheck compose-secrets compose-check
 
 EXTRAS ?= all
-TEST_EXTRAS ?= all,dev,test-tools,embeddings-torch
+TEST_EXTRAS ?= all,memory-offline,dev,test-tools,embeddings-torch
 
 PORT ?= 8765
 STARTED := $(shell date +%s)

