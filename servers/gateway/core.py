@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -21,16 +21,17 @@ import anyio.to_thread
 from mcp_types import CallToolResult
 
 from mcp_sections.servers.pool.catalog import SectionEntry
-from mcp_sections.servers.pool.gate import FORWARD_TOOL, Gate
+from mcp_sections.servers.pool.gate import FORWARD_TOOL
+from mcp_sections.servers.pool.host import AgentHost
+from mcp_sections.servers.pool.hosted import HostedSection
 from mcp_sections.servers.pool.launchers import Launcher
 from mcp_sections.servers.pool.pool import Route, SectionPool
 from mcp_sections.servers.pool.settings import GatewaySettings
-from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ScopedState
+from mcp_sections.shared.agents.runtime import AgentRuntime
+from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope
 from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, spec_of
 from mcp_sections.shared.ground.about import package_version
 from mcp_sections.shared.ground.errors import ToolFailure, not_found, permission_denied
-from mcp_sections.shared.serving.audit import audit_log
-from mcp_sections.shared.serving.sdk_tools import definition
 from mcp_sections.shared.settings.config import Settings
 
 from . import context as context_info
@@ -66,25 +67,24 @@ class Gateway:
         self.config = gateway
         self.limits = AgentLimits.of(gateway)
         self.pool = SectionPool(settings, gateway, reserved_names=GATEWAY_SPECS, hosted=self._hosted)
-        self.gate = Gate(
+        self.host = AgentHost(
+            self,
+            settings,
             self.pool,
             GATEWAY_SPECS,
-            audit_log(settings.data_dir / "audit", "gateway"),
-            settings.approval,
-            state_for=lambda scope: ScopedState(self, scope),
+            self.limits,
+            audit_name="gateway",
+            offered=SUBAGENT_GATEWAY_TOOLS,
+            delegating=frozenset({"plan_actions"}),
             untrusted_own={"plan_actions": "sub-agent report", "get_project_info": "project files"},
         )
         self.tool_search = ToolSearch(self.pool.catalog, settings, shows=self.pool.shows)
-        from mcp_sections.shared.agents.runtime import AgentRuntime
-
-        self.agents = AgentRuntime(self)
-        self.agent_runtimes: dict[str, AgentRuntime] = {"plan_actions": self.agents}  # + hosted orchestration's
+        self.agents = self.host.runtime
+        self.agent_runtimes: dict[str, AgentRuntime] = {"plan_actions": self.agents}  # + hosted sections' runtimes
         self.started = time.monotonic()
 
     def _hosted(self, entry: SectionEntry) -> Launcher:
-        from .hosted import HostedOrchestration
-
-        return HostedOrchestration(entry, self.settings, self.config, self)
+        return HostedSection(entry, self.settings, self.config, self.host, self.agent_runtimes)
 
     @property
     def catalog(self) -> dict[str, SectionEntry]:
@@ -122,12 +122,7 @@ class Gateway:
     ) -> CallToolResult:
         """Every call of a gateway-published tool, the client's or a sub-agent's: through the gate (`failure`: refused
         before it could run, by the user's answer; the gate records it)."""
-        return await self.gate.dispatch(name, arguments, ctx, scope, failure)
-
-    async def dispatch(
-        self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: AgentScope
-    ) -> CallToolResult:
-        return await self.gate.dispatch(name, arguments, ctx, scope)
+        return await self.host.dispatch(name, arguments, ctx, scope, failure)
 
     # -- the gateway's own tools ---------------------------------------------------------------------
 
@@ -270,18 +265,6 @@ class Gateway:
                 "actions": outcome.actions,
             }
         )
-
-    # -- what the agent runtime needs (ToolHost) -------------------------------------------------------
-
-    async def agent_routes(self, section_ids: list[str]) -> Mapping[str, Route]:
-        return await self.pool.agent_routes(section_ids)
-
-    def host_tool_definition(self, name: str) -> dict[str, Any]:
-        return definition(GATEWAY_SPECS[name], lean=True)
-
-    def agent_host_tools(self, depth: int) -> list[str]:
-        """The gateway tools a sub-agent at `depth` gets: plan_actions only while it may delegate deeper."""
-        return [name for name in SUBAGENT_GATEWAY_TOOLS if name != "plan_actions" or depth < self.config.max_depth]
 
 
 def _without_userinfo(url: str) -> str:

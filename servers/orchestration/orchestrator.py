@@ -2,7 +2,7 @@
 
 Sub-agents run on `shared.agents.runtime.AgentRuntime`, the runtime of the gateway's plan_actions, over a section
 pool (`servers/pool/pool.py`) and through a gate (`servers/pool/gate.py`) like the gateway's:
-- behind a gateway (the default: the gateway hosts this section in its own process, `servers/gateway/hosted.py`)
+- behind a gateway (the default: the gateway hosts this section in its own process, `servers/pool/hosted.py`)
   the orchestrator is given the gateway's pool and slot pool: one `max_subagents` bounds plan_actions and
   spawn_agent together, and no section runs twice;
 - served on its own (`mcp-sections serve orchestration`, its own container), its lifespan builds a pool of its own.
@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
 from typing import Any
 
 import anyio
-from mcp_types import CallToolResult
 
-from mcp_sections.servers.pool.gate import Gate
-from mcp_sections.servers.pool.pool import Route, SectionPool
+from mcp_sections.servers.pool.host import AgentHost
+from mcp_sections.servers.pool.pool import SectionPool
 from mcp_sections.shared.agents.providers import ToolDef
-from mcp_sections.shared.agents.runtime import AgentRun, AgentRuntime, AgentTask, Metrics, SlotPool
+from mcp_sections.shared.agents.runtime import AgentRun, AgentTask, Metrics, SlotPool
 from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ScopedState
 from mcp_sections.shared.framework.tools import ToolContext, ToolSpec
 from mcp_sections.shared.ground.errors import (
@@ -38,8 +36,6 @@ from mcp_sections.shared.ground.errors import (
     not_found,
     permission_denied,
 )
-from mcp_sections.shared.serving.audit import audit_log
-from mcp_sections.shared.serving.sdk_tools import definition
 from mcp_sections.shared.settings.config import Settings
 
 from .settings import OrchestrationSettings, PermanentAgent
@@ -59,6 +55,15 @@ def hosted_limits(config: OrchestrationSettings, gateway: Any) -> AgentLimits:
         max_subagents=gateway.max_subagents,
         model=gateway.model,
     )
+
+
+def on_host(runtime: Any, host: AgentHost) -> ScopedState:
+    """Hosted by the gateway (`Section.hosted`): an orchestrator on the gateway's pool and slots, its client's state."""
+    config = runtime.settings_of(OrchestrationSettings)
+    orchestrator = Orchestrator(
+        runtime.settings, config, host.pool, hosted_limits(config, host.pool.config), slots=host.runtime.slots
+    )
+    return orchestrator.client
 
 
 def standalone_limits(config: OrchestrationSettings, gateway: Any) -> AgentLimits:
@@ -82,33 +87,21 @@ class Orchestrator:
         self.limits = limits
         self.section_config = config
         self.pool = pool
-        self.runtime = AgentRuntime(self, slots=slots)
-        self.breaker = CircuitBreaker(config.ask_breaker_threshold, config.ask_cooldown_seconds)
-        self.client = ScopedState(self, CLIENT_SCOPE)
-        self.gate = Gate(
+        self.host = AgentHost(
+            self,
+            settings,
             pool,
             _specs(),
-            audit_log(settings.data_dir / "audit", SECTION_ID),
-            settings.approval,
-            state_for=lambda scope: ScopedState(self, scope),
+            limits,
+            audit_name=SECTION_ID,
+            offered=SUBAGENT_TOOLS,
+            delegating=frozenset(SUBAGENT_TOOLS),
             untrusted_own={name: "sub-agent report" for name in ("spawn_agent", "delegate_task", "parallel_tasks")},
+            slots=slots,
         )
-
-    # -- what the agent runtime needs (ToolHost) ----------------------------------------------------------
-
-    async def agent_routes(self, section_ids: list[str]) -> Mapping[str, Route]:
-        return await self.pool.agent_routes(section_ids)
-
-    def host_tool_definition(self, name: str) -> dict[str, Any]:
-        return definition(_specs()[name], lean=True)
-
-    def agent_host_tools(self, depth: int) -> list[str]:
-        return list(SUBAGENT_TOOLS) if depth < self.limits.max_depth else []
-
-    async def dispatch(
-        self, name: str, arguments: dict[str, Any], ctx: ToolContext | None, scope: AgentScope
-    ) -> CallToolResult:
-        return await self.gate.dispatch(name, arguments, ctx, scope)
+        self.runtime = self.host.runtime
+        self.breaker = CircuitBreaker(config.ask_breaker_threshold, config.ask_cooldown_seconds)
+        self.client = ScopedState(self, CLIENT_SCOPE)
 
     # -- building one sub-agent ---------------------------------------------------------------------------
 
@@ -158,7 +151,7 @@ class Orchestrator:
         provider = self.runtime.provider(
             self.limits.model.model_copy(update={"model": model}) if model else self.limits.model
         )
-        routes = await self.agent_routes(sections)
+        routes = await self.host.agent_routes(sections)
         if tools is not None:
             unknown = sorted(set(tools) - set(routes))
             if unknown:

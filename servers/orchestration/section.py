@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from mcp_sections.shared.agents.scope import ScopedState
 from mcp_sections.shared.framework.requirements import Requirement
@@ -368,6 +369,13 @@ SUBAGENT_SPECS: dict[str, ToolSpec] = {
 }
 
 
+def _hosted(runtime: SectionRuntime, host: Any) -> ScopedState:
+    """Hosted by the gateway: the orchestrator on the gateway's agent host (its pool, slots and depth)."""
+    from .orchestrator import on_host
+
+    return on_host(runtime, host)
+
+
 @asynccontextmanager
 async def _lifespan(runtime: SectionRuntime) -> AsyncIterator[ScopedState]:
     """Served on its own: a section pool of its own (one subprocess per section, started on first use)."""
@@ -407,5 +415,6 @@ SECTION = Section(
             without="ask_user and the listings only (spawn_agent, delegate_task, parallel_tasks need a model)",
         ),
     ),
+    hosted=_hosted,
     output_source="sub-agent report",
 )

@@ -153,5 +153,3 @@ def _describe(error: ValidationError) -> str:
     if describe is not None:
         return f"{_where(error)}: {describe()}"
     return f"{_where(error)}: does not match the schema ({kind})"
-
-

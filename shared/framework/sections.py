@@ -88,8 +88,16 @@ class Section:
     runs_agents: bool = field(
         default=False,
         metadata={
-            "doc": "runs sub-agents itself: the gateway hosts it on its own runtime and gives it the model settings; "
-            "it is never handed to a sub-agent (its agents would start again at depth 0)"
+            "doc": "runs sub-agents itself: the gateway hosts it on its own agent host and gives it the model "
+            "settings; it is never handed to a sub-agent (its agents would start again at depth 0)"
+        },
+    )
+    hosted: Callable[[SectionRuntime, Any], Any] | None = field(
+        default=None,
+        metadata={
+            "doc": "for a section that runs agents: its state built on the agent host it is given (the gateway's: "
+            "its pool, slots and depth) instead of a host of its own; the state's `host.runtime` is the agent "
+            "runtime the gateway shows"
         },
     )
     embeds: bool = field(default=False, metadata={"doc": "keeps embedding vectors (`mcp-sections reembed` applies)"})

@@ -56,7 +56,7 @@ def test_a_section_imports_no_other_section(section: str) -> None:
 
 
 def test_the_gateway_and_orchestration_share_the_pool_without_a_cycle() -> None:
-    """`gateway/core → gateway/hosted → orchestration/orchestrator` must not lead back to the gateway: the pool both
+    """`gateway/core → pool/hosted → orchestration` (`Section.hosted`) must not lead back to the gateway: the pool both
     use is its own package, which imports neither."""
     for path in (REPO / "servers" / "pool").rglob("*.py"):
         imported = imported_modules(path)

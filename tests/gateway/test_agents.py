@@ -3,7 +3,6 @@ OpenAI-compatible model."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -169,14 +168,11 @@ async def test_parallel_actions_run_concurrently_within_the_limit(client: Client
     # first in sequence (untimed: it also starts the section and the agent machinery): one action at a time
     sequential = data_of(await plan(client, goal="[script:slow] two parts", sections=["demo"], actions=actions[:2]))
     assert model.peak_in_flight == 1 and len(sequential["actions"]) == 2
-    started = time.monotonic()
     result = data_of(
         await plan(client, goal="[script:slow] four parts", sections=["demo"], actions=actions, strategy="parallel")
     )
-    elapsed = time.monotonic() - started
     assert [action["status"] for action in result["actions"]] == ["completed"] * 4
-    assert model.peak_in_flight == 3  # three at once (the limit), the fourth when one finished
-    assert 1.15 < elapsed < 2.35  # two rounds of 0.6 s, not one, not four
+    assert model.peak_in_flight == 3  # three at once (the limit), the fourth when one finished: no clock needed
     assert result["metrics"]["tokens_input"] == 40 and result["metrics"]["tokens_output"] == 20
     assert "## Action 4" in result["report"]
 

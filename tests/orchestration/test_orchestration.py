@@ -245,7 +245,7 @@ async def test_parallel_tasks_run_concurrently(client: Client, model: ScriptedMo
     assert result["success"] and result["completion"] == "all" and result["completed"] == 3
     assert model.peak_in_flight == 3
     each = [task["metrics"]["duration_ms"] for task in result["results"]]
-    assert min(each) >= 950 and result["metrics"]["duration_ms"] < 2000  # the batch took about the slowest one
+    assert result["metrics"]["duration_ms"] < sum(each)  # they overlapped (peak 3): the batch is not their sum
 
 
 # -- the shared slot limit, list_children, terminate_agent ------------------------------------------------
