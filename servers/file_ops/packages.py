@@ -30,7 +30,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_sections.shared.confinement.guards.paths import PathGuard
@@ -161,6 +161,17 @@ class InstallOutcome:
     blocked: list[str]
 
 
+@dataclass
+class _Plan:
+    """What an install runs and what its sandbox shows: the command, where it installs (for the result), the
+    directories it writes and those it only reads."""
+
+    command: list[str]
+    environment: str
+    writable: list[Path]
+    readable: list[Path] = field(default_factory=list)
+
+
 def install_package(
     guard: PathGuard,
     manager: str,
@@ -178,74 +189,144 @@ def install_package(
 ) -> InstallOutcome:
     specs = validate_specs(manager, packages)
     project = guard.resolve(path, purpose="execute")
-    readable: list[Path] = []
-    writable = [project]
     if not project.is_dir():
         raise invalid_input(f"{path!r} is not a directory; `path` is the project directory.")
-    local = [spec for spec in specs if is_local(manager, spec)]
     if manager == "npm":
-        if editable or requirements:
-            raise invalid_input(
-                "editable and requirements are for pip; npm installs names, or the project's own dependencies when "
-                "`packages` is empty."
-            )
-        npm = shutil.which("npm")
-        if npm is None:
-            raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "npm is not installed on the server's machine (not on PATH).")
-        command = [npm, "install", "--no-audit", "--no-fund", "--no-progress", *npm_pinned_programs()]
-        if npm_ignore_scripts:
-            command.append("--ignore-scripts")
-        if dev:
-            command.append("--save-dev")
-        if specs:
-            command += ["--", *specs]
-        environment = f"{project}/node_modules"
+        plan = _npm_plan(
+            project, specs, dev=dev, editable=editable, requirements=requirements, ignore_scripts=npm_ignore_scripts
+        )
     else:
-        if dev:
-            raise invalid_input("dev=true is for npm; pip has no dev dependencies (omit it).")
-        if not specs and not requirements:
-            raise invalid_input(
-                "name what to install: registry packages, a local project (`.`, `.[test]`) or a requirements file."
-            )
-        if editable and not local:
-            raise invalid_input("editable=true installs local projects (`.`, `./lib[test]`); none is listed.")
-        projects = local_projects(guard, project, local)
-        files = [guard.resolve(str(project / requirement), purpose="read") for requirement in requirements]
-        venv = find_venv(project, guard)
-        python = venv / "bin" / "python" if venv is not None else None
-        if venv is not None:
-            environment = str(venv)
-            writable.append(venv)
-            toolchain = venv_base_prefix(venv, forbidden_prefixes(guard))
-            if toolchain is not None and not guard.contains(toolchain):
-                readable.append(toolchain)
-        elif pip_allow_server_environment:
-            python = Path(sys.executable)
-            environment = f"the server's environment ({sys.prefix})"
-            writable.append(Path(sys.prefix))
-        else:
-            raise ToolFailure(
-                ErrorCode.VALIDATION_FAILED,
-                f"no virtual environment found in {project} or above it (looked for a directory with pyvenv.cfg); "
-                "create one first (python -m venv .venv), or ask the operator to enable "
-                "pip_allow_server_environment.",
-            )
-        targets: list[str] = []
-        for directory, target in projects:  # a build writes its egg-info and build/ there
-            writable.append(directory)
-            targets += ["-e", target] if editable else [target]
-        for file in files:
-            readable.append(file.parent)
-            targets += ["-r", str(file)]
-        names = [spec for spec in specs if spec not in local]
-        command = [str(python), "-m", "pip", "install", "--no-input", "--disable-pip-version-check", *targets]
-        if names:
-            command += ["--", *names]
+        plan = _pip_plan(
+            guard,
+            project,
+            specs,
+            dev=dev,
+            editable=editable,
+            requirements=requirements,
+            allow_server_environment=pip_allow_server_environment,
+        )
+    completed, blocked, refused = _run_confined(
+        guard, manager, project, plan, sandbox=sandbox, registries=registries, timeout_seconds=timeout_seconds
+    )
+    output = completed.stdout.decode("utf-8", errors="replace")
+    tail = output[-OUTPUT_TAIL:]
+    if completed.returncode != 0:
+        raise ToolFailure(
+            ErrorCode.EXECUTION_FAILED,
+            f"{manager} install failed with exit code {completed.returncode}.{refused} Last output:\n{tail}",
+        )
+    return InstallOutcome(
+        manager=manager,
+        packages=[*specs, *(f"-r {requirement}" for requirement in requirements)],
+        command=plan.command,
+        cwd=str(project),
+        environment=plan.environment,
+        exit_code=completed.returncode,
+        output=tail,
+        sandbox=sandbox.kind,
+        warning=sandbox.warning,
+        blocked=blocked,
+    )
+
+
+def _npm_plan(
+    project: Path, specs: list[str], *, dev: bool, editable: bool, requirements: Sequence[str], ignore_scripts: bool
+) -> _Plan:
+    """npm install of the specs (or the project's own dependencies) into the project."""
+    if editable or requirements:
+        raise invalid_input(
+            "editable and requirements are for pip; npm installs names, or the project's own dependencies when "
+            "`packages` is empty."
+        )
+    npm = shutil.which("npm")
+    if npm is None:
+        raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "npm is not installed on the server's machine (not on PATH).")
+    command = [npm, "install", "--no-audit", "--no-fund", "--no-progress", *npm_pinned_programs()]
+    if ignore_scripts:
+        command.append("--ignore-scripts")
+    if dev:
+        command.append("--save-dev")
+    if specs:
+        command += ["--", *specs]
+    return _Plan(command, f"{project}/node_modules", [project])
+
+
+def _pip_plan(
+    guard: PathGuard,
+    project: Path,
+    specs: list[str],
+    *,
+    dev: bool,
+    editable: bool,
+    requirements: Sequence[str],
+    allow_server_environment: bool,
+) -> _Plan:
+    """pip install of registry packages, local projects and requirements files, with the project's venv's pip."""
+    local = [spec for spec in specs if is_local("pip", spec)]
+    if dev:
+        raise invalid_input("dev=true is for npm; pip has no dev dependencies (omit it).")
+    if not specs and not requirements:
+        raise invalid_input(
+            "name what to install: registry packages, a local project (`.`, `.[test]`) or a requirements file."
+        )
+    if editable and not local:
+        raise invalid_input("editable=true installs local projects (`.`, `./lib[test]`); none is listed.")
+    projects = local_projects(guard, project, local)
+    files = [guard.resolve(str(project / requirement), purpose="read") for requirement in requirements]
+    python, plan = _pip_environment(guard, project, allow_server_environment)
+    targets: list[str] = []
+    for directory, target in projects:  # a build writes its egg-info and build/ there
+        plan.writable.append(directory)
+        targets += ["-e", target] if editable else [target]
+    for file in files:
+        plan.readable.append(file.parent)
+        targets += ["-r", str(file)]
+    names = [spec for spec in specs if spec not in local]
+    plan.command = [str(python), "-m", "pip", "install", "--no-input", "--disable-pip-version-check", *targets]
+    if names:
+        plan.command += ["--", *names]
+    return plan
+
+
+def _pip_environment(guard: PathGuard, project: Path, allow_server_environment: bool) -> tuple[Path, _Plan]:
+    """The interpreter whose pip installs, and a plan (no command yet) that writes the project and its environment:
+    the project's venv (its base installation read-only), else the server's own when allowed."""
+    venv = find_venv(project, guard)
+    if venv is not None:
+        plan = _Plan([], str(venv), [project, venv])
+        toolchain = venv_base_prefix(venv, forbidden_prefixes(guard))
+        if toolchain is not None and not guard.contains(toolchain):
+            plan.readable.append(toolchain)
+        return venv / "bin" / "python", plan
+    if allow_server_environment:
+        return Path(sys.executable), _Plan([], f"the server's environment ({sys.prefix})", [project, Path(sys.prefix)])
+    raise ToolFailure(
+        ErrorCode.VALIDATION_FAILED,
+        f"no virtual environment found in {project} or above it (looked for a directory with pyvenv.cfg); "
+        "create one first (python -m venv .venv), or ask the operator to enable "
+        "pip_allow_server_environment.",
+    )
+
+
+def _run_confined(
+    guard: PathGuard,
+    manager: str,
+    project: Path,
+    plan: _Plan,
+    *,
+    sandbox: Sandbox,
+    registries: Sequence[str],
+    timeout_seconds: float,
+) -> tuple[subprocess.CompletedProcess[bytes], list[str], str]:
+    """Run the plan's command in the sandbox, its only way out the registries' egress proxy; returns what it did,
+    what the proxy blocked and the sentence that says so."""
     env = install_environment(os.environ)
     if sandbox.kind != "off":
         env.update({"HOME": "/tmp", "npm_config_cache": "/tmp/.npm", "PIP_CACHE_DIR": "/tmp/.pip-cache"})
-    writable = list(dict.fromkeys(writable))
-    readable = [place for place in dict.fromkeys(readable) if not any(is_inside(str(place), str(w)) for w in writable)]
+    writable = list(dict.fromkeys(plan.writable))
+    readable = [
+        place for place in dict.fromkeys(plan.readable) if not any(is_inside(str(place), str(w)) for w in writable)
+    ]
     with registry_egress(
         sandbox.kind, registries, os.environ
     ) as egress:  # its only way out: shared.confinement.installers
@@ -254,7 +335,7 @@ def install_package(
             guard, writable=writable, readable=readable, network=True, egress=egress.socket
         )
         try:
-            with sandbox.spawning(command, project, confinement) as spawn:
+            with sandbox.spawning(plan.command, project, confinement) as spawn:
                 completed = subprocess.run(
                     spawn.argv,
                     cwd=project,
@@ -274,23 +355,4 @@ def install_package(
             ) from None
         except OSError as exc:
             raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, f"{manager} could not be started ({exc.strerror}).") from None
-        blocked, refused = egress.blocked(), egress.refused_sentence()
-    output = completed.stdout.decode("utf-8", errors="replace")
-    tail = output[-OUTPUT_TAIL:]
-    if completed.returncode != 0:
-        raise ToolFailure(
-            ErrorCode.EXECUTION_FAILED,
-            f"{manager} install failed with exit code {completed.returncode}.{refused} Last output:\n{tail}",
-        )
-    return InstallOutcome(
-        manager=manager,
-        packages=[*specs, *(f"-r {requirement}" for requirement in requirements)],
-        command=command,
-        cwd=str(project),
-        environment=environment,
-        exit_code=completed.returncode,
-        output=tail,
-        sandbox=sandbox.kind,
-        warning=sandbox.warning,
-        blocked=blocked,
-    )
+        return completed, egress.blocked(), egress.refused_sentence()
