@@ -92,6 +92,51 @@ def guess_mime(path: str, sample: bytes = b"") -> str | None:
     return sniff_image(sample) or mimetypes.guess_type(path)[0]
 
 
+@dataclass(frozen=True)
+class _Window:
+    """Which lines a read returns: `offset` and `limit` (1-based line numbers), the first `head` or the last `tail`;
+    none of them: the whole file."""
+
+    offset: int | None
+    limit: int | None
+    head: int | None
+    tail: int | None
+
+    @property
+    def to_the_end(self) -> bool:
+        """No limit, head or tail: the lines from `offset` (or the first) to the end."""
+        return self.limit is None and self.head is None and self.tail is None
+
+    @property
+    def whole(self) -> bool:
+        return self.offset is None and self.to_the_end
+
+
+@dataclass(frozen=True)
+class _Text:
+    """What a read knows of a text file before its lines: the path shown, its size, MIME type and encoding."""
+
+    path: str
+    size: int
+    mime: str
+    encoding: str
+
+    def read(
+        self, *, content: str, truncated: bool, start_line: int | None, end_line: int | None, total_lines: int | None
+    ) -> FileRead:
+        return FileRead(
+            path=self.path,
+            size_bytes=self.size,
+            mime_type=self.mime,
+            encoding=self.encoding,
+            content=content,
+            start_line=start_line,
+            end_line=end_line,
+            total_lines=total_lines,
+            truncated=truncated,
+        )
+
+
 def read_file(
     guard: PathGuard,
     path: str,
@@ -109,6 +154,7 @@ def read_file(
     real = guard.resolve(path, purpose="read")
     if real.is_dir():
         raise invalid_input(f"{path!r} is a directory; use list_directory or directory_tree to see its entries.")
+    window = _Window(offset, limit, head, tail)
     fd = guard.open_file(real)
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
@@ -119,19 +165,8 @@ def read_file(
         image_mime = sniff_image(sample)
         shown = str(real)
         if image_mime is not None and encoding == "auto":
-            if not images:
-                raise invalid_input(f"{path!r} is an image ({image_mime}); read it with read_file.")
-            if size > max_image_bytes:
-                raise limit_exceeded(
-                    f"{path!r} is an image of {size} bytes, above the {max_image_bytes}-byte image limit; "
-                    "use get_file_info for its metadata."
-                )
-            handle.seek(0)
-            data = handle.read(size + 1)[:max_image_bytes]
-            return FileRead(path=shown, size_bytes=size, mime_type=image_mime, image=data)
-
-        complete = size <= len(sample)
-        chosen = detect_encoding(sample, complete=complete) if encoding == "auto" else encoding
+            return _read_image(handle, path, shown, size, image_mime, images=images, max_bytes=max_image_bytes)
+        chosen = detect_encoding(sample, complete=size <= len(sample)) if encoding == "auto" else encoding
         if chosen is None:
             mime = guess_mime(shown, sample) or "application/octet-stream"
             raise invalid_input(
@@ -143,21 +178,40 @@ def read_file(
         handle.seek(0)
         if size <= max_bytes:
             data = handle.read(size + 1)[:max_bytes]  # sized by the file: no cap-sized buffer per read
-            if encoding == "auto" and chosen == "utf-8":
-                try:
-                    text = data.decode("utf-8")
-                except UnicodeDecodeError:
-                    chosen = "latin-1"
-                    text = data.decode("latin-1")
-            else:
-                text = _decode(data, chosen)
-            return _window_of_text(shown, size, mime, chosen, text, offset, limit, head, tail, max_bytes)
-        if offset is None and limit is None and head is None and tail is None:
+            text, chosen = _decoded(data, chosen, detected=encoding == "auto")
+            return _window_of_text(_Text(shown, size, mime, chosen), text, window, max_bytes)
+        if window.whole:
             raise limit_exceeded(
                 f"{path!r} is {size} bytes, above the {max_bytes}-byte read limit; read part of it with "
                 "`head`, `tail`, or `offset` and `limit` (line numbers)."
             )
-        return _window_of_stream(shown, size, mime, chosen, handle, offset, limit, head, tail, max_bytes)
+        return _window_of_stream(_Text(shown, size, mime, chosen), handle, window, max_bytes)
+
+
+def _read_image(
+    handle: io.BufferedReader, path: str, shown: str, size: int, mime: str, *, images: bool, max_bytes: int
+) -> FileRead:
+    """An image's bytes (at most `max_bytes`), where images are returned."""
+    if not images:
+        raise invalid_input(f"{path!r} is an image ({mime}); read it with read_file.")
+    if size > max_bytes:
+        raise limit_exceeded(
+            f"{path!r} is an image of {size} bytes, above the {max_bytes}-byte image limit; "
+            "use get_file_info for its metadata."
+        )
+    handle.seek(0)
+    data = handle.read(size + 1)[:max_bytes]
+    return FileRead(path=shown, size_bytes=size, mime_type=mime, image=data)
+
+
+def _decoded(data: bytes, encoding: str, *, detected: bool) -> tuple[str, str]:
+    """The text and its encoding: a detected UTF-8 that does not decode whole (the sample did) is Latin-1."""
+    if detected and encoding == "utf-8":
+        try:
+            return data.decode("utf-8"), encoding
+        except UnicodeDecodeError:
+            return data.decode("latin-1"), "latin-1"
+    return _decode(data, encoding), encoding
 
 
 def _decode(data: bytes, encoding: str) -> str:
@@ -167,47 +221,32 @@ def _decode(data: bytes, encoding: str) -> str:
         raise invalid_input(f"unknown encoding {encoding!r}; use auto, utf-8, utf-16 or latin-1.") from None
 
 
-def _window_of_text(
-    path: str,
-    size: int,
-    mime: str,
-    encoding: str,
-    text: str,
-    offset: int | None,
-    limit: int | None,
-    head: int | None,
-    tail: int | None,
-    max_chars: int,
-) -> FileRead:
+def _window_of_text(file: _Text, text: str, window: _Window, max_chars: int) -> FileRead:
     lines = text.splitlines(keepends=True)
     total = len(lines)
-    if tail is not None:
-        start = max(total - tail, 0)
+    if window.tail is not None:
+        start = max(total - window.tail, 0)
         end = total
-    elif head is not None:
-        start, end = 0, min(head, total)
+    elif window.head is not None:
+        start, end = 0, min(window.head, total)
     else:
-        start = (offset or 1) - 1
+        start = (window.offset or 1) - 1
         if start >= total and total > 0:
-            raise invalid_input(f"offset {offset} is past the end of {path!r}, which has {total} lines.")
-        end = total if limit is None else min(start + limit, total)
+            raise invalid_input(f"offset {window.offset} is past the end of {file.path!r}, which has {total} lines.")
+        end = total if window.limit is None else min(start + window.limit, total)
     chosen = lines[start:end]
-    if tail is not None:
+    if window.tail is not None:
         content, truncated, count = _bounded_tail(chosen, max_chars)
         start = end - count
     else:
         content, truncated, count = _bounded_join(chosen, max_chars)
     end_line = start + count
-    return FileRead(
-        path=path,
-        size_bytes=size,
-        mime_type=mime,
-        encoding=encoding,
+    return file.read(
         content=content,
         start_line=start + 1 if count else start,
         end_line=end_line,
         total_lines=total,
-        truncated=truncated or (limit is None and head is None and tail is None and end_line < total),
+        truncated=truncated or (window.to_the_end and end_line < total),
     )
 
 
@@ -231,36 +270,15 @@ def _bounded_tail(lines: list[str], max_chars: int) -> tuple[str, bool, int]:
     return "".join(lines), False, len(lines)
 
 
-def _window_of_stream(
-    path: str,
-    size: int,
-    mime: str,
-    encoding: str,
-    handle: io.BufferedReader,
-    offset: int | None,
-    limit: int | None,
-    head: int | None,
-    tail: int | None,
-    max_chars: int,
-) -> FileRead:
+def _window_of_stream(file: _Text, handle: io.BufferedReader, window: _Window, max_chars: int) -> FileRead:
     """A window of a file too large to load whole: lines are streamed, never all held."""
-    if tail is not None:
-        lines = _tail_lines(handle, size, encoding, tail, max_chars)
+    if window.tail is not None:
+        lines = _tail_lines(handle, file.size, file.encoding, window.tail, max_chars)
         content, truncated, _ = _bounded_tail(lines, max_chars)
-        return FileRead(
-            path=path,
-            size_bytes=size,
-            mime_type=mime,
-            encoding=encoding,
-            content=content,
-            truncated=truncated,
-            start_line=None,
-            end_line=None,
-            total_lines=None,
-        )
-    start = 0 if head is not None else (offset or 1) - 1
-    wanted = head if head is not None else limit
-    reader = io.TextIOWrapper(handle, encoding=encoding, errors="replace", newline="")
+        return file.read(content=content, truncated=truncated, start_line=None, end_line=None, total_lines=None)
+    start = 0 if window.head is not None else (window.offset or 1) - 1
+    wanted = window.head if window.head is not None else window.limit
+    reader = io.TextIOWrapper(handle, encoding=file.encoding, errors="replace", newline="")
     collected: list[str] = []
     used = 0
     truncated = False
@@ -278,12 +296,8 @@ def _window_of_stream(
         used += len(line)
     reader.detach()
     if start and line_number <= start:
-        raise invalid_input(f"offset {offset} is past the end of {path!r}, which has {line_number} lines.")
-    return FileRead(
-        path=path,
-        size_bytes=size,
-        mime_type=mime,
-        encoding=encoding,
+        raise invalid_input(f"offset {window.offset} is past the end of {file.path!r}, which has {line_number} lines.")
+    return file.read(
         content="".join(collected),
         start_line=start + 1 if collected else start,
         end_line=start + len(collected),
