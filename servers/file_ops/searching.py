@@ -24,6 +24,7 @@ import stat
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from mcp_sections.shared.confinement.guards.paths import PathGuard
@@ -119,48 +120,54 @@ def check_regex_syntax(pattern: str) -> Any:
 def check_regex_safety(pattern: str) -> None:
     """Refuse the constructs that make a backtracking engine exponential: needed only where the Python engine
     matches (rg's automata take linear time whatever the pattern)."""
-    tree = check_regex_syntax(pattern)
-    repeats = {constants.MAX_REPEAT, constants.MIN_REPEAT}
-    if hasattr(constants, "POSSESSIVE_REPEAT"):
-        repeats.add(constants.POSSESSIVE_REPEAT)
-    unbounded = constants.MAXREPEAT
+    _refuse_backtracking(check_regex_syntax(pattern))
 
-    def has_repeat_or_branch(items: Any) -> bool:
-        for op, value in items:
-            if op in repeats:
-                _, high, sub = value
-                if high == unbounded or high > 100 or has_repeat_or_branch(sub):
-                    return True
-            elif op == constants.BRANCH:
+
+_REPEATS = {constants.MAX_REPEAT, constants.MIN_REPEAT} | (
+    {constants.POSSESSIVE_REPEAT} if hasattr(constants, "POSSESSIVE_REPEAT") else set()
+)
+
+
+def _unbounded(high: int) -> bool:
+    return high == constants.MAXREPEAT or high > 100
+
+
+def _has_repeat_or_branch(items: Any) -> bool:
+    for op, value in items:
+        if op in _REPEATS:
+            _, high, sub = value
+            if _unbounded(high) or _has_repeat_or_branch(sub):
                 return True
-            elif op == constants.SUBPATTERN:
-                if has_repeat_or_branch(value[-1]):
-                    return True
-            elif op in (constants.ASSERT, constants.ASSERT_NOT) and has_repeat_or_branch(value[1]):
+        elif op == constants.BRANCH:
+            return True
+        elif op == constants.SUBPATTERN:
+            if _has_repeat_or_branch(value[-1]):
                 return True
-        return False
+        elif op in (constants.ASSERT, constants.ASSERT_NOT) and _has_repeat_or_branch(value[1]):
+            return True
+    return False
 
-    def visit(items: Any) -> None:
-        for op, value in items:
-            if op in (constants.GROUPREF, constants.GROUPREF_EXISTS):
-                raise invalid_input("backreferences are not supported in search patterns; use a simpler pattern.")
-            if op in repeats:
-                _, high, sub = value
-                if (high == unbounded or high > 100) and has_repeat_or_branch(sub):
-                    raise invalid_input(
-                        "the pattern nests a repetition inside another unbounded repetition (like (a+)+ or "
-                        "(a|b)*), which can take exponential time; rewrite it without the nesting."
-                    )
-                visit(sub)
-            elif op == constants.SUBPATTERN:
-                visit(value[-1])
-            elif op == constants.BRANCH:
-                for branch in value[1]:
-                    visit(branch)
-            elif op in (constants.ASSERT, constants.ASSERT_NOT):
-                visit(value[1])
 
-    visit(tree)
+def _refuse_backtracking(items: Any) -> None:
+    """Backreferences, and a repetition or alternation inside an unbounded repetition, anywhere in the parse."""
+    for op, value in items:
+        if op in (constants.GROUPREF, constants.GROUPREF_EXISTS):
+            raise invalid_input("backreferences are not supported in search patterns; use a simpler pattern.")
+        if op in _REPEATS:
+            _, high, sub = value
+            if _unbounded(high) and _has_repeat_or_branch(sub):
+                raise invalid_input(
+                    "the pattern nests a repetition inside another unbounded repetition (like (a+)+ or "
+                    "(a|b)*), which can take exponential time; rewrite it without the nesting."
+                )
+            _refuse_backtracking(sub)
+        elif op == constants.SUBPATTERN:
+            _refuse_backtracking(value[-1])
+        elif op == constants.BRANCH:
+            for branch in value[1]:
+                _refuse_backtracking(branch)
+        elif op in (constants.ASSERT, constants.ASSERT_NOT):
+            _refuse_backtracking(value[1])
 
 
 def _line_matcher(pattern: str, *, regex: bool, case_sensitive: bool, deadline: float) -> Callable[[str], bool]:
@@ -321,15 +328,75 @@ def search_files(
     if regex:
         check_regex_syntax(pattern)
     rg = regex and engine == "auto"
-    matching_lines = _Lines(pattern, regex=regex, case_sensitive=case_sensitive, deadline=deadline, rg=rg)
-    prefilter = _prefilter(pattern, regex=regex, case_sensitive=case_sensitive)
-    base = str(real) if real.is_dir() else str(real.parent)
+    search = _Search(
+        guard,
+        pattern,
+        real,
+        regex=regex,
+        case_sensitive=case_sensitive,
+        include=include,
+        exclude=exclude,
+        context_lines=context_lines,
+        max_results=max_results,
+        respect_gitignore=respect_gitignore,
+        include_hidden=include_hidden,
+        max_file_bytes=max_file_bytes,
+        max_entries=max_entries,
+        deadline=deadline,
+        lines=_Lines(pattern, regex=regex, case_sensitive=case_sensitive, deadline=deadline, rg=rg),
+    )
+    try:
+        tally = (search.with_ripgrep() if engine == "auto" and real.is_dir() else None) or search.with_walk()
+    except TimeoutError:
+        raise ToolFailure(
+            ErrorCode.TIMEOUT,
+            f"the regular expression took longer than the {timeout_seconds:g}s search budget; simplify it "
+            "(avoid nested or overlapping repetitions) or search a smaller directory.",
+        ) from None
+    finally:
+        search.lines.close()
+    return SearchOutcome(
+        base=search.base,
+        matches=tally.matches,
+        files_searched=tally.searched,
+        files_matched=tally.matched_files,
+        files_skipped=tally.skipped,
+        truncated=tally.truncated,
+        timed_out=tally.timed_out,
+    )
 
-    def search_one(file_path: str, rel: str) -> list[Match] | None:
-        data = read_small_file(guard, file_path, max_file_bytes)
+
+@dataclass
+class _Search:
+    """One search_files call: its pattern and options, and how it searches a file, a tree by walking it, or the
+    files ripgrep lists."""
+
+    guard: PathGuard
+    pattern: str
+    real: Path
+    regex: bool
+    case_sensitive: bool
+    include: list[str]
+    exclude: list[str]
+    context_lines: int
+    max_results: int
+    respect_gitignore: bool
+    include_hidden: bool
+    max_file_bytes: int
+    max_entries: int
+    deadline: float
+    lines: _Lines
+
+    def __post_init__(self) -> None:
+        self.prefilter = _prefilter(self.pattern, regex=self.regex, case_sensitive=self.case_sensitive)
+        self.base = str(self.real) if self.real.is_dir() else str(self.real.parent)
+
+    def one(self, file_path: str, rel: str) -> list[Match] | None:
+        """The matches in one file (at most one over `max_results`), or None for a file skipped."""
+        data = read_small_file(self.guard, file_path, self.max_file_bytes)
         if data is None:
             return None
-        if prefilter is not None and not data.startswith(_WIDE_BOMS) and not prefilter(data):
+        if self.prefilter is not None and not data.startswith(_WIDE_BOMS) and not self.prefilter(data):
             return []  # the common case: a fast byte scan rules the file out before any decoding
         encoding = detect_encoding(data[:SNIFF_BYTES], complete=len(data) <= SNIFF_BYTES)
         if encoding is None:
@@ -337,40 +404,42 @@ def search_files(
         text = data.decode(encoding, errors="replace")
         lines = text.splitlines()
         found: list[Match] = []
-        for index in matching_lines.matching(text, lines):
+        context = self.context_lines
+        for index in self.lines.matching(text, lines):
             found.append(
                 Match(
                     path=rel,
                     line_number=index + 1,
                     line=lines[index][:MAX_LINE_SHOWN],
-                    before=[text[:MAX_LINE_SHOWN] for text in lines[max(index - context_lines, 0) : index]],
-                    after=[text[:MAX_LINE_SHOWN] for text in lines[index + 1 : index + 1 + context_lines]],
+                    before=[text[:MAX_LINE_SHOWN] for text in lines[max(index - context, 0) : index]],
+                    after=[text[:MAX_LINE_SHOWN] for text in lines[index + 1 : index + 1 + context]],
                 )
             )
-            if len(found) > max_results:
+            if len(found) > self.max_results:
                 break
         return found
 
-    def with_ripgrep() -> _Tally | None:
+    def with_ripgrep(self) -> _Tally | None:
+        """The files rg lists as able to match, searched here; None where rg cannot list them exactly."""
         from . import ripgrep
 
         tally = _Tally()
         try:
             with ripgrep.Candidates(
-                guard,
-                base,
-                pattern,
-                regex=regex,
-                case_sensitive=case_sensitive,
-                include=include,
-                exclude=exclude,
-                gitignore=respect_gitignore,
-                include_hidden=include_hidden,
-                max_file_bytes=max_file_bytes,
-                max_results=max_results,
-                deadline=deadline,
+                self.guard,
+                self.base,
+                self.pattern,
+                regex=self.regex,
+                case_sensitive=self.case_sensitive,
+                include=self.include,
+                exclude=self.exclude,
+                gitignore=self.respect_gitignore,
+                include_hidden=self.include_hidden,
+                max_file_bytes=self.max_file_bytes,
+                max_results=self.max_results,
+                deadline=self.deadline,
             ) as candidates:
-                tally.collect(candidates, search_one, max_results, deadline)
+                tally.collect(candidates, self.one, self.max_results, self.deadline)
                 tally.timed_out = tally.timed_out or candidates.timed_out
                 listed = candidates.finish(complete=not (tally.truncated or tally.timed_out))
                 if listed is not None:  # rg searched the files it listed; those the tally skipped count as skipped
@@ -380,48 +449,30 @@ def search_files(
             return None
         return tally
 
-    def with_walk() -> _Tally:
+    def with_walk(self) -> _Tally:
+        """Every file the walk hands over (or the one file searched)."""
         stats = WalkStats()
+        real = self.real
         if real.is_dir():
             candidates: Iterable[tuple[str, str]] = (
                 (entry.path, entry.rel)
                 for entry in walk(
-                    guard,
+                    self.guard,
                     str(real),
-                    include_hidden=include_hidden,
-                    gitignore=respect_gitignore,
-                    exclude=exclude,
-                    max_entries=max_entries,
-                    deadline=deadline,
+                    include_hidden=self.include_hidden,
+                    gitignore=self.respect_gitignore,
+                    exclude=self.exclude,
+                    max_entries=self.max_entries,
+                    deadline=self.deadline,
                     stats=stats,
                 )
                 if not (entry.is_dir or entry.is_symlink)
-                and not (include and not name_matches(entry.name, entry.rel, include))
+                and not (self.include and not name_matches(entry.name, entry.rel, self.include))
             )
         else:
             candidates = [(str(real), real.name)]
         tally = _Tally()
-        tally.collect(candidates, search_one, max_results, deadline)
+        tally.collect(candidates, self.one, self.max_results, self.deadline)
         tally.truncated = tally.truncated or stats.truncated
         tally.timed_out = tally.timed_out or stats.timed_out
         return tally
-
-    try:
-        tally = (with_ripgrep() if engine == "auto" and real.is_dir() else None) or with_walk()
-    except TimeoutError:
-        raise ToolFailure(
-            ErrorCode.TIMEOUT,
-            f"the regular expression took longer than the {timeout_seconds:g}s search budget; simplify it "
-            "(avoid nested or overlapping repetitions) or search a smaller directory.",
-        ) from None
-    finally:
-        matching_lines.close()
-    return SearchOutcome(
-        base=base,
-        matches=tally.matches,
-        files_searched=tally.searched,
-        files_matched=tally.matched_files,
-        files_skipped=tally.skipped,
-        truncated=tally.truncated,
-        timed_out=tally.timed_out,
-    )
