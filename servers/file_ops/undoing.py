@@ -279,29 +279,39 @@ def _plan(journal: Journal, guard: PathGuard, record: Record, *, force: bool) ->
 
 def _check(guard: PathGuard, step: Step, limits: Limits, record: Record) -> str | None:
     """What stands in the way of `step`, as a sentence; None when nothing does."""
-
-    def holds(path: Path, state: State) -> tuple[bool, State | None]:
-        return matches(guard, path, state, limits.budget(keep=False))
-
     if isinstance(step, Restore):
-        shown = guard.relative(step.path)
-        if step.left is None:  # interrupted: did the change happen at all?
-            back, _ = holds(step.path, step.target)
-            if back:
-                step.noop = True
-                return None
-            return f"{shown!r}: {record.tool} was interrupted and what it left is not known"
-        same, found = holds(step.path, step.left)
-        if same:
-            return None
-        back, _ = holds(step.path, step.target)
+        return _check_restore(guard, step, limits, record)
+    return _check_move_back(guard, step, limits, record)
+
+
+def _holds(guard: PathGuard, path: Path, state: State, limits: Limits) -> tuple[bool, State | None]:
+    return matches(guard, path, state, limits.budget(keep=False))
+
+
+def _check_restore(guard: PathGuard, step: Restore, limits: Limits, record: Record) -> str | None:
+    """A path to put back: it must hold what the change left (or what was there before: nothing to do)."""
+    shown = guard.relative(step.path)
+    if step.left is None:  # interrupted: did the change happen at all?
+        back, _ = _holds(guard, step.path, step.target, limits)
         if back:
-            step.noop = True  # it holds what was there before the change already
+            step.noop = True
             return None
-        if step.created_directory and found is not None and found.kind == "directory":
-            return None
-        now = found.describe() if found is not None else "something too large to compare"
-        return f"{shown!r} changed since: {record.tool} left {step.left.describe()}, it now holds {now}"
+        return f"{shown!r}: {record.tool} was interrupted and what it left is not known"
+    same, found = _holds(guard, step.path, step.left, limits)
+    if same:
+        return None
+    back, _ = _holds(guard, step.path, step.target, limits)
+    if back:
+        step.noop = True  # it holds what was there before the change already
+        return None
+    if step.created_directory and found is not None and found.kind == "directory":
+        return None
+    now = found.describe() if found is not None else "something too large to compare"
+    return f"{shown!r} changed since: {record.tool} left {step.left.describe()}, it now holds {now}"
+
+
+def _check_move_back(guard: PathGuard, step: MoveBack, limits: Limits, record: Record) -> str | None:
+    """An entry to move back: it must be the one moved there, and where it came from must be free."""
     shown_to, shown_origin = guard.relative(step.moved_to), guard.relative(step.origin)
     here = identity_of(step.moved_to)
     if step.moved_as is None and identity_of(step.origin) == step.identity:  # interrupted before the move
@@ -317,7 +327,7 @@ def _check(guard: PathGuard, step: Step, limits: Limits, record: Record) -> str 
     if step.moved_as is None:
         problems.append(f"{shown_to!r}: {record.tool} was interrupted and what it left is not known")
     elif step.content is not None:
-        same, found = holds(step.moved_to, step.content)
+        same, found = _holds(guard, step.moved_to, step.content, limits)
         if not same:
             now = found.describe() if found is not None else "something too large to compare"
             problems.append(
