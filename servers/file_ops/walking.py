@@ -39,37 +39,11 @@ def glob_regex(pattern: str) -> globs.GlobPattern:
     while index < length:
         char = pattern[index]
         current = stack[-1][-1]
-        if char == "*":
-            if pattern.startswith("**", index):
-                before_ok = index == 0 or pattern[index - 1] == "/"
-                after = index + 2
-                if before_ok and (after == length or pattern[after] == "/"):
-                    if after == length:
-                        current.append(globs.Token(globs.ANY))
-                        index = after
-                    else:
-                        current.append(globs.Token(globs.DIRS))
-                        index = after + 1
-                    continue
-            current.append(globs.Token(globs.STAR))
-        elif char == "?":
-            current.append(globs.Token("one"))
-        elif char == "[":
-            end = pattern.find("]", index + 2 if pattern[index + 1 : index + 2] in ("!", "]") else index + 1)
-            if end < 0:
-                current.append(globs.lit(char))
-            else:
-                body = pattern[index + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                body = body.replace("\\", "\\\\")
-                try:
-                    re.compile(f"[{body}]")
-                except re.error as exc:
-                    raise invalid_input(f"the glob {pattern!r} is not valid ({exc}).") from None
-                current.append(globs.cls(body))
-                index = end
-        elif char == "{":
+        if char in "*[":
+            token, index = _star(pattern, index) if char == "*" else _bracket(pattern, index)
+            current.append(token)
+            continue
+        if char == "{":
             stack.append([[]])
         elif char == "}" and len(stack) > 1:
             group = stack.pop()
@@ -80,11 +54,38 @@ def glob_regex(pattern: str) -> globs.GlobPattern:
             index += 1
             current.append(globs.lit(pattern[index]))
         else:
-            current.append(globs.lit(char))
+            current.append(globs.Token("one") if char == "?" else globs.lit(char))
         index += 1
     if len(stack) > 1:
         raise invalid_input(f"the glob {pattern!r} has an unclosed '{{'.")
     return globs.GlobPattern(_expand(stack[0], pattern), pattern)
+
+
+def _star(pattern: str, index: int) -> tuple[globs.Token, int]:
+    """The token of the `*` at `index` (`**` as a whole component spans directories) and the index after it."""
+    if pattern.startswith("**", index):
+        after = index + 2
+        if (index == 0 or pattern[index - 1] == "/") and (after == len(pattern) or pattern[after] == "/"):
+            if after == len(pattern):
+                return globs.Token(globs.ANY), after
+            return globs.Token(globs.DIRS), after + 1
+    return globs.Token(globs.STAR), index + 1
+
+
+def _bracket(pattern: str, index: int) -> tuple[globs.Token, int]:
+    """The class `[...]` at `index` (a `[` never closed is itself) and the index after it."""
+    end = pattern.find("]", index + 2 if pattern[index + 1 : index + 2] in ("!", "]") else index + 1)
+    if end < 0:
+        return globs.lit("["), index + 1
+    body = pattern[index + 1 : end]
+    if body.startswith("!"):
+        body = "^" + body[1:]
+    body = body.replace("\\", "\\\\")
+    try:
+        re.compile(f"[{body}]")
+    except re.error as exc:
+        raise invalid_input(f"the glob {pattern!r} is not valid ({exc}).") from None
+    return globs.cls(body), end + 1
 
 
 def _expand(alternatives: list[list[Any]], pattern: str) -> list[list[globs.Token]]:
