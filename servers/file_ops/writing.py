@@ -176,28 +176,7 @@ def edit_file(
     if encoding is None:
         raise invalid_input(f"{path!r} looks like a binary file; edit_file only edits text.")
     original = data.decode(encoding)
-    crlf = "\r\n" in original
-    text = original
-    count = 0
-    for number, edit in enumerate(edits, start=1):
-        old, new = edit.old_text, edit.new_text
-        if crlf and "\r\n" not in old and "\n" in old:
-            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
-        if old == "":
-            raise invalid_input(f"edit #{number}: old_text is empty; give the exact text to replace.")
-        refuse_new_masks(new, old, path)
-        found = text.count(old)
-        if found == 0:
-            raise ToolFailure(ErrorCode.VALIDATION_FAILED, _missing_message(number, text, old, path))
-        if found > 1 and not edit.replace_all:
-            lines = _line_numbers(text, old)
-            raise ToolFailure(
-                ErrorCode.VALIDATION_FAILED,
-                f"edit #{number}: old_text occurs {found} times in {path!r} (lines {', '.join(map(str, lines))}); "
-                "include more surrounding lines to make it unique, or set replace_all=true. No edit was applied.",
-            )
-        text = text.replace(old, new) if edit.replace_all else text.replace(old, new, 1)
-        count += found if edit.replace_all else 1
+    text, count = _replaced(original, edits, path)
     name = guard.relative(target)
     diff = "".join(
         difflib.unified_diff(
@@ -221,6 +200,34 @@ def edit_file(
         diff_truncated=truncated,
         change_id=change.id,
     )
+
+
+def _replaced(original: str, edits: list[Edit], path: str) -> tuple[str, int]:
+    """The text with every edit applied in order, and the number of replacements; an edit whose old text is missing
+    or ambiguous fails the whole call (a CRLF file's edits are matched with CRLF)."""
+    crlf = "\r\n" in original
+    text = original
+    count = 0
+    for number, edit in enumerate(edits, start=1):
+        old, new = edit.old_text, edit.new_text
+        if crlf and "\r\n" not in old and "\n" in old:
+            old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        if old == "":
+            raise invalid_input(f"edit #{number}: old_text is empty; give the exact text to replace.")
+        refuse_new_masks(new, old, path)
+        found = text.count(old)
+        if found == 0:
+            raise ToolFailure(ErrorCode.VALIDATION_FAILED, _missing_message(number, text, old, path))
+        if found > 1 and not edit.replace_all:
+            lines = _line_numbers(text, old)
+            raise ToolFailure(
+                ErrorCode.VALIDATION_FAILED,
+                f"edit #{number}: old_text occurs {found} times in {path!r} (lines {', '.join(map(str, lines))}); "
+                "include more surrounding lines to make it unique, or set replace_all=true. No edit was applied.",
+            )
+        text = text.replace(old, new) if edit.replace_all else text.replace(old, new, 1)
+        count += found if edit.replace_all else 1
+    return text, count
 
 
 def refuse_new_masks(new: str, before: str, path: str) -> None:
