@@ -60,7 +60,6 @@ directory, roots and `[sections.<id>]` settings. The default stays a subprocess 
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -239,22 +238,10 @@ class GatewaySettings(LayeredSettings):
         return value
 
 
-def gateway_table(settings: Settings) -> dict[str, Any]:
-    """The raw `[gateway]` table of the config file the global settings came from (empty without one)."""
-    path: Path | None = settings.config_file
-    if path is None or not path.is_file():
-        return {}
-    try:
-        table = tomllib.loads(path.read_text(encoding="utf-8")).get("gateway", {})
-    except tomllib.TOMLDecodeError as exc:  # load_settings already parsed it; kept for safety
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
-    if not isinstance(table, dict):
-        raise ConfigError(f"config file {path}: `gateway` must be a table")
-    return table
-
-
 def load_gateway_settings(settings: Settings, **overrides: Any) -> GatewaySettings:
-    table = dict(gateway_table(settings))
+    if not isinstance(settings.gateway, dict):
+        raise ConfigError(f"config file {settings.config_file}: `gateway` must be a table")
+    table = dict(settings.gateway)  # the [gateway] table of the one parse of the config file
     model_table = table.pop("model", {}) or {}
     try:
         model = ModelSettings.load(model_table, where="[gateway.model]")

@@ -1,8 +1,18 @@
 """Configuration in one place: defaults < config file < `MCP_SECTIONS_*` environment < CLI flags.
 
-The config file is TOML, found at `--config`, `MCP_SECTIONS_CONFIG`, or `<user config dir>/config.toml`.
-Its top-level keys are the global settings; `[sections.<id>]` tables configure one section each,
-and the same keys can be set from the environment as `MCP_SECTIONS_<ID>_<KEY>`.
+The config file is TOML, found at `--config`, `MCP_SECTIONS_CONFIG`, or `<user config dir>/config.toml`, and read
+once (`load_settings`): its top-level keys are the global settings; `[sections.<id>]` tables configure one section
+each (`Settings.sections`, read by each section's settings class) and `[gateway]` the gateway (`Settings.gateway`,
+read by `servers/pool/settings.py`); the same keys can be set from the environment as `MCP_SECTIONS_<ID>_<KEY>`.
+Every section's settings class lives in `servers/<id>/settings.py`.
+
+Why not pydantic-settings, which the pydantic ecosystem uses for this: it can read TOML, the environment and the
+command line, but its sources are declared per class, while here one parse of the file hands a table to each of a
+dozen classes, checked against that file's trust rules first (`check_config_trust`: owner and mode, no `sandbox =
+"off"` inside a root) — a per-call table would go through a context variable; it decodes a list from the environment
+as JSON where every setting here takes a comma- or path-separated list (each field would need `NoDecode`); and its
+unknown-key errors name pydantic's internals where ours name the table and list the valid keys. What remains is
+`LayeredSettings.load`: twenty lines of layering, which these rules would not shorten.
 """
 
 from __future__ import annotations
@@ -32,8 +42,10 @@ class LayeredSettings(BaseModel):
     model_config = ConfigDict(extra="ignore", validate_default=True)
 
     env_prefix: ClassVar[str] = ""
-    # Keys of the config-file table that belong to another reader (e.g. `[gateway]` at the top level).
+    # Keys of the config-file table that belong to another reader.
     other_file_keys: ClassVar[frozenset[str]] = frozenset()
+    # Fields read from the config file only, never from the environment (raw tables, the file's own path).
+    file_only: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def load(cls, file_table: dict[str, Any] | None = None, *, where: str = "", **overrides: Any) -> Self:
@@ -58,7 +70,7 @@ class LayeredSettings(BaseModel):
     @classmethod
     def from_environment(cls) -> dict[str, Any]:
         """The values this class's `<env_prefix><FIELD>` variables set."""
-        names = {f"{cls.env_prefix}{name}".upper(): name for name in cls.model_fields}
+        names = {f"{cls.env_prefix}{name}".upper(): name for name in cls.model_fields if name not in cls.file_only}
         values: dict[str, Any] = {}
         for variable, text in os.environ.items():
             name = names.get(variable.upper())
@@ -97,7 +109,7 @@ class Settings(LayeredSettings):
     """Global settings shared by every section and the gateway."""
 
     env_prefix: ClassVar[str] = "MCP_SECTIONS_"
-    other_file_keys: ClassVar[frozenset[str]] = frozenset({"gateway"})  # read by servers/pool/settings.py
+    file_only: ClassVar[frozenset[str]] = frozenset({"config_file", "sections", "gateway"})
 
     data_dir: Path = Field(
         default_factory=lambda: Path(platformdirs.user_data_dir(APP_NAME)),
@@ -137,6 +149,9 @@ class Settings(LayeredSettings):
     config_file: Path | None = Field(default=None, description="The config file these settings were read from.")
     sections: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="`[sections.<id>]` tables of the config file, raw."
+    )
+    gateway: dict[str, Any] = Field(
+        default_factory=dict, description="The `[gateway]` table of the config file, raw (servers/pool/settings.py)."
     )
 
     _split_roots = field_validator("roots", mode="before")(_split_paths)

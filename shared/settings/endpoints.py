@@ -26,16 +26,15 @@ import re
 import socket
 import threading
 import time
-import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from mcp_sections.shared.confinement.guards.urls import normalise_host
 from mcp_sections.shared.ground.errors import ToolFailure
 from mcp_sections.shared.settings import served
+from mcp_sections.shared.settings.config import Settings
 
 SUITE_ENDPOINTS = "MCP_SECTIONS_SUITE_ENDPOINTS"
 OTLP_VARIABLE = re.compile(r"^OTEL_EXPORTER_OTLP_(?:[A-Z]+_)?ENDPOINT$")
@@ -76,7 +75,7 @@ def passed_on(urls: Iterable[str | None], environ: Mapping[str, str] | None = No
 
 
 def suite_endpoints(
-    environ: Mapping[str, str] | None = None, config_files: Iterable[Path] | None = None
+    environ: Mapping[str, str] | None = None, configured: Iterable[Settings] | None = None
 ) -> list[Endpoint]:
     """Every endpoint of the trusted configuration (see the module docstring), wherever its host is."""
     env = os.environ if environ is None else environ
@@ -90,17 +89,17 @@ def suite_endpoints(
         elif OTLP_VARIABLE.match(name) and value.strip():
             url = value.strip() if "://" in value else f"http://{value.strip()}"
             found += [Endpoint(url, name) for url in URL.findall(url)]
-    files = config_files if config_files is not None else _noted_config_files()
-    for path in files:
-        found += [Endpoint(url, f"{where} in {path}") for where, url in _config_urls(path)]
+    for settings in served.all_settings() if configured is None else configured:
+        found += [Endpoint(url, f"{where} in {settings.config_file}") for where, url in _config_urls(settings)]
     return found
 
 
 def reserved_ports(
-    environ: Mapping[str, str] | None = None, config_files: Iterable[Path] | None = None
+    environ: Mapping[str, str] | None = None, configured: Iterable[Settings] | None = None
 ) -> dict[int, Endpoint]:
-    """The ports of the endpoints whose host may be this machine, each with the first endpoint that reserves it."""
-    endpoints = [(e, hp) for e in suite_endpoints(environ, config_files) if (hp := e.host_and_port) is not None]
+    """The ports of the endpoints whose host may be this machine, each with the first endpoint that reserves it
+    (`configured`: the settings whose config tables to read; default: those of the servers built here)."""
+    endpoints = [(e, hp) for e in suite_endpoints(environ, configured) if (hp := e.host_and_port) is not None]
     here = _hosts_here({host for _, (host, _) in endpoints})
     reserved: dict[int, Endpoint] = {}
     for endpoint, (host, port) in endpoints:
@@ -130,18 +129,13 @@ def _joined(urls: Iterable[str]) -> str:
     return ",".join(dict.fromkeys(urls))
 
 
-def _noted_config_files() -> list[Path]:
-    files = [settings.config_file for settings in served.all_settings() if settings.config_file is not None]
-    return list(dict.fromkeys(files))
-
-
-def _config_urls(path: Path) -> list[tuple[str, str]]:
-    """(where, url) for every URL among the string values of a config file (unreadable: none)."""
-    try:
-        table = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+def _config_urls(settings: Settings) -> list[tuple[str, str]]:
+    """(where, url) for every URL among the string values of the config tables these settings were read from (the
+    one parse of the file: `[sections.*]` and `[gateway]`; nothing without a config file)."""
+    if settings.config_file is None:
         return []
-    return [(where, url) for where, text in _strings(table, ()) for url in URL.findall(text)]
+    tables = {"sections": settings.sections, "gateway": settings.gateway}
+    return [(where, url) for where, text in _strings(tables, ()) for url in URL.findall(text)]
 
 
 def _strings(value: Any, keys: tuple[str, ...]) -> Iterator[tuple[str, str]]:

@@ -77,13 +77,13 @@ def test_every_spelling_of_this_machine_is_reserved_and_only_that(tmp_path: Path
     }
     remote = "http://93.184.215.14:{}/"
     env = {f"MCP_SECTIONS_X_{n}": url.format(next(ports)) for n, url in enumerate([*local, remote])}
-    reserved = reserved_ports(env, config_files=[])
+    reserved = reserved_ports(env, configured=[])
     assert sorted(reserved) == list(range(41001, 41001 + len(local))), (reserved, local)
     otlp = {
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "localhost:4318",
         "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317",
     }
-    assert set(reserved_ports(otlp, config_files=[])) == {4317, 4318}
+    assert set(reserved_ports(otlp, configured=[])) == {4317, 4318}
     config = tmp_path / "config.toml"
     config.write_text(
         '[gateway.model]\nprovider = "openai"\nmodel = "m"\nbase_url = "http://localhost:11434/v1"\n'
@@ -91,7 +91,7 @@ def test_every_spelling_of_this_machine_is_reserved_and_only_that(tmp_path: Path
         '[sections.memory]\nembedding_base_url = "http://[::1]:8081/v1"\n'
         '[sections.web_ops]\nsearxng_url = "http://localhost:8888"\nallow = ["127.0.0.1:5173"]\n'
     )
-    reserved = reserved_ports({}, config_files=[config])
+    reserved = reserved_ports({}, configured=[load_settings(config)])  # its tables, from the one parse of the file
     assert set(reserved) == {11434, 9123, 8081, 8888}  # an allow entry is a destination, not an endpoint
     assert reserved[11434].where == f"[gateway.model] base_url in {config}"
 
@@ -109,7 +109,7 @@ def test_the_gateway_tells_its_sections_its_listener_and_its_model(tmp_path: Pat
         env = builtin_parameters("shell_ops", settings, gateway).env or {}
     assert "MCP_SECTIONS_GATEWAY_MODEL_BASE_URL" not in env
     assert env[SUITE_ENDPOINTS] == "http://127.0.0.1:8765,http://127.0.0.1:11435/v1"
-    assert set(reserved_ports(env, config_files=[])) == {8765, 11435}
+    assert set(reserved_ports(env, configured=[])) == {8765, 11435}
 
 
 @pytest.mark.skipif(not HAVE_BWRAP, reason="bubblewrap is not installed (apt-get install bubblewrap)")
