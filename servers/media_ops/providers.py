@@ -69,36 +69,20 @@ class VisionModel:
     async def describe(self, http: GuardedHttp, prompt: str, image_b64: str, mime: str, max_tokens: int) -> str:
         sender = GuardedSender(http, MAX_PROVIDER_JSON)
         if self.provider == "anthropic":
-            body = {
-                "model": self.model,
-                "max_tokens": max_tokens,
-                "messages": [
-                    {
-                        "role": "user",
-                        "content": [
-                            {"type": "image", "source": {"type": "base64", "media_type": mime, "data": image_b64}},
-                            {"type": "text", "text": prompt},
-                        ],
-                    }
-                ],
-            }
+            body = self._asking(
+                max_tokens,
+                {"type": "image", "source": {"type": "base64", "media_type": mime, "data": image_b64}},
+                {"type": "text", "text": prompt},
+            )
             data = await call_json(self.endpoint, sender, "POST", MESSAGES, body)
             parts = data.get("content")
             texts = [p.get("text") for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
         else:
-            body = {
-                "model": self.model,
-                "max_tokens": max_tokens,
-                "messages": [
-                    {
-                        "role": "user",
-                        "content": [
-                            {"type": "text", "text": prompt},
-                            {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{image_b64}"}},
-                        ],
-                    }
-                ],
-            }
+            body = self._asking(
+                max_tokens,
+                {"type": "text", "text": prompt},
+                {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{image_b64}"}},
+            )
             data = await call_json(self.endpoint, sender, "POST", CHAT_COMPLETIONS, body)
             choices = data.get("choices")
             message = choices[0].get("message", {}) if isinstance(choices, list) and choices else {}
@@ -107,6 +91,10 @@ class VisionModel:
         if not text:
             raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the vision model returned no text.")
         return text
+
+    def _asking(self, max_tokens: int, *content: dict[str, Any]) -> dict[str, Any]:
+        """The request body of one user message made of `content` parts (both APIs take this shape)."""
+        return {"model": self.model, "max_tokens": max_tokens, "messages": [{"role": "user", "content": list(content)}]}
 
 
 @dataclass(frozen=True)
@@ -173,20 +161,8 @@ class MeshJobs:
         finished = False
         try:
             with anyio.fail_after(self.timeout_seconds):
-                while True:
-                    state = await call_json(endpoint, sender, "GET", f"/jobs/{job}")
-                    status = state.get("status")
-                    fraction = state.get("progress")
-                    if progress is not None and isinstance(fraction, int | float):
-                        await progress(float(min(max(fraction, 0.0), 1.0)), 1.0, f"3D job {job}: {status}")
-                    if status == "succeeded":
-                        finished = True
-                        break
-                    if status in ("failed", "canceled"):
-                        finished = True
-                        reason = str(state.get("error") or status)[:300]
-                        raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"the 3D job {job} {status}: {reason}")
-                    await anyio.sleep(self.poll_seconds)
+                state = await self._ended(endpoint, sender, job, progress)
+                finished = True
         except TimeoutError:
             raise ToolFailure(
                 ErrorCode.TIMEOUT,
@@ -197,6 +173,10 @@ class MeshJobs:
             if not finished:  # timed out or the client cancelled the call: stop the job at the provider
                 with anyio.CancelScope(shield=True), anyio.move_on_after(10), contextlib.suppress(ToolFailure):
                     await http.request("DELETE", f"{base}/jobs/{job}", headers=headers)
+        status = state.get("status")
+        if status != "succeeded":
+            reason = str(state.get("error") or status)[:300]
+            raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"the 3D job {job} {status}: {reason}")
         location = state.get("result_url")
         if not isinstance(location, str):
             raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the 3D job succeeded without a result_url.")
@@ -206,6 +186,20 @@ class MeshJobs:
         if not response.body.startswith(GLB_MAGIC):
             raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the 3D result is not a binary glTF (GLB) file.")
         return response.body
+
+    async def _ended(
+        self, endpoint: ModelEndpoint, sender: GuardedSender, job: str, progress: Progress | None
+    ) -> dict[str, Any]:
+        """The job's state once it ended (succeeded, failed or canceled), polled every `poll_seconds`."""
+        while True:
+            state = await call_json(endpoint, sender, "GET", f"/jobs/{job}")
+            status = state.get("status")
+            fraction = state.get("progress")
+            if progress is not None and isinstance(fraction, int | float):
+                await progress(float(min(max(fraction, 0.0), 1.0)), 1.0, f"3D job {job}: {status}")
+            if status in ("succeeded", "failed", "canceled"):
+                return state
+            await anyio.sleep(self.poll_seconds)
 
 
 def vision_model(settings: Any) -> VisionModel | None:
