@@ -296,32 +296,9 @@ class PathGuard:
         """
         if purpose not in PURPOSES:
             raise ValueError(f"unknown purpose {purpose!r}")
-        text = self._validate_text(path)
-        if not self._roots:
-            raise ToolFailure(ErrorCode.PERMISSION_DENIED, self._no_roots_message)
-        if text.startswith("file://"):
-            text = _from_file_uri(text)
-        text = os.path.expanduser(text) if text.startswith("~") else text
-        candidate = text if os.path.isabs(text) else os.path.join(self._roots[0], text)
-
+        candidate = self._candidate(path)
         real = os.path.realpath(candidate)
-        if self._is_private(real) or self._is_private(os.path.abspath(candidate)):
-            raise ToolFailure(
-                ErrorCode.PERMISSION_DENIED,
-                f"{_shown(path)!r} belongs to mcp-sections' own state (its data, cache or config: audit log, "
-                "databases, settings), which tools never read or change, even inside a root. Use another path.",
-            )
-        if self._root_of(real) is None:
-            raise self._outside(path)
-        # The entry named by the caller: its real parent plus its own (unresolved) name.
-        head, name = os.path.split(candidate.rstrip(os.sep) or os.sep)
-        real_parent = os.path.realpath(head) if head else self._roots[0]
-        if name in ("", ".", "..") or (real in self._roots and self._root_of(real_parent) is None):
-            entry = real  # the path names a root itself (its parent lies outside the roots)
-        else:
-            entry = os.path.join(real_parent, name)
-            if self._root_of(real_parent) is None:  # e.g. a symlink outside the roots pointing in
-                raise self._outside(path)
+        name, entry = self._entry(path, candidate, real)
 
         # Deny globs: the name the caller used and the real path behind it.
         if self.is_denied_name(name) or self.is_denied(real) or self.is_denied(entry):
@@ -333,6 +310,49 @@ class PathGuard:
 
         entry_stat = _lstat(entry)
         is_link = entry_stat is not None and stat.S_ISLNK(entry_stat.st_mode)
+        real_stat = self._real_stat(path, real)
+        if purpose in ("write", "create", "delete"):
+            self._check_changeable(path, entry, real)
+        if purpose == "delete":
+            return self._for_delete(path, entry, entry_stat, real, real_stat, is_link)
+        if real_stat is None:
+            return self._absent(path, purpose, real, is_link)
+        self._check_existing(path, purpose, real_stat)
+        return Path(real)
+
+    def _candidate(self, path: str) -> str:
+        """The path as given, made absolute against the first root (a `file://` URI and a leading `~` read first);
+        refused when it is malformed or there are no roots."""
+        text = self._validate_text(path)
+        if not self._roots:
+            raise ToolFailure(ErrorCode.PERMISSION_DENIED, self._no_roots_message)
+        if text.startswith("file://"):
+            text = _from_file_uri(text)
+        text = os.path.expanduser(text) if text.startswith("~") else text
+        return text if os.path.isabs(text) else os.path.join(self._roots[0], text)
+
+    def _entry(self, path: str, candidate: str, real: str) -> tuple[str, str]:
+        """The entry named by the caller (its real parent plus its own unresolved name) and that name; refused for
+        the suite's own state and for anything whose real path or parent lies outside the roots."""
+        if self._is_private(real) or self._is_private(os.path.abspath(candidate)):
+            raise ToolFailure(
+                ErrorCode.PERMISSION_DENIED,
+                f"{_shown(path)!r} belongs to mcp-sections' own state (its data, cache or config: audit log, "
+                "databases, settings), which tools never read or change, even inside a root. Use another path.",
+            )
+        if self._root_of(real) is None:
+            raise self._outside(path)
+        head, name = os.path.split(candidate.rstrip(os.sep) or os.sep)
+        real_parent = os.path.realpath(head) if head else self._roots[0]
+        if name in ("", ".", "..") or (real in self._roots and self._root_of(real_parent) is None):
+            return name, real  # the path names a root itself (its parent lies outside the roots)
+        if self._root_of(real_parent) is None:  # e.g. a symlink outside the roots pointing in
+            raise self._outside(path)
+        return name, os.path.join(real_parent, name)
+
+    def _real_stat(self, path: str, real: str) -> os.stat_result | None:
+        """The real path's lstat (None when nothing is there); refused for a link loop or a link that cannot be
+        resolved."""
         try:
             real_stat: os.stat_result | None = os.lstat(real)
         except OSError as exc:
@@ -346,16 +366,17 @@ class PathGuard:
                 f"{_shown(path)!r} is a symbolic link loop (or a link that cannot be resolved); "
                 "fix or remove the link.",
             )
+        return real_stat
 
-        if purpose in ("write", "create", "delete") and (_in_git_internals(entry) or _in_git_internals(real)):
+    def _check_changeable(self, path: str, entry: str, real: str) -> None:
+        """For a write, create or delete: refused inside a .git directory, the trusted base, or on the way to them."""
+        if _in_git_internals(entry) or _in_git_internals(real):
             raise ToolFailure(
                 ErrorCode.PERMISSION_DENIED,
                 f"{_shown(path)!r} is inside a repository's .git directory (config, hooks, alternates, objects): "
                 "file tools never change it, since git runs what it says. Use git commands (shell_ops) instead.",
             )
-        if purpose in ("write", "create", "delete") and any(
-            is_inside(entry, place) or is_inside(real, place) for place in self._protected
-        ):
+        if any(is_inside(entry, place) or is_inside(real, place) for place in self._protected):
             part = self.base_part(real) or self.base_part(entry)
             what = part.what if part is not None else "the suite's installation"
             raise ToolFailure(
@@ -364,31 +385,33 @@ class PathGuard:
                 "is launched with, which tools may read but never change, since a change there would run unconfined "
                 "next time. Change it outside the suite (or serve the project from another installation).",
             )
-        if purpose in ("write", "create", "delete") and self._pinned and Path(entry) in self._pinned:
+        if self._pinned and Path(entry) in self._pinned:
             raise ToolFailure(
                 ErrorCode.PERMISSION_DENIED,
                 f"{_shown(path)!r} leads to mcp-sections' own state or trusted base (its data, cache or config "
                 "directory, or the interpreter it runs on, lies inside it or behind it), so tools never delete, move "
                 "or replace it; work with the entries inside it instead.",
             )
-        if purpose == "delete":
-            return self._for_delete(path, entry, entry_stat, real, real_stat, is_link)
 
-        if real_stat is None:
-            if purpose in ("read", "list", "execute"):
-                raise ToolFailure(
-                    ErrorCode.NOT_FOUND,
-                    f"{_shown(path)!r} does not exist (looked for {self.relative(real)!r} under "
-                    f"{self._root_of(real)}); check the path, or list the directory first.",
-                )
-            if is_link:
-                raise ToolFailure(
-                    ErrorCode.PERMISSION_DENIED,
-                    f"{_shown(path)!r} is a dangling symbolic link; writing through it is refused. "
-                    "Remove the link or write to a real path.",
-                )
-            return Path(real)
+    def _absent(self, path: str, purpose: Purpose, real: str, is_link: bool) -> Path:
+        """Nothing is at the real path: not found for a read, list or execute, refused through a dangling link,
+        else the path to write or create."""
+        if purpose in ("read", "list", "execute"):
+            raise ToolFailure(
+                ErrorCode.NOT_FOUND,
+                f"{_shown(path)!r} does not exist (looked for {self.relative(real)!r} under "
+                f"{self._root_of(real)}); check the path, or list the directory first.",
+            )
+        if is_link:
+            raise ToolFailure(
+                ErrorCode.PERMISSION_DENIED,
+                f"{_shown(path)!r} is a dangling symbolic link; writing through it is refused. "
+                "Remove the link or write to a real path.",
+            )
+        return Path(real)
 
+    def _check_existing(self, path: str, purpose: Purpose, real_stat: os.stat_result) -> None:
+        """What exists at the real path: refused when special, or hard-linked and read, run or written."""
         if is_special_mode(real_stat.st_mode):
             raise ToolFailure(
                 ErrorCode.PERMISSION_DENIED,
@@ -408,7 +431,6 @@ class PathGuard:
                 f"{_shown(path)!r} has {real_stat.st_nlink} hard links; writing it would also change the other "
                 "names (possibly outside the roots), so it is refused. Copy it to a new file and edit that.",
             )
-        return Path(real)
 
     # -- TOCTOU-narrowing open helpers ---------------------------------------------------------------
 
