@@ -187,57 +187,37 @@ class Sandbox:
         assert self.executable is not None
         if self.kind == "seatbelt":
             return [self.executable, "-p", seatbelt_profile(argv[0], confinement), *argv]
+        return self._bubblewrap(self.executable, argv, cwd, confinement, seccomp_fd, args_fd)
+
+    def _bubblewrap(
+        self,
+        executable: str,
+        argv: Sequence[str],
+        cwd: Path,
+        confinement: Confinement,
+        seccomp_fd: int | None,
+        args_fd: int | None,
+    ) -> list[str]:
+        """bubblewrap's command line: the system read-only, the confinement's binds, its fixed directories, pinned
+        and protected paths, then what stays hidden over all of them; the egress bridge in front when it has one."""
         # --cap-drop ALL: bubblewrap started by root keeps every capability by default, and a program with
         # CAP_SYS_ADMIN could unmount what hides the suite's state, or mount a disk it made with CAP_MKNOD.
         # --seccomp: nothing it creates keeps a set-user-ID or set-group-ID bit (`shared.confinement.seccomp`)
-        args = [self.executable, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
+        args = [executable, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         if args_fd is not None:
             args += ["--args", str(args_fd)]
         if confinement.network and confinement.egress is None:
             args.append("--share-net")
-        for directory in SYSTEM_DIRECTORIES:
-            args += ["--ro-bind-try", directory, directory]
-        for entry in ETC_ENTRIES:
-            args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        args += _system_binds()
         prefixes = self._program_prefixes(argv[0], confinement)
-        for prefix in prefixes:  # after /tmp's tmpfs, which would hide them
-            args += ["--ro-bind", prefix, prefix]
-        for path in confinement.readable:
-            args += ["--ro-bind", str(path), str(path)]
-        for path in confinement.writable:
-            args += ["--bind", str(path), str(path)]
-        bound: set[str] = set()  # entries of fixed directories, bound back onto themselves: pinned already
-        settled: list[str] = []  # read-only with their fixed directory: nothing inside needs a mount of its own
-        home = os.path.realpath(os.path.expanduser("~"))
-        for fixed in confinement.fixed:  # its own entries cannot be added, renamed, removed or replaced
-            if confinement.in_writable(fixed) and fixed.is_dir() and not fixed.is_symlink():
-                writable, configuration, targets = _entries(fixed, home=str(fixed) == home)
-                bound.update(writable)
-                settled += configuration
-                args += ["--ro-bind", str(fixed), str(fixed)]
-                args += [arg for entry in writable for arg in ("--bind", entry, entry)]
-                for target in targets:  # a dotfiles link's target is configuration too
-                    if confinement.in_writable(Path(target)) and not any(is_inside(target, s) for s in settled):
-                        args += ["--ro-bind", target, target]
-                        settled.append(target)
-        for path in confinement.pinned:  # a mount point: never renamed nor removed from inside
-            if str(path) in bound or any(is_inside(str(path), place) for place in settled):
-                continue
-            if path.is_dir() and not path.is_symlink() and confinement.in_writable(path):
-                args += ["--bind", str(path), str(path)]
-        for path in confinement.protected:  # readable, never written, renamed or replaced
-            if path.exists() and not any(is_inside(str(path), place) for place in settled):
-                args += ["--ro-bind", str(path), str(path)]
-        places = [*map(str, confinement.writable), *map(str, confinement.readable), *prefixes]
-        state = [path for path in confinement.state if any(is_inside(str(path), place) for place in places)]
-        for path in _outermost((*confinement.hidden, *state)):  # over what the binds above show: empty
-            if path.is_dir():  # read-only: a program cannot even stage files where the state seems to be
-                args += ["--tmpfs", str(path), "--remount-ro", str(path)]
-            elif path.exists():
-                args += ["--ro-bind", "/dev/null", str(path)]
+        args += _confinement_binds(prefixes, confinement)
+        fixed, bound, settled = _fixed_binds(confinement)
+        args += fixed
+        args += _pinned_binds(confinement, bound, settled)
+        args += _protected_binds(confinement, settled)
+        args += _hiding_binds(confinement, prefixes)
         if confinement.egress is not None:  # no network but loopback; the bridge leads to the proxy's socket
             args += ["--ro-bind", str(confinement.egress), EGRESS_SOCKET]
             args += ["--chdir", str(cwd), "--", *bridge_argv(argv)]
@@ -251,6 +231,84 @@ class Sandbox:
         trusted search path. A program inside the roots gets none: a link there is no reason to show a folder
         (interpreters it needs are verified by `shared.confinement.toolchains` and come in `readable`)."""
         return [] if confinement.shows(os.path.abspath(executable)) else install_prefixes(executable)
+
+
+def _system_binds() -> list[str]:
+    """The system directories and the /etc entries programs need, read-only; a fresh /proc, /dev and /tmp."""
+    args: list[str] = []
+    for directory in SYSTEM_DIRECTORIES:
+        args += ["--ro-bind-try", directory, directory]
+    for entry in ETC_ENTRIES:
+        args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+    return [*args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+
+
+def _confinement_binds(prefixes: list[str], confinement: Confinement) -> list[str]:
+    """The program's install prefixes and the readable paths read-only, the writable ones writable."""
+    args: list[str] = []
+    for prefix in prefixes:  # after /tmp's tmpfs, which would hide them
+        args += ["--ro-bind", prefix, prefix]
+    for path in confinement.readable:
+        args += ["--ro-bind", str(path), str(path)]
+    for path in confinement.writable:
+        args += ["--bind", str(path), str(path)]
+    return args
+
+
+def _fixed_binds(confinement: Confinement) -> tuple[list[str], set[str], list[str]]:
+    """Each fixed directory read-only, its own entries bound back (writable, or read-only for the home's
+    configuration and its targets); with the entries bound back (pinned already) and the paths made read-only with
+    their directory (nothing inside them needs a mount of its own)."""
+    args: list[str] = []
+    bound: set[str] = set()
+    settled: list[str] = []
+    home = os.path.realpath(os.path.expanduser("~"))
+    for fixed in confinement.fixed:  # its own entries cannot be added, renamed, removed or replaced
+        if confinement.in_writable(fixed) and fixed.is_dir() and not fixed.is_symlink():
+            writable, configuration, targets = _entries(fixed, home=str(fixed) == home)
+            bound.update(writable)
+            settled += configuration
+            args += ["--ro-bind", str(fixed), str(fixed)]
+            args += [arg for entry in writable for arg in ("--bind", entry, entry)]
+            for target in targets:  # a dotfiles link's target is configuration too
+                if confinement.in_writable(Path(target)) and not any(is_inside(target, s) for s in settled):
+                    args += ["--ro-bind", target, target]
+                    settled.append(target)
+    return args, bound, settled
+
+
+def _pinned_binds(confinement: Confinement, bound: set[str], settled: list[str]) -> list[str]:
+    """The pinned directories the binds show writable, bound onto themselves: a mount point is never renamed nor
+    removed from inside."""
+    args: list[str] = []
+    for path in confinement.pinned:
+        if str(path) in bound or any(is_inside(str(path), place) for place in settled):
+            continue
+        if path.is_dir() and not path.is_symlink() and confinement.in_writable(path):
+            args += ["--bind", str(path), str(path)]
+    return args
+
+
+def _protected_binds(confinement: Confinement, settled: list[str]) -> list[str]:
+    """The protected paths read-only: readable, never written, renamed or replaced."""
+    args: list[str] = []
+    for path in confinement.protected:
+        if path.exists() and not any(is_inside(str(path), place) for place in settled):
+            args += ["--ro-bind", str(path), str(path)]
+    return args
+
+
+def _hiding_binds(confinement: Confinement, prefixes: list[str]) -> list[str]:
+    """The hidden paths and the suite's state that the binds show, made empty over them (mounted last)."""
+    places = [*map(str, confinement.writable), *map(str, confinement.readable), *prefixes]
+    state = [path for path in confinement.state if any(is_inside(str(path), place) for place in places)]
+    args: list[str] = []
+    for path in _outermost((*confinement.hidden, *state)):
+        if path.is_dir():  # read-only: a program cannot even stage files where the state seems to be
+            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+        elif path.exists():
+            args += ["--ro-bind", "/dev/null", str(path)]
+    return args
 
 
 EGRESS_SOCKET = "/run/mcp-sections/egress.sock"  # where a sandbox finds the egress proxy's socket
