@@ -151,6 +151,28 @@ def normalise_url(url: str) -> str:
     return parse_url(url).url
 
 
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+_UNIQUE_LOCAL = ipaddress.ip_network("fc00::/7")
+#: What refuses an address, in the order asked (the first that holds names it); an address none holds is public.
+_REFUSED_KINDS: tuple[tuple[Callable[[IPAddress], bool], str], ...] = (
+    (lambda address: address.is_loopback, "a loopback address"),
+    (lambda address: address.is_link_local, "a link-local address"),
+    (lambda address: address.is_multicast, "a multicast address"),
+    (lambda address: address.is_unspecified, "the unspecified address"),
+    (
+        lambda address: isinstance(address, ipaddress.IPv4Address) and address in _CGNAT,
+        "a carrier-grade NAT (CGNAT) address",
+    ),
+    (
+        lambda address: isinstance(address, ipaddress.IPv6Address) and address in _UNIQUE_LOCAL,
+        "a unique-local address",
+    ),
+    (lambda address: address.is_reserved, "a reserved address"),
+    (lambda address: address.is_private, "a private address"),
+    (lambda address: not address.is_global, "a reserved address"),
+)
+
+
 def address_problem(address: IPAddress) -> str | None:
     """Why a connection to this address is refused, or None when it is a public address."""
     if address in METADATA_ADDRESSES:
@@ -160,25 +182,7 @@ def address_problem(address: IPAddress) -> str | None:
         if embedded is not None:
             problem = address_problem(embedded)
             return f"an IPv6 form of {embedded} ({problem})" if problem else None
-    if address.is_loopback:
-        return "a loopback address"
-    if address.is_link_local:
-        return "a link-local address"
-    if address.is_multicast:
-        return "a multicast address"
-    if address.is_unspecified:
-        return "the unspecified address"
-    if isinstance(address, ipaddress.IPv4Address) and address in ipaddress.ip_network("100.64.0.0/10"):
-        return "a carrier-grade NAT (CGNAT) address"
-    if isinstance(address, ipaddress.IPv6Address) and address in ipaddress.ip_network("fc00::/7"):
-        return "a unique-local address"
-    if address.is_reserved:
-        return "a reserved address"
-    if address.is_private:
-        return "a private address"
-    if not address.is_global:
-        return "a reserved address"
-    return None
+    return next((why for refuses, why in _REFUSED_KINDS if refuses(address)), None)
 
 
 def system_resolver(host: str, port: int) -> list[str]:
