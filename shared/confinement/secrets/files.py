@@ -220,15 +220,20 @@ class SecretFiles:
                         known_bulk.add(path)
                     else:
                         known_bulk.discard(path)
-            elif self._linked and entry.is_file(follow_symlinks=False):
-                with_links = entry.stat(follow_symlinks=False)
-                if (with_links.st_dev, with_links.st_ino) in self._linked:
-                    found.append(entry.path)
+            elif self._linked and self._links_to_protected(entry):
+                found.append(entry.path)
         if found:
             self._found[directory] = tuple(found)
         else:
             self._found.pop(directory, None)
         return len(listing), subdirectories
+
+    def _links_to_protected(self, entry: os.DirEntry[str]) -> bool:
+        """Whether a regular file is a hard link to a protected file (same device and inode)."""
+        if not entry.is_file(follow_symlinks=False):
+            return False
+        with_links = entry.stat(follow_symlinks=False)
+        return (with_links.st_dev, with_links.st_ino) in self._linked
 
     def _protected(self, entry: os.DirEntry[str]) -> list[str]:
         """What to hide for a deny-listed entry: itself, or the target of a link when it lies inside the roots."""

@@ -235,21 +235,35 @@ def shape_spans(text: str) -> list[tuple[int, int]]:
         if could_match(needs, text, lowered):
             spans += [_secret_span(match) for match in _compiled(source, flags).finditer(text)]
     if "=" in text:
-        for match in _ENV_ASSIGNMENT.finditer(text):
-            value_start, value_end = match.span("value")
-            quoted = text[value_start] in "\"'"
-            if _plausible(text[value_start + quoted : value_end - quoted]):
-                spans.append((value_start + quoted, value_end - quoted))
+        spans += _assignment_spans(text)
     if any(word in lowered for word in DENYLIST_WORDS):
-        offset = 0
-        for line in text.splitlines(keepends=True):
-            if any(word in line.lower() for word in DENYLIST_WORDS):
-                for value in rules.keyword_values(line):
-                    start = line.find(value)
-                    while start != -1:
-                        spans.append((offset + start, offset + start + len(value)))
-                        start = line.find(value, start + len(value))
-            offset += len(line)
+        spans += _keyword_spans(text, rules)
+    return spans
+
+
+def _assignment_spans(text: str) -> list[tuple[int, int]]:
+    """The plausible secret values of `NAME=value` assignments (without their quotes)."""
+    spans = []
+    for match in _ENV_ASSIGNMENT.finditer(text):
+        value_start, value_end = match.span("value")
+        quoted = text[value_start] in "\"'"
+        if _plausible(text[value_start + quoted : value_end - quoted]):
+            spans.append((value_start + quoted, value_end - quoted))
+    return spans
+
+
+def _keyword_spans(text: str, rules: _Rules) -> list[tuple[int, int]]:
+    """Every place of the values the keyword detector finds on the lines that hold a deny-listed word."""
+    spans = []
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        if any(word in line.lower() for word in DENYLIST_WORDS):
+            for value in rules.keyword_values(line):
+                start = line.find(value)
+                while start != -1:
+                    spans.append((offset + start, offset + start + len(value)))
+                    start = line.find(value, start + len(value))
+        offset += len(line)
     return spans
 
 
