@@ -1,4 +1,6 @@
-"""A section server the test owns: raw JSON-RPC lines over stdio, so it can be killed (-9) mid-burst."""
+"""The processes a test starts and looks for: a section server driven with raw JSON-RPC lines over stdio (so it can be
+killed -9 mid-burst), a server listening on a local port for the length of a block, and processes found by their
+command line in /proc."""
 
 from __future__ import annotations
 
@@ -9,12 +11,13 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tests.stdio import cli_command, server_environment
+from tests.stdio import NO_WARM_UP, cli_command, server_environment
 
 
 class RawServer:
@@ -112,6 +115,44 @@ def wait_until_listening(port: int, process: subprocess.Popen[bytes], seconds: f
                 return
         time.sleep(0.1)
     raise AssertionError(f"nothing listened on port {port} within {seconds:g} s")
+
+
+def stop(process: subprocess.Popen[bytes], seconds: float = 15) -> None:
+    """End `process` as an operator would: SIGTERM, then SIGKILL if it is still there after `seconds`."""
+    process.terminate()
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
+
+
+@contextmanager
+def listening(
+    command: Sequence[str], port: int, seconds: float = 60, **options: Any
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`command` running while the block runs, from the moment it accepts connections on 127.0.0.1:`port`; then
+    stopped. `options` go to `subprocess.Popen`: by default its stdout is dropped and its stderr kept for the failure
+    if it exits first."""
+    process = subprocess.Popen(list(command), **{"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE, **options})
+    try:
+        wait_until_listening(port, process, seconds)
+        yield process
+    finally:
+        stop(process)
+
+
+@contextmanager
+def serving_over_http(
+    args: Sequence[str], env: dict[str, str] | None = None, seconds: float = 60, **options: Any
+) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """`mcp-sections <args> --transport http --port <a free port>` while the block runs (this process's environment
+    without warm-up, and `env`): its port and process."""
+    port = free_port()
+    command = [*cli_command(), *args, "--transport", "http", "--port", str(port)]
+    environment = {**os.environ, **NO_WARM_UP, **(env or {})}
+    with listening(command, port, seconds, env=environment, **options) as process:
+        yield port, process
 
 
 def process_info(pid: int) -> tuple[list[str], str, int] | None:

@@ -6,8 +6,6 @@ import http.client
 import json
 import os
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx2 as httpx
@@ -15,27 +13,10 @@ import pytest
 from mcp import Client
 
 from mcp_sections.shared.serving.http_auth import AuthConfigError, resolve_token
-from tests.processes import free_port, wait_until_listening
-from tests.stdio import NO_WARM_UP, cli_command
+from tests.processes import serving_over_http
+from tests.stdio import cli_command
 
 TOKEN = "test-token-0123456789abcdef"
-
-
-@contextmanager
-def http_section(args: list[str], env: dict[str, str] | None = None) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
-    port = free_port()
-    process = subprocess.Popen(
-        [*cli_command(), *args, "--transport", "http", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **NO_WARM_UP, **(env or {})},
-    )
-    try:
-        wait_until_listening(port, process)
-        yield port, process
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def _post(port: int, headers: dict[str, str]) -> tuple[int, dict[str, str]]:
@@ -71,7 +52,7 @@ def token_file(tmp_path: Path) -> Path:
 
 
 def test_requests_without_the_token_get_401_and_the_listen_line_is_printed(token_file: Path) -> None:
-    with http_section(["serve", "calculator", "--auth-token-file", str(token_file)]) as (port, process):
+    with serving_over_http(["serve", "calculator", "--auth-token-file", str(token_file)]) as (port, process):
         status, headers = _post(port, {})
         assert status == 401 and headers.get("www-authenticate", "").startswith("Bearer")
         assert _post(port, {"Authorization": "Bearer wrong-token-wrong-token"})[0] == 401
@@ -84,7 +65,7 @@ def test_requests_without_the_token_get_401_and_the_listen_line_is_printed(token
 
 @pytest.mark.anyio
 async def test_the_official_client_calls_tools_with_the_token(token_file: Path) -> None:
-    with http_section(["serve", "calculator"], env={"MCP_SECTIONS_AUTH_TOKEN_FILE": str(token_file)}) as (port, _):
+    with serving_over_http(["serve", "calculator"], env={"MCP_SECTIONS_AUTH_TOKEN_FILE": str(token_file)}) as (port, _):
         http = httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"})
         from mcp.client.streamable_http import streamable_http_client
 
@@ -95,7 +76,7 @@ async def test_the_official_client_calls_tools_with_the_token(token_file: Path) 
 
 @pytest.mark.anyio
 async def test_the_gateway_reaches_a_token_protected_section(token_file: Path, tmp_path: Path) -> None:
-    with http_section(["serve", "calculator", "--auth-token-file", str(token_file)]) as (port, _):
+    with serving_over_http(["serve", "calculator", "--auth-token-file", str(token_file)]) as (port, _):
         config = tmp_path / "gateway.toml"
         config.write_text(
             f'[gateway.sections.calculator]\nurl = "http://127.0.0.1:{port}/mcp"\nauth_token_file = "{token_file}"\n',

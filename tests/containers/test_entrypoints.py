@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS
 from tests.containers.test_containers import DOCKERFILE, compose  # noqa: F401  (the compose fixture)
-from tests.processes import free_port, wait_until_listening
+from tests.processes import free_port, listening
 
 TOKEN = "entrypoint-test-token-0123456789"
 RUN_AS = 10001
@@ -118,9 +117,7 @@ async def test_the_service_command_answers_tools_list(
         env["MCP_SECTIONS_GATEWAY_MODEL_API_KEY_ENV"] = ""
     if prefix:
         (sandbox["secrets"] / "mcp_token").chmod(0o644)
-    process = subprocess.Popen([*prefix, *argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        wait_until_listening(port, process)
+    with listening([*prefix, *argv], port, env=env):
         # the Host a real client sends: the gateway through its published port, a section by its service name
         host = "127.0.0.1:8765" if service_name == "gateway" else f"{service_name}:8000"
         http = httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}", "Host": host})
@@ -128,6 +125,3 @@ async def test_the_service_command_answers_tools_list(
         async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
             tools = (await client.list_tools()).tools
         assert tools, f"{service_name} listed no tools"
-    finally:
-        process.terminate()
-        process.wait(timeout=15)

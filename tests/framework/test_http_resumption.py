@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.processes import free_port, wait_until_listening
-from tests.stdio import NO_WARM_UP, cli_command
+from tests.processes import serving_over_http
 
 TOKEN = "resumption-test-token-0123456789"
 ACCEPT = {"Accept": "application/json, text/event-stream"}
@@ -22,20 +18,10 @@ ACCEPT = {"Accept": "application/json, text/event-stream"}
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """`serve calculator` over HTTP behind a bearer token; its port."""
-    port = free_port()
     token_file = tmp_path_factory.mktemp("token") / "token"
     token_file.write_text(TOKEN)
-    process = subprocess.Popen(
-        [*cli_command(), "serve", "calculator", "--transport", "http", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **NO_WARM_UP, "MCP_SECTIONS_AUTH_TOKEN_FILE": str(token_file)},
-        cwd=Path.cwd(),
-    )
-    wait_until_listening(port, process, seconds=30)
-    yield port
-    process.terminate()
-    process.wait(timeout=10)
+    with serving_over_http(["serve", "calculator"], {"MCP_SECTIONS_AUTH_TOKEN_FILE": str(token_file)}, 30) as (port, _):
+        yield port
 
 
 def request(port: int, method: str, headers: dict[str, str], body: object = None) -> tuple[int, dict[str, str], bytes]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import os
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -27,7 +26,7 @@ from mcp_sections.shared.framework.resources import Attachment, ResultStore, spl
 from mcp_sections.shared.serving.audit import read_lines
 from mcp_sections.shared.serving.provenance import unwrap
 from tests.framework.tasks_section import FAKE_TOKEN
-from tests.processes import free_port, wait_until_listening
+from tests.processes import free_port, listening
 from tests.stdio import HOST_ENVIRONMENT, NO_WARM_UP, REPO, error_of, text_of
 from tests.tasks_client import (
     TASKS,
@@ -67,15 +66,8 @@ def http_section(data_dir: Path, **extra: str) -> Iterator[str]:
     """The section over Streamable HTTP on 127.0.0.1 (a subprocess); its URL."""
     port = free_port()
     command = [sys.executable, "-m", "tests.gateway.serve_module", SECTION, "--http", str(port)]
-    process = subprocess.Popen(
-        command, env=environment(data_dir, **extra), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    try:
-        wait_until_listening(port, process)
+    with listening(command, port, env=environment(data_dir, **extra), cwd=REPO):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
 
 
 @dataclass

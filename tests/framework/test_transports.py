@@ -9,11 +9,12 @@ import http.client
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 
 import pytest
 from mcp import Client
 
-from tests.processes import free_port, wait_until_listening
+from tests.processes import serving_over_http
 from tests.stdio import NO_WARM_UP, cli_command
 
 
@@ -79,18 +80,9 @@ def test_malformed_json_rpc_gets_errors_and_the_server_keeps_serving() -> None:
 
 
 @pytest.fixture
-def http_server():
-    port = free_port()
-    process = subprocess.Popen(
-        [*cli_command(), "serve", "calculator", "--transport", "http", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **NO_WARM_UP},
-    )
-    wait_until_listening(port, process, seconds=30)
-    yield port
-    process.terminate()
-    process.wait(timeout=10)
+def http_server() -> Iterator[int]:
+    with serving_over_http(["serve", "calculator"], seconds=30) as (port, _):
+        yield port
 
 
 @pytest.mark.anyio

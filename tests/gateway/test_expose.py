@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
 
 from tests.gateway.helpers import REPO, builtin_available, demo_section_table, write_config
 from tests.in_memory import gateway_in_memory
-from tests.processes import free_port, wait_until_listening
+from tests.processes import serving_over_http
 from tests.stdio import cli_command, data_of, error_of
 
 pytestmark = pytest.mark.skipif(not builtin_available("todo"), reason="the todo section is not importable")
+#: How the HTTP servers here run: from the checkout, with nothing on stdin, their stderr dropped.
+QUIET: dict[str, Any] = {"cwd": REPO, "stdin": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
 
 OWN = [
     "list_tool_sections",
@@ -109,31 +112,20 @@ async def test_exposing_an_unknown_section_is_a_config_error(tmp_path: Path) -> 
 
 @pytest.mark.anyio
 async def test_gateway_over_streamable_http(tmp_path: Path) -> None:
-    port = free_port()
     config = write_config(tmp_path / "config.toml", demo_section_table())
-    command = [*cli_command(), "gateway", "--transport", "http", "--port", str(port), "--config", str(config)]
-    command += ["--data-dir", str(tmp_path / "data"), "--expose", "demo"]
-    process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_until_listening(port, process, seconds=30)
+    args = ["gateway", "--config", str(config), "--data-dir", str(tmp_path / "data"), "--expose", "demo"]
+    with serving_over_http(args, seconds=30, **QUIET) as (port, _):
         async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy", read_timeout_seconds=60) as client:
             names = [tool.name for tool in (await client.list_tools()).tools]
             assert names == OWN + DEMO
             assert data_of(await client.call_tool("demo_sum", {"numbers": [4, 5]})) == {"total": 9.0}
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
 
 
 @pytest.mark.anyio
 async def test_streamable_http_url_section(tmp_path: Path) -> None:
     """A section reached by URL (here the todo section served over HTTP); its names collide with the built-in's."""
-    port = free_port()
-    command = [*cli_command(), "serve", "todo", "--transport", "http", "--port", str(port)]
-    command += ["--data-dir", str(tmp_path / "remote-data")]
-    process = subprocess.Popen(command, cwd=REPO, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_until_listening(port, process, seconds=30)
+    args = ["serve", "todo", "--data-dir", str(tmp_path / "remote-data")]
+    with serving_over_http(args, seconds=30, **QUIET) as (port, _):
         config = write_config(
             tmp_path / "config.toml",
             f'[gateway.sections.remote]\nurl = "http://127.0.0.1:{port}/mcp"\nname = "Remote todo"\n'
@@ -152,6 +144,3 @@ async def test_streamable_http_url_section(tmp_path: Path) -> None:
             sections = {s["id"]: s for s in data_of(await client.call_tool("list_tool_sections", {}))["sections"]}
             assert sections["remote"]["kind"] == "http" and sections["remote"]["state"] == "running"
             assert "todo_create" in sections["remote"]["tools"]
-    finally:
-        process.terminate()
-        process.wait(timeout=15)

@@ -7,7 +7,6 @@ and Streamable HTTP where the transport carries the cancellation."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -23,7 +22,7 @@ from mcp_sections.shared.serving.provenance import unwrap
 from tests.gateway.helpers import REPO, builtin_available, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.in_memory import gateway_in_memory
-from tests.processes import free_port, process_report, running_with, wait_until_listening
+from tests.processes import process_report, running_with, serving_over_http
 from tests.stdio import HOST_ENVIRONMENT, data_of, server_parameters
 from tests.tasks_client import (
     CreatedTask,
@@ -79,22 +78,9 @@ def gateway_args(workdir: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def http_url(workdir: Path) -> Iterator[str]:
-    port = free_port()
-    environment = {**os.environ, "PYTHONPATH": str(REPO), **KEY}
-    command = [sys.executable, "-m", "mcp_sections.servers", "gateway", *gateway_args(workdir)]
-    process = subprocess.Popen(
-        [*command, "--transport", "http", "--port", str(port)],
-        env=environment,
-        cwd=workdir,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_until_listening(port, process)
+    environment = {"PYTHONPATH": str(REPO), **KEY}
+    with serving_over_http(["gateway", *gateway_args(workdir)], environment, cwd=workdir) as (port, _):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @asynccontextmanager

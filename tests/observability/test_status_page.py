@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.gateway.helpers import REPO, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
-from tests.processes import free_port, wait_until_listening
+from tests.processes import serving_over_http
 from tests.stdio import NO_WARM_UP, cli_command, data_of
 
 TOKEN = "status-page-token-0123456789abcdef"
@@ -54,23 +55,11 @@ class Gateway:
         return f"http://127.0.0.1:{self.port}"
 
 
-def _http_server(args: list[str], port: int, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [*cli_command(), *args, "--transport", "http", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **NO_WARM_UP, "MCP_SECTIONS_CONFIG": os.devnull, **(env or {})},
-        cwd=REPO,
-    )
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=5)
+@contextmanager
+def _http_server(args: list[str], env: dict[str, str] | None = None) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """`mcp-sections <args>` over HTTP with no config file but `env`'s, from the checkout: its port and process."""
+    with serving_over_http(args, {"MCP_SECTIONS_CONFIG": os.devnull, **(env or {})}, cwd=REPO) as served:
+        yield served
 
 
 def _brain(data: Path, workspace: Path) -> bool:
@@ -125,16 +114,11 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
         config = write_config(
             base / "config.toml", "[gateway]\ndisabled_tools = ['todo_delete']\n", model_table(model.base_url)
         )
-        port = free_port()
         args = ["gateway", "--config", str(config), "--data-dir", str(data), "--auth-token-file", str(base / "token")]
-        process = _http_server(args, port, {"SCRIPTED_MODEL_KEY": "k", "MCP_SECTIONS_CONFIG": str(config)})
-        try:
-            wait_until_listening(port, process)
+        with _http_server(args, {"SCRIPTED_MODEL_KEY": "k", "MCP_SECTIONS_CONFIG": str(config)}) as (port, process):
             running = Gateway(port, data, process, brain)
             anyio.run(_use, running)
             yield running
-        finally:
-            _stop(process)
 
 
 def _request(port: int, method: str, path: str, headers: dict[str, str] | None = None, body: str = "") -> Any:
@@ -162,16 +146,11 @@ def test_health_answers_without_the_token_and_tells_nothing_else(gateway: Gatewa
 def test_every_http_section_answers_health_and_the_probe_uses_it(tmp_path: Path) -> None:
     from mcp_sections.servers.healthcheck import check, probe_url
 
-    port = free_port()
-    process = _http_server(["serve", "calculator", "--data-dir", str(tmp_path)], port)
-    try:
-        wait_until_listening(port, process)
+    with _http_server(["serve", "calculator", "--data-dir", str(tmp_path)]) as (port, _):
         answer = _request(port, "GET", "/health")
         assert answer.status == 200 and answer.body == b'{"status": "ok"}'
         url = probe_url(["mcp-sections", "serve", "calculator", "--transport", "http", "--port", str(port)])
         assert url == f"http://127.0.0.1:{port}/health" and check(url)
-    finally:
-        _stop(process)
     assert not check(url), "nothing listens any more: unhealthy"
     assert probe_url(["mcp-sections", "serve", "calculator"]) is None  # stdio: nothing to probe
 
@@ -181,10 +160,12 @@ def test_a_taken_port_fails_without_saying_it_serves(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        process = _http_server(["serve", "calculator", "--data-dir", str(tmp_path)], port)
-        _, err = process.communicate(timeout=60)
-    assert process.returncode != 0
-    text = err.decode(errors="replace")
+        command = [*cli_command(), "serve", "calculator", "--data-dir", str(tmp_path)]
+        command += ["--transport", "http", "--port", str(port)]
+        environment = {**os.environ, **NO_WARM_UP, "MCP_SECTIONS_CONFIG": os.devnull}
+        done = subprocess.run(command, env=environment, cwd=REPO, capture_output=True, timeout=60)
+    assert done.returncode != 0
+    text = done.stderr.decode(errors="replace")
     assert "address already in use" in text and "serving" not in text
 
 

@@ -7,7 +7,6 @@ eras, in memory. Ownership across reconnections is checked over Streamable HTTP 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -20,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.framework.test_tasks import SECTION, connect, environment
 from tests.in_memory import section_in_memory
-from tests.processes import free_port, running_with, wait_until_listening
+from tests.processes import free_port, listening, running_with
 from tests.stdio import REPO
 from tests.tasks_client import (
     CreatedTask,
@@ -103,19 +102,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     data_dir = tmp_path_factory.mktemp("owners")
     port = free_port()
     path = os.pathsep.join(filter(None, (os.environ.get("PYTHONPATH"), str(REPO))))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.gateway.serve_module", SECTION, "--http", str(port)],
-        env={**environment(data_dir), "PYTHONPATH": path},
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_until_listening(port, process)
+    command = [sys.executable, "-m", "tests.gateway.serve_module", SECTION, "--http", str(port)]
+    with listening(command, port, env={**environment(data_dir), "PYTHONPATH": path}, cwd=REPO):
         yield f"http://127.0.0.1:{port}/mcp", data_dir / "audit"
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
 
 
 async def test_a_reconnecting_2025_client_finds_its_tasks_and_no_other_client_does(
