@@ -29,7 +29,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 from mcp.shared.exceptions import MCPError
@@ -40,6 +40,7 @@ from pydantic import BaseModel
 from mcp_sections.shared.framework import clients
 
 logger = logging.getLogger("mcp_sections.resources")
+T = TypeVar("T")
 
 SCHEME = "mcp-sections"
 INLINE_CHARS = 16_000
@@ -105,6 +106,18 @@ class Attachment:
         return entry
 
 
+def _pop_expired(items: OrderedDict[str, tuple[float, T]], now: float) -> list[T]:
+    """Remove the entries whose expiry time (first of each value) has come, from the oldest, and return them."""
+    gone = []
+    while items:
+        key, (expires, value) = next(iter(items.items()))
+        if expires > now:
+            break
+        del items[key]
+        gone.append(value)
+    return gone
+
+
 class ResultStore:
     """The bytes of this process's attachments, bounded in size and time (see the module docstring)."""
 
@@ -155,12 +168,7 @@ class ResultStore:
         return self._bytes
 
     def _expire(self) -> None:
-        now = self._clock()
-        while self._items:
-            uri, (expires, attachment) = next(iter(self._items.items()))
-            if expires > now:
-                return
-            del self._items[uri]
+        for attachment in _pop_expired(self._items, self._clock()):
             self._bytes -= attachment.size
 
 
@@ -195,12 +203,7 @@ class LinkOwners:
             return item[1] if item is not None else None
 
     def _expire(self) -> None:
-        now = self._clock()
-        while self._owners:
-            uri, (expires, _) = next(iter(self._owners.items()))
-            if expires > now:
-                return
-            del self._owners[uri]
+        _pop_expired(self._owners, self._clock())
 
 
 OWNERS = LinkOwners()

@@ -27,7 +27,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -305,15 +305,22 @@ def read_lines(directory: Path, server: str | None = None) -> list[dict[str, Any
             lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             continue
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                records.append(record)
+        records += _json_objects(lines)
     records.sort(key=lambda record: str(record.get("time", "")))
     return records
+
+
+def _json_objects(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """The lines that are JSON objects, decoded (any other line is passed over)."""
+    objects = []
+    for line in lines:
+        try:
+            decoded = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(decoded, dict):
+            objects.append(decoded)
+    return objects
 
 
 def read_records(directory: Path, server: str | None = None) -> Iterator[dict[str, Any]]:
@@ -339,13 +346,7 @@ def recent_records(directory: Path, limit: int, tail_bytes: int = 256 * 1024) ->
         except OSError:
             continue
         texts = chunk.decode("utf-8", "replace").splitlines()
-        for text in texts[1:] if size > tail_bytes else texts:  # the first line of a tail may be cut
-            try:
-                record = json.loads(text)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                lines.append(record)
+        lines += _json_objects(texts[1:] if size > tail_bytes else texts)  # the first line of a tail may be cut
     lines.sort(key=lambda record: str(record.get("time", "")))
     return list(_paired(lines))[::-1][:limit]
 
