@@ -233,7 +233,8 @@ async def main(files: int, calls: int, starts: int) -> None:
         env = {"MCP_SECTIONS_CONFIG": str(config), "MCP_SECTIONS_ROOTS": ""}
         ours = cli("serve", "file_ops", "--root", str(root))
         floor = [sys.executable, str(Path(__file__).resolve().parent / "sdk_file_server.py")]
-        sample = [random.Random(3).choice(created) for _ in range(calls)]
+        chooser = random.Random(3)  # one generator: a different file for each call, the same ones every run
+        sample = [chooser.choice(created) for _ in range(calls)]
         subjects = (("ours", ours), ("reference", reference), ("floor", floor))
         results = await measure(subjects, env, calls, starts, workloads(root, sample))
         print_table(results, root, len(created), calls)

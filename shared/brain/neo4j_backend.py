@@ -81,7 +81,6 @@ from mcp_sections.shared.brain.neo4j_statements import (
     upsert_nodes_statement,
     vector_index_statement,
 )
-from mcp_sections.shared.brain.neo4j_statements import all_statements as all_statements  # tests lint them all
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.ground.install_hints import install_hint
 

@@ -15,11 +15,8 @@ from typing import Any
 import pytest
 
 from mcp_sections.shared.brain.cypher_guard import check_read_query
-from mcp_sections.shared.brain.neo4j_backend import (
-    Neo4jBrainStore,
-    all_statements,
-    neighbors_statement,
-)
+from mcp_sections.shared.brain.neo4j_backend import Neo4jBrainStore
+from mcp_sections.shared.brain.neo4j_statements import all_statements, neighbors_statement
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from tests.node_tools import node_and_npm, node_tools
 

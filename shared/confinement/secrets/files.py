@@ -230,9 +230,12 @@ class SecretFiles:
 
     def _links_to_protected(self, entry: os.DirEntry[str]) -> bool:
         """Whether a regular file is a hard link to a protected file (same device and inode)."""
-        if not entry.is_file(follow_symlinks=False):
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                return False
+            with_links = entry.stat(follow_symlinks=False)
+        except OSError:  # gone since the listing (a file removed, a /proc entry): nothing to hide
             return False
-        with_links = entry.stat(follow_symlinks=False)
         return (with_links.st_dev, with_links.st_ino) in self._linked
 
     def _protected(self, entry: os.DirEntry[str]) -> list[str]:
