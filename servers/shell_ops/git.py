@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -192,48 +192,42 @@ async def status(repo: Repository, run: Run, *, include_untracked: bool, include
     return parse_status(_stdout(result))
 
 
+class _NulFields:
+    """The NUL-separated fields of git's `-z` output, read in order: records, each of which may take the fields
+    that follow it (a rename's original path)."""
+
+    def __init__(self, raw: str) -> None:
+        self.fields = raw.split("\0")
+        self.index = 0
+
+    def records(self) -> Iterator[str]:
+        """The non-empty fields not taken yet."""
+        while self.index < len(self.fields):
+            record = self.fields[self.index]
+            self.index += 1
+            if record:
+                yield record
+
+    def left(self) -> int:
+        return len(self.fields) - self.index
+
+    def take(self) -> str | None:
+        """The next field (None past the end), which `records` then skips."""
+        value = self.fields[self.index] if self.index < len(self.fields) else None
+        self.index += 1
+        return value
+
+
 def parse_status(raw: str) -> dict[str, Any]:
     """`git status --porcelain=v2 --branch -z` → branch information and entries."""
-    fields = raw.split("\0")
+    fields = _NulFields(raw)
     branch: dict[str, Any] = {"oid": None, "head": None, "upstream": None, "ahead": None, "behind": None}
     entries: list[dict[str, Any]] = []
-    index = 0
-    while index < len(fields):
-        record = fields[index]
-        index += 1
-        if not record:
-            continue
+    for record in fields.records():
         if record.startswith("# "):
-            key, _, value = record[2:].partition(" ")
-            if key == "branch.oid":
-                branch["oid"] = None if value == "(initial)" else value
-            elif key == "branch.head":
-                branch["head"] = value
-            elif key == "branch.upstream":
-                branch["upstream"] = value
-            elif key == "branch.ab":
-                ahead, _, behind = value.partition(" ")
-                branch["ahead"], branch["behind"] = int(ahead), abs(int(behind))
-            continue
-        kind = record[0]
-        entry: dict[str, Any] = {"kind": _KINDS.get(kind, "changed"), "index": ".", "worktree": ".", "orig_path": None}
-        if kind == "1":
-            parts = record.split(" ", 8)
-            entry.update(path=parts[8], index=parts[1][0], worktree=parts[1][1])
-        elif kind == "2":
-            parts = record.split(" ", 9)
-            entry.update(path=parts[9], index=parts[1][0], worktree=parts[1][1])
-            entry["kind"] = "copied" if parts[8].startswith("C") else "renamed"
-            entry["orig_path"] = fields[index] if index < len(fields) else None
-            index += 1
-        elif kind == "u":
-            parts = record.split(" ", 10)
-            entry.update(path=parts[10], index=parts[1][0], worktree=parts[1][1])
-        elif kind in "?!":
-            entry.update(path=record[2:], index=kind, worktree=kind)
-        else:
-            continue
-        entries.append(entry)
+            _branch_header(branch, record)
+        elif (entry := _status_entry(record, fields)) is not None:
+            entries.append(entry)
     head = branch["head"]
     return {
         "branch": None if head in (None, "(detached)") else head,
@@ -244,6 +238,42 @@ def parse_status(raw: str) -> dict[str, Any]:
         "behind": branch["behind"],
         "entries": entries,
     }
+
+
+def _branch_header(branch: dict[str, Any], record: str) -> None:
+    """A `# branch.*` header into `branch`."""
+    key, _, value = record[2:].partition(" ")
+    if key == "branch.oid":
+        branch["oid"] = None if value == "(initial)" else value
+    elif key == "branch.head":
+        branch["head"] = value
+    elif key == "branch.upstream":
+        branch["upstream"] = value
+    elif key == "branch.ab":
+        ahead, _, behind = value.partition(" ")
+        branch["ahead"], branch["behind"] = int(ahead), abs(int(behind))
+
+
+def _status_entry(record: str, fields: _NulFields) -> dict[str, Any] | None:
+    """One changed, renamed or copied, unmerged, untracked or ignored entry; None for a record of another kind."""
+    kind = record[0]
+    entry: dict[str, Any] = {"kind": _KINDS.get(kind, "changed"), "index": ".", "worktree": ".", "orig_path": None}
+    if kind == "1":
+        parts = record.split(" ", 8)
+        entry.update(path=parts[8], index=parts[1][0], worktree=parts[1][1])
+    elif kind == "2":
+        parts = record.split(" ", 9)
+        entry.update(path=parts[9], index=parts[1][0], worktree=parts[1][1])
+        entry["kind"] = "copied" if parts[8].startswith("C") else "renamed"
+        entry["orig_path"] = fields.take()
+    elif kind == "u":
+        parts = record.split(" ", 10)
+        entry.update(path=parts[10], index=parts[1][0], worktree=parts[1][1])
+    elif kind in "?!":
+        entry.update(path=record[2:], index=kind, worktree=kind)
+    else:
+        return None
+    return entry
 
 
 # -- diff ------------------------------------------------------------------------------------------------
@@ -264,22 +294,16 @@ def diff_args(
 
 def parse_numstat(raw: str) -> list[dict[str, Any]]:
     """`git diff --numstat -z` → per-file additions/deletions (binary files have None counts)."""
-    fields = raw.split("\0")
+    fields = _NulFields(raw)
     files: list[dict[str, Any]] = []
-    index = 0
-    while index < len(fields):
-        record = fields[index]
-        index += 1
-        if not record:
-            continue
+    for record in fields.records():
         parts = record.split("\t", 2)
         if len(parts) != 3:
             continue
         added, deleted, path = parts
         old_path = None
-        if path == "" and index + 1 < len(fields):
-            old_path, path = fields[index], fields[index + 1]
-            index += 2
+        if path == "" and fields.left() >= 2:
+            old_path, path = fields.take(), fields.take() or ""
         binary = added == "-"
         files.append(
             {
