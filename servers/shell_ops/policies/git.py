@@ -70,6 +70,24 @@ def split_git_args(args: Sequence[str]) -> tuple[list[str], str | None, list[str
 
 def policy_git(args: list[str], ctx: PolicyContext) -> list[str]:
     global_options, sub, rest = split_git_args(args)
+    _check_global_options(global_options)
+    if sub is None:
+        if any(option in ("--version", "--help") for option in global_options):
+            return args
+        raise invalid('git needs a subcommand, e.g. ["git", "status"].')
+    _check_subcommand(sub, global_options, rest)
+    _check_flags(sub, rest)
+    _refuse_secret_names(sub, rest, ctx)
+    if sub == "cat-file" and find_flag(rest, ("--filters", "--textconv")):
+        raise denied("git cat-file --filters/--textconv are refused by the command policy (they run drivers).")
+    if sub in GIT_DIFF_FAMILY:
+        position = len(global_options)
+        return [*args[: position + 1], "--no-ext-diff", "--no-textconv", *args[position + 1 :]]
+    return args
+
+
+def _check_global_options(global_options: list[str]) -> None:
+    """Only the harmless global options, and the repository's location with a value (the guard confines it)."""
     index = 0
     while index < len(global_options):
         option = global_options[index]
@@ -92,10 +110,10 @@ def policy_git(args: list[str], ctx: PolicyContext) -> list[str]:
             f"git global option {name} is refused by the command policy; allowed: "
             f"{', '.join((*_GIT_GLOBAL_FLAGS_OK, *_GIT_GLOBAL_PATH_OPTIONS))}."
         )
-    if sub is None:
-        if any(option in ("--version", "--help") for option in global_options):
-            return args
-        raise invalid('git needs a subcommand, e.g. ["git", "status"].')
+
+
+def _check_subcommand(sub: str, global_options: list[str], rest: list[str]) -> None:
+    """An allowed subcommand, not asked for its --help (git's help viewer runs programs)."""
     if "--help" in global_options or "--help" in (rest[: rest.index("--")] if "--" in rest else rest):
         # `git X --help` / `git --help X` become `git help X`, which runs the viewer the repository config
         # names (man.viewer + man.<tool>.cmd, help.format=web + browser.<tool>.cmd): arbitrary commands.
@@ -110,6 +128,10 @@ def policy_git(args: list[str], ctx: PolicyContext) -> list[str]:
             f"git {sub[:40]} is not an allowed git subcommand (aliases are not run either); allowed: "
             f"{', '.join(GIT_SUBCOMMANDS)}."
         )
+
+
+def _check_flags(sub: str, rest: list[str]) -> None:
+    """The subcommand's flags that run programs, write outside git's control or install hooks; config reads only."""
     if hit := find_flag(rest, GIT_REFUSED_FLAGS):
         raise denied(
             f"git {sub} {hit} is refused by the command policy (it runs a program, writes a file outside git's "
@@ -117,19 +139,12 @@ def policy_git(args: list[str], ctx: PolicyContext) -> list[str]:
         )
     if sub in ("fetch", "clone", "ls-remote", "pull") and find_flag(rest, (), "u"):
         raise denied(f"git {sub} -u is refused by the command policy (it names the upload-pack program).")
-    if sub == "grep" and (hit := find_flag(rest, (), "O")):
+    if sub == "grep" and find_flag(rest, (), "O"):
         raise denied("git grep -O is refused by the command policy (it runs a pager program on the matches).")
     if sub == "rebase" and (hit := find_flag(rest, (), "xi")):
         raise denied(f"git rebase {hit} is refused by the command policy (it runs commands / an editor).")
     if sub == "config":
         _check_git_config(rest)
-    _refuse_secret_names(sub, rest, ctx)
-    if sub == "cat-file" and find_flag(rest, ("--filters", "--textconv")):
-        raise denied("git cat-file --filters/--textconv are refused by the command policy (they run drivers).")
-    if sub in GIT_DIFF_FAMILY:
-        position = len(global_options)
-        return [*args[: position + 1], "--no-ext-diff", "--no-textconv", *args[position + 1 :]]
-    return args
 
 
 #: Global options the hardened repository probes also get (they run outside the sandbox): where the repository is.
