@@ -60,7 +60,7 @@ from mcp_sections.servers.shell_ops.policies.option_classes import (
     check_refused_classes,
     class_refusals,
 )
-from mcp_sections.servers.shell_ops.policies.policy import PolicyContext
+from mcp_sections.servers.shell_ops.policies.policy import PolicyContext, PolicyInfo
 from mcp_sections.servers.shell_ops.policies.programs import policy_for
 from mcp_sections.servers.shell_ops.policies.project_tools import (
     INSTALL_SENTENCE,
@@ -294,30 +294,14 @@ class CommandGuard:
         )
         installer = installer_kind(info.name, argv[1:])
         if confined:
-            args = info.confined(list(argv[1:]), ctx) if info.confined is not None else list(argv[1:])
-            bases = [workdir]
-            if name == "git":  # git's hardened probes run outside the sandbox, in the repository these options name
-                for value in base_directories(name, argv[1:]):
-                    bases.append(self.confine(value, bases[-1]))
-            for arg in argv[1:]:
-                for value in path_candidates(arg, workdir):
-                    self.check_named(value, workdir)
+            args = self._confined_args(name, argv, workdir, info, ctx)
         else:
             if installer is not None:
                 raise denied(
                     f"{' '.join([name, *argv[1:3]])[:60]} installs from a registry, which needs the OS sandbox's "
                     f"registry-only egress; with the sandbox off, commands get no installs. {INSTALL_SENTENCE}"
                 )
-            assert info.check is not None
-            args = info.check(list(argv[1:]), ctx)
-            check_refused_classes(name, argv[1:])
-            bases = [workdir]
-            for value in base_directories(name, argv[1:]):  # each relative to the one before, as the program does
-                bases.append(self.confine(value, bases[-1]))
-            for base in dict.fromkeys(bases):
-                for arg in argv[1:]:
-                    for value in path_candidates(arg, base):
-                        self.confine(value, base)
+            args = self._checked_args(name, argv, workdir, info, ctx)
         inner = self._wrapped(info.name, argv[1:], confined)
         if inner is not None:
             if depth >= MAX_WRAPPED:
@@ -335,6 +319,38 @@ class CommandGuard:
             project_program=project,
             installer=installer,
         )
+
+    def _confined_args(
+        self, name: str, argv: list[str], workdir: Path, info: PolicyInfo, ctx: PolicyContext
+    ) -> list[str]:
+        """Inside the sandbox: the program's remaining rules, git's repository options confined (its hardened probes
+        run outside), and no argument naming a protected file."""
+        args = info.confined(list(argv[1:]), ctx) if info.confined is not None else list(argv[1:])
+        bases = [workdir]
+        if name == "git":  # git's hardened probes run outside the sandbox, in the repository these options name
+            for value in base_directories(name, argv[1:]):
+                bases.append(self.confine(value, bases[-1]))
+        for arg in argv[1:]:
+            for value in path_candidates(arg, workdir):
+                self.check_named(value, workdir)
+        return args
+
+    def _checked_args(
+        self, name: str, argv: list[str], workdir: Path, info: PolicyInfo, ctx: PolicyContext
+    ) -> list[str]:
+        """With the sandbox off: every rule of the program's policy and its option classes, and every path-like
+        argument confined to the roots from each base directory the program would use."""
+        assert info.check is not None
+        args = info.check(list(argv[1:]), ctx)
+        check_refused_classes(name, argv[1:])
+        bases = [workdir]
+        for value in base_directories(name, argv[1:]):  # each relative to the one before, as the program does
+            bases.append(self.confine(value, bases[-1]))
+        for base in dict.fromkeys(bases):
+            for arg in argv[1:]:
+                for value in path_candidates(arg, base):
+                    self.confine(value, base)
+        return args
 
     @staticmethod
     def _wrapped(family: str, args: Sequence[str], confined: bool) -> list[str] | None:
