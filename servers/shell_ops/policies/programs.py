@@ -188,32 +188,39 @@ def _policy_python(args: list[str], ctx: PolicyContext) -> list[str]:
             continue
         if not arg.startswith("-"):
             break
-        cluster = arg[1:]
-        for position, letter in enumerate(cluster):
-            if letter in _PYTHON_SIMPLE:
-                continue
-            rest = cluster[position + 1 :]
-            if letter in "WX":
-                if not rest:
-                    index += 1  # the value is the next argument
-                break
-            if letter == "m":
-                module = rest or (args[index + 1] if index + 1 < len(args) else "")
-                check_module(module, list(args[index + (1 if rest else 2) :]), ctx)
-                return args
-            if letter == "c":
-                raise denied(
-                    "python3 -c (inline code) is refused by the command policy; write the code to a file inside "
-                    "the roots and run it by path."
-                )
-            raise denied(f"python3 -{letter} is refused by the command policy (unknown or unsupported option).")
-        index += 1
+        taken = _python_cluster(args, index, ctx)
+        if taken is None:
+            return args
+        index += taken
     if index < len(args):
         script = args[index]
         if script == "-":
             raise denied("python3 - (a program read from standard input) is refused by the command policy.")
         ctx.confine(script)
     return args
+
+
+def _python_cluster(args: list[str], index: int, ctx: PolicyContext) -> int | None:
+    """The short options clustered in `args[index]`: how many arguments they take (2 when -W or -X takes the next
+    one as its value), or None after `-m`, whose module's policy checked the rest."""
+    cluster = args[index][1:]
+    for position, letter in enumerate(cluster):
+        if letter in _PYTHON_SIMPLE:
+            continue
+        rest = cluster[position + 1 :]
+        if letter in "WX":
+            return 1 if rest else 2  # without an attached value, the value is the next argument
+        if letter == "m":
+            module = rest or (args[index + 1] if index + 1 < len(args) else "")
+            check_module(module, list(args[index + (1 if rest else 2) :]), ctx)
+            return None
+        if letter == "c":
+            raise denied(
+                "python3 -c (inline code) is refused by the command policy; write the code to a file inside "
+                "the roots and run it by path."
+            )
+        raise denied(f"python3 -{letter} is refused by the command policy (unknown or unsupported option).")
+    return 1
 
 
 _NODE_FLAGS_OK = words(
@@ -351,6 +358,23 @@ def _policy_ruff(args: list[str], ctx: PolicyContext) -> list[str]:
 def _ruff_configs(rest: Sequence[str], ctx: PolicyContext) -> list[Path]:
     """Config files ruff may read: `--config FILE`, those in the ancestors (inside the roots) of cwd and of each
     path argument, and those below them."""
+    found, starts = _ruff_named(rest, ctx)
+    for start in starts:
+        found += _ruff_ancestor_configs(start, ctx)
+    walks = itertools.chain.from_iterable(os.walk(start) for start in starts)
+    for visited, (directory, dirnames, filenames) in enumerate(walks):
+        if visited > _RUFF_SCAN_LIMIT:
+            raise denied(
+                "ruff: the directory tree is too large to check its configuration files; run it on a subfolder."
+            )
+        dirnames[:] = [name for name in dirnames if name not in (".git", "node_modules", ".venv", "__pycache__")]
+        found += [Path(directory) / name for name in _RUFF_CONFIG_NAMES if name in filenames]
+    return list(dict.fromkeys(found))
+
+
+def _ruff_named(rest: Sequence[str], ctx: PolicyContext) -> tuple[list[Path], list[Path]]:
+    """The config files `--config` names, and where ruff starts looking for others: cwd and each path argument's
+    directory (each confined to the roots)."""
     found: list[Path] = []
     starts = [ctx.cwd]
     for index, arg in enumerate(rest):
@@ -363,24 +387,19 @@ def _ruff_configs(rest: Sequence[str], ctx: PolicyContext) -> list[Path]:
             path = ctx.confine(arg)
             if path.exists():
                 starts.append(path if path.is_dir() else path.parent)
-    starts = list(dict.fromkeys(starts))
-    for start in starts:
-        folder = start
-        while True:
-            found += [folder / name for name in _RUFF_CONFIG_NAMES if (folder / name).is_file()]
-            parent = folder.parent
-            if parent == folder or not _inside(parent, ctx):
-                break
-            folder = parent
-    walks = itertools.chain.from_iterable(os.walk(start) for start in starts)
-    for visited, (directory, dirnames, filenames) in enumerate(walks):
-        if visited > _RUFF_SCAN_LIMIT:
-            raise denied(
-                "ruff: the directory tree is too large to check its configuration files; run it on a subfolder."
-            )
-        dirnames[:] = [name for name in dirnames if name not in (".git", "node_modules", ".venv", "__pycache__")]
-        found += [Path(directory) / name for name in _RUFF_CONFIG_NAMES if name in filenames]
-    return list(dict.fromkeys(found))
+    return found, list(dict.fromkeys(starts))
+
+
+def _ruff_ancestor_configs(start: Path, ctx: PolicyContext) -> list[Path]:
+    """The config files in `start` and its ancestors inside the roots."""
+    found: list[Path] = []
+    folder = start
+    while True:
+        found += [folder / name for name in _RUFF_CONFIG_NAMES if (folder / name).is_file()]
+        parent = folder.parent
+        if parent == folder or not _inside(parent, ctx):
+            return found
+        folder = parent
 
 
 def _inside(path: Path, ctx: PolicyContext) -> bool:
