@@ -112,17 +112,9 @@ def split_uv(args: Sequence[str]) -> Wrapped:
     """uv's arguments checked; for `uv run`, the command it runs (`uv run -m mod` → `python -m mod`, `uv run x.py`
     → `python x.py`)."""
     args = list(args)
-    index = 0
-    while index < len(args) and args[index].startswith("-"):
-        option = args[index]
-        if option in ("--version", "-V", "--help", "-h") and index == len(args) - 1:
-            return Wrapped(args, None)
-        if option.split("=", 1)[0] not in _UV_GLOBAL_OK:
-            raise denied(
-                f"uv {option.split('=', 1)[0]} is refused by the command policy before the subcommand; allowed: "
-                f"{', '.join(_UV_GLOBAL_OK)}."
-            )
-        index += 1
+    index = _uv_global_options(args)
+    if index is None:
+        return Wrapped(args, None)
     if index == len(args):
         raise invalid(f'uv needs a subcommand ({", ".join(UV_SUBCOMMANDS)}), e.g. ["uv", "run", "pytest"].')
     sub = args[index]
@@ -142,6 +134,28 @@ def split_uv(args: Sequence[str]) -> Wrapped:
         return Wrapped(args, None)
     if sub != "run":
         return Wrapped(args, None)
+    return Wrapped(args, _uv_run(rest))
+
+
+def _uv_global_options(args: list[str]) -> int | None:
+    """The index of uv's subcommand once the options before it are allowed ones; None for `uv --version` (or
+    --help) alone."""
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        option = args[index]
+        if option in ("--version", "-V", "--help", "-h") and index == len(args) - 1:
+            return None
+        if option.split("=", 1)[0] not in _UV_GLOBAL_OK:
+            raise denied(
+                f"uv {option.split('=', 1)[0]} is refused by the command policy before the subcommand; allowed: "
+                f"{', '.join(_UV_GLOBAL_OK)}."
+            )
+        index += 1
+    return index
+
+
+def _uv_run(rest: list[str]) -> list[str]:
+    """The command `uv run` runs, once its options are allowed ones."""
     position = 0
     while position < len(rest):
         option = rest[position]
@@ -152,10 +166,7 @@ def split_uv(args: Sequence[str]) -> Wrapped:
             break
         name = option.split("=", 1)[0]
         if name in ("-m", "--module"):
-            attached = "=" in option
-            following = rest[position + 1 :]
-            module = option.split("=", 1)[1] if attached else (following[0] if following else "")
-            return Wrapped(args, ["python", "-m", module, *following[0 if attached else 1 :]])
+            return _module_command(rest, position)
         if name in _UV_RUN_FLAGS_OK and "=" not in option:
             position += 1
         elif name in _UV_RUN_VALUES_OK:
@@ -165,12 +176,24 @@ def split_uv(args: Sequence[str]) -> Wrapped:
                 f"uv run {name} is refused by the command policy (--with and similar options install packages; "
                 f"--env-file reads a secrets file); allowed: {', '.join((*_UV_RUN_FLAGS_OK, *_UV_RUN_VALUES_OK))}."
             )
-    inner = rest[position:]
+    return _run_command(rest[position:])
+
+
+def _module_command(rest: list[str], index: int) -> list[str]:
+    """`uv run -m MODULE ARGS` (or `--module=MODULE`) at `rest[index]` runs `python -m MODULE ARGS`."""
+    option = rest[index]
+    attached = "=" in option
+    module = option.split("=", 1)[1] if attached else (rest[index + 1] if index + 1 < len(rest) else "")
+    return ["python", "-m", module, *rest[index + (1 if attached else 2) :]]
+
+
+def _run_command(inner: list[str]) -> list[str]:
+    """What `uv run` runs: a command, or a script file run with the project's interpreter."""
     if not inner:
         raise invalid('uv run needs a command, e.g. ["uv", "run", "pytest", "-q"].')
     if inner[0].endswith(".py") and "/" not in inner[0]:
-        inner = ["python", *inner]  # uv runs a script file with the project's interpreter
-    return Wrapped(args, inner)
+        return ["python", *inner]  # uv runs a script file with the project's interpreter
+    return inner
 
 
 #: uv options (global and `uv run`'s) that take a value, so that the command `uv run` runs is found after them; an
@@ -199,19 +222,11 @@ def split_uv_confined(args: Sequence[str]) -> Wrapped:
     rest = args[position + 1 :]
     start = _skip_options(rest, 0, module=True)
     if start < 0:  # `uv run -m MODULE ...`
-        index = -start - 1
-        option = rest[index]
-        attached = "=" in option
-        module = option.split("=", 1)[1] if attached else (rest[index + 1] if index + 1 < len(rest) else "")
-        return Wrapped(args, ["python", "-m", module, *rest[index + (1 if attached else 2) :]])
+        return Wrapped(args, _module_command(rest, -start - 1))
     inner = rest[start:]
     if inner and inner[0] == "--":
         inner = inner[1:]
-    if not inner:
-        raise invalid('uv run needs a command, e.g. ["uv", "run", "pytest", "-q"].')
-    if inner[0].endswith(".py") and "/" not in inner[0]:
-        inner = ["python", *inner]
-    return Wrapped(args, inner)
+    return Wrapped(args, _run_command(inner))
 
 
 def _skip_options(args: Sequence[str], index: int, *, module: bool = False) -> int:
