@@ -75,41 +75,7 @@ def split_command(command: str | Sequence[str]) -> list[str]:
     Line breaks: an argv element may hold them (a commit message, a multi-line `python -c`): no shell reads it. In the
     string form they are kept inside quotes; an unquoted one would separate two commands for a shell, so it is
     refused like `;`. NUL is refused everywhere: no argument of a program can hold one."""
-    if isinstance(command, str):
-        if len(command) > MAX_COMMAND_LENGTH:
-            raise invalid(f"the command is {len(command)} characters long; the limit is {MAX_COMMAND_LENGTH}.")
-        _check_text(command, "the command")
-        if _SHELL_SUBSTITUTION.search(command):
-            raise invalid("the command contains `$(`, `${`, a backtick or a process substitution; " + _NO_SHELL_HINT)
-        try:
-            lexer = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION + _LINE_BREAKS)
-            lexer.whitespace_split = True
-            lexer.whitespace = " \t"
-            tokens = list(lexer)
-        except ValueError as exc:
-            raise invalid(f"the command could not be split into arguments ({exc}); check its quoting.") from None
-        # punctuation_chars splits unquoted operators into their own tokens; re-split without it for argv.
-        if any(token and set(token) <= set(_LINE_BREAKS) for token in tokens):
-            raise invalid(
-                "the command has a line break outside quotes, which a shell would read as a second command; "
-                + _NO_SHELL_HINT
-                + " A line break inside an argument is fine: quote it, or use the argv list form."
-            )
-        if any(token and set(token) <= set(_PUNCTUATION + _LINE_BREAKS) for token in tokens):
-            raise invalid("the command contains shell operators (`;`, `|`, `&&`, `>`, ...); " + _NO_SHELL_HINT)
-        try:
-            argv = shlex.split(command)
-        except ValueError as exc:
-            raise invalid(f"the command could not be split into arguments ({exc}); check its quoting.") from None
-    else:
-        argv = list(command)
-        for index, arg in enumerate(argv):
-            if not isinstance(arg, str):
-                raise invalid(f"argument {index} is not a string; every argv element must be a string.")
-            _check_text(arg, f"argument {index}")
-        for arg in argv[1:]:  # `;` alone is find's `-exec ... ;` terminator
-            if (arg in SHELL_OPERATORS and arg != ";") or _REDIRECTION.match(arg):
-                raise invalid(f"argument {arg!r} is a shell operator; " + _NO_SHELL_HINT)
+    argv = _split_string(command) if isinstance(command, str) else _checked_list(command)
     if not argv or not argv[0].strip():
         raise invalid("the command is empty; give the program name and its arguments.")
     if len(argv) > MAX_ARGUMENTS:
@@ -122,6 +88,49 @@ def split_command(command: str | Sequence[str]) -> list[str]:
             f"{argv[0].split('=', 1)[0]}=... is an environment assignment, and no shell interprets assignments; give "
             'the program name first and the variable in the tool\'s `env` argument (e.g. env={"PYTHONPATH": "src"}).'
         )
+    return argv
+
+
+def _split_string(command: str) -> list[str]:
+    """A command string split into words as a shell would, once it holds no substitution, operator or unquoted
+    line break."""
+    if len(command) > MAX_COMMAND_LENGTH:
+        raise invalid(f"the command is {len(command)} characters long; the limit is {MAX_COMMAND_LENGTH}.")
+    _check_text(command, "the command")
+    if _SHELL_SUBSTITUTION.search(command):
+        raise invalid("the command contains `$(`, `${`, a backtick or a process substitution; " + _NO_SHELL_HINT)
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION + _LINE_BREAKS)
+        lexer.whitespace_split = True
+        lexer.whitespace = " \t"
+        tokens = list(lexer)
+    except ValueError as exc:
+        raise invalid(f"the command could not be split into arguments ({exc}); check its quoting.") from None
+    # punctuation_chars splits unquoted operators into their own tokens; re-split without it for argv.
+    if any(token and set(token) <= set(_LINE_BREAKS) for token in tokens):
+        raise invalid(
+            "the command has a line break outside quotes, which a shell would read as a second command; "
+            + _NO_SHELL_HINT
+            + " A line break inside an argument is fine: quote it, or use the argv list form."
+        )
+    if any(token and set(token) <= set(_PUNCTUATION + _LINE_BREAKS) for token in tokens):
+        raise invalid("the command contains shell operators (`;`, `|`, `&&`, `>`, ...); " + _NO_SHELL_HINT)
+    try:
+        return shlex.split(command)
+    except ValueError as exc:
+        raise invalid(f"the command could not be split into arguments ({exc}); check its quoting.") from None
+
+
+def _checked_list(command: Sequence[str]) -> list[str]:
+    """An argv list whose elements are strings without NUL, none of them a shell operator or a redirection."""
+    argv = list(command)
+    for index, arg in enumerate(argv):
+        if not isinstance(arg, str):
+            raise invalid(f"argument {index} is not a string; every argv element must be a string.")
+        _check_text(arg, f"argument {index}")
+    for arg in argv[1:]:  # `;` alone is find's `-exec ... ;` terminator
+        if (arg in SHELL_OPERATORS and arg != ";") or _REDIRECTION.match(arg):
+            raise invalid(f"argument {arg!r} is a shell operator; " + _NO_SHELL_HINT)
     return argv
 
 
