@@ -140,8 +140,34 @@ async def run_process(
     """Run `argv` (argv[0] absolute) without a shell; kill its process group at the deadline, or as soon as it
     has written more than `max_total_bytes` in all (`cat` of a 4 GiB sparse file stops in milliseconds instead of
     streaming gigabytes through the capped buffers)."""
-    stdout, stderr = CappedBuffer(max_output_bytes), CappedBuffer(max_output_bytes)
     started = time.monotonic()
+    process = await _spawn(argv, cwd=cwd, env=env, pass_fds=pass_fds)
+    output = _Output(process, max_output_bytes, max_total_bytes)
+    readers = [
+        asyncio.ensure_future(output.pump(process.stdout, output.stdout)),
+        asyncio.ensure_future(output.pump(process.stderr, output.stderr)),
+    ]
+    waiter = asyncio.ensure_future(process.wait())
+    timed_out = False
+    try:
+        timed_out = await _waited(waiter, started + timeout, started, progress, progress_interval)
+    finally:
+        await _reaped(process, waiter, readers)
+    exit_code = None if timed_out else process.returncode
+    return ProcessResult(
+        exit_code=exit_code,
+        stdout=output.stdout,
+        stderr=output.stderr,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        timed_out=timed_out,
+        flooded=output.flooded,
+    )
+
+
+async def _spawn(
+    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], pass_fds: Sequence[int]
+) -> asyncio.subprocess.Process:
+    """The program started in a session of its own (under a keeper where it needs one), its output piped."""
     keeping = needs_keeper(argv)
     try:
         process = await asyncio.create_subprocess_exec(
@@ -159,55 +185,64 @@ async def run_process(
         raise SpawnError(f"{os.path.basename(argv[0])} could not be started: {exc.strerror or exc}") from None
     if keeping:
         keep(process)
+    return process
 
-    flooded = False
 
-    async def pump(stream: asyncio.StreamReader | None, buffer: CappedBuffer) -> None:
-        nonlocal flooded
+class _Output:
+    """A program's two capped outputs, read as they come; the program is killed once it has written more than
+    `max_total_bytes` in all (`flooded`)."""
+
+    def __init__(self, process: asyncio.subprocess.Process, max_output_bytes: int, max_total_bytes: int | None):
+        self.process = process
+        self.stdout, self.stderr = CappedBuffer(max_output_bytes), CappedBuffer(max_output_bytes)
+        self.max_total_bytes = max_total_bytes
+        self.flooded = False
+
+    async def pump(self, stream: asyncio.StreamReader | None, buffer: CappedBuffer) -> None:
         if stream is None:
             return
         while chunk := await stream.read(READ_CHUNK):
             buffer.feed(chunk)
-            if max_total_bytes is not None and not flooded and stdout.total + stderr.total > max_total_bytes:
-                flooded = True
-                kill_group(process.pid)
+            total = self.stdout.total + self.stderr.total
+            if self.max_total_bytes is not None and not self.flooded and total > self.max_total_bytes:
+                self.flooded = True
+                kill_group(self.process.pid)
 
-    readers = [asyncio.ensure_future(pump(process.stdout, stdout)), asyncio.ensure_future(pump(process.stderr, stderr))]
-    waiter = asyncio.ensure_future(process.wait())
-    timed_out = False
-    try:
-        deadline = started + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                break
-            done, _ = await asyncio.wait({waiter}, timeout=min(progress_interval, remaining))
-            if waiter in done:
-                break
-            if progress is not None:
-                await progress(time.monotonic() - started)
-    finally:
-        kill_group(process.pid)
-        if not waiter.done():
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(waiter), timeout=5)
-        _, pending = await asyncio.wait(readers, timeout=PIPE_GRACE_SECONDS)
-        for task in pending:  # a grandchild in its own session still holds the pipe
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-        if not waiter.done():
-            waiter.cancel()
-    exit_code = None if timed_out else process.returncode
-    return ProcessResult(
-        exit_code=exit_code,
-        stdout=stdout,
-        stderr=stderr,
-        duration_ms=int((time.monotonic() - started) * 1000),
-        timed_out=timed_out,
-        flooded=flooded,
-    )
+
+async def _waited(
+    waiter: asyncio.Future[int],
+    deadline: float,
+    started: float,
+    progress: ProgressCallback | None,
+    progress_interval: float,
+) -> bool:
+    """Wait for the program to end, reporting progress every `progress_interval`; True when the deadline came first."""
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return True
+        done, _ = await asyncio.wait({waiter}, timeout=min(progress_interval, remaining))
+        if waiter in done:
+            return False
+        if progress is not None:
+            await progress(time.monotonic() - started)
+
+
+async def _reaped(
+    process: asyncio.subprocess.Process, waiter: asyncio.Future[int], readers: Sequence[asyncio.Future[None]]
+) -> None:
+    """Kill the program's group, wait for it briefly, and stop reading pipes a grandchild may still hold."""
+    kill_group(process.pid)
+    if not waiter.done():
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(waiter), timeout=5)
+    _, pending = await asyncio.wait(readers, timeout=PIPE_GRACE_SECONDS)
+    for task in pending:  # a grandchild in its own session still holds the pipe
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+    if not waiter.done():
+        waiter.cancel()
 
 
 def kill_group(pid: int) -> None:
