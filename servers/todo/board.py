@@ -256,39 +256,17 @@ class Board:
         with self.db.write() as conn:
             task = _load(conn, workflow_id, task_id)
             if wanted is not None:
-                if task_id in wanted:
-                    raise validation_failed(f"task {task_id} cannot depend on itself; remove it from dependencies.")
-                _require_existing(conn, workflow_id, wanted)
-                cycle = _find_cycle(conn, workflow_id, task_id, [dep for dep in wanted if dep not in task.dependencies])
-                if cycle:
-                    raise validation_failed(
-                        "these dependencies would form a cycle: "
-                        + " → ".join(cycle)
-                        + " (each task depends on the next); drop the dependency that closes the loop.",
-                        cycle=cycle,
-                    )
-                if task.status in ("in_progress", "completed") and not force:
-                    unfinished = _unfinished(conn, workflow_id, [dep for dep in wanted if dep not in task.dependencies])
-                    if unfinished:
-                        raise validation_failed(
-                            f"task {task_id} is {task.status} but the new dependencies {_named(unfinished)} are not "
-                            "completed; complete them first, or pass force=true to record them anyway.",
-                            unfinished_dependencies=unfinished,
-                        )
-                conn.execute("DELETE FROM dependencies WHERE workflow_id = ? AND task_id = ?", (workflow_id, task_id))
-                conn.executemany(
-                    "INSERT INTO dependencies (workflow_id, task_id, depends_on) VALUES (?, ?, ?)",
-                    [(workflow_id, task_id, dep) for dep in wanted],
+                _replace_dependencies(conn, task, wanted, force=force)
+            changes: dict[str, object] = {
+                column: value
+                for column, value in (
+                    ("name", name),
+                    ("description", description),
+                    ("priority", priority),
+                    ("assigned_agent", assigned_agent),
                 )
-            changes: dict[str, object] = {}
-            if name is not None:
-                changes["name"] = name
-            if description is not None:
-                changes["description"] = description
-            if priority is not None:
-                changes["priority"] = priority
-            if assigned_agent is not None:
-                changes["assigned_agent"] = assigned_agent
+                if value is not None
+            }
             if unassign:
                 changes["assigned_agent"] = None
             if changes or wanted is not None:
@@ -550,6 +528,37 @@ def _task(row: sqlite3.Row, dependencies: list[str]) -> Task:
     )
 
 
+def _replace_dependencies(conn: sqlite3.Connection, task: Task, wanted: list[str], *, force: bool) -> None:
+    """The task's dependencies become `wanted`: existing tasks, no cycle, and (unless `force`) none unfinished once
+    the task is started or completed."""
+    workflow_id, task_id = task.workflow_id, task.id
+    if task_id in wanted:
+        raise validation_failed(f"task {task_id} cannot depend on itself; remove it from dependencies.")
+    _require_existing(conn, workflow_id, wanted)
+    added = [dep for dep in wanted if dep not in task.dependencies]
+    cycle = _find_cycle(conn, workflow_id, task_id, added)
+    if cycle:
+        raise validation_failed(
+            "these dependencies would form a cycle: "
+            + " → ".join(cycle)
+            + " (each task depends on the next); drop the dependency that closes the loop.",
+            cycle=cycle,
+        )
+    if task.status in ("in_progress", "completed") and not force:
+        unfinished = _unfinished(conn, workflow_id, added)
+        if unfinished:
+            raise validation_failed(
+                f"task {task_id} is {task.status} but the new dependencies {_named(unfinished)} are not "
+                "completed; complete them first, or pass force=true to record them anyway.",
+                unfinished_dependencies=unfinished,
+            )
+    conn.execute("DELETE FROM dependencies WHERE workflow_id = ? AND task_id = ?", (workflow_id, task_id))
+    conn.executemany(
+        "INSERT INTO dependencies (workflow_id, task_id, depends_on) VALUES (?, ?, ?)",
+        [(workflow_id, task_id, dep) for dep in wanted],
+    )
+
+
 def _load(conn: sqlite3.Connection, workflow_id: str, task_id: str) -> Task:
     row = conn.execute("SELECT * FROM tasks WHERE workflow_id = ? AND id = ?", (workflow_id, task_id)).fetchone()
     if row is None:
@@ -576,45 +585,38 @@ def _dependencies_of(conn: sqlite3.Connection, workflow_id: str, task_ids: list[
     return result
 
 
-def _dependents(conn: sqlite3.Connection, workflow_id: str, task_id: str) -> list[str]:
+def _dependents(conn: sqlite3.Connection, workflow_id: str, task_id: str, condition: str = "") -> list[str]:
+    """The tasks that depend on `task_id` (and meet `condition`, an SQL clause on `t`), oldest first."""
     rows = conn.execute(
         "SELECT d.task_id FROM dependencies d JOIN tasks t ON t.workflow_id = d.workflow_id AND t.id = d.task_id"
-        " WHERE d.workflow_id = ? AND d.depends_on = ? ORDER BY t.seq",
+        f" WHERE d.workflow_id = ? AND d.depends_on = ? {condition} ORDER BY t.seq",
         (workflow_id, task_id),
     ).fetchall()
     return [row[0] for row in rows]
 
 
 def _active_dependents(conn: sqlite3.Connection, workflow_id: str, task_id: str) -> list[str]:
-    rows = conn.execute(
-        "SELECT d.task_id FROM dependencies d JOIN tasks t ON t.workflow_id = d.workflow_id AND t.id = d.task_id"
-        " WHERE d.workflow_id = ? AND d.depends_on = ? AND t.status IN ('in_progress', 'completed') ORDER BY t.seq",
-        (workflow_id, task_id),
-    ).fetchall()
-    return [row[0] for row in rows]
+    return _dependents(conn, workflow_id, task_id, "AND t.status IN ('in_progress', 'completed')")
 
 
 def _unfinished(conn: sqlite3.Connection, workflow_id: str, task_ids: Sequence[str]) -> list[str]:
+    return _tasks_among(conn, workflow_id, task_ids, "AND status <> 'completed'")
+
+
+def _tasks_among(conn: sqlite3.Connection, workflow_id: str, task_ids: Sequence[str], condition: str = "") -> list[str]:
+    """The ids of `task_ids` that are tasks of the workflow (and meet `condition`, an SQL clause), oldest first."""
     if not task_ids:
         return []
     marks = ", ".join("?" * len(task_ids))
     rows = conn.execute(
-        f"SELECT id FROM tasks WHERE workflow_id = ? AND id IN ({marks}) AND status <> 'completed' ORDER BY seq",
+        f"SELECT id FROM tasks WHERE workflow_id = ? AND id IN ({marks}) {condition} ORDER BY seq",
         (workflow_id, *task_ids),
     ).fetchall()
     return [row[0] for row in rows]
 
 
 def _require_existing(conn: sqlite3.Connection, workflow_id: str, task_ids: Sequence[str]) -> None:
-    if not task_ids:
-        return
-    marks = ", ".join("?" * len(task_ids))
-    found = {
-        row[0]
-        for row in conn.execute(
-            f"SELECT id FROM tasks WHERE workflow_id = ? AND id IN ({marks})", (workflow_id, *task_ids)
-        ).fetchall()
-    }
+    found = set(_tasks_among(conn, workflow_id, task_ids))
     missing = [task_id for task_id in task_ids if task_id not in found]
     if missing:
         raise not_found(
