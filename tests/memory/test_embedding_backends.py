@@ -260,17 +260,6 @@ def test_models_the_onnx_path_cannot_reproduce_are_refused(tmp_path: Path) -> No
         check_onnx_compatible(model)
 
 
-def test_without_the_packaged_model_the_hint_names_the_memory_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_sections.shared.embeddings import embedder as embedder_module
-
-    monkeypatch.setattr(embedder_module, "bundled_model_dir", lambda: None)
-    monkeypatch.setattr(embedder_module, "local_cache_missing", lambda name: True)
-    embedder = Embedder(backend="onnx", threads=1)
-    assert not embedder.load()
-    assert "the packaged model all-MiniLM-L6-v2 is not installed" in (embedder.error or "")
-    assert "[memory]'" in (embedder.error or "")
-
-
 def test_settings_choose_the_backend(tmp_path: Path) -> None:
     assert EmbeddingSettings().embedding_backend == "onnx"
     torch_settings = EmbeddingSettings(embedding_model="/nonexistent/x", embedding_backend="torch")

