@@ -89,7 +89,8 @@ def node_tools(cache_dir: Path) -> Path:
 
 def main() -> int:
     """`python -m tests.node_tools`, what scripts/setup.sh runs with the test-tools extra: the tools into
-    `.venv/node-tools` with the venv's Node. A failure is reported, not fatal: the tests then install them themselves, or skip."""
+    `.venv/node-tools` with the venv's Node. A failure is reported, not fatal: the tests then install them themselves,
+    or skip."""
     node, npm = shutil.which("node", path=str(BIN)), shutil.which("npm", path=str(BIN))
     if node is None or npm is None or _complete(INSTALLED):
         return 0
