@@ -130,74 +130,103 @@ async def crawl(
     on_page: Callable[[int, int, str], Awaitable[None]] | None = None,
 ) -> CrawlReport:
     """Breadth-first from an already fetched start page; `start` is the report's first page (depth 0)."""
-    report = CrawlReport(pages=[CrawledPage(start, 0, None)])
-    site = site_of(start.final_url)
-    seen = {normalise_url(start.url), normalise_url(start.final_url)}
-    frontier: list[tuple[str, str]] = []  # (url, parent)
+    crawler = _Crawl(fetch, start, max_pages=max_pages, url_filter=url_filter, robots=robots, on_page=on_page)
+    report = crawler.report
     current_level = [start]
     for level in range(1, depth + 1):
-        frontier = []
-        for parent in current_level:
-            for link in parent.links:
-                url = link.url.split("#", 1)[0]
-                try:
-                    key = normalise_url(url)
-                except ToolFailure:
-                    report.skip("invalid URL")
-                    continue
-                if key in seen:
-                    continue
-                seen.add(key)
-                if not same_site(key, site):
-                    report.skip("other site")
-                elif not url_filter.allows(key):
-                    report.skip("pattern")
-                else:
-                    frontier.append((key, parent.final_url))
+        frontier = crawler.frontier(current_level)
         if not frontier:
             break
         next_level: list[Page] = []
         limiter = anyio.Semaphore(CONCURRENT_FETCHES)
-
-        async def visit(
-            url: str,
-            parent_url: str,
-            level: int = level,
-            into: list[Page] = next_level,
-            limiter: anyio.Semaphore = limiter,
-        ) -> None:
-            async with limiter:
-                if len(report.pages) >= max_pages:
-                    report.stopped_by_limit = True
-                    return
-                if robots is not None:
-                    if not await robots.allows(url):
-                        report.skip("robots.txt")
-                        return
-                    delay = await robots.delay(url)
-                    if delay:
-                        await anyio.sleep(delay)
-                if len(report.pages) >= max_pages:
-                    report.stopped_by_limit = True
-                    return
-                try:
-                    page = await fetch(url)
-                except ToolFailure as failure:
-                    report.failures.append(f"{url}: {failure.message}")
-                    return
-                if len(report.pages) >= max_pages:
-                    report.stopped_by_limit = True
-                    return
-                report.pages.append(CrawledPage(page, level, parent_url))
-                into.append(page)
-                if on_page is not None:
-                    await on_page(len(report.pages), max_pages, url)
-
         async with anyio.create_task_group() as group:
             for url, parent_url in frontier:
-                group.start_soon(visit, url, parent_url)
+                group.start_soon(crawler.visit, url, parent_url, level, next_level, limiter)
         current_level = next_level
         if len(report.pages) >= max_pages:
             report.stopped_by_limit = report.stopped_by_limit or bool(frontier)
             break
     return report
+
+
+class _Crawl:
+    """One crawl: the report it fills, the site it stays on and the URLs it has met."""
+
+    def __init__(
+        self,
+        fetch: FetchPage,
+        start: Page,
+        *,
+        max_pages: int,
+        url_filter: UrlFilter,
+        robots: Robots | None,
+        on_page: Callable[[int, int, str], Awaitable[None]] | None,
+    ) -> None:
+        self.fetch = fetch
+        self.max_pages = max_pages
+        self.url_filter = url_filter
+        self.robots = robots
+        self.on_page = on_page
+        self.report = CrawlReport(pages=[CrawledPage(start, 0, None)])
+        self.site = site_of(start.final_url)
+        self.seen = {normalise_url(start.url), normalise_url(start.final_url)}
+
+    def frontier(self, level: list[Page]) -> list[tuple[str, str]]:
+        """The links of a level's pages not met yet, on the site and allowed by the patterns: (url, parent)."""
+        frontier: list[tuple[str, str]] = []
+        for parent in level:
+            for link in parent.links:
+                url = link.url.split("#", 1)[0]
+                try:
+                    key = normalise_url(url)
+                except ToolFailure:
+                    self.report.skip("invalid URL")
+                    continue
+                if key in self.seen:
+                    continue
+                self.seen.add(key)
+                if not same_site(key, self.site):
+                    self.report.skip("other site")
+                elif not self.url_filter.allows(key):
+                    self.report.skip("pattern")
+                else:
+                    frontier.append((key, parent.final_url))
+        return frontier
+
+    def full(self) -> bool:
+        """Whether the report holds `max_pages` (then the crawl says it stopped by the limit)."""
+        if len(self.report.pages) >= self.max_pages:
+            self.report.stopped_by_limit = True
+            return True
+        return False
+
+    async def visit(self, url: str, parent_url: str, level: int, into: list[Page], limiter: anyio.Semaphore) -> None:
+        """Fetch one page (robots.txt and its crawl delay permitting) unless the report is full."""
+        async with limiter:
+            if self.full():
+                return
+            if not await self.robots_allow(url) or self.full():  # full by now: pages came in during the delay
+                return
+            try:
+                page = await self.fetch(url)
+            except ToolFailure as failure:
+                self.report.failures.append(f"{url}: {failure.message}")
+                return
+            if self.full():
+                return
+            self.report.pages.append(CrawledPage(page, level, parent_url))
+            into.append(page)
+            if self.on_page is not None:
+                await self.on_page(len(self.report.pages), self.max_pages, url)
+
+    async def robots_allow(self, url: str) -> bool:
+        """robots.txt allows the URL (counted as skipped otherwise); its crawl delay is waited."""
+        if self.robots is None:
+            return True
+        if not await self.robots.allows(url):
+            self.report.skip("robots.txt")
+            return False
+        delay = await self.robots.delay(url)
+        if delay:
+            await anyio.sleep(delay)
+        return True
