@@ -124,38 +124,10 @@ def to_markdown(document: Any, resolve: Resolver) -> str:
     from lxml import html as lxml_html
 
     region, landmark = main_region(document)
-    for element in [e for e in region.iter() if e is not region and _is_chrome(e)]:
-        element.drop_tree()
-    if not landmark:
-        for header in region.xpath("./header"):
-            header.drop_tree()
-    for heading in region.xpath(_HEADINGS):
-        _drop_permalinks(heading)
+    _drop_chrome(region, landmark)
     blocks = [(pre, _language(pre)) for pre in region.xpath(".//pre[not(ancestor::pre)]")]
-    for box in region.xpath(".//div[@class]|.//aside[@class]|.//details[@class]"):
-        if _ADMONITION.search(box.get("class", "")):
-            _as_quote(box)
-    for summary in region.xpath(".//summary"):  # a collapsed section shows open: its summary is a line or a title
-        if summary.xpath("./h1|./h2|./h3|./h4|./h5|./h6|./div|./p|./section"):
-            summary.drop_tag()
-        else:
-            summary.tag = "p"
-            _embolden(summary)
-    for details in region.xpath(".//details"):
-        details.drop_tag()
-    for anchor in region.xpath(".//a[not(.//img) and not(normalize-space())]"):  # rustdoc's empty anchors
-        anchor.drop_tree()
-    for grid in region.xpath(".//div[contains(@class, '-column-summary')]"):
-        _grid_as_table(grid)
-    for listing in region.xpath(".//ul|.//ol"):
-        items = listing.xpath("./li")
-        if items and all(item.xpath(_SECTION_ITEM) for item in items):  # sections in list items (Javadoc)
-            for item in items:
-                item.drop_tag()
-            listing.drop_tag()
-    for table in reversed(region.xpath(".//table")):  # inner tables first
-        if table.xpath(_BLOCK_IN_CELL):
-            _as_rows(table)
+    _open_boxes(region)
+    _flatten_structure(region)
     codes = [_as_code(pre) for pre, _ in blocks]
     etree.strip_tags(region, "span", "font", "wbr")
     etree.strip_attributes(region, *_DROPPED_ATTRIBUTES)
@@ -172,6 +144,51 @@ def to_markdown(document: Any, resolve: Resolver) -> str:
     except html_to_markdown.ConversionError:  # the converter's own errors (parse, depth): the region's text
         markdown = region.text_content()
     return _BLANK_LINES.sub("\n\n", markdown).strip()
+
+
+def _drop_chrome(region: Any, landmark: bool) -> None:
+    """Navigation and page chrome, the top-level header of a region no landmark named, and headings' permalinks."""
+    for element in [e for e in region.iter() if e is not region and _is_chrome(e)]:
+        element.drop_tree()
+    if not landmark:
+        for header in region.xpath("./header"):
+            header.drop_tree()
+    for heading in region.xpath(_HEADINGS):
+        _drop_permalinks(heading)
+
+
+def _open_boxes(region: Any) -> None:
+    """Admonitions as block quotes under their title; collapsed sections shown open, their summary a line or a
+    title."""
+    for box in region.xpath(".//div[@class]|.//aside[@class]|.//details[@class]"):
+        if _ADMONITION.search(box.get("class", "")):
+            _as_quote(box)
+    for summary in region.xpath(".//summary"):
+        if summary.xpath("./h1|./h2|./h3|./h4|./h5|./h6|./div|./p|./section"):
+            summary.drop_tag()
+        else:
+            summary.tag = "p"
+            _embolden(summary)
+    for details in region.xpath(".//details"):
+        details.drop_tag()
+
+
+def _flatten_structure(region: Any) -> None:
+    """What markdown cannot hold as it stands: empty anchors go, grid summaries become tables, lists of sections are
+    unwrapped, and tables holding blocks become lists of rows (inner tables first)."""
+    for anchor in region.xpath(".//a[not(.//img) and not(normalize-space())]"):  # rustdoc's empty anchors
+        anchor.drop_tree()
+    for grid in region.xpath(".//div[contains(@class, '-column-summary')]"):
+        _grid_as_table(grid)
+    for listing in region.xpath(".//ul|.//ol"):
+        items = listing.xpath("./li")
+        if items and all(item.xpath(_SECTION_ITEM) for item in items):  # sections in list items (Javadoc)
+            for item in items:
+                item.drop_tag()
+            listing.drop_tag()
+    for table in reversed(region.xpath(".//table")):  # inner tables first
+        if table.xpath(_BLOCK_IN_CELL):
+            _as_rows(table)
 
 
 class Resolver:
