@@ -64,18 +64,7 @@ async def fetch_web_page(params: FetchWebPageInput, state: Any, ctx: ToolContext
     """
     web = state
     extract_links = params.extract_links if params.extract_links is not None else params.depth > 0
-    fetched = await web.fetch(
-        params.url,
-        depth=params.depth,
-        max_pages=params.max_pages,
-        include=params.include_patterns,
-        exclude=params.exclude_patterns,
-        render=params.render,
-        wait_for=params.wait_for,
-        screenshot=params.screenshot,
-        force=params.force,
-        progress=_progress(ctx),
-    )
+    fetched = await _fetched(web, params, ctx, wait_for=params.wait_for, screenshot=params.screenshot)
     page = fetched.page
     if params.start_index and params.start_index >= len(page.text):
         raise invalid_input(
@@ -84,22 +73,7 @@ async def fetch_web_page(params: FetchWebPageInput, state: Any, ctx: ToolContext
         )
     ingested = await web.ingest(fetched, params.project_name) if params.ingest else None
     text, next_start = window(page.text, params.start_index, params.max_chars)
-    children = None
-    if params.depth > 0:
-        children = [
-            ChildPage(
-                url=crawled.page.url,
-                final_url=crawled.page.final_url,
-                title=crawled.page.title,
-                depth=crawled.depth,
-                parent=crawled.parent,
-                text=window(crawled.page.text, 0, PREVIEW_CHARS)[0] if params.extract_text else None,
-                text_truncated=params.extract_text and len(crawled.page.text) > PREVIEW_CHARS,
-                link_count=len(crawled.page.links),
-                node_id=ingested.node_ids.get(crawled.page.final_url) if ingested else None,
-            )
-            for crawled in fetched.report.pages[1:]
-        ]
+    children = _children(params, fetched, ingested) if params.depth > 0 else None
     result = FetchWebPageResult(
         url=page.url,
         final_url=page.final_url,
@@ -136,6 +110,41 @@ async def fetch_web_page(params: FetchWebPageInput, state: Any, ctx: ToolContext
             if child.text_truncated:
                 child.text_uri = _attach_page(result, crawled.page, number)
     return result.with_screenshot(page.screenshot)
+
+
+async def _fetched(
+    web: Any, params: FetchWebPageInput | IngestWebPageInput, ctx: ToolContext | None, **options: Any
+) -> Any:
+    """The page (and the crawl from it) the call asks for, with the options both tools share and `options`."""
+    return await web.fetch(
+        params.url,
+        depth=params.depth,
+        max_pages=params.max_pages,
+        include=params.include_patterns,
+        exclude=params.exclude_patterns,
+        render=params.render,
+        force=params.force,
+        progress=_progress(ctx),
+        **options,
+    )
+
+
+def _children(params: FetchWebPageInput, fetched: Any, ingested: Any) -> list[ChildPage]:
+    """The crawled pages after the first, each with a preview of its text when text is asked for."""
+    return [
+        ChildPage(
+            url=crawled.page.url,
+            final_url=crawled.page.final_url,
+            title=crawled.page.title,
+            depth=crawled.depth,
+            parent=crawled.parent,
+            text=window(crawled.page.text, 0, PREVIEW_CHARS)[0] if params.extract_text else None,
+            text_truncated=params.extract_text and len(crawled.page.text) > PREVIEW_CHARS,
+            link_count=len(crawled.page.links),
+            node_id=ingested.node_ids.get(crawled.page.final_url) if ingested else None,
+        )
+        for crawled in fetched.report.pages[1:]
+    ]
 
 
 def _attach_page(result: FetchWebPageResult, page: Any, number: int) -> str:
@@ -175,16 +184,7 @@ async def ingest_web_page(
     rules as fetch_web_page: public addresses only, max_pages ≤ 50, robots.txt honoured, cache reused.
     """
     web = state
-    fetched = await web.fetch(
-        params.url,
-        depth=params.depth,
-        max_pages=params.max_pages,
-        include=params.include_patterns,
-        exclude=params.exclude_patterns,
-        render=params.render,
-        force=params.force,
-        progress=_progress(ctx),
-    )
+    fetched = await _fetched(web, params, ctx)
     ingested = await web.ingest(fetched, params.project_name, embed=params.generate_embeddings)
     pages = [
         IngestedPage(
