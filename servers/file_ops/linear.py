@@ -39,7 +39,7 @@ from typing import Any
 
 from mcp_sections.shared.ground.errors import SuiteError
 
-from .ripgrep import _REGEX_MODULE_SYNTAX, ENVIRONMENT, RipgrepUnavailable, executable
+from .ripgrep import _REGEX_MODULE_SYNTAX, ENVIRONMENT, RipgrepUnavailable, atom_source, executable
 
 try:
     from re import _constants as constants  # type: ignore[attr-defined]
@@ -64,14 +64,6 @@ _REPEATS = {constants.MAX_REPEAT, constants.MIN_REPEAT}
 _STARTS = {constants.AT_BEGINNING, constants.AT_BEGINNING_LINE, constants.AT_BEGINNING_STRING}
 _ENDS = {constants.AT_END, constants.AT_END_LINE, constants.AT_END_STRING}
 _BOUNDARIES = {constants.AT_BOUNDARY: r"(?-u:\b)", constants.AT_NON_BOUNDARY: r"(?-u:\B)"}
-_CATEGORIES = {
-    constants.CATEGORY_DIGIT: r"\d",
-    constants.CATEGORY_NOT_DIGIT: r"\D",
-    constants.CATEGORY_SPACE: r"\s",
-    constants.CATEGORY_NOT_SPACE: r"\S",
-    constants.CATEGORY_WORD: r"\w",
-    constants.CATEGORY_NOT_WORD: r"\W",
-}
 
 Ranges = tuple[tuple[int, int], ...]
 
@@ -144,28 +136,7 @@ def _members(op: Any, value: Any, flags: int) -> Ranges:
             listed = [(item, item) if kind == constants.LITERAL else item for kind, item in value if item is not None]
             negated = any(kind == constants.NEGATE for kind, _ in value)
             return _complement(listed) if negated else _normal(listed)
-    return _scanned(_source(op, value), bool(flags & re.IGNORECASE), bool(flags & re.ASCII))
-
-
-def _source(op: Any, value: Any) -> str:
-    """One character of the pattern as a pattern of its own."""
-    if op == constants.LITERAL:
-        return f"\\U{value:08x}"
-    if op == constants.NOT_LITERAL:
-        return f"[^\\U{value:08x}]"
-    parts: list[str] = []
-    for kind, item in value:
-        if kind == constants.NEGATE:
-            parts.insert(0, "^")
-        elif kind == constants.LITERAL:
-            parts.append(f"\\U{item:08x}")
-        elif kind == constants.RANGE:
-            parts.append(f"\\U{item[0]:08x}-\\U{item[1]:08x}")
-        elif kind == constants.CATEGORY and item in _CATEGORIES:
-            parts.append(_CATEGORIES[item])
-        else:
-            raise RipgrepUnavailable(f"class item {kind} is not translated")
-    return "[" + "".join(parts) + "]"
+    return _scanned(atom_source(op, value), bool(flags & re.IGNORECASE), bool(flags & re.ASCII))
 
 
 @functools.cache

@@ -205,7 +205,7 @@ def _atom(op: Any, value: Any, flags: int) -> str:
     folding = bool(flags & re.IGNORECASE)
     if op == constants.LITERAL and not folding:
         return _one_of([value])
-    members = _ascii_members(_atom_source(op, value), folding, bool(flags & re.ASCII))
+    members = _ascii_members(atom_source(op, value), folding, bool(flags & re.ASCII))
     ascii_only = (op == constants.LITERAL and value < 0x80) or (
         op == constants.IN
         and all(kind == constants.LITERAL or (kind == constants.RANGE and item[1] < 0x80) for kind, item in value)
@@ -216,7 +216,9 @@ def _atom(op: Any, value: Any, flags: int) -> str:
     return _one_of([*members, *(fold for char in members for fold in _FOLDS.get(chr(char).lower(), ()))])
 
 
-def _atom_source(op: Any, value: Any) -> str:
+def atom_source(op: Any, value: Any) -> str:
+    """One character of a parsed Python pattern (any, a literal or its negation, a class) as a Python pattern of its
+    own; RipgrepUnavailable for a class item it does not translate."""
     if op == constants.ANY:
         return "."
     if op == constants.LITERAL:
