@@ -34,12 +34,11 @@ import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 from mcp_sections.shared.ground.errors import SuiteError
 
-from .ripgrep import _REGEX_MODULE_SYNTAX, ENVIRONMENT, RipgrepUnavailable, atom_source, executable
+from .ripgrep import _REGEX_MODULE_SYNTAX, ENVIRONMENT, Closing, RipgrepUnavailable, atom_source, ended, executable
 
 try:
     from re import _constants as constants  # type: ignore[attr-defined]
@@ -204,7 +203,7 @@ def _render(ranges: Ranges) -> str:
 # -- rg matching lines --------------------------------------------------------------------------------------------
 
 
-class RgLines:
+class RgLines(Closing):
     """One rg process that says which of the lines it is given match the translated pattern (a context manager:
     leaving it ends rg). Raises RipgrepUnavailable when rg is missing or refuses the pattern."""
 
@@ -252,18 +251,8 @@ class RgLines:
             self.close()
             raise
 
-    def __enter__(self) -> RgLines:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.close()
-
     def close(self) -> None:
-        if self._process.poll() is None:
-            self._process.kill()
-        self._process.wait()
+        ended(self._process)
         for stream in (self._process.stdin, self._process.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):

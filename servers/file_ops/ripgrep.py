@@ -64,7 +64,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from mcp_sections.shared.confinement.guards.paths import PathGuard
 from mcp_sections.shared.ground.errors import SuiteError
@@ -114,6 +114,28 @@ _UNSAFE_IGNORE_LINE = re.compile(r"[\\{}\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|\[:|\
 
 class RipgrepUnavailable(SuiteError):
     """rg cannot reproduce this search exactly (or is missing, or failed): the Python engine runs instead."""
+
+
+class Closing:
+    """What runs rg processes: a context manager that closes them (`close`) on leaving."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+def ended(process: subprocess.Popen[bytes]) -> None:
+    """Kill a process still running, and reap it."""
+    if process.poll() is None:
+        process.kill()
+    process.wait()
 
 
 @functools.lru_cache(maxsize=8)
@@ -376,7 +398,7 @@ class _Pipe:
         return records
 
 
-class Candidates:
+class Candidates(Closing):
     """The files under `base` (a checked, real directory) in which the Python engine may find `pattern`, as
     (absolute path, path relative to `base`) in the walk's order. A context manager: leaving it kills rg.
 
@@ -459,20 +481,10 @@ class Candidates:
         self._processes.append(process)
         return process
 
-    def __enter__(self) -> Candidates:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.close()
-
     def close(self) -> None:
         """Kill and reap the processes (finished ones are only reaped)."""
         for process in self._processes:
-            if process.poll() is None:
-                process.kill()
-            process.wait()
+            ended(process)
             if process.stdout is not None:
                 process.stdout.close()
         self._count_file.close()
