@@ -7,7 +7,10 @@ pair and low-level server our stdio transport drives. Private SDK names used her
 - `MCPServer._lowlevel_server`: the SDK exposes no public way to run an `MCPServer` on given streams;
 - `ServerSession._connection`: the per-connection key of the client-roots cache;
 - `ArgModelBase.model_dump_one_level`: overridden so raw arguments reach our own validation untouched;
-- `mcp.server._otel.OpenTelemetryMiddleware`: the SDK's span per request, taken out when nothing is exported.
+- `mcp.server._otel.OpenTelemetryMiddleware`: the SDK's span per request, taken out when nothing is exported;
+- `StreamableHTTPSessionManager._admit_session` / `_discard_session` and `StreamableHTTPServerTransport._event_store`:
+  the SDK gives every session one shared event store, where each session needs its own
+  (`shared.serving.event_store`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from pydantic import ConfigDict
 from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, UserAnswer, UserQuestion
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.serving.audit import caller_of
+from mcp_sections.shared.serving.event_store import SessionEventStores
 from mcp_sections.shared.serving.tasks import task_execution, tracked
 
 logger = logging.getLogger("mcp_sections.sdk_tools")
@@ -62,6 +66,26 @@ def without_sdk_tracing(server: MCPServer) -> None:
     from mcp.server._otel import OpenTelemetryMiddleware
 
     server.middleware[:] = [item for item in server.middleware if not isinstance(item, OpenTelemetryMiddleware)]
+
+
+def resumable_sessions(server: MCPServer, stores: SessionEventStores) -> None:
+    """Give each Streamable HTTP session of `server` its own event store (`shared.serving.event_store`), opened when
+    the session is admitted and dropped when it ends. Call after `server.streamable_http_app(...)`."""
+    manager: Any = server.session_manager
+    admit, discard = manager._admit_session, manager._discard_session
+
+    def admit_with_store(requestor: Any) -> Any:
+        transport = admit(requestor)
+        if transport is not None and transport.mcp_session_id is not None:
+            transport._event_store = stores.open(transport.mcp_session_id)
+        return transport
+
+    async def discard_with_store(session_id: str, transport: Any) -> None:
+        stores.close(session_id)
+        await discard(session_id, transport)
+
+    manager._admit_session = admit_with_store
+    manager._discard_session = discard_with_store
 
 
 def connection_key(session: Any) -> Any:

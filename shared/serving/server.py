@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -15,7 +14,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import INVALID_REQUEST, CallToolResult
+from mcp_types import CallToolResult
 
 from mcp_sections.shared.framework.resources import ServeResults, serve_as
 from mcp_sections.shared.framework.sections import Section, SectionRuntime
@@ -26,8 +25,14 @@ from mcp_sections.shared.serving import telemetry
 from mcp_sections.shared.serving.approval import CANNOT_ASK, Approval, needs_approval, question_for, refusal
 from mcp_sections.shared.serving.asking import AskedCall, asking_tool
 from mcp_sections.shared.serving.calls import failure_result
+from mcp_sections.shared.serving.event_store import RETRY_MS, SessionEventStores, StreamResumption
 from mcp_sections.shared.serving.pipeline import SectionCalls, SectionState
-from mcp_sections.shared.serving.sdk_tools import ForgetRootsOnChange, spec_tool, without_sdk_tracing
+from mcp_sections.shared.serving.sdk_tools import (
+    ForgetRootsOnChange,
+    resumable_sessions,
+    spec_tool,
+    without_sdk_tracing,
+)
 from mcp_sections.shared.serving.tasks import SpecPolicy, TaskCalls, TasksExtension, TaskStore
 
 logger = logging.getLogger("mcp_sections.server")
@@ -198,7 +203,8 @@ async def serve_http(
     pages: Mapping[str, Any] | None = None,
 ) -> None:
     """Streamable HTTP on `host:port` at `/mcp`, behind the bearer token when one is given; `/health` for probes.
-    A stream cannot be resumed (no event store): a GET with `Last-Event-ID` gets 400 (`NoStreamResumption`).
+    Streams are resumable: each session keeps its events a while, replayed after `Last-Event-ID`; an unknown or
+    expired id gets 400 (`shared.serving.event_store`).
 
     The line saying where it serves is printed once the port is bound (a taken port fails without it)."""
     import uvicorn
@@ -206,7 +212,10 @@ async def serve_http(
     from mcp_sections.shared.serving.http_auth import BearerAuth
     from mcp_sections.shared.serving.http_pages import WithPages
 
-    app: Any = NoStreamResumption(server.streamable_http_app(transport_security=security, host=host))
+    stores = SessionEventStores()
+    app: Any = server.streamable_http_app(transport_security=security, host=host, retry_interval=RETRY_MS)
+    resumable_sessions(server, stores)
+    app = StreamResumption(app, stores)
     if auth_token is not None:
         app = BearerAuth(app, auth_token)
     app = WithPages(app, pages)
@@ -222,28 +231,3 @@ async def serve_http(
                 print(line, file=sys.stderr, flush=True)
 
     await Server(config).serve()
-
-
-RESUMPTION_REFUSED = (
-    "Bad Request: this server keeps no event store, so a stream cannot be resumed with Last-Event-ID; send the "
-    "request again (a GET without Last-Event-ID opens the server's own stream)."
-)
-
-
-class NoStreamResumption:
-    """ASGI: a GET asking to resume a stream (`Last-Event-ID`) gets 400 with a JSON-RPC error that says why. The SDK's
-    transport, which has no event store to replay from, would return without answering (an empty 500)."""
-
-    def __init__(self, app: Any) -> None:
-        self._app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        resumes = any(name.lower() == b"last-event-id" for name, _ in scope.get("headers", ()))
-        if scope["type"] == "http" and scope.get("method") == "GET" and resumes:
-            error = {"code": INVALID_REQUEST, "message": RESUMPTION_REFUSED}
-            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
-            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-            await send({"type": "http.response.start", "status": 400, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
-            return
-        await self._app(scope, receive, send)
