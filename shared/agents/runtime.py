@@ -27,7 +27,7 @@ import json
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -507,102 +507,106 @@ class AgentRuntime:
     async def _run_agent(
         self, task: AgentTask, agent_id: str, ctx: ToolContext | None, progress: ProgressFn
     ) -> AgentRun:
+        """One sub-agent's conversation with its model, within its turn, token, tool-call and wall-time budgets."""
         limits = self.host.limits
-        provider, routes, depth, prefix = task.provider, task.routes, task.depth, task.label
         names = tuple(tool.name for tool in task.tools)
-        tools = task.tools
-        host_tools = tuple(name for name in names if name not in routes)
         scope = AgentScope(
-            depth=depth,
+            depth=task.depth,
             agent_id=agent_id,
             sections=task.sections,
             tools=task.tool_filter,
-            host_tools=host_tools,
-            routes=routes,
+            host_tools=tuple(name for name in names if name not in task.routes),
+            routes=task.routes,
             profile=task.profile,
             trail=Trail(),
         )
 
         async def labelled(progress_value: float, total: float | None, message: str | None) -> None:
             text = message or (f"{progress_value:g}/{total:g}" if total else f"{progress_value:g}")
-            await progress(f"{prefix}{text}")
+            await progress(f"{task.label}{text}")
 
         tool_ctx = ctx.derive(progress=labelled) if ctx is not None else ToolContext(progress=labelled)
-        delegation_tools = [name for name in DELEGATION_TOOLS if name in names]
-        system = SYSTEM_PROMPT.format(
-            instructions=f"{task.instructions.strip()}\n\n" if task.instructions else "",
-            depth=depth,
-            max_depth=limits.max_depth,
-            tool_names=", ".join(names) or "none",
-            delegation=DELEGATION_ALLOWED.format(tools=" or ".join(delegation_tools))
-            if delegation_tools
-            else DELEGATION_FORBIDDEN,
-            max_tool_calls=limits.agent_max_tool_calls,
-            max_turns=limits.agent_max_turns,
+        talk = _Conversation(
+            messages=[Message(role="user", content=task.prompt)],
+            metrics=Metrics(depth=task.depth, provider=task.provider.name),
         )
-        messages = [Message(role="user", content=task.prompt)]
-        metrics = Metrics(depth=depth, provider=provider.name)
-        sources: list[str] = []
-        status, error, final = "budget_exceeded", None, ""
         with anyio.move_on_after(limits.agent_max_seconds) as wall:
             try:
-                while True:
-                    if metrics.turns >= limits.agent_max_turns:
-                        error = f"turn budget ({limits.agent_max_turns}) exhausted"
-                        break
-                    if metrics.tokens_input + metrics.tokens_output >= limits.agent_max_tokens:
-                        error = f"token budget ({limits.agent_max_tokens}) exhausted"
-                        break
-                    metrics.turns += 1
-                    await progress(f"{prefix}turn {metrics.turns}: thinking")
-                    with anyio.fail_after(limits.model.timeout_seconds):
-                        turn = await provider.complete(system, messages, tools)
-                    metrics.tokens_input += turn.tokens_input
-                    metrics.tokens_output += turn.tokens_output
-                    metrics.tokens_reported = metrics.tokens_reported and turn.usage_reported
-                    messages.append(Message(role="assistant", content=turn.text, tool_calls=list(turn.tool_calls)))
-                    if not turn.tool_calls:
-                        status, final = "completed", turn.text
-                        break
-                    over_budget = False
-                    for call in turn.tool_calls:
-                        if metrics.tool_calls >= limits.agent_max_tool_calls:
-                            over_budget = True
-                            messages.append(
-                                Message(
-                                    role="tool",
-                                    tool_call_id=call.id,
-                                    name=call.name,
-                                    content="[MAX_LIMIT_EXCEEDED] tool-call budget exhausted; not run.",
-                                    is_error=True,
-                                )
-                            )
-                            continue
-                        metrics.tool_calls += 1
-                        await progress(f"{prefix}calling {call.name}")
-                        text, is_error, code = await self._call_tool(call, scope, tool_ctx)
-                        sources.append(f"`{call.name}` {_brief(call.arguments)} → {code or 'ok'}")
-                        messages.append(
-                            Message(
-                                role="tool",
-                                tool_call_id=call.id,
-                                name=call.name,
-                                content=text,
-                                is_error=is_error,
-                            )
-                        )
-                    if over_budget:
-                        error = f"tool-call budget ({limits.agent_max_tool_calls}) exhausted"
-                        break
+                await self._converse(task, _system_prompt(task, names, limits), talk, scope, tool_ctx, progress)
             except TimeoutError:
-                status, error = "failed", f"the model did not answer within {limits.model.timeout_seconds:.0f} s"
+                talk.status, talk.error = (
+                    "failed",
+                    f"the model did not answer within {limits.model.timeout_seconds:.0f} s",
+                )
             except ToolFailure as failure:
-                status, error = "failed", f"[{failure.code.value}] {failure.message}"
+                talk.status, talk.error = "failed", f"[{failure.code.value}] {failure.message}"
         if wall.cancelled_caught:
-            status, error = "budget_exceeded", f"wall-time budget ({limits.agent_max_seconds:.0f} s) exhausted"
-        metrics.finish()
-        report = final.strip() or _fallback_report(messages, error)
-        return AgentRun(status=status, report=report[:MAX_REPORT_CHARS], metrics=metrics, error=error, sources=sources)
+            talk.status = "budget_exceeded"
+            talk.error = f"wall-time budget ({limits.agent_max_seconds:.0f} s) exhausted"
+        talk.metrics.finish()
+        report = talk.final.strip() or _fallback_report(talk.messages, talk.error)
+        return AgentRun(
+            status=talk.status,
+            report=report[:MAX_REPORT_CHARS],
+            metrics=talk.metrics,
+            error=talk.error,
+            sources=talk.sources,
+        )
+
+    async def _converse(
+        self,
+        task: AgentTask,
+        system: str,
+        talk: _Conversation,
+        scope: AgentScope,
+        tool_ctx: ToolContext,
+        progress: ProgressFn,
+    ) -> None:
+        """Turns until the model answers without a tool call (completed) or a budget runs out (the reason kept)."""
+        limits = self.host.limits
+        metrics = talk.metrics
+        while (exhausted := _exhausted(metrics, limits)) is None:
+            metrics.turns += 1
+            await progress(f"{task.label}turn {metrics.turns}: thinking")
+            with anyio.fail_after(limits.model.timeout_seconds):
+                turn = await task.provider.complete(system, talk.messages, task.tools)
+            metrics.tokens_input += turn.tokens_input
+            metrics.tokens_output += turn.tokens_output
+            metrics.tokens_reported = metrics.tokens_reported and turn.usage_reported
+            talk.messages.append(Message(role="assistant", content=turn.text, tool_calls=list(turn.tool_calls)))
+            if not turn.tool_calls:
+                talk.status, talk.final = "completed", turn.text
+                return
+            if not await self._run_calls(turn.tool_calls, talk, scope, tool_ctx, task.label, progress):
+                talk.error = f"tool-call budget ({limits.agent_max_tool_calls}) exhausted"
+                return
+        talk.error = exhausted
+
+    async def _run_calls(
+        self,
+        calls: Sequence[ToolCall],
+        talk: _Conversation,
+        scope: AgentScope,
+        tool_ctx: ToolContext,
+        prefix: str,
+        progress: ProgressFn,
+    ) -> bool:
+        """Run one turn's tool calls within the tool-call budget (False: some were not run, the budget is spent)."""
+        limits = self.host.limits
+        within = True
+        for call in calls:
+            if talk.metrics.tool_calls >= limits.agent_max_tool_calls:
+                within = False
+                text, is_error = "[MAX_LIMIT_EXCEEDED] tool-call budget exhausted; not run.", True
+            else:
+                talk.metrics.tool_calls += 1
+                await progress(f"{prefix}calling {call.name}")
+                text, is_error, code = await self._call_tool(call, scope, tool_ctx)
+                talk.sources.append(f"`{call.name}` {_brief(call.arguments)} → {code or 'ok'}")
+            talk.messages.append(
+                Message(role="tool", tool_call_id=call.id, name=call.name, content=text, is_error=is_error)
+            )
+        return within
 
     async def _call_tool(self, call: ToolCall, scope: AgentScope, ctx: ToolContext) -> tuple[str, bool, str | None]:
         """Run one tool call of a sub-agent through the host's gate: (text for the model, is_error, error_code)."""
@@ -658,6 +662,43 @@ def _error_code(result: CallToolResult) -> str | None:
 def _brief(arguments: dict[str, Any]) -> str:
     text = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+@dataclass
+class _Conversation:
+    """What one sub-agent's conversation has come to: its messages, its metrics, the tools behind its facts, and how it
+    ended (a budget running out unless it completes)."""
+
+    messages: list[Message]
+    metrics: Metrics
+    sources: list[str] = field(default_factory=list)
+    status: str = "budget_exceeded"
+    error: str | None = None
+    final: str = ""
+
+
+def _system_prompt(task: AgentTask, names: tuple[str, ...], limits: AgentLimits) -> str:
+    delegation_tools = [name for name in DELEGATION_TOOLS if name in names]
+    return SYSTEM_PROMPT.format(
+        instructions=f"{task.instructions.strip()}\n\n" if task.instructions else "",
+        depth=task.depth,
+        max_depth=limits.max_depth,
+        tool_names=", ".join(names) or "none",
+        delegation=DELEGATION_ALLOWED.format(tools=" or ".join(delegation_tools))
+        if delegation_tools
+        else DELEGATION_FORBIDDEN,
+        max_tool_calls=limits.agent_max_tool_calls,
+        max_turns=limits.agent_max_turns,
+    )
+
+
+def _exhausted(metrics: Metrics, limits: AgentLimits) -> str | None:
+    """The budget a next turn would exceed (turns, tokens), or None."""
+    if metrics.turns >= limits.agent_max_turns:
+        return f"turn budget ({limits.agent_max_turns}) exhausted"
+    if metrics.tokens_input + metrics.tokens_output >= limits.agent_max_tokens:
+        return f"token budget ({limits.agent_max_tokens}) exhausted"
+    return None
 
 
 def _fallback_report(messages: list[Message], error: str | None) -> str:

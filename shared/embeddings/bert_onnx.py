@@ -49,107 +49,142 @@ def check_bert(directory: Path) -> dict[str, Any]:
 
 def build_bert_onnx(directory: Path) -> Any:
     """The `onnx.ModelProto` of the BERT model in `directory` (inputs input_ids, attention_mask, token_type_ids)."""
-    import numpy as np
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
     from safetensors.numpy import load_file
 
     config = check_bert(directory)
     raw = load_file(str(directory / "model.safetensors"))
-    weights = {name.removeprefix("bert."): value for name, value in raw.items()}
-    hidden, heads = int(config["hidden_size"]), int(config["num_attention_heads"])
-    head_size = hidden // heads
-    epsilon = float(config.get("layer_norm_eps", 1e-12))
-    approximate = _GELU[config.get("hidden_act", "gelu")]
-    nodes: list[Any] = []
-    initializers: list[Any] = []
+    graph = _Graph({name.removeprefix("bert."): value for name, value in raw.items()}, config)
+    x = graph.embeddings()
+    bias = graph.padding_bias()
+    for index in range(int(config["num_hidden_layers"])):
+        x = graph.layer(x, bias, index)
+    graph.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="last_hidden_state"))
+    ids = ("input_ids", "attention_mask", "token_type_ids")
+    built = helper.make_graph(
+        graph.nodes,
+        "bert",
+        [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "sequence"]) for name in ids],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", graph.hidden])],
+        graph.initializers,
+    )
+    model = helper.make_model(built, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="mcp-sections")
+    model.ir_version = 8  # readable by every onnxruntime this project accepts
+    return model
 
-    def const(name: str, value: np.ndarray) -> str:
-        initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+
+class _Graph:
+    """The nodes and initializers of the graph being built, and the ops of BertModel written with them."""
+
+    def __init__(self, weights: dict[str, np.ndarray], config: dict[str, Any]) -> None:
+        self.weights = weights
+        self.hidden, self.heads = int(config["hidden_size"]), int(config["num_attention_heads"])
+        self.head_size = self.hidden // self.heads
+        self.epsilon = float(config.get("layer_norm_eps", 1e-12))
+        self.approximate = _GELU[config.get("hidden_act", "gelu")]
+        self.nodes: list[Any] = []
+        self.initializers: list[Any] = []
+
+    # -- building blocks --------------------------------------------------------------------------------------
+
+    def const(self, name: str, value: np.ndarray) -> str:
+        import numpy as np
+        from onnx import numpy_helper
+
+        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
         return name
 
-    def weight(name: str, transpose: bool = False) -> str:
-        value = weights[name].astype(np.float32, copy=False)
-        return const(name, value.T if transpose else value)
+    def weight(self, name: str, transpose: bool = False) -> str:
+        import numpy as np
 
-    def node(op: str, inputs: list[str], name: str, **attributes: Any) -> str:
-        nodes.append(helper.make_node(op, inputs, [name], name=name, **attributes))
+        value = self.weights[name].astype(np.float32, copy=False)
+        return self.const(name, value.T if transpose else value)
+
+    def node(self, op: str, inputs: list[str], name: str, **attributes: Any) -> str:
+        from onnx import helper
+
+        self.nodes.append(helper.make_node(op, inputs, [name], name=name, **attributes))
         return name
 
-    def linear(x: str, prefix: str, out: str) -> str:
-        product = node("MatMul", [x, weight(f"{prefix}.weight", transpose=True)], f"{out}/matmul")
-        return node("Add", [product, weight(f"{prefix}.bias")], out)
+    def linear(self, x: str, prefix: str, out: str) -> str:
+        product = self.node("MatMul", [x, self.weight(f"{prefix}.weight", transpose=True)], f"{out}/matmul")
+        return self.node("Add", [product, self.weight(f"{prefix}.bias")], out)
 
-    def layer_norm(x: str, prefix: str, out: str) -> str:
-        scale, bias = weight(f"{prefix}.weight"), weight(f"{prefix}.bias")
-        return node("LayerNormalization", [x, scale, bias], out, axis=-1, epsilon=epsilon)
+    def layer_norm(self, x: str, prefix: str, out: str) -> str:
+        scale, bias = self.weight(f"{prefix}.weight"), self.weight(f"{prefix}.bias")
+        return self.node("LayerNormalization", [x, scale, bias], out, axis=-1, epsilon=self.epsilon)
 
-    def gelu(x: str, out: str) -> str:
-        half = const(f"{out}/half", np.array(0.5, np.float32))
-        one = const(f"{out}/one", np.array(1.0, np.float32))
-        if approximate == "none":  # 0.5 x (1 + erf(x / sqrt 2))
-            scaled = node("Div", [x, const(f"{out}/sqrt2", np.array(math.sqrt(2.0), np.float32))], f"{out}/div")
-            inner = node("Erf", [scaled], f"{out}/erf")
+    def scalar(self, name: str, value: float) -> str:
+        import numpy as np
+
+        return self.const(name, np.array(value, np.float32))
+
+    def gelu(self, x: str, out: str) -> str:
+        node, scalar = self.node, self.scalar
+        if self.approximate == "none":  # 0.5 x (1 + erf(x / sqrt 2))
+            inner = node("Erf", [node("Div", [x, scalar(f"{out}/sqrt2", math.sqrt(2.0))], f"{out}/div")], f"{out}/erf")
         else:  # 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
             cube = node("Mul", [x, node("Mul", [x, x], f"{out}/sq")], f"{out}/cube")
-            poly = node(
-                "Add",
-                [x, node("Mul", [cube, const(f"{out}/c", np.array(0.044715, np.float32))], f"{out}/cc")],
-                f"{out}/poly",
-            )
-            factor = const(f"{out}/k", np.array(math.sqrt(2.0 / math.pi), np.float32))
+            poly = node("Add", [x, node("Mul", [cube, scalar(f"{out}/c", 0.044715)], f"{out}/cc")], f"{out}/poly")
+            factor = scalar(f"{out}/k", math.sqrt(2.0 / math.pi))
             inner = node("Tanh", [node("Mul", [poly, factor], f"{out}/kp")], f"{out}/tanh")
-        plus = node("Add", [inner, one], f"{out}/plus1")
-        return node("Mul", [node("Mul", [x, half], f"{out}/half_x"), plus], out)
+        plus = node("Add", [inner, scalar(f"{out}/one", 1.0)], f"{out}/plus1")
+        return node("Mul", [node("Mul", [x, scalar(f"{out}/half", 0.5)], f"{out}/half_x"), plus], out)
 
-    # embeddings
-    length = node("Shape", ["input_ids"], "emb/length", start=1, end=2)  # [sequence], 1-D
-    first = const("emb/first", np.array([0], np.int64))
-    table = weight("embeddings.position_embeddings.weight")
-    where = node("Slice", [table, first, length, first], "emb/where")  # rows 0 .. sequence-1
-    words = node("Gather", [weight("embeddings.word_embeddings.weight"), "input_ids"], "emb/words")
-    kinds = node("Gather", [weight("embeddings.token_type_embeddings.weight"), "token_type_ids"], "emb/kinds")
-    summed = node("Add", [node("Add", [words, kinds], "emb/words_kinds"), where], "emb/sum")
-    x = layer_norm(summed, "embeddings.LayerNorm", "emb/out")
+    # -- BertModel --------------------------------------------------------------------------------------------
 
-    # the padding mask as an additive bias: 0 for real tokens, the most negative float for padding
-    mask = node("Cast", ["attention_mask"], "mask/float", to=TensorProto.FLOAT)
-    mask = node("Unsqueeze", [mask, const("mask/axes", np.array([1, 2], np.int64))], "mask/b11s")
-    inverted = node("Sub", [const("mask/one", np.array(1.0, np.float32)), mask], "mask/inverted")
-    bias = node("Mul", [inverted, const("mask/min", np.array(np.finfo(np.float32).min, np.float32))], "mask/bias")
+    def embeddings(self) -> str:
+        """Word + position + token-type embeddings, then their LayerNorm."""
+        import numpy as np
 
-    split_heads = const("attn/split", np.array([0, 0, heads, head_size], np.int64))
+        node, weight = self.node, self.weight
+        length = node("Shape", ["input_ids"], "emb/length", start=1, end=2)  # [sequence], 1-D
+        first = self.const("emb/first", np.array([0], np.int64))
+        table = weight("embeddings.position_embeddings.weight")
+        where = node("Slice", [table, first, length, first], "emb/where")  # rows 0 .. sequence-1
+        words = node("Gather", [weight("embeddings.word_embeddings.weight"), "input_ids"], "emb/words")
+        kinds = node("Gather", [weight("embeddings.token_type_embeddings.weight"), "token_type_ids"], "emb/kinds")
+        summed = node("Add", [node("Add", [words, kinds], "emb/words_kinds"), where], "emb/sum")
+        return self.layer_norm(summed, "embeddings.LayerNorm", "emb/out")
 
-    def heads_of(projected: str, perm: list[int]) -> str:  # [batch, sequence, hidden] -> [batch, heads, ., .]
-        split = node("Reshape", [projected, split_heads], f"{projected}/split")
-        return node("Transpose", [split], f"{projected}/heads", perm=perm)
+    def padding_bias(self) -> str:
+        """The padding mask as an additive bias: 0 for real tokens, the most negative float for padding."""
+        import numpy as np
+        from onnx import TensorProto
 
-    merge_heads = const("attn/merge", np.array([0, 0, hidden], np.int64))
-    scale = const("attn/scale", np.array(1.0 / math.sqrt(head_size), np.float32))
-    for index in range(int(config["num_hidden_layers"])):
-        p, n = f"encoder.layer.{index}", f"layer{index}"
+        node = self.node
+        mask = node("Cast", ["attention_mask"], "mask/float", to=TensorProto.FLOAT)
+        mask = node("Unsqueeze", [mask, self.const("mask/axes", np.array([1, 2], np.int64))], "mask/b11s")
+        inverted = node("Sub", [self.scalar("mask/one", 1.0), mask], "mask/inverted")
+        return node("Mul", [inverted, self.scalar("mask/min", float(np.finfo(np.float32).min))], "mask/bias")
 
-        query = heads_of(linear(x, f"{p}.attention.self.query", f"{n}/query"), [0, 2, 1, 3])
-        key = heads_of(linear(x, f"{p}.attention.self.key", f"{n}/key"), [0, 2, 3, 1])
-        value = heads_of(linear(x, f"{p}.attention.self.value", f"{n}/value"), [0, 2, 1, 3])
+    def layer(self, x: str, bias: str, index: int) -> str:
+        """One encoder layer: self-attention, output projection, residual and LayerNorm; feed-forward likewise."""
+        import numpy as np
+
+        node, p, n = self.node, f"encoder.layer.{index}", f"layer{index}"
+        split = self.const(f"{n}/split", np.array([0, 0, self.heads, self.head_size], np.int64))
+
+        def heads_of(projected: str, perm: list[int]) -> str:  # [batch, sequence, hidden] -> [batch, heads, ., .]
+            return node(
+                "Transpose",
+                [node("Reshape", [projected, split], f"{projected}/split")],
+                f"{projected}/heads",
+                perm=perm,
+            )
+
+        query = heads_of(self.linear(x, f"{p}.attention.self.query", f"{n}/query"), [0, 2, 1, 3])
+        key = heads_of(self.linear(x, f"{p}.attention.self.key", f"{n}/key"), [0, 2, 3, 1])
+        value = heads_of(self.linear(x, f"{p}.attention.self.value", f"{n}/value"), [0, 2, 1, 3])
+        scale = self.scalar(f"{n}/scale", 1.0 / math.sqrt(self.head_size))
         scores = node("Mul", [node("MatMul", [query, key], f"{n}/qk"), scale], f"{n}/scores")
         probs = node("Softmax", [node("Add", [scores, bias], f"{n}/masked")], f"{n}/probs", axis=-1)
         context = node("Transpose", [node("MatMul", [probs, value], f"{n}/pv")], f"{n}/context", perm=[0, 2, 1, 3])
-        merged = node("Reshape", [context, merge_heads], f"{n}/merged")
-        attended = linear(merged, f"{p}.attention.output.dense", f"{n}/attended")
-        x = layer_norm(node("Add", [attended, x], f"{n}/residual1"), f"{p}.attention.output.LayerNorm", f"{n}/ln1")
-        inner = gelu(linear(x, f"{p}.intermediate.dense", f"{n}/intermediate"), f"{n}/gelu")
-        output = linear(inner, f"{p}.output.dense", f"{n}/output")
-        x = layer_norm(node("Add", [output, x], f"{n}/residual2"), f"{p}.output.LayerNorm", f"{n}/ln2")
-    nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="last_hidden_state"))
-
-    ids = ("input_ids", "attention_mask", "token_type_ids")
-    graph = helper.make_graph(
-        nodes,
-        "bert",
-        [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "sequence"]) for name in ids],
-        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", hidden])],
-        initializers,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="mcp-sections")
-    model.ir_version = 8  # readable by every onnxruntime this project accepts
-    return model
+        merge = self.const(f"{n}/merge", np.array([0, 0, self.hidden], np.int64))
+        attended = self.linear(
+            node("Reshape", [context, merge], f"{n}/merged"), f"{p}.attention.output.dense", f"{n}/attended"
+        )
+        x = self.layer_norm(node("Add", [attended, x], f"{n}/residual1"), f"{p}.attention.output.LayerNorm", f"{n}/ln1")
+        inner = self.gelu(self.linear(x, f"{p}.intermediate.dense", f"{n}/intermediate"), f"{n}/gelu")
+        output = self.linear(inner, f"{p}.output.dense", f"{n}/output")
+        return self.layer_norm(node("Add", [output, x], f"{n}/residual2"), f"{p}.output.LayerNorm", f"{n}/ln2")

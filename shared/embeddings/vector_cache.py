@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection, Iterable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -144,17 +144,9 @@ class VectorCache:
         query = np.asarray(query, dtype=np.float32)
         if limit <= 0 or not self.position or query.shape != (self.dimension,):
             return []
-        mask = None if len(self.position) == rows else self.alive
-        for names, codes, values in ((groups, self._group_codes, self.groups), (kinds, self._kind_codes, self.kinds)):
-            if names is None:
-                continue
-            wanted = [codes[name] for name in names if name in codes]
-            if not wanted:
-                return []
-            held = values == wanted[0]
-            for code in wanted[1:]:  # a few codes: faster than np.isin
-                held |= values == code
-            mask = held if mask is None else mask & held
+        mask = self._mask(groups, kinds)
+        if mask is False:
+            return []
         subset = None
         if mask is None:
             scores = cosine_scores(self.matrix, query)
@@ -178,6 +170,23 @@ class VectorCache:
         order = candidates[np.argsort(-scores[candidates], kind="stable")]
         positions = order if subset is None else subset[order]
         return [(self.keys[p], float(scores[i])) for p, i in zip(positions, order, strict=True)]
+
+    def _mask(
+        self, groups: Collection[str] | None, kinds: Collection[str] | None
+    ) -> np.ndarray | Literal[False] | None:
+        """The rows a search may return (alive, in these groups and kinds): None for every row, False for none."""
+        mask = None if len(self.position) == len(self.keys) else self.alive
+        for names, codes, values in ((groups, self._group_codes, self.groups), (kinds, self._kind_codes, self.kinds)):
+            if names is None:
+                continue
+            wanted = [codes[name] for name in names if name in codes]
+            if not wanted:
+                return False
+            held = values == wanted[0]
+            for code in wanted[1:]:  # a few codes: faster than np.isin
+                held |= values == code
+            mask = held if mask is None else mask & held
+        return mask
 
     def similarity(self, query: np.ndarray, key: Any) -> float | None:
         index = self.position.get(key)

@@ -155,21 +155,36 @@ def _hosts_here(hosts: set[str]) -> set[str]:
     here: set[str] = set()
     names: list[str] = []
     for host in hosts:
-        try:
-            normal = normalise_host(host)
-        except ToolFailure:
-            here.add(host)  # no host we can read: taken to be here
-            continue
-        try:
-            address = ipaddress.ip_address(normal)
-        except ValueError:
-            if normal == "localhost" or normal.endswith(".localhost"):
-                here.add(host)
-            else:
-                names.append(host)
-            continue
-        if _is_local(address):
+        verdict = _literally_here(host)
+        if verdict is None:
+            names.append(host)
+        elif verdict:
             here.add(host)
+    resolved = _resolve_all(names, RESOLVE_SECONDS)
+    for name in names:
+        addresses = resolved.get(name)
+        if not addresses or any(_is_local(ipaddress.ip_address(address)) for address in addresses):
+            here.add(name)
+    return here
+
+
+def _literally_here(host: str) -> bool | None:
+    """Whether a host is this machine by its spelling alone (an address, `localhost`, an unreadable host: taken to be
+    here); None for a name that must be resolved."""
+    try:
+        normal = normalise_host(host)
+    except ToolFailure:
+        return True
+    try:
+        address = ipaddress.ip_address(normal)
+    except ValueError:
+        return True if normal == "localhost" or normal.endswith(".localhost") else None
+    return _is_local(address)
+
+
+def _resolve_all(names: list[str], seconds: float) -> dict[str, list[str] | None]:
+    """Each name's addresses, resolved at once on threads, for at most `seconds` (a name not resolved by then: absent;
+    one that does not resolve: None)."""
     results: dict[str, list[str] | None] = {}
 
     def resolve(name: str) -> None:
@@ -181,14 +196,10 @@ def _hosts_here(hosts: set[str]) -> set[str]:
     threads = [threading.Thread(target=resolve, args=(name,), daemon=True) for name in names]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + RESOLVE_SECONDS
+    deadline = time.monotonic() + seconds
     for thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
-    for name in names:
-        addresses = results.get(name)
-        if not addresses or any(_is_local(ipaddress.ip_address(address)) for address in addresses):
-            here.add(name)
-    return here
+    return dict(results)
 
 
 def _is_local(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:

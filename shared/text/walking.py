@@ -76,24 +76,13 @@ def walk(
             stack.pop()
             continue
         name, is_dir, is_link = item
-        stats.visited += 1
-        if stats.visited > max_entries:
-            stats.truncated = True
-            return
-        if deadline is not None and stats.visited % 256 == 0 and time.monotonic() > deadline:
-            stats.timed_out = True
+        if _out_of_budget(stats, max_entries, deadline):
             return
         rel = f"{rel_dir}/{name}" if rel_dir else name
-        if skip is not None and skip(name, rel, is_dir):
-            continue
-        if gitignore and is_ignored(in_force, rel, is_dir):
-            stats.skipped_ignored += 1
-            continue
         path = os.path.join(directory, name)
-        if path in hidden_paths:
-            continue
-        if is_link and escapes is not None and escapes(path):
-            stats.skipped_links += 1
+        if _left_out(
+            stats, name, rel, path, is_dir, is_link, skip, in_force if gitignore else None, hidden_paths, escapes
+        ):
             continue
         yield Entry(path, rel, name, is_dir, is_link, depth + 1)
         if is_dir and (max_depth is None or depth + 1 < max_depth):
@@ -101,6 +90,44 @@ def walk(
             if children is not None:
                 below = (*in_force, *read_gitignore(path, rel)) if gitignore else in_force
                 stack.append((path, iter(children), rel, depth + 1, below))
+
+
+def _out_of_budget(stats: WalkStats, max_entries: int, deadline: float | None) -> bool:
+    """Count one more entry; True (and why, in `stats`) once the walk must stop."""
+    stats.visited += 1
+    if stats.visited > max_entries:
+        stats.truncated = True
+        return True
+    if deadline is not None and stats.visited % 256 == 0 and time.monotonic() > deadline:
+        stats.timed_out = True
+        return True
+    return False
+
+
+def _left_out(
+    stats: WalkStats,
+    name: str,
+    rel: str,
+    path: str,
+    is_dir: bool,
+    is_link: bool,
+    skip: Callable[[str, str, bool], bool] | None,
+    ignore_rules: Sequence[IgnoreRule] | None,
+    hidden: frozenset[str],
+    escapes: Callable[[str], bool] | None,
+) -> bool:
+    """Whether an entry stays out of the walk: the caller's `skip`, `.gitignore`, a hidden path, an escaping link."""
+    if skip is not None and skip(name, rel, is_dir):
+        return True
+    if ignore_rules is not None and is_ignored(ignore_rules, rel, is_dir):
+        stats.skipped_ignored += 1
+        return True
+    if path in hidden:
+        return True
+    if is_link and escapes is not None and escapes(path):
+        stats.skipped_links += 1
+        return True
+    return False
 
 
 _DIRECTORY_FLAGS = (
