@@ -25,6 +25,7 @@ from mcp_sections.shared.serving.approval import (
     needs_approval,
     needs_approval_by_hints,
 )
+from mcp_sections.shared.serving.client_log import serve_logging
 from mcp_sections.shared.serving.sdk_tools import ForgetRootsOnChange, add_built_tools, raw_tool, spec_tool
 from mcp_sections.shared.serving.server import UnknownToolAsNotFound, approval_tool
 from mcp_sections.shared.serving.tasks import TaskCalls, TasksExtension, TaskStore
@@ -84,6 +85,7 @@ def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[M
     server.middleware.append(UnknownToolAsNotFound(known_names))
     server.middleware.append(ForgetRootsOnChange())
     server.middleware.append(ServeResults(section_resources(gateway)))
+    serve_logging(server)  # before TaskCalls: a task's work logs to the client that started it
     server.middleware.append(TaskCalls(tasks, GatewayTasks(gateway)))
     return server, gateway
 

@@ -101,7 +101,8 @@ class Gate:
             arguments,
             scope.caller,
             failure,
-            lambda span: self._dispatch(name, arguments, ctx, scope, span),
+            lambda span, watched: self._dispatch(name, arguments, watched, scope, span),
+            ctx,
         )
 
     async def _dispatch(

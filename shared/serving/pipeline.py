@@ -13,7 +13,8 @@ result);
    envelope that names its source (`shared.serving.provenance`): whatever a model reads of a result is data, an error's
    details included;
 5. the outcome line goes to the audit log — `CANCELLED` if the call was cancelled on the way.
-Around it all, a span when traces are exported (`shared.serving.telemetry`).
+Around it all, a span when traces are exported (`shared.serving.telemetry`), and the call's log lines to the client:
+its progress and how it ended (`shared.serving.client_log`).
 Approval is asked before step 1 by the transport that can ask (`shared.serving.server`, the gateway's gate).
 """
 
@@ -31,7 +32,7 @@ from mcp_types import CallToolResult
 from mcp_sections.shared.framework.sections import Section, SectionRuntime
 from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, UserAnswer
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.serving import telemetry
+from mcp_sections.shared.serving import client_log, telemetry
 from mcp_sections.shared.serving.audit import AuditLog, audit_log
 from mcp_sections.shared.serving.calls import failure_result, missing_dependency, run_tool
 from mcp_sections.shared.serving.provenance import wrap_result
@@ -119,17 +120,25 @@ async def accounted(
     arguments: dict[str, Any],
     caller: Any,
     failure: ToolFailure | None,
-    run: Callable[[CallSpan | None], Awaitable[CallToolResult]],
+    run: Callable[[CallSpan | None, ToolContext | None], Awaitable[CallToolResult]],
+    ctx: ToolContext | None = None,
 ) -> CallToolResult:
-    """One call between its audit lines and inside its trace span, for every path a call takes (a section's
-    server, in-process, an agent host's gate): the intent is written before `run`, the outcome after it (CANCELLED
-    when it is interrupted); `run` gets the span, to name where the call went. `failure`: the call was refused
-    before it could run; only that is recorded and returned."""
+    """One call between its audit lines, inside its trace span and with its log lines to the client, for every path
+    a call takes (a section's server, in-process, an agent host's gate): the intent is written before `run`, the
+    outcome after it (CANCELLED when it is interrupted); `run` gets the span, to name where the call went, and `ctx`
+    with its progress also logged. `failure`: the call was refused before it could run; only that is recorded and
+    returned."""
     record = audit.start(tool, arguments, caller)
     traced = telemetry.current()
     span = traced.start(audit.server, tool, caller) if traced is not None else None
+    log = client_log.opened(audit.server, tool, caller)
+    watched = log.watching(ctx) if log is not None else ctx
+
+    async def attempt() -> CallToolResult:
+        return failure_result(failure) if failure is not None else await run(span, watched)
+
     try:
-        result = failure_result(failure) if failure is not None else await run(span)
+        result = await client_log.logged(log, attempt)
     except BaseException:
         record.cancelled()
         if span is not None:
@@ -165,7 +174,13 @@ class SectionCalls:
         """One call, audited from its start; `failure`: the call was refused before it could run (the user did not
         approve it, or could not be asked), and only that refusal is recorded and returned."""
         return await accounted(
-            self.audit, spec.name, arguments, ctx.caller, failure, lambda _span: self._run(spec, arguments, ctx, answer)
+            self.audit,
+            spec.name,
+            arguments,
+            ctx.caller,
+            failure,
+            lambda _span, watched: self._run(spec, arguments, watched or ctx, answer),
+            ctx,
         )
 
     async def _run(
