@@ -26,12 +26,14 @@ from mcp_sections.shared.serving.approval import (
     needs_approval_by_hints,
 )
 from mcp_sections.shared.serving.client_log import serve_logging
+from mcp_sections.shared.serving.completions import serve_completions
 from mcp_sections.shared.serving.sdk_tools import ForgetRootsOnChange, add_built_tools, raw_tool, spec_tool
 from mcp_sections.shared.serving.server import UnknownToolAsNotFound, approval_tool
 from mcp_sections.shared.serving.tasks import TaskCalls, TasksExtension, TaskStore
 from mcp_sections.shared.settings.config import Settings
 
 from .core import FORWARD_TOOL, GATEWAY_SPECS, Gateway, Route
+from .resources import GatewayResources
 from .tasks import GatewayTasks, section_resources
 
 INSTRUCTIONS = (
@@ -84,7 +86,10 @@ def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[M
     )
     server.middleware.append(UnknownToolAsNotFound(known_names))
     server.middleware.append(ForgetRootsOnChange())
+    resources = GatewayResources(gateway)
+    server.middleware.append(resources)  # its templates' URIs, before ServeResults takes every mcp-sections:// URI
     server.middleware.append(ServeResults(section_resources(gateway)))
+    serve_completions(server, resources.complete)
     serve_logging(server)  # before TaskCalls: a task's work logs to the client that started it
     server.middleware.append(TaskCalls(tasks, GatewayTasks(gateway)))
     return server, gateway

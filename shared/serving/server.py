@@ -26,6 +26,7 @@ from mcp_sections.shared.serving.approval import CANNOT_ASK, Approval, needs_app
 from mcp_sections.shared.serving.asking import AskedCall, asking_tool
 from mcp_sections.shared.serving.calls import failure_result
 from mcp_sections.shared.serving.client_log import serve_logging
+from mcp_sections.shared.serving.completions import serve_completions
 from mcp_sections.shared.serving.event_store import RETRY_MS, SessionEventStores, StreamResumption
 from mcp_sections.shared.serving.pipeline import SectionCalls, SectionState
 from mcp_sections.shared.serving.sdk_tools import (
@@ -119,6 +120,7 @@ def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, 
     server.middleware.append(ForgetRootsOnChange())
     server.middleware.append(ServeResults())
     serve_logging(server)  # before TaskCalls: a task's work logs to the client that started it
+    serve_completions(server)  # nothing of a section's has known values: an empty answer
     server.middleware.append(TaskCalls(tasks, SpecPolicy(calls.specs, settings.approval)))
     if runtime.settings.warm_up and (section.open_state is not None or section.warm_up is not None):
         server.middleware.append(_WarmUpAfterListing(state))
