@@ -157,10 +157,10 @@ def call(name: str, arguments: list[Any], what: str) -> Any:
     """One of grammar.MATRIX_FUNCTIONS (linsolve of equations: `linsolve_equations`)."""
     for argument in arguments:
         _not_final(argument, what)
+    if name in ("eye", "zeros", "ones"):  # sizes, never a matrix: a float64 one is refused as an exact one is
+        return _constant(name, arguments, what)
     if any(fl.is_floats(argument) for argument in arguments):
         return fl.call(name, arguments, what)
-    if name in ("eye", "zeros", "ones"):
-        return _constant(name, arguments, what)
     if name == "diag":
         return checked(sympy.diag(*(scalar(value, "each argument of diag", what) for value in arguments)), what)
     if name == "linsolve" and len(arguments) != 2:

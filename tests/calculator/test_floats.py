@@ -121,6 +121,19 @@ def test_eye_zeros_and_ones_above_40_are_float64() -> None:
     assert not evaluate("eye(40)").float64  # the exact limit: still exact
 
 
+@pytest.mark.parametrize("name", ["eye", "zeros", "ones"])
+def test_a_float64_matrix_is_no_size_for_eye_zeros_or_ones(name: str) -> None:
+    """`eye([[0.5, 1], [2, 3]])` answered with that matrix's eigenvalues (the float64 path took the call before the
+    size check), where `eye([[1, 1], [2, 3]])` is refused: both are refused now, the same way."""
+    messages = []
+    for matrix in ("[[0.5, 1], [2, 3]]", "[[1, 1], [2, 3]]"):
+        with pytest.raises(ToolFailure) as refused:
+            evaluate(f"{name}({matrix})")
+        assert refused.value.code.value == "INVALID_INPUT"
+        messages.append(refused.value.message)
+    assert messages[0] == messages[1]
+
+
 def test_a_large_expression_is_not_echoed_in_full() -> None:
     result = evaluate(f"det({KNOWN})")
     assert len(result.expression) < 1100 and "characters)" in result.expression
