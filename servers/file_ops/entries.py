@@ -16,6 +16,7 @@ from pathlib import Path
 from mcp_sections.shared.confinement.guards.paths import PathGuard
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input
 from mcp_sections.shared.ground.locations import is_inside
+from mcp_sections.shared.text.walking import walk
 
 from . import descriptors
 from .journal import Change
@@ -235,10 +236,8 @@ def _parent(guard: PathGuard, path: Path) -> Iterator[int]:
 
 
 def _count_entries(directory: Path) -> int:
-    count = 0
-    for _, dirnames, filenames in os.walk(directory):
-        count += len(dirnames) + len(filenames)
-    return count
+    """The entries below `directory` (the one walker: links counted, never followed)."""
+    return sum(1 for _ in walk(os.fspath(directory)))
 
 
 @dataclass

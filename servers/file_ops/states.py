@@ -22,6 +22,7 @@ from typing import Any, Literal
 from mcp_sections.shared.confinement.guards.paths import PathGuard
 from mcp_sections.shared.ground.errors import ErrorCode, SuiteError, ToolFailure
 from mcp_sections.shared.ground.locations import is_inside
+from mcp_sections.shared.text.walking import walk
 
 Kind = Literal["absent", "file", "link", "directory"]
 CHUNK = 1 << 20
@@ -203,24 +204,24 @@ def _read_file(guard: PathGuard, path: Path, size: int, budget: Budget, shown: s
 
 
 def check_fits(guard: PathGuard, directory: Path, budget: Budget) -> None:
-    """TooLarge when a copy of the tree at `directory` would not fit the budget (sizes from lstat, nothing read)."""
+    """TooLarge when a copy of the tree at `directory` would not fit the budget (sizes from lstat, nothing read; the
+    one walker: links never followed)."""
     total = 0
-    for parent, directories, files in os.walk(directory):
-        for name in (*directories, *files):
-            budget.count_entry(guard.relative(directory))
-            info = os.lstat(os.path.join(parent, name))
-            if stat.S_ISREG(info.st_mode):
-                if info.st_size > budget.max_file_bytes:
-                    shown = guard.relative(os.path.join(parent, name))
-                    raise TooLarge(
-                        f"{shown!r} is {info.st_size} bytes; the undo journal keeps files up to {budget.max_file_bytes}"
-                    )
-                total += info.st_size
-        if total > budget.max_total_bytes:
-            raise TooLarge(
-                f"{guard.relative(directory)!r} holds more than {budget.max_total_bytes} bytes, the undo journal's "
-                "total (undo_max_total_bytes)"
-            )
+    for entry in walk(os.fspath(directory), max_entries=budget.max_entries + 1):
+        budget.count_entry(guard.relative(directory))
+        info = os.lstat(entry.path)
+        if stat.S_ISREG(info.st_mode):
+            if info.st_size > budget.max_file_bytes:
+                raise TooLarge(
+                    f"{guard.relative(entry.path)!r} is {info.st_size} bytes; the undo journal keeps files up to "
+                    f"{budget.max_file_bytes}"
+                )
+            total += info.st_size
+            if total > budget.max_total_bytes:
+                raise TooLarge(
+                    f"{guard.relative(directory)!r} holds more than {budget.max_total_bytes} bytes, the undo "
+                    "journal's total (undo_max_total_bytes)"
+                )
 
 
 def matches(guard: PathGuard, path: Path, expected: State, budget: Budget) -> tuple[bool, State | None]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ipaddress
-import itertools
 import os
 import re
 from collections.abc import Sequence
@@ -30,6 +29,7 @@ from mcp_sections.servers.shell_ops.policies.project_tools import (
 )
 from mcp_sections.servers.shell_ops.policies.syntax import denied, find_flag, invalid, short_cluster, words
 from mcp_sections.shared.ground.errors import ToolFailure
+from mcp_sections.shared.text.walking import WalkStats, walk
 
 
 def _policy_find(args: list[str], ctx: PolicyContext) -> list[str]:
@@ -328,7 +328,7 @@ def _jq_program_file(arg: str, ctx: PolicyContext) -> str:
 
 RUFF_SUBCOMMANDS = ("check", "format", "rule", "config", "linter", "version", "help", "clean")
 _RUFF_CONFIG_NAMES = ("ruff.toml", ".ruff.toml", "pyproject.toml")
-_RUFF_SCAN_LIMIT = 5000
+_RUFF_SCAN_LIMIT = 100_000  # entries walked to find config files: a large project, not a home directory
 
 
 def _policy_ruff(args: list[str], ctx: PolicyContext) -> list[str]:
@@ -361,15 +361,19 @@ def _ruff_configs(rest: Sequence[str], ctx: PolicyContext) -> list[Path]:
     found, starts = _ruff_named(rest, ctx)
     for start in starts:
         found += _ruff_ancestor_configs(start, ctx)
-    walks = itertools.chain.from_iterable(os.walk(start) for start in starts)
-    for visited, (directory, dirnames, filenames) in enumerate(walks):
-        if visited > _RUFF_SCAN_LIMIT:
+    for start in starts:  # the one walker: links never followed; installed trees left out
+        stats = WalkStats()
+        entries = walk(os.fspath(start), skip=_not_ruff_territory, max_entries=_RUFF_SCAN_LIMIT, stats=stats)
+        found += [Path(entry.path) for entry in entries if not entry.is_dir and entry.name in _RUFF_CONFIG_NAMES]
+        if stats.truncated:
             raise denied(
                 "ruff: the directory tree is too large to check its configuration files; run it on a subfolder."
             )
-        dirnames[:] = [name for name in dirnames if name not in (".git", "node_modules", ".venv", "__pycache__")]
-        found += [Path(directory) / name for name in _RUFF_CONFIG_NAMES if name in filenames]
     return list(dict.fromkeys(found))
+
+
+def _not_ruff_territory(name: str, rel: str, is_dir: bool) -> bool:
+    return is_dir and name in (".git", "node_modules", ".venv", "__pycache__")
 
 
 def _ruff_named(rest: Sequence[str], ctx: PolicyContext) -> tuple[list[Path], list[Path]]:
