@@ -18,7 +18,8 @@ import time
 from typing import Any
 
 from benchmarks.harness import print_table
-from mcp_sections.servers.calculator.state import SYMBOLIC, CalculatorSettings
+from mcp_sections.servers.calculator.settings import CalculatorSettings
+from mcp_sections.servers.calculator.state import SYMBOLIC
 from mcp_sections.servers.calculator.workers import WorkerProcess, WorkerTimeout
 from mcp_sections.shared.ground.errors import ToolFailure
 

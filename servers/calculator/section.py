@@ -47,7 +47,8 @@ from mcp_sections.servers.calculator.models import (
     UnaryInput,
     UnaryResult,
 )
-from mcp_sections.servers.calculator.state import CalculatorSettings, CalculatorState, open_state, warm_up
+from mcp_sections.servers.calculator.settings import CalculatorSettings
+from mcp_sections.servers.calculator.state import CalculatorState, open_state, warm_up
 from mcp_sections.servers.calculator.units import UNIT_NAMES_DOC
 from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, module
 from mcp_sections.shared.framework.sections import Section

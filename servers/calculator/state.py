@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import Field
-
+from mcp_sections.servers.calculator.settings import CalculatorSettings
 from mcp_sections.servers.calculator.workers import (
     WorkerCrashed,
     WorkerError,
@@ -19,30 +18,10 @@ from mcp_sections.servers.calculator.workers import (
 from mcp_sections.shared.framework.sections import SectionRuntime
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, limit_exceeded
 from mcp_sections.shared.ground.install_hints import install_hint
-from mcp_sections.shared.settings.config import SectionSettings
 
 logger = logging.getLogger("mcp_sections.calculator")
 
 SYMBOLIC = "mcp_sections.servers.calculator.symbolic"
-
-
-class CalculatorSettings(SectionSettings):
-    """`[sections.calculator]` in the config file, or `MCP_SECTIONS_CALCULATOR_*` in the environment."""
-
-    env_prefix: ClassVar[str] = "MCP_SECTIONS_CALCULATOR_"
-
-    timeout_seconds: float = Field(
-        default=10.0,
-        gt=0,
-        le=600,
-        description="Wall-clock limit of one symbolic computation (the worker is restarted).",
-    )
-    memory_limit_mb: int = Field(
-        default=1024, ge=0, description="Address-space cap of the sympy worker process in MiB (0: no cap)."
-    )
-    start_timeout_seconds: float = Field(
-        default=60.0, gt=0, le=600, description="How long the worker may take to start and import sympy."
-    )
 
 
 class CalculatorState:

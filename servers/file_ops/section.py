@@ -5,7 +5,8 @@ each thin glue over the domain module that does the work."""
 
 from __future__ import annotations
 
-from mcp_sections.servers.file_ops.state import FileOpsSettings, FileOpsState
+from mcp_sections.servers.file_ops.settings import FileOpsSettings
+from mcp_sections.servers.file_ops.state import FileOpsState
 from mcp_sections.servers.file_ops.tools.entries import (
     copy_file,
     create_directory,

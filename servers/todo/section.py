@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-from pydantic import Field
-
-from mcp_sections.servers.todo.board import MAX_TASKS_PER_WORKFLOW, Board, StatusChange
+from mcp_sections.servers.todo.board import Board, StatusChange
 from mcp_sections.servers.todo.models import (
     CompleteInput,
     CreateInput,
@@ -26,19 +22,9 @@ from mcp_sections.servers.todo.models import (
     UpdateResult,
     UpdateStatusInput,
 )
+from mcp_sections.servers.todo.settings import TodoSettings
 from mcp_sections.shared.framework.sections import Section, SectionRuntime
 from mcp_sections.shared.framework.tools import CREATE, OVERWRITE, READ_ONLY, WRITE, tool
-from mcp_sections.shared.settings.config import SectionSettings
-
-
-class TodoSettings(SectionSettings):
-    """`[sections.todo]` in the config file, or `MCP_SECTIONS_TODO_*`."""
-
-    env_prefix: ClassVar[str] = "MCP_SECTIONS_TODO_"
-
-    max_tasks_per_workflow: int = Field(
-        default=MAX_TASKS_PER_WORKFLOW, ge=1, le=1_000_000, description="Cap on the number of tasks of one workflow."
-    )
 
 
 def open_board(runtime: SectionRuntime) -> Board:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_sections.servers.calculator.state import CalculatorSettings, CalculatorState
+from mcp_sections.servers.calculator.settings import CalculatorSettings
+from mcp_sections.servers.calculator.state import CalculatorState
 from mcp_sections.servers.calculator.workers import WorkerProcess
 from mcp_sections.shared.ground.errors import ToolFailure
 from mcp_sections.shared.settings.config import Settings

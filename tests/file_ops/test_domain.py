@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from mcp_sections.servers.file_ops import listing, packages, reading, searching, walking, writing
-from mcp_sections.servers.file_ops.state import FileOpsSettings, FileOpsState
+from mcp_sections.servers.file_ops.settings import FileOpsSettings
+from mcp_sections.servers.file_ops.state import FileOpsState
 from mcp_sections.shared.confinement.guards.paths import PathGuard
 from mcp_sections.shared.confinement.sandbox import bubblewrap_problem, detect
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure

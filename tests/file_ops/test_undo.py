@@ -474,7 +474,8 @@ def test_the_journal_is_private_even_inside_a_root(tmp_path: Path) -> None:
 async def test_undo_off_and_a_journal_that_cannot_open(tmp_path: Path) -> None:
     from mcp_sections.servers.file_ops import section
     from mcp_sections.servers.file_ops.models import ListFileChangesInput, UndoFileChangeInput, WriteFileInput
-    from mcp_sections.servers.file_ops.state import FileOpsSettings, FileOpsState
+    from mcp_sections.servers.file_ops.settings import FileOpsSettings
+    from mcp_sections.servers.file_ops.state import FileOpsState
 
     root = tmp_path / "root"
     root.mkdir()
