@@ -50,6 +50,20 @@ def _port(text: str) -> int:
     return value
 
 
+def _port_or_any(text: str) -> int:
+    return 0 if text.strip() == "0" else _port(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 1 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"{value:g} is not between 1 and 86400 seconds")
+    return value
+
+
 def _add_transport_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
@@ -140,6 +154,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gateway.add_argument("--max-subagents", type=int, help="sub-agents alive at once (default 3)")
     gateway.add_argument(
+        "--status-page",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="over stdio, also serve the status page on loopback, where approval questions wait for a client that "
+        "cannot ask its user (auto: when approval is on; its address and token go to <data dir>/status-pages/)",
+    )
+    gateway.add_argument(
+        "--status-port", type=_port_or_any, default=0, help="over stdio, the status page's port (default: any free one)"
+    )
+    gateway.add_argument(
+        "--approval-timeout",
+        type=_seconds,
+        help="seconds an approval question waits on the status page before it is declined (default 300)",
+    )
+    gateway.add_argument(
         "--profile",
         metavar="NAME",
         help="tool profile: `readonly` (only tools annotated read-only) or a [gateway.profiles.NAME] of the config "
@@ -185,15 +214,29 @@ def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gatewa
         announce_listener(args.host, args.port)  # the sections it starts inherit it: no program may publish this port
     hosts = [*settings.allowed_hosts, *args.allowed_hosts]
     origins = [*settings.allowed_origins, *args.allowed_origins]
-    pages = None
+    pages = beside = None
     if gateway is not None and args.transport == "http":
         from mcp_sections.servers.gateway.status import PREFIX, StatusPage
 
         security = transport_security(args.host, args.port, hosts, origins)
         pages = {PREFIX: StatusPage(gateway, token, security)}
+        shown = hosts[0] if args.host in ("0.0.0.0", "::") and hosts else args.host
+        place = f"[{shown}]" if ":" in shown and not shown.startswith("[") else shown
+        gateway.questions.open_at(f"http://{place}:{args.port}{PREFIX}", sign_in="sign in with the gateway's token")
+    elif gateway is not None and _status_beside(args, settings):
+        from functools import partial
+
+        from mcp_sections.servers.gateway.status_beside import serve_status_beside
+
+        beside = partial(serve_status_beside, gateway, args.status_port)
     server_built()
-    serve(server, args.transport, args.host, args.port, hosts, origins, token, pages)
+    serve(server, args.transport, args.host, args.port, hosts, origins, token, pages, beside)
     return 0
+
+
+def _status_beside(args: argparse.Namespace, settings: Settings) -> bool:
+    """Whether a stdio gateway also serves its status page (`--status-page`; auto: when approval is on)."""
+    return args.status_page == "on" or (args.status_page == "auto" and settings.approval != "off")
 
 
 def section_server(args: argparse.Namespace, settings: Settings) -> MCPServer:
@@ -220,7 +263,10 @@ def gateway_server(args: argparse.Namespace, settings: Settings) -> tuple[MCPSer
         max_subagents=args.max_subagents,
         profile=args.profile,
     )
-    return build_gateway_server(settings, config)
+    server, gateway = build_gateway_server(settings, config)
+    if getattr(args, "approval_timeout", None):
+        gateway.questions.timeout_seconds = args.approval_timeout
+    return server, gateway
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -32,6 +32,8 @@ from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentSco
 from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, spec_of
 from mcp_sections.shared.ground.about import package_version
 from mcp_sections.shared.ground.errors import ToolFailure, not_found, permission_denied
+from mcp_sections.shared.serving.approval import APPROVAL_SECONDS
+from mcp_sections.shared.serving.question_board import QuestionBoard
 from mcp_sections.shared.settings.config import Settings
 
 from . import context as context_info
@@ -82,6 +84,7 @@ class Gateway:
         self.agents = self.host.runtime
         self.agent_runtimes: dict[str, AgentRuntime] = {"plan_actions": self.agents}  # + hosted sections' runtimes
         self.started = time.monotonic()
+        self.questions = QuestionBoard(APPROVAL_SECONDS)  # approval questions, once a status page shows them
 
     def _hosted(self, entry: SectionEntry) -> Launcher:
         return HostedSection(entry, self.settings, self.config, self.host, self.agent_runtimes)

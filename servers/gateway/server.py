@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -19,16 +20,12 @@ from mcp_sections.shared.framework.resources import ServeResults, serve_as
 from mcp_sections.shared.framework.tools import ToolContext
 from mcp_sections.shared.ground.about import package_version
 from mcp_sections.shared.ground.errors import ToolFailure
-from mcp_sections.shared.serving.approval import (
-    describe_arguments,
-    exposed_spec,
-    needs_approval,
-    needs_approval_by_hints,
-)
+from mcp_sections.shared.serving.approval import Approvals, Effect, describe_arguments, exposed_spec
+from mcp_sections.shared.serving.audit import audit_log
 from mcp_sections.shared.serving.client_log import serve_logging
 from mcp_sections.shared.serving.completions import serve_completions
 from mcp_sections.shared.serving.sdk_tools import ForgetRootsOnChange, add_built_tools, raw_tool, spec_tool
-from mcp_sections.shared.serving.server import UnknownToolAsNotFound, approval_tool
+from mcp_sections.shared.serving.server import UnknownToolAsNotFound
 from mcp_sections.shared.serving.tasks import TaskCalls, TasksExtension, TaskStore
 from mcp_sections.shared.settings.config import Settings
 
@@ -49,6 +46,8 @@ def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[M
     gateway = Gateway(settings, config)
     gateway.prepare_exposed()
     tasks = TaskStore(settings.task_ttl_seconds, settings.max_tasks_per_client)
+    audit = audit_log(settings.data_dir / "audit", "gateway.approvals")
+    approvals = Approvals(settings.approval, audit, gateway.questions)  # the status page answers where no elicitation
     serve_as("gateway")
 
     known_names = {*gateway.own_tool_names(), *gateway.exposed}
@@ -58,20 +57,18 @@ def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[M
         async with gateway.running(), tasks.running():  # tasks stop before the sections they forward to
             # exposed third-party sections start now, before the first request, and stay up for the calls to come
             added = await gateway.start_exposed()
-            add_built_tools(server, [_exposed_tool(gateway, route) for route in added.values()])
+            add_built_tools(server, [_exposed_tool(gateway, approvals, route) for route in added.values()])
             known_names.update(added)
             yield
 
     tools = []
     for name in gateway.own_tool_names():
-        spec = GATEWAY_SPECS[name]
-        if needs_approval(spec, settings.approval):
-            tools.append(_approval_tool(gateway, spec))
-            continue
-        tools.append(
-            spec_tool(spec, _dispatch(gateway, spec.name), lean=True, publish_output=spec.name != FORWARD_TOOL)
-        )
-    tools += [_exposed_tool(gateway, route) for route in gateway.exposed.values()]
+        spec, dispatch = GATEWAY_SPECS[name], _dispatch(gateway, name)
+        plain = spec_tool(spec, dispatch, lean=True, publish_output=name != FORWARD_TOOL)
+        target = partial(_forwarded, gateway) if name == FORWARD_TOOL else None
+        wording = _plan_wording if name == "plan_actions" else None
+        tools.append(approvals.tool(spec, plain, dispatch, target=target, wording=wording))
+    tools += [_exposed_tool(gateway, approvals, route) for route in gateway.exposed.values()]
     server = MCPServer(
         name="mcp-sections-gateway",
         title="MCP Sections gateway",
@@ -91,36 +88,21 @@ def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[M
     server.middleware.append(ServeResults(section_resources(gateway)))
     serve_completions(server, resources.complete)
     serve_logging(server)  # before TaskCalls: a task's work logs to the client that started it
-    server.middleware.append(TaskCalls(tasks, GatewayTasks(gateway)))
+    approvals.serve(server)  # before TaskCalls too
+    server.middleware.append(TaskCalls(tasks, GatewayTasks(gateway), approvals.asks))
     return server, gateway
 
 
-class _GatewayValue:
-    """The `state` an asking tool reads: the gateway itself."""
-
-    def __init__(self, gateway: Gateway) -> None:
-        self.gateway = gateway
-
-    async def aget(self) -> Gateway:
-        return self.gateway
-
-
-def _approval_tool(gateway: Gateway, spec: Any) -> Any:
-    """A destructive gateway tool behind the user's approval: starting a sub-agent, or forwarding a call to a
-    section tool that is not known to be harmless (see `shared.serving.approval`)."""
-    return approval_tool(spec, _GatewayValue(gateway), _dispatch(gateway, spec.name), DESCRIBE.get(spec.name))
-
-
-def _describe_forward(params: Any, gateway: Gateway) -> str | None:
-    """call_section_tool asks when the target tool needs approval by its annotations (unknown ones: it does)."""
+def _forwarded(gateway: Gateway, params: Any) -> Effect:
+    """What call_section_tool runs: the target tool, whose annotations decide (unknown ones: it asks)."""
     known = gateway.pool.known_tool(params.section, params.tool)
     hints = known.definition.get("annotations") if known is not None else None
-    if not needs_approval_by_hints(hints, gateway.settings.approval):
-        return None
-    return f"Section {params.section}, tool {params.tool}. {describe_arguments(params.arguments)}"
+    spec = GATEWAY_SPECS[FORWARD_TOOL]
+    wording = f"Section {params.section}, tool {params.tool}. {describe_arguments(params.arguments)}"
+    return Effect(hints, f"{spec.title} ({spec.name})", wording)
 
 
-def _describe_plan(params: Any, gateway: Gateway) -> str:
+def _plan_wording(params: Any) -> str:
     sections = ", ".join(params.sections)
     plan = {"goal": params.goal, "strategy": params.strategy}
     if params.actions:
@@ -128,7 +110,6 @@ def _describe_plan(params: Any, gateway: Gateway) -> str:
     return f"A sub-agent with the sections {sections} would start. {describe_arguments(plan, limit=PLAN_CHARS)}"
 
 
-DESCRIBE = {FORWARD_TOOL: _describe_forward, "plan_actions": _describe_plan}
 PLAN_CHARS = 1500  # a goal or action longer than this is shown by its start, its length and "…"
 
 
@@ -143,19 +124,12 @@ def _dispatch(gateway: Gateway, name: str) -> Any:
     return call
 
 
-def _exposed_tool(gateway: Gateway, route: Route) -> Any:
+def _exposed_tool(gateway: Gateway, approvals: Approvals, route: Route) -> Any:
     """A section tool listed directly: the same gate as call_section_tool, approval included."""
     definition = route.definition
     annotations = definition.get("annotations")
     dispatch = _dispatch(gateway, route.name)
-    if needs_approval_by_hints(annotations, gateway.settings.approval):
-        spec = exposed_spec(route.name, definition)
-
-        def describe(params: Any, state: Any) -> str:
-            return f"Section {route.section}, tool {route.tool}. {describe_arguments(params.model_extra or {})}"
-
-        return approval_tool(spec, _GatewayValue(gateway), dispatch, describe, published=definition)
-    return raw_tool(
+    plain = raw_tool(
         name=route.name,
         title=definition.get("title") or route.name,
         description=definition.get("description") or "",
@@ -164,3 +138,8 @@ def _exposed_tool(gateway: Gateway, route: Route) -> Any:
         annotations=ToolAnnotations.model_validate(annotations) if annotations else ToolAnnotations(),
         call=dispatch,
     )
+
+    def wording(params: Any) -> str:
+        return f"Section {route.section}, tool {route.tool}. {describe_arguments(params.model_extra or {})}"
+
+    return approvals.tool(exposed_spec(route.name, definition), plain, dispatch, wording=wording)

@@ -1,9 +1,17 @@
 """The gateway's status page: `/status` on its Streamable HTTP server, behind the same bearer token as `/mcp`.
 
-What it shows, read-only (nothing on the page changes any state): the sections with their state, tool count (as the
-tool filters leave it) and uptime; the newest calls of the audit log (time, tool, section, depth, duration, outcome:
-never arguments); the sub-agents running and finished, as a tree; the brain's projects with node counts and
-pending embeddings, read from its SQLite file read-only without starting rag_ops (`shared.brain.summary`).
+What it shows: the calls waiting for the person's approval, first (with approval on and a client that cannot ask
+its user: `shared.serving.approval`), each with everything it would run, the client that asked and the time left, and
+two buttons — the one thing on the page that changes anything; then, read-only, the sections with their state, tool
+count (as the tool filters leave it) and uptime; the newest calls of the audit log (time, tool, section, depth,
+duration, outcome: never arguments; the approval answers too); the sub-agents running and finished, as a tree; the
+brain's projects with node counts and pending embeddings, read from its SQLite file read-only without starting
+rag_ops (`shared.brain.summary`).
+
+An answer is a POST to `/status/questions/<id>` carrying the page's CSRF token (an HMAC of the sign-in session, so
+another site can neither read nor forge it; the session cookie is SameSite=Strict and Origin is checked as well); it
+is audited with who gave it (the sign-in session, by a short digest, and the address it came from). A question nobody
+answers within the gateway's approval timeout is declined and leaves the page.
 
 Access: a request carries `Authorization: Bearer <token>`, or a session cookie a browser gets from the sign-in
 form (POST `/status/sign-in` with the token: an HttpOnly, SameSite=Strict cookie, path `/status`, 12 hours, kept
@@ -17,6 +25,7 @@ only while the page is visible, refresh is on and the keyboard focus is not insi
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import secrets
 import time
@@ -25,6 +34,7 @@ from datetime import UTC, datetime
 from html import escape
 from importlib import resources
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
 
 import anyio.to_thread
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
@@ -35,6 +45,7 @@ from starlette.routing import Route, Router
 from mcp_sections.shared.brain.summary import BrainSummary, brain_summary
 from mcp_sections.shared.ground.about import package_version
 from mcp_sections.shared.serving.audit import recent_records
+from mcp_sections.shared.serving.question_board import PendingQuestion
 
 if TYPE_CHECKING:
     from mcp_sections.shared.agents.runtime import AgentRuntime
@@ -101,10 +112,12 @@ class StatusPage:
         self._token = token.encode() if token is not None else None
         self._security = TransportSecurityMiddleware(security)
         self._sessions = Sessions()
+        self._csrf_key = secrets.token_bytes(32)
         self._brain: tuple[float, BrainSummary] | None = None
         self._router = Router(
             routes=[
                 Route(PREFIX, self.page, methods=["GET"]),
+                Route(f"{PREFIX}/questions/{{question}}", self.answer, methods=["POST"]),
                 Route(f"{PREFIX}/live", self.live, methods=["GET"]),
                 Route(f"{PREFIX}/sign-in", self.sign_in, methods=["POST"]),
                 Route(f"{PREFIX}/sign-out", self.sign_out, methods=["POST"]),
@@ -124,25 +137,41 @@ class StatusPage:
     # -- access ---------------------------------------------------------------------------------------------
 
     def _signed_in(self, request: Request) -> bool:
+        return self._identity(request) is not None
+
+    def _identity(self, request: Request) -> str | None:
+        """How this request is signed in (the session cookie, the bearer header, or an open page), or None."""
         if self._expected is None:
-            return True
+            return "open"
         presented = request.headers.get("authorization", "").encode()
         if presented and hmac.compare_digest(presented, self._expected):
-            return True
+            return "bearer"
         session = request.cookies.get(COOKIE)
-        return session is not None and self._sessions.valid(session)
+        if session is not None and self._sessions.valid(session):
+            return "session:" + session
+        return None
+
+    def _csrf(self, identity: str) -> str:
+        return hmac.new(self._csrf_key, identity.encode(), hashlib.sha256).hexdigest()
+
+    @staticmethod
+    def _who(identity: str, request: Request) -> str:
+        """Who answered, for the audit: the sign-in session by a digest (never the session itself), and from where."""
+        place = request.client.host if request.client is not None else "an unknown address"
+        if identity.startswith("session:"):
+            digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
+            return f"the person signed in with session {digest} from {place}"
+        if identity == "bearer":
+            return f"a request with the gateway's bearer token from {place}"
+        return f"an open page (no token: loopback only) from {place}"
 
     async def sign_in(self, request: Request) -> Response:
         if self._token is None:
             return RedirectResponse(PREFIX, status_code=303)
-        body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_FORM_BYTES:
-                return _html(sign_in_page("The form is too large."), 413)
-        from urllib.parse import parse_qs
-
-        token = (parse_qs(body.decode("utf-8", "replace")).get("token") or [""])[0].strip().encode()
+        form = await _form(request)
+        if form is None:
+            return _html(sign_in_page("The form is too large."), 413)
+        token = form.get("token", "").strip().encode()
         if not hmac.compare_digest(token, self._token):
             return _html(sign_in_page("That is not the gateway's token."), 401)
         response = RedirectResponse(PREFIX, status_code=303)
@@ -158,6 +187,27 @@ class StatusPage:
         _secure(response)
         return response
 
+    async def answer(self, request: Request) -> Response:
+        """A signed-in person approves or declines one waiting call (CSRF-checked; audited by approval)."""
+        identity = self._identity(request)
+        if identity is None:
+            return _secure(Response("sign in first", status_code=401, media_type="text/plain"))
+        form = await _form(request)
+        if form is None:
+            return _secure(Response("the form is too large", status_code=413, media_type="text/plain"))
+        if not hmac.compare_digest(form.get("csrf", "").encode(), self._csrf(identity).encode()):
+            return _secure(Response("the form's CSRF token is wrong: reload the page", 403, media_type="text/plain"))
+        choice = form.get("answer")
+        if choice not in ("approve", "decline"):
+            return _secure(Response("answer approve or decline", status_code=400, media_type="text/plain"))
+        question = request.path_params["question"]
+        if self.gateway.questions.answer(question, choice == "approve", self._who(identity, request)) is None:
+            gone = "That question is no longer waiting: it was answered, or its time ran out (then it was declined)."
+            return _html(
+                full_page(await self.live_html(identity), signed_in=self._expected is not None, note=gone), 409
+            )
+        return _secure(RedirectResponse(PREFIX, status_code=303))
+
     async def sign_out(self, request: Request) -> Response:
         self._sessions.end(request.cookies.get(COOKIE))
         response = RedirectResponse(PREFIX, status_code=303)
@@ -167,14 +217,16 @@ class StatusPage:
     # -- pages ----------------------------------------------------------------------------------------------
 
     async def page(self, request: Request) -> Response:
-        if not self._signed_in(request):
+        identity = self._identity(request)
+        if identity is None:
             return _html(sign_in_page(None), 401)
-        return _html(full_page(await self.live_html(), signed_in=self._expected is not None))
+        return _html(full_page(await self.live_html(identity), signed_in=self._expected is not None))
 
     async def live(self, request: Request) -> Response:
-        if not self._signed_in(request):
+        identity = self._identity(request)
+        if identity is None:
             return _secure(Response("sign in first", status_code=401, media_type="text/plain"))
-        return _html(await self.live_html())
+        return _html(await self.live_html(identity))
 
     async def asset(self, request: Request) -> Response:
         name = request.url.path.rsplit("/", 1)[1]
@@ -187,7 +239,7 @@ class StatusPage:
 
     # -- what is shown --------------------------------------------------------------------------------------
 
-    async def live_html(self) -> str:
+    async def live_html(self, identity: str) -> str:
         gateway = self.gateway
         await gateway.pool.load_declarations()
         data_dir = gateway.settings.data_dir
@@ -195,8 +247,11 @@ class StatusPage:
         now = time.monotonic()
         if self._brain is None or now - self._brain[0] > BRAIN_REFRESH_SECONDS:
             self._brain = (now, await anyio.to_thread.run_sync(brain_summary, data_dir))
+        questions = gateway.questions
+        waiting = questions_html(questions.pending(), self._csrf(identity)) if questions.is_open else ""
         return "\n".join(
             [
+                waiting,
                 self.overview_html(now),
                 self.sections_html(now),
                 agents_html(gateway.agent_runtimes),
@@ -243,6 +298,28 @@ class StatusPage:
             rows,
             "No section is configured.",
         )
+
+
+def questions_html(pending: list[PendingQuestion], csrf: str) -> str:
+    """The calls waiting for the person's approval, each with what it would run and two buttons."""
+    heading = '<h2 id="questions-h">Waiting for your approval</h2>'
+    if not pending:
+        empty = '<p class="empty">No call is waiting for your approval.</p>'
+        return f'<section aria-labelledby="questions-h">{heading}{empty}</section>'
+    items = []
+    for question in pending:
+        action = f"{PREFIX}/questions/{escape(question.id)}"
+        asked = datetime.fromtimestamp(question.asked_wall, UTC).strftime("%H:%M:%S UTC")
+        items.append(
+            f'<li class="question" data-question="{escape(question.id)}">'
+            f"<p class=note>{escape(question.asker)} asked at {asked} · declined in "
+            f"{question.seconds_left:.0f} s unless you answer</p>"
+            f"<p class=message>{escape(question.message)}</p>"
+            f'<form method=post action="{action}"><input type=hidden name=csrf value="{csrf}">'
+            "<button type=submit name=answer value=approve class=approve>Approve</button> "
+            "<button type=submit name=answer value=decline class=decline>Decline</button></form></li>"
+        )
+    return f'<section aria-labelledby="questions-h" class="questions">{heading}<ul>{"".join(items)}</ul></section>'
 
 
 def agents_html(runtimes: dict[str, AgentRuntime]) -> str:
@@ -374,7 +451,7 @@ def _document(title: str, body: str) -> str:
     )
 
 
-def full_page(live: str, *, signed_in: bool) -> str:
+def full_page(live: str, *, signed_in: bool, note: str | None = None) -> str:
     sign_out = (
         f'<form method=post action="{PREFIX}/sign-out"><button type=submit>Sign out</button></form>'
         if signed_in
@@ -385,7 +462,8 @@ def full_page(live: str, *, signed_in: bool) -> str:
         f'<label><input type=checkbox id=refresh checked data-seconds="{REFRESH_SECONDS}"> '
         f"Refresh every {REFRESH_SECONDS} s</label>{sign_out}</div></header>"
     )
-    return _document("mcp-sections status", f'{header}<main id="live">{live}</main>')
+    alert = f'<p class="error" role="alert">{escape(note)}</p>' if note else ""
+    return _document("mcp-sections status", f'{header}{alert}<main id="live">{live}</main>')
 
 
 def sign_in_page(error: str | None) -> str:
@@ -398,6 +476,16 @@ def sign_in_page(error: str | None) -> str:
         "required autofocus maxlength=512><button type=submit>Sign in</button></form></main>"
     )
     return _document("Sign in · mcp-sections", form)
+
+
+async def _form(request: Request) -> dict[str, str] | None:
+    """A small url-encoded form's fields (None when it is larger than `MAX_FORM_BYTES`)."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            return None
+    return {key: values[0] for key, values in parse_qs(body.decode("utf-8", "replace")).items() if values}
 
 
 def _secure(response: Response) -> Response:

@@ -24,7 +24,6 @@ from mcp.shared.exceptions import MCPError
 from mcp_sections.servers.pool.gate import FORWARD_TOOL
 from mcp_sections.shared.framework.resources import server_of
 from mcp_sections.shared.framework.tools import ToolSpec
-from mcp_sections.shared.serving.approval import needs_approval, needs_approval_by_hints
 
 logger = logging.getLogger("mcp_sections.gateway.tasks")
 
@@ -49,15 +48,6 @@ class GatewayTasks:
             return spec is not None and spec.runs_long(arguments)
         section, name, target_arguments = target
         return self._target_runs_long(section, name, target_arguments)
-
-    def asks(self, tool: str, arguments: dict[str, Any]) -> bool:
-        approval = self._gateway.settings.approval
-        target = self._target(tool, arguments)
-        if target is None:
-            spec = self._own(tool)
-            return spec is not None and needs_approval(spec, approval)
-        known = self._gateway.pool.known_tool(target[0], target[1])
-        return needs_approval_by_hints(known.definition.get("annotations") if known else None, approval)
 
     def _own(self, tool: str) -> ToolSpec | None:
         from .core import GATEWAY_SPECS

@@ -11,10 +11,9 @@ Each one is dispatched here, and here only:
 2. the name is resolved for this caller: the client's own tools and exposed tools; a sub-agent's routes and host
    tools — the route carries the section id, and the call runs only if the caller's grant holds that section id
    (grant by identity, never by a tool's name) and the tool filters show the tool (`filters.py`);
-3. approval: the client was asked by the transport before dispatch (`shared.serving.approval`,
-`servers/gateway/server.py`);
-   a sub-agent that has read untrusted content since its goal was approved is asked again, mid-call, before each
-   tool that needs approval (refused where no question can be asked);
+3. approval: the client was asked before dispatch, by the published tool (`shared.serving.approval`); a sub-agent
+   that has read untrusted content since its goal was approved is asked about again, mid-call, before each tool that
+   needs approval — elicitation, else the status page, else refused (`approve_mid_call`);
 4. the call runs (a host tool, or `SectionPool.forward`), and what the caller reads is marked: results of
    third-party sections and of untrusted host tools get a provenance envelope here (built-in sections wrap their own),
    and a sub-agent's trail records that it read untrusted content.
@@ -32,14 +31,8 @@ from mcp_types import CallToolResult
 
 from mcp_sections.shared.agents.scope import AgentScope
 from mcp_sections.shared.framework.tools import Annotations, ToolContext, ToolSpec
-from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, not_found
-from mcp_sections.shared.serving.approval import (
-    Approval,
-    approval_question,
-    describe_arguments,
-    needs_approval_by_hints,
-    refusal,
-)
+from mcp_sections.shared.ground.errors import ToolFailure, not_found
+from mcp_sections.shared.serving.approval import Approval, approve_mid_call
 from mcp_sections.shared.serving.audit import AuditLog
 from mcp_sections.shared.serving.calls import failure_result, parse_arguments, run_tool
 from mcp_sections.shared.serving.pipeline import accounted
@@ -179,30 +172,28 @@ class Gate:
         ctx: ToolContext | None,
         scope: AgentScope,
     ) -> None:
-        """A sub-agent that read untrusted content asks the user before a tool that needs approval (the client
-        was asked by its transport; an untainted sub-agent runs under the approval of its goal)."""
+        """A sub-agent that read untrusted content is asked about again before a tool that needs approval (the
+        client was asked by its transport; an untainted sub-agent runs under the approval of its goal): approval
+        decides and asks (`shared.serving.approval.approve_mid_call`)."""
         trail = scope.trail
         if scope.is_client or trail is None or not trail.read_untrusted:
             return
-        if not needs_approval_by_hints(annotations, self.approval):
-            return
         sources = ", ".join(trail.untrusted_sources)
-        question = approval_question(
-            name,
+        situation = (
             f"Sub-agent {scope.agent_id} (depth {scope.depth}) has read untrusted content ({sources}) since its goal "
-            f"was approved, and now wants to run {name}. {describe_arguments(arguments)}",
+            f"was approved, and now wants to run {name}."
         )
-        answer = await ctx.ask(question) if ctx is not None else None
-        if answer is None:
-            raise ToolFailure(
-                ErrorCode.PERMISSION_DENIED,
-                f"{name} needs the user's approval: this sub-agent read untrusted content ({sources}), and the user "
-                "cannot be asked during this call (the client connection allows no question mid-call). It did not "
-                "run; report what you wanted to do instead.",
-            )
-        refused = refusal(name, answer)
-        if refused is not None:
-            raise refused
+        reason = f"this sub-agent read untrusted content ({sources})"
+        await approve_mid_call(
+            name,
+            annotations,
+            arguments,
+            ctx,
+            caller=scope.caller,
+            situation=situation,
+            reason=reason,
+            mode=self.approval,
+        )
 
     @staticmethod
     def _read(scope: AgentScope, source: str) -> None:

@@ -1,30 +1,64 @@
-"""Approval: with `approval = "destructive"`, the user is asked (MCP elicitation, both protocol eras) before a tool
-that can change things runs — deleting, overwriting, running programs, starting sub-agents, acting on the outside
-world (the seeds' human in the loop). Off by default.
+"""Approval: with `approval = "destructive"`, the person is asked before a tool that can change things runs —
+deleting, overwriting, running programs, starting sub-agents, acting on the outside world (the seeds' human in the
+loop). Off by default. This module decides it, on every path, and gets the answer wherever the person is.
 
-One policy, on every path a call can take (a client's call to a section, `call_section_tool`, an exposed tool,
-`plan_actions`, a sub-agent's call): a tool needs approval by its annotations — destructive, or open-world and not
-read-only (`needs_approval`). The question shows everything that will run: every argument, long values summarised
-with their length and an explicit "…", paths in full, never cut silently (`describe_arguments`). Only a boolean
-`true` approves (`refusal`).
+Which calls: a tool needs approval by its annotations — destructive, or open-world and not read-only
+(`needs_approval_by_hints`); for a tool that runs another one (`call_section_tool`, an exposed tool, `plan_actions`)
+by the annotations of what would actually run (`Effect`, described per call by the server that publishes it). The
+paths: a client's call to a section served on its own, to the gateway's own tools, `call_section_tool`, an exposed
+tool, `plan_actions` — every published tool goes through `Approvals.tool`, which returns it unchanged when no call of
+it can need approval — and a sub-agent's call, asked about again mid-call when the sub-agent has read untrusted
+content since its goal was approved (`approve_mid_call`, from the gate, `servers/pool/gate.py`). Where the user's
+client connects, there the question is asked: the gateway asks for its own tools and starts its sections with
+approval off, having asked already.
 
-Where the user's client connects, there the question is asked: a section served on its own asks for its own tools;
-the gateway asks for its own, and starts its sections with approval off, having asked already. A sub-agent's call is
-asked about mid-call through the client's channel when the sub-agent has read untrusted content since its goal was
-approved (`servers/pool/gate.py`); where no question can be asked mid-call, such a call is refused.
-On a client without elicitation, calls that need approval are refused with a message saying how to turn approval off.
+What is asked: everything that will run — every argument, long values summarised by their start, their length and an
+explicit "…", paths in full, never cut silently (`describe_arguments`). Only a boolean `true` approves (`refusal`).
+
+Where the answer comes from, in this order:
+1. elicitation, where the client declares it: `elicitation/create` mid-call on 2025-11-25 and older, an
+   `InputRequiredResult` on 2026-07-28 (the call comes back with the answer; `shared.serving.asking`);
+2. otherwise, the status page, when this server has one open (`shared.serving.question_board`: the gateway's, over
+   HTTP or beside a stdio gateway): the question waits there for the signed-in person, the client gets progress (and a
+   log line) saying where to answer, and a question nobody answers in time (`APPROVAL_SECONDS`, 5 minutes, unless
+   the gateway was started with `--approval-timeout`) is declined: the call does not run;
+3. otherwise the call is refused, saying how to get asked (a client with elicitation, the gateway's status page) or
+   how to turn approval off.
+Every answer is audited, with how and by whom it was given (`<server>.approvals.jsonl` beside the server's own audit
+log: `mcp-sections audit --server gateway.approvals`); the call itself leaves its own lines, refusals included.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from mcp_sections.shared.framework.tools import Annotations, ToolResult, ToolSpec, UserAnswer, UserQuestion
+from mcp_sections.shared.framework.tools import (
+    Annotations,
+    Progress,
+    ToolContext,
+    ToolResult,
+    ToolSpec,
+    UserAnswer,
+    UserQuestion,
+)
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.serving import client_log
+from mcp_sections.shared.serving.asking import AskedCall, Fallback, asking_tool
+from mcp_sections.shared.serving.audit import AuditLog, AuditRecord, argument_digest
+from mcp_sections.shared.serving.calls import parse_arguments
+from mcp_sections.shared.serving.question_board import QuestionBoard
+from mcp_sections.shared.serving.sdk_tools import tool_context, tool_definition
 
 Approval = Literal["off", "destructive"]
 APPROVAL_SECONDS = 300.0
@@ -32,9 +66,11 @@ VALUE_CHARS = 200  # a longer text value is shown by its start, its length and "
 PATH_ARGUMENTS = ("path", "paths", "source", "destination", "cwd", "directory", "file", "output_path", "root")
 CANNOT_ASK = (
     "{tool} needs the user's approval (approval = 'destructive'), but this MCP client cannot ask the user "
-    '(no elicitation). Use a client with elicitation, or turn approval off: `approval = "off"` in the config '
+    "(no elicitation) and this server has no status page to ask on. Use a client with elicitation, or the "
+    'gateway (its status page asks for any client), or turn approval off: `approval = "off"` in the config '
     "file or MCP_SECTIONS_APPROVAL=off."
 )
+WAITING_PROGRESS_SECONDS = 10.0  # how often a call waiting on the status page says so again
 
 
 class ApprovalForm(BaseModel):
@@ -59,45 +95,291 @@ def needs_approval_by_hints(hints: Mapping[str, Any] | Annotations | None, appro
     return not read_only and (destructive or open_world)
 
 
-def needs_approval(spec: ToolSpec, approval: Approval) -> bool:
-    return spec.asks_user is None and needs_approval_by_hints(spec.annotations, approval)
+@dataclass(frozen=True)
+class Effect:
+    """What one call would run, as its approval needs to know it: the annotations of what actually runs (a forwarded
+    tool's, not the forwarding tool's), what to call it in the question, and its arguments worded for the person."""
+
+    hints: Mapping[str, Any] | Annotations | None
+    what: str
+    wording: str
 
 
-def question_for(
-    spec: ToolSpec, describe: Callable[[Any, Any], str | None] | None = None
-) -> Callable[[Any, Any], UserQuestion | None]:
-    """The `asks_user` of an approval: a question naming the tool and everything it will run with
-    (`describe(params, state)` may word it, or return None when this call needs no approval, e.g. a read-only tool
-    reached through the gateway's forwarding tool)."""
-
-    def ask(params: Any, state: Any) -> UserQuestion | None:
-        wording = describe(params, state) if describe is not None else describe_arguments(_dump(params))
-        if wording is None:
-            return None
-        return approval_question(f"{spec.title} ({spec.name})", wording)
-
-    return ask
+#: What one call of a tool that runs another tool, chosen per call, would run (its parsed input -> `Effect`).
+Target = Callable[[Any], Effect]
+#: How one call's arguments are worded for the person (its parsed input -> text).
+Wording = Callable[[Any], str]
 
 
-def approval_question(what: str, wording: str) -> UserQuestion:
-    return UserQuestion(message=f"Allow {what}? {wording}", schema=ApprovalForm, timeout_seconds=APPROVAL_SECONDS)
+def approval_question(what: str, wording: str, timeout: float = APPROVAL_SECONDS) -> UserQuestion:
+    return UserQuestion(message=f"Allow {what}? {wording}", schema=ApprovalForm, timeout_seconds=timeout)
 
 
-def refusal(tool: str, answer: UserAnswer | None) -> ToolFailure | None:
+def refusal(tool: str, answer: UserAnswer | None, where: str = "") -> ToolFailure | None:
     """None when the call may run (approved with a boolean `true`, or no question was needed); else why not."""
-    if answer is None or (answer.action == "accept" and (answer.content or {}).get("approve") is True):
+    if answer is None or _approved(answer):
         return None
     what = (
         "did not approve"
         if answer.action == "accept"
         else {"decline": "declined", "cancel": "cancelled"}.get(
-            answer.action, f"did not answer within {APPROVAL_SECONDS:.0f} s"
+            answer.action, f"did not answer within {answer.waited_seconds or APPROVAL_SECONDS:.0f} s"
         )
     )
     return ToolFailure(
         ErrorCode.PERMISSION_DENIED,
-        f"the user {what} {tool}; it did not run. Ask the user what to do instead, or change the request.",
+        f"the user {what} {tool}{where}; it did not run. Ask the user what to do instead, or change the request.",
     )
+
+
+def _approved(answer: UserAnswer) -> bool:
+    return answer.action == "accept" and (answer.content or {}).get("approve") is True
+
+
+def _outcome(answer: UserAnswer) -> str:
+    if _approved(answer):
+        return "APPROVED"
+    if answer.action == "accept":
+        return "NOT_APPROVED"
+    return {"decline": "DECLINED", "cancel": "CANCELLED"}.get(answer.action, "TIMED_OUT")
+
+
+class _NoState:
+    """An approval question needs no section state (the tool's own question may)."""
+
+    async def aget(self) -> None:
+        return None
+
+
+# The server answering the current tools/call (set by `Approvals.serve`): where a question asked deeper down the
+# call (a sub-agent's, in the gate) can wait, and who asked.
+_current: ContextVar[tuple[Approvals, str] | None] = ContextVar("mcp_sections_approvals", default=None)
+# The answer the status page gave in this call (its record is written there, with who answered).
+_from_board: ContextVar[UserAnswer | None] = ContextVar("mcp_sections_board_answer", default=None)
+
+
+class Approvals:
+    """One server's approval (see the module docstring): which of its tools ask, and where the answers come from."""
+
+    def __init__(self, mode: Approval, audit: AuditLog, board: QuestionBoard | None = None) -> None:
+        """`audit`: where answers are recorded (`<server>.approvals`); `board`: the server's status page questions."""
+        self.mode = mode
+        self.audit = audit
+        self.board = board
+        self._asking: dict[str, tuple[ToolSpec, Target | None, Wording | None]] = {}
+
+    def serve(self, server: MCPServer) -> None:
+        """Make this the approval of every tools/call `server` answers (before `TaskCalls`: a task inherits it)."""
+        server.middleware.append(_InRequest(self))
+
+    def tool(
+        self,
+        spec: ToolSpec,
+        plain: Tool,
+        call: AskedCall,
+        *,
+        target: Target | None = None,
+        wording: Wording | None = None,
+        state: Any = None,
+    ) -> Tool:
+        """The published tool of `spec`: `plain` when no call of it can need approval (or approval is off); else the
+        same tool, as `plain` publishes it, asking first. `target`: what a call of a tool that runs another one, chosen
+        per call, would run; `wording`: how a call's arguments are shown (default: every argument). A tool with a
+        question of its own (`asks_user`) asks it (`state`: what it is computed from)."""
+        published = tool_definition(plain)
+        if spec.asks_user is not None:
+            self._asking[spec.name] = (spec, None, None)
+            return asking_tool(spec, state or _NoState(), call, published=published)
+        if self.mode == "off" or (target is None and not needs_approval_by_hints(spec.annotations, self.mode)):
+            return plain
+
+        def ask(params: Any, _: Any) -> UserQuestion | None:
+            effect = self._effect(spec, params, target, wording)
+            if not needs_approval_by_hints(effect.hints, self.mode):
+                return None
+            return approval_question(effect.what, effect.wording)
+
+        async def approved(
+            arguments: dict[str, Any], ctx: ToolContext, answer: UserAnswer | None, failure: ToolFailure | None
+        ) -> CallToolResult:
+            board_answer = _from_board.get()
+            if answer is not None and answer is not board_answer:
+                self.record(spec.name, arguments, ctx.caller, answer, "by the MCP client's user (elicitation)")
+            where = " on the status page" if answer is not None and answer is board_answer else ""
+            return await call(arguments, ctx, None, failure or refusal(spec.name, answer, where))
+
+        self._asking[spec.name] = (spec, target, wording)
+        return asking_tool(
+            replace(spec, asks_user=ask),
+            _NoState(),
+            approved,
+            cannot_ask=CANNOT_ASK.format(tool=spec.name),
+            published=published,
+            fallback=self._on_board_of(spec.name),
+        )
+
+    def asks(self, tool: str, arguments: dict[str, Any]) -> bool:
+        """Whether this call asks the person before it runs (on 2026-07-28 a long one becomes a task once answered)."""
+        entry = self._asking.get(tool)
+        if entry is None:
+            return False
+        spec, target, _ = entry
+        if spec.asks_user is not None or target is None:
+            return True
+        try:
+            params = parse_arguments(spec.input_model, arguments)
+        except ToolFailure:
+            return False  # the call fails at once
+        return needs_approval_by_hints(target(params).hints, self.mode)
+
+    @staticmethod
+    def _effect(spec: ToolSpec, params: Any, target: Target | None, wording: Wording | None) -> Effect:
+        if target is not None:
+            return target(params)
+        shown = wording(params) if wording is not None else describe_arguments(_dump(params))
+        return Effect(spec.annotations, f"{spec.title} ({spec.name})", shown)
+
+    # -- the status page -----------------------------------------------------------------------------------------
+
+    def _on_board_of(self, tool: str) -> Fallback:
+        async def on_board(question: UserQuestion, arguments: dict[str, Any], context: Context) -> UserAnswer | None:
+            ctx = tool_context(context)
+            answer = await self.on_board(question, tool, arguments, ctx.caller, _client_name(context), ctx)
+            _from_board.set(answer)
+            return answer
+
+        return on_board
+
+    async def on_board(
+        self,
+        question: UserQuestion,
+        tool: str,
+        arguments: dict[str, Any],
+        caller: tuple[int, str | None],
+        asker: str,
+        ctx: ToolContext | None,
+    ) -> UserAnswer | None:
+        """The person's answer on the status page (None when this server has none open); the client is told where
+        to answer, and the answer is audited with who gave it. ToolFailure when too many questions wait already."""
+        board = self.board
+        if board is None or board.url is None:
+            return None
+        depth, agent = caller
+        pending = board.put(tool, question.message, f"sub-agent {agent} (depth {depth}) of {asker}" if agent else asker)
+        where = f"open {board.url}" + (f" ({board.sign_in})" if board.sign_in else "")
+        text = (
+            f"{tool} needs your approval: {where} and approve or decline question {pending.id[:6]} "
+            f"(declined after {board.timeout_seconds:.0f} s)"
+        )
+        await client_log.say(self.audit.server, tool, "warning", "approval", text)
+        async with anyio.create_task_group() as group:
+            group.start_soon(_still_waiting, pending, text, ctx.report_progress if ctx is not None else None)
+            outcome = await board.wait(pending)
+            group.cancel_scope.cancel()
+        waited = time.monotonic() - pending.asked
+        if outcome == "timeout":
+            answer = UserAnswer(action="timeout", waited_seconds=board.timeout_seconds)
+            how = f"asked on the status page ({board.url}); nobody answered within {board.timeout_seconds:.0f} s"
+        else:
+            answer = UserAnswer(action="accept", content={"approve": outcome == "approve"}, waited_seconds=waited)
+            if outcome == "decline":
+                answer = UserAnswer(action="decline", waited_seconds=waited)
+            how = f"on the status page by {pending.answered_by}"
+        self.record(tool, arguments, caller, answer, how)
+        return answer
+
+    def record(
+        self, tool: str, arguments: dict[str, Any], caller: tuple[int, str | None], answer: UserAnswer, how: str
+    ) -> None:
+        """One audit line per answer: the tool, the arguments' digest, the outcome, how and by whom, how long."""
+        self.audit.write(
+            AuditRecord(
+                server=self.audit.server,
+                tool=tool,
+                outcome=_outcome(answer),
+                duration_ms=answer.waited_seconds * 1000,
+                arguments_digest=argument_digest(arguments),
+                depth=caller[0],
+                agent_id=caller[1],
+                message=f"{how} after {answer.waited_seconds:.0f} s",
+                call=f"approval-{time.time_ns():x}",
+            )
+        )
+
+
+async def _still_waiting(pending: Any, text: str, progress: Progress | None) -> None:
+    """Progress while a question waits on the status page (the client knows where, and does not give up)."""
+    if progress is None:
+        return
+    while True:
+        left = pending.seconds_left
+        try:
+            await progress(0, None, f"{text}; {left:.0f} s left")
+        except Exception:  # progress is best effort
+            return
+        await anyio.sleep(WAITING_PROGRESS_SECONDS)
+
+
+def _client_name(context: Context) -> str:
+    params = context.request_context.session.client_params
+    info = params.client_info if params is not None else None
+    return f"{info.name} {info.version}" if info is not None else "the MCP client"
+
+
+class _InRequest:
+    """Middleware: the approval of the server answering each tools/call, and the client that sent it."""
+
+    def __init__(self, approvals: Approvals) -> None:
+        self._approvals = approvals
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if getattr(ctx, "method", None) != "tools/call":
+            return await call_next(ctx)
+        params = getattr(getattr(ctx, "session", None), "client_params", None)
+        info = params.client_info if params is not None else None
+        token = _current.set((self._approvals, f"{info.name} {info.version}" if info else "the MCP client"))
+        try:
+            return await call_next(ctx)
+        finally:
+            _current.reset(token)
+
+
+async def approve_mid_call(
+    name: str,
+    hints: Mapping[str, Any] | Annotations | None,
+    arguments: dict[str, Any],
+    ctx: ToolContext | None,
+    *,
+    caller: tuple[int, str | None],
+    situation: str,
+    reason: str,
+    mode: Approval,
+) -> None:
+    """A call asked about while another runs (a tainted sub-agent's, from the gate): nothing when it needs no approval
+    or is approved; ToolFailure when refused, or when nobody can be asked (no elicitation mid-call, no status page).
+    `caller`: who makes the call (a sub-agent's depth and id); `situation` opens the question (who wants what, and why
+    it is asked again); `reason` says why in a refusal."""
+    if not needs_approval_by_hints(hints, mode):
+        return
+    question = approval_question(name, f"{situation} {describe_arguments(arguments)}")
+    current = _current.get()
+    answer = await ctx.ask(question) if ctx is not None else None
+    where = ""
+    if answer is not None and current is not None:
+        current[0].record(name, arguments, caller, answer, "by the MCP client's user (elicitation)")
+    elif answer is None and current is not None:
+        answer = await current[0].on_board(question, name, arguments, caller, current[1], ctx)
+        where = " on the status page"
+    if answer is None:
+        raise ToolFailure(
+            ErrorCode.PERMISSION_DENIED,
+            f"{name} needs the user's approval: {reason}, and the user cannot be asked during "
+            "this call (the client connection allows no question mid-call, and there is no status page). It did not "
+            "run; report what you wanted to do instead.",
+        )
+    refused = refusal(name, answer, where)
+    if refused is not None:
+        raise refused
 
 
 def describe_arguments(arguments: Mapping[str, Any], limit: int = VALUE_CHARS) -> str:

@@ -23,7 +23,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp_types import CallToolResult, ToolAnnotations
 
-from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, UserAnswer
+from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, UserAnswer, UserQuestion
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.serving.calls import failure_result, parse_arguments
 from mcp_sections.shared.serving.sdk_tools import (
@@ -142,6 +142,10 @@ class _AskingTool(Tool):
 #: and returns that failure, so that a call refused before running is audited like every other call.
 AskedCall = Callable[[dict[str, Any], ToolContext, UserAnswer | None, ToolFailure | None], Awaitable[CallToolResult]]
 
+#: Where else a question can be answered when the client cannot elicit (the status page: `shared.serving.approval`):
+#: the question, the call's arguments and context -> the answer, or None when there is nowhere else either.
+Fallback = Callable[[UserQuestion, dict[str, Any], Context], Awaitable[UserAnswer | None]]
+
 
 def asking_tool(
     spec: ToolSpec,
@@ -149,9 +153,12 @@ def asking_tool(
     call: AskedCall,
     cannot_ask: str | None = None,
     published: dict[str, Any] | None = None,
+    fallback: Fallback | None = None,
 ) -> Tool:
     """The SDK tool of a tool that asks the user first. `spec.asks_user` may return None: no question for this
-    call, which then runs with `answer=None`. `cannot_ask` words the refusal on a client without elicitation."""
+    call, which then runs with `answer=None`. On a client without elicitation the question goes to `fallback`, else
+    the call is refused (`cannot_ask` words why). `published`: the tools/list entry to publish it as (its schemas,
+    title, description and annotations), else the declaration's."""
     asked = _AskedQuestions()
     assert spec.asks_user is not None
     ask = spec.asks_user
@@ -173,6 +180,13 @@ def asking_tool(
             )
         if user_question is None:
             return _NotAsked()
+        if not _can_elicit(context) and fallback is not None:
+            try:
+                elsewhere = await fallback(user_question, arguments, context)
+            except ToolFailure as failure:
+                return _NotAsked(failure)
+            if elsewhere is not None:
+                return _NotAsked(answer=elsewhere)
         if not _can_elicit(context):
             return _NotAsked(
                 ToolFailure(
@@ -220,18 +234,20 @@ def asking_tool(
 
     resolved = {"answer": (Resolve(question), True)}
     output_schema: dict[str, Any] | None
+    title, description = spec.title, spec.description
     if published is None:
         input_schema, output_schema = spec_schemas(spec)
         annotations = sdk_annotations(spec)
-    else:  # another server's tool, published as that server defines it
+    else:  # as the plain tool, or another server, publishes it
         input_schema = published.get("inputSchema") or {"type": "object"}
         output_schema = published.get("outputSchema") or None
         annotations = ToolAnnotations.model_validate(published.get("annotations") or {})
+        title, description = published.get("title", title), published.get("description", description)
     return _AskingTool(
         fn=invoke,
         name=spec.name,
-        title=spec.title,
-        description=spec.description,
+        title=title,
+        description=description,
         parameters=input_schema,
         fn_metadata=FuncMetadata(arg_model=RawArguments, output_schema=output_schema),
         is_async=True,

@@ -188,6 +188,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
 
 
+async def say(server: str, tool: str, level: str, event: str, text: str) -> None:
+    """One line about the current call to its client (e.g. where to answer a question): `text` is the server's own
+    words, never an argument value."""
+    sink = _sink.get()
+    if sink is not None:
+        await sink.send(level, {"event": event, "server": server, "tool": tool, "text": text}, server)
+
+
 def opened(server: str, tool: str, caller: tuple[int, str | None]) -> CallLog | None:
     """The log of a call starting now, for the client whose request it serves (None when it has none)."""
     sink = _sink.get()

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -22,8 +21,8 @@ from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, UserAnswe
 from mcp_sections.shared.ground.about import package_version
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.serving import telemetry
-from mcp_sections.shared.serving.approval import CANNOT_ASK, Approval, needs_approval, question_for, refusal
-from mcp_sections.shared.serving.asking import AskedCall, asking_tool
+from mcp_sections.shared.serving.approval import Approvals
+from mcp_sections.shared.serving.audit import audit_log
 from mcp_sections.shared.serving.calls import failure_result
 from mcp_sections.shared.serving.client_log import serve_logging
 from mcp_sections.shared.serving.completions import serve_completions
@@ -42,12 +41,10 @@ logger = logging.getLogger("mcp_sections.server")
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
-def sdk_tool(spec: ToolSpec, calls: SectionCalls, approval: Approval = "off") -> Tool:
-    """The SDK tool of one declared tool, run through the section's pipeline (`shared.serving.pipeline`).
-
-    A tool declared with `asks_user` asks its own question first; with `approval = "destructive"`, a tool that needs
-    approval by its annotations asks the user before anything runs (`shared.serving.approval`).
-    """
+def sdk_tool(spec: ToolSpec, calls: SectionCalls, approvals: Approvals) -> Tool:
+    """The SDK tool of one declared tool, run through the section's pipeline (`shared.serving.pipeline`), as
+    `approvals` publishes it: asking first where a call needs the user's approval, or the tool asks its own question
+    (`shared.serving.approval`)."""
 
     async def call(
         arguments: dict[str, Any],
@@ -57,31 +54,7 @@ def sdk_tool(spec: ToolSpec, calls: SectionCalls, approval: Approval = "off") ->
     ) -> CallToolResult:
         return await calls.call(spec, arguments, ctx, answer, failure)
 
-    if spec.asks_user is not None:
-        return asking_tool(spec, calls.state, call)
-    if needs_approval(spec, approval):
-        return approval_tool(spec, calls.state, call)
-    return spec_tool(spec, call)
-
-
-def approval_tool(
-    spec: ToolSpec,
-    state: Any,
-    call: AskedCall,
-    describe: Callable[[Any, Any], str | None] | None = None,
-    published: dict[str, Any] | None = None,
-) -> Tool:
-    """A tool that runs only once the user approved it (see `shared.serving.approval`); `published`: its tools/list
-    entry when it is another server's tool (its schemas and annotations are published as they are). A call the user did
-    not approve is handed on with its refusal, for `call` to record and return."""
-
-    async def approved(
-        arguments: dict[str, Any], ctx: ToolContext, answer: UserAnswer | None, failure: ToolFailure | None
-    ) -> CallToolResult:
-        return await call(arguments, ctx, None, failure or refusal(spec.name, answer))
-
-    asking = replace(spec, asks_user=question_for(spec, describe))
-    return asking_tool(asking, state, approved, cannot_ask=CANNOT_ASK.format(tool=spec.name), published=published)
+    return approvals.tool(spec, spec_tool(spec, call), call, state=calls.state)
 
 
 def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, SectionState]:
@@ -92,6 +65,7 @@ def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, 
     state = calls.state
     settings = runtime.settings
     tasks = TaskStore(settings.task_ttl_seconds, settings.max_tasks_per_client)
+    approvals = Approvals(settings.approval, audit_log(settings.data_dir / "audit", f"{section.id}.approvals"))
     serve_as(section.id)
 
     @asynccontextmanager
@@ -111,7 +85,7 @@ def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, 
         description=section.description,
         instructions=section.instructions,
         version=package_version(),
-        tools=[sdk_tool(spec, calls, runtime.settings.approval) for spec in section.specs],
+        tools=[sdk_tool(spec, calls, approvals) for spec in section.specs],
         lifespan=lifespan,
         log_level=runtime.settings.log_level,
         extensions=[TasksExtension(tasks)],
@@ -121,7 +95,8 @@ def build_server(section: Section, runtime: SectionRuntime) -> tuple[MCPServer, 
     server.middleware.append(ServeResults())
     serve_logging(server)  # before TaskCalls: a task's work logs to the client that started it
     serve_completions(server)  # nothing of a section's has known values: an empty answer
-    server.middleware.append(TaskCalls(tasks, SpecPolicy(calls.specs, settings.approval)))
+    approvals.serve(server)  # before TaskCalls too
+    server.middleware.append(TaskCalls(tasks, SpecPolicy(calls.specs), approvals.asks))
     if runtime.settings.warm_up and (section.open_state is not None or section.warm_up is not None):
         server.middleware.append(_WarmUpAfterListing(state))
     return server, state
@@ -179,23 +154,40 @@ def serve(
     extra_origins: list[str],
     auth_token: str | None = None,
     pages: Mapping[str, Any] | None = None,
+    beside: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Run until the client disconnects (stdio) or the process is stopped (http).
 
     Over HTTP, `auth_token` (required by the caller beyond loopback, see `shared.serving.http_auth`) guards every
     request but `/health` (`shared.serving.http_pages`); `pages` are a host's own ASGI pages by path prefix (they guard
     themselves). With no trace exporter configured (`shared.serving.telemetry`), the SDK's per-request span is taken
-    out: nothing is paid.
+    out: nothing is paid. Over stdio, `beside` runs in the same loop for as long as the client is connected (the
+    gateway's status page: `servers/gateway/status_beside.py`).
     """
     if telemetry.current() is None:
         without_sdk_tracing(server)
     if transport == "stdio":
-        from mcp_sections.shared.serving.stdio import run_stdio
-
-        anyio.run(run_stdio, server)
+        anyio.run(_stdio_and, server, beside)
         return
     security = transport_security(host, port, extra_hosts, extra_origins)
     anyio.run(serve_http, server, host, port, security, auth_token, pages)
+
+
+async def _stdio_and(server: MCPServer, beside: Callable[[], Awaitable[None]] | None) -> None:
+    """The stdio server, and `beside` until the client goes (an error in it is logged; the server goes on)."""
+    from mcp_sections.shared.serving.stdio import run_stdio
+
+    async def guarded(work: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await work()
+        except Exception:
+            logger.exception("what ran beside the stdio server failed; the server goes on without it")
+
+    async with anyio.create_task_group() as group:
+        if beside is not None:
+            group.start_soon(guarded, beside)
+        await run_stdio(server)
+        group.cancel_scope.cancel()
 
 
 async def serve_http(

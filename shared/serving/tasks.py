@@ -314,7 +314,8 @@ def tracked(progress: Progress) -> Progress:
 
 
 class TaskPolicy(Protocol):
-    """Which tools may run as tasks, and which calls should (the server's part of the 2026-07-28 decision)."""
+    """Which tools may run as tasks, and which calls should (the server's part of the 2026-07-28 decision). Whether
+    a call asks the person first is approval's to say (`shared.serving.approval.Approvals.asks`)."""
 
     def support(self, tool: str) -> Literal["optional"] | None:
         """The tool's `execution.taskSupport` (None: it never runs as a task)."""
@@ -324,9 +325,10 @@ class TaskPolicy(Protocol):
         """Whether this call is long work (a task on 2026-07-28 when the client declared the extension)."""
         ...
 
-    def asks(self, tool: str, arguments: dict[str, Any]) -> bool:
-        """Whether this call asks the user before it runs (on 2026-07-28 the task starts once that is answered)."""
-        ...
+
+#: Whether a call asks the person before it runs (its tool name and arguments): on 2026-07-28 its task starts once
+#: the question is answered.
+Asks = Callable[[str, dict[str, Any]], bool]
 
 
 def is_modern(ctx: Any) -> bool:
@@ -343,9 +345,10 @@ class TaskCalls:
     """Middleware: answers a long call with a task where the client allows it, and publishes task support on
     2025-11-25 (`capabilities.tasks` in `initialize`, `execution.taskSupport` in tools/list)."""
 
-    def __init__(self, store: TaskStore, policy: TaskPolicy) -> None:
+    def __init__(self, store: TaskStore, policy: TaskPolicy, asks: Asks) -> None:
         self._store = store
         self._policy = policy
+        self._asks = asks
 
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
         method = getattr(ctx, "method", None)
@@ -373,7 +376,7 @@ class TaskCalls:
         if modern:
             if not (declares_tasks(ctx) and self._policy.support(name) and self._policy.runs_long(name, arguments)):
                 return await call_next(ctx)
-            if self._policy.asks(name, arguments) and not params.get("inputResponses"):
+            if self._asks(name, arguments) and not params.get("inputResponses"):
                 return await call_next(ctx)  # the question first (InputRequiredResult), the task on the next round
         else:
             requested = params.get("task")
@@ -465,10 +468,9 @@ class TasksExtension(Extension):
 
 @dataclass(frozen=True)
 class SpecPolicy:
-    """The task policy of a section's declared tools (`ToolSpec.long`, `ToolSpec.asks_user`, approval)."""
+    """The task policy of a section's declared tools (`ToolSpec.long`)."""
 
     specs: dict[str, Any]
-    approval: str = "off"
 
     def support(self, tool: str) -> Literal["optional"] | None:
         spec = self.specs.get(tool)
@@ -477,9 +479,3 @@ class SpecPolicy:
     def runs_long(self, tool: str, arguments: dict[str, Any]) -> bool:
         spec = self.specs.get(tool)
         return spec is not None and spec.runs_long(arguments)
-
-    def asks(self, tool: str, arguments: dict[str, Any]) -> bool:
-        from mcp_sections.shared.serving.approval import needs_approval
-
-        spec = self.specs.get(tool)
-        return spec is not None and (spec.asks_user is not None or needs_approval(spec, self.approval))  # type: ignore[arg-type]

@@ -1,0 +1,101 @@
+"""Questions waiting on a page for the person to answer: approval where the MCP client cannot ask.
+
+A client without elicitation (Claude Desktop) cannot put an approval question to its user. When the server that got
+the call has a page the person can open (the gateway's status page, `servers/gateway/status.py`, over HTTP or beside
+a stdio gateway), the question waits there instead: `ask` puts it on the board and waits; the page lists what is
+`pending` and hands the signed-in person's answer to `answer`. A question nobody answers within `timeout_seconds` is
+declined (the call does not run). At most `MAX_PENDING` wait at once; one more is refused at once.
+
+The board is only where questions wait; `shared.serving.approval` decides which calls need approval, words the
+question, tells the client where to answer, and audits the answer.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import anyio
+
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+
+MAX_PENDING = 32
+Outcome = Literal["approve", "decline", "timeout"]
+
+
+@dataclass(eq=False)
+class PendingQuestion:
+    """One question on the board: what would run, who asked, until when; the answer once given."""
+
+    id: str
+    tool: str
+    message: str
+    asker: str
+    timeout_seconds: float
+    asked: float = field(default_factory=time.monotonic)
+    asked_wall: float = field(default_factory=time.time)
+    outcome: Outcome | None = None
+    answered_by: str | None = None
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+    @property
+    def seconds_left(self) -> float:
+        return max(0.0, self.asked + self.timeout_seconds - time.monotonic())
+
+
+class QuestionBoard:
+    """This server's questions waiting for the person (see the module docstring); open once a page shows it."""
+
+    def __init__(self, timeout_seconds: float) -> None:
+        self.timeout_seconds = timeout_seconds
+        self.url: str | None = None
+        self.sign_in: str | None = None
+        self._pending: dict[str, PendingQuestion] = {}
+
+    def open_at(self, url: str, sign_in: str | None = None) -> None:
+        """The page showing the board is served at `url` (`sign_in`: how the person signs in, for the client)."""
+        self.url, self.sign_in = url, sign_in
+
+    @property
+    def is_open(self) -> bool:
+        return self.url is not None
+
+    def pending(self) -> list[PendingQuestion]:
+        """The questions still waiting, oldest first."""
+        return [question for question in self._pending.values() if question.outcome is None]
+
+    def put(self, tool: str, message: str, asker: str) -> PendingQuestion:
+        """A new question on the board; ToolFailure when too many wait already."""
+        if len(self.pending()) >= MAX_PENDING:
+            raise ToolFailure(
+                ErrorCode.MAX_LIMIT_EXCEEDED,
+                f"{MAX_PENDING} questions already wait on the status page for an answer; answer them, then call again.",
+            )
+        question = PendingQuestion(secrets.token_urlsafe(9), tool, message, asker, self.timeout_seconds)
+        self._pending[question.id] = question
+        return question
+
+    async def wait(self, question: PendingQuestion) -> Outcome:
+        """The answer to `question`, or "timeout" once its time is up; it leaves the board either way (also when the
+        wait is cancelled: the call was given up)."""
+        try:
+            with anyio.move_on_after(question.seconds_left):
+                await question.done.wait()
+        finally:
+            self._pending.pop(question.id, None)
+            if question.outcome is None:
+                question.outcome = "timeout"
+                question.done.set()
+        return question.outcome
+
+    def answer(self, question_id: str, approve: bool, who: str) -> PendingQuestion | None:
+        """The person's answer; None when no such question waits (answered already, timed out, or never asked)."""
+        question = self._pending.get(question_id)
+        if question is None or question.outcome is not None:
+            return None
+        question.outcome = "approve" if approve else "decline"
+        question.answered_by = who
+        question.done.set()
+        return question
