@@ -24,13 +24,15 @@ Run: python -m benchmarks.bench_gateway [--starts 5] [--calls 1500]
    first `call_section_tool` into the not-yet-started calculator (the default mode spawns the section, the
    in-process mode imports it) beside the first call on a fresh `serve calculator`. No target in the issue:
    reported only.
-4. Tool search (issue #24): find_tools' index (servers/gateway/tool_search.py) on the needs of
-   benchmarks/data/tool_needs_{dev,dev2,heldout}.jsonl (see benchmarks/tool_search_eval.py): recall@1/@3 of the hybrid
-   ranking beside each of its legs alone, BM25 alone (what FastMCP's BM25 transform and Strata do) and
-   embeddings alone; warm latency of a search in the gateway's process (p50/p95) and of a find_tools call over
-   stdio; the index's build time in a fresh process: first ever (no ONNX export yet), vectors not cached, cached.
-   Goals: hybrid recall@3 ≥ 0.95 and recall@1 ≥ 0.80, search p95 ≤ 20 ms warm; and (table 1) the gateway's
-   tools/list ≤ 5% of the flat union in bytes.
+4. Tool search (issues #24, #41): find_tools' index (servers/gateway/tool_search.py) on the needs of
+   benchmarks/data/tool_needs_{dev,dev2,long_dev,heldout,long_blind}.jsonl (see benchmarks/tool_search_eval.py):
+   recall@1/@3 of the hybrid ranking beside each of its legs alone, BM25 alone (what FastMCP's BM25 transform and
+   Strata do) and embeddings alone; warm latency of a search in the gateway's process (p50/p95) per set of needs
+   and of a find_tools call over stdio (short and long needs); the index's build time in a fresh process: first
+   ever (no ONNX export yet), vectors not cached, cached. Goals (#41): short needs (dev, held-out) recall@1 ≥ 0.90
+   and @3 ≥ 0.95; long needs written blind @1 ≥ 0.85 and @3 ≥ 0.95; search p95 ≤ 20 ms warm on long needs; and
+   (table 1) the gateway's tools/list ≤ 5% of the flat union in bytes. The misses at 1 are printed for every set
+   but the held-out one (counted only: it stays unread).
 
 5. Tracing (issue #25): the subprocess gateway's hop with tracing off, on (every span of the gateway and its
    section exported over OTLP/HTTP to a local receiver on 127.0.0.1), on with 10% of traces sampled, and on with
@@ -69,7 +71,7 @@ import anyio
 from mcp import Client
 
 from benchmarks.harness import ROOT, cli, compile_project, median, parameters, percentile, print_table
-from benchmarks.tool_search_eval import RANKINGS, Score
+from benchmarks.tool_search_eval import LONG, RANKINGS, Score
 
 QUIET = {"MCP_SECTIONS_LOG_LEVEL": "CRITICAL", "FASTMCP_LOG_LEVEL": "ERROR", "FASTMCP_SHOW_SERVER_BANNER": "false"}
 ADD = {"operation": "add", "a": 1, "b": 2}
@@ -77,10 +79,9 @@ CONTEXT_TARGET = 0.10  # gateway tools/list ≤ 10% of the flat union (tokens)
 CONTEXT_BYTES_TARGET = 0.05  # issue #24: ... and ≤ 5% of it in bytes
 #: The needs the issue's recall goal applies to: our set (dev) and the held-out judge; dev2, written later and much
 #: harder (long needs full of paths, URLs and pasted text), is printed beside them without a verdict.
-GOAL_SPLITS = ("dev", "heldout")
-RECALL_AT_1_TARGET = 0.80  # issue #24: find_tools' hybrid ranking on our needs
-RECALL_AT_3_TARGET = 0.95
-SEARCH_P95_TARGET_MS = 20.0  # issue #24: a warm search answers in ≤ 20 ms p95
+#: Issue #41: find_tools' hybrid ranking, (recall@1, recall@3), on short needs and on long needs written blind.
+RECALL_TARGETS = {"dev": (0.90, 0.95), "heldout": (0.90, 0.95), "long_blind": (0.85, 0.95)}
+SEARCH_P95_TARGET_MS = 20.0  # issues #24, #41: a warm search answers in ≤ 20 ms p95, long needs included
 HOP_TARGET_VS_DIRECT = 1.5  # gateway ≤ 1.5× direct
 HOP_TARGET_VS_FLOOR = 1.1  # issue #10: the gateway's hop ≤ 1.1× the bare SDK forwarder's
 HOP_TARGET_VS_FASTMCP = 3.0  # fastmcp proxy ≥ 3× the gateway
@@ -582,32 +583,37 @@ def _build_in_fresh_process(cache_dir: Path, data_dir: str) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-async def find_tools_over_stdio(data_dir: str, queries: list[str]) -> tuple[float, float] | None:
-    """(p50, p95) ms of find_tools called through a gateway over stdio, warm (None if it never went hybrid)."""
+async def find_tools_over_stdio(data_dir: str, queries: dict[str, list[str]]) -> dict[str, tuple[float, float]]:
+    """(p50, p95) ms of find_tools called through a gateway over stdio, warm, per set of queries (none if it never
+    went hybrid)."""
     async with Client(parameters(gateway_argv(data_dir), QUIET), mode="legacy", read_timeout_seconds=600) as client:
         for _ in range(40):  # the index is built in the background from the start; wait for its vectors
             first = await client.call_tool("find_tools", {"query": "warm up"})
             if (first.structured_content or {}).get("mode") == "hybrid":
                 break
         else:
-            return None
-        samples = []
-        for query in queries:
-            started = time.perf_counter()
-            result = await client.call_tool("find_tools", {"query": query})
-            samples.append((time.perf_counter() - started) * 1000)
-            if result.is_error:
-                raise RuntimeError(f"find_tools failed: {result_text(result)[:300]}")
-    return median(samples), percentile(samples, 0.95)
+            return {}
+        timings: dict[str, tuple[float, float]] = {}
+        for label, texts in queries.items():
+            samples = []
+            for query in texts:
+                started = time.perf_counter()
+                result = await client.call_tool("find_tools", {"query": query})
+                samples.append((time.perf_counter() - started) * 1000)
+                if result.is_error:
+                    raise RuntimeError(f"find_tools failed: {result_text(result)[:300]}")
+            timings[label] = (median(samples), percentile(samples, 0.95))
+    return timings
 
 
 def _recall_rows(scores: list[Score]) -> list[list[Any]]:
     """Table 4's rows: each split's recall by ranking, with the goal the fused ranking is held to."""
     rows: list[list[Any]] = []
     for score in scores:
-        goal = f"@1 ≥ {RECALL_AT_1_TARGET:.2f}, @3 ≥ {RECALL_AT_3_TARGET:.2f}" if score.ranking == "fused" else "(peer)"
-        if score.split not in GOAL_SPLITS and score.ranking == "fused":
-            goal = "(harder set: info)"
+        goal = "(peer)"
+        if score.ranking == "fused":
+            at_1, at_3 = RECALL_TARGETS.get(score.split, (None, None))
+            goal = f"@1 ≥ {at_1:.2f}, @3 ≥ {at_3:.2f}" if at_1 is not None else "(tuned on: info)"
         rows.append(
             [
                 score.split,
@@ -622,46 +628,52 @@ def _recall_rows(scores: list[Score]) -> list[list[Any]]:
 
 
 def _print_misses(scores: list[Score]) -> None:
-    """The fused ranking's misses on the sets tuned on; the held-out needs' misses are counted, not shown."""
-    for score in scores:
-        if score.ranking == "fused" and score.split in ("dev", "dev2"):
-            for miss in score.misses:
-                print(f"   {score.split} miss@3: {miss}")
-        elif score.ranking == "fused":
-            print(f"   {score.split}: {len(score.misses)} misses@3 (not shown: never tuned on)")
-
-
-def _search_targets(scores: list[Score], p95: float, floor_p95: float) -> list[list[Any]]:
-    """The tool-search rows of the targets table: hybrid recall@1 and @3 per split, then the latency."""
-    targets = []
+    """The fused ranking's misses at 1 (with where the right tool was); the held-out needs' are counted, not shown."""
     for score in scores:
         if score.ranking != "fused":
             continue
-        for k, value, goal in ((1, score.recall_at_1, RECALL_AT_1_TARGET), (3, score.recall_at_3, RECALL_AT_3_TARGET)):
-            graded = score.split in GOAL_SPLITS
+        if score.split == "heldout":
+            print(f"   {score.split}: {len(score.misses)} misses@1 (not shown: never read)")
+            continue
+        for miss in score.misses:
+            print(f"   {score.split} miss@1: {miss}")
+
+
+def _search_targets(scores: list[Score], latency: dict[str, tuple[float, float]]) -> list[list[Any]]:
+    """The tool-search rows of the targets table: hybrid recall@1 and @3 per graded split, then the latency."""
+    targets = []
+    for score in scores:
+        if score.ranking != "fused" or score.split not in RECALL_TARGETS:
+            continue
+        goals = RECALL_TARGETS[score.split]
+        for k, value, goal in ((1, score.recall_at_1, goals[0]), (3, score.recall_at_3, goals[1])):
             targets.append(
                 [
                     f"tool search ({score.split}): hybrid recall@{k}",
                     f"{value:.3f}",
-                    f"≥ {goal:.2f}" if graded else "(info)",
-                    verdict(value >= goal) if graded else "",
+                    f"≥ {goal:.2f}",
+                    verdict(value >= goal),
                 ]
             )
+    for split in LONG:
+        p95 = latency[split][1]
+        targets.append(
+            [
+                f"tool search ({split}): warm search p95",
+                f"{p95:.1f} ms",
+                f"≤ {SEARCH_P95_TARGET_MS:g} ms",
+                verdict(p95 <= SEARCH_P95_TARGET_MS),
+            ]
+        )
     targets.append(
-        [
-            "tool search: warm search p95",
-            f"{p95:.1f} ms",
-            f"≤ {SEARCH_P95_TARGET_MS:g} ms",
-            verdict(p95 <= SEARCH_P95_TARGET_MS),
-        ]
+        ["tool search: embedding the query alone p95 (floor)", f"{latency['model'][1]:.1f} ms", "(info)", ""]
     )
-    targets.append(["tool search: embedding the query alone p95 (floor)", f"{floor_p95:.1f} ms", "(info)", ""])
     return targets
 
 
 async def tool_search(data_dir: str) -> list[list[Any]]:
     """Prints table 4; returns its target rows."""
-    from benchmarks.tool_search_eval import SPLITS, evaluate, latency_ms, needs
+    from benchmarks.tool_search_eval import SPLITS, TUNED, evaluate, latency_ms, needs
     from benchmarks.tool_search_eval import tool_search as build_search
 
     cache = Path(data_dir) / "tool-search-cache"
@@ -672,28 +684,25 @@ async def tool_search(data_dir: str) -> list[list[Any]]:
     search = build_search(cache, Path(data_dir))
     scores = evaluate(search)
     latency = latency_ms(search)
-    p50, p95 = latency["search"]
-    over_stdio = await find_tools_over_stdio(data_dir, [item["need"] for item in needs("dev")])
-    counts = {split: len(needs(split)) for split in SPLITS}
+    stdio_sets = {"short (dev)": "dev", "long (long_blind)": "long_blind"}
+    over_stdio = await find_tools_over_stdio(
+        data_dir, {label: [item["need"] for item in needs(split)] for label, split in stdio_sets.items()}
+    )
+    counts = ", ".join(f"{split} {len(needs(split))}" for split in SPLITS)
     print(
-        f"\n4. Tool search: find_tools' index over {len(search.index(wait_seconds=0).entries)} built-in tools; "
-        f"needs: dev {counts['dev']} and dev2 {counts['dev2']} (tuned on), "
-        f"held-out {counts['heldout']} (never tuned on)"
+        f"\n4. Tool search: find_tools' index over {len(search.index(wait_seconds=0).entries)} tools (the sections' "
+        f"and the gateway's own); needs: {counts}; tuned on: {', '.join(TUNED)}"
     )
     rows = _recall_rows(scores)
     if search.index(wait_seconds=0).mode != "hybrid":
         rows.append(["", f"no embedding rows: {search.search('read a file', 1, None)[2]}", "", "", "", ""])
     print_table(["needs", "ranking", "count", "recall@1", "recall@3", "goal"], rows)
-    floor = latency["model"]
-    print(
-        f"   warm search in the gateway's process: p50 {p50:.1f} ms, p95 {p95:.1f} ms; of which the floor, embedding "
-        f"the query alone (interleaved): p50 {floor[0]:.1f} ms, p95 {floor[1]:.1f} ms"
+    print_table(
+        ["warm latency, ms", "p50", "p95"],
+        [[f"search in the gateway's process ({split})", *latency[split]] for split in SPLITS]
+        + [["embedding the query alone (the floor, interleaved)", *latency["model"]]]
+        + [[f"find_tools over stdio, MCP client → gateway ({label})", *value] for label, value in over_stdio.items()],
     )
-    if over_stdio is not None:
-        print(
-            f"   find_tools over stdio (MCP client → gateway), warm: p50 {over_stdio[0]:.1f} ms, "
-            f"p95 {over_stdio[1]:.1f} ms"
-        )
     print_table(
         ["index build, fresh process", "total s", "definitions s", "model s", "vectors s", "embedded", "mode"],
         [
@@ -702,7 +711,7 @@ async def tool_search(data_dir: str) -> list[list[Any]]:
         ],
     )
     _print_misses(scores)
-    return _search_targets(scores, p95, floor[1])
+    return _search_targets(scores, latency)
 
 
 def machine() -> str:

@@ -1,16 +1,22 @@
 """The tool-search evaluation: every need of `benchmarks/data/tool_needs_<split>.jsonl` asked of find_tools' index.
 
 Shared by `python -m benchmarks.bench_gateway` (prints the table) and `tests/gateway/test_tool_search.py` (holds
-the recall floors on the dev needs). Three sets of needs, each line `{"need": ..., "tools": [acceptable tools]}`:
+the recall floors on the tuning needs). Five sets of needs, each line `{"need": ..., "tools": [acceptable tools]}`
+(the blind set's lines are `{"query", "tool", "also", "section", "kind"}`, read the same way):
 - `heldout`: written first, before any tool example or dev need existed, from the seeds' French reference
   documents (`source` names the document) translated into plain needs; never looked at while tuning;
 - `dev`: written from the tool descriptions as a user would ask, every built-in tool at least once; the index's
   constants were chosen on it;
 - `dev2`: written later (2026-11-27, 134 needs) from the seeds, by someone who saw neither the other sets, nor the
-  tools' examples, nor any ranking: longer needs, with paths, URLs, ids and pasted text, as people type them. Much
-  harder than dev (0.68/0.83 against 0.85/0.96); since it exists, choices are made on dev and dev2 together.
+  tools' examples, nor any ranking: longer needs, with paths, URLs, ids and pasted text, as people type them;
+- `long_dev` (issue #41, 138 needs, 13-37 words): written by the tuner before changing the ranking, from the tools'
+  descriptions, every tool of the sections and of the gateway, as agents paste needs: paths, URLs, error output,
+  pasted code and JSON, side clauses, filler; tuned on;
+- `long_blind` (issue #41, 90 needs, 17-53 words, one per tool): written by someone who never saw the ranking
+  code; never read while tuning (only its counts), run once the method was final.
 A need is found at k when one of its acceptable tools is among the first k results. The index is the gateway's
-own (`servers/gateway/tool_search.py`) over the built-in sections' declarations, with the real embedding model.
+own (`servers/gateway/tool_search.py`) over the built-in sections' declarations and the gateway's own tools, with
+the real embedding model.
 
 How the index's constants were chosen (on dev only; hits @1/@3 of 114): with six examples per tool and
 `QUERY_STOPWORDS`, HEADING_WEIGHT × TEXT_WEIGHT over 0-0.5 × 0.2-0.4 gave 89-97/106-108 (0.25 × 0.3: 97/107); with
@@ -18,11 +24,8 @@ shell_ops' search terms (the programs it may start), 0.125-0.375 × 0.2-0.35 gav
 (96/109, 0.842/0.956; its neighbours 0.25 × 0.25 and 0.3125 × 0.275 also reach 109) was chosen. Held-out, read as
 aggregates only, after each main change: 0.766/0.935 (four examples), 0.805/0.974 (six examples and the constants
 then), 0.792/0.974 (two examples reworded for their ambiguity with another section), 0.779/0.974 (search terms and
-0.275), 0.792/0.987 (specifics replaced by their kind in the query's second text, chosen on dev and dev2: dev
-95/109 -> 97/109, dev2 88/110 -> 91/111; TEXT_WEIGHT 0.275-0.35 all gave 188/220 on the two together, and coverage
-on that text instead of the query, 185-186/216-220, was not kept), 0.805/0.987 (a path to a file read as "file",
-another path as "folder", instead of "path": dev 97/109 -> 98/109, dev2 91/111 -> 92/113). Ranked worse on dev,
-and not kept:
+0.275), 0.792/0.987 (specifics replaced by their kind in the query's second text), 0.805/0.987 (a path to a file
+read as "file", another path as "folder", instead of "path"). Ranked worse on dev, and not kept:
 - eight examples per tool (written blind to the needs, partly from the seeds): 94-97/104-107 at every constant;
 - a tool's vector as its best example's, as a mix of centroid and best example, as a log-sum-exp over the examples,
   a rerank of the first 5-10 by the best example; headings of other parts (title alone, name and title, first one
@@ -31,6 +34,18 @@ and not kept:
   examples weighted by their agreement, the query moved toward its first results (Rocchio);
 - reciprocal-rank fusion (k 10 or 60), BM25 added max-normalised or z-scored, coverage weighted by IDF or column
   or counted on the stripped query, a bonus for the section's centroid, a third query text.
+
+Issue #41, long needs (@1/@3; dev, dev2, long_dev): before, the query and its specifics as kinds, 0.868/0.956,
+0.687/0.851, 0.696/0.812; the gateway's own tools indexed (eight, with their example needs) 0.860/0.956,
+0.687/0.836, 0.746/0.884. The need read apart (`servers/gateway/need.py`), the vector from (weights 1 each):
+the query and its request 0.851/0.965, 0.709/0.873, 0.826/0.920; the request alone 0.833/0.939, 0.709/0.843,
+0.783/0.884; request and context 0.833/0.939, 0.709/0.851, 0.812/0.899; request, head and context, coverage on the
+query at 0.4 (chosen: 323 of 386 at 1, on a plateau of 316-323 over 144 weightings of query, request, context and
+head × coverage on the query, the context or the request × TEXT_WEIGHT 0.2-0.5) 0.886/0.956, 0.754/0.910,
+0.862/0.964; then units and ratios (km/h) not read as paths, a sentence's rest after parentheses kept with its
+clause, "..., so it starts clean" an aside, the lines after "... with this content:" material: 0.886/0.956,
+0.754/0.925, 0.877/0.964. Not kept: a linear classifier trained on the examples (softmax over 98 tools, mixed
+with the similarity at 0.3-1): 0.860-0.877 on dev, 0.724-0.754 on dev2, 0.826-0.841 on long_dev.
 `python -m benchmarks.tool_examples_check` checks a section's examples against each other without any needs file.
 """
 
@@ -44,7 +59,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 DATA = Path(__file__).resolve().parent / "data"
-SPLITS = ("dev", "dev2", "heldout")
+SPLITS = ("dev", "dev2", "long_dev", "heldout", "long_blind")
+TUNED = ("dev", "dev2", "long_dev")  # the others were never read while tuning
+LONG = ("long_dev", "long_blind")
 Ranking = Literal["fused", "bm25", "vectors"]
 #: What each ranking is called in the tables: the gateway's hybrid, and each of its legs alone.
 RANKINGS: dict[Ranking, str] = {
@@ -55,8 +72,13 @@ RANKINGS: dict[Ranking, str] = {
 
 
 def needs(split: str) -> list[dict[str, Any]]:
+    """The split's needs as `{"need", "tools"}` (and whatever else a line holds)."""
     path = DATA / f"tool_needs_{split}.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    items = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for item in items:
+        if "query" in item:  # the blind set's fields
+            item["need"], item["tools"] = item["query"], [item["tool"], *(item.get("also") or [])]
+    return items
 
 
 @dataclass
@@ -66,7 +88,7 @@ class Score:
     needs: int
     recall_at_1: float
     recall_at_3: float
-    misses: list[str] = field(default_factory=list)  # needs with no acceptable tool in the top 3
+    misses: list[str] = field(default_factory=list)  # needs whose first tool is not acceptable (with the top 3)
 
 
 def tool_search(cache_dir: Path, data_dir: Path, embedding: Any = None) -> Any:
@@ -99,28 +121,31 @@ def evaluate(
             for item, vector in zip(items, vectors, strict=True):
                 found = [hit.entry.name for hit in index.rank(item["need"], vector, 3, mode=ranking)]
                 acceptable = set(item["tools"])
-                top1 += bool(found) and found[0] in acceptable
-                if acceptable & set(found):
-                    top3 += 1
-                else:
-                    misses.append(f"{item['need']!r}: wanted {'/'.join(item['tools'])}, got {', '.join(found)}")
+                first = bool(found) and found[0] in acceptable
+                top1 += first
+                top3 += bool(acceptable & set(found))
+                if not first:
+                    where = "in the top 3" if acceptable & set(found) else "not in the top 3"
+                    wanted = "/".join(item["tools"])
+                    misses.append(f"{item['need']!r}: wanted {wanted} ({where}), got {', '.join(found)}")
             scores.append(Score(split, ranking, len(items), top1 / len(items), top3 / len(items), misses))
     return scores
 
 
-def latency_ms(search: Any, rounds: int = 3) -> dict[str, tuple[float, float]]:
-    """Warm (p50, p95) in ms of `ToolSearch.search` ("search") and, interleaved with it, of embedding the query
-    alone ("model", the floor of any search by meaning), over the dev and held-out needs, each once a round."""
-    queries = [item["need"] for split in SPLITS for item in needs(split)]
+def latency_ms(search: Any, splits: tuple[str, ...] = SPLITS, rounds: int = 3) -> dict[str, tuple[float, float]]:
+    """Warm (p50, p95) in ms of `ToolSearch.search` per split, each need once a round, and (key "model"), interleaved
+    with it, of embedding the query alone (`query_vector`: the floor of any search by meaning)."""
     search.search("warm up", 5, None)
-    steps = {"search": lambda query: search.search(query, 5, None), "model": search.embed_query}
-    samples: dict[str, list[float]] = {key: [] for key in steps}
+    samples: dict[str, list[float]] = {key: [] for key in (*splits, "model")}
     for _ in range(rounds):
-        for query in queries:
-            for key, step in steps.items():
+        for split in splits:
+            for item in needs(split):
                 started = time.perf_counter()
-                step(query)
-                samples[key].append((time.perf_counter() - started) * 1000)
+                search.search(item["need"], 5, None)
+                samples[split].append((time.perf_counter() - started) * 1000)
+                started = time.perf_counter()
+                search.embed_query(item["need"])
+                samples["model"].append((time.perf_counter() - started) * 1000)
     return {key: (statistics.median(values), _p95(values)) for key, values in samples.items()}
 
 

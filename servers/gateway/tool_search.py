@@ -11,20 +11,21 @@ built-in section, from its declaration; a third-party section once it was first 
   are cached in `<cache dir>/tool_search.sqlite` by content hash and model key, so a restart embeds nothing that did
   not change.
 
-A query is ranked by the memory section's fusion rule (`servers/memory/store.py`): cosine similarity plus
-`TEXT_WEIGHT × coverage`, coverage being the share of the query's searched words a tool's row holds (function words
-aside: `QUERY_STOPWORDS`). The similarity is the query's, averaged with that of the query whose specifics (URLs,
-paths, file names, quoted text) are replaced by their kind and whose ids and numbers are dropped: no tool text holds
-them. Without the embedding model (light install, model failed, or still loading past `MODEL_WAIT_SECONDS`) the
-ranking is BM25 alone, and the result says so.
+A need is first read apart (`need.read_need`): the material it carries (paths, URLs, quoted or pasted text, code,
+JSON, error output, ids) is replaced by its kind, and its clauses are read as the request, asides (parentheses,
+"because...", "so it starts clean") or context. Its vector is the normalised sum of three texts' vectors, embedded
+in one forward pass: the request, its head (the first words of each request clause: the verb and its object) and
+the whole context; so a pasted "image" tag or "tasks" of a quoted page no longer decide. It is ranked by the memory
+section's fusion rule (`servers/memory/store.py`): cosine similarity plus `TEXT_WEIGHT × coverage`, coverage being
+the share of the query's searched words a tool's row holds (function words aside: `QUERY_STOPWORDS`). Without the
+embedding model (light install, model failed, or still loading past `MODEL_WAIT_SECONDS`) the ranking is BM25 alone,
+and the result says so. The gateway's own tools are indexed too, as section "gateway" (their summary says to call
+them directly), those its client is offered (`own`).
 
-Measured (`python -m benchmarks.bench_gateway --tool-search-only`), recall@1/@3 hybrid, BM25 alone, embeddings
-alone: dev needs 0.860/0.956, 0.658/0.816, 0.798/0.886; held-out 0.805/0.987, 0.675/0.844, 0.766/0.935: the goal,
-0.80/0.95, is met on both (held-out at 1 by one need: 62 of 77). dev2 (longer needs with paths, URLs and pasted text,
-written blind) is far from it: 0.687/0.843, 0.619/0.799, 0.604/0.806. Warm search p50/p95 about 9-10/16-18 ms on
-2 cores, of which embedding the query (two texts in one forward pass: the floor) is 9/15-17 ms; ranking the 90
-tools (one matrix-vector product, one FTS5 query per searched word) is ~0.2 ms. How the constants were chosen, and
-the variants that ranked worse, are in `benchmarks/tool_search_eval.py`.
+Measured (`python -m benchmarks.bench_gateway --tool-search-only`), recall@1/@3 hybrid: dev 0.886/0.956, dev2
+0.754/0.925, long_dev (long needs, tuned on) 0.877/0.964; the long needs written blind and the held-out needs, never
+read while tuning, are in the README. How the constants were chosen, and the variants that ranked worse, are in
+`benchmarks/tool_search_eval.py`.
 
 The index is built off the event loop, once per gateway, on the first search (rebuilt, from cached vectors, when a
 third-party section's definitions become known): the text part first, so that BM25 answers while the model loads.
@@ -40,12 +41,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_sections.shared.framework.schemas import lean_schema
 from mcp_sections.shared.ground.errors import invalid_input
 from mcp_sections.shared.text.fulltext import WORD, match_expression, query_terms
+
+from .need import read_need
 
 if TYPE_CHECKING:
     import numpy as np
@@ -73,7 +76,7 @@ COLUMNS = {
 }
 #: The weight of coverage beside the cosine similarity (chosen on the dev and dev2 needs: see
 #: `benchmarks/tool_search_eval.py`).
-TEXT_WEIGHT = 0.275
+TEXT_WEIGHT = 0.4
 #: The heading's share of a tool's vector beside the (unit) mean of its examples: the examples say what a user asks.
 HEADING_WEIGHT = 0.25
 #: Function words beyond `shared.text.fulltext.STOPWORDS` (shared with memory and the brain): in a need they say how it
@@ -86,19 +89,84 @@ QUERY_STOPWORDS = frozenset(
         "until up very would yours"
     )
 )
+#: The gateway's own tools are indexed as this section (they are called directly, not with call_section_tool).
+GATEWAY_SECTION = "gateway"
+GATEWAY_DESCRIPTION = (
+    "The gateway's own tools: the sections and their tools, calling a section's tool, delegating to sub-agents, "
+    "the working directory, the environment and the project."
+)
+#: The gateway's own tools' example needs (their declarations in `section.py` carry none yet; see CONTRIBUTING.md
+#: on writing them: they are `@tool(examples=...)` there once that file declares them, and this table goes).
+OWN_EXAMPLES: dict[str, tuple[str, ...]] = {
+    "list_tool_sections": (
+        "which tool sections does the gateway offer",
+        "list the groups of tools and what each one holds",
+        "what tools are available here",
+        "overview of every section and its state",
+        "show all sections with their tool names",
+        "which sections are running or failed",
+    ),
+    "find_tools": (
+        "which tool can do this for me",
+        "search the available tools for a need",
+        "is there a tool for this job",
+        "look for the right tool by describing what I want",
+        "rank the tools that could handle a task",
+        "I don't know which tool to use, find one",
+    ),
+    "describe_section": (
+        "show the input schemas of a section's tools",
+        "full definitions of the tools in one section",
+        "what arguments does each tool of a section take",
+        "annotations and output schemas of a section's tools",
+        "describe a section without starting it",
+        "details of every tool in a group",
+    ),
+    "call_section_tool": (
+        "call a tool of a section by name with arguments",
+        "run a section's tool through the gateway",
+        "invoke the tool the search found",
+        "execute one tool of another section",
+        "pass these arguments to a section tool",
+        "forward a call to a section and return its result",
+    ),
+    "plan_actions": (
+        "delegate the whole job to a sub-agent with some sections",
+        "plan and carry out several actions with sub-agents",
+        "let a sub-agent do this multi-step task and report back",
+        "run a goal through sub-agents, one after another or in parallel",
+        "hand a complete task to an agent that gets only the file and shell tools",
+        "have an agent work through these actions and give me a report",
+    ),
+    "get_working_directory": (
+        "what is the current working directory",
+        "where is the gateway running from",
+        "which roots did the client share",
+        "the cwd and the allowed roots",
+        "pwd",
+        "what folder am I in",
+    ),
+    "get_environment_info": (
+        "what OS and Python version is this running on",
+        "which gateway version is installed",
+        "is the sub-agent model configured and its API key set",
+        "environment details for a bug report",
+        "the state of every section and the sub-agent limits",
+        "system information",
+    ),
+    "get_project_info": (
+        "what kind of project is this",
+        "project name and version from its manifest",
+        "is this a python or a node project",
+        "which git branch is the project on",
+        "read the project's metadata from package.json or pyproject.toml",
+        "detect the type of project in a directory",
+    ),
+}
 MODEL_WAIT_SECONDS = 15.0  # a search waits this long for a loading model before answering by BM25 alone
 SUMMARY_LENGTH = 240
 CACHE_FILE = "tool_search.sqlite"
 
-#: A query's specifics, each replaced by the kind of thing it is (in this order; identifiers and numbers go).
-_SPECIFIC_KINDS = (
-    (re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+"), " web page "),
-    (re.compile(r"""'[^']*'|"[^"]*"|`[^`]*`"""), " text "),
-    (re.compile(r"\S*[/\\]\S*\.[A-Za-z][A-Za-z0-9]{0,5}\b\S*"), " file "),  # a path ending in a file name
-    (re.compile(r"\S*[/\\]\S*"), " folder "),
-    (re.compile(r"\S+\.[A-Za-z][A-Za-z0-9]{0,5}\b"), " file "),
-    (re.compile(r"\S*_\S*|\S*\d\S*"), " "),
-)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n\s*\n")
 
 
@@ -133,17 +201,6 @@ def summary(description: str) -> str:
     return first if len(first) <= SUMMARY_LENGTH else first[: SUMMARY_LENGTH - 1].rstrip() + "…"
 
 
-def specifics_as_kinds(query: str) -> str:
-    """The query with its specifics replaced by their kind: a URL by "web page", quoted text by "text", a file name or
-    a path to one by "file", another path by "folder"; identifiers and numbers dropped (the query itself if no word
-    is left). What the user wants done, and to what kind of thing, rather than to which one."""
-    generalised = query
-    for pattern, kind in _SPECIFIC_KINDS:
-        generalised = pattern.sub(kind, generalised)
-    generalised = " ".join(generalised.split())
-    return generalised if re.search(r"\w", generalised) else query
-
-
 def section_entries(
     section: str,
     description: str,
@@ -171,6 +228,20 @@ def section_entries(
         )
         entries.append(ToolEntry(section, name, title, summary(text) or title, schema, columns, tool_examples))
     return entries
+
+
+def own_entries() -> list[ToolEntry]:
+    """The index entries of the gateway's own tools (section `GATEWAY_SECTION`): their summary says to call them
+    directly."""
+    from mcp_sections.shared.framework.tools import spec_of
+    from mcp_sections.shared.serving.sdk_tools import definition
+
+    from .section import GATEWAY_TOOLS
+
+    specs = [spec_of(function) for function in GATEWAY_TOOLS]
+    examples = {spec.name: spec.examples or OWN_EXAMPLES.get(spec.name, ()) for spec in specs}
+    entries = section_entries(GATEWAY_SECTION, GATEWAY_DESCRIPTION, [definition(spec) for spec in specs], examples)
+    return [replace(entry, summary=f"{entry.summary} (the gateway's own tool: call it directly)") for entry in entries]
 
 
 def _parameters_text(schema: dict[str, Any]) -> str:
@@ -284,14 +355,21 @@ def tool_vectors(entries: Sequence[ToolEntry], service: EmbeddingService) -> np.
     return np.ascontiguousarray(result, dtype=np.float32)
 
 
+def query_texts(query: str) -> list[str]:
+    """What is embedded of a need (`need.read_need`): its request, its head (the verb and its object) and its whole
+    context, each with its material (paths, URLs, quoted text, code, errors) as the kind of thing it is."""
+    need = read_need(query)
+    return [need.request, need.head, need.context]
+
+
 def query_vector(query: str, service: EmbeddingService) -> np.ndarray:
-    """The query's vector, averaged with that of the query with its specifics as kinds (one forward pass)."""
+    """The normalised sum of the vectors of `query_texts` (one forward pass; a text repeated is embedded once)."""
     import numpy as np
 
-    generalised = specifics_as_kinds(query)
-    texts = [query] if generalised == query else [query, generalised]
-    vectors = service.embedder.encode(texts)
-    vector = vectors.mean(axis=0)
+    texts = query_texts(query)
+    unique = list(dict.fromkeys(texts))
+    vectors = service.embedder.encode(unique)
+    vector = sum(texts.count(text) * vectors[row] for row, text in enumerate(unique))
     return vector / max(float(np.linalg.norm(vector)), 1e-12)
 
 
@@ -316,10 +394,13 @@ class ToolSearch:
         settings: Settings,
         embedding: EmbeddingSettings | None = None,
         shows: Callable[[str, str], bool] | None = None,
+        own: Callable[[], Iterable[str]] | None = None,
     ) -> None:
-        """`shows(section, tool)`: whether the gateway's tool filters show a tool (hidden ones are never found)."""
+        """`shows(section, tool)`: whether the gateway's tool filters show a tool (hidden ones are never found);
+        `own()`: the gateway's own tools its client is offered (default: all of them), found as section "gateway"."""
         self.catalog = catalog
         self.shows = shows
+        self.own = own
         self.settings = settings
         self.embedding = embedding  # None: the suite's default model (all-MiniLM-L6-v2, local, ONNX)
         self.times = BuildTimes()
@@ -369,7 +450,7 @@ class ToolSearch:
             examples = {spec.name: spec.examples for spec in declaration.specs} if declaration is not None else {}
             terms = self._search_terms(entry)
             entries += section_entries(entry.id, entry.description, self._definitions(entry) or [], examples, terms)
-        return entries
+        return entries + own_entries()
 
     def _search_terms(self, entry: SectionEntry) -> dict[str, str]:
         """The declaration's `search_terms` from the section's settings (none if they cannot be read: the tools are
@@ -502,8 +583,23 @@ class ToolSearch:
             note = f"BM25 alone: {self._model_error}"
         else:
             note = f"BM25 alone: the embedding model is still loading after {MODEL_WAIT_SECONDS:g} s; retry shortly"
-        hits = index.rank(query, vector, limit, wanted, shows=self.shows)
+        hits = index.rank(query, vector, limit, wanted, shows=self._shown())
         return hits, ("hybrid" if vector is not None else "bm25"), note
+
+    def _shown(self) -> Callable[[str, str], bool] | None:
+        """Whether a tool may be found: the gateway's own tools it offers its client, a section's tools the filters
+        show."""
+        if self.own is None and self.shows is None:
+            return None
+        own = set(self.own()) if self.own is not None else None
+        shows = self.shows
+
+        def shown(section: str, name: str) -> bool:
+            if section == GATEWAY_SECTION:
+                return own is None or name in own
+            return shows is None or shows(section, name)
+
+        return shown
 
     def embed_query(self, query: str) -> np.ndarray | None:
         """The query's vector (see `query_vector`), or None without a model."""

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_sections.servers.gateway.tool_search import ToolSearch, section_entries, specifics_as_kinds, summary
+from mcp_sections.servers.gateway.need import read_need
+from mcp_sections.servers.gateway.tool_search import ToolSearch, section_entries, summary
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, load_section
 from mcp_sections.shared.embeddings.embedder import default_model_runs
 from mcp_sections.shared.framework.tools import MAX_EXAMPLE_LENGTH, MAX_EXAMPLES, READ_ONLY, ToolInput, ToolResult, tool
@@ -23,9 +24,9 @@ from tests.stdio import data_of, error_of
 needs_model = pytest.mark.skipif(
     not default_model_runs(), reason="needs the memory extra: pip install 'mcp-sections[memory]'"
 )
-# Floors (recall@1, recall@3) held on the tuning needs, benchmarks/data/tool_needs_<split>.jsonl (measured 0.86 / 0.96
-# on dev, 0.69 / 0.84 on dev2, hybrid: python -m benchmarks.bench_gateway)
-FLOORS = {"dev": (0.80, 0.92), "dev2": (0.62, 0.78)}
+# Floors (recall@1, recall@3) held on the tuning needs, benchmarks/data/tool_needs_<split>.jsonl (measured 0.886 /
+# 0.956 on dev, 0.754 / 0.925 on dev2, 0.877 / 0.964 on long_dev, hybrid: python -m benchmarks.bench_gateway)
+FLOORS = {"dev": (0.85, 0.93), "dev2": (0.70, 0.88), "long_dev": (0.82, 0.93)}
 
 
 # -- the examples -------------------------------------------------------------------------------------------------
@@ -72,14 +73,37 @@ def test_examples_stay_out_of_the_published_definitions() -> None:
 # -- the index ----------------------------------------------------------------------------------------------------
 
 
-def test_summaries_and_specifics() -> None:
+def test_summaries() -> None:
     assert summary("Read a file. Then more.\n\nDetails.") == "Read a file."
     assert summary("One line\n\nsecond paragraph") == "One line"
-    assert specifics_as_kinds("rename utils.js to helpers.js") == "rename file to file"
-    assert specifics_as_kinds("show task_abc123 and 'that text' from 2024") == "show and text from"
-    assert specifics_as_kinds("read https://example.com/a.html, then docs/x.md") == "read web page then file"
-    assert specifics_as_kinds("index ~/code/app/ and src/lib") == "index folder and folder"
-    assert specifics_as_kinds("task_abc123 42") == "task_abc123 42"  # no word left: the query itself
+
+
+def test_a_need_is_read_apart_from_the_material_it_carries() -> None:
+    """Paths, URLs, quoted text, code, JSON, errors and ids become their kind; the request is what is asked."""
+    assert read_need("rename utils.js to helpers.js").request == "rename file to file"
+    assert read_need("read https://example.com/a.html, then docs/x.md").request == "read web page then file"
+    assert read_need("index ~/code/app/ and src/lib").request == "index folder and folder"
+    assert read_need("show task_abc123 and 'that text' from 2024").request == "show task and text from"
+    assert read_need("how many m/s is 130 km/h").request == "how many m per s is km per h"
+    need = read_need(
+        "the build keeps failing with `EEXIST: file already exists, mkdir 'dist/.cache'` (since the upgrade, "
+        "I think) — just delete the whole dist/.cache directory so it starts clean"
+    )
+    assert [clause.role for clause in need.clauses] == ["context", "aside", "aside", "request", "aside"]
+    assert need.request == "just delete the whole folder directory"
+    assert need.head == "delete the whole folder directory"
+    assert ("error message", "`EEXIST: file already exists, mkdir 'dist/.cache'`") in need.material
+    pasted = read_need(
+        "create docs/adr/0007-use-postgres.md with this content:\n# Use Postgres\nWe run it: docker compose up"
+    )
+    assert pasted.request == "create file with this content:"
+    assert [kind for kind, _ in pasted.material] == ["code", "file"]
+    remember = read_need("remember this for all future sessions: the staging database is db.internal:5432")
+    assert remember.request == "remember this for all future sessions text"
+    data = read_need('call todo_list with the arguments {"workflow_id": "release-2.4"} and return its result unchanged')
+    assert data.request == "call with the arguments data and return its result unchanged"
+    told = read_need("open the page and tell me what happens to the other tasks when one raises")
+    assert told.request == "open the page and tell me" and "other tasks" in told.context
 
 
 def test_entries_index_names_parameters_and_examples() -> None:
