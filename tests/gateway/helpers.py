@@ -13,6 +13,17 @@ from mcp_sections.servers.registry import load_section
 from tests.stdio import HOST_ENVIRONMENT, REPO, server_parameters
 
 DEMO_MODULE = "tests.framework.demo_section"
+#: The gateway's own tools, in the order tools/list gives them.
+GATEWAY_TOOLS = [
+    "list_tool_sections",
+    "find_tools",
+    "describe_section",
+    "call_section_tool",
+    "plan_actions",
+    "get_working_directory",
+    "get_environment_info",
+    "get_project_info",
+]
 
 
 def demo_section_table(section_id: str = "demo", name: str = "Demo") -> str:

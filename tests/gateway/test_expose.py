@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.gateway.helpers import REPO, builtin_available, demo_section_table, write_config
+from tests.gateway.helpers import GATEWAY_TOOLS, REPO, builtin_available, demo_section_table, write_config
 from tests.in_memory import gateway_in_memory
 from tests.processes import serving_over_http
 from tests.stdio import cli_command, data_of, error_of
@@ -19,16 +19,6 @@ pytestmark = pytest.mark.skipif(not builtin_available("todo"), reason="the todo 
 #: How the HTTP servers here run: from the checkout, with nothing on stdin, their stderr dropped.
 QUIET: dict[str, Any] = {"cwd": REPO, "stdin": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
 
-OWN = [
-    "list_tool_sections",
-    "find_tools",
-    "describe_section",
-    "call_section_tool",
-    "plan_actions",
-    "get_working_directory",
-    "get_environment_info",
-    "get_project_info",
-]
 DEMO = ["demo_sum", "demo_lookup", "demo_count"]
 
 
@@ -63,7 +53,7 @@ async def test_exposed_tools_are_listed_in_a_fixed_order(tmp_path: Path, mode: s
     ]
     async with gateway_in_memory(*args, mode=mode) as client:
         names = [tool.name for tool in (await client.list_tools()).tools]
-        assert names == OWN + todo_tools + DEMO + [f"demo_copy__{name}" for name in DEMO]
+        assert names == GATEWAY_TOOLS + todo_tools + DEMO + [f"demo_copy__{name}" for name in DEMO]
         assert len(set(names)) == len(names)
         assert not client.server_capabilities.tools.list_changed
         # exposed tools keep the section's schemas and forward unchanged
@@ -99,7 +89,7 @@ async def test_an_exposed_section_that_cannot_start_leaves_the_others_listed(tmp
     args = ["--config", str(config), "--data-dir", str(tmp_path / "data"), "--expose", "broken,demo"]
     async with gateway_in_memory(*args) as client:
         names = [tool.name for tool in (await client.list_tools()).tools]
-        assert names == OWN + DEMO
+        assert names == GATEWAY_TOOLS + DEMO
         assert data_of(await client.call_tool("demo_sum", {"numbers": [2, 3]}))["total"] == 5
 
 
@@ -117,7 +107,7 @@ async def test_gateway_over_streamable_http(tmp_path: Path) -> None:
     with serving_over_http(args, seconds=30, **QUIET) as (port, _):
         async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy", read_timeout_seconds=60) as client:
             names = [tool.name for tool in (await client.list_tools()).tools]
-            assert names == OWN + DEMO
+            assert names == GATEWAY_TOOLS + DEMO
             assert data_of(await client.call_tool("demo_sum", {"numbers": [4, 5]})) == {"total": 9.0}
 
 

@@ -12,23 +12,12 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS
-from tests.gateway.helpers import builtin_available, demo_section_table, write_config
+from tests.gateway.helpers import GATEWAY_TOOLS, builtin_available, demo_section_table, write_config
 from tests.in_memory import gateway_in_memory
 from tests.processes import kill_running_with, running_with
 from tests.shell_ops.repos import git, make_repo
-from tests.stdio import check_snapshot, data_of, error_of
+from tests.stdio import call, check_snapshot, data_of, error_of, fail
 from tests.waiting import eventually
-
-GATEWAY_TOOLS = [
-    "list_tool_sections",
-    "find_tools",
-    "describe_section",
-    "call_section_tool",
-    "plan_actions",
-    "get_working_directory",
-    "get_environment_info",
-    "get_project_info",
-]
 
 pytestmark = pytest.mark.skipif(not builtin_available("todo"), reason="the todo section is not importable")
 
@@ -55,16 +44,6 @@ async def client(workdir: Path) -> AsyncIterator[Client]:
 
 def todo_marker(workdir: Path) -> str:
     return f"serve todo --data-dir {workdir / 'data'}"
-
-
-async def call(client: Client, name: str, /, **arguments: Any) -> dict[str, Any]:
-    return data_of(await client.call_tool(name, arguments))
-
-
-async def fail(client: Client, name: str, code: str, /, **arguments: Any) -> str:
-    error_code, message = error_of(await client.call_tool(name, arguments))
-    assert error_code == code, message
-    return message
 
 
 @pytest.mark.anyio
