@@ -32,17 +32,18 @@ NEEDS_OUTSIDE_BASE = pytest.mark.skipif(
 NODE = shutil.which("node", path="/usr/local/bin:/usr/bin:/bin")
 
 
-def make_venv(place: Path, *, base: Path = BASE, home: Path | None = None) -> Path:
-    """A real venv of `base` (`python -m venv --without-pip`), its `home` rewritten to `home` if given."""
+def make_venv(place: Path, *options: str, base: Path = BASE, home: Path | None = None) -> Path:
+    """A real venv of `base` (`python -m venv --without-pip <options>`), its `home` rewritten to `home` if given (its
+    interpreter then a link to the one of that name in `home`)."""
     python = next(p for p in (base / "bin" / "python3", base / "bin" / "python") if p.exists())
-    subprocess.run([str(python), "-m", "venv", "--without-pip", str(place)], check=True)
+    subprocess.run([str(python), "-m", "venv", "--without-pip", *options, str(place)], check=True)
     if home is not None:
         config = place / "pyvenv.cfg"
         lines = [f"home = {home}" if line.startswith("home") else line for line in config.read_text().splitlines()]
         config.write_text("\n".join(lines) + "\n")
         for link in ("python3", "python"):
             (place / "bin" / link).unlink(missing_ok=True)
-        (place / "bin" / "python3").symlink_to(home / "python3")
+        (place / "bin" / "python3").symlink_to(home / python.name)
         (place / "bin" / "python").symlink_to("python3")
     return place
 

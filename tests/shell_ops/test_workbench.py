@@ -21,7 +21,7 @@ from mcp import Client
 from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS
 from tests.in_memory import section_in_memory
 from tests.processes import free_port, gone, running
-from tests.shell_ops.test_toolchains import BASE, NODE, fake_node_installation
+from tests.shell_ops.test_toolchains import BASE, NODE, fake_node_installation, make_venv
 from tests.stdio import call, fail
 
 HAVE_BWRAP = shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin") is not None
@@ -71,20 +71,6 @@ HELLO_CLI = "#!/usr/bin/env node\nconsole.log('hello', process.argv.slice(2).joi
 def _skip_without_sandbox() -> None:
     if not HAVE_BWRAP:
         pytest.skip("bubblewrap is not installed (apt-get install bubblewrap)")
-
-
-def make_venv(place: Path, *extra: str, home: Path | None = None) -> Path:
-    assert BASE_PYTHON is not None
-    subprocess.run([str(BASE_PYTHON), "-m", "venv", "--without-pip", *extra, str(place)], check=True)
-    if home is not None:
-        config = place / "pyvenv.cfg"
-        lines = [f"home = {home}" if line.startswith("home") else line for line in config.read_text().splitlines()]
-        config.write_text("\n".join(lines) + "\n")
-        for link in ("python3", "python"):
-            (place / "bin" / link).unlink(missing_ok=True)
-        (place / "bin" / "python3").symlink_to(home / BASE_PYTHON.name)
-        (place / "bin" / "python").symlink_to("python3")
-    return place
 
 
 @pytest.fixture(scope="module")
