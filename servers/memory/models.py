@@ -159,10 +159,10 @@ class SearchInput(ToolInput):
         default=None,
         ge=0.0,
         le=1.0,
-        description="Minimum cosine similarity (0-1) of a vector match. Default: calibrated for the embedding model "
-        "(0.30 for the bundled all-MiniLM-L6-v2, whose true paraphrases score 0.2-0.6); raise it for stricter "
-        "matches. When fewer than 3 memories clear it, the nearest others are added, marked below_threshold. "
-        "Not applied to text matches.",
+        description="Minimum cosine similarity (0-1) of a vector match (hybrid: score). Default: none; results "
+        "are kept by their calibrated confidence (≥ 0.5), which reads the similarity and how far a memory stands "
+        "out from the others. When fewer than 3 memories clear it, the nearest others are added, marked "
+        "below_threshold. Not applied to text matches.",
     )
     scope: ScopeField
     mode: SearchMode = Field(
@@ -313,7 +313,17 @@ class SearchHit(ToolResult):
     )
     matched_by: list[Literal["vector", "text"]]
     below_threshold: bool = Field(
-        default=False, description="Nearest memory offered although its similarity is below the threshold."
+        default=False, description="Nearest memory offered although it is below the threshold (confidence 0.5)."
+    )
+    confidence: float | None = Field(
+        default=None,
+        description="Calibrated probability that this memory answers the query (null: no vector, or a model not "
+        "calibrated).",
+    )
+    verdict: Literal["match", "possible", "unrelated"] | None = Field(
+        default=None,
+        description="match (confidence ≥ 0.7, right ~9 times in 10): use it; possible (0.3-0.7, ~2 in 3): check it; "
+        "unrelated (< 0.3): treat it as no answer.",
     )
 
 
@@ -324,7 +334,10 @@ class SearchResult(ToolResult):
     search_type: Literal["vector", "hybrid", "text"] = Field(
         description="How results were found: 'text' means embeddings were unavailable (see notes)."
     )
-    threshold: float = Field(description="The similarity threshold in force (the model's calibrated one by default).")
+    threshold: float = Field(
+        description="The similarity threshold in force: yours, else the similarity a result needs for confidence 0.5 "
+        "when it does not stand out from the others (the default decides by confidence)."
+    )
     pending_embeddings: int = Field(description="Memories in scope still waiting for a vector (not in vector results).")
     notes: list[str] = Field(default_factory=list)
 
@@ -333,7 +346,8 @@ class SearchResult(ToolResult):
         for hit in self.results:
             sim = f"{hit.similarity:.3f}" if hit.similarity is not None else "  -  "
             marker = " (below threshold)" if hit.below_threshold else ""
-            lines.append(f"[{sim}]{marker} {hit.memory.line()}")
+            judged = f" {hit.verdict} {hit.confidence:.2f}" if hit.verdict and hit.confidence is not None else ""
+            lines.append(f"[{sim}{judged}]{marker} {hit.memory.line()}")
         lines += [f"Note: {note}." for note in self.notes]
         return "\n".join(lines)
 

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from mcp_sections.servers.memory.confidence import verdict
 from mcp_sections.servers.memory.models import (
     PREVIEW_CHARS,
     ActivateGeneralInput,
@@ -282,9 +283,11 @@ def memory_list(params: ListInput, state: MemoryState) -> ListResult:
 def memory_search(params: SearchInput, state: MemoryState) -> SearchResult:
     """Find memories similar in meaning to a natural-language query, best first, with their cosine similarity.
 
-    Matches with similarity ≥ threshold come first; the default threshold is calibrated for the embedding model
-    (0.30 for the bundled one). When fewer than 3 clear it, the nearest other memories complete the answer,
-    marked below_threshold, so a question in other words is never left empty while memories exist.
+    Each result has a confidence, the calibrated probability that it answers the query, and a verdict: match
+    (≥ 0.7: use it), possible (0.3-0.7: check it), unrelated (< 0.3: no answer). By default results with
+    confidence ≥ 0.5 come first; with `threshold`, those whose similarity (hybrid: score) reaches it. When fewer
+    than 3 clear it, the nearest other memories complete the answer, marked below_threshold, so a question in
+    other words is never left empty while memories exist.
     mode='hybrid' adds a bonus for memories holding the query's words (ids, names). If the embedding model
     is unavailable the search falls back to keyword search and says so (search_type='text', threshold not
     applied); right after the server starts a search may wait a few seconds for the model to load.
@@ -308,6 +311,8 @@ def memory_search(params: SearchInput, state: MemoryState) -> SearchResult:
             score=found.score,
             matched_by=list(found.matched_by),  # type: ignore[arg-type]
             below_threshold=found.below_threshold,
+            confidence=found.confidence,
+            verdict=None if found.confidence is None else verdict(found.confidence),
         )
         for found in outcome.results
     ]

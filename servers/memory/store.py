@@ -42,6 +42,8 @@ from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_in
 from mcp_sections.shared.store.sqlite import Database
 from mcp_sections.shared.text.fulltext import match_expression, query_terms
 
+from .confidence import MIN_CONFIDENCE, calibration, confidences, similarity_at
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
@@ -171,6 +173,7 @@ class Found:
     score: float | None
     matched_by: tuple[str, ...]
     below_threshold: bool = False
+    confidence: float | None = None  # see `confidence.py`: None without a vector or a calibrated model
 
 
 @dataclass
@@ -488,41 +491,19 @@ class MemoryStore:
     ) -> SearchOutcome:
         """Memories by meaning (or also by words in hybrid mode), best first.
 
-        `threshold` None: the embedding model's calibrated value. Matches at or above it come first; when fewer
-        than `MIN_OFFERED` clear it, the nearest ones below it complete the answer, marked `below_threshold`,
-        so a question asked in other words never gets an empty answer while a relevant memory exists.
+        `threshold` None: by the calibrated confidence (`confidence.py`), else the embedding model's calibrated
+        similarity. Matches that clear it come first; when fewer than `MIN_OFFERED` do, the nearest others complete
+        the answer, marked `below_threshold`, so a question in other words never gets an empty answer while a
+        relevant memory exists.
         """
         workflows = visible_workflows(workflow_id, scope)
         if self.jobs is not None:
             self.jobs.refuse_other_model()
         notes: builtins.list[str] = []
-        query_vector = None
-        reason = None
-        # a bounded wait for a loading model (none with wait_seconds 0): semantic results are worth a few seconds
-        if self.embeddings is not None and self.jobs is not None and self.jobs.wait_for_model():
-            try:
-                query_vector = self.embeddings.embed_query(query)
-            except EmbeddingUnavailable:
-                query_vector = None
-            except Exception:
-                logger.warning("embedding the query failed; answering by text search", exc_info=True)
-                reason = "embedding the query failed (see the server log)"
+        query_vector, reason = self._query_vector(query)
         if query_vector is None:
-            if reason is None:
-                reason = self._unavailable_reason()
-                status = self.embeddings.embedder.status.value if self.embeddings is not None else "failed"
-                if status in ("loading", "not_loaded") and self.wait_seconds > 0:
-                    reason += f" (still loading after waiting {self.wait_seconds:g} s; retry shortly)"
             notes.append(f"text search (BM25) instead of {mode}: {reason}")
-            with self.db.read() as connection:
-                hits = self._text_hits(connection, query, workflows, type_filter, tags, limit)
-                rows = self._rows(connection, [pk for pk, _ in hits])
-            results = [
-                Found(Memory.of(rows[pk], self.model_key), None, round(score, 4), ("text",))
-                for pk, score in hits
-                if pk in rows
-            ]
-            return SearchOutcome(results, "text", notes=notes)
+            return SearchOutcome(self._by_words(query, workflows, type_filter, tags, limit), "text", notes=notes)
 
         wanted_tags = set(normalize_tags(tags))
         with self.db.read() as connection:
@@ -535,7 +516,6 @@ class MemoryStore:
             budget = PENDING_INLINE_MAX
             while budget > 0 and (done := self.embed_pending(min(PENDING_BATCH, budget))) > 0:
                 budget -= done
-        cutoff = self.threshold_for(threshold)
         with self.db.read() as connection:
             index = self.vector_index(connection)
             assert index is not None
@@ -571,14 +551,27 @@ class MemoryStore:
                 for h in vector_hits
                 if h.pk in rows
             ]
-            return SearchOutcome(self._offer(found, cutoff, limit, notes), "vector", pending, notes)
-        # Fusion by score, not by rank: similarity plus a keyword bonus TEXT_WEIGHT × coverage³, coverage being the
-        # share of the searched words a memory holds. On benchmarks/data/memory_eval.json, reciprocal-rank fusion
-        # let any memory sharing one incidental word ("phone", "night") outrank the right paraphrase (hybrid
-        # recall@1 0.50 against 0.83 for vector on the first 30 questions), and a bonus proportional to BM25 still
-        # lost 2 of 62 at @1. The cube barely moves a memory holding one word of three, yet lifts the one that
-        # names the ticket, host or error code asked about over its near-identical twin: hybrid equals vector on
-        # the paraphrase questions and equals BM25 on the keyword ones (flat for weights 0.15–0.25, powers 3–4).
+            return SearchOutcome(self._offer(found, threshold, limit, notes), "vector", pending, notes)
+        found = self._fused(vector_hits, text_hits, extra_similarity, coverage, rows)
+        return SearchOutcome(self._offer(found, threshold, limit, notes), "hybrid", pending, notes)
+
+    def _fused(
+        self,
+        vector_hits: Sequence[Any],
+        text_hits: Sequence[tuple[int, float]],
+        extra_similarity: dict[int, float | None],
+        coverage: dict[int, float],
+        rows: dict[int, Any],
+    ) -> builtins.list[Found]:
+        """Hybrid mode's ranking: similarity plus a keyword bonus, TEXT_WEIGHT × coverage³.
+
+        Fusion by score, not by rank: coverage is the share of the searched words a memory holds. On
+        benchmarks/data/memory_eval.json, reciprocal-rank fusion let any memory sharing one incidental word ("phone",
+        "night") outrank the right paraphrase (hybrid recall@1 0.50 against 0.83 for vector on the first 30
+        questions), and a bonus proportional to BM25 still lost 2 of 62 at @1. The cube barely moves a memory holding
+        one word of three, yet lifts the one that names the ticket, host or error code asked about over its
+        near-identical twin: hybrid equals vector on the paraphrase questions and equals BM25 on the keyword ones
+        (flat for weights 0.15–0.25, powers 3–4)."""
         fused: dict[int, float] = {}
         matched: dict[int, list[str]] = {}
         similarity: dict[int, float | None] = {}
@@ -592,7 +585,7 @@ class MemoryStore:
             fused[pk] = float(base or 0.0) + TEXT_WEIGHT * coverage.get(pk, 0.0) ** COVERAGE_POWER
             matched.setdefault(pk, []).append("text")
         ranked = sorted(fused, key=lambda pk: fused[pk], reverse=True)
-        found = [
+        return [
             Found(
                 Memory.of(rows[pk], self.model_key),
                 None if similarity[pk] is None else round(float(similarity[pk] or 0.0), 4),
@@ -602,20 +595,63 @@ class MemoryStore:
             for pk in ranked
             if pk in rows
         ]
-        return SearchOutcome(self._offer(found, cutoff, limit, notes), "hybrid", pending, notes)
+
+    def _query_vector(self, query: str) -> tuple[np.ndarray | None, str]:
+        """The query's vector, or None and why (the model is unavailable, still loading, or failed on it)."""
+        # a bounded wait for a loading model (none with wait_seconds 0): semantic results are worth a few seconds
+        if self.embeddings is not None and self.jobs is not None and self.jobs.wait_for_model():
+            try:
+                return self.embeddings.embed_query(query), ""
+            except EmbeddingUnavailable:
+                pass
+            except Exception:
+                logger.warning("embedding the query failed; answering by text search", exc_info=True)
+                return None, "embedding the query failed (see the server log)"
+        reason = self._unavailable_reason()
+        status = self.embeddings.embedder.status.value if self.embeddings is not None else "failed"
+        if status in ("loading", "not_loaded") and self.wait_seconds > 0:
+            reason += f" (still loading after waiting {self.wait_seconds:g} s; retry shortly)"
+        return None, reason
+
+    def _by_words(
+        self, query: str, workflows: tuple[str, ...], type_filter: str | None, tags: Sequence[str] | None, limit: int
+    ) -> builtins.list[Found]:
+        """The text search (BM25) that answers without the model."""
+        with self.db.read() as connection:
+            hits = self._text_hits(connection, query, workflows, type_filter, tags, limit)
+            rows = self._rows(connection, [pk for pk, _ in hits])
+        return [
+            Found(Memory.of(rows[pk], self.model_key), None, round(score, 4), ("text",))
+            for pk, score in hits
+            if pk in rows
+        ]
 
     def threshold_for(self, requested: float | None) -> float:
-        """The threshold in force: the caller's, else the embedding model's calibrated one."""
-        return requested if requested is not None else calibrated_threshold(self.model_key)
+        """The similarity threshold in force: the caller's; by default, for a calibrated model, the similarity a
+        result with no margin over the others needs to reach `MIN_CONFIDENCE`, else the model's calibrated one."""
+        if requested is not None:
+            return requested
+        coefficients = calibration(self.model_key)
+        return similarity_at(MIN_CONFIDENCE, coefficients) if coefficients else calibrated_threshold(self.model_key)
 
-    @staticmethod
     def _offer(
-        found: builtins.list[Found], cutoff: float, limit: int, notes: builtins.list[str]
+        self, found: builtins.list[Found], threshold: float | None, limit: int, notes: builtins.list[str]
     ) -> builtins.list[Found]:
-        """Matches that clear the threshold first, in rank order; when fewer than
+        """Each result with its confidence; those that clear the threshold first, in rank order (by default a
+        confidence of `MIN_CONFIDENCE` for a calibrated model; the caller's `threshold` on the score); when fewer than
         `MIN_OFFERED` do, the nearest others complete the answer, marked below the threshold."""
-        # hybrid results carry their fused score (similarity plus the keyword bonus); vector ones their similarity
-        clears = [f for f in found if (f.score if f.score is not None else f.similarity or 0.0) >= cutoff]
+        coefficients = calibration(self.model_key)
+        if coefficients is not None:
+            scores = confidences([item.similarity for item in found], coefficients)
+            found = [dataclasses.replace(item, confidence=score) for item, score in zip(found, scores, strict=True)]
+        if threshold is None and calibration(self.model_key) is not None:
+            clears = [f for f in found if (f.confidence or 0.0) >= MIN_CONFIDENCE]
+            what = f"the confidence threshold {MIN_CONFIDENCE:g}"
+        else:
+            cutoff = self.threshold_for(threshold)
+            # hybrid results carry their fused score (similarity plus the keyword bonus); vector ones their similarity
+            clears = [f for f in found if (f.score if f.score is not None else f.similarity or 0.0) >= cutoff]
+            what = f"the similarity threshold {cutoff:g}"
         offered = clears[:limit]
         if len(offered) < min(limit, MIN_OFFERED):
             cleared = {id(f) for f in clears}
@@ -623,8 +659,8 @@ class MemoryStore:
             extra = [dataclasses.replace(item, below_threshold=True) for item in nearest]
             if not offered and extra:
                 notes.append(
-                    f"no memory reached the similarity threshold {cutoff:g}; the nearest ones are shown, marked "
-                    "below_threshold: judge them, or ask in other words"
+                    f"no memory reached {what}; the nearest ones are shown, marked below_threshold (see their "
+                    "verdict): judge them, or ask in other words"
                 )
             offered += extra
         return offered

@@ -17,9 +17,10 @@ pytestmark = pytest.mark.skipif(
 
 def test_paraphrased_questions_find_their_memory_with_default_arguments(shared_cache_dir: Path) -> None:
     from benchmarks.retrieval_eval import evaluate
+    from mcp_sections.servers.memory.confidence import CALIBRATIONS, MIN_CONFIDENCE, similarity_at
 
     scores, threshold = evaluate(shared_cache_dir)
-    assert threshold == 0.3
+    assert threshold == pytest.approx(similarity_at(MIN_CONFIDENCE, CALIBRATIONS["all-MiniLM-L6-v2"]))
     by = {(score.question_set, score.mode): score for score in scores}
     for question_set in ("paraphrase", "keyword"):
         legs = [by[question_set, "vector"], by[question_set, "text"]]
