@@ -88,6 +88,82 @@ def test_markdown_sections_and_links() -> None:
     assert (sections[0].id, sections[1].id) in contains
 
 
+RST_PAGE = """\
+.. _options:
+
+=======
+Options
+=======
+
+.. currentmodule:: click
+
+Adding options to commands can be accomplished by the :func:`option` decorator.
+
+Multiple Options
+----------------
+
+Similarly to ``nargs``, an option may be given *several times*; see `the guide <https://example.com/guide>`_.
+
+.. click:example::
+
+    @click.option('--message', '-m', multiple=True)
+
+Counting
+~~~~~~~~
+
+Some options count.
+
+Transitions are not titles:
+
+----------
+
+Prompting
+---------
+
+The end.
+"""
+
+
+def test_restructuredtext_pages_are_cut_into_named_sections() -> None:
+    parsed = parse_file("p", "docs/options.rst", RST_PAGE.encode())
+    sections = [n for n in parsed.nodes if n.label == "DocumentSection"]
+    assert [(s.props["level"], s.props["heading_path"]) for s in sections] == [
+        (1, "Options"),
+        (2, "Options > Multiple Options"),
+        (3, "Options > Multiple Options > Counting"),
+        (2, "Options > Prompting"),
+    ]
+    lines = RST_PAGE.splitlines()
+    multiple = sections[1]
+    assert lines[multiple.start_line - 1] == "Multiple Options" and lines[multiple.end_line] == "Counting"
+    assert sections[0].start_line == 3  # the overline belongs to the title
+    # what is embedded: the heading path and the prose, without directives or inline markup
+    assert multiple.embed_text == (
+        "Options > Multiple Options: Similarly to nargs, an option may be given several times; see the guide. "
+        "@click.option('--message', '-m', multiple=True)"
+    )
+    assert "currentmodule" not in (sections[0].embed_text or "") and "option decorator" in sections[0].embed_text
+    assert {r.target for r in parsed.refs if r.kind == "link"} == {"https://example.com/guide"}
+    contains = {(e.src, e.dst) for e in parsed.edges if e.type == "CONTAINS"}
+    assert (multiple.id, sections[2].id) in contains and (sections[0].id, sections[3].id) in contains
+    assert [n.label for n in parsed.nodes if n.label == "Chunk"] == ["Chunk"]  # the label before the title
+
+
+def test_embedded_text_of_a_python_definition_reads_its_docstring_as_words() -> None:
+    source = (
+        "def load(self, data: typing.Mapping[str, typing.Any], *, many: bool | None = None, partial=None):\n"
+        '    """Deserialize a data structure to an object defined by this :class:`Schema <marshmallow.Schema>`\'s\n'
+        '    fields, *without* ``validation``.\n\n    Longer text.\n    """\n'
+        "    return data\n"
+    )
+    scope = next(n for n in parse_file("p", "src/schema.py", source.encode()).nodes if n.label == "Scope")
+    assert scope.embed_text == (
+        "schema.py function load(self, data, *, many, partial): Deserialize a data structure to an object defined by "
+        "this Schema's fields, without validation."
+    )
+    assert "validation" in scope.keywords and "Longer text" in scope.keywords  # the docstring, for text search
+
+
 def test_syntax_error_falls_back_to_chunks() -> None:
     parsed = parse_file("p", "broken.py", b"def broken(:\n    pass\n")
     assert parsed.nodes[0].props.get("parse_error") is True

@@ -2,7 +2,8 @@
 
 - Python: the standard `ast` module. JavaScript, TypeScript/TSX, Go, Rust, Java: tree-sitter grammars
   from PyPI (`pip install 'mcp-sections[rag]'`), imported lazily; when a grammar is missing the file is
-  indexed as plain text chunks. Markdown: split by ATX headings (fenced code ignored). Other text files:
+  indexed as plain text chunks. Markdown: split by ATX headings (fenced code ignored); reStructuredText by its
+  underlined titles (`markdown_docs`). Other text files:
   chunks of ~1,500 characters on line boundaries.
 - The walk honours `.gitignore` files (from the project root down), skips vendored/build directories,
   binary files, lock/minified files, symbolic links and secrets (`.env*`, keys, `*.pem`, files holding a

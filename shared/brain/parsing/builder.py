@@ -4,6 +4,7 @@ chunking for files no parser reads."""
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Sequence
 
 from mcp_sections.shared.brain.model import (
@@ -25,6 +26,9 @@ from mcp_sections.shared.brain.parsing.files import (
     MAX_SCOPE_CHARS,
     TRIVIAL_LINES,
 )
+from mcp_sections.shared.brain.parsing.prose import inline_text
+
+DOC_KEYWORD_CHARS = 400
 
 # ---- parsing ---------------------------------------------------------------------------------------
 
@@ -93,7 +97,9 @@ class Builder:
                 start_line=start,
                 end_line=end,
                 content=content[:MAX_SCOPE_CHARS],
-                keywords=" ".join([qualname, *split_identifier(qualname), *split_identifier(signature)[:30]]),
+                keywords=" ".join(
+                    [qualname, *split_identifier(qualname), *split_identifier(signature)[:30], docstring_words(doc)]
+                ),
                 embed_text=embed,
                 props={
                     "kind": kind,
@@ -124,20 +130,51 @@ class Builder:
         return ParsedFile(self.record, self.nodes, self.edges, self.refs)
 
 
+def docstring_words(doc: str) -> str:
+    """The words of a docstring's first paragraphs (text search weighs them above the code's body)."""
+    return " ".join(inline_text(doc).split())[:DOC_KEYWORD_CHARS]
+
+
 def first_paragraph(text: str, limit: int = 160) -> str:
     paragraph = text.strip().split("\n\n", 1)[0]
     return " ".join(paragraph.split())[:limit]
 
 
 def compact_embed_text(rel: str, kind: str, qualname: str, signature: str, doc: str, lines: Sequence[str]) -> str:
-    """`passwords.py method LoginService.login(self, user, ...): Log a user in ...` (≤ MAX_EMBED_CHARS)."""
-    params = signature[signature.find("(") :] if "(" in signature else ""
-    header = f"{posixpath.basename(rel)} {kind} {qualname}{params[:70]}"
+    """`passwords.py method LoginService.login(self, user, password): Log a user in ...` (≤ MAX_EMBED_CHARS): the
+    parameters by name (a Python signature's annotations and defaults left out), then the docstring's first
+    paragraph as its words read (inline markup dropped), else the first lines of the body."""
+    header = f"{posixpath.basename(rel)} {kind} {qualname}{parameters(signature, rel.endswith(('.py', '.pyi')))}"
     if doc:
-        detail = first_paragraph(doc)
+        detail = first_paragraph(inline_text(doc), MAX_EMBED_CHARS)
     else:
         detail = " ".join(" ".join(line.split()) for line in lines[1:4] if line.strip())[:100]
     return f"{header}: {detail}"[:MAX_EMBED_CHARS]
+
+
+def parameters(signature: str, python: bool) -> str:
+    """`(a, b, *args)` of a signature: Python's by name alone, other languages' as written (at most 70 characters)."""
+    start = signature.find("(")
+    if start < 0:
+        return ""
+    if not python:
+        return signature[start:][:70]
+    depth, current, names = 0, "", []
+    for char in signature[start + 1 :]:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                break
+            depth -= 1
+        if char == "," and depth == 0:
+            names.append(current)
+            current = ""
+        else:
+            current += char
+    names.append(current)
+    cleaned = [re.split(r"[:=]", name, maxsplit=1)[0].strip() for name in names]
+    return f"({', '.join(name for name in cleaned if name)})"[:70]
 
 
 def chunk_text(builder: Builder, text: str, *, prose: bool) -> None:

@@ -1,9 +1,17 @@
-"""Markdown: sections split by ATX headings (fenced code ignored) and the links between documents."""
+"""Documents in sections: Markdown split by ATX headings (fenced code ignored), reStructuredText by its underlined
+(and overlined) titles, and the links between documents.
+
+Both give the same records: a `DocumentSection` per heading, named by its title, nested by level (`heading_path`
+"Options > Multiple Options"), holding the text up to the next heading, and embedded as its heading path and the
+start of its prose (reStructuredText directives and comments left out of what is embedded); the text before the
+first heading becomes plain chunks.
+"""
 
 from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable, Sequence
 
 from mcp_sections.shared.brain.model import (
     Edge,
@@ -14,17 +22,25 @@ from mcp_sections.shared.brain.model import (
 )
 from mcp_sections.shared.brain.parsing.builder import Builder, chunk_text
 from mcp_sections.shared.brain.parsing.files import MAX_EMBED_CHARS, MAX_SCOPE_CHARS
-
-# ---- Markdown ----------------------------------------------------------------------------------------
+from mcp_sections.shared.brain.parsing.prose import inline_text
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
 _LINK = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_RST_LINK = re.compile(r"`[^`<]*<(https?://[^>\s]+)>`_")
+_RST_ADORNMENT = re.compile(r"""^([!-/:-@\[-`{-~])\1{2,}[ \t]*$""")
+"""A line of one repeated punctuation character (at least three): a title's underline or overline."""
+_RST_SKIPPED = re.compile(r"^\s*(?:\.\.\s|:[\w.+-]+:(?:\s|$))")
+"""Lines whose text is markup, not prose: directives, comments, targets, and field or directive options."""
+
+
+# (level, title, first line of the heading, first line of its body), 0-based line indexes
+Heading = tuple[int, str, int, int]
 
 
 def parse_markdown(builder: Builder, text: str) -> None:
     lines = text.splitlines()
-    sections: list[tuple[int, str, int]] = []  # (level, title, line index)
+    headings: list[Heading] = []
     in_fence = False
     for index, line in enumerate(lines):
         if _FENCE.match(line):
@@ -33,8 +49,56 @@ def parse_markdown(builder: Builder, text: str) -> None:
         if not in_fence:
             match = _HEADING.match(line)
             if match:
-                sections.append((len(match.group(1)), match.group(2).strip(), index))
-    first = sections[0][2] if sections else len(lines)
+                headings.append((len(match.group(1)), match.group(2).strip(), index, index + 1))
+    _sections(builder, lines, headings, _markdown_links, inline_text)
+
+
+def parse_rst(builder: Builder, text: str) -> None:
+    """reStructuredText: a title is a line under a blank line (or an overline), underlined with a line of one
+    punctuation character at least as long; levels follow the order in which each adornment style first appears."""
+    lines = text.splitlines()
+    headings: list[Heading] = []
+    styles: list[tuple[str, bool]] = []
+    index = 1
+    while index < len(lines):
+        found = _rst_title(lines, index)
+        if found is None:
+            index += 1
+            continue
+        title, start, style = found
+        if style not in styles:
+            styles.append(style)
+        headings.append((styles.index(style) + 1, title, start, index + 1))
+        index += 2
+    _sections(builder, lines, headings, _rst_links, _rst_prose)
+
+
+def _rst_title(lines: Sequence[str], index: int) -> tuple[str, int, tuple[str, bool]] | None:
+    """(title, first line, (adornment character, overlined)) when line `index` underlines the line above it."""
+    underline, title = lines[index].rstrip(), lines[index - 1]
+    if not _RST_ADORNMENT.match(underline) or not title.strip() or title[0].isspace():
+        return None
+    if _RST_ADORNMENT.match(title.rstrip()) or len(underline) < len(title.rstrip()):
+        return None
+    overlined = index >= 2 and lines[index - 2].rstrip() == underline
+    if not overlined and index >= 2 and lines[index - 2].strip():
+        return None  # the last line of a paragraph, not a title
+    return title.strip(), index - 2 if overlined else index - 1, (underline[0], overlined)
+
+
+def _rst_prose(body: str) -> str:
+    """The prose of a reStructuredText body: markup lines dropped, inline markup as its text (`prose.inline_text`)."""
+    return inline_text("\n".join(line for line in body.splitlines() if not _RST_SKIPPED.match(line)))
+
+
+def _sections(
+    builder: Builder,
+    lines: list[str],
+    headings: list[Heading],
+    links: Callable[[Builder, str, str], list[Ref]],
+    prose: Callable[[str], str],
+) -> None:
+    first = headings[0][2] if headings else len(lines)
     preamble = "\n".join(lines[:first])
     if preamble.strip():
         sub = Builder(builder.project_id, builder.rel, builder.language, "", 0, 0)
@@ -43,20 +107,21 @@ def parse_markdown(builder: Builder, text: str) -> None:
         chunk_text(sub, preamble, prose=True)
         builder.nodes += sub.nodes
         builder.edges += [Edge(builder.file_id, "CONTAINS", n.id) for n in sub.nodes]
-        builder.refs += _links(builder, sub.nodes[0].id if sub.nodes else builder.file_id, preamble)
-    if sections:
-        builder.file.props["summary"] = sections[0][1]
+        builder.refs += links(builder, sub.nodes[0].id if sub.nodes else builder.file_id, preamble)
+    if headings:
+        builder.file.props["summary"] = prose(headings[0][1])
     stack: list[tuple[int, str, str]] = []  # (level, node id, heading path)
-    for position, (level, title, start) in enumerate(sections):
-        end = sections[position + 1][2] if position + 1 < len(sections) else len(lines)
+    for position, (level, title, start, body_start) in enumerate(headings):
+        end = headings[position + 1][2] if position + 1 < len(headings) else len(lines)
         while stack and stack[-1][0] >= level:
             stack.pop()
         parent_id = stack[-1][1] if stack else builder.file_id
-        heading_path = f"{stack[-1][2]} > {title}" if stack else title
+        shown = " ".join(prose(title).split())
+        heading_path = f"{stack[-1][2]} > {shown}" if stack else shown
         qualname = builder.unique(heading_path)
         sid = node_id(builder.project_id, "DocumentSection", builder.rel, qualname)
-        content = "\n".join(lines[start:end])
-        body = "\n".join(lines[start + 1 : end]).strip()
+        body = "\n".join(lines[body_start:end]).strip()
+        words = " ".join(prose(body).split())
         builder.nodes.append(
             Node(
                 id=sid,
@@ -67,18 +132,18 @@ def parse_markdown(builder: Builder, text: str) -> None:
                 file_id=builder.file_id,
                 start_line=start + 1,
                 end_line=end,
-                content=content[:MAX_SCOPE_CHARS],
+                content="\n".join(lines[start:end])[:MAX_SCOPE_CHARS],
                 keywords=" ".join(split_identifier(heading_path)),
-                embed_text=f"{heading_path[:100]}: {' '.join(body.split())}"[:MAX_EMBED_CHARS] if body else None,
+                embed_text=f"{heading_path[:100]}: {words}"[:MAX_EMBED_CHARS] if words else None,
                 props={"level": level, "heading_path": heading_path[:500]},
             )
         )
         builder.edges.append(Edge(parent_id, "CONTAINS", sid))
-        builder.refs += _links(builder, sid, body)
+        builder.refs += links(builder, sid, body)
         stack.append((level, sid, heading_path))
 
 
-def _links(builder: Builder, source: str, text: str) -> list[Ref]:
+def _markdown_links(builder: Builder, source: str, text: str) -> list[Ref]:
     refs = []
     for target in _LINK.findall(text):
         if target.startswith(("http://", "https://")):
@@ -90,3 +155,7 @@ def _links(builder: Builder, source: str, text: str) -> list[Ref]:
                 if not resolved.startswith(".."):
                     refs.append(Ref(source, "link", resolved))
     return refs[:200]
+
+
+def _rst_links(builder: Builder, source: str, text: str) -> list[Ref]:
+    return [Ref(source, "link", target.split("#", 1)[0]) for target in _RST_LINK.findall(text)][:200]

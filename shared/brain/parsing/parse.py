@@ -11,7 +11,7 @@ from mcp_sections.shared.brain.model import (
 from mcp_sections.shared.brain.parsing.builder import Builder, chunk_text
 from mcp_sections.shared.brain.parsing.files import PROSE_EXTENSIONS, language_of
 from mcp_sections.shared.brain.parsing.grammars import TREE_SITTER_LANGUAGES, parse_tree_sitter, ts_parser
-from mcp_sections.shared.brain.parsing.markdown_docs import parse_markdown
+from mcp_sections.shared.brain.parsing.markdown_docs import parse_markdown, parse_rst
 from mcp_sections.shared.brain.parsing.python_code import parse_python
 
 
@@ -27,6 +27,8 @@ def parse_file(project_id: str, rel: str, data: bytes, mtime_ns: int = 0) -> Par
             parse_tree_sitter(builder, text, data, language)
         elif language == "markdown":
             parse_markdown(builder, text)
+        elif language == "rst":
+            parse_rst(builder, text)
         else:
             chunk_text(builder, text, prose=posixpath.splitext(rel)[1].lower() in PROSE_EXTENSIONS)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
