@@ -131,6 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_settings_flags(base)
     base.add_argument("--json", action="store_true", help="machine-readable output")
 
+    _add_install_commands(commands)
+
     gateway = commands.add_parser(
         "gateway", help="run the gateway: lists the sections, forwards calls to them, runs sub-agents"
     )
@@ -175,6 +177,29 @@ def build_parser() -> argparse.ArgumentParser:
         "(env MCP_SECTIONS_GATEWAY_PROFILE)",
     )
     return parser
+
+
+#: The clients `install` knows (`servers.install.CLIENTS`, imported only when installing: not at every start).
+INSTALLABLE = ("claude-code", "claude-desktop", "cursor", "vscode")
+
+
+def _add_install_commands(commands: Any) -> None:
+    install = commands.add_parser(
+        "install", help="connect an MCP client to the gateway: write its config (merged, with a backup)"
+    )
+    install.add_argument("client", choices=INSTALLABLE, help="the MCP client to connect")
+    install.add_argument(
+        "--root", action="append", type=Path, default=[], dest="roots", metavar="DIR", help="allowed root; repeatable"
+    )
+    install.add_argument("--data-dir", type=Path, help="the gateway's data directory (default: the usual one)")
+    install.add_argument("--config", type=Path, help="the gateway's config file (default: the usual one)")
+    uninstall = commands.add_parser("uninstall", help="remove the gateway from an MCP client's config")
+    uninstall.add_argument("client", choices=INSTALLABLE, help="the MCP client to disconnect")
+    for parser in (install, uninstall):
+        parser.add_argument(
+            "--name", default="mcp-sections", help="the server's name in the client (default mcp-sections)"
+        )
+        parser.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -395,6 +420,43 @@ def _reembed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _install(args: argparse.Namespace) -> int:
+    """`mcp-sections install <client>`: the gateway's stdio command for this installation, merged into the client's
+    config (`servers.install`)."""
+    from mcp_sections.servers import install
+
+    client = install.CLIENTS[args.client]
+    entry = client.entry(install.launch_command(), install.gateway_args(args.roots, args.data_dir, args.config))
+    change = install.install(client, args.name, entry, dry_run=args.dry_run)
+    _report(change, client, args, "install")
+    return 0
+
+
+def _uninstall(args: argparse.Namespace) -> int:
+    from mcp_sections.servers import install
+
+    client = install.CLIENTS[args.client]
+    _report(install.uninstall(client, args.name, dry_run=args.dry_run), client, args, "uninstall")
+    return 0
+
+
+def _report(change: Any, client: Any, args: argparse.Namespace, action: str) -> None:
+    shown = json.dumps({client.key: {args.name: change.entry}}, indent=2, ensure_ascii=False)
+    if not change.changed:
+        state = "is already in" if action == "install" else "is not in"
+        print(f"{args.name} {state} {client.title}'s config ({change.path}); nothing changed.")
+    elif args.dry_run:
+        verb = "add to" if action == "install" else "remove from"
+        print(f"would {verb} {change.path} (nothing written: --dry-run):\n{shown}")
+    else:
+        done = "added to" if action == "install" else "removed from"
+        backup = f"; the previous file is kept as {change.backup}" if change.backup else ""
+        print(f"{args.name} {done} {client.title}'s config ({change.path}){backup}.")
+        if action == "install":
+            print(shown)
+        print(f"Restart {client.title} to use it.")
+
+
 def _trusted_base(args: argparse.Namespace) -> int:
     """`mcp-sections trusted-base`: the table of `shared.confinement.base_table.describe` for these roots and
     settings."""
@@ -423,11 +485,14 @@ COMMANDS = {
     "doctor": _doctor,
     "audit": _audit,
     "reembed": _reembed,
+    "install": _install,
+    "uninstall": _uninstall,
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     """The `mcp-sections` command."""
+    from mcp_sections.servers.install import InstallError
     from mcp_sections.shared.serving.http_auth import AuthConfigError
 
     args = build_parser().parse_args(argv)
@@ -436,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(tool_definitions(args.section), indent=2))
             return 0
         return COMMANDS[args.command](args)
-    except (ConfigError, UnknownSection, AuthConfigError) as exc:
+    except (ConfigError, UnknownSection, AuthConfigError, InstallError) as exc:
         print(f"mcp-sections: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
