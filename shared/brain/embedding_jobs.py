@@ -114,7 +114,7 @@ class EmbeddingJobs:
         deadline = time.monotonic() + max_seconds
         before_model = self.embedding_worker.computed
         done = 0
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self.embedding_worker.closed:
             count = self.embed_pending(project_ids, max_batches=1)
             if count == 0 and self.store.count_pending(model, project_ids) == 0:
                 break

@@ -11,12 +11,20 @@ by text. The store's own SQL stays the store's: it implements `PendingItems`.
 The vectors of a store belong to one model (`ModelLock`): with another model configured, nothing is embedded and
 searches by meaning are refused (`refuse_other_model`, naming the section whose `mcp-sections reembed` hands the
 store over: `owner`) until `reembed`.
+
+Stopping (`close`, and for every worker still open when the interpreter exits): no new batch starts, and `close`
+returns once the batch in flight (background or on demand) and a model still loading have finished. A process must
+never exit while a thread is inside the model: ONNX Runtime's threads torn down under a running session abort the
+process ("terminate called without an active exception"). What was not embedded stays pending in the store, and the
+next worker on it (the next start) embeds it.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,6 +38,9 @@ logger = logging.getLogger("mcp_sections.embeddings")
 
 POLL_SECONDS = 10.0
 RETRY_PAUSE_SECONDS = 2.0
+STOP_SECONDS = 120.0
+"""The longest `close` waits for a batch in flight or a model loading (one batch of 32 short texts takes well under a
+second on a quiet CPU, seconds on a busy one; an endpoint's retries take longer)."""
 LOOKAHEAD_BATCHES = 16
 """A batch is chosen among this many batches' worth of pending items: the ones the model reads the most tokens of
 go together, so a batch is padded to texts of about its own length. On the brain evaluation's code, 34% fewer
@@ -81,6 +92,7 @@ class EmbeddingWorker:
         self._stop = threading.Event()
         self._listening = False
         self._thread: threading.Thread | None = None
+        _OPEN.add(self)
         if background:
             self._thread = threading.Thread(target=self._run, name=f"embeddings-{owner}", daemon=True)
             self._thread.start()
@@ -132,6 +144,8 @@ class EmbeddingWorker:
         written = batches = 0
         while max_batches is None or batches < max_batches:
             with self._embed_lock:
+                if self._stop.is_set():  # closing: the batch in flight was the last
+                    break
                 pending = self._longest(self.items.pending_embeddings(model, size * LOOKAHEAD_BATCHES, scope), size)
                 if not pending:
                     break
@@ -172,12 +186,25 @@ class EmbeddingWorker:
         """New pending items: the background thread embeds them soon."""
         self._wake.set()
 
+    @property
+    def closed(self) -> bool:
+        return self._stop.is_set()
+
     def close(self) -> None:
+        """Stop: no batch starts any more; returns once the batch in flight and a model still loading are done."""
         self._stop.set()
         self._wake.set()
+        _OPEN.discard(self)
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=5)
+            thread.join(STOP_SECONDS)
+            if thread.is_alive():
+                logger.warning("the background embedding of the %s did not stop in %.0f s", self.store, STOP_SECONDS)
+        if self._embed_lock.acquire(timeout=STOP_SECONDS):  # a batch embedded on demand, in a tool's thread
+            self._embed_lock.release()
+        embedder = self.service.embedder
+        if str(embedder.status) == "loading":
+            embedder.wait_ready(STOP_SECONDS)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -201,3 +228,13 @@ class EmbeddingWorker:
             except Exception:  # the next wake-up retries; searches fall back to text meanwhile
                 logger.warning("background embedding of the %s failed", self.store, exc_info=True)
                 self._stop.wait(RETRY_PAUSE_SECONDS)
+
+
+_OPEN: weakref.WeakSet[EmbeddingWorker] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_workers() -> None:
+    """At interpreter exit, before threads are torn down: every worker still open stops between two batches."""
+    for worker in list(_OPEN):
+        worker.close()

@@ -1,0 +1,138 @@
+"""A rag_ops server stopped in the middle of embedding (its client gone, or SIGTERM) exits cleanly, 20 times in a row,
+and the next start resumes the pending work with no call asking for it.
+
+Before, the worker's thread could still be inside ONNX Runtime when the interpreter exited: the process aborted with
+`terminate called without an active exception` (SIGABRT) instead of exiting."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from mcp_sections.shared.embeddings.embedder import default_model_runs
+from tests.rag_ops.trees import make_bulk_tree
+from tests.stdio import cli_command, server_environment
+
+pytestmark = [
+    pytest.mark.skipif(not default_model_runs(), reason="needs the rag extra: pip install 'mcp-sections[rag]'"),
+    pytest.mark.slow,  # 20 servers started with the real model
+]
+
+STOPS = 20
+FILES = 1500  # 3,000 texts to embed: more than 20 short runs get through
+ABORTS = ("terminate called", "GetElementType", "Aborted", "core dumped", "Fatal Python error")
+
+
+def _vectors(data: Path) -> int:
+    path = data / "brain.sqlite3"
+    if not path.is_file():
+        return 0
+    connection = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=10)
+    try:
+        return int(connection.execute("SELECT count(*) FROM vectors").fetchone()[0])
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+    finally:
+        connection.close()
+
+
+class Server:
+    """`mcp-sections serve rag_ops` over stdio, its standard error kept in a file."""
+
+    def __init__(self, root: Path, data: Path, cache: Path, log: Path) -> None:
+        self.log = log
+        env = {"MCP_SECTIONS_DATA_DIR": str(data), "MCP_SECTIONS_CACHE_DIR": str(cache)}
+        with log.open("wb") as errors:
+            self.process = subprocess.Popen(
+                [*cli_command(), "serve", "rag_ops", "--root", str(root)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                env=server_environment(env),
+            )
+        self.next_id = 1
+
+    def request(self, method: str, params: dict) -> dict:
+        message_id, self.next_id = self.next_id, self.next_id + 1
+        self.send({"jsonrpc": "2.0", "id": message_id, "method": method, "params": params})
+        assert self.process.stdout is not None
+        while True:
+            line = self.process.stdout.readline()
+            assert line, f"the server ended: {self.log.read_text(errors='replace')[-2000:]}"
+            message = json.loads(line)
+            if message.get("id") == message_id:
+                return message
+
+    def send(self, message: dict) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write((json.dumps(message) + "\n").encode())
+        self.process.stdin.flush()
+
+    def start_session(self) -> None:
+        """initialize and tools/list: the listing starts the section's warm-up (the brain, the model)."""
+        client = {"name": "stop-test", "version": "0"}
+        self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.request("tools/list", {})
+
+    def stop(self, how: str) -> tuple[int, str]:
+        if how == "sigterm":
+            self.process.send_signal(signal.SIGTERM)
+        else:  # the client is gone: its end of the pipe closes
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+        code = self.process.wait(timeout=150)
+        return code, self.log.read_text(errors="replace")
+
+
+def _wait_for_more_vectors(data: Path, than: int, server: Server, seconds: float = 120) -> int:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        count = _vectors(data)
+        if count > than:
+            return count
+        assert server.process.poll() is None, server.log.read_text(errors="replace")[-2000:]
+        time.sleep(0.05)
+    raise AssertionError(f"no new vector in {seconds} s (still {than})")
+
+
+def test_a_server_stopped_mid_embedding_exits_cleanly_and_the_next_start_resumes(
+    tmp_path: Path, shared_cache_dir: Path
+) -> None:
+    root = tmp_path / "roots"
+    make_bulk_tree(root / "bulk", FILES)
+    data = tmp_path / "data"
+    outcomes = []
+    before = 0
+    for stop in range(STOPS):
+        server = Server(root, data, shared_cache_dir, tmp_path / f"stderr-{stop}.log")
+        try:
+            server.start_session()
+            if stop == 0:
+                answer = server.request(
+                    "tools/call",
+                    {"name": "ingest_directory", "arguments": {"path": str(root / "bulk"), "embed_seconds": 0}},
+                )
+                assert not answer["result"].get("isError"), answer
+            # the background worker embeds: on the first start after the ingest, then on each start after a stop
+            during = _wait_for_more_vectors(data, before, server)
+            code, errors = server.stop("sigterm" if stop % 2 else "eof")
+        finally:
+            if server.process.poll() is None:
+                server.process.kill()
+                server.process.wait()
+        outcomes.append((stop, code, during))
+        assert code in (0, -signal.SIGTERM), (stop, code, errors[-3000:])
+        assert not any(abort in errors for abort in ABORTS), (stop, errors[-3000:])
+        before = _vectors(data)
+    pending = FILES * 2 - before
+    assert pending > 0, "everything was embedded before the last stop: the test no longer stops mid-embedding"
+    assert [stop for stop, _, _ in outcomes] == list(range(STOPS))
+    # every start after a stop resumed the work with no call asking for it (vectors grew on each start)
+    assert all(during > 0 for _, _, during in outcomes)
