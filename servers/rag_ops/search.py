@@ -5,11 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from mcp_sections.servers.rag_ops.ranking import Intent, identifiers_in, intent_of, is_document, role_of, weight
 from mcp_sections.shared.brain.embedding_jobs import EmbeddingJobs
-from mcp_sections.shared.brain.model import LABELS, Node
+from mcp_sections.shared.brain.model import LABELS, EntityFilter, Node
 from mcp_sections.shared.ground.errors import invalid_input
 
-RRF_K = 60
+RRF_K = 30
+POOL = 100  # candidates each leg brings
+LEG_WEIGHTS = {"semantic": 1.0, "text": 0.35, "symbol": 1.0}
+SYMBOL_LIMIT = 20
+GRAPH_SEEDS = 2  # the definitions whose callers join the ranking
+GRAPH_CALLERS = 3
+GRAPH_SHARE = 0.5  # a caller's score, as a share of its definition's
+PAGE_FILES = 5  # documentation files whose title section stands for them
 SCOPE_KINDS = ("function", "method", "class", "interface", "struct", "enum", "trait", "impl", "type", "block")
 
 
@@ -58,16 +66,20 @@ class BrainSearch(EmbeddingJobs):
         project_types: Sequence[str] | None = None,
         min_score: float | None = None,
     ) -> dict[str, Any]:
-        """Vector and full-text candidates ranked by reciprocal-rank fusion (RRF) of the legs that ran.
+        """Candidates from every leg that ran (vectors, full text, symbol names, then the call graph around the
+        best definitions), fused by weighted reciprocal rank and scaled by the weight of each node's role for the
+        question's intent (`ranking`): a "where is X done" question gets definitions first, then their callers, then
+        tests and docs; a "how do I" question gets docs first.
 
         Each result has one `score` (`models.SCORE_DESCRIPTION`): in mode semantic the cosine similarity, in modes
-        hybrid and text the RRF scaled so that 1.0 is first in every leg that found something."""
+        hybrid and text the fused score scaled so that 1.0 is first in every leg with the role the intent wants."""
         labels, kinds = _split_types(types)
         projects = {p.id: p for p in self.store.list_projects()}
         if project_types:
             allowed = [pid for pid, p in projects.items() if p.type in project_types]
             project_ids = [pid for pid in (project_ids or allowed) if pid in allowed]
-        pool = (offset + limit) * 4 + 20
+        intent = intent_of(query)
+        pool = max(POOL, (offset + limit) * 4 + 20)
         semantic_hits: list[tuple[str, float]] = []
         note = None
         # the full-text query runs in a helper thread while the vectors are scored here (both release the GIL)
@@ -84,32 +96,41 @@ class BrainSearch(EmbeddingJobs):
             if min_score is not None:
                 semantic_hits = [(nid, s) for nid, s in semantic_hits if s >= min_score]
         text_hits = pending_text.result() if pending_text is not None else []
+        symbol_hits = self.symbol_hits(query, project_ids, labels) if text else []
         mode = "hybrid" if semantic and not note and text else ("semantic" if semantic and not note else "text")
-        legs = [(source, hits) for source, hits in (("semantic", semantic_hits), ("text", text_hits)) if hits]
+        legs = [
+            (source, hits)
+            for source, hits in (("semantic", semantic_hits), ("text", text_hits), ("symbol", symbol_hits))
+            if hits
+        ]
         fused: dict[str, dict[str, Any]] = {}
         for source, hits in legs:
             for rank, (nid, raw) in enumerate(hits):
                 entry = fused.setdefault(nid, {"rrf": 0.0, "matched_by": [], "similarity": None})
-                entry["rrf"] += 1.0 / (RRF_K + rank + 1)
+                entry["rrf"] += leg_score(source, rank, raw)
                 entry["matched_by"].append(source)
                 if source == "semantic":
                     entry["similarity"] = raw
-        best = len(legs) / (RRF_K + 1)  # first in every leg
+        nodes = {n.id: n for n in self.store.get_nodes(list(fused))}
+        raw = {nid: entry["rrf"] for nid, entry in fused.items()}
+        for nid, entry in fused.items():
+            entry["rrf"] *= weight(intent, nodes[nid]) if nid in nodes else 0.0
+        self._pages_as_sections(fused, nodes, raw, intent)
+        if intent in ("code", "mixed") and text:
+            self._add_callers(fused, nodes, project_ids)
+        best = sum(leg_score(source, 0, hits[0][1]) for source, hits in legs)  # first in every leg
         for entry in fused.values():
             entry["score"] = entry["similarity"] if mode == "semantic" else entry["rrf"] / best
-        candidates = sorted(fused, key=lambda nid: -fused[nid]["rrf"])
+        candidates = sorted((nid for nid in fused if nid in nodes), key=lambda nid: -fused[nid]["rrf"])
         if text_match:
             keep = self.store.filter_text_match(candidates, text_match)
             candidates = [nid for nid in candidates if nid in keep]
-        if kinds:  # scope kinds live in the node properties: read every candidate
-            nodes = {n.id: n for n in self.store.get_nodes(candidates)}
-            candidates = [nid for nid in candidates if nid in nodes and nodes[nid].props.get("kind") in kinds]
-        else:  # read only the page
-            nodes = {n.id: n for n in self.store.get_nodes(candidates[offset : offset + limit])}
-        page = [nid for nid in candidates[offset : offset + limit] if nid in nodes]
+        if kinds:
+            candidates = [nid for nid in candidates if nodes[nid].props.get("kind") in kinds]
+        page = candidates[offset : offset + limit]
         results = []
         for nid in page:
-            item = self.describe(nodes[nid], projects, round(fused[nid]["score"], 4))
+            item = self.describe(nodes[nid], projects, round(fused[nid]["score"] or 0.0, 4))
             item["matched_by"] = fused[nid]["matched_by"]
             item["snippet"] = _snippet(nodes[nid], query)
             results.append(item)
@@ -120,7 +141,70 @@ class BrainSearch(EmbeddingJobs):
             "searched_projects": searched,
             "mode": mode,
             "note": note,
+            "intent": intent,
         }
+
+    def symbol_hits(
+        self, query: str, project_ids: list[str] | None, labels: list[str] | None
+    ) -> list[tuple[str, float]]:
+        """Definitions whose name the question spells (`asdict`, `post_load`, "post load", `CliRunner`), classes and
+        functions first."""
+        if labels and "Scope" not in labels:
+            return []
+        names = identifiers_in(query)
+        if not names:
+            return []
+        found = self.store.scopes_named(names, project_ids, SYMBOL_LIMIT)
+        order = {"class": 0, "function": 1, "method": 2}
+        found.sort(key=lambda node: (order.get(str(node.props.get("kind")), 3), node.path.endswith(".pyi")))
+        return [(node.id, 1.0) for node in found]
+
+    def _pages_as_sections(
+        self, fused: dict[str, dict[str, Any]], nodes: dict[str, Node], raw: dict[str, float], intent: Intent
+    ) -> None:
+        """A documentation page found by its file (whose embedded text is the page's title) stands for its title
+        section: the section gets the file's score if it had less, and the file leaves the ranking."""
+        pages = [nid for nid in fused if nid in nodes and nodes[nid].label == "File" and is_document(nodes[nid])]
+        for nid in sorted(pages, key=lambda n: -raw[n])[:PAGE_FILES]:
+            page = nodes[nid]
+            found, _ = self.store.query_entities(
+                EntityFilter(label="DocumentSection", path_prefix=page.path, project_ids=[page.project_id], limit=1)
+            )
+            del fused[nid]
+            if not found:
+                continue
+            section = found[0]
+            nodes.setdefault(section.id, section)
+            entry = fused.setdefault(section.id, {"rrf": 0.0, "matched_by": [], "similarity": None})
+            entry["rrf"] = max(entry["rrf"], raw[nid] * weight(intent, section))
+            entry["matched_by"] = list(dict.fromkeys([*entry["matched_by"], *("page",)]))
+
+    def _add_callers(
+        self, fused: dict[str, dict[str, Any]], nodes: dict[str, Node], project_ids: list[str] | None
+    ) -> None:
+        """The callers of the best definitions join the ranking just below them (graph leg)."""
+        top = sorted(
+            (nid for nid in fused if nid in nodes and role_of(nodes[nid]) == "code"), key=lambda n: -fused[n]["rrf"]
+        )[:GRAPH_SEEDS]
+        for seed in top:
+            callers, _ = self.store.neighbors(seed, ["CALLS"], "in", 1, GRAPH_CALLERS)
+            below = fused[seed]["rrf"] * GRAPH_SHARE
+            for node, depth in callers:
+                if depth != 1 or role_of(node) not in ("code", "nested"):
+                    continue
+                if project_ids is not None and node.project_id not in project_ids:
+                    continue
+                entry = fused.setdefault(node.id, {"rrf": 0.0, "matched_by": [], "similarity": None})
+                nodes.setdefault(node.id, node)
+                if entry["rrf"] < below:
+                    entry["rrf"] = below
+                if "graph" not in entry["matched_by"]:
+                    entry["matched_by"].append("graph")
+
+
+def leg_score(source: str, rank: int, raw: float) -> float:
+    """What being at `rank` (0-based) of a leg brings a candidate: its weighted reciprocal rank."""
+    return LEG_WEIGHTS[source] / (RRF_K + rank + 1)
 
 
 def _split_types(types: Sequence[str] | None) -> tuple[list[str] | None, set[str]]:

@@ -50,6 +50,7 @@ from mcp_sections.shared.brain.neo4j_statements import (
     EXPLAIN_PREFIX,
     FILE_RECORDS,
     FILTER_TEXT_MATCH,
+    SCOPES_NAMED,
     GC_FOREIGN_NODES,
     GC_ORPHAN_NODES,
     GET_NODES,
@@ -390,6 +391,15 @@ class Neo4jBrainStore:
             limit=limit,
         )
         return [(row["id"], float(row["score"])) for row in rows]
+
+    def scopes_named(self, names: Sequence[str], project_ids: Sequence[str] | None, limit: int) -> list[Node]:
+        lowered = list(dict.fromkeys(name.lower() for name in names))
+        if not lowered or project_ids == []:
+            return []
+        rows = self._read(
+            SCOPES_NAMED, names=lowered, all=project_ids is None, projects=list(project_ids or []), limit=limit
+        )
+        return [node_from(row["n"]) for row in rows]
 
     def filter_text_match(self, ids: Sequence[str], text: str) -> set[str]:
         return {row["id"] for row in self._read(FILTER_TEXT_MATCH, ids=list(ids), needle=text.lower())}

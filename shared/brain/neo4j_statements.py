@@ -211,6 +211,10 @@ TEXT_SEARCH = (
     "AND ((size($labels) = 0 AND node.label <> 'Project') OR node.label IN $labels) "
     "RETURN node.id AS id, score ORDER BY score DESC LIMIT $limit"
 )
+SCOPES_NAMED = (
+    "MATCH (n:BrainNode) WHERE n.label = 'Scope' AND toLower(n.name) IN $names "
+    "AND ($all OR n.project_id IN $projects) RETURN n LIMIT $limit"
+)
 FILTER_TEXT_MATCH = (
     "MATCH (n:BrainNode) WHERE n.id IN $ids AND (toLower(n.name) CONTAINS $needle "
     "OR toLower(n.path) CONTAINS $needle OR toLower(n.content) CONTAINS $needle) RETURN n.id AS id"
@@ -278,6 +282,7 @@ def all_statements() -> list[str]:
         SCHEMA_RELATIONSHIPS,
         SCHEMA_VECTORS,
         TEXT_SEARCH,
+        SCOPES_NAMED,
         FILTER_TEXT_MATCH,
         PENDING,
         COUNT_PENDING,

@@ -495,6 +495,19 @@ class SQLiteBrainStore(SQLiteVectors):
                 ).fetchall()
         return [(row[0], -float(row[1])) for row in rows]
 
+    def scopes_named(self, names: Sequence[str], project_ids: Sequence[str] | None, limit: int) -> list[Node]:
+        lowered = list(dict.fromkeys(name.lower() for name in names))
+        if not lowered or project_ids == []:
+            return []
+        where = f"label = 'Scope' AND lower(name) IN ({placeholders(len(lowered))})"
+        params: list[Any] = list(lowered)
+        if project_ids is not None:
+            where += f" AND project_id IN ({placeholders(len(project_ids))})"
+            params += list(project_ids)
+        with self.database.read() as db:
+            rows = db.execute(f"SELECT * FROM nodes WHERE {where} ORDER BY rowid LIMIT ?", [*params, limit]).fetchall()
+        return [node_from_row(row) for row in rows]
+
     def filter_text_match(self, ids: Sequence[str], text: str) -> set[str]:
         needle = text.lower()
         kept: set[str] = set()

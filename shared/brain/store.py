@@ -56,6 +56,9 @@ class BrainStore(Protocol):
         self, query: str, project_ids: Sequence[str] | None, labels: Sequence[str] | None, limit: int
     ) -> list[tuple[str, float]]: ...
     def filter_text_match(self, ids: Sequence[str], text: str) -> set[str]: ...
+    def scopes_named(self, names: Sequence[str], project_ids: Sequence[str] | None, limit: int) -> list[Node]:
+        """Scopes whose name is one of `names`, compared in lower case (the symbol leg of a search)."""
+        ...
 
     # embeddings
     def pending_embeddings(

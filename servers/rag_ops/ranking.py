@@ -1,0 +1,187 @@
+"""What a question wants first: its intent, the role of each node, and the weight of a role for an intent.
+
+A developer asking "where is X done", "which function does Y" or "how is Z implemented" wants the definition, then
+its callers, then the tests and the docs; one asking "how do I use X", "how do I configure Y" or "why X" wants the
+docs first. `intent_of` reads that from the question's words (no model), `role_of` from a node's label, kind and path
+(a test, a type stub, an example, a changelog, a documentation section, code), and `WEIGHTS` scales the fused rank
+score of each candidate by the weight of its role for the intent. The weights were set on the dev half of the
+evaluation in `benchmarks/data/brain_code_eval.json` (`python -m benchmarks.bench_brain --eval`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Literal
+
+from mcp_sections.shared.brain.model import Node
+
+Intent = Literal["code", "docs", "changes", "mixed"]
+Role = Literal["code", "nested", "block", "stub", "test", "example", "doc", "readme", "changelog", "file", "text"]
+
+_CHANGES = re.compile(
+    r"\b(what('s| has| have)? changed|changelog|change ?log|release notes?|upgrad\w*|migrat\w*|deprecat\w*|"
+    r"breaking changes?|what'?s new|new in (version )?\d|in version \d|since (version )?\d)"
+)
+_DOCS = re.compile(
+    r"^(how (do|can|should|would|could) (i|we|you|one)\b|how to\b|can i\b|is it possible|should i\b|why\b|"
+    r"when should (i|we|you)\b|"
+    r"what is the difference|what'?s the difference|difference between|what are\b|what is an?\b|explain\b|"
+    r"is there (a|an) (guide|tutorial|example)|tutorial|guide to|example of|best way)"
+)
+_CODE = re.compile(
+    r"^(where\b|which (function|class|method|decorator|validator|field|exception|error|type|module|converter|filter|"
+    r"code|object|helper|part)s?\b|what (function|class|method|decorator|exception|error|type|code)s?\b|"
+    r"how (is|are) .+ (implemented|done|built|generated|computed|handled|made|created|drawn|rendered|parsed|stored|"
+    r"read|written|wrapped|collected|merged|looked up|resolved|validated|checked|converted|serialized|deserialized|"
+    r"defined|raised)\b|show me the code|implementation of|source of|definition of)"
+)
+_CODE_WORDS = re.compile(r"\b(implemented|implementation|defined|definition|source code|function|method|class)\b")
+_DOCS_WORDS = re.compile(
+    r"\b(configure|configuration|settings?|enable|disable|turn (on|off)|install\w*|docs?|documentation)\b"
+)
+
+_TEST_NAME = re.compile(r"^(test_|Test[A-Z_])")
+_CHANGELOG = re.compile(r"^(change(s|log)?|history|news|release[-_ ]?notes?)([-_.].*)?$", re.IGNORECASE)
+_TEST_DIRS = frozenset({"test", "tests", "testing", "spec", "specs", "__tests__"})
+_EXAMPLE_DIRS = frozenset({"example", "examples", "demo", "demos", "samples", "sample"})
+_DOC_LANGUAGES = frozenset({"markdown", "rst", "txt", "text", "adoc", "org", "tex", "html", "htm"})
+
+WEIGHTS: dict[Intent, dict[Role, float]] = {
+    "code": {
+        "code": 1.0,
+        "nested": 0.6,
+        "block": 0.6,
+        "stub": 0.45,
+        "test": 0.3,
+        "example": 0.4,
+        "doc": 0.55,
+        "readme": 0.5,
+        "changelog": 0.2,
+        "file": 0.5,
+        "text": 0.35,
+    },
+    "docs": {
+        "code": 0.6,
+        "nested": 0.35,
+        "block": 0.35,
+        "stub": 0.3,
+        "test": 0.25,
+        "example": 0.45,
+        "doc": 1.0,
+        "readme": 0.85,
+        "changelog": 0.3,
+        "file": 0.5,
+        "text": 0.6,
+    },
+    "changes": {
+        "code": 0.5,
+        "nested": 0.3,
+        "block": 0.3,
+        "stub": 0.3,
+        "test": 0.25,
+        "example": 0.35,
+        "doc": 1.0,
+        "readme": 0.8,
+        "changelog": 1.0,
+        "file": 0.5,
+        "text": 0.6,
+    },
+    "mixed": {
+        "code": 1.0,
+        "nested": 0.6,
+        "block": 0.6,
+        "stub": 0.45,
+        "test": 0.3,
+        "example": 0.45,
+        "doc": 0.9,
+        "readme": 0.8,
+        "changelog": 0.3,
+        "file": 0.5,
+        "text": 0.5,
+    },
+}
+
+
+def intent_of(query: str) -> Intent:
+    """What the question wants first: code (a definition), docs (usage, configuration, concepts), changes (what a
+    version changed), or mixed (both equally: "how does X deal with Y")."""
+    text = " ".join(query.lower().split())
+    if _CHANGES.search(text):
+        return "changes"
+    if _CODE.search(text):
+        return "code"
+    if _DOCS.search(text):
+        return "docs"
+    if text.startswith(("how does", "how do ", "how can", "what does", "what happens")):
+        return "code" if _CODE_WORDS.search(text) else "mixed"
+    if _DOCS_WORDS.search(text) and not _CODE_WORDS.search(text):
+        return "docs"
+    return "code"  # a phrase naming a behaviour ("a file opened on first write"): the code that does it
+
+
+def role_of(node: Node) -> Role:
+    """What a node is to a reader: code (a definition), a nested definition or a module-level block, a type stub, a
+    test, an example, a documentation section, a README, a changelog, a file, or other text."""
+    path = node.path or ""
+    parts = path.lower().split("/")
+    stem = posixpath.splitext(parts[-1])[0] if parts else ""
+    if node.label == "File":
+        return "file"
+    if _CHANGELOG.match(stem):
+        return "changelog"
+    in_tests = any(part in _TEST_DIRS for part in parts[:-1]) or stem.startswith("test_") or stem.endswith("_test")
+    if node.label == "Scope":
+        if in_tests or stem == "conftest" or _TEST_NAME.match(node.name):
+            return "test"
+        if path.endswith(".pyi"):
+            return "stub"
+        if any(part in _EXAMPLE_DIRS for part in parts[:-1]):
+            return "example"
+        kind = node.props.get("kind")
+        if kind == "block":
+            return "block"
+        return "nested" if kind == "function" and node.props.get("parent") else "code"
+    if in_tests:
+        return "test"
+    if stem == "readme":
+        return "readme"
+    if any(part in _EXAMPLE_DIRS for part in parts[:-1]):
+        return "example"
+    if node.label == "DocumentSection" or str(node.props.get("language") or "") in _DOC_LANGUAGES:
+        return "doc"
+    if node.label == "Chunk" and posixpath.splitext(path)[1].lower() in (".rst", ".md", ".txt", ".adoc"):
+        return "doc"
+    return "text"
+
+
+def is_document(node: Node) -> bool:
+    """A file read as a document (Markdown, reStructuredText): its sections are what to show of it."""
+    return str(node.props.get("language") or "") in ("markdown", "rst")
+
+
+def weight(intent: Intent, node: Node) -> float:
+    return WEIGHTS[intent][role_of(node)]
+
+
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(\(\))?")
+MAX_IDENTIFIERS = 12
+
+
+def identifiers_in(query: str) -> list[str]:
+    """The names a question spells as code: `post_load`, `CliRunner`, `asdict()`, `attrs.define` (→ `define` too),
+    a capitalised word inside the sentence (`Choice`). Plain words are left to the other legs (a symbol leg on
+    "field" or "schema" pulls every class of that name); dunder names (`__init__`) name too many definitions."""
+    names: list[str] = []
+    for match in _TOKEN.finditer(query):
+        token = match.group(0).removesuffix("()")
+        parts = [part for part in token.split(".") if part]
+        code_like = bool(match.group(1)) or len(parts) > 1
+        for part in [token, parts[-1]] if len(parts) > 1 else parts:
+            if part.startswith("__") or len(part) < 2:
+                continue
+            inner = part.strip("_")
+            shaped = "_" in inner or any(c.isupper() for c in inner[1:]) or (match.start() > 0 and part[0].isupper())
+            if code_like or shaped:
+                names.append(part)
+    return list(dict.fromkeys(names))[:MAX_IDENTIFIERS]

@@ -1,0 +1,110 @@
+"""Intent-aware ranking (issue #41): "where is X done" gets the definition first, then its callers, then tests and docs;
+"how do I use X" gets the docs first. Text search alone here (no model): the same weights order both modes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcp_sections.servers.rag_ops.brain import Brain
+from mcp_sections.servers.rag_ops.ranking import identifiers_in, intent_of, role_of
+from mcp_sections.shared.brain.model import Node
+from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
+
+TREE = {
+    "src/shop/pricing.py": (
+        '"""Prices."""\n\n\n'
+        "def apply_discount(price: float, percent: float) -> float:\n"
+        '    """Apply a percentage discount to a price and round it to cents."""\n'
+        "    return round(price * (1 - percent / 100), 2)\n\n\n"
+        "def checkout_total(prices: list[float], percent: float) -> float:\n"
+        '    """The total of a basket once the discount applies."""\n'
+        "    return sum(apply_discount(p, percent) for p in prices)\n"
+    ),
+    "tests/test_pricing.py": (
+        "from shop.pricing import apply_discount\n\n\n"
+        "def test_apply_discount_rounds_the_discount_to_cents():\n"
+        "    assert apply_discount(10.0, 15) == 8.5  # a percentage discount applied to a price\n\n\n"
+        "def test_apply_discount_of_zero_percent_keeps_the_price():\n"
+        "    assert apply_discount(10.0, 0) == 10.0\n"
+    ),
+    "docs/discounts.rst": (
+        "Discounts\n=========\n\nHow to apply a discount\n-----------------------\n\n"
+        "Call ``apply_discount`` with the price and the percentage discount to apply; the result is rounded.\n"
+    ),
+    "src/shop/pricing.pyi": "def apply_discount(price: float, percent: float) -> float: ...\n",
+}
+
+
+@pytest.fixture
+def brain(tmp_path: Path) -> Iterator[Brain]:
+    root = tmp_path / "shop"
+    for rel, text in TREE.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    brain = Brain(SQLiteBrainStore(tmp_path / "brain.sqlite3"), [root], background_embeddings=False)
+    brain.ingest_directory(str(root), "shop")
+    yield brain
+    brain.close()
+
+
+def _top(brain: Brain, query: str) -> list[tuple[str, str]]:
+    found = brain.search(query, project_ids=["shop"], types=None, semantic=False, limit=5)["results"]
+    return [(r["relative_path"], r["properties"].get("qualname") or r["name"]) for r in found]
+
+
+def test_where_questions_get_the_definition_first_then_its_callers_then_tests_and_docs(brain: Brain) -> None:
+    top = _top(brain, "where is the percentage discount applied to a price implemented")
+    assert top[0] == ("src/shop/pricing.py", "apply_discount")
+    assert ("src/shop/pricing.py", "checkout_total") in top[1:3]  # its caller, by the call graph
+    roles = [path.split("/")[0] for path, _ in top]
+    assert roles.index("src") < roles.index("tests") and roles.index("src") < roles.index("docs")
+    assert ("src/shop/pricing.pyi", "apply_discount") not in top[:2]  # a type stub is not the definition
+
+
+def test_how_do_i_questions_get_the_docs_first(brain: Brain) -> None:
+    top = _top(brain, "how do I apply a percentage discount to a price")
+    assert top[0] == ("docs/discounts.rst", "How to apply a discount")
+
+
+@pytest.mark.parametrize(
+    ("question", "intent"),
+    [
+        ("where is the bash completion script generated", "code"),
+        ("which validator checks that a string is a valid URL", "code"),
+        ("how is help text wrapped to fit the terminal width", "code"),
+        ("a file that is only opened when something is first written to it", "code"),
+        ("how do I make an option that can be passed several times", "docs"),
+        ("how can I configure the logging", "docs"),
+        ("why should I use click instead of argparse", "docs"),
+        ("what changed when upgrading to 3.0", "changes"),
+        ("how does the library deal with unicode on Windows", "mixed"),
+    ],
+)
+def test_the_intent_of_a_question(question: str, intent: str) -> None:
+    assert intent_of(question) == intent
+
+
+def test_roles_and_spelled_names() -> None:
+    def scope(path: str, name: str, **props: object) -> Node:
+        return Node(id="x", label="Scope", project_id="p", name=name, path=path, props={"kind": "function", **props})
+
+    assert role_of(scope("tests/test_a.py", "test_a")) == "test"
+    assert role_of(scope("src/a/conftest.py", "runner")) == "test"
+    assert role_of(scope("src/a/__init__.pyi", "asdict")) == "stub"
+    assert role_of(scope("examples/demo.py", "main")) == "example"
+    assert role_of(scope("src/a/core.py", "inner", parent="abc")) == "nested"
+    assert role_of(scope("src/a/core.py", "asdict")) == "code"
+    section = Node(id="y", label="DocumentSection", project_id="p", name="Install", path="docs/install.rst")
+    assert role_of(section) == "doc"
+    assert role_of(Node(id="z", label="DocumentSection", project_id="p", name="8.1", path="CHANGES.rst")) == "changelog"
+    assert identifiers_in("where is post_load or attrs.define() or CliRunner, and the Choice type") == [
+        "post_load",
+        "attrs.define",
+        "define",
+        "CliRunner",
+        "Choice",
+    ]
+    assert identifiers_in("where is the __init__ built") == []
