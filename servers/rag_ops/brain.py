@@ -12,6 +12,13 @@ Embeddings: nodes carry a compact `embed_text`; a background worker embeds pendi
 batches after each ingest (through the shared `EmbeddingService`, whose (model, content-hash) cache
 means identical text is never embedded twice), so an ingest is searchable by text at once and by
 meaning soon after. Without a model, every search falls back to text search and says so.
+
+Completion: an ingest tool embeds what it wrote before it answers (`embed_for`, for as long as the call may take)
+and answers with what is searchable now (`searchable`: "text only for 696 of 1,240: 544 embedded"); what is left goes
+on in the background after the call, and is still pending in the store if the process stops: the next start embeds it.
+An ingest cut short (cancelled, the client gone, the process stopped) leaves its project `interrupted` (or
+`ingesting` after a kill); the next start ingests it again from its root (`resume_interrupted`), unchanged files
+being skipped by their hash.
 """
 
 from __future__ import annotations
@@ -73,6 +80,75 @@ class IngestReport:
     seconds: float = 0.0
 
 
+INTERRUPTED = ("ingesting", "interrupted")  # project statuses of an ingest that did not end
+
+
+@dataclass
+class Searchable:
+    """What a search finds of a project now: all its text once its ingest ended, and by meaning what is embedded."""
+
+    project_id: str
+    ingest: str  # complete | ingesting | interrupted
+    meaning: str  # complete | partial | disabled | unavailable
+    embeddable: int  # nodes with a text to embed
+    pending: int  # of those, still without a vector
+    reason: str | None = None  # why search by meaning is unavailable
+
+    @property
+    def embedded(self) -> int:
+        return self.embeddable - self.pending
+
+    @property
+    def complete(self) -> bool:
+        return self.ingest == "complete" and self.meaning in ("complete", "disabled")
+
+    def message(self) -> str:
+        if self.ingest == "complete":
+            text = "searchable by text: all of it"
+        elif self.ingest == "ingesting":
+            text = "being ingested: searchable by text as far as it got"
+        else:
+            text = (
+                "the ingest was interrupted: searchable by text as far as it got; it resumes at the next start, or "
+                "call ingest_directory again"
+            )
+        if self.meaning == "disabled":
+            meaning = "search by meaning is off in this configuration (text only)"
+        elif self.meaning == "unavailable":
+            meaning = f"text only: search by meaning is unavailable ({self.reason})"
+        elif self.pending == 0:
+            meaning = f"by meaning: all {self.embeddable:,} nodes embedded"
+        else:
+            meaning = (
+                f"text only for {self.pending:,} of {self.embeddable:,} nodes ({self.embedded:,} embedded); the rest "
+                "is being embedded in the background, after this call too and after a restart (list_projects shows "
+                "it)"
+            )
+        return f"{text}; {meaning}."
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ingest": self.ingest,
+            "meaning": self.meaning,
+            "embeddable": self.embeddable,
+            "embedded": self.embedded,
+            "pending": self.pending,
+            "complete": self.complete,
+            "message": self.message(),
+        }
+
+
+@dataclass(frozen=True)
+class SearchScope:
+    """The projects a search covers (None: all), and a sentence saying why and how to widen."""
+
+    project_ids: list[str] | None
+    note: str | None = None
+
+
+WIDEN = "pass all_projects=true to brain_search (or projects=[...]) to search every project"
+
+
 @dataclass
 class ProjectSetup:
     project: Project
@@ -111,6 +187,8 @@ class Brain(BrainSearch):
         self._ingest_lock = threading.Lock()
         self._executor: Any = None
         self._executor_lock = threading.Lock()
+        self._closing = threading.Event()
+        self._resumer: threading.Thread | None = None
         self._heal()
         self.start_embedding_jobs(
             owner=SECTION_ID, background=background_embeddings, wait_seconds=embedding_wait_seconds
@@ -118,6 +196,9 @@ class Brain(BrainSearch):
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def close(self) -> None:
+        self._closing.set()  # an ingest resumed in the background stops at its next file (and stays interrupted)
+        if self._resumer is not None:
+            self._resumer.join(timeout=60)
         self.stop_embedding_jobs()
         if self._executor is not None:
             self._executor.shutdown(wait=True)
@@ -126,9 +207,77 @@ class Brain(BrainSearch):
     def _heal(self) -> None:
         """After a crash: recompute derived edges and counts of projects left mid-ingest."""
         for project in self.store.list_projects():
-            if project.needs_relink or project.status == "ingesting":
+            if project.needs_relink or project.status in INTERRUPTED:
                 self.store.relink(project.id)
                 self.store.refresh_counts(project.id)
+
+    def interrupted(self) -> list[Project]:
+        """Directory projects whose last ingest did not end (cancelled, the client gone, the process stopped)."""
+        return [p for p in self._dir_projects() if p.status in INTERRUPTED and os.path.isdir(p.root)]
+
+    def resume_interrupted(self) -> list[str]:
+        """Ingest again, from their roots, the projects whose last ingest did not end; their ids."""
+        resumed = []
+        for project in self.interrupted():
+            if self._closing.is_set():
+                break
+            try:
+                self.ingest_tree(project, "", "resumed", self._stop_when_closing)
+            except ToolFailure as failure:
+                logger.warning("resuming the ingest of %s failed: %s", project.id, failure.message)
+                continue
+            resumed.append(project.id)
+            logger.info("resumed the interrupted ingest of %s", project.id)
+        return resumed
+
+    def resume_in_background(self) -> None:
+        """`resume_interrupted` in a daemon thread (at a server's start), when there is anything to resume."""
+        if not self.interrupted():
+            return
+
+        def resume() -> None:
+            try:
+                self.resume_interrupted()
+            except _Closing:
+                pass
+            except Exception:  # the next start tries again
+                logger.warning("resuming interrupted ingests failed", exc_info=True)
+
+        self._resumer = threading.Thread(target=resume, name="brain-resume", daemon=True)
+        self._resumer.start()
+
+    def _stop_when_closing(self, done: int, total: int, message: str) -> None:
+        if self._closing.is_set():
+            raise _Closing
+
+    # ---- what is searchable ---------------------------------------------------------------------
+    def searchable(self, project_id: str) -> Searchable:
+        """What a search finds of the project now."""
+        project = self.project(project_id)
+        ingest = project.status if project.status in INTERRUPTED else "complete"
+        embeddable = int(self.store.schema([project.id])["embeddable"])
+        if self.embeddings is None or self.model_key is None:
+            return Searchable(project.id, ingest, "disabled", embeddable, embeddable)
+        pending = int(self.store.count_pending(self.model_key, [project.id]))
+        status = str(self.embeddings.embedder.status)
+        if pending and (status == "failed" or self.other_model() is not None):
+            return Searchable(project.id, ingest, "unavailable", embeddable, pending, self.embedding_status())
+        return Searchable(project.id, ingest, "partial" if pending else "complete", embeddable, pending)
+
+    def embed_for(self, project_ids: Sequence[str], seconds: float, progress: Progress | None = None) -> str | None:
+        """Embed the projects' pending nodes in this thread for up to `seconds` (what is left goes on in the
+        background); None, or why nothing could be embedded (no model: text search works)."""
+        if self.embeddings is None:
+            return "embeddings are disabled in this configuration: text search only."
+        if seconds <= 0 or self.store.count_pending(self.model_key, list(project_ids)) == 0:
+            return None
+        try:
+            self.generate_embeddings(list(project_ids), seconds, progress)
+        except ToolFailure as failure:
+            return failure.message
+        finally:
+            self.wake()
+        return None
 
     # ---- paths ----------------------------------------------------------------------------------
     def resolve_path(self, path: str, *, must_exist: bool = True) -> Path:
@@ -308,7 +457,9 @@ class Brain(BrainSearch):
             setup.embeddings_note = "embeddings are disabled in this configuration: text search only."
         elif embed_seconds > 0 and report.embeddings_pending:
             try:
-                setup.embeddings = self.generate_embeddings([project.id], embed_seconds, progress)
+                setup.embeddings = self.generate_embeddings(
+                    [project.id], embed_seconds, after_files(progress, report.files_scanned)
+                )
             except ToolFailure as failure:
                 setup.embeddings_note = failure.message
         self.wake()
@@ -406,9 +557,9 @@ class Brain(BrainSearch):
                         progress(done, total, f"{done}/{total} files ({new} new or changed)")
                 flush()
             except BaseException:  # cancelled (the progress callback raised) or failed: keep what was parsed, and
-                flush()  # the next ingest goes on from there
+                flush()  # the next ingest goes on from there (the next start resumes an interrupted one)
                 self.store.refresh_counts(project.id)
-                self.store.update_project(project.id, status="ready")
+                self.store.update_project(project.id, status="interrupted")
                 raise
             if touched:
                 self.store.update_file_stats(project.id, touched)
@@ -561,6 +712,28 @@ class Brain(BrainSearch):
             self.project(pid)
         return list(dict.fromkeys(requested))
 
+    def search_scope(
+        self, requested: Sequence[str] | None, *, all_projects: bool = False, roots: Sequence[str] | None = None
+    ) -> SearchScope:
+        """What a search covers: the projects asked for; everything with `all_projects`; else the project the caller
+        works in: the active one (switch_project, setup_project), else the deepest project holding one of the caller's
+        `roots` (its MCP roots, else the server's), else the projects inside those roots; else everything."""
+        if requested:
+            return SearchScope(self.project_ids(requested))
+        if all_projects:
+            return SearchScope(None)
+        if self.active is not None and self.store.get_project(self.active) is not None:
+            return SearchScope([self.active], f"searched the active project {self.active}; {WIDEN}.")
+        places = [os.path.realpath(r) for r in (roots if roots is not None else [str(r) for r in self.roots])]
+        holders = [owner for owner in (self.owner_of(place) for place in places) if owner is not None]
+        if holders:
+            ids = list(dict.fromkeys(p.id for p in holders))
+            return SearchScope(ids, f"searched {', '.join(ids)}, the project of your root; {WIDEN}.")
+        inside = [p.id for p in self._dir_projects() if any(_inside(p.root, place) for place in places)]
+        if inside and len(inside) < len(self.store.list_projects()):
+            return SearchScope(inside, f"searched the projects under your root ({', '.join(inside)}); {WIDEN}.")
+        return SearchScope(None)
+
     def resolve_node(self, reference: str, project_id: str | None = None, label: str | None = None) -> Node:
         """The node `reference` names: an id (24 hex characters), else an exact name as `query_entities` matches it,
         narrowed by project and label. NOT_FOUND suggests names that contain it; a name several nodes share fails
@@ -632,6 +805,22 @@ class Brain(BrainSearch):
 # ---- helpers -------------------------------------------------------------------------------------
 
 
+def after_files(progress: Progress | None, files: int) -> Progress | None:
+    """The embedding phase's progress after an ingest's `files`: one count going up over both phases (MCP progress
+    only increases), the message saying text search is ready."""
+    if progress is None:
+        return None
+
+    def report(done: int, total: int, message: str) -> None:
+        progress(files + done, files + total, f"all {files} files searchable by text; embedding: {message}")
+
+    return report
+
+
+class _Closing(Exception):
+    """The brain is closing: an ingest resumed in the background stops between two files."""
+
+
 def _inside(path: str, root: str) -> bool:
     if path == root:
         return True
@@ -686,10 +875,10 @@ def project_summary(project: Project, brain: Brain) -> dict[str, Any]:
     data["loaded"] = project.id in brain.loaded
     data["active"] = project.id == brain.active
     with contextlib.suppress(Exception):
-        data["embeddings_pending"] = (
-            brain.store.count_pending(brain.model_key, [project.id]) if brain.model_key else None
-        )
+        searchable = brain.searchable(project.id)
+        data["embeddings_pending"] = searchable.pending if brain.model_key else None
+        data["searchable"] = searchable.as_dict()
     return data
 
 
-__all__ = ["Brain", "IngestReport", "project_summary", "valid_project_id"]
+__all__ = ["Brain", "IngestReport", "SearchScope", "Searchable", "project_summary", "valid_project_id"]

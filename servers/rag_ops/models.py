@@ -105,6 +105,22 @@ class NodeOut(ToolResult):
     snippet: str | None = None
 
 
+class SearchableOut(ToolResult):
+    """What a search finds of a project now (the answer of an ingest, and each project of list_projects)."""
+
+    ingest: Literal["complete", "ingesting", "interrupted"] = Field(
+        description="complete: every file is searchable by text; interrupted: it resumes at the next start."
+    )
+    meaning: Literal["complete", "partial", "disabled", "unavailable"] = Field(
+        description="Search by meaning: complete, partial (the rest is being embedded), disabled, unavailable."
+    )
+    embeddable: int = Field(description="Nodes with a text to embed (functions, classes, sections, prose chunks).")
+    embedded: int
+    pending: int = Field(description="Nodes only text search finds until the background worker embeds them.")
+    complete: bool = Field(description="Everything the ingest promised is searchable by text and by meaning.")
+    message: str = Field(description='E.g. "text only for 696 of 1,240 nodes (544 embedded)".')
+
+
 class ProjectOut(ToolResult):
     id: str
     name: str
@@ -120,9 +136,17 @@ class ProjectOut(ToolResult):
     loaded: bool = False
     active: bool = False
     embeddings_pending: int | None = None
+    searchable: SearchableOut | None = None
 
 
 # ---- ingest ---------------------------------------------------------------------------------------
+
+
+EMBED_SECONDS_DESCRIPTION = (
+    "Embed what was ingested for at most this long before answering (0: leave it to the background worker). "
+    "Default: until everything is searchable by meaning when the call runs as an MCP task, else 30 s. What is left "
+    "is embedded in the background; the answer says exactly what is searchable."
+)
 
 
 class IngestDirectoryInput(ToolInput):
@@ -136,6 +160,7 @@ class IngestDirectoryInput(ToolInput):
         min_length=1,
         max_length=64,
     )
+    embed_seconds: float | None = Field(default=None, ge=0, le=3600, description=EMBED_SECONDS_DESCRIPTION)
 
 
 class IngestDirectoryResult(ToolResult):
@@ -157,14 +182,15 @@ class IngestDirectoryResult(ToolResult):
     excluded_projects: list[str]
     skipped: dict[str, int]
     embeddings_pending: int
-    seconds: float
+    seconds: float = Field(description="The ingest's own time, embedding before the answer included.")
+    searchable: SearchableOut | None = Field(default=None, description="What a search finds of it now.")
 
     def render_text(self) -> str:
+        found = self.searchable.message if self.searchable is not None else "searchable by text"
         return (
             f"{self.context}: {self.project_id} ({self.project_type}) at {self.root} — {self.files_scanned} files, "
             f"{self.files_added} added, {self.files_changed} changed, {self.files_removed} removed, "
-            f"{self.files_unchanged} unchanged; {self.node_count} nodes; {self.embeddings_pending} embeddings pending "
-            f"({self.seconds:.2f}s). Text search works now; semantic search once embeddings are done."
+            f"{self.files_unchanged} unchanged; {self.node_count} nodes ({self.seconds:.2f}s). Now {found}"
         )
 
 
@@ -197,6 +223,7 @@ class IngestCodeResult(ToolResult):
     nodes: int
     scopes: list[ScopeOut]
     embeddings_pending: int | None
+    searchable: SearchableOut | None = Field(default=None, description="What a search finds of its project now.")
 
 
 class GenerateEmbeddingsInput(ToolInput):
@@ -234,12 +261,7 @@ class SetupProjectInput(ToolInput):
     name: str | None = Field(
         default=None, min_length=1, max_length=64, description="Project name (default: the directory's name)."
     )
-    embed_seconds: float = Field(
-        default=30.0,
-        ge=0,
-        le=600,
-        description="Embed for at most this long before answering (0: leave it all to the background worker).",
-    )
+    embed_seconds: float | None = Field(default=None, ge=0, le=3600, description=EMBED_SECONDS_DESCRIPTION)
 
 
 class SetupProjectResult(ToolResult):
@@ -406,7 +428,11 @@ class ExploreResult(ToolResult):
 
 class SemanticSearchInput(ToolInput):
     query: Query
-    project: ProjectId | None = Field(default=None, description="Project to search (default: active, else all).")
+    project: ProjectId | None = Field(
+        default=None,
+        description="Project to search (default: the project you work in: the active one, else the one holding your "
+        "root; brain_search with all_projects=true searches every project).",
+    )
     node_types: list[NodeType] | None = Field(default=None, max_length=10)
     limit: int = Field(default=10, ge=1, le=50)
     min_score: float | None = Field(
@@ -417,7 +443,13 @@ class SemanticSearchInput(ToolInput):
 class BrainSearchInput(ToolInput):
     query: Query
     projects: list[ProjectId] | None = Field(
-        default=None, max_length=MAX_PROJECTS, description="Limit to these projects (default: all)."
+        default=None,
+        max_length=MAX_PROJECTS,
+        description="Search these projects. Default: the project you work in (the active one, else the one holding "
+        "your root, else every project).",
+    )
+    all_projects: bool = Field(
+        default=False, description="Search every project, quick-ingest and web page in the brain (ignores projects)."
     )
     project_types: list[ProjectType] | None = Field(
         default=None, max_length=len(PROJECT_TYPES), description="Limit to these project types."
@@ -435,6 +467,10 @@ class SearchResult(ToolResult):
     results: list[NodeOut]
     total_count: int
     searched_projects: list[str]
+    scope: str | None = Field(default=None, description="Why these projects were searched, and how to widen.")
+    intent: str | None = Field(
+        default=None, description="What the question was read as wanting first: code, docs, changes or mixed."
+    )
     mode: str = Field(description="hybrid, semantic or text (text when no embedding model could answer).")
     note: str | None = None
 
@@ -442,6 +478,7 @@ class SearchResult(ToolResult):
         lines = [
             f"{len(self.results)} of {self.total_count} results ({self.mode})"
             + (f" — {self.note}" if self.note else "")
+            + (f"\n{self.scope}" if self.scope else "")
         ]
         for r in self.results:
             where = f"{r.path}:{r.start_line}" if r.start_line else r.path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +39,7 @@ from mcp_sections.servers.rag_ops.models import (
     SchemaInput,
     SchemaResult,
     ScopeOut,
+    SearchableOut,
     SearchResult,
     SemanticSearchInput,
     SetupProjectInput,
@@ -60,7 +62,7 @@ def open_brain(runtime: SectionRuntime) -> Any:
     service = None
     if settings.embeddings:
         service = open_embedding_service(settings, store, data_dir, runtime.settings.cache_dir)
-    return Brain(
+    brain = Brain(
         store,
         runtime.settings.roots,
         embedding_service=service,
@@ -71,6 +73,8 @@ def open_brain(runtime: SectionRuntime) -> Any:
         embedding_wait_seconds=settings.embedding_wait_seconds,
         private=runtime.settings.own_state_paths(),
     )
+    brain.resume_in_background()  # an ingest the last process did not finish (its client gone, stopped)
+    return brain
 
 
 def neo4j_reachable(runtime: SectionRuntime) -> str | None:
@@ -117,6 +121,30 @@ def _progress(ctx: ToolContext | None) -> Callable[[int, int, str], None] | None
     return report
 
 
+PLAIN_CALL_EMBED_SECONDS = 30.0  # a plain call answers within a client's usual ~60 s wait
+TASK_MARGIN_SECONDS = 10.0  # a task answers this long before its deadline, saying what is left
+INLINE_EMBED_SECONDS = 10.0  # a snippet (ingest_code) is embedded before the answer
+
+
+def _embed_budget(requested: float | None) -> float:
+    """How long an ingest embeds before it answers: as asked; else, as an MCP task, until everything is searchable
+    by meaning (up to shortly before the task's deadline); else `PLAIN_CALL_EMBED_SECONDS`. Call from the event loop."""
+    if requested is not None:
+        return requested
+    import anyio
+
+    from mcp_sections.shared.serving.tasks import CURRENT
+
+    task = CURRENT.get()
+    if task is None:
+        return PLAIN_CALL_EMBED_SECONDS
+    return max(0.0, task.scope.deadline - anyio.current_time() - TASK_MARGIN_SECONDS)
+
+
+def _searchable(brain: Any, project_id: str) -> SearchableOut:
+    return SearchableOut(**brain.searchable(project_id).as_dict())
+
+
 def _project_out(brain: Any, project: Any) -> ProjectOut:
     from mcp_sections.servers.rag_ops.brain import project_summary
 
@@ -141,23 +169,34 @@ def _project_out(brain: Any, project: Any) -> ProjectOut:
     long=True,
 )
 async def ingest_directory(params: IngestDirectoryInput, state: Any, ctx: ToolContext) -> IngestDirectoryResult:
-    """Parse a directory (code: Python, JS/TS, Go, Rust, Java into functions/classes/methods; Markdown into
-    sections; other text into chunks) into the brain, incrementally: only files whose content hash changed
-    are re-parsed, removed files leave the graph. Context is resolved from the path: inside a known project →
-    that project; otherwise a quick-ingest namespace (or a named project with project_name). Honours
-    .gitignore; skips secrets (.env*, keys, *.pem), binaries and vendored/build directories. Sends progress
-    notifications; returns counts. Text search works at once; embeddings are computed in the background
-    (see generate_embeddings)."""
+    """Parse a directory (code: Python, JS/TS, Go, Rust, Java into functions/classes/methods; Markdown and
+    reStructuredText into sections; other text into chunks) into the brain, incrementally: only files whose content
+    hash changed are re-parsed, removed files leave the graph. Context is resolved from the path: inside a known
+    project → that project; otherwise a quick-ingest namespace (or a named project with project_name). Honours
+    .gitignore; skips secrets (.env*, keys, *.pem), binaries and vendored/build directories. Then embeds what it
+    wrote (embed_seconds; as an MCP task, until done) and answers with what is searchable now (`searchable`: all of
+    it by text; by meaning, how many nodes are embedded). What is left is embedded in the background, after the
+    call and after a restart; list_projects shows it. Sends progress notifications."""
     import anyio.to_thread
 
-    report = await anyio.to_thread.run_sync(
-        lambda: state.ingest_directory(params.path, params.project_name, _progress(ctx))
-    )
-    return _ingest_result(report)
+    budget = _embed_budget(params.embed_seconds)
+    progress = _progress(ctx)
+
+    def run() -> Any:
+        from mcp_sections.servers.rag_ops.brain import after_files
+
+        report = state.ingest_directory(params.path, params.project_name, progress)
+        state.embed_for([report.project_id], budget, after_files(progress, report.files_scanned))
+        return report
+
+    started = time.perf_counter()
+    report = await anyio.to_thread.run_sync(run)
+    return _ingest_result(report, state, seconds=time.perf_counter() - started)
 
 
-def _ingest_result(report: Any) -> IngestDirectoryResult:
+def _ingest_result(report: Any, state: Any, seconds: float | None = None) -> IngestDirectoryResult:
     changed = [*report.files_added, *report.files_changed, *report.files_removed]
+    searchable = _searchable(state, report.project_id)
     return IngestDirectoryResult(
         project_id=report.project_id,
         project_type=report.project_type,
@@ -174,8 +213,9 @@ def _ingest_result(report: Any) -> IngestDirectoryResult:
         node_count=report.node_count,
         excluded_projects=report.excluded_projects,
         skipped=report.skipped,
-        embeddings_pending=report.embeddings_pending,
-        seconds=report.seconds,
+        embeddings_pending=searchable.pending,
+        seconds=round(seconds if seconds is not None else report.seconds, 3),
+        searchable=searchable,
     )
 
 
@@ -195,28 +235,27 @@ def _ingest_result(report: Any) -> IngestDirectoryResult:
 )
 async def setup_project(params: SetupProjectInput, state: Any, ctx: ToolContext) -> SetupProjectResult:
     """Quickstart: register a directory as a named project, ingest it (incrementally if it already is one),
-    make it the active project, and embed it for up to embed_seconds (default 30) with progress notifications;
-    what is left is embedded in the background. Same rules as create_project + ingest_directory +
-    generate_embeddings. Text search works as soon as this returns."""
+    make it the active project, and embed it before answering (embed_seconds; as an MCP task, until everything is
+    searchable by meaning) with progress notifications. Answers with what is searchable now; what is left is
+    embedded in the background, after the call and after a restart. Same rules as create_project +
+    ingest_directory + generate_embeddings."""
     import anyio.to_thread
 
+    budget = _embed_budget(params.embed_seconds)
+    started = time.perf_counter()
     setup = await anyio.to_thread.run_sync(
-        lambda: state.setup_project(params.path, params.name, params.embed_seconds, _progress(ctx))
+        lambda: state.setup_project(params.path, params.name, budget, _progress(ctx))
     )
     embedded = GenerateEmbeddingsResult(**setup.embeddings) if setup.embeddings is not None else None
-    pending = embedded.pending if embedded is not None else setup.report.embeddings_pending
-    message = (
-        f"Project {setup.project.id} is ready for text search"
-        + (", and for semantic search." if pending == 0 and state.embeddings is not None else "")
-        + (f"; {pending} embeddings are still being made in the background." if pending else "")
-    )
+    ingest = _ingest_result(setup.report, state, seconds=time.perf_counter() - started)
+    assert ingest.searchable is not None
     return SetupProjectResult(
         project=_project_out(state, state.project(setup.project.id)),
         created=setup.created,
-        ingest=_ingest_result(setup.report),
+        ingest=ingest,
         embeddings=embedded,
         embeddings_note=setup.embeddings_note,
-        message=message,
+        message=f"Project {setup.project.id} is set up and active: {ingest.searchable.message}",
     )
 
 
@@ -238,18 +277,20 @@ def ingest_code(params: IngestCodeInput, state: Any) -> IngestCodeResult:
     extension (functions, classes, sections), replacing an earlier snippet filed under the same path. Goes to
     `project`, else the active project, else the 'snippets' quick-ingest project."""
     project, parsed = state.ingest_code(params.content, params.file_path, params.project, params.language)
+    state.embed_for([project.id], INLINE_EMBED_SECONDS)
     scopes = [
         ScopeOut(id=n.id, name=n.name, kind=n.props.get("kind"), start_line=n.start_line, end_line=n.end_line)
         for n in parsed.nodes
         if n.label == "Scope"
     ]
-    pending = state.store.count_pending(state.model_key, [project.id]) if state.model_key else None
+    searchable = _searchable(state, project.id)
     return IngestCodeResult(
         project_id=project.id,
         file_path=parsed.record.path,
         nodes=len(parsed.nodes),
         scopes=scopes[:200],
-        embeddings_pending=pending,
+        embeddings_pending=searchable.pending if state.model_key else None,
+        searchable=searchable,
     )
 
 
@@ -556,24 +597,29 @@ def explore_relationships(params: ExploreInput, state: Any) -> ExploreResult:
         "search code by concept, not exact text",
     ),
 )
-def semantic_search(params: SemanticSearchInput, state: Any) -> SearchResult:
-    """Search by meaning (sentence embeddings) in one project (default: the active project, else all): best
-    for natural-language questions such as "where are passwords hashed". Returns functions/classes/sections
-    with file, lines and score: the cosine similarity of query and node (-1..1, above about 0.3 is related;
-    min_score drops what is below). Falls back to text search, and says so (mode text, score a rank score),
-    when no model is available."""
-    project = params.project or state.active
-    ids = state.project_ids([project] if project else None)
-    result = state.search(
-        params.query,
-        project_ids=ids,
-        types=params.node_types,
-        semantic=True,
-        text=False,
-        limit=params.limit,
-        min_score=params.min_score,
-    )
-    return _search_result(state, result)
+async def semantic_search(params: SemanticSearchInput, state: Any, ctx: ToolContext) -> SearchResult:
+    """Search by meaning (sentence embeddings) in one project (default: the project you work in: the active
+    project, else the one holding your root): best for natural-language questions such as "where are passwords
+    hashed". Returns functions/classes/sections with file, lines and score: the cosine similarity of query and node
+    (-1..1, above about 0.3 is related; min_score drops what is below), ordered for the question's intent
+    (definitions first for "where is X done", docs first for "how do I"). Falls back to text search, and says so
+    (mode text, score a rank score), when no model is available."""
+    import anyio.to_thread
+
+    scope = state.search_scope([params.project] if params.project else None, roots=await _caller_roots(ctx))
+
+    def run() -> dict[str, Any]:
+        return state.search(
+            params.query,
+            project_ids=scope.project_ids,
+            types=params.node_types,
+            semantic=True,
+            text=False,
+            limit=params.limit,
+            min_score=params.min_score,
+        )
+
+    return _search_result(await anyio.to_thread.run_sync(run), scope.note)
 
 
 @tool(
@@ -589,25 +635,46 @@ def semantic_search(params: SemanticSearchInput, state: Any) -> SearchResult:
         "search all projects at once for an error",
     ),
 )
-def brain_search(params: BrainSearchInput, state: Any) -> SearchResult:
-    """Search everything the brain holds — all projects, quick-ingests and web pages — combining semantic
-    similarity and full-text ranking into one ranking across sources (reciprocal-rank fusion). Each result names
-    its project (id, type, root), file path, lines and type, which rankings found it (matched_by) and its score:
-    1.0 when first by meaning and by text, lower further down (it orders this answer only). Filter by projects,
-    project types, node types (labels or scope kinds like 'function', 'class') and a substring (text_match);
+async def brain_search(params: BrainSearchInput, state: Any, ctx: ToolContext) -> SearchResult:
+    """Search the brain by meaning and by text at once, fused into one ranking (reciprocal-rank fusion of the
+    embeddings, full-text and symbol-name rankings, then the callers of the best definitions), ordered for what the
+    question wants: definitions first (then their callers, then tests and docs) for "where / which function / how
+    is X implemented", docs first for "how do I use / configure X". Searches the project you work in (the active
+    one, else the one holding your root) unless projects names others or all_projects=true asks for every project,
+    quick-ingest and web page. Each result names its project (id, type, root), file path, lines and type, which
+    rankings found it (matched_by) and its score (1.0 when first in every ranking; orders this answer only). Filter
+    by project types, node types (labels or scope kinds like 'function', 'class') and a substring (text_match);
     paginate with limit/offset."""
-    ids = state.project_ids(params.projects)
-    result = state.search(
-        params.query,
-        project_ids=ids,
-        types=params.types,
-        semantic=params.semantic,
-        text_match=params.text_match,
-        limit=params.limit,
-        offset=params.offset,
-        project_types=params.project_types,
-    )
-    return _search_result(state, result)
+    import anyio.to_thread
+
+    scope = state.search_scope(params.projects, all_projects=params.all_projects, roots=await _caller_roots(ctx))
+
+    def run() -> dict[str, Any]:
+        return state.search(
+            params.query,
+            project_ids=scope.project_ids,
+            types=params.types,
+            semantic=params.semantic,
+            text_match=params.text_match,
+            limit=params.limit,
+            offset=params.offset,
+            project_types=params.project_types,
+        )
+
+    return _search_result(await anyio.to_thread.run_sync(run), scope.note)
+
+
+async def _caller_roots(ctx: ToolContext | None) -> list[str] | None:
+    """The directories of the client's MCP roots (None: it offers none; the server's roots stand in)."""
+    from urllib.parse import unquote, urlparse
+
+    if ctx is None:
+        return None
+    with contextlib.suppress(Exception):
+        uris = await ctx.client_roots()
+        if uris:
+            return [unquote(urlparse(uri).path) for uri in uris if uri.startswith("file://")] or None
+    return None
 
 
 @tool(
@@ -652,11 +719,13 @@ NEEDS_NEO4J = (
 )
 
 
-def _search_result(state: Any, result: dict[str, Any]) -> SearchResult:
+def _search_result(result: dict[str, Any], scope: str | None) -> SearchResult:
     return SearchResult(
         results=[NodeOut(**item) for item in result["results"]],
         total_count=result["total_count"],
         searched_projects=result["searched_projects"],
+        scope=scope,
+        intent=result.get("intent"),
         mode=result["mode"],
         note=result["note"],
     )
@@ -670,8 +739,9 @@ SECTION = Section(
         "search by meaning and by text across projects, explore calls/imports/definitions, forget paths."
     ),
     instructions=(
-        "Ingest a directory with ingest_directory (incremental; re-run it after edits), then use brain_search "
-        "(all projects) or semantic_search (one project) and explore_relationships on the ids returned."
+        "Ingest a directory with ingest_directory or setup_project (incremental; re-run after edits; the answer says "
+        "what is searchable), then use brain_search (the project you work in; all_projects=true for everything) or "
+        "semantic_search (by meaning) and explore_relationships on the ids returned."
     ),
     tools=(
         ingest_directory,

@@ -103,7 +103,12 @@ async def test_ingest_with_progress_then_schema(client: Client, root: Path) -> N
     report = data_of(result)
     assert report["project_id"] == "shop" and report["context"] == "new-project"
     assert report["files_added"] == len(EXPECTED_FILES) and report["files_scanned"] == len(EXPECTED_FILES) + 2
-    assert updates and updates[-1][0] == updates[-1][1] == report["files_scanned"]
+    # the files, then (with a model) the embedding before the answer: one count going up to its total
+    assert (report["files_scanned"], report["files_scanned"]) in [(done, total) for done, total, _ in updates]
+    assert updates[-1][0] == updates[-1][1] and [u[0] for u in updates] == sorted(u[0] for u in updates)
+    assert report["searchable"]["ingest"] == "complete"
+    if HAS_MODEL:  # a plain call embeds what it wrote before answering
+        assert report["searchable"]["complete"] is True and report["embeddings_pending"] == 0
     schema = await call(client, "get_schema", project="shop")
     assert schema["labels"]["File"] == len(EXPECTED_FILES) and schema["labels"]["DocumentSection"] == 3
     assert schema["labels"]["Scope"] >= (25 if TREE_SITTER else 6)
@@ -253,7 +258,7 @@ async def test_setup_project_registers_ingests_activates_and_embeds_in_one_call(
     assert updates
     if HAS_MODEL:
         assert setup["embeddings"]["complete"] is True and setup["embeddings"]["pending"] == 0
-        assert "semantic search" in setup["message"]
+        assert "by meaning: all" in setup["message"] and setup["ingest"]["searchable"]["complete"] is True
         found = await call(client, "semantic_search", query="when should the vegetables get water?")
         assert found["results"][0]["name"] == "water_tomatoes"
     again = await call(client, "setup_project", path=str(root / "garden"), embed_seconds=0)

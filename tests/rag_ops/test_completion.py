@@ -1,0 +1,242 @@
+"""'Done' means searchable (issue #41): an ingest answers with exactly what is searchable now, an ingest run as an MCP
+task completes when everything is searchable by meaning, and an ingest cut short (cancelled, its client gone, the
+process stopped) is finished by the next start."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_sections.servers.rag_ops.brain import Brain
+from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
+from mcp_sections.shared.embeddings.embedder import default_model_runs
+from tests.in_memory import section_in_memory
+from tests.rag_ops.trees import make_bulk_tree
+from tests.stdio import cli_command, data_of, server_environment
+from tests.tasks_client import Tasks, call_for_task, get_task
+
+HAS_MODEL = default_model_runs()
+needs_model = pytest.mark.skipif(not HAS_MODEL, reason="needs the rag extra: pip install 'mcp-sections[rag]'")
+
+
+class Cut(Exception):
+    pass
+
+
+def test_an_interrupted_ingest_is_marked_and_the_next_start_finishes_it(tmp_path: Path) -> None:
+    root = make_bulk_tree(tmp_path / "roots" / "bulk", 300)
+    store = tmp_path / "data" / "brain.sqlite3"
+    brain = Brain(SQLiteBrainStore(store), [root.parent], background_embeddings=False)
+    seen = []
+
+    def cut(done: int, total: int, message: str) -> None:
+        seen.append(done)
+        if done >= 100:
+            raise Cut  # what a cancelled call's progress callback raises
+
+    with pytest.raises(Cut):
+        brain.ingest_tree(brain.create_project("bulk", str(root))[0], "", "new-project", progress=cut)
+    assert brain.store.get_project("bulk").status == "interrupted"
+    assert brain.searchable("bulk").ingest == "interrupted" and not brain.searchable("bulk").complete
+    assert "resumes at the next start" in brain.searchable("bulk").message()
+    brain.close()
+
+    again = Brain(SQLiteBrainStore(store), [root.parent], background_embeddings=False)
+    try:
+        assert [p.id for p in again.interrupted()] == ["bulk"]
+        assert again.resume_interrupted() == ["bulk"]
+        assert again.store.get_project("bulk").status == "ready" and again.interrupted() == []
+        assert len(again.store.file_records("bulk")) == 300
+        searchable = again.searchable("bulk")
+        assert searchable.ingest == "complete" and searchable.meaning == "disabled" and searchable.complete
+    finally:
+        again.close()
+
+
+def test_a_search_answers_from_the_callers_project_and_says_how_to_widen(tmp_path: Path) -> None:
+    roots = tmp_path / "roots"
+    for name in ("alpha", "beta"):
+        make_bulk_tree(roots / name, 3, words="gardening")
+    brain = Brain(SQLiteBrainStore(tmp_path / "brain.sqlite3"), [roots], background_embeddings=False)
+    try:
+        for name in ("alpha", "beta"):
+            brain.ingest_directory(str(roots / name), name)
+        mine = brain.search_scope(None, roots=[str(roots / "beta" / "pkg0")])
+        assert mine.project_ids == ["beta"] and "all_projects=true" in (mine.note or "")
+        found = brain.search("gardening value", project_ids=mine.project_ids, types=None, semantic=False)
+        assert found["results"] and {r["project_id"] for r in found["results"]} == {"beta"}
+        assert brain.search_scope(None, all_projects=True).project_ids is None  # one argument away
+        assert brain.search_scope(["alpha"]).project_ids == ["alpha"]
+        # a root above both projects: both of them (nothing else in the brain: no narrowing, no note)
+        assert brain.search_scope(None, roots=[str(roots)]).project_ids is None
+        brain.switch_project("alpha")  # the project named by context comes first
+        assert brain.search_scope(None, roots=[str(roots / "beta")]).project_ids == ["alpha"]
+    finally:
+        brain.close()
+
+
+@pytest.mark.anyio
+async def test_brain_search_without_projects_stays_in_the_active_project(tmp_path: Path) -> None:
+    roots = tmp_path / "roots"
+    for name in ("alpha", "beta"):
+        make_bulk_tree(roots / name, 3, words="gardening")
+    env = {"MCP_SECTIONS_RAG_OPS_EMBEDDINGS": "0"}
+    async with section_in_memory("rag_ops", "--root", str(roots), env=env) as client:
+        for name in ("beta", "alpha"):  # setup_project makes the last one active
+            data_of(await client.call_tool("setup_project", {"path": str(roots / name)}))
+        found = data_of(await client.call_tool("brain_search", {"query": "gardening value"}))
+        assert found["searched_projects"] == ["alpha"] and "all_projects=true" in found["scope"]
+        assert {r["project_id"] for r in found["results"]} == {"alpha"}
+        everything = data_of(await client.call_tool("brain_search", {"query": "gardening value", "all_projects": True}))
+        assert {r["project_id"] for r in everything["results"]} == {"alpha", "beta"}
+        listed = data_of(await client.call_tool("list_projects", {}))
+        assert all(p["searchable"]["meaning"] == "disabled" and p["searchable"]["complete"] for p in listed["projects"])
+
+
+@needs_model
+@pytest.mark.slow  # the real model embeds 600 texts
+@pytest.mark.anyio
+async def test_an_ingest_task_completes_when_everything_is_searchable_by_meaning(tmp_path: Path) -> None:
+    root = make_bulk_tree(tmp_path / "roots" / "bulk", 300, words="orchard")
+    async with section_in_memory("rag_ops", "--root", str(root.parent), extensions=[Tasks()]) as client:
+        created = await call_for_task(client, "setup_project", {"path": str(root)})
+        task_id = getattr(created, "task_id", None)
+        assert task_id is not None, f"the call did not run as a task: {created}"
+        messages = []
+        while True:
+            task = await get_task(client.session, task_id)
+            messages.append(task.status_message)
+            if task.status in ("completed", "failed", "cancelled"):
+                break
+            time.sleep(0.1)
+        assert task.status == "completed", task.error
+        setup = task.result["structuredContent"] if task.result else {}
+        searchable = setup["ingest"]["searchable"]
+        assert searchable["complete"] is True and searchable["pending"] == 0 and searchable["embedded"] == 600
+        assert any(m and "searchable by text; embedding" in m for m in messages), messages  # tasks/get says it
+        listed = data_of(await client.call_tool("list_projects", {}))
+        assert listed["projects"][0]["searchable"]["complete"] is True
+
+
+@needs_model
+@pytest.mark.anyio
+async def test_a_plain_ingest_says_exactly_what_is_searchable_now(tmp_path: Path) -> None:
+    root = make_bulk_tree(tmp_path / "roots" / "bulk", 200, words="meadow")
+    async with section_in_memory("rag_ops", "--root", str(root.parent)) as client:
+        report = data_of(await client.call_tool("ingest_directory", {"path": str(root), "embed_seconds": 0}))
+        searchable = report["searchable"]
+        assert searchable["ingest"] == "complete" and searchable["embeddable"] == 400
+        assert (
+            searchable["embedded"] + searchable["pending"] == 400
+            and report["embeddings_pending"] == searchable["pending"]
+        )
+        if searchable["pending"]:  # the background worker may already have done some
+            assert searchable["meaning"] == "partial" and not searchable["complete"]
+            assert f"text only for {searchable['pending']:,} of 400 nodes" in searchable["message"]
+
+
+def _server(root: Path, data: Path, cache: Path, log: Path) -> subprocess.Popen[bytes]:
+    env = {"MCP_SECTIONS_DATA_DIR": str(data), "MCP_SECTIONS_CACHE_DIR": str(cache)}
+    with log.open("wb") as errors:
+        return subprocess.Popen(
+            [*cli_command(), "serve", "rag_ops", "--root", str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            env=server_environment(env),
+        )
+
+
+def _send(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+    assert process.stdin is not None
+    process.stdin.write((json.dumps(message) + "\n").encode())
+    process.stdin.flush()
+
+
+def _read(process: subprocess.Popen[bytes], until: Any) -> dict[str, Any]:
+    assert process.stdout is not None
+    while True:
+        line = process.stdout.readline()
+        assert line, "the server ended"
+        message = json.loads(line)
+        if until(message):
+            return message
+
+
+def _progressed(message: dict[str, Any], files: int) -> bool:
+    return message.get("method") == "notifications/progress" and message["params"]["progress"] >= files
+
+
+def _handshake(process: subprocess.Popen[bytes]) -> None:
+    client = {"name": "completion-test", "version": "0"}
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}
+    _send(process, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+    _read(process, lambda m: m.get("id") == 1)
+    _send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    _send(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})  # the warm-up opens the brain
+    _read(process, lambda m: m.get("id") == 2)
+
+
+@needs_model
+@pytest.mark.slow  # two servers, the real model embeds 1,600 texts
+def test_a_client_that_disconnects_mid_ingest_finds_it_finished_after_a_restart(
+    tmp_path: Path, shared_cache_dir: Path
+) -> None:
+    files = 800
+    roots = tmp_path / "roots"
+    make_bulk_tree(roots / "bulk", files, words="vineyard")
+    data = tmp_path / "data"
+    first = _server(roots, data, shared_cache_dir, tmp_path / "first.log")
+    try:
+        _handshake(first)
+        arguments = {"name": "setup_project", "arguments": {"path": str(roots / "bulk")}, "_meta": {"progressToken": 7}}
+        _send(first, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": arguments})
+        progress = _read(
+            first,
+            lambda m: (
+                m.get("id") == 3 or (m.get("method") == "notifications/progress" and m["params"]["progress"] >= 100)
+            ),
+        )
+        assert progress.get("id") != 3, "the ingest ended before the client could leave"
+        assert first.stdin is not None
+        first.stdin.close()  # the client is gone, and its server stopped at once (SIGTERM) in the middle of the parse
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=150)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    with sqlite3.connect(data / "brain.sqlite3") as db:
+        assert db.execute("SELECT status FROM projects").fetchone()[0] == "ingesting"
+        assert db.execute("SELECT count(*) FROM files").fetchone()[0] < files
+
+    second = _server(roots, data, shared_cache_dir, tmp_path / "second.log")
+    try:
+        _handshake(second)
+        deadline = time.monotonic() + 600
+        state: dict[str, Any] = {}
+        message_id = 10
+        while time.monotonic() < deadline:
+            message_id += 1
+            request = {"name": "list_projects", "arguments": {}}
+            _send(second, {"jsonrpc": "2.0", "id": message_id, "method": "tools/call", "params": request})
+            answer = _read(second, lambda m, i=message_id: m.get("id") == i)
+            [project] = answer["result"]["structuredContent"]["projects"]
+            state = project["searchable"]
+            if state["complete"]:
+                break
+            time.sleep(1)
+        assert state["complete"] is True, state
+        assert state["ingest"] == "complete" and state["embedded"] == files * 2 and state["pending"] == 0
+        assert project["status"] == "ready"
+    finally:
+        assert second.stdin is not None
+        second.stdin.close()
+        second.wait(timeout=150)
