@@ -156,6 +156,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gateway.add_argument("--max-subagents", type=int, help="sub-agents alive at once (default 3)")
     gateway.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="tool profile: `readonly` (only tools annotated read-only) or a [gateway.profiles.NAME] of the config "
+        "(env MCP_SECTIONS_GATEWAY_PROFILE)",
+    )
+    _add_approval_flags(gateway)
+    return parser
+
+
+def _add_approval_flags(gateway: argparse.ArgumentParser) -> None:
+    """Where the gateway's approval questions wait for a client that cannot ask (`shared.serving.approval`)."""
+    gateway.add_argument(
         "--status-page",
         choices=["auto", "on", "off"],
         default="auto",
@@ -170,13 +182,6 @@ def build_parser() -> argparse.ArgumentParser:
         type=_seconds,
         help="seconds an approval question waits on the status page before it is declined (default 300)",
     )
-    gateway.add_argument(
-        "--profile",
-        metavar="NAME",
-        help="tool profile: `readonly` (only tools annotated read-only) or a [gateway.profiles.NAME] of the config "
-        "(env MCP_SECTIONS_GATEWAY_PROFILE)",
-    )
-    return parser
 
 
 #: The clients `install` knows (`servers.install.CLIENTS`, imported only when installing: not at every start).

@@ -180,39 +180,10 @@ def asking_tool(
             )
         if user_question is None:
             return _NotAsked()
-        if not _can_elicit(context) and fallback is not None:
-            try:
-                elsewhere = await fallback(user_question, arguments, context)
-            except ToolFailure as failure:
-                return _NotAsked(failure)
-            if elsewhere is not None:
-                return _NotAsked(answer=elsewhere)
         if not _can_elicit(context):
-            return _NotAsked(
-                ToolFailure(
-                    ErrorCode.DEPENDENCY_ERROR,
-                    cannot_ask
-                    or f"{spec.name} must ask the user, but this MCP client does not support elicitation (form mode). "
-                    "Use a client that declares the elicitation capability, or continue without asking the user.",
-                )
-            )
-        window = _answer_window.get()
-        timeout = user_question.timeout_seconds
-        if uses_input_required(context):
-            # Each round of a 2026-07-28 call is a request of its own (no connection to key on): the same
-            # question asked twice at once is told apart only by order, which is close enough for a timeout.
-            key = (spec.name, _digest(arguments))
-            if context.input_responses:  # the client is back with the answer
-                waited = asked.answered(key)
-                if waited is not None and timeout is not None and waited > timeout:
-                    return _NotAsked(answer=UserAnswer(action="timeout", waited_seconds=waited))
-                if window is not None:
-                    window.waited = waited or 0.0
-            else:
-                asked.asked(key)
-        elif window is not None:
-            window.open(timeout)
-        return Elicit(user_question.message, user_question.schema)
+            return await _without_elicitation(spec.name, user_question, arguments, context, fallback, cannot_ask)
+        late = _timed(asked, (spec.name, _digest(arguments)), context, user_question.timeout_seconds)
+        return late or Elicit(user_question.message, user_question.schema)
 
     async def invoke(arguments: dict[str, Any], context: Context, answer: Any = None) -> CallToolResult:
         window = _answer_window.get()
@@ -233,16 +204,7 @@ def asking_tool(
         return await call(arguments, tool_context(context), answer, None)
 
     resolved = {"answer": (Resolve(question), True)}
-    output_schema: dict[str, Any] | None
-    title, description = spec.title, spec.description
-    if published is None:
-        input_schema, output_schema = spec_schemas(spec)
-        annotations = sdk_annotations(spec)
-    else:  # as the plain tool, or another server, publishes it
-        input_schema = published.get("inputSchema") or {"type": "object"}
-        output_schema = published.get("outputSchema") or None
-        annotations = ToolAnnotations.model_validate(published.get("annotations") or {})
-        title, description = published.get("title", title), published.get("description", description)
+    title, description, input_schema, output_schema, annotations = _shape(spec, published)
     return _AskingTool(
         fn=invoke,
         name=spec.name,
@@ -256,6 +218,70 @@ def asking_tool(
         resolver_plans=build_resolver_plans(resolved, {"arguments"}),
         annotations=annotations,
         on_timeout=on_timeout,
+    )
+
+
+def _timed(asked: _AskedQuestions, key: tuple[str, str], context: Context, timeout: float | None) -> _NotAsked | None:
+    """Start (or read) the clock of a question about to be asked; a timeout answer when the client came back too late.
+
+    Each round of a 2026-07-28 call is a request of its own (no connection to key on): the same question asked twice
+    at once is told apart only by order, which is close enough for a timeout."""
+    window = _answer_window.get()
+    if not uses_input_required(context):
+        if window is not None:
+            window.open(timeout)
+        return None
+    if not context.input_responses:
+        asked.asked(key)
+        return None
+    waited = asked.answered(key)  # the client is back with the answer
+    if waited is not None and timeout is not None and waited > timeout:
+        return _NotAsked(answer=UserAnswer(action="timeout", waited_seconds=waited))
+    if window is not None:
+        window.waited = waited or 0.0
+    return None
+
+
+async def _without_elicitation(
+    name: str,
+    question: UserQuestion,
+    arguments: dict[str, Any],
+    context: Context,
+    fallback: Fallback | None,
+    cannot_ask: str | None,
+) -> _NotAsked:
+    """A question this client cannot be asked: answered elsewhere (`fallback`), else the call is refused."""
+    if fallback is not None:
+        try:
+            elsewhere = await fallback(question, arguments, context)
+        except ToolFailure as failure:
+            return _NotAsked(failure)
+        if elsewhere is not None:
+            return _NotAsked(answer=elsewhere)
+    return _NotAsked(
+        ToolFailure(
+            ErrorCode.DEPENDENCY_ERROR,
+            cannot_ask
+            or f"{name} must ask the user, but this MCP client does not support elicitation (form mode). "
+            "Use a client that declares the elicitation capability, or continue without asking the user.",
+        )
+    )
+
+
+def _shape(
+    spec: ToolSpec, published: dict[str, Any] | None
+) -> tuple[str, str, dict[str, Any], dict[str, Any] | None, ToolAnnotations]:
+    """Title, description, schemas and annotations: as `published` (the plain tool, or another server, publishes
+    it), else the declaration's."""
+    if published is None:
+        input_schema, output_schema = spec_schemas(spec)
+        return spec.title, spec.description, input_schema, output_schema, sdk_annotations(spec)
+    return (
+        published.get("title", spec.title),
+        published.get("description", spec.description),
+        published.get("inputSchema") or {"type": "object"},
+        published.get("outputSchema") or None,
+        ToolAnnotations.model_validate(published.get("annotations") or {}),
     )
 
 
