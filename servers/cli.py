@@ -250,7 +250,7 @@ def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gatewa
 
         security = transport_security(args.host, args.port, hosts, origins)
         pages = {PREFIX: StatusPage(gateway, token, security)}
-        shown = hosts[0] if args.host in ("0.0.0.0", "::") and hosts else args.host
+        shown = "localhost" if args.host in ("0.0.0.0", "::") else args.host  # bound to all: the local address
         place = f"[{shown}]" if ":" in shown and not shown.startswith("[") else shown
         gateway.questions.open_at(f"http://{place}:{args.port}{PREFIX}", sign_in="sign in with the gateway's token")
     elif gateway is not None and _status_beside(args, settings):

@@ -271,11 +271,16 @@ class Approvals:
             f"{tool} needs your approval: {where} and approve or decline question {pending.id[:6]} "
             f"(declined after {board.timeout_seconds:.0f} s)"
         )
-        await client_log.say(self.audit.server, tool, "warning", "approval", text)
-        async with anyio.create_task_group() as group:
-            group.start_soon(_still_waiting, pending, text, ctx.report_progress if ctx is not None else None)
-            outcome = await board.wait(pending)
-            group.cancel_scope.cancel()
+        await client_log.say(self.audit.server.removesuffix(".approvals"), tool, "warning", "approval", text)
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(_still_waiting, pending, text, ctx.report_progress if ctx is not None else None)
+                outcome = await board.wait(pending)
+                group.cancel_scope.cancel()
+        except anyio.get_cancelled_exc_class():
+            gave_up = UserAnswer(action="cancel", waited_seconds=time.monotonic() - pending.asked)
+            self.record(tool, arguments, caller, gave_up, "the call was given up while its question waited on the page")
+            raise
         waited = time.monotonic() - pending.asked
         if outcome == "timeout":
             answer = UserAnswer(action="timeout", waited_seconds=board.timeout_seconds)

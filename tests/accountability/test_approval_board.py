@@ -152,3 +152,18 @@ async def test_a_tainted_sub_agents_call_is_asked_on_the_page(tmp_path: Path, vi
         (r["tool"], r["outcome"], r["depth"]) for r in read_records(tmp_path / "data" / "audit", "gateway.approvals")
     ]
     assert answers == [("plan_actions", "APPROVED", 0), ("delete_path", "DECLINED", 1)]
+
+
+async def test_a_call_given_up_while_its_question_waits_leaves_the_page_and_its_line(
+    tmp_path: Path, victim: Path
+) -> None:
+    from tests.waiting import cancelled_once
+
+    async with gateway_in_memory(*gateway_args(tmp_path), env=APPROVAL) as client:
+        board = client.gateway.questions
+        board.open_at(PAGE)
+        assert await cancelled_once(lambda: client.call_tool("call_section_tool", delete(victim)), board.pending)
+        await eventually(lambda: not board.pending())
+    assert victim.exists()
+    (record,) = read_records(tmp_path / "data" / "audit", "gateway.approvals")
+    assert record["outcome"] == "CANCELLED" and "given up" in record["message"]
