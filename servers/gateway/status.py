@@ -248,7 +248,8 @@ class StatusPage:
         if self._brain is None or now - self._brain[0] > BRAIN_REFRESH_SECONDS:
             self._brain = (now, await anyio.to_thread.run_sync(brain_summary, data_dir))
         questions = gateway.questions
-        waiting = questions_html(questions.pending(), self._csrf(identity)) if questions.is_open else ""
+        asking = questions.is_open and gateway.settings.approval != "off"
+        waiting = questions_html(questions.pending(), self._csrf(identity)) if asking else ""
         return "\n".join(
             [
                 waiting,
