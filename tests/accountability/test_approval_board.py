@@ -71,8 +71,7 @@ async def test_without_elicitation_the_question_waits_on_the_status_page(
         declined = await answered(client, False, progress, victim)
         assert error_of(declined)[0] == "PERMISSION_DENIED" and "declined" in error_of(declined)[1]
         assert "on the status page" in error_of(declined)[1] and victim.exists()
-        if mode == "legacy":  # 2026-07-28 sends no progress for a call without a token
-            assert any(PAGE in line and "approve or decline" in line for line in progress)
+        assert any(PAGE in line and "approve or decline" in line for line in progress), progress
         assert not (await answered(client, True, [], victim)).is_error
         assert not victim.exists()
     audit = tmp_path / "data" / "audit"
