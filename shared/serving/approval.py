@@ -244,7 +244,9 @@ class Approvals:
     def _on_board_of(self, tool: str) -> Fallback:
         async def on_board(question: UserQuestion, arguments: dict[str, Any], context: Context) -> UserAnswer | None:
             ctx = tool_context(context)
-            answer = await self.on_board(question, tool, arguments, ctx.caller, _client_name(context), ctx)
+            current = _current.get()
+            asker = current[1] if current is not None else "the MCP client"
+            answer = await self.on_board(question, tool, arguments, ctx.caller, asker, ctx)
             _from_board.set(answer)
             return answer
 
@@ -306,7 +308,7 @@ class Approvals:
                 arguments_digest=argument_digest(arguments),
                 depth=caller[0],
                 agent_id=caller[1],
-                message=f"{how} after {answer.waited_seconds:.0f} s",
+                message=how if answer.action == "timeout" else f"{how} after {answer.waited_seconds:.0f} s",
                 call=f"approval-{time.time_ns():x}",
             )
         )
@@ -323,12 +325,6 @@ async def _still_waiting(pending: Any, text: str, progress: Progress | None) -> 
         except Exception:  # progress is best effort
             return
         await anyio.sleep(WAITING_PROGRESS_SECONDS)
-
-
-def _client_name(context: Context) -> str:
-    params = context.request_context.session.client_params
-    info = params.client_info if params is not None else None
-    return f"{info.name} {info.version}" if info is not None else "the MCP client"
 
 
 class _InRequest:
