@@ -17,7 +17,22 @@ from typing import Literal
 from mcp_sections.shared.brain.model import Node
 
 Intent = Literal["code", "docs", "changes", "mixed"]
-Role = Literal["code", "nested", "block", "stub", "test", "example", "doc", "readme", "changelog", "file", "text"]
+Role = Literal[
+    "code",
+    "special",
+    "nested",
+    "block",
+    "stub",
+    "test",
+    "example",
+    "doc",
+    "navigation",
+    "readme",
+    "changelog",
+    "file",
+    "text",
+]
+NAVIGATION_CHARS = 800
 
 _CHANGES = re.compile(
     r"\b(what('s| has| have)? changed|changelog|change ?log|release notes?|upgrad\w*|migrat\w*|deprecat\w*|"
@@ -42,14 +57,22 @@ _DOCS_WORDS = re.compile(
 )
 
 _TEST_NAME = re.compile(r"^(test_|Test[A-Z_])")
-_CHANGELOG = re.compile(r"^(change(s|log)?|history|news|release[-_ ]?notes?)([-_.].*)?$", re.IGNORECASE)
+_CHANGELOG = re.compile(
+    r"^(change(s|log)?|history|news|release[-_ ]?notes?|upgrad(e|ing)|migrat(e|ing|ion)|whats[-_]?new)([-_.].*)?$",
+    re.IGNORECASE,
+)
+"""Version history: changelogs, and the upgrading or migration guides that say what changed between versions."""
+_REFERENCE = re.compile(r":(doc|ref|class|func|meth|mod|attr|obj):`|`[^`]+`_|\[[^\]]+\]\([^)]+\)")
+_VERSION = re.compile(r"\b\d+\.\d+(\.\d+)?\b")
 _TEST_DIRS = frozenset({"test", "tests", "testing", "spec", "specs", "__tests__"})
 _EXAMPLE_DIRS = frozenset({"example", "examples", "demo", "demos", "samples", "sample"})
 _DOC_LANGUAGES = frozenset({"markdown", "rst", "txt", "text", "adoc", "org", "tex", "html", "htm"})
 
 WEIGHTS: dict[Intent, dict[Role, float]] = {
     "code": {
+        "navigation": 0.3,
         "code": 1.0,
+        "special": 0.6,
         "nested": 0.6,
         "block": 0.6,
         "stub": 0.45,
@@ -62,7 +85,9 @@ WEIGHTS: dict[Intent, dict[Role, float]] = {
         "text": 0.35,
     },
     "docs": {
+        "navigation": 0.4,
         "code": 0.6,
+        "special": 0.35,
         "nested": 0.35,
         "block": 0.35,
         "stub": 0.3,
@@ -75,7 +100,9 @@ WEIGHTS: dict[Intent, dict[Role, float]] = {
         "text": 0.6,
     },
     "changes": {
+        "navigation": 0.4,
         "code": 0.5,
+        "special": 0.3,
         "nested": 0.3,
         "block": 0.3,
         "stub": 0.3,
@@ -88,7 +115,9 @@ WEIGHTS: dict[Intent, dict[Role, float]] = {
         "text": 0.6,
     },
     "mixed": {
+        "navigation": 0.35,
         "code": 1.0,
+        "special": 0.6,
         "nested": 0.6,
         "block": 0.6,
         "stub": 0.45,
@@ -121,8 +150,9 @@ def intent_of(query: str) -> Intent:
 
 
 def role_of(node: Node) -> Role:
-    """What a node is to a reader: code (a definition), a nested definition or a module-level block, a type stub, a
-    test, an example, a documentation section, a README, a changelog, a file, or other text."""
+    """What a node is to a reader: code (a definition), a special method (`__init__`), a nested definition or a
+    module-level block, a type stub, a test, an example, a documentation section, a README, a changelog, a file, or
+    other text."""
     path = node.path or ""
     parts = path.lower().split("/")
     stem = posixpath.splitext(parts[-1])[0] if parts else ""
@@ -141,6 +171,8 @@ def role_of(node: Node) -> Role:
         kind = node.props.get("kind")
         if kind == "block":
             return "block"
+        if kind == "method" and node.name.startswith("__") and node.name.endswith("__"):
+            return "special"  # protocol plumbing (__init__, __str__): the class is the answer
         return "nested" if kind == "function" and node.props.get("parent") else "code"
     if in_tests:
         return "test"
@@ -148,11 +180,33 @@ def role_of(node: Node) -> Role:
         return "readme"
     if any(part in _EXAMPLE_DIRS for part in parts[:-1]):
         return "example"
+    if node.label == "DocumentSection" and _points_elsewhere(node.content):
+        return "navigation"
     if node.label == "DocumentSection" or str(node.props.get("language") or "") in _DOC_LANGUAGES:
         return "doc"
     if node.label == "Chunk" and posixpath.splitext(path)[1].lower() in (".rst", ".md", ".txt", ".adoc"):
         return "doc"
     return "text"
+
+
+def _points_elsewhere(content: str) -> bool:
+    """A short section that mostly lists references to other pages ("Next steps", "See also")."""
+    body = content.split("\n", 1)[1] if "\n" in content else ""
+    if len(body) > NAVIGATION_CHARS:
+        return False
+    lines = [line for line in body.splitlines() if line.strip() and not set(line.strip()) <= set("=-~^*#+")]
+    pointing = sum(1 for line in lines if _REFERENCE.search(line))
+    return pointing >= 2 and pointing * 2 >= len(lines)
+
+
+def versions_in(query: str) -> set[str]:
+    """Version numbers a question names ("upgrading to 3.0")."""
+    return {match.group(0) for match in _VERSION.finditer(query)}
+
+
+def names_version(node: Node, versions: set[str]) -> bool:
+    """Whether a node's own name carries one of `versions` ("Upgrading to 3.0", "3.0.0 (2019-08-18)")."""
+    return any(re.search(rf"(?<![\w.]){re.escape(version)}(?![\w])", node.name) for version in versions)
 
 
 def is_document(node: Node) -> bool:

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mcp_sections.servers.rag_ops.ranking import Intent, identifiers_in, intent_of, is_document, role_of, weight
+from mcp_sections.servers.rag_ops.ranking import (
+    Intent,
+    identifiers_in,
+    intent_of,
+    is_document,
+    names_version,
+    role_of,
+    versions_in,
+    weight,
+)
 from mcp_sections.shared.brain.embedding_jobs import EmbeddingJobs
 from mcp_sections.shared.brain.model import LABELS, EntityFilter, Node
 from mcp_sections.shared.ground.errors import invalid_input
@@ -18,6 +27,7 @@ GRAPH_SEEDS = 2  # the definitions whose callers join the ranking
 GRAPH_CALLERS = 3
 GRAPH_SHARE = 0.5  # a caller's score, as a share of its definition's
 PAGE_FILES = 5  # documentation files whose title section stands for them
+VERSION_BOOST = 2.0
 SCOPE_KINDS = ("function", "method", "class", "interface", "struct", "enum", "trait", "impl", "type", "block")
 
 
@@ -113,8 +123,11 @@ class BrainSearch(EmbeddingJobs):
                     entry["similarity"] = raw
         nodes = {n.id: n for n in self.store.get_nodes(list(fused))}
         raw = {nid: entry["rrf"] for nid, entry in fused.items()}
+        versions = versions_in(query) if intent == "changes" else set()
         for nid, entry in fused.items():
             entry["rrf"] *= weight(intent, nodes[nid]) if nid in nodes else 0.0
+            if versions and nid in nodes and names_version(nodes[nid], versions):
+                entry["rrf"] *= VERSION_BOOST  # "what changed in 3.0": the section named 3.0
         self._pages_as_sections(fused, nodes, raw, intent)
         if intent in ("code", "mixed") and text:
             self._add_callers(fused, nodes, project_ids)

@@ -147,6 +147,13 @@ def test_restructuredtext_pages_are_cut_into_named_sections() -> None:
     contains = {(e.src, e.dst) for e in parsed.edges if e.type == "CONTAINS"}
     assert (multiple.id, sections[2].id) in contains and (sections[0].id, sections[3].id) in contains
     assert [n.label for n in parsed.nodes if n.label == "Chunk"] == ["Chunk"]  # the label before the title
+    # a title whose text is all in its sub-sections is embedded as its heading
+    guide = parse_file("p", "docs/upgrading.md", b"# Upgrading\n\n## Upgrading to 3.0\n\n### Strict\n\nAlways.\n")
+    assert [n.embed_text for n in guide.nodes if n.label == "DocumentSection"] == [
+        "Upgrading",
+        "Upgrading > Upgrading to 3.0",
+        "Upgrading > Upgrading to 3.0 > Strict: Always.",
+    ]
 
 
 def test_embedded_text_of_a_python_definition_reads_its_docstring_as_words() -> None:

@@ -100,6 +100,14 @@ def test_roles_and_spelled_names() -> None:
     section = Node(id="y", label="DocumentSection", project_id="p", name="Install", path="docs/install.rst")
     assert role_of(section) == "doc"
     assert role_of(Node(id="z", label="DocumentSection", project_id="p", name="8.1", path="CHANGES.rst")) == "changelog"
+    assert role_of(Node(id="u", label="DocumentSection", project_id="p", name="3.0", path="docs/upgrading.rst")) == (
+        "changelog"  # an upgrading guide is version history
+    )
+    steps = "Next steps\n----------\n\n- Nesting? See :doc:`nesting`.\n- Your own field? See :doc:`custom_fields`.\n"
+    navigation = Node(id="n", label="DocumentSection", project_id="p", name="Next steps", path="docs/a.rst")
+    navigation.content = steps
+    assert role_of(navigation) == "navigation"  # a section that only points elsewhere
+    assert role_of(scope("src/a/core.py", "__str__", kind="method")) == "special"
     assert identifiers_in("where is post_load or attrs.define() or CliRunner, and the Choice type") == [
         "post_load",
         "attrs.define",

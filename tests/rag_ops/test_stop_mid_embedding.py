@@ -1,8 +1,10 @@
 """A rag_ops server stopped in the middle of embedding (its client gone, or SIGTERM) exits cleanly, 20 times in a row,
 and the next start resumes the pending work with no call asking for it.
 
-Before, the worker's thread could still be inside ONNX Runtime when the interpreter exited: the process aborted with
-`terminate called without an active exception` (SIGABRT) instead of exiting."""
+Each stop comes while a generate_embeddings call is embedding: the client cancels it and leaves (its end of the pipe
+closes), or the server gets SIGTERM. Before, a thread could still be inside ONNX Runtime when the interpreter exited
+(the cancelled call's batch, or the background worker's after a 5 s join): the process aborted with `terminate called
+without an active exception` (SIGABRT) instead of exiting."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import signal
 import sqlite3
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,7 +28,7 @@ pytestmark = [
 ]
 
 STOPS = 20
-FILES = 1500  # 3,000 texts to embed: more than 20 short runs get through
+FILES = 4000  # 8,000 texts to embed: more than 20 short runs get through
 ABORTS = ("terminate called", "GetElementType", "Aborted", "core dumped", "Fatal Python error")
 
 
@@ -59,14 +62,21 @@ class Server:
         self.next_id = 1
 
     def request(self, method: str, params: dict) -> dict:
+        message_id = self.start(method, params)
+        return self.read(lambda message: message.get("id") == message_id)
+
+    def start(self, method: str, params: dict) -> int:
         message_id, self.next_id = self.next_id, self.next_id + 1
         self.send({"jsonrpc": "2.0", "id": message_id, "method": method, "params": params})
+        return message_id
+
+    def read(self, until: Callable[[dict], bool]) -> dict:
         assert self.process.stdout is not None
         while True:
             line = self.process.stdout.readline()
             assert line, f"the server ended: {self.log.read_text(errors='replace')[-2000:]}"
             message = json.loads(line)
-            if message.get("id") == message_id:
+            if until(message):
                 return message
 
     def send(self, message: dict) -> None:
@@ -81,10 +91,17 @@ class Server:
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         self.request("tools/list", {})
 
-    def stop(self, how: str) -> tuple[int, str]:
+    def embed_then_stop(self, how: str) -> tuple[int, str]:
+        """Call generate_embeddings; once it has embedded a batch, stop the server while it embeds the next."""
+        params = {"name": "generate_embeddings", "arguments": {"max_seconds": 600}, "_meta": {"progressToken": 1}}
+        call = self.start("tools/call", params)
+        answer = self.read(lambda m: m.get("id") == call or m.get("method") == "notifications/progress")
+        assert answer.get("id") != call, f"the call ended before embedding anything: {answer}"
         if how == "sigterm":
             self.process.send_signal(signal.SIGTERM)
-        else:  # the client is gone: its end of the pipe closes
+        else:  # the client gives up and leaves: it cancels its call, then its end of the pipe closes
+            cancel = {"requestId": call, "reason": "leaving"}
+            self.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
             assert self.process.stdin is not None
             self.process.stdin.close()
         code = self.process.wait(timeout=150)
@@ -122,7 +139,7 @@ def test_a_server_stopped_mid_embedding_exits_cleanly_and_the_next_start_resumes
                 assert not answer["result"].get("isError"), answer
             # the background worker embeds: on the first start after the ingest, then on each start after a stop
             during = _wait_for_more_vectors(data, before, server)
-            code, errors = server.stop("sigterm" if stop % 2 else "eof")
+            code, errors = server.embed_then_stop("sigterm" if stop % 2 else "eof")
         finally:
             if server.process.poll() is None:
                 server.process.kill()

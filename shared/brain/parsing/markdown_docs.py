@@ -111,6 +111,8 @@ def _sections(
     if headings:
         builder.file.props["summary"] = prose(headings[0][1])
     stack: list[tuple[int, str, str]] = []  # (level, node id, heading path)
+    made: list[Node] = []
+    children: set[str] = set()  # the sections that hold sub-sections
     for position, (level, title, start, body_start) in enumerate(headings):
         end = headings[position + 1][2] if position + 1 < len(headings) else len(lines)
         while stack and stack[-1][0] >= level:
@@ -122,7 +124,8 @@ def _sections(
         sid = node_id(builder.project_id, "DocumentSection", builder.rel, qualname)
         body = "\n".join(lines[body_start:end]).strip()
         words = " ".join(prose(body).split())
-        builder.nodes.append(
+        children.add(parent_id)
+        made.append(
             Node(
                 id=sid,
                 label="DocumentSection",
@@ -141,6 +144,10 @@ def _sections(
         builder.edges.append(Edge(parent_id, "CONTAINS", sid))
         builder.refs += links(builder, sid, body)
         stack.append((level, sid, heading_path))
+    for node in made:  # a title whose text is all in its sub-sections: embedded as what it is about, its heading
+        if node.embed_text is None and node.id in children:
+            node.embed_text = str(node.props["heading_path"])[:MAX_EMBED_CHARS]
+    builder.nodes += made
 
 
 def _markdown_links(builder: Builder, source: str, text: str) -> list[Ref]:
