@@ -9,9 +9,11 @@
    (`¶`, `#`, `§`, Sphinx's `headerlink`, Docusaurus' `hash-link`, …) go, and links that wrap a heading's own
    text are unwrapped; admonitions (note, warning, …) become block quotes under their title in bold; a code
    block becomes plain text (no links or highlighting inside) under the language its page names
-   (`highlight-python3`, `language-js`, rustdoc's `rust`, …); a table whose cells hold blocks (code, lists,
-   nested tables) becomes a list of readable rows, each cell under its column header; Javadoc's grid
-   summaries become tables; lists whose items are sections (Javadoc) are unwrapped.
+   (`highlight-python3`, `language-js`, rustdoc's `rust`, …); a table whose cells hold paragraphs and flat
+   lists stays a table, each block a line of its cell (`• item` lines joined by `<br>`: one row per line, which
+   the brain's chunks never split); one whose cells hold code or nested tables becomes a list of readable rows,
+   each cell under its column header; Javadoc's grid summaries become tables; lists whose items are sections
+   (Javadoc) are unwrapped.
 3. Conversion: html-to-markdown (a Rust converter) renders the region: fenced code blocks with their lines and
    indentation, GFM tables, definition lists, nested lists, headings at their levels, inline code, images as
    `![alt](url)`. Links and images are made absolute first against the page's final URL (or its `<base>`),
@@ -93,6 +95,9 @@ _SECTION_ITEM = "./h1|./h2|./h3|./h4|./h5|./h6|./section/h1|./section/h2|./secti
 _GRID_COLUMNS = {"two-column-summary": 2, "three-column-summary": 3, "four-column-summary": 4}
 _DROPPED_ATTRIBUTES = ("class", "id", "style", "title", "role", "tabindex", "aria-label", "aria-hidden", "lang")
 _BLANK_LINES = re.compile(r"\n{3,}")
+_CELL_BREAK = "\ue000"  # a line break inside a table cell (private use): `<br>` once the table is markdown
+_CELL_BREAKS = re.compile(r"[ \t]*\ue000[ \t]*")
+_NOT_LINES = ".//pre|.//table|.//dl|.//li//ul|.//li//ol|.//blockquote|.//h1|.//h2|.//h3|.//h4|.//h5|.//h6"
 
 
 def main_region(document: Any) -> tuple[Any, bool]:
@@ -143,7 +148,7 @@ def to_markdown(document: Any, resolve: Resolver) -> str:
         markdown = html_to_markdown.convert(html, options).content or ""
     except html_to_markdown.ConversionError:  # the converter's own errors (parse, depth): the region's text
         markdown = region.text_content()
-    return _BLANK_LINES.sub("\n\n", markdown).strip()
+    return _BLANK_LINES.sub("\n\n", _CELL_BREAKS.sub("<br>", markdown)).strip()
 
 
 def _drop_chrome(region: Any, landmark: bool) -> None:
@@ -187,7 +192,7 @@ def _flatten_structure(region: Any) -> None:
                 item.drop_tag()
             listing.drop_tag()
     for table in reversed(region.xpath(".//table")):  # inner tables first
-        if table.xpath(_BLOCK_IN_CELL):
+        if table.xpath(_BLOCK_IN_CELL) and not _lines_in_cells(table):
             _as_rows(table)
 
 
@@ -332,6 +337,35 @@ def _grid_as_table(grid: Any) -> None:
         table.append(leftover)
     table.tail = grid.tail
     grid.getparent().replace(grid, table)
+
+
+def _lines_in_cells(table: Any) -> bool:
+    """A table whose cells hold only paragraphs and flat lists, kept a table: each paragraph and list item a line of
+    its cell (items as `• item`), the lines joined by `_CELL_BREAK`. False (nothing changed) for anything else."""
+    cells = table.xpath("(./tr|./thead/tr|./tbody/tr|./tfoot/tr)/*[self::td or self::th]")
+    if any(cell.xpath(_NOT_LINES) for cell in cells):
+        return False
+    for cell in cells:
+        lines: list[Any] = []
+        for block in cell.xpath("./p|./div|./ul|./ol"):
+            if block.tag in ("ul", "ol"):
+                for number, item in enumerate(block.xpath("./li"), start=1):
+                    for paragraph in item.xpath("./p"):
+                        paragraph.drop_tag()
+                    item.text = ("• " if block.tag == "ul" else f"{number}. ") + (item.text or "")
+                    lines.append(item)
+            else:
+                lines.append(block)
+        for line in lines[:-1]:
+            if len(line):
+                line[-1].tail = (line[-1].tail or "") + _CELL_BREAK
+            else:
+                line.text = (line.text or "") + _CELL_BREAK
+        for line in lines:
+            line.drop_tag()
+        for listing in cell.xpath("./ul|./ol"):
+            listing.drop_tag()
+    return True
 
 
 def _as_rows(table: Any) -> None:

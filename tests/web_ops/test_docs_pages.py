@@ -16,10 +16,10 @@ from benchmarks.corpus.truth import score, truth
 from mcp_sections.servers.registry import load_section
 from mcp_sections.servers.web_ops.extraction import extract_html
 from mcp_sections.shared.brain.model import EntityFilter
-from mcp_sections.shared.brain.parsing.files import MAX_CODE_BLOCK_CHARS
+from mcp_sections.shared.brain.parsing.files import CHUNK_CHARS, MAX_CODE_BLOCK_CHARS
 from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
 from mcp_sections.shared.serving.server import build_server
-from mcp_sections.shared.text.markdown_blocks import blocks
+from mcp_sections.shared.text.markdown_blocks import blocks, pieces
 from tests.stdio import call, fail
 from tests.web_ops.conftest import web_settings
 from tests.web_ops.site import Site
@@ -149,3 +149,18 @@ def test_a_lone_article_card_beside_the_content_is_not_taken_for_it() -> None:
     text = extract_html(html, "https://example.org/news/pier").text
     assert text.startswith("# The pier") and "new pier for the ferries" in text
     assert "Footer text" not in text
+
+
+def test_a_table_whose_cells_hold_lists_stays_a_table_one_row_per_line() -> None:
+    """re's group-reference table: its cells hold paragraphs and lists. Each row stays one line of the table, a
+    cell's lines joined by <br>: the brain's chunks never cut a row, and a model reads it as a table."""
+    text = extract_html(corpus.page("python/library/re.html").html.decode(), "http://docs.test/re.html").text
+    assert "| Context of reference to group “quote” | Ways to reference it |\n| --- | --- |\n" in text
+    assert "| in the same pattern itself | • `(?P=quote)` (as shown)<br>• `\\1` |\n" in text
+    assert "| when processing match object *m* | • `m.group('quote')`<br>• `m.end('quote')` (etc.) |\n" in text
+    repl = "| in a string passed to the *repl* argument of `re.sub()` | • `\\g<quote>`<br>• `\\g<1>`<br>• `\\1` |"
+    assert repl in text
+    assert "**Ways to reference it:**" not in text  # no longer a list of rows
+    assert "| `%c` | `.` |" in text  # a table of plain cells, as before
+    for _, _, piece in pieces(text, CHUNK_CHARS, MAX_CODE_BLOCK_CHARS):  # as the brain chunks it
+        assert all(line.count("|") != 1 for line in piece.splitlines() if line.startswith("| in "))
