@@ -80,7 +80,7 @@ class Gateway:
             delegating=frozenset({"plan_actions"}),
             untrusted_own={"plan_actions": "sub-agent report", "get_project_info": "project files"},
         )
-        self.tool_search = ToolSearch(self.pool.catalog, settings, shows=self.pool.shows)
+        self.tool_search = ToolSearch(self.pool.catalog, settings, shows=self.pool.shows, own=self.own_tool_names)
         self.agents = self.host.runtime
         self.agent_runtimes: dict[str, AgentRuntime] = {"plan_actions": self.agents}  # + hosted sections' runtimes
         self.started = time.monotonic()

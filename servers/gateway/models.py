@@ -46,8 +46,9 @@ class ListSectionsResult(ToolResult):
 
 class FindToolsInput(ToolInput):
     query: str = Field(
-        description="The need in a few plain words, the action first, e.g. 'convert miles to km', 'save text to a new "
-        "file'; leave out file names, URLs and pasted content (they do not help find the tool).",
+        description="The need in plain words, e.g. 'convert miles to km', 'save text to a new file'; paths, URLs and "
+        "pasted text or code may stay in it (they are read as what the action acts on), but the action first ranks "
+        "best.",
         min_length=1,
         max_length=500,
     )
@@ -77,7 +78,10 @@ class FindToolsResult(ToolResult):
     unsearched: list[UnsearchedSection] = Field(default_factory=list)
 
     def render_text(self) -> str:
-        lines = [f"{len(self.tools)} tools ({self.mode}); call one with call_section_tool(section, tool, arguments)"]
+        lines = [
+            f"{len(self.tools)} tools ({self.mode}); call a section's tool with call_section_tool(section, tool, "
+            "arguments), a gateway tool (section `gateway`) directly"
+        ]
         if self.note:
             lines.append(f"note: {self.note}")
         for found in self.tools:

@@ -95,74 +95,6 @@ GATEWAY_DESCRIPTION = (
     "The gateway's own tools: the sections and their tools, calling a section's tool, delegating to sub-agents, "
     "the working directory, the environment and the project."
 )
-#: The gateway's own tools' example needs (their declarations in `section.py` carry none yet; see CONTRIBUTING.md
-#: on writing them: they are `@tool(examples=...)` there once that file declares them, and this table goes).
-OWN_EXAMPLES: dict[str, tuple[str, ...]] = {
-    "list_tool_sections": (
-        "which tool sections does the gateway offer",
-        "list the groups of tools and what each one holds",
-        "what tools are available here",
-        "overview of every section and its state",
-        "show all sections with their tool names",
-        "which sections are running or failed",
-    ),
-    "find_tools": (
-        "which tool can do this for me",
-        "search the available tools for a need",
-        "is there a tool for this job",
-        "look for the right tool by describing what I want",
-        "rank the tools that could handle a task",
-        "I don't know which tool to use, find one",
-    ),
-    "describe_section": (
-        "show the input schemas of a section's tools",
-        "full definitions of the tools in one section",
-        "what arguments does each tool of a section take",
-        "annotations and output schemas of a section's tools",
-        "describe a section without starting it",
-        "details of every tool in a group",
-    ),
-    "call_section_tool": (
-        "call a tool of a section by name with arguments",
-        "run a section's tool through the gateway",
-        "invoke the tool the search found",
-        "execute one tool of another section",
-        "pass these arguments to a section tool",
-        "forward a call to a section and return its result",
-    ),
-    "plan_actions": (
-        "delegate the whole job to a sub-agent with some sections",
-        "plan and carry out several actions with sub-agents",
-        "let a sub-agent do this multi-step task and report back",
-        "run a goal through sub-agents, one after another or in parallel",
-        "hand a complete task to an agent that gets only the file and shell tools",
-        "have an agent work through these actions and give me a report",
-    ),
-    "get_working_directory": (
-        "what is the current working directory",
-        "where is the gateway running from",
-        "which roots did the client share",
-        "the cwd and the allowed roots",
-        "pwd",
-        "what folder am I in",
-    ),
-    "get_environment_info": (
-        "what OS and Python version is this running on",
-        "which gateway version is installed",
-        "is the sub-agent model configured and its API key set",
-        "environment details for a bug report",
-        "the state of every section and the sub-agent limits",
-        "system information",
-    ),
-    "get_project_info": (
-        "what kind of project is this",
-        "project name and version from its manifest",
-        "is this a python or a node project",
-        "which git branch is the project on",
-        "read the project's metadata from package.json or pyproject.toml",
-        "detect the type of project in a directory",
-    ),
-}
 MODEL_WAIT_SECONDS = 15.0  # a search waits this long for a loading model before answering by BM25 alone
 SUMMARY_LENGTH = 240
 CACHE_FILE = "tool_search.sqlite"
@@ -239,7 +171,7 @@ def own_entries() -> list[ToolEntry]:
     from .section import GATEWAY_TOOLS
 
     specs = [spec_of(function) for function in GATEWAY_TOOLS]
-    examples = {spec.name: spec.examples or OWN_EXAMPLES.get(spec.name, ()) for spec in specs}
+    examples = {spec.name: spec.examples for spec in specs}
     entries = section_entries(GATEWAY_SECTION, GATEWAY_DESCRIPTION, [definition(spec) for spec in specs], examples)
     return [replace(entry, summary=f"{entry.summary} (the gateway's own tool: call it directly)") for entry in entries]
 

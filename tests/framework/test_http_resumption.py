@@ -1,5 +1,6 @@
-"""Streamable HTTP never answers 500: a GET that asks to resume a stream (`Last-Event-ID`) is refused with a clear 400,
-since no server of the suite keeps an event store (issue #44). The real CLI, over a real socket."""
+"""Streamable HTTP never answers 500 (issue #44): a GET that asks to resume a stream with an unknown or expired
+`Last-Event-ID` gets a clear 400 (the replay of a known one: tests/framework/test_stream_resumption.py). The real CLI,
+over a real socket."""
 
 from __future__ import annotations
 
