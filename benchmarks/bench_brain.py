@@ -1,6 +1,12 @@
 """The brain (rag_ops: SQLite, and the Neo4j backend over Bolt) against the success metrics of its roadmap.
 
 Run: python -m benchmarks.bench_brain [--quick 100] [--files 1000] [--chunks 100000] [--searches 200] [--no-model]
+     python -m benchmarks.bench_brain --eval [--second PATH] [--keep DIR]
+
+`--eval` runs the code evaluation instead (`benchmarks/brain_code_eval.py`, issue #41): questions about click, attrs
+and marshmallow (their sdists, tests and docs included) → the symbol or doc section, recall@1/@5 per kind and split
+with the misses, and per project the ingest until searchable by meaning beside the raw model on the same texts;
+`--second PATH` puts another tree in every brain first (this checkout, say: a user working on two repositories).
 
 The last rows put the same synthetic data on SQLite and on the Neo4j backend over a real Bolt server (NEO4J_URI's
 Neo4j 5, else ArcadeDB started for the run) and time ingest and search on both.
@@ -410,8 +416,57 @@ def query_encoding_ms(samples: int = 20) -> float | None:
         return None
 
 
+def code_eval(second: Path | None, keep: Path | None) -> None:
+    """The code evaluation's tables (see the module docstring)."""
+    import sys
+
+    from benchmarks.brain_code_eval import evaluate, kind_rows, misses, recall
+
+    run = evaluate(second=second, keep=keep, progress=lambda message: print(message, file=sys.stderr, flush=True))
+    where = f", with {second} ingested into the same brain first" if second else ", one project per brain"
+    print(f"brain_search defaults (the caller's project) on click 8.1.7, attrs 25.3.0, marshmallow 3.26.1{where}")
+    print("heldout: every third question of each project, never looked at while tuning\n")
+    header = ["kind", "dev n", "@1", "@5", "heldout n", "@1", "@5", "all n", "@1", "@5"]
+    print_table(header, kind_rows(run.answers))
+    projects = sorted({answer.project for answer in run.answers})
+    rows = [
+        [
+            p,
+            f"{recall([a for a in run.answers if a.project == p], 1):.2f}",
+            f"{recall([a for a in run.answers if a.project == p], 5):.2f}",
+        ]
+        for p in projects
+    ]
+    print()
+    print_table(["project", "recall@1", "recall@5"], rows)
+    print()
+    print_table(
+        ["project", "files", "nodes", "texts", "parse s", "embed s", "searchable s", "raw model s", "ingest / raw"],
+        [
+            [
+                t.project,
+                t.files,
+                t.nodes,
+                t.texts,
+                f"{t.parse_seconds:.1f}",
+                f"{t.embed_seconds:.1f}",
+                f"{t.searchable_seconds:.1f}",
+                f"{t.raw_model_seconds:.1f}" if t.raw_model_seconds else "-",
+                f"{t.searchable_seconds / t.raw_model_seconds:.2f}" if t.raw_model_seconds else "-",
+            ]
+            for t in run.timings
+        ],
+    )
+    print("\nmisses (rank of the first right answer; the first three results):")
+    for line in misses(run.answers):
+        print(f"  {line}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--eval", action="store_true", help="run the code evaluation instead (issue #41)")
+    parser.add_argument("--second", type=Path, help="with --eval: another tree ingested into every brain first")
+    parser.add_argument("--keep", type=Path, help="with --eval: keep the brains here between runs")
     parser.add_argument("--quick", type=int, default=100, help="files of the quick ingest")
     parser.add_argument("--files", type=int, default=1000, help="files of the re-ingest tree")
     parser.add_argument("--chunks", type=int, default=100_000, help="synthetic chunks for the search benchmark")
@@ -420,6 +475,9 @@ def main() -> None:
     parser.add_argument("--no-model", action="store_true", help="skip the embedding model")
     parser.add_argument("--backend-chunks", type=int, default=5000, help="chunks for the SQLite-vs-Bolt rows")
     args = parser.parse_args()
+    if args.eval:
+        code_eval(args.second, args.keep)
+        return
 
     with tempfile.TemporaryDirectory() as directory:
         base = Path(directory)

@@ -22,6 +22,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -99,7 +100,7 @@ def fetch(package: str, version: str, cache: Path) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     spec = f"{package}=={version}"
     base = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", spec, "-d", str(cache)]
-    attempts = [base + ["--no-build-isolation"], base] if importlib.util.find_spec("setuptools") else [base]
+    attempts = [[*base, "--no-build-isolation"], base] if importlib.util.find_spec("setuptools") else [base]
     errors = ""
     for command in attempts:  # without isolation first (no throw-away build environment), then with it
         done = subprocess.run(command, capture_output=True, text=True, timeout=600)
@@ -133,11 +134,11 @@ def sections_of(path: Path) -> list[tuple[str, int, int]]:
                 heads.append((match.group(2).strip(), index + 1))
     else:
         for index in range(1, len(lines)):
-            title = lines[index - 1]
-            if title.strip() and not title.startswith(" ") and _RST_ADORNMENT.match(lines[index]):
-                if not _RST_ADORNMENT.match(title) and len(lines[index].rstrip()) >= len(title.rstrip()):
-                    overline = index >= 2 and _RST_ADORNMENT.match(lines[index - 2])
-                    heads.append((title.strip(), index - 1 if overline else index))
+            title, underline = lines[index - 1], lines[index]
+            titled = title.strip() and not title.startswith(" ") and not _RST_ADORNMENT.match(title)
+            if titled and _RST_ADORNMENT.match(underline) and len(underline.rstrip()) >= len(title.rstrip()):
+                overline = index >= 2 and _RST_ADORNMENT.match(lines[index - 2])
+                heads.append((title.strip(), index - 1 if overline else index))  # 1-based
     out = []
     for position, (title, start) in enumerate(heads):
         end = heads[position + 1][1] - 1 if position + 1 < len(heads) else len(lines)
@@ -191,21 +192,33 @@ def evaluate(
     run = EvalRun([], [], str(second) if second else None)
     embedder = get_embedder(EmbeddingSettings(), cache_dir or cache.parent)
     assert embedder.load(), embedder.describe()
-    for project in questions():
-        if only is not None and not only(project):
-            continue
-        root = fetch(project["package"], project["version"], cache)
-        with tempfile.TemporaryDirectory() as directory:
-            place = keep / f"{project['id']}{'-second' if second else ''}" if keep is not None else Path(directory)
-            store = SQLiteBrainStore(place / "brain.sqlite3")
-            service = EmbeddingService(embedder, EmbeddingCache(store.database))
-            roots = [root] if second is None else [root, second]
-            brain = Brain(store, roots, embedding_service=service, background_embeddings=False)
+
+    def open_brain(path: Path, roots: list[Path]) -> Any:
+        store = SQLiteBrainStore(path)
+        service = EmbeddingService(embedder, EmbeddingCache(store.database))
+        return Brain(store, roots, embedding_service=service, background_embeddings=False)
+
+    with tempfile.TemporaryDirectory() as directory:
+        work = keep if keep is not None else Path(directory)
+        seed = work / "second" / "brain.sqlite3"
+        if second is not None:  # the other project, ingested and embedded once, then copied into every brain
+            say(f"ingesting and embedding {second} (the second project)")
+            brain = open_brain(seed, [second])
             try:
-                if second is not None:
-                    say(f"{project['id']}: ingesting {second} first")
-                    other = brain.ingest_directory(str(second), "second")
-                    brain.generate_embeddings([other.project_id], 3600)
+                brain.ingest_directory(str(second), "second")
+                assert brain.generate_embeddings(["second"], 7200)["complete"]
+            finally:
+                brain.close()
+        for project in questions():
+            if only is not None and not only(project):
+                continue
+            root = fetch(project["package"], project["version"], cache)
+            place = work / f"{project['id']}{'-second' if second else ''}"
+            place.mkdir(parents=True, exist_ok=True)
+            if second is not None and not (place / "brain.sqlite3").exists():
+                shutil.copyfile(seed, place / "brain.sqlite3")
+            brain = open_brain(place / "brain.sqlite3", [root] if second is None else [root, second])
+            try:
                 say(f"{project['id']}: ingesting {root.name}")
                 run.timings.append(_ingest(brain, embedder, project["id"], root, throughput))
                 brain.active = None  # the caller's root says which project it works in, not a switch_project
@@ -239,10 +252,8 @@ def _ingest(brain: Any, embedder: Any, project_id: str, root: Path, throughput: 
 
 def _ask(brain: Any, project_id: str, root: Path, item: dict[str, Any]) -> Answered:
     query = item["question"]
-    if hasattr(brain, "search_scope"):  # a search without projects answers from the caller's project (issue #41)
-        ids = brain.search_scope(None, roots=[str(root)]).project_ids
-    else:
-        ids = [project_id]
+    # a search without projects answers from the caller's project (issue #41); before, a project had to be named
+    ids = brain.search_scope(None, roots=[str(root)]).project_ids if hasattr(brain, "search_scope") else [project_id]
     found = brain.search(query, project_ids=ids, types=None, semantic=True, limit=LIMIT)["results"]
     rank = next(
         (i for i, result in enumerate(found, 1) if any(is_answer(result, a, root) for a in item["answers"])), None
