@@ -2,8 +2,9 @@
 
 The gateway shows what the brain holds without starting rag_ops: it opens `<data dir>/brain.sqlite3` read-only
 (`mode=ro`: no write, no migration, no lock held beyond one short read transaction) and counts, per project, its
-nodes and the nodes still waiting for a vector (those with text to embed and no vector of their current text, from
-any model). A brain on Neo4j, or none yet, is reported as such: nothing is started to find out.
+nodes, the nodes with a text to embed, and those still waiting for a vector (no vector of their current text, from
+any model); `searchable` says it in words, as rag_ops' list_projects does. A brain on Neo4j, or none yet, is reported
+as such: nothing is started to find out.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ SELECT p.id, p.name, p.type, p.status, p.last_ingest,
        (SELECT count(*) FROM nodes n WHERE n.project_id = p.id),
        (SELECT count(*) FROM nodes n LEFT JOIN vectors v ON v.node_id = n.id
          WHERE n.project_id = p.id AND n.embed_hash IS NOT NULL
-           AND (v.node_id IS NULL OR v.embed_hash != n.embed_hash))
+           AND (v.node_id IS NULL OR v.embed_hash != n.embed_hash)),
+       (SELECT count(*) FROM nodes n WHERE n.project_id = p.id AND n.embed_hash IS NOT NULL)
 FROM projects p ORDER BY p.last_accessed DESC LIMIT ?
 """
 
@@ -35,6 +37,18 @@ class ProjectSummary:
     last_ingest: float | None
     nodes: int
     pending_embeddings: int
+    embeddable: int = 0  # nodes with a text to embed
+
+    @property
+    def searchable(self) -> str:
+        """What a search finds of it now, in words: "text only for 696 of 1,240 nodes (544 embedded)"."""
+        if self.status in ("ingesting", "interrupted"):
+            what = "ingest interrupted, resumes at the next start" if self.status == "interrupted" else "ingesting"
+            return f"{what}: text as far as it got, {self.embeddable - self.pending_embeddings:,} embedded"
+        if self.pending_embeddings == 0:
+            return f"text and meaning ({self.embeddable:,} embedded)" if self.embeddable else "text"
+        embedded = self.embeddable - self.pending_embeddings
+        return f"text only for {self.pending_embeddings:,} of {self.embeddable:,} nodes ({embedded:,} embedded)"
 
 
 @dataclass(frozen=True)
@@ -56,5 +70,7 @@ def brain_summary(data_dir: Path) -> BrainSummary:
             connection.close()
     except sqlite3.Error as exc:
         return BrainSummary([], f"the brain could not be read ({type(exc).__name__}: {str(exc)[:120]})")
-    projects = [ProjectSummary(str(r[0]), str(r[1]), str(r[2]), str(r[3]), r[4], int(r[5]), int(r[6])) for r in rows]
+    projects = [
+        ProjectSummary(str(r[0]), str(r[1]), str(r[2]), str(r[3]), r[4], int(r[5]), int(r[6]), int(r[7])) for r in rows
+    ]
     return BrainSummary(projects, None if projects else "the brain has no project yet")

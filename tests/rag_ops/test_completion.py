@@ -240,3 +240,17 @@ def test_a_client_that_disconnects_mid_ingest_finds_it_finished_after_a_restart(
         assert second.stdin is not None
         second.stdin.close()
         second.wait(timeout=150)
+
+
+def test_the_status_page_summary_says_what_is_searchable(tmp_path: Path) -> None:
+    from mcp_sections.shared.brain.summary import brain_summary
+
+    root = make_bulk_tree(tmp_path / "roots" / "bulk", 20)
+    brain = Brain(SQLiteBrainStore(tmp_path / "data" / "brain.sqlite3"), [root.parent], background_embeddings=False)
+    try:
+        brain.ingest_directory(str(root), "bulk")
+    finally:
+        brain.close()
+    [project] = brain_summary(tmp_path / "data").projects
+    assert project.embeddable == 40 and project.pending_embeddings == 40  # no model here: nothing embedded
+    assert project.searchable == "text only for 40 of 40 nodes (0 embedded)"
