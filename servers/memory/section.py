@@ -31,17 +31,19 @@ from mcp_sections.servers.memory.models import (
     UpdateResult,
 )
 from mcp_sections.servers.memory.store import DEFAULT_DUPLICATE_THRESHOLD, MemoryStore
-from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService, EmbeddingSettings, get_embedder
+from mcp_sections.shared.embeddings import EmbeddingService, EmbeddingSettings, get_embedder
 from mcp_sections.shared.embeddings.requirements import embedding_requirements
 from mcp_sections.shared.framework.requirements import degrading
 from mcp_sections.shared.framework.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.framework.tools import CREATE, OVERWRITE, READ_ONLY, WRITE, tool
 from mcp_sections.shared.ground.errors import invalid_input
 from mcp_sections.shared.settings.config import SectionSettings
+from mcp_sections.shared.store.postgres import StoreBackendSettings
 
 
-class MemorySettings(SectionSettings, EmbeddingSettings):
-    """`[sections.memory]` in the config file, or `MCP_SECTIONS_MEMORY_*` (e.g. `..._EMBEDDING_MODEL`)."""
+class MemorySettings(SectionSettings, EmbeddingSettings, StoreBackendSettings):
+    """`[sections.memory]` in the config file, or `MCP_SECTIONS_MEMORY_*` (e.g. `..._EMBEDDING_MODEL`; `..._STORE` and
+    `..._POSTGRES_URL` for a team's replicas sharing one PostgreSQL store)."""
 
     env_prefix: ClassVar[str] = "MCP_SECTIONS_MEMORY_"
 
@@ -84,13 +86,14 @@ def open_memory(runtime: SectionRuntime) -> MemoryState:
     store = MemoryStore.in_data_dir(
         runtime.data_dir,
         None,
+        settings,
         wait_seconds=settings.embedding_wait_seconds,
         duplicate_threshold=settings.duplicate_threshold,
         vector_cache=settings.vector_cache,
     )
     if settings.embeddings_enabled:
         store.attach_embeddings(
-            EmbeddingService(get_embedder(settings, runtime.settings.cache_dir), EmbeddingCache(store.db))
+            EmbeddingService(get_embedder(settings, runtime.settings.cache_dir), store.embedding_cache())
         )
     return MemoryState(store)
 

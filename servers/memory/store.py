@@ -1,7 +1,10 @@
 """The memory store: SQLite (WAL) is the truth; FTS5 for words, float32 BLOBs for meaning.
 
 One file, `<data_dir>/memory.sqlite3`, shared safely by any number of processes (WAL, `BEGIN
-IMMEDIATE` writers, busy timeout, `synchronous=FULL`: a committed memory survives `kill -9`).
+IMMEDIATE` writers, busy timeout, `synchronous=FULL`: a committed memory survives `kill -9`). For a team's
+gateway replicas, the same store on a PostgreSQL server (`store = "postgres"`): the same queries, and what the two
+engines spell differently (words, tags, the schema) in `dialects.py`. Each replica's vector cache reads the change
+log on every search, so what one replica writes, the others find at once.
 
 - Scope: each memory belongs to one workflow or to no workflow ("general", stored as '').
   A call sees the general memories and those of its own workflow, never another workflow's.
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_sections.shared.embeddings import (
-    EMBEDDING_CACHE_SCHEMA,
+    EmbeddingCache,
     EmbeddingService,
     EmbeddingUnavailable,
     calibrated_threshold,
@@ -39,10 +42,12 @@ from mcp_sections.shared.embeddings import (
 from mcp_sections.shared.embeddings.model_lock import ModelLock
 from mcp_sections.shared.embeddings.worker import EmbeddingWorker
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input, not_found
+from mcp_sections.shared.store.postgres import PostgresDatabase, StoreBackendSettings
 from mcp_sections.shared.store.sqlite import Database
-from mcp_sections.shared.text.fulltext import match_expression, query_terms
+from mcp_sections.shared.text.fulltext import query_terms
 
 from .confidence import MIN_CONFIDENCE, calibration, confidences, similarity_at
+from .dialects import POSTGRES, SQLITE
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -78,47 +83,7 @@ EXISTING_MODEL_SQL = (
 )
 SearchMode = Literal["vector", "hybrid"]
 
-MIGRATIONS = (
-    """
-    CREATE TABLE memories (
-        pk INTEGER PRIMARY KEY,
-        id TEXT NOT NULL UNIQUE,
-        type TEXT NOT NULL,
-        content TEXT NOT NULL,
-        content_hash TEXT NOT NULL,
-        metadata TEXT NOT NULL DEFAULT '{}',
-        tags TEXT NOT NULL DEFAULT '[]',
-        workflow_id TEXT NOT NULL DEFAULT '',
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL,
-        embedding BLOB,
-        embedding_model TEXT
-    );
-    CREATE INDEX memories_scope ON memories(workflow_id, type, created_at);
-    CREATE INDEX memories_hash ON memories(workflow_id, content_hash);
-    CREATE INDEX memories_embedding_model ON memories(embedding_model);
-    CREATE TABLE memory_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, memory_rowid INTEGER NOT NULL);
-    CREATE VIRTUAL TABLE memories_fts USING fts5(
-        content, tags, content='memories', content_rowid='pk', tokenize='porter unicode61 remove_diacritics 2'
-    );
-    CREATE TRIGGER memories_after_insert AFTER INSERT ON memories BEGIN
-        INSERT INTO memories_fts(rowid, content, tags) VALUES (new.pk, new.content, new.tags);
-        INSERT INTO memory_changes(memory_rowid) VALUES (new.pk);
-    END;
-    CREATE TRIGGER memories_after_delete AFTER DELETE ON memories BEGIN
-        INSERT INTO memories_fts(memories_fts, rowid, content, tags) VALUES ('delete', old.pk, old.content, old.tags);
-        INSERT INTO memory_changes(memory_rowid) VALUES (old.pk);
-    END;
-    CREATE TRIGGER memories_after_text_update AFTER UPDATE OF content, tags ON memories BEGIN
-        INSERT INTO memories_fts(memories_fts, rowid, content, tags) VALUES ('delete', old.pk, old.content, old.tags);
-        INSERT INTO memories_fts(rowid, content, tags) VALUES (new.pk, new.content, new.tags);
-    END;
-    CREATE TRIGGER memories_after_update AFTER UPDATE ON memories BEGIN
-        INSERT INTO memory_changes(memory_rowid) VALUES (new.pk);
-    END;
-    """,
-    EMBEDDING_CACHE_SCHEMA,
-)
+MIGRATIONS = SQLITE.migrations
 
 _COLUMNS = "pk, id, type, content, content_hash, metadata, tags, workflow_id, created_at, updated_at, embedding_model"
 
@@ -214,8 +179,13 @@ class MemoryStore:
         wait_seconds: float = 30.0,
         duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
         vector_cache: bool = True,
+        postgres_url: str | None = None,
     ) -> None:
-        self.db = Database(path, MIGRATIONS)
+        self.db: Database | PostgresDatabase
+        if postgres_url is not None:  # a team's replicas share it (`dialects.py`)
+            self.dialect, self.db = POSTGRES, PostgresDatabase(postgres_url, POSTGRES.migrations, name="memory")
+        else:
+            self.dialect, self.db = SQLITE, Database(path, MIGRATIONS)
         self.embeddings: EmbeddingService | None = None
         self.jobs: EmbeddingWorker | None = None  # the background embedding and the model lock (with a model)
         self.wait_seconds = wait_seconds
@@ -241,8 +211,21 @@ class MemoryStore:
             batch=PENDING_BATCH,
         )
 
+    def embedding_cache(self) -> EmbeddingCache:
+        """The embeddings cache in this store's database (SQLite's or PostgreSQL's: the same queries)."""
+        return EmbeddingCache(self.db)  # type: ignore[arg-type]
+
     @classmethod
-    def in_data_dir(cls, data_dir: Path, embeddings: EmbeddingService | None, **options: Any) -> MemoryStore:
+    def in_data_dir(
+        cls,
+        data_dir: Path,
+        embeddings: EmbeddingService | None,
+        backend: StoreBackendSettings | None = None,
+        **options: Any,
+    ) -> MemoryStore:
+        """The store of this data directory, or of the PostgreSQL server `backend` names."""
+        if backend is not None and backend.store == "postgres":
+            options["postgres_url"] = backend.postgres_url
         return cls(Path(data_dir) / DATABASE_FILE, embeddings, **options)
 
     # ---- embeddings -----------------------------------------------------------------------
@@ -329,7 +312,8 @@ class MemoryStore:
     def count_pending(self, model: str | None, scope: Sequence[str] | None = None) -> int:
         with self.db.read() as connection:
             return connection.execute(
-                "SELECT count(*) FROM memories WHERE embedding_model IS NULL OR embedding_model IS NOT ?", (model,)
+                "SELECT count(*) FROM memories WHERE embedding_model IS NULL OR embedding_model IS DISTINCT FROM ?",
+                (model,),
             ).fetchone()[0]
 
     def put_vectors(self, model: str, items: Sequence[tuple[int, str, np.ndarray]]) -> int:
@@ -373,9 +357,9 @@ class MemoryStore:
                         embedding_generated=memory.embedded,
                     )
             memory_id = f"mem_{uuid.uuid4().hex}"
-            cursor = connection.execute(
+            inserted = connection.execute(
                 "INSERT INTO memories(id, type, content, content_hash, metadata, tags, workflow_id, created_at, "
-                "updated_at, embedding, embedding_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "updated_at, embedding, embedding_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk",
                 (
                     memory_id,
                     memory_type,
@@ -390,8 +374,8 @@ class MemoryStore:
                     self.model_key if vector is not None else None,
                 ),
             )
-            pk = cursor.lastrowid
-            if pk is not None and pk % 1000 == 0:
+            pk = inserted.fetchone()[0]
+            if pk % 1000 == 0:
                 connection.execute(
                     "DELETE FROM memory_changes WHERE seq < (SELECT max(seq) FROM memory_changes) - ?",
                     (CHANGE_LOG_KEEP,),
@@ -462,9 +446,8 @@ class MemoryStore:
             ).fetchall()
         return [Memory.of(row, self.model_key) for row in rows], total
 
-    @staticmethod
     def _filters(
-        workflows: tuple[str, ...], type_filter: str | None, tags: Sequence[str] | None
+        self, workflows: tuple[str, ...], type_filter: str | None, tags: Sequence[str] | None
     ) -> tuple[str, builtins.list[Any]]:
         clauses = [f"m.workflow_id IN ({','.join('?' * len(workflows))})"]
         args: builtins.list[Any] = list(workflows)
@@ -472,7 +455,7 @@ class MemoryStore:
             clauses.append("m.type = ?")
             args.append(type_filter)
         for tag in normalize_tags(tags):
-            clauses.append("EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value = ?)")
+            clauses.append(self.dialect.tag)
             args.append(tag)
         return " AND ".join(clauses), args
 
@@ -675,20 +658,14 @@ class MemoryStore:
         limit: int,
     ) -> builtins.list[tuple[int, float]]:
         """BM25 over content and tags: any query word matches (stemmed); best first, score > 0."""
-        match = match_expression(query)
+        match = self.dialect.match(query)
         if match is None:
             return []
         where, args = self._filters(workflows, type_filter, tags)
-        rows = connection.execute(
-            "SELECT m.pk AS pk, bm25(memories_fts) AS rank "
-            "FROM memories_fts JOIN memories m ON m.pk = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
-            [match, *args, limit],
-        ).fetchall()
+        rows = connection.execute(self.dialect.text_hits.format(where=where), [match, *args, limit]).fetchall()
         return [(row["pk"], -float(row["rank"])) for row in rows]
 
-    @staticmethod
-    def _word_coverage(connection: Any, query: str, pks: Sequence[int]) -> dict[int, float]:
+    def _word_coverage(self, connection: Any, query: str, pks: Sequence[int]) -> dict[int, float]:
         """For each memory, the share of the query's searched words it holds (matched as FTS5 matches them)."""
         terms = query_terms(query)
         if not terms or not pks:
@@ -696,10 +673,7 @@ class MemoryStore:
         held: dict[int, int] = {}
         marks = ",".join("?" * len(pks))
         for term in terms:
-            for row in connection.execute(
-                f"SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN ({marks})",
-                [match_expression(term), *pks],
-            ):
+            for row in connection.execute(self.dialect.covered.format(marks=marks), [self.dialect.match(term), *pks]):
                 held[row[0]] = held.get(row[0], 0) + 1
         return {pk: count / len(terms) for pk, count in held.items()}
 

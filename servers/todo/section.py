@@ -28,7 +28,8 @@ from mcp_sections.shared.framework.tools import CREATE, OVERWRITE, READ_ONLY, WR
 
 
 def open_board(runtime: SectionRuntime) -> Board:
-    return Board.in_data_dir(runtime.data_dir, runtime.settings_of(TodoSettings).max_tasks_per_workflow)
+    settings = runtime.settings_of(TodoSettings)
+    return Board.in_data_dir(runtime.data_dir, settings.max_tasks_per_workflow, settings)
 
 
 def _status_result(change: StatusChange, verb: str) -> StatusResult:

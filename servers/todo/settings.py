@@ -8,10 +8,12 @@ from pydantic import Field
 
 from mcp_sections.servers.todo.board import MAX_TASKS_PER_WORKFLOW
 from mcp_sections.shared.settings.config import SectionSettings
+from mcp_sections.shared.store.postgres import StoreBackendSettings
 
 
-class TodoSettings(SectionSettings):
-    """`[sections.todo]` in the config file, or `MCP_SECTIONS_TODO_*`."""
+class TodoSettings(SectionSettings, StoreBackendSettings):
+    """`[sections.todo]` in the config file, or `MCP_SECTIONS_TODO_*`: the board's cap, and where it is kept
+    (`store = "postgres"` and `postgres_url` for a team's replicas; the SQLite file of the data directory else)."""
 
     env_prefix: ClassVar[str] = "MCP_SECTIONS_TODO_"
 

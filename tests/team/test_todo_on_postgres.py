@@ -1,0 +1,74 @@
+"""The task board on PostgreSQL runs the board's own tests (`tests/todo/test_board.py`): one implementation of each
+query, said in PostgreSQL's spelling by `shared.store.postgres`, keeps every rule. And two boards on one server
+(two replicas) see each other's writes at once, their writers queued as SQLite's are."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from mcp_sections.servers.todo.board import Board
+from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from tests.todo.test_board import (  # noqa: F401  (the board's tests, run here on PostgreSQL)
+    test_create_rejects_bad_input,
+    test_cycles_are_refused,
+    test_delete_leaf_and_after_detaching,
+    test_dependencies_must_exist_in_the_same_workflow,
+    test_force_overrides_and_reports,
+    test_limits_at_the_edge_are_accepted,
+    test_list_order_filters_and_paging,
+    test_new_unfinished_dependency_of_a_started_task,
+    test_next_picks_priority_then_oldest,
+    test_next_when_everything_waits_and_by_agent,
+    test_reopening_a_completed_task,
+    test_same_status_is_a_no_op,
+    test_start_and_complete_need_completed_dependencies,
+    test_timestamps_and_durations,
+    test_unknown_ids,
+    test_update_fields,
+    test_workflow_isolation,
+)
+
+W = "default"
+
+
+@pytest.fixture
+def board(postgres_url: str) -> Iterator[Board]:
+    board = Board(None, postgres_url=postgres_url)
+    yield board
+    board.close()
+
+
+def test_a_cascading_delete_leaves_no_dependency_behind(board: Board) -> None:
+    root = board.create(W, "root")
+    left = board.create(W, "left", dependencies=[root.id])
+    join = board.create(W, "join", dependencies=[left.id, root.id])
+    assert board.delete(W, root.id, cascade=True).deleted == [root.id, left.id, join.id]
+    with board.db.read() as connection:
+        assert connection.execute("SELECT COUNT(*) FROM dependencies").fetchone()[0] == 0
+
+
+def test_two_replicas_share_one_board_and_its_cap(postgres_url: str) -> None:
+    one, two = Board(None, 10, postgres_url=postgres_url), Board(None, 10, postgres_url=postgres_url)
+    created = one.create(W, "written by one")
+    assert two.get(W, created.id).task == created  # at once, on the other replica
+    refused: list[ToolFailure] = []
+
+    def fill(board: Board) -> None:
+        for _ in range(10):
+            try:
+                board.create(W, "racing")
+            except ToolFailure as failure:
+                refused.append(failure)
+
+    threads = [threading.Thread(target=fill, args=(board,)) for board in (one, two, one, two)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert one.list(W).total == 10  # the cap holds across replicas: the check and the insert are one locked write
+    assert len(refused) == 31 and all(failure.code == ErrorCode.MAX_LIMIT_EXCEEDED for failure in refused)
+    one.close()
+    two.close()
