@@ -8,7 +8,10 @@ bytes wait in this process's store until the client reads them with `resources/r
   its start inline, cut at a line boundary (`split_inline`); items of a list (the pages of a crawl) are shown inline
   by a preview of `PREVIEW_CHARS`; images by reference, with one small overview inline where a tool has one.
 - The store is per process and bounded: `MAX_BYTES` in all (the oldest items go first), each item kept `TTL_SECONDS`.
-  A URI that is gone is answered with INVALID_PARAMS saying to call the tool again.
+  A URI that is gone is answered with INVALID_PARAMS saying to call the tool again. With several replicas (a team,
+  `MCP_SECTIONS_REDIS_URL`) the bytes and their owners are kept in the Redis they share instead
+  (`shared.store.redis_state`), by the section processes too, so a link is read through any replica; Redis keeps
+  them `TTL_SECONDS` and bounds them with its own `maxmemory` (the team profile evicts the soonest to expire).
 - URIs are `mcp-sections://<server>/results/<random>/<name>`: `<server>` names the section that holds the bytes (the
   gateway routes `resources/read` by it), the random part (128 bits) makes them unguessable.
 - Text attachments of sections that mask secrets are masked like the rest of their result (`shared.serving.calls`).
@@ -38,6 +41,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from mcp_sections.shared.framework import clients
+from mcp_sections.shared.store.redis_state import RedisLinks, shared_state
 
 logger = logging.getLogger("mcp_sections.resources")
 T = TypeVar("T")
@@ -106,6 +110,18 @@ class Attachment:
         return entry
 
 
+SharedLinks = Callable[[], "RedisLinks | None"]
+_shared: list[RedisLinks | None] = []  # resolved once per process
+
+
+def shared_links() -> RedisLinks | None:
+    """The Redis this process keeps links in (`MCP_SECTIONS_REDIS_URL`), or None: its own memory."""
+    if not _shared:
+        settings = shared_state()
+        _shared.append(RedisLinks(settings) if settings is not None else None)
+    return _shared[0]
+
+
 def _pop_expired(items: OrderedDict[str, tuple[float, T]], now: float) -> list[T]:
     """Remove the entries whose expiry time (first of each value) has come, from the oldest, and return them."""
     gone = []
@@ -122,7 +138,11 @@ class ResultStore:
     """The bytes of this process's attachments, bounded in size and time (see the module docstring)."""
 
     def __init__(
-        self, max_bytes: int = MAX_BYTES, ttl_seconds: float = TTL_SECONDS, clock: Callable[[], float] = time.monotonic
+        self,
+        max_bytes: int = MAX_BYTES,
+        ttl_seconds: float = TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        shared: SharedLinks | None = None,
     ) -> None:
         self.max_bytes = max_bytes
         self.ttl_seconds = ttl_seconds
@@ -130,11 +150,15 @@ class ResultStore:
         self._items: OrderedDict[str, tuple[float, Attachment]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        self._shared = shared or (lambda: None)  # the replicas' Redis, when there is one
 
     def put(self, attachment: Attachment) -> None:
         size = attachment.size
         if size > self.max_bytes:
             logger.warning("attachment %s (%d bytes) is larger than the whole store; not kept", attachment.name, size)
+            return
+        if (links := self._shared()) is not None:
+            links.put(attachment.uri, _described(attachment), attachment.data, self.ttl_seconds)
             return
         with self._lock:
             self._expire()
@@ -146,6 +170,9 @@ class ResultStore:
 
     def transform_text(self, uri: str, change: Callable[[str], str]) -> None:
         """Replace the text of a kept attachment by `change(text)` (bytes are left as they are)."""
+        if (links := self._shared()) is not None:
+            links.replace_text(uri, change)
+            return
         with self._lock:
             item = self._items.get(uri)
             if item is None:
@@ -158,6 +185,9 @@ class ResultStore:
             self._bytes += changed.size - attachment.size
 
     def get(self, uri: str) -> Attachment | None:
+        if (links := self._shared()) is not None:
+            found = links.get(uri)
+            return None if found is None else Attachment(uri=uri, data=found[1], **found[0])
         with self._lock:
             self._expire()
             item = self._items.get(uri)
@@ -172,22 +202,34 @@ class ResultStore:
             self._bytes -= attachment.size
 
 
-STORE = ResultStore()
+def _described(attachment: Attachment) -> dict[str, Any]:
+    return {"name": attachment.name, "mime_type": attachment.mime_type, "description": attachment.description}
+
+
+STORE = ResultStore(shared=shared_links)
 
 
 class LinkOwners:
     """Which client each link was given to, for as long as its bytes may be kept (bounded; the first client wins)."""
 
     def __init__(
-        self, max_links: int = MAX_LINKS, ttl_seconds: float = TTL_SECONDS, clock: Callable[[], float] = time.monotonic
+        self,
+        max_links: int = MAX_LINKS,
+        ttl_seconds: float = TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        shared: SharedLinks | None = None,
     ) -> None:
         self.max_links = max_links
         self.ttl_seconds = ttl_seconds
         self._clock = clock
         self._owners: OrderedDict[str, tuple[float, str]] = OrderedDict()
         self._lock = threading.Lock()
+        self._shared = shared or (lambda: None)
 
     def record(self, uri: str, owner: str) -> None:
+        if (links := self._shared()) is not None:
+            links.record_owner(uri, owner, self.ttl_seconds)
+            return
         with self._lock:
             self._expire()
             if uri in self._owners:
@@ -197,6 +239,8 @@ class LinkOwners:
                 self._owners.popitem(last=False)
 
     def owner(self, uri: str) -> str | None:
+        if (links := self._shared()) is not None:
+            return links.owner(uri)
         with self._lock:
             self._expire()
             item = self._owners.get(uri)
@@ -206,7 +250,7 @@ class LinkOwners:
         _pop_expired(self._owners, self._clock())
 
 
-OWNERS = LinkOwners()
+OWNERS = LinkOwners(shared=shared_links)
 
 
 def publish(attachments: list[Attachment], mask: Callable[[str], str] | None = None) -> list[ResourceLink]:

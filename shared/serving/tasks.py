@@ -25,6 +25,14 @@ MAX_LIMIT_EXCEEDED), and the store keeps at most `MAX_KEPT` ended tasks. Task id
 
 A task belongs to a user and a client program, not to a connection (`shared.framework.clients`): a client that
 reconnects (a new HTTP session, a restarted app) finds its tasks again with `tasks/list` and `tasks/get`.
+
+Several replicas (a team, `MCP_SECTIONS_REDIS_URL`): the tasks are also written to the Redis the replicas share
+(`shared.store.redis_state`), so any replica reads, lists, waits for and cancels any of them. A task's work runs in
+the replica that started it: its state is written there when it starts and ends (its progress every
+`HEARTBEAT_SECONDS`), a cancel from another replica is published to it (and found by its next look at the store if
+the message was lost), and a task that ended cannot be overwritten (a Lua compare-and-set). A task whose replica
+stopped (no heartbeat) ends `failed`, saying to call the tool again, when a replica next reads it; a replica that
+shuts down ends its working tasks so. Unset, everything stays in this process as above.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from dataclasses import fields as fields_of
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
@@ -63,6 +72,7 @@ from mcp_sections.shared.framework.clients import owner_of
 from mcp_sections.shared.framework.tools import Progress
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.serving.audit import written_at_once
+from mcp_sections.shared.store.redis_state import HEARTBEAT_SECONDS, RedisTasks, shared_state
 
 logger = logging.getLogger("mcp_sections.tasks")
 
@@ -75,6 +85,11 @@ POLL_INTERVAL_MS = 1000
 KEEP_AFTER_END = 600.0  # seconds an ended task stays readable at least (never more than its ttl)
 MAX_KEPT = 256
 SWEEP_SECONDS = 2.0
+REMOTE_POLL_SECONDS = 0.25  # how often a replica waiting for another replica's task reads it
+STOPPED_REPLICA = (
+    "the gateway replica running this task stopped before the task ended (it was restarted, scaled down or "
+    "crashed); call the tool again."
+)
 LEGACY_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
@@ -183,13 +198,20 @@ def _iso(moment: float) -> str:
 
 
 class TaskStore:
-    """This process's tasks (see the module docstring): started in its task group, kept for their ttl."""
+    """The tasks (see the module docstring): started in this process's task group, kept for their ttl; with
+    `shared` (by default from the environment: `shared.store.redis_state.shared_state`), also in the Redis the
+    replicas share."""
 
-    def __init__(self, ttl_seconds: float, max_per_client: int) -> None:
+    def __init__(self, ttl_seconds: float, max_per_client: int, shared: RedisTasks | bool | None = True) -> None:
         self.ttl_ms = max(1, round(ttl_seconds * 1000))
         self.max_per_client = max_per_client
         self._tasks: dict[str, TaskRecord] = {}
         self._group: TaskGroup | None = None
+        if shared is True:
+            settings = shared_state()
+            shared = RedisTasks(settings) if settings is not None else None
+        self._shared: RedisTasks | None = shared or None
+        self._saved: dict[str, float] = {}  # task id → `updated` of what the shared store holds of a task run here
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[TaskStore]:
@@ -197,17 +219,24 @@ class TaskStore:
         async with anyio.create_task_group() as group:
             self._group = group
             group.start_soon(self._sweep)
+            if self._shared is not None:
+                self._shared.connect()
+                group.start_soon(self._shared.cancels, self._cancelled_elsewhere)
+                group.start_soon(self._share)
             try:
                 yield self
             finally:
                 self._group = None
                 group.cancel_scope.cancel()
+        if self._shared is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self._shared.close()
 
-    def start(self, owner: str, tool: str, work: Work, *, modern: bool, ttl_ms: int | None = None) -> TaskRecord:
+    async def start(self, owner: str, tool: str, work: Work, *, modern: bool, ttl_ms: int | None = None) -> TaskRecord:
         """A new working task running `work`; ToolFailure when this client has too many working already."""
         if self._group is None:
             raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, "this server is shutting down; call again after restart.")
-        working = sum(1 for task in self._tasks.values() if task.owner == owner and task.status not in TERMINAL)
+        working = sum(1 for task in await self.owned(owner) if task.status not in TERMINAL)
         if working >= self.max_per_client:
             raise ToolFailure(
                 ErrorCode.MAX_LIMIT_EXCEEDED,
@@ -218,13 +247,16 @@ class TaskStore:
         task = TaskRecord(id=secrets.token_urlsafe(24), owner=owner, tool=tool, modern=modern, ttl_ms=ttl)
         task.scope.deadline = anyio.current_time() + ttl / 1000  # the work stops at the ttl (see `_run`)
         self._tasks[task.id] = task
+        await self._save(task)
         self._group.start_soon(self._run, task, work, name=f"task {tool}")
         return task
 
-    def find(self, task_id: str, owner: str) -> TaskRecord:
+    async def find(self, task_id: str, owner: str) -> TaskRecord:
         """The client's task; INVALID_PARAMS for an id it does not own, never had, or that expired."""
         self._forget_expired()
         task = self._tasks.get(task_id)
+        if task is None and self._shared is not None:
+            task = await self._load(task_id)
         if task is None or task.owner != owner:
             raise MCPError(
                 code=INVALID_PARAMS,
@@ -233,16 +265,47 @@ class TaskStore:
             )
         return task
 
-    def owned(self, owner: str) -> list[TaskRecord]:
+    async def owned(self, owner: str) -> list[TaskRecord]:
         self._forget_expired()
-        return [task for task in self._tasks.values() if task.owner == owner]
+        here = [task for task in self._tasks.values() if task.owner == owner]
+        if self._shared is None:
+            return here
+        held = {task.id for task in here}
+        elsewhere = [
+            await self._judged(_record(fields), fields.get("replica"))
+            for fields in await self._shared.owned(owner)
+            if fields.get("id") not in held
+        ]
+        return sorted(here + elsewhere, key=lambda task: task.created)
 
-    def cancel(self, task: TaskRecord) -> bool:
+    async def cancel(self, task: TaskRecord) -> bool:
         """Stop a working task now (False: it had already ended)."""
         if not task.end("cancelled"):
             return False
-        task.scope.cancel()
+        if self._tasks.get(task.id) is task:
+            task.scope.cancel()
+            await self._save(task)
+            return True
+        assert self._shared is not None  # a task of another replica: it runs the work, and is told to stop it
+        stored = await self._shared.put(self._fields(task), *self._lifetimes(task))
+        if stored is not None:  # it ended there first
+            _update(task, stored)
+            return False
+        await self._shared.cancel(task.id)
         return True
+
+    async def wait(self, task: TaskRecord) -> TaskRecord:
+        """The task once it ended (a task of another replica is read until then)."""
+        if self._shared is None or self._tasks.get(task.id) is task:
+            await task.done.wait()
+            return task
+        while task.status not in TERMINAL:
+            await anyio.sleep(REMOTE_POLL_SECONDS)
+            fresh = await self._load(task.id)
+            if fresh is None:
+                raise MCPError(code=INVALID_PARAMS, message=f"task {task.id[:64]!r} has expired; call the tool again.")
+            task = fresh
+        return task
 
     @property
     def count(self) -> int:
@@ -265,7 +328,12 @@ class TaskStore:
             CURRENT.reset(token)
             if task.scope.cancelled_caught:  # its own scope: the deadline (tasks/cancel ended it before cancelling)
                 task.expire(self.ttl_ms)
+            if self._shared is not None and self._group is None:  # this replica is stopping: others will read it
+                task.end("failed", error={"code": INTERNAL_ERROR, "message": STOPPED_REPLICA})
             task.end("cancelled")  # only when still working: the server is shutting down
+            if self._shared is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await self._save(task)
 
     async def _sweep(self) -> None:
         while True:
@@ -284,7 +352,97 @@ class TaskStore:
             expires = task.expires
             if surplus > 0 or (expires is not None and expires <= now):
                 del self._tasks[task.id]
+                self._saved.pop(task.id, None)
                 surplus -= 1
+
+    # -- the store the replicas share ----------------------------------------------------------------------------
+
+    def _fields(self, task: TaskRecord) -> dict[str, Any]:
+        fields = {name: getattr(task, name) for name in _STORED}
+        return {**fields, "replica": self._shared.replica if self._shared is not None else None}
+
+    @staticmethod
+    def _lifetimes(task: TaskRecord) -> tuple[float, float]:
+        """Until when the shared store keeps the task, and its owner's index (its longest possible life)."""
+        longest = task.created + task.ttl_ms / 1000 + KEEP_AFTER_END
+        return (task.expires or task.deadline + SWEEP_SECONDS * 4), longest
+
+    async def _save(self, task: TaskRecord) -> None:
+        """Write a task run here to the shared store (a task that another replica ended meanwhile takes its end)."""
+        if self._shared is None:
+            return
+        try:
+            stored = await self._shared.put(self._fields(task), *self._lifetimes(task))
+        except Exception:
+            logger.warning("task %s could not be written to the shared store; retried", task.id[:8], exc_info=True)
+            return
+        self._saved[task.id] = task.updated
+        if stored is not None:
+            self._ended_elsewhere(task, stored)
+
+    async def _load(self, task_id: str) -> TaskRecord | None:
+        assert self._shared is not None
+        fields = await self._shared.get(task_id)
+        return None if fields is None else await self._judged(_record(fields), fields.get("replica"))
+
+    async def _judged(self, task: TaskRecord, replica: str | None) -> TaskRecord:
+        """A task of another replica; failed (and written so) when that replica stopped while it worked."""
+        assert self._shared is not None
+        if task.status in TERMINAL or replica is None or not await self._shared.gone(replica):
+            return task
+        task.end("failed", error={"code": INTERNAL_ERROR, "message": STOPPED_REPLICA})
+        stored = await self._shared.put({**self._fields(task), "replica": replica}, *self._lifetimes(task))
+        if stored is not None:
+            _update(task, stored)
+        return task
+
+    def _cancelled_elsewhere(self, task_id: str) -> None:
+        """Another replica cancelled a task: if it runs here, its work stops."""
+        task = self._tasks.get(task_id)
+        if task is not None and task.end("cancelled"):
+            task.scope.cancel()
+
+    def _ended_elsewhere(self, task: TaskRecord, stored: dict[str, Any]) -> None:
+        if task.status in TERMINAL:
+            return
+        task.end(stored.get("status", "cancelled"), result=stored.get("result"), error=stored.get("error"))
+        task.scope.cancel()
+
+    async def _share(self) -> None:
+        """The heartbeat, and what the shared store must learn (progress) or says (a cancel whose message was lost)."""
+        assert self._shared is not None
+        while True:
+            try:
+                await self._shared.beat()
+                for task in list(self._tasks.values()):
+                    if self._saved.get(task.id) != task.updated:
+                        await self._save(task)
+                    elif task.status not in TERMINAL:
+                        stored = await self._shared.get(task.id)
+                        if stored is not None and stored.get("status") in TERMINAL:
+                            self._ended_elsewhere(task, stored)
+            except Exception as exc:
+                logger.warning("the shared task store cannot be reached (%s); retrying", exc)
+            await anyio.sleep(HEARTBEAT_SECONDS)
+
+
+_STORED = tuple(f.name for f in fields_of(TaskRecord) if f.name not in ("scope", "done"))
+
+
+def _record(stored: dict[str, Any]) -> TaskRecord:
+    """A task of another replica, as the shared store holds it (no work of its own here)."""
+    task = TaskRecord(**{name: stored[name] for name in _STORED if name in stored})
+    if task.status in TERMINAL:
+        task.done.set()
+    return task
+
+
+def _update(task: TaskRecord, stored: dict[str, Any]) -> None:
+    for name in _STORED:
+        if name in stored:
+            setattr(task, name, stored[name])
+    if task.status in TERMINAL:
+        task.done.set()
 
 
 CURRENT: ContextVar[TaskRecord | None] = ContextVar("mcp_sections_task", default=None)
@@ -390,7 +548,7 @@ class TaskCalls:
             ttl = requested.get("ttl") if isinstance(requested, dict) else None
             ttl_ms = ttl if isinstance(ttl, int) and ttl > 0 else None
         try:
-            task = self._store.start(owner_of(ctx), name, lambda: call_next(ctx), modern=modern, ttl_ms=ttl_ms)
+            task = await self._store.start(owner_of(ctx), name, lambda: call_next(ctx), modern=modern, ttl_ms=ttl_ms)
         except ToolFailure as failure:
             from mcp_sections.shared.serving.calls import failure_result
 
@@ -424,22 +582,22 @@ class TasksExtension(Extension):
             MethodBinding("tasks/update", UpdateTaskParams, self._update, protocol_versions=MODERN),
         ]
 
-    def _find(self, ctx: Any, task_id: str) -> TaskRecord:
+    async def _find(self, ctx: Any, task_id: str) -> TaskRecord:
         if is_modern(ctx):
             require_client_extension(ctx, TASKS_EXTENSION)
             headers = getattr(getattr(ctx, "request", None), "headers", None)
             named = headers.get(MCP_NAME_HEADER) if headers is not None else None
             if named is not None and decode_header_value(named) != task_id:  # SEP-2663: Mcp-Name is the task id
                 raise MCPError(code=HEADER_MISMATCH, message="the Mcp-Name header does not match params.taskId")
-        return self._store.find(task_id, owner_of(ctx))
+        return await self._store.find(task_id, owner_of(ctx))
 
     async def _get(self, ctx: Any, params: GetTaskRequestParams) -> dict[str, Any]:
-        task = self._find(ctx, params.task_id)
+        task = await self._find(ctx, params.task_id)
         return task.detailed() if is_modern(ctx) else task.fields()
 
     async def _cancel(self, ctx: Any, params: CancelTaskRequestParams) -> dict[str, Any]:
-        task = self._find(ctx, params.task_id)
-        cancelled = self._store.cancel(task)
+        task = await self._find(ctx, params.task_id)
+        cancelled = await self._store.cancel(task)
         if is_modern(ctx):
             return {}  # an acknowledgement, also for a task that already ended
         if not cancelled:
@@ -449,8 +607,8 @@ class TasksExtension(Extension):
         return task.fields()
 
     async def _result(self, ctx: Any, params: GetTaskPayloadRequestParams) -> dict[str, Any]:
-        task = self._find(ctx, params.task_id)
-        await task.done.wait()
+        task = await self._find(ctx, params.task_id)
+        task = await self._store.wait(task)
         if task.status == "completed" and task.result is not None:
             meta = {**(task.result.get("_meta") or {}), RELATED_TASK: {"taskId": task.id}}
             return {**task.result, "_meta": meta}
@@ -459,10 +617,10 @@ class TasksExtension(Extension):
         raise MCPError(code=INVALID_PARAMS, message=f"task {task.id[:64]!r} was cancelled; it has no result.")
 
     async def _list(self, ctx: Any, params: PaginatedRequestParams) -> dict[str, Any]:
-        return {"tasks": [task.fields() for task in self._store.owned(owner_of(ctx))]}
+        return {"tasks": [task.fields() for task in await self._store.owned(owner_of(ctx))]}
 
     async def _update(self, ctx: Any, params: UpdateTaskParams) -> dict[str, Any]:
-        self._find(ctx, params.task_id)  # no task here waits for input: the responses are acknowledged, unused
+        await self._find(ctx, params.task_id)  # no task here waits for input: the responses are acknowledged, unused
         return {}
 
 
