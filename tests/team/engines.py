@@ -193,10 +193,10 @@ def haproxy_config(port: int, backends: Sequence[tuple[str, int]], stats_socket:
 
 
 @contextmanager
-def haproxy(directory: Path, backends: Sequence[tuple[str, int]]) -> Iterator[int]:
-    """HAProxy in front of `backends` while the block runs: its port."""
+def haproxy(directory: Path, backends: Sequence[tuple[str, int]], port: int | None = None) -> Iterator[int]:
+    """HAProxy on `port` (a free one by default) in front of `backends` while the block runs: its port."""
     binary = program("haproxy")
-    port = free_port()
+    port = port or free_port()
     directory.mkdir(parents=True, exist_ok=True)
     config = directory / "haproxy.cfg"
     config.write_text(haproxy_config(port, backends, directory / "haproxy.sock"), encoding="utf-8")
