@@ -3,7 +3,8 @@
 #   1. system packages (Debian/Ubuntu, when run as root or with sudo): bubblewrap, git, ripgrep (search_files'
 #      fast engine), util-linux's setpriv (the container entrypoint tests run as the images' user), chromium
 #      (web_ops renders pages that need JavaScript with it; Playwright cannot download its own build offline),
-#      Mesa's EGL (media_ops renders 3D assets on the CPU);
+#      Mesa's EGL (media_ops renders 3D assets on the CPU); with `team` or `test-tools`, HAProxy, Redis and
+#      PostgreSQL (a team's replicas behind a load balancer, their shared stores: tests/team/ starts them);
 #   2. .venv;
 #   3. the project with the extras asked for (no torch unless `embeddings-torch` is asked for: then a CPU build of
 #      torch first, since a bare `torch` pulls a multi-GB CUDA build); with `test-tools`, the Node checkers the tests
@@ -40,6 +41,11 @@ if has all || has web; then
 fi
 if has all || has media; then # media_ops renders 3D on Mesa's software OpenGL through EGL
     ls /usr/lib/*/libEGL_mesa.so.0 >/dev/null 2>&1 || need+=(libegl1 libegl-mesa0 libgl1-mesa-dri)
+fi
+if has team || has test-tools; then # the engines of a team deployment (its tests start their own, on free ports)
+    command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
+    command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+    ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 fi
 if [ "${#need[@]}" -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
     sudo=""

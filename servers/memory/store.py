@@ -180,10 +180,12 @@ class MemoryStore:
         duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
         vector_cache: bool = True,
         postgres_url: str | None = None,
+        postgres_password: str | None = None,
     ) -> None:
         self.db: Database | PostgresDatabase
         if postgres_url is not None:  # a team's replicas share it (`dialects.py`)
-            self.dialect, self.db = POSTGRES, PostgresDatabase(postgres_url, POSTGRES.migrations, name="memory")
+            database = PostgresDatabase(postgres_url, POSTGRES.migrations, name="memory", password=postgres_password)
+            self.dialect, self.db = POSTGRES, database
         else:
             self.dialect, self.db = SQLITE, Database(path, MIGRATIONS)
         self.embeddings: EmbeddingService | None = None
@@ -225,7 +227,7 @@ class MemoryStore:
     ) -> MemoryStore:
         """The store of this data directory, or of the PostgreSQL server `backend` names."""
         if backend is not None and backend.store == "postgres":
-            options["postgres_url"] = backend.postgres_url
+            options.update(postgres_url=backend.postgres_url, postgres_password=backend.postgres_password())
         return cls(Path(data_dir) / DATABASE_FILE, embeddings, **options)
 
     # ---- embeddings -----------------------------------------------------------------------

@@ -193,12 +193,13 @@ class Board:
         max_tasks_per_workflow: int = MAX_TASKS_PER_WORKFLOW,
         *,
         postgres_url: str | None = None,
+        postgres_password: str | None = None,
     ) -> None:
         self.path = path
         self.max_tasks_per_workflow = max_tasks_per_workflow
         self.db: Database | PostgresDatabase
         if postgres_url is not None:
-            self.db = PostgresDatabase(postgres_url, POSTGRES_MIGRATIONS, name="todo")
+            self.db = PostgresDatabase(postgres_url, POSTGRES_MIGRATIONS, name="todo", password=postgres_password)
         else:
             assert path is not None
             self.db = Database(path, MIGRATIONS)
@@ -212,7 +213,12 @@ class Board:
     ) -> Board:
         """The board of this data directory, or of the PostgreSQL server `backend` names."""
         if backend is not None and backend.store == "postgres":
-            return cls(None, max_tasks_per_workflow, postgres_url=backend.postgres_url)
+            return cls(
+                None,
+                max_tasks_per_workflow,
+                postgres_url=backend.postgres_url,
+                postgres_password=backend.postgres_password(),
+            )
         return cls(Path(data_dir) / FILE_NAME, max_tasks_per_workflow)
 
     def close(self) -> None:

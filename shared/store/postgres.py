@@ -32,6 +32,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field, model_validator
@@ -69,9 +70,19 @@ class StoreBackendSettings(BaseModel):
     postgres_url: str | None = Field(
         default=None,
         max_length=2000,
-        description="libpq URL of the PostgreSQL database (postgresql://user@host:5432/db); a password is better "
-        "given by a passfile (`?passfile=/run/secrets/pgpass`) than in the URL.",
+        description="libpq URL of the PostgreSQL database (postgresql://user@host:5432/db), without its password.",
     )
+    postgres_password_file: Path | None = Field(
+        default=None, description="A file holding the password (a compose secret: /run/secrets/postgres_password)."
+    )
+
+    def postgres_password(self) -> str | None:
+        if self.postgres_password_file is None:
+            return None
+        try:
+            return self.postgres_password_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ConfigError(f"postgres_password_file {self.postgres_password_file} cannot be read: {exc}") from exc
 
     @model_validator(mode="after")
     def _url_with_postgres(self) -> StoreBackendSettings:
@@ -148,7 +159,7 @@ class PostgresDatabase:
 
     dialect = "postgres"
 
-    def __init__(self, url: str, migrations: Sequence[str], *, name: str) -> None:
+    def __init__(self, url: str, migrations: Sequence[str], *, name: str, password: str | None = None) -> None:
         try:
             import psycopg  # noqa: F401
         except ModuleNotFoundError as exc:
@@ -157,6 +168,7 @@ class PostgresDatabase:
             ) from exc
         self.url = url
         self.name = name
+        self._password = password
         self.path = None  # no file: the data lives on the server
         self._lock_key = zlib.crc32(f"mcp-sections:{name}".encode())
         self._local = threading.local()
@@ -174,12 +186,14 @@ class PostgresDatabase:
             return connection
         if connection is not None:
             self._forget(connection)
+        password: dict[str, Any] = {"password": self._password} if self._password else {}
         connection = psycopg.connect(
             self.url,
             autocommit=True,  # transactions are begun and ended here, explicitly (as SQLite's are)
             connect_timeout=CONNECT_TIMEOUT_SECONDS,
             options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}",
             application_name=f"mcp-sections {self.name}",
+            **password,
         )
         connection.row_factory = _row_factory
         self._local.connection = connection

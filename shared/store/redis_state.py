@@ -8,10 +8,10 @@ replica running the work at once). It is what the peers use for the same state (
 cache); PostgreSQL would need polling and a sweeper for each of these. What must survive a restart of Redis is
 kept by its append-only file (`--appendonly yes`, the team profile's setting).
 
-Configured by `MCP_SECTIONS_REDIS_URL` (`redis://host:6379/0`, `rediss://` for TLS; a password in the URL or
-`?password=`), keys under `MCP_SECTIONS_REDIS_PREFIX` (default `mcp-sections`); the built-in sections a gateway
-starts inherit both, so the links they mint are readable from every replica. Unset: everything stays in the
-process, as for one person.
+Configured by `MCP_SECTIONS_REDIS_URL` (`redis://host:6379/0`, `rediss://` for TLS), its password in the file
+`MCP_SECTIONS_REDIS_PASSWORD_FILE` names (a compose secret), keys under `MCP_SECTIONS_REDIS_PREFIX` (default
+`mcp-sections`); the built-in sections a gateway starts inherit them, so the links they mint are readable from
+every replica. Unset: everything stays in the process, as for one person.
 
 Layout (`P` the prefix): `P:task:<id>` the task's fields as JSON, `P:owner:<owner>` a sorted set of its task ids,
 `P:replica:<id>` a replica's heartbeat (a key that expires unless renewed), `P:cancel` the channel of cancelled task
@@ -30,6 +30,7 @@ import secrets
 import socket
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -68,23 +69,30 @@ class SharedStateSettings(LayeredSettings):
 
     redis_url: str | None = Field(default=None, max_length=2000, description="Redis the replicas share (team).")
     redis_prefix: str = Field(default="mcp-sections", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
+    redis_password_file: Path | None = Field(default=None, description="A file holding Redis's password (a secret).")
+
+    def client_options(self) -> dict[str, Any]:
+        """What both clients are opened with: the retry's back-off, timeouts, and the password from its file."""
+        from redis.backoff import ExponentialBackoff
+
+        options: dict[str, Any] = {
+            "backoff": ExponentialBackoff(cap=1.0, base=0.05),
+            "socket_timeout": 10,
+            "socket_connect_timeout": 3,
+            "health_check_interval": 10,
+        }
+        if self.redis_password_file is not None:
+            try:
+                options["password"] = self.redis_password_file.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ConfigError(f"redis_password_file {self.redis_password_file} cannot be read: {exc}") from exc
+        return options
 
 
 def shared_state() -> SharedStateSettings | None:
     """The Redis this process shares its tasks and links through (None: they stay in the process)."""
     settings = SharedStateSettings.load()
     return settings if settings.redis_url else None
-
-
-def _options() -> dict[str, Any]:
-    from redis.backoff import ExponentialBackoff
-
-    return {
-        "backoff": ExponentialBackoff(cap=1.0, base=0.05),
-        "socket_timeout": 10,
-        "socket_connect_timeout": 3,
-        "health_check_interval": 10,
-    }
 
 
 def _missing(exc: ModuleNotFoundError) -> ConfigError:
@@ -115,7 +123,7 @@ class RedisTasks:
             from redis.asyncio.retry import Retry
         except ModuleNotFoundError as exc:
             raise _missing(exc) from exc
-        options = _options()
+        options = self.settings.client_options()
         self._client = aioredis.Redis.from_url(
             self.settings.redis_url or "",
             decode_responses=True,
@@ -231,7 +239,7 @@ class RedisLinks:
             from redis.retry import Retry
         except ModuleNotFoundError as exc:
             raise _missing(exc) from exc
-        options = _options()
+        options = settings.client_options()
         self._client = redis.Redis.from_url(
             settings.redis_url or "", retry=Retry(options.pop("backoff"), RETRIES), **options
         )

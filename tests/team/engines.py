@@ -184,9 +184,11 @@ def haproxy_config(port: int, backends: Sequence[tuple[str, int]], stats_socket:
     servers = "\n".join(
         f"    server {name} 127.0.0.1:{backend} check inter 500ms fall 2 rise 1" for name, backend in backends
     )
+    replicas = "    server-template replica 4 gateway-replica:8000 check resolvers docker init-addr none\n"
+    assert replicas in template, "docker/haproxy.cfg's server line changed: change it here too"
     return (
         template.replace("bind :8000", f"bind 127.0.0.1:{port}")
-        .replace("    server-template replica 4 gateway:8000 check resolvers docker init-addr none\n", servers + "\n")
+        .replace(replicas, servers + "\n")
         .replace("resolvers docker\n    nameserver dns 127.0.0.11:53\n", "")
         .replace("stats socket /tmp/haproxy.sock", f"stats socket {stats_socket}")
     )
