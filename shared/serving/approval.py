@@ -43,6 +43,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from mcp_sections.shared.framework.clients import calling, current_user, user_of
 from mcp_sections.shared.framework.tools import (
     Annotations,
     Progress,
@@ -55,7 +56,7 @@ from mcp_sections.shared.framework.tools import (
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.serving import client_log
 from mcp_sections.shared.serving.asking import AskedCall, Fallback, asking_tool
-from mcp_sections.shared.serving.audit import AuditLog, AuditRecord, argument_digest
+from mcp_sections.shared.serving.audit import AuditLog, AuditRecord, argument_digest, user_named
 from mcp_sections.shared.serving.calls import parse_arguments
 from mcp_sections.shared.serving.question_board import QuestionBoard
 from mcp_sections.shared.serving.sdk_tools import tool_context, tool_definition
@@ -267,7 +268,10 @@ class Approvals:
         if board is None or board.url is None:
             return None
         depth, agent = caller
-        pending = board.put(tool, question.message, f"sub-agent {agent} (depth {depth}) of {asker}" if agent else asker)
+        user = current_user()
+        owner = user.id if user is not None and user.authenticated else None
+        shown = f"sub-agent {agent} (depth {depth}) of {asker}" if agent else asker
+        pending = board.put(tool, question.message, shown, owner)
         where = f"open {board.url}" + (f" ({board.sign_in})" if board.sign_in else "")
         text = (
             f"{tool} needs your approval: {where} and approve or decline question {pending.id[:6]} "
@@ -310,6 +314,7 @@ class Approvals:
                 agent_id=caller[1],
                 message=how if answer.action == "timeout" else f"{how} after {answer.waited_seconds:.0f} s",
                 call=f"approval-{time.time_ns():x}",
+                user=user_named(),
             )
         )
 
@@ -328,7 +333,9 @@ async def _still_waiting(pending: Any, text: str, progress: Progress | None) -> 
 
 
 class _InRequest:
-    """Middleware: the approval of the server answering each tools/call, and the client that sent it."""
+    """Middleware: the approval of the server answering each tools/call, and who sent it — its user, who is
+    `shared.framework.clients.current_user()` for the whole call (audit, trace, the tools its scopes allow), and the
+    client program."""
 
     def __init__(self, approvals: Approvals) -> None:
         self._approvals = approvals
@@ -336,11 +343,14 @@ class _InRequest:
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
         if getattr(ctx, "method", None) != "tools/call":
             return await call_next(ctx)
+        user = user_of(ctx)
         params = getattr(getattr(ctx, "session", None), "client_params", None)
         info = params.client_info if params is not None else None
-        token = _current.set((self._approvals, f"{info.name} {info.version}" if info else "the MCP client"))
+        program = f"{info.name} {info.version}" if info else "the MCP client"
+        token = _current.set((self._approvals, f"{user.name} with {program}" if user.authenticated else program))
         try:
-            return await call_next(ctx)
+            with calling(user):
+                return await call_next(ctx)
         finally:
             _current.reset(token)
 

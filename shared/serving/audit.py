@@ -1,6 +1,8 @@
 """The audit log: two JSON lines per tool call, under `<data dir>/audit/<server>.jsonl`, rotated by size.
 
-A line says who called what and how it ended, never what was said: section, tool, caller depth and agent id
+A line says who called what and how it ended, never what was said: section, tool, the user (`user`: the subject of
+the caller's OAuth access token and the name its token gives, or a digest of the single bearer token; none for a
+local caller: `shared.framework.clients`), caller depth and agent id
 (a gateway calling a section for one of its sub-agents says so in the request's `_meta`, `caller_meta`; a
 section records what its caller claims, 0 and none for a client calling it directly), a SHA-256 digest of the
 canonical arguments (no argument value is stored), the outcome code (`OK` or an error code), the duration and,
@@ -34,6 +36,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from mcp_sections.shared.framework.clients import LOCAL, current_user
 
 logger = logging.getLogger("mcp_sections.audit")
 
@@ -86,6 +90,7 @@ class AuditRecord:
     message: str | None = None
     phase: str = "end"
     call: str | None = None
+    user: str | None = None
 
     def as_json(self) -> str:
         line: dict[str, Any] = {
@@ -94,6 +99,7 @@ class AuditRecord:
             "call": self.call,
             "server": self.server,
             "tool": self.tool,
+            **({"user": self.user} if self.user is not None else {}),
             "depth": self.depth,
             "agent_id": self.agent_id,
             "arguments_digest": self.arguments_digest,
@@ -106,6 +112,12 @@ class AuditRecord:
 
 
 _CALL_IDS = itertools.count(1)
+
+
+def user_named() -> str | None:
+    """The user of the call being answered, as an audit line names it (None: a local caller, or no request)."""
+    user = current_user()
+    return user.name if user is not None and user.id != LOCAL else None
 
 
 def outcome_of(result: Any) -> tuple[str, str | None]:
@@ -126,6 +138,7 @@ class AuditCall:
         self._caller = caller
         self._started = time.perf_counter()
         self._ended = False
+        self._user = user_named()
         self.id = f"{os.getpid():x}-{next(_CALL_IDS)}"
         log.write(self._record("start", "STARTED", 0.0))
 
@@ -141,6 +154,7 @@ class AuditCall:
             message=message,
             phase=phase,
             call=self.id,
+            user=self._user,
         )
 
     def end(self, result: Any) -> None:

@@ -6,6 +6,9 @@ a stdio gateway), the question waits there instead: `ask` puts it on the board a
 `pending` and hands the signed-in person's answer to `answer`. A question nobody answers within `timeout_seconds` is
 declined (the call does not run). At most `MAX_PENDING` wait at once; one more is refused at once.
 
+On a team's gateway (OAuth users, `shared.framework.clients`) a question is its user's: only the user whose call
+asked it sees it on the page and may answer it; the answer records who gave it.
+
 The board is only where questions wait; `shared.serving.approval` decides which calls need approval, words the
 question, tells the client where to answer, and audits the answer.
 """
@@ -34,6 +37,7 @@ class PendingQuestion:
     message: str
     asker: str
     timeout_seconds: float
+    owner: str | None = None  # the OAuth user whose call asked (`User.id`): only they see and answer it
     asked: float = field(default_factory=time.monotonic)
     asked_wall: float = field(default_factory=time.time)
     outcome: Outcome | None = None
@@ -62,18 +66,23 @@ class QuestionBoard:
     def is_open(self) -> bool:
         return self.url is not None
 
-    def pending(self) -> list[PendingQuestion]:
-        """The questions still waiting, oldest first."""
-        return [question for question in self._pending.values() if question.outcome is None]
+    def pending(self, viewer: str | None = None) -> list[PendingQuestion]:
+        """The questions still waiting, oldest first; for an OAuth user (`viewer`, a `User.id`), those they may
+        answer (theirs, and those of no user)."""
+        return [
+            question
+            for question in self._pending.values()
+            if question.outcome is None and (viewer is None or question.owner in (None, viewer))
+        ]
 
-    def put(self, tool: str, message: str, asker: str) -> PendingQuestion:
+    def put(self, tool: str, message: str, asker: str, owner: str | None = None) -> PendingQuestion:
         """A new question on the board; ToolFailure when too many wait already."""
         if len(self.pending()) >= MAX_PENDING:
             raise ToolFailure(
                 ErrorCode.MAX_LIMIT_EXCEEDED,
                 f"{MAX_PENDING} questions already wait on the status page for an answer; answer them, then call again.",
             )
-        question = PendingQuestion(secrets.token_urlsafe(9), tool, message, asker, self.timeout_seconds)
+        question = PendingQuestion(secrets.token_urlsafe(9), tool, message, asker, self.timeout_seconds, owner)
         self._pending[question.id] = question
         return question
 
@@ -90,10 +99,13 @@ class QuestionBoard:
                 question.done.set()
         return question.outcome
 
-    def answer(self, question_id: str, approve: bool, who: str) -> PendingQuestion | None:
-        """The person's answer; None when no such question waits (answered already, timed out, or never asked)."""
+    def answer(self, question_id: str, approve: bool, who: str, viewer: str | None = None) -> PendingQuestion | None:
+        """The person's answer; None when no such question waits (answered already, timed out, or never asked) or
+        it is another OAuth user's (`viewer`: the answering user's `User.id`)."""
         question = self._pending.get(question_id)
         if question is None or question.outcome is not None:
+            return None
+        if viewer is not None and question.owner not in (None, viewer):
             return None
         question.outcome = "approve" if approve else "decline"
         question.answered_by = who

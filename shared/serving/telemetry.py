@@ -20,9 +20,11 @@ Where spans come from:
   current trace context in that request's `_meta`. So one client request — the gateway, its sections, every
   sub-agent of a `plan_actions` tree — is one trace.
 
-A span says which tool, which section, at what depth, for which agent, how it ended (`OK` or the error code) and
-how long it took; never an argument value or a result (not even the audit log's digest of the arguments: the
-audit line of the same call has it), never an error message (messages may quote arguments).
+A span says which tool, which section, for which user (`enduser.id`: the subject of the caller's OAuth access
+token, `shared.framework.clients`; none for a local caller or the single bearer token), at what depth, for which
+agent, how it ended (`OK` or the error code) and how long it took; never an argument value or a result (not even the
+audit log's digest of the arguments: the audit line of the same call has it), never an error message (messages may
+quote arguments).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import os
 import time
 from collections.abc import Mapping
 from typing import Any
+
+from mcp_sections.shared.framework.clients import current_user
 
 logger = logging.getLogger("mcp_sections.telemetry")
 
@@ -64,7 +68,18 @@ class CallSpan:
     None when the span is the SDK's own server span of the request, which this only annotates (the SDK ends it).
     Its attributes are set once, at the end: each one costs the SDK a few microseconds."""
 
-    __slots__ = ("_caller", "_owner", "_section", "_server", "_span", "_started", "_target", "_token", "_tool")
+    __slots__ = (
+        "_caller",
+        "_owner",
+        "_section",
+        "_server",
+        "_span",
+        "_started",
+        "_target",
+        "_token",
+        "_tool",
+        "_user",
+    )
 
     def __init__(
         self, owner: CallTelemetry, span: Any, token: Any | None, server: str, tool: str, caller: tuple[int, str | None]
@@ -77,6 +92,8 @@ class CallSpan:
         self._tool = tool
         self._target: str | None = None
         self._caller = caller
+        user = current_user()
+        self._user = user.subject if user is not None else None
         self._started = time.perf_counter_ns()
 
     def target(self, section: str, tool: str) -> None:
@@ -103,6 +120,8 @@ class CallSpan:
         }
         if agent_id is not None:
             attributes["mcp_sections.agent_id"] = agent_id
+        if self._user is not None:
+            attributes["enduser.id"] = self._user
         if self._target is not None:
             attributes["mcp_sections.target_tool"] = self._target
         if outcome != "OK":
