@@ -1,6 +1,10 @@
-"""Bearer-token authentication for the Streamable HTTP transport of every section and the gateway.
+"""Authentication of the Streamable HTTP transport of every section and the gateway: what guards `/mcp`.
 
-The token comes from a file (`--auth-token-file`, `MCP_SECTIONS_AUTH_TOKEN_FILE`: compose mounts it as a secret)
+Two guards (`HttpGuard`): the single bearer token of a one-person set-up (`BearerToken`, here), and on the gateway
+of a team, OAuth 2.1 access tokens of the team's authorization server (`shared.serving.oauth`, from `[gateway.auth]`):
+one or the other, never both (an MCP server accepts only the tokens of its own authorization server).
+
+The single token comes from a file (`--auth-token-file`, `MCP_SECTIONS_AUTH_TOKEN_FILE`: compose mounts it as a secret)
 or from `MCP_SECTIONS_AUTH_TOKEN`. It is required whenever the server binds beyond loopback: a server reachable
 from other machines with no token refuses to start. On loopback it is optional (local clients, tests).
 Every HTTP request must carry `Authorization: Bearer <token>`; anything else gets 401 before it reaches the MCP
@@ -13,10 +17,12 @@ import hmac
 import ipaddress
 import json
 import os
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from mcp_sections.shared.framework.clients import User, user_of_token
 from mcp_sections.shared.ground.errors import ConfigError
 
 TOKEN_ENV = "MCP_SECTIONS_AUTH_TOKEN"
@@ -53,6 +59,76 @@ def read_token_file(path: Path) -> str:
     return token
 
 
+@dataclass(frozen=True)
+class Identified:
+    """The user a credential stands for, and until when it does (`time.time()`; None: until the server stops)."""
+
+    user: User
+    until: float | None = None
+
+
+class HttpGuard(Protocol):
+    """What guards a Streamable HTTP server: `/mcp` behind it, its own pages beside (served without it)."""
+
+    @property
+    def description(self) -> str:
+        """For the line printed when the server listens ("bearer token required")."""
+        ...
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        """`app` (the MCP endpoint) behind this guard: a request without valid credentials gets 401."""
+        ...
+
+    def pages(self) -> Mapping[str, ASGIApp]:
+        """Paths served beside `/mcp` without credentials, by prefix (OAuth: the protected-resource metadata)."""
+        ...
+
+    async def identify(self, credential: str) -> Identified | None:
+        """The user a credential presented to another page stands for (the status page's sign-in), or None."""
+        ...
+
+
+class BearerToken:
+    """The single bearer token of a one-person set-up, as an `HttpGuard`."""
+
+    description = "bearer token required"
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        return BearerAuth(app, self._token)
+
+    def pages(self) -> Mapping[str, ASGIApp]:
+        return {}
+
+    async def identify(self, credential: str) -> Identified | None:
+        if not hmac.compare_digest(credential.encode(), self._token.encode()):
+            return None
+        return Identified(user_of_token(f"Bearer {self._token}"))
+
+
+def resolve_guard(
+    token_file: Path | None,
+    host: str,
+    oauth: HttpGuard | None = None,
+    environ: MutableMapping[str, str] | None = None,
+) -> HttpGuard | None:
+    """The guard of a server bound to `host`: `oauth` where the gateway has `[gateway.auth]`, else the single token
+    (`resolve_token`); None: no authentication (loopback only). Both at once are refused."""
+    if oauth is None:
+        token = resolve_token(token_file, host, environ)
+        return BearerToken(token) if token is not None else None
+    env = os.environ if environ is None else environ
+    if token_file is not None or env.get(TOKEN_FILE_ENV) or env.get(TOKEN_ENV):
+        raise AuthConfigError(
+            "the gateway has [gateway.auth]: it accepts only the access tokens of that authorization server, so a "
+            f"single bearer token (--auth-token-file, {TOKEN_FILE_ENV}, {TOKEN_ENV}) cannot be given as well; drop "
+            "one of them (the single token is for one-person set-ups)"
+        )
+    return oauth
+
+
 def resolve_token(token_file: Path | None, host: str, environ: MutableMapping[str, str] | None = None) -> str | None:
     """The token to require for a server bound to `host` (None: no authentication, loopback only)."""
     env = os.environ if environ is None else environ
@@ -68,7 +144,8 @@ def resolve_token(token_file: Path | None, host: str, environ: MutableMapping[st
     if token is None and not is_loopback(host):
         raise AuthConfigError(
             f"binding {host} makes the server reachable from other machines: give it a bearer token with "
-            f"--auth-token-file FILE (or {TOKEN_FILE_ENV} / {TOKEN_ENV}), or bind 127.0.0.1"
+            f"--auth-token-file FILE (or {TOKEN_FILE_ENV} / {TOKEN_ENV}), or the gateway an authorization server "
+            "([gateway.auth]), or bind 127.0.0.1"
         )
     return token
 
