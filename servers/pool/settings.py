@@ -29,6 +29,15 @@ sampling = "off"               # "prefer" | "fallback": the MCP client's model t
 command = "docker"
 args = ["run", "-i", "--rm", "mcp-sections", "serve", "shell_ops"]
 
+[gateway.auth]                 # the HTTP gateway of a team: an OAuth 2.1 resource server (shared/serving/oauth.py)
+issuer = "https://auth.example.com/realms/team"   # the authorization server (its metadata's `issuer`)
+resource = "https://mcp.example.com/mcp"          # this gateway as clients reach it: the audience of its tokens
+# jwks_url / metadata_url: default from the issuer's metadata; algorithms = ["RS256", "ES256"]; clock_skew_seconds = 60
+
+[gateway.auth.scopes]          # what each scope of a token allows (filters.py): a profile, or "all"
+"mcp:read" = "readonly"
+"mcp:tools" = "all"
+
 [gateway.sections.github]      # a third-party MCP server as a section
 url = "https://example.com/mcp"
 headers = { Authorization = "Bearer ..." }
@@ -60,15 +69,19 @@ directory, roots and `[sections.<id>]` settings. The default stays a subprocess 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mcp_sections.shared.framework.sections import SECTION_ID
 from mcp_sections.shared.settings.config import ConfigError, LayeredSettings, Settings, split_commas
 
-from .filters import ToolFilter
+from .filters import ALL_TOOLS, ScopeGrant, ToolFilter
+
+if TYPE_CHECKING:
+    from mcp_sections.shared.serving.oauth import ResourceServer
 
 
 class ExternalSection(BaseModel):
@@ -162,6 +175,86 @@ class ModelSettings(LayeredSettings):
         return self.provider == "sampling" or self.sampling != "off" or (self.provider is not None and bool(self.model))
 
 
+SCOPE_PATTERN = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]{1,200}$")  # RFC 6749 §3.3 scope-token
+
+
+class AuthSettings(LayeredSettings):
+    """`[gateway.auth]`: the team's authorization server. The HTTP gateway then accepts only its access tokens
+    (`shared.serving.oauth`), each call is its token's user's (`shared.framework.clients`), and the tools a call may
+    run follow the token's scopes (`scopes`, `filters.py`). Environment: `MCP_SECTIONS_GATEWAY_AUTH_<KEY>` (`SCOPES`
+    as a JSON object)."""
+
+    env_prefix: ClassVar[str] = "MCP_SECTIONS_GATEWAY_AUTH_"
+
+    issuer: str | None = Field(
+        default=None, description="The authorization server's issuer identifier (the `issuer` of its metadata)."
+    )
+    resource: str | None = Field(
+        default=None,
+        description="This gateway's canonical URI as clients reach it (`https://mcp.example.com/mcp`): the audience "
+        "(RFC 8707 resource) its access tokens must name.",
+    )
+    jwks_url: str | None = Field(default=None, description="The signing keys (default: the metadata's jwks_uri).")
+    metadata_url: str | None = Field(
+        default=None, description="The issuer's metadata (default: its RFC 8414 or OpenID Connect well-known URL)."
+    )
+    algorithms: list[str] = Field(
+        default_factory=lambda: ["RS256", "ES256"], description="Accepted signing algorithms (asymmetric only)."
+    )
+    clock_skew_seconds: int = Field(default=60, ge=0, le=600, description="Leeway on exp, nbf and iat.")
+    scopes: dict[str, str] = Field(
+        default_factory=dict,
+        description="Scope -> tool profile (`readonly`, a [gateway.profiles] name, or `all`); empty: scopes do not "
+        "limit the tools.",
+    )
+    resource_name: str | None = Field(default=None, max_length=200, description="Named in the resource metadata.")
+
+    _split_algorithms = field_validator("algorithms", mode="before")(split_commas)
+
+    @property
+    def configured(self) -> bool:
+        return self.issuer is not None
+
+    @model_validator(mode="after")
+    def _complete(self) -> AuthSettings:
+        others = (self.resource, self.jwks_url, self.metadata_url, self.scopes)
+        if (self.issuer is None) != (self.resource is None) or (self.issuer is None and any(others)):
+            raise ValueError(
+                "[gateway.auth] needs both `issuer` (the authorization server) and `resource` (this gateway's URI "
+                "as clients reach it)"
+            )
+        if self.issuer is None:
+            return self
+        from mcp_sections.shared.serving.oauth import SIGNING_ALGORITHMS
+
+        unknown = sorted(set(self.algorithms) - SIGNING_ALGORITHMS)
+        if unknown or not self.algorithms:
+            raise ValueError(
+                f"[gateway.auth] algorithms {unknown or 'none'}: choose among {', '.join(sorted(SIGNING_ALGORITHMS))}"
+            )
+        for scope in self.scopes:
+            if not SCOPE_PATTERN.match(scope):
+                raise ValueError(f"[gateway.auth.scopes]: {scope!r} is not an OAuth scope (no spaces or quotes)")
+        return self
+
+    def resource_server(self) -> ResourceServer | None:
+        """The `shared.serving.oauth.ResourceServer` of these settings (None when not configured)."""
+        from mcp_sections.shared.serving.oauth import ResourceServer
+
+        if self.issuer is None or self.resource is None:
+            return None
+        return ResourceServer(
+            issuer=self.issuer,
+            resource=self.resource,
+            scopes=tuple(self.scopes),
+            jwks_url=self.jwks_url,
+            metadata_url=self.metadata_url,
+            algorithms=tuple(self.algorithms),
+            clock_skew_seconds=self.clock_skew_seconds,
+            resource_name=self.resource_name,
+        )
+
+
 class GatewaySettings(LayeredSettings):
     """Everything the gateway reads besides the global settings."""
 
@@ -201,6 +294,7 @@ class GatewaySettings(LayeredSettings):
     profiles: dict[str, ToolProfile] = Field(default_factory=dict)
     sections: dict[str, ExternalSection] = Field(default_factory=dict)
     model: ModelSettings = Field(default_factory=ModelSettings)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
 
     _split_expose = field_validator("expose", "in_process", mode="before")(split_commas)
     _split_patterns = field_validator("disabled_tools", "enabled_tools", mode="before")(_patterns)
@@ -215,6 +309,12 @@ class GatewaySettings(LayeredSettings):
             _patterns(profile.disabled_tools)
             if not SECTION_ID.match(name):
                 raise ValueError(f"[gateway.profiles.{name}]: profile names must match {SECTION_ID.pattern}")
+        for scope, granted in self.auth.scopes.items():
+            if granted != ALL_TOOLS and granted not in known:
+                raise ValueError(
+                    f"[gateway.auth.scopes] {scope!r}: unknown tool profile {granted!r}; profiles: "
+                    f"{', '.join(sorted({ALL_TOOLS, *known}))}"
+                )
         return self
 
     def tool_filter(self) -> ToolFilter:
@@ -227,7 +327,15 @@ class GatewaySettings(LayeredSettings):
             profile_enabled=tuple(chosen.enabled_tools) if chosen else (),
             profile_disabled=tuple(chosen.disabled_tools) if chosen else (),
             read_only=bool(chosen and chosen.read_only),
+            scopes=tuple(self._grant(scope, profile) for scope, profile in self.auth.scopes.items()),
         )
+
+    def _grant(self, scope: str, profile: str) -> ScopeGrant:
+        """What `scope` allows: its profile's rules."""
+        rules = {**BUILTIN_PROFILES, **self.profiles}.get(profile)
+        if rules is None:  # ALL_TOOLS
+            return ScopeGrant(scope, profile)
+        return ScopeGrant(scope, profile, tuple(rules.enabled_tools), tuple(rules.disabled_tools), rules.read_only)
 
     @field_validator("sections", mode="after")
     @classmethod
@@ -243,9 +351,11 @@ def load_gateway_settings(settings: Settings, **overrides: Any) -> GatewaySettin
         raise ConfigError(f"config file {settings.config_file}: `gateway` must be a table")
     table = dict(settings.gateway)  # the [gateway] table of the one parse of the config file
     model_table = table.pop("model", {}) or {}
+    auth_table = table.pop("auth", {}) or {}
     try:
         model = ModelSettings.load(model_table, where="[gateway.model]")
-        return GatewaySettings.load(table, where="[gateway]", model=model, **overrides)
+        auth = AuthSettings.load(auth_table, where="[gateway.auth]")
+        return GatewaySettings.load(table, where="[gateway]", model=model, auth=auth, **overrides)
     except ValueError as exc:
         where = settings.config_file or "the environment"
         raise ConfigError(f"invalid gateway settings (from {where}): {exc}") from None
