@@ -10,13 +10,16 @@ rag_ops (`shared.brain.summary`).
 
 An answer is a POST to `/status/questions/<id>` carrying the page's CSRF token (an HMAC of the sign-in session, so
 another site can neither read nor forge it; the session cookie is SameSite=Strict and Origin is checked as well); it
-is audited with who gave it (the sign-in session, by a short digest, and the address it came from). A question nobody
-answers within the gateway's approval timeout is declined and leaves the page.
+is audited with who gave it (the user, the sign-in session by a short digest, and the address it came from). A
+question nobody answers within the gateway's approval timeout is declined and leaves the page.
 
 Access: a request carries `Authorization: Bearer <token>`, or a session cookie a browser gets from the sign-in
 form (POST `/status/sign-in` with the token: an HttpOnly, SameSite=Strict cookie, path `/status`, 12 hours, kept
-in this process only). A gateway serving without a token (loopback only) serves the page without sign-in, as it
-serves `/mcp`. Host and Origin are checked as for `/mcp` (DNS-rebinding protection).
+in this process only). The token is what `/mcp` takes (`shared.serving.http_auth`): the gateway's single bearer token,
+or on a team's gateway (`[gateway.auth]`) an access token of its authorization server — then the page knows the user,
+the session ends when the token expires, and each user sees and answers only the questions of their own calls. A
+gateway serving without a token (loopback only) serves the page without sign-in, as it serves `/mcp`. Host and Origin
+are checked as for `/mcp` (DNS-rebinding protection).
 
 The page is server-rendered HTML with its own stylesheet and script (no external asset), under a strict
 Content-Security-Policy; the script refreshes the live part (`/status/live`, a fragment) every few seconds, and
@@ -30,6 +33,7 @@ import hmac
 import secrets
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
 from importlib import resources
@@ -43,8 +47,10 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route, Router
 
 from mcp_sections.shared.brain.summary import BrainSummary, brain_summary
+from mcp_sections.shared.framework.clients import User
 from mcp_sections.shared.ground.about import package_version
 from mcp_sections.shared.serving.audit import recent_records
+from mcp_sections.shared.serving.http_auth import BearerToken, HttpGuard, Identified
 from mcp_sections.shared.serving.question_board import PendingQuestion
 
 if TYPE_CHECKING:
@@ -56,7 +62,7 @@ PREFIX = "/status"
 COOKIE = "mcp_sections_status"
 SESSION_SECONDS = 12 * 3600
 MAX_SESSIONS = 64
-MAX_FORM_BYTES = 4096
+MAX_FORM_BYTES = 20_000  # an access token of an authorization server may be a few KiB
 RECENT_CALLS = 40
 BRAIN_REFRESH_SECONDS = 10.0
 REFRESH_SECONDS = 5
@@ -77,39 +83,59 @@ SECURITY_HEADERS = {
 
 
 class Sessions:
-    """Signed-in browsers: random ids kept in memory until they expire (the oldest go first beyond the cap)."""
+    """Signed-in browsers: random ids kept in memory, with who signed in, until they expire (the oldest go first
+    beyond the cap)."""
 
     def __init__(self) -> None:
-        self._expiry: OrderedDict[str, float] = OrderedDict()
+        self._expiry: OrderedDict[str, tuple[float, User]] = OrderedDict()
 
-    def new(self) -> str:
+    def new(self, identified: Identified) -> str:
+        """A session for `identified`: 12 hours, and never past its credential."""
         session = secrets.token_urlsafe(32)
-        self._expiry[session] = time.monotonic() + SESSION_SECONDS
+        until = time.monotonic() + SESSION_SECONDS
+        if identified.until is not None:
+            until = min(until, time.monotonic() + identified.until - time.time())
+        self._expiry[session] = (until, identified.user)
         while len(self._expiry) > MAX_SESSIONS:
             self._expiry.popitem(last=False)
         return session
 
-    def valid(self, session: str) -> bool:
-        expiry = self._expiry.get(session)
-        if expiry is None:
-            return False
-        if expiry < time.monotonic():
+    def user(self, session: str) -> User | None:
+        """Who signed in with `session` (None: no such session, or it expired)."""
+        entry = self._expiry.get(session)
+        if entry is None:
+            return None
+        if entry[0] < time.monotonic():
             del self._expiry[session]
-            return False
-        return True
+            return None
+        return entry[1]
 
     def end(self, session: str | None) -> None:
         if session is not None:
             self._expiry.pop(session, None)
 
 
+@dataclass(frozen=True)
+class Visitor:
+    """Who makes a request to the page: what its CSRF token is made of, and the user (None: an open page)."""
+
+    key: str
+    user: User | None = None
+
+    @property
+    def viewer(self) -> str | None:
+        """The OAuth user whose questions alone it sees and answers (None: it sees every question)."""
+        return self.user.id if self.user is not None and self.user.authenticated else None
+
+
 class StatusPage:
     """The ASGI app of `/status` and its paths (see the module docstring)."""
 
-    def __init__(self, gateway: Gateway, token: str | None, security: TransportSecuritySettings) -> None:
+    def __init__(self, gateway: Gateway, guard: HttpGuard | str | None, security: TransportSecuritySettings) -> None:
+        """`guard`: what `/mcp` takes (a single token as a string; None: no sign-in, loopback only)."""
         self.gateway = gateway
-        self._expected = f"Bearer {token}".encode() if token is not None else None
-        self._token = token.encode() if token is not None else None
+        self._guard = BearerToken(guard) if isinstance(guard, str) else guard
+        self._oauth = self._guard is not None and not isinstance(self._guard, BearerToken)
         self._security = TransportSecurityMiddleware(security)
         self._sessions = Sessions()
         self._csrf_key = secrets.token_bytes(32)
@@ -136,48 +162,52 @@ class StatusPage:
 
     # -- access ---------------------------------------------------------------------------------------------
 
-    def _signed_in(self, request: Request) -> bool:
-        return self._identity(request) is not None
-
-    def _identity(self, request: Request) -> str | None:
-        """How this request is signed in (the session cookie, the bearer header, or an open page), or None."""
-        if self._expected is None:
-            return "open"
-        presented = request.headers.get("authorization", "").encode()
-        if presented and hmac.compare_digest(presented, self._expected):
-            return "bearer"
+    async def _visitor(self, request: Request) -> Visitor | None:
+        """Who makes this request (the bearer header, the session cookie, or an open page), or None: not signed in."""
+        if self._guard is None:
+            return Visitor("open")
+        kind, _, credential = request.headers.get("authorization", "").partition(" ")
+        if kind.lower() == "bearer" and credential.strip():
+            identified = await self._guard.identify(credential.strip())
+            if identified is not None:
+                return Visitor(f"bearer:{identified.user.id}", identified.user)
         session = request.cookies.get(COOKIE)
-        if session is not None and self._sessions.valid(session):
-            return "session:" + session
-        return None
+        user = self._sessions.user(session) if session is not None else None
+        return Visitor("session:" + str(session), user) if user is not None else None
 
-    def _csrf(self, identity: str) -> str:
-        return hmac.new(self._csrf_key, identity.encode(), hashlib.sha256).hexdigest()
+    def _csrf(self, visitor: Visitor) -> str:
+        return hmac.new(self._csrf_key, visitor.key.encode(), hashlib.sha256).hexdigest()
 
     @staticmethod
-    def _who(identity: str, request: Request) -> str:
-        """Who answered, for the audit: the sign-in session by a digest (never the session itself), and from where."""
+    def _who(visitor: Visitor, request: Request) -> str:
+        """Who answered, for the audit: the user, the sign-in session by a digest (never the session itself), and
+        from where."""
         place = request.client.host if request.client is not None else "an unknown address"
-        if identity.startswith("session:"):
-            digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
-            return f"the person signed in with session {digest} from {place}"
-        if identity == "bearer":
+        user = visitor.user if visitor.user is not None and visitor.user.authenticated else None
+        if visitor.key.startswith("session:"):
+            digest = hashlib.sha256(visitor.key.encode()).hexdigest()[:12]
+            person = user.name if user is not None else "the person"
+            return f"{person} signed in with session {digest} from {place}"
+        if user is not None:
+            return f"{user.name} with an access token from {place}"
+        if visitor.user is not None:
             return f"a request with the gateway's bearer token from {place}"
         return f"an open page (no token: loopback only) from {place}"
 
     async def sign_in(self, request: Request) -> Response:
-        if self._token is None:
+        if self._guard is None:
             return RedirectResponse(PREFIX, status_code=303)
         form = await _form(request)
         if form is None:
-            return _html(sign_in_page("The form is too large."), 413)
-        token = form.get("token", "").strip().encode()
-        if not hmac.compare_digest(token, self._token):
-            return _html(sign_in_page("That is not the gateway's token."), 401)
+            return _html(sign_in_page("The form is too large.", self._oauth), 413)
+        identified = await self._guard.identify(form.get("token", "").strip())
+        if identified is None:
+            wrong = "a valid access token of the team's authorization server" if self._oauth else "the gateway's token"
+            return _html(sign_in_page(f"That is not {wrong}.", self._oauth), 401)
         response = RedirectResponse(PREFIX, status_code=303)
         response.set_cookie(
             COOKIE,
-            self._sessions.new(),
+            self._sessions.new(identified),
             max_age=SESSION_SECONDS,
             path=PREFIX,
             httponly=True,
@@ -188,24 +218,26 @@ class StatusPage:
         return response
 
     async def answer(self, request: Request) -> Response:
-        """A signed-in person approves or declines one waiting call (CSRF-checked; audited by approval)."""
-        identity = self._identity(request)
-        if identity is None:
+        """A signed-in person approves or declines one waiting call (CSRF-checked; audited by approval); on a team's
+        gateway, only a call of their own."""
+        visitor = await self._visitor(request)
+        if visitor is None:
             return _secure(Response("sign in first", status_code=401, media_type="text/plain"))
         form = await _form(request)
         if form is None:
             return _secure(Response("the form is too large", status_code=413, media_type="text/plain"))
-        if not hmac.compare_digest(form.get("csrf", "").encode(), self._csrf(identity).encode()):
+        if not hmac.compare_digest(form.get("csrf", "").encode(), self._csrf(visitor).encode()):
             return _secure(Response("the form's CSRF token is wrong: reload the page", 403, media_type="text/plain"))
         choice = form.get("answer")
         if choice not in ("approve", "decline"):
             return _secure(Response("answer approve or decline", status_code=400, media_type="text/plain"))
         question = request.path_params["question"]
-        if self.gateway.questions.answer(question, choice == "approve", self._who(identity, request)) is None:
+        answered = self.gateway.questions.answer(
+            question, choice == "approve", self._who(visitor, request), visitor.viewer
+        )
+        if answered is None:
             gone = "That question is no longer waiting: it was answered, or its time ran out (then it was declined)."
-            return _html(
-                full_page(await self.live_html(identity), signed_in=self._expected is not None, note=gone), 409
-            )
+            return _html(full_page(await self.live_html(visitor), signed_in=self._guard is not None, note=gone), 409)
         return _secure(RedirectResponse(PREFIX, status_code=303))
 
     async def sign_out(self, request: Request) -> Response:
@@ -217,16 +249,16 @@ class StatusPage:
     # -- pages ----------------------------------------------------------------------------------------------
 
     async def page(self, request: Request) -> Response:
-        identity = self._identity(request)
-        if identity is None:
-            return _html(sign_in_page(None), 401)
-        return _html(full_page(await self.live_html(identity), signed_in=self._expected is not None))
+        visitor = await self._visitor(request)
+        if visitor is None:
+            return _html(sign_in_page(None, self._oauth), 401)
+        return _html(full_page(await self.live_html(visitor), signed_in=self._guard is not None))
 
     async def live(self, request: Request) -> Response:
-        identity = self._identity(request)
-        if identity is None:
+        visitor = await self._visitor(request)
+        if visitor is None:
             return _secure(Response("sign in first", status_code=401, media_type="text/plain"))
-        return _html(await self.live_html(identity))
+        return _html(await self.live_html(visitor))
 
     async def asset(self, request: Request) -> Response:
         name = request.url.path.rsplit("/", 1)[1]
@@ -239,7 +271,7 @@ class StatusPage:
 
     # -- what is shown --------------------------------------------------------------------------------------
 
-    async def live_html(self, identity: str) -> str:
+    async def live_html(self, visitor: Visitor) -> str:
         gateway = self.gateway
         await gateway.pool.load_declarations()
         data_dir = gateway.settings.data_dir
@@ -249,7 +281,7 @@ class StatusPage:
             self._brain = (now, await anyio.to_thread.run_sync(brain_summary, data_dir))
         questions = gateway.questions
         asking = questions.is_open and gateway.settings.approval != "off"
-        waiting = questions_html(questions.pending(), self._csrf(identity)) if asking else ""
+        waiting = questions_html(questions.pending(visitor.viewer), self._csrf(visitor)) if asking else ""
         return "\n".join(
             [
                 waiting,
@@ -467,14 +499,19 @@ def full_page(live: str, *, signed_in: bool, note: str | None = None) -> str:
     return _document("mcp-sections status", f'{header}{alert}<main id="live">{live}</main>')
 
 
-def sign_in_page(error: str | None) -> str:
+def sign_in_page(error: str | None, oauth: bool = False) -> str:
     alert = f'<p class="error" role="alert">{escape(error)}</p>' if error else ""
+    which = (
+        "an access token of the team's authorization server (the bearer token your MCP client sends)"
+        if oauth
+        else "the gateway's bearer token (the content of its <code>--auth-token-file</code>)"
+    )
     form = (
         '<main class="sign-in"><h1>mcp-sections gateway</h1>'
-        "<p>Sign in with the gateway's bearer token (the content of its <code>--auth-token-file</code>).</p>"
+        f"<p>Sign in with {which}.</p>"
         f'{alert}<form method=post action="{PREFIX}/sign-in">'
         "<label for=token>Token</label><input id=token name=token type=password autocomplete=current-password "
-        "required autofocus maxlength=512><button type=submit>Sign in</button></form></main>"
+        f"required autofocus maxlength={16384 if oauth else 512}><button type=submit>Sign in</button></form></main>"
     )
     return _document("Sign in · mcp-sections", form)
 
