@@ -16,10 +16,11 @@ bytes wait in this process's store until the client reads them with `resources/r
   gateway routes `resources/read` by it), the random part (128 bits) makes them unguessable.
 - Text attachments of sections that mask secrets are masked like the rest of their result (`shared.serving.calls`).
 - A link is read only by the client it was given to: the URIs in each result a client receives (`tools/call`, a
-  task's result) are noted with that client (`shared.framework.clients`: the user by the bearer token presented, and
-  the client program by its declared name and version), and a `resources/read` from anyone else is answered as for a
-  URI that is gone. Behind the gateway, the section's client is the gateway's session, and the gateway checks its own
-  clients the same way before it asks the section.
+  task's result) are noted with that client (`shared.framework.clients`: the user — the subject of an OAuth access
+  token on a team's gateway, whichever token of theirs they present, else the single bearer token — and the client
+  program by its declared name and version), and a `resources/read` from anyone else (another user) is answered as
+  for a URI that is gone. Behind the gateway, the section's client is the gateway's session, and the gateway checks
+  its own clients the same way before it asks the section.
 """
 
 from __future__ import annotations
