@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from mcp_sections.servers.rag_ops.brain import Brain
@@ -115,7 +116,7 @@ async def test_an_ingest_task_completes_when_everything_is_searchable_by_meaning
             messages.append(task.status_message)
             if task.status in ("completed", "failed", "cancelled"):
                 break
-            time.sleep(0.1)
+            await anyio.sleep(0.1)
         assert task.status == "completed", task.error
         setup = task.result["structuredContent"] if task.result else {}
         searchable = setup["ingest"]["searchable"]
