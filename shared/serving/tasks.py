@@ -165,8 +165,10 @@ class TaskRecord:
 
     # -- the wire shapes --------------------------------------------------------------------------------------
 
-    def fields(self) -> dict[str, Any]:
-        """The task in this era's names (`ttl`/`pollInterval` on 2025-11-25, `ttlMs`/`pollIntervalMs` on 2026)."""
+    def fields(self, modern: bool | None = None) -> dict[str, Any]:
+        """The task in an era's names (`ttl`/`pollInterval` on 2025-11-25, `ttlMs`/`pollIntervalMs` on 2026): the
+        era of the request that asks (`modern`; default: the era it was created on). A user's tasks are theirs on
+        either wire, so one made on 2026-07-28 may be read or listed on 2025-11-25."""
         expires = self.expires
         ttl = round((expires - self.created) * 1000) if expires is not None else self.ttl_ms
         task: dict[str, Any] = {
@@ -177,7 +179,7 @@ class TaskRecord:
         }
         if self.message:
             task["statusMessage"] = self.message
-        if self.modern:
+        if self.modern if modern is None else modern:
             task.update(ttlMs=ttl, pollIntervalMs=POLL_INTERVAL_MS)
         else:
             task.update(ttl=ttl, pollInterval=POLL_INTERVAL_MS)
@@ -185,7 +187,7 @@ class TaskRecord:
 
     def detailed(self) -> dict[str, Any]:
         """2026-07-28 `tasks/get`: the task, with the result (or JSON-RPC error) inlined once it ended."""
-        task = self.fields()
+        task = self.fields(modern=True)
         if self.status == "completed" and self.result is not None:
             task["result"] = self.result
         elif self.status == "failed" and self.error is not None:
@@ -593,7 +595,7 @@ class TasksExtension(Extension):
 
     async def _get(self, ctx: Any, params: GetTaskRequestParams) -> dict[str, Any]:
         task = await self._find(ctx, params.task_id)
-        return task.detailed() if is_modern(ctx) else task.fields()
+        return task.detailed() if is_modern(ctx) else task.fields(modern=False)
 
     async def _cancel(self, ctx: Any, params: CancelTaskRequestParams) -> dict[str, Any]:
         task = await self._find(ctx, params.task_id)
@@ -604,7 +606,7 @@ class TasksExtension(Extension):
             raise MCPError(
                 code=INVALID_PARAMS, message=f"task {task.id[:64]!r} already ended ({task.status}); nothing to cancel."
             )
-        return task.fields()
+        return task.fields(modern=False)
 
     async def _result(self, ctx: Any, params: GetTaskPayloadRequestParams) -> dict[str, Any]:
         task = await self._find(ctx, params.task_id)
@@ -617,7 +619,7 @@ class TasksExtension(Extension):
         raise MCPError(code=INVALID_PARAMS, message=f"task {task.id[:64]!r} was cancelled; it has no result.")
 
     async def _list(self, ctx: Any, params: PaginatedRequestParams) -> dict[str, Any]:
-        return {"tasks": [task.fields() for task in await self._store.owned(owner_of(ctx))]}
+        return {"tasks": [task.fields(modern=False) for task in await self._store.owned(owner_of(ctx))]}
 
     async def _update(self, ctx: Any, params: UpdateTaskParams) -> dict[str, Any]:
         await self._find(ctx, params.task_id)  # no task here waits for input: the responses are acknowledged, unused
