@@ -2,7 +2,8 @@
 
 Two guards (`HttpGuard`): the single bearer token of a one-person set-up (`BearerToken`, here), and on the gateway
 of a team, OAuth 2.1 access tokens of the team's authorization server (`shared.serving.oauth`, from `[gateway.auth]`):
-one or the other, never both (an MCP server accepts only the tokens of its own authorization server).
+one or the other, never both (an MCP server accepts only the tokens of its own authorization server: with
+`[gateway.auth]`, a single token given as well is not accepted, and a warning says so).
 
 The single token comes from a file (`--auth-token-file`, `MCP_SECTIONS_AUTH_TOKEN_FILE`: compose mounts it as a secret)
 or from `MCP_SECTIONS_AUTH_TOKEN`. It is required whenever the server binds beyond loopback: a server reachable
@@ -16,6 +17,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
@@ -24,6 +26,8 @@ from typing import Any, Protocol
 
 from mcp_sections.shared.framework.clients import User, user_of_token
 from mcp_sections.shared.ground.errors import ConfigError
+
+logger = logging.getLogger("mcp_sections.http_auth")
 
 TOKEN_ENV = "MCP_SECTIONS_AUTH_TOKEN"
 TOKEN_FILE_ENV = "MCP_SECTIONS_AUTH_TOKEN_FILE"
@@ -115,16 +119,18 @@ def resolve_guard(
     environ: MutableMapping[str, str] | None = None,
 ) -> HttpGuard | None:
     """The guard of a server bound to `host`: `oauth` where the gateway has `[gateway.auth]`, else the single token
-    (`resolve_token`); None: no authentication (loopback only). Both at once are refused."""
+    (`resolve_token`); None: no authentication (loopback only). With `oauth`, a single token given as well is not
+    accepted (an MCP server takes only its authorization server's tokens): a warning says so."""
     if oauth is None:
         token = resolve_token(token_file, host, environ)
         return BearerToken(token) if token is not None else None
     env = os.environ if environ is None else environ
     if token_file is not None or env.get(TOKEN_FILE_ENV) or env.get(TOKEN_ENV):
-        raise AuthConfigError(
-            "the gateway has [gateway.auth]: it accepts only the access tokens of that authorization server, so a "
-            f"single bearer token (--auth-token-file, {TOKEN_FILE_ENV}, {TOKEN_ENV}) cannot be given as well; drop "
-            "one of them (the single token is for one-person set-ups)"
+        logger.warning(
+            "the gateway has [gateway.auth]: it takes only the access tokens of that authorization server; the single "
+            "bearer token (--auth-token-file, %s, %s) is not accepted",
+            TOKEN_FILE_ENV,
+            TOKEN_ENV,
         )
     return oauth
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import time
 from types import SimpleNamespace
 
@@ -179,16 +180,17 @@ async def test_metadata_naming_another_issuer_gives_no_keys() -> None:
         assert server.jwks_fetches == 0
 
 
-def test_settings_and_guards_refuse_what_cannot_work(tmp_path: object) -> None:
+def test_settings_and_guards_refuse_what_cannot_work(caplog: pytest.LogCaptureFixture) -> None:
     with pytest.raises(AuthConfigError, match="must use https"):
         OAuthGuard(ResourceServer("http://auth.example.com", RESOURCE))
     with pytest.raises(AuthConfigError, match="must use https"):
         OAuthGuard(ResourceServer("https://auth.example.com", "http://mcp.example.com/mcp"))
     guard = OAuthGuard(ResourceServer("https://auth.example.com", "https://mcp.example.com/mcp"))
     assert guard.metadata_url == "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
-    with pytest.raises(AuthConfigError, match="cannot be given as well"):
-        resolve_guard(None, "0.0.0.0", guard, {"MCP_SECTIONS_AUTH_TOKEN": "x" * 32})
     assert resolve_guard(None, "0.0.0.0", guard, {}) is guard  # an authorization server guards beyond loopback
+    with caplog.at_level(logging.WARNING, logger="mcp_sections.http_auth"):
+        assert resolve_guard(None, "0.0.0.0", guard, {"MCP_SECTIONS_AUTH_TOKEN": "x" * 32}) is guard
+    assert "the single bearer token (--auth-token-file" in caplog.text and "x" * 32 not in caplog.text
     auth = {"issuer": "https://auth.example.com", "resource": "https://mcp.example.com/mcp"}
     with pytest.raises(ValueError, match="needs both `issuer`"):
         GatewaySettings.load({"auth": {"issuer": "https://auth.example.com"}})
