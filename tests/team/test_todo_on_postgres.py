@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +73,37 @@ def test_two_replicas_share_one_board_and_its_cap(postgres_url: str) -> None:
     assert len(refused) == 31 and all(failure.code == ErrorCode.MAX_LIMIT_EXCEEDED for failure in refused)
     one.close()
     two.close()
+
+
+def test_the_sections_settings_choose_postgresql(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`MCP_SECTIONS_<ID>_STORE=postgres` and `..._POSTGRES_URL` (or `[sections.<id>]`) put todo and memory there; the
+    password comes from its file; `store = "postgres"` without a URL is refused."""
+    from mcp_sections.servers.memory.section import MemorySettings, open_memory
+    from mcp_sections.servers.todo.section import SECTION, open_board
+    from mcp_sections.servers.todo.settings import TodoSettings
+    from mcp_sections.shared.framework.sections import SectionRuntime
+    from mcp_sections.shared.settings.config import load_settings
+
+    (tmp_path / "password").write_text("unused-with-trust\n")
+    for section in ("TODO", "MEMORY"):
+        monkeypatch.setenv(f"MCP_SECTIONS_{section}_STORE", "postgres")
+        monkeypatch.setenv(f"MCP_SECTIONS_{section}_POSTGRES_URL", postgres_url)
+        monkeypatch.setenv(f"MCP_SECTIONS_{section}_POSTGRES_PASSWORD_FILE", str(tmp_path / "password"))
+    settings = load_settings(data_dir=tmp_path / "data")
+    board = open_board(SECTION.runtime(settings))
+    memory = open_memory(SectionRuntime(settings, MemorySettings.load(embeddings_enabled=False)))
+    try:
+        assert board.path is None and board.db.dialect == "postgres"  # type: ignore[union-attr]
+        assert memory.store.dialect.migrations[0].count("TSVECTOR") == 1
+        created = board.create(W, "on the server")
+        assert Board(None, postgres_url=postgres_url).get(W, created.id).task == created
+        assert TodoSettings.load().postgres_password() == "unused-with-trust"
+        assert not (tmp_path / "data" / "todo.sqlite3").exists()
+    finally:
+        board.close()
+        memory.close()
+    monkeypatch.delenv("MCP_SECTIONS_TODO_POSTGRES_URL")
+    with pytest.raises(ValueError, match="needs postgres_url"):
+        TodoSettings.load()
