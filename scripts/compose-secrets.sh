@@ -17,6 +17,10 @@ if [ ! -s "$dir/searxng_settings.yml" ]; then
     printf 'use_default_settings: true\nserver:\n  secret_key: "%s"\n  limiter: false\n  bind_address: "0.0.0.0"\n  port: 8080\nsearch:\n  formats: [html, json]\n' \
         "$(random)" > "$dir/searxng_settings.yml"
 fi
+# The team profile's Redis and PostgreSQL (compose.yaml --profile team).
+[ -s "$dir/redis_password" ] || random > "$dir/redis_password"
+[ -s "$dir/postgres_password" ] || random > "$dir/postgres_password"
 # The containers run as uid 10001 and read the token through the compose secret mount.
-chmod 0644 "$dir/mcp_token" "$dir/neo4j_password" "$dir/searxng_settings.yml" 2>/dev/null || true
+chmod 0644 "$dir/mcp_token" "$dir/neo4j_password" "$dir/searxng_settings.yml" \
+    "$dir/redis_password" "$dir/postgres_password" 2>/dev/null || true
 echo "compose secrets in $dir (the gateway's bearer token: $dir/mcp_token)"
