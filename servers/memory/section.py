@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, ClassVar
-
-from pydantic import Field
+from typing import Any
 
 from mcp_sections.servers.memory.confidence import verdict
 from mcp_sections.servers.memory.models import (
@@ -30,33 +28,14 @@ from mcp_sections.servers.memory.models import (
     UpdateInput,
     UpdateResult,
 )
-from mcp_sections.servers.memory.store import DEFAULT_DUPLICATE_THRESHOLD, MemoryStore
-from mcp_sections.shared.embeddings import EmbeddingService, EmbeddingSettings, get_embedder
+from mcp_sections.servers.memory.settings import MemorySettings
+from mcp_sections.servers.memory.store import MemoryStore
+from mcp_sections.shared.embeddings import EmbeddingService, get_embedder
 from mcp_sections.shared.embeddings.requirements import embedding_requirements
 from mcp_sections.shared.framework.requirements import degrading
 from mcp_sections.shared.framework.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.framework.tools import CREATE, OVERWRITE, READ_ONLY, WRITE, tool
 from mcp_sections.shared.ground.errors import invalid_input
-from mcp_sections.shared.settings.config import SectionSettings
-from mcp_sections.shared.store.postgres import StoreBackendSettings
-
-
-class MemorySettings(SectionSettings, EmbeddingSettings, StoreBackendSettings):
-    """`[sections.memory]` in the config file, or `MCP_SECTIONS_MEMORY_*` (e.g. `..._EMBEDDING_MODEL`; `..._STORE` and
-    `..._POSTGRES_URL` for a team's replicas sharing one PostgreSQL store)."""
-
-    env_prefix: ClassVar[str] = "MCP_SECTIONS_MEMORY_"
-
-    embeddings_enabled: bool = Field(default=True, description="Off: text search only, the model is never loaded.")
-    duplicate_threshold: float = Field(
-        default=DEFAULT_DUPLICATE_THRESHOLD,
-        gt=0.5,
-        le=1.0,
-        description="Cosine similarity from which a new memory counts as a duplicate of one in the same scope.",
-    )
-    vector_cache: bool = Field(
-        default=True, description="Keep the vectors in an in-process matrix (off: reload them from SQLite per search)."
-    )
 
 
 class MemoryState:

@@ -244,7 +244,8 @@ def test_concurrent_threads_and_integrity(tmp_path: Path, ready: FakeEmbedder) -
 
 
 def test_settings_reuse_the_embedding_fields(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_sections.servers.memory.section import MemorySettings, open_memory
+    from mcp_sections.servers.memory.section import open_memory
+    from mcp_sections.servers.memory.settings import MemorySettings
     from mcp_sections.shared.framework.sections import SectionRuntime
     from mcp_sections.shared.settings.config import Settings
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_sections.servers.memory.section import MemorySettings
+from mcp_sections.servers.memory.settings import MemorySettings
 from mcp_sections.servers.memory.store import MemoryStore
 from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService, get_embedder
 from mcp_sections.shared.ground.errors import ToolFailure

@@ -80,7 +80,8 @@ def test_the_sections_settings_choose_postgresql(
 ) -> None:
     """`MCP_SECTIONS_<ID>_STORE=postgres` and `..._POSTGRES_URL` (or `[sections.<id>]`) put todo and memory there; the
     password comes from its file; `store = "postgres"` without a URL is refused."""
-    from mcp_sections.servers.memory.section import MemorySettings, open_memory
+    from mcp_sections.servers.memory.section import open_memory
+    from mcp_sections.servers.memory.settings import MemorySettings
     from mcp_sections.servers.todo.section import SECTION, open_board
     from mcp_sections.servers.todo.settings import TodoSettings
     from mcp_sections.shared.framework.sections import SectionRuntime
