@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
 from mcp_sections.shared.brain.model import LABELS, PROJECT_ID_PATTERN, PROJECT_TYPES, RELATIONSHIPS
-from mcp_sections.shared.embeddings import EmbeddingSettings
 from mcp_sections.shared.framework.tools import ToolInput, ToolResult
-from mcp_sections.shared.settings.config import SectionSettings
 
 MAX_CODE_CHARS = 1_000_000
 MAX_QUERY_CHARS = 1_000
@@ -55,25 +53,6 @@ NodeType = Annotated[
 
 assert set(LABELS) == set(Label.__args__) and set(RELATIONSHIPS) == set(Relationship.__args__)  # type: ignore[attr-defined]
 assert set(PROJECT_TYPES) == set(ProjectType.__args__)  # type: ignore[attr-defined]
-
-
-class RagOpsSettings(SectionSettings, EmbeddingSettings):
-    """`[sections.rag_ops]` / `MCP_SECTIONS_RAG_OPS_*`."""
-
-    env_prefix: ClassVar[str] = "MCP_SECTIONS_RAG_OPS_"
-
-    backend: Literal["sqlite", "neo4j"] = Field(
-        default="sqlite", description="sqlite: embedded <data_dir>/brain.sqlite3; neo4j: NEO4J_URI/USERNAME/PASSWORD."
-    )
-    max_file_bytes: int = Field(default=1_000_000, ge=1_000, le=50_000_000, description="Larger files are skipped.")
-    max_files: int = Field(default=20_000, ge=1, le=1_000_000, description="Most files one ingest may hold.")
-    quick_ingest_retention_days: float = Field(
-        default=30.0, gt=0, le=3650, description="Quick-ingests not accessed for this long are removed by gc."
-    )
-    background_embeddings: bool = Field(
-        default=True, description="Embed new nodes in a background thread after each ingest."
-    )
-    embeddings: bool = Field(default=True, description="Use an embedding model at all (off: text search only).")
 
 
 # ---- shared output pieces -------------------------------------------------------------------------

@@ -33,7 +33,6 @@ from mcp_sections.servers.rag_ops.models import (
     ProjectOut,
     ProjectResult,
     QueryEntitiesInput,
-    RagOpsSettings,
     RunCypherInput,
     RunCypherResult,
     SchemaInput,
@@ -45,6 +44,7 @@ from mcp_sections.servers.rag_ops.models import (
     SetupProjectInput,
     SetupProjectResult,
 )
+from mcp_sections.servers.rag_ops.settings import RagOpsSettings
 from mcp_sections.shared.embeddings.requirements import embedding_requirements
 from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, degrading, module
 from mcp_sections.shared.framework.sections import Container, Section, SectionRuntime

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mcp_sections.servers.rag_ops.brain import Brain
-from mcp_sections.servers.rag_ops.models import RagOpsSettings
+from mcp_sections.servers.rag_ops.settings import RagOpsSettings
 from mcp_sections.shared.brain.opening import open_embedding_service
 from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
 from tests.embedding_stand_in import bag_of_words
