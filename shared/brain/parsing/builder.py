@@ -28,7 +28,7 @@ from mcp_sections.shared.brain.parsing.files import (
 )
 from mcp_sections.shared.brain.parsing.prose import inline_text
 
-DOC_KEYWORD_CHARS = 400
+DOCSTRING_WORDS_CHARS = 400
 
 # ---- parsing ---------------------------------------------------------------------------------------
 
@@ -132,7 +132,7 @@ class Builder:
 
 def docstring_words(doc: str) -> str:
     """The words of a docstring's first paragraphs (text search weighs them above the code's body)."""
-    return " ".join(inline_text(doc).split())[:DOC_KEYWORD_CHARS]
+    return " ".join(inline_text(doc).split())[:DOCSTRING_WORDS_CHARS]
 
 
 def first_paragraph(text: str, limit: int = 160) -> str:
