@@ -234,10 +234,10 @@ def server_built() -> None:
 def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gateway: Any = None) -> int:
     """Serve on the transport of the flags; over HTTP, the flags' extra hosts and origins add to the settings', and
     the gateway's status page is served at /status (behind the same token)."""
-    from mcp_sections.shared.serving.http_auth import resolve_token
+    from mcp_sections.shared.serving.http_auth import BearerToken, resolve_guard
     from mcp_sections.shared.serving.server import serve, transport_security
 
-    token = resolve_token(args.auth_token_file, args.host) if args.transport == "http" else None
+    guard = resolve_guard(args.auth_token_file, args.host, _oauth_guard(gateway)) if args.transport == "http" else None
     if args.transport == "http":
         from mcp_sections.shared.settings.endpoints import announce_listener
 
@@ -249,10 +249,12 @@ def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gatewa
         from mcp_sections.servers.gateway.status import PREFIX, StatusPage
 
         security = transport_security(args.host, args.port, hosts, origins)
-        pages = {PREFIX: StatusPage(gateway, token, security)}
+        pages = {PREFIX: StatusPage(gateway, guard, security)}
         shown = "localhost" if args.host in ("0.0.0.0", "::") else args.host  # bound to all: the local address
         place = f"[{shown}]" if ":" in shown and not shown.startswith("[") else shown
-        gateway.questions.open_at(f"http://{place}:{args.port}{PREFIX}", sign_in="sign in with the gateway's token")
+        oauth = guard is not None and not isinstance(guard, BearerToken)
+        sign_in = "sign in with your access token" if oauth else "sign in with the gateway's token"
+        gateway.questions.open_at(f"http://{place}:{args.port}{PREFIX}", sign_in=sign_in)
     elif gateway is not None and _status_beside(args, settings):
         from functools import partial
 
@@ -260,8 +262,18 @@ def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gatewa
 
         beside = partial(serve_status_beside, gateway, args.status_port)
     server_built()
-    serve(server, args.transport, args.host, args.port, hosts, origins, token, pages, beside)
+    serve(server, args.transport, args.host, args.port, hosts, origins, guard, pages, beside)
     return 0
+
+
+def _oauth_guard(gateway: Any) -> Any:
+    """The OAuth resource server of a gateway with `[gateway.auth]` (`shared.serving.oauth`), else None."""
+    server = gateway.config.auth.resource_server() if gateway is not None else None
+    if server is None:
+        return None
+    from mcp_sections.shared.serving.oauth import OAuthGuard
+
+    return OAuthGuard(server)
 
 
 def _status_beside(args: argparse.Namespace, settings: Settings) -> bool:

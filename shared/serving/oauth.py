@@ -159,7 +159,7 @@ class KeySource:
 
     async def for_kid(self, kid: str | None) -> Any:
         """The key set, holding `kid` if the server has it (fetched again when it is new to us)."""
-        if self._wanted(kid):
+        if self._wanted(kid) or self._lock.locked():  # a fetch under way: its keys, not "none yet"
             async with self._lock:
                 if self._wanted(kid):
                     await self._refresh()

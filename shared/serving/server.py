@@ -27,6 +27,7 @@ from mcp_sections.shared.serving.calls import failure_result
 from mcp_sections.shared.serving.client_log import serve_logging
 from mcp_sections.shared.serving.completions import serve_completions
 from mcp_sections.shared.serving.event_store import RETRY_MS, SessionEventStores, StreamResumption
+from mcp_sections.shared.serving.http_auth import HttpGuard
 from mcp_sections.shared.serving.pipeline import SectionCalls, SectionState
 from mcp_sections.shared.serving.sdk_tools import (
     ForgetRootsOnChange,
@@ -152,17 +153,18 @@ def serve(
     port: int,
     extra_hosts: list[str],
     extra_origins: list[str],
-    auth_token: str | None = None,
+    guard: HttpGuard | None = None,
     pages: Mapping[str, Any] | None = None,
     beside: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Run until the client disconnects (stdio) or the process is stopped (http).
 
-    Over HTTP, `auth_token` (required by the caller beyond loopback, see `shared.serving.http_auth`) guards every
-    request but `/health` (`shared.serving.http_pages`); `pages` are a host's own ASGI pages by path prefix (they guard
-    themselves). With no trace exporter configured (`shared.serving.telemetry`), the SDK's per-request span is taken
-    out: nothing is paid. Over stdio, `beside` runs in the same loop for as long as the client is connected (the
-    gateway's status page: `servers/gateway/status_beside.py`).
+    Over HTTP, `guard` (the single bearer token or a team's OAuth resource server, required by the caller beyond
+    loopback, see `shared.serving.http_auth`) guards `/mcp`; `/health` (`shared.serving.http_pages`) and the guard's own
+    pages (the protected-resource metadata) are served without it; `pages` are a host's own ASGI pages by path prefix
+    (they guard themselves). With no trace exporter configured (`shared.serving.telemetry`), the SDK's per-request span
+    is taken out: nothing is paid. Over stdio, `beside` runs in the same loop for as long as the client is connected
+    (the gateway's status page: `servers/gateway/status_beside.py`).
     """
     if telemetry.current() is None:
         without_sdk_tracing(server)
@@ -170,7 +172,7 @@ def serve(
         anyio.run(_stdio_and, server, beside)
         return
     security = transport_security(host, port, extra_hosts, extra_origins)
-    anyio.run(serve_http, server, host, port, security, auth_token, pages)
+    anyio.run(serve_http, server, host, port, security, guard, pages)
 
 
 async def _stdio_and(server: MCPServer, beside: Callable[[], Awaitable[None]] | None) -> None:
@@ -195,29 +197,33 @@ async def serve_http(
     host: str,
     port: int,
     security: TransportSecuritySettings,
-    auth_token: str | None,
+    guard: HttpGuard | str | None,
     pages: Mapping[str, Any] | None = None,
 ) -> None:
-    """Streamable HTTP on `host:port` at `/mcp`, behind the bearer token when one is given; `/health` for probes.
-    Streams are resumable: each session keeps its events a while, replayed after `Last-Event-ID`; an unknown or
-    expired id gets 400 (`shared.serving.event_store`).
+    """Streamable HTTP on `host:port` at `/mcp`, behind `guard` when one is given (a string: the single token);
+    `/health` for probes. Streams are resumable: each session keeps its events a while, replayed after `Last-Event-ID`;
+    an unknown or expired id gets 400 (`shared.serving.event_store`).
 
     The line saying where it serves is printed once the port is bound (a taken port fails without it)."""
     import uvicorn
 
-    from mcp_sections.shared.serving.http_auth import BearerAuth
+    from mcp_sections.shared.serving.http_auth import BearerToken
     from mcp_sections.shared.serving.http_pages import WithPages
+
+    if isinstance(guard, str):
+        guard = BearerToken(guard)
 
     stores = SessionEventStores()
     app: Any = server.streamable_http_app(transport_security=security, host=host, retry_interval=RETRY_MS)
     resumable_sessions(server, stores)
     app = StreamResumption(app, stores)
-    if auth_token is not None:
-        app = BearerAuth(app, auth_token)
+    if guard is not None:
+        app = guard.wrap(app)
+        pages = {**guard.pages(), **(pages or {})}
     app = WithPages(app, pages)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", server_header=False)
     shown = f"[{host}]" if ":" in host else host
-    auth = "bearer token required" if auth_token else "no authentication (loopback only)"
+    auth = guard.description if guard is not None else "no authentication (loopback only)"
     line = f"mcp-sections: serving Streamable HTTP on http://{shown}:{port}/mcp ({auth})"
 
     class Server(uvicorn.Server):

@@ -28,6 +28,7 @@ class AuthorizationServer:
             "ES256": ECKey.generate_key("P-256", parameters={"kid": "ec-1", "alg": "ES256", "use": "sig"}),
         }
         self.jwks_fetches = 0
+        self.keys_delay = 0.0  # seconds the keys take to come (a slow authorization server)
         self.port = 0
 
     @property
@@ -46,6 +47,7 @@ class AuthorizationServer:
 
     def jwks(self) -> dict[str, Any]:
         self.jwks_fetches += 1
+        time.sleep(self.keys_delay)
         return KeySet(list(self.keys.values())).as_dict(private=False)
 
     def rotate(self) -> str:

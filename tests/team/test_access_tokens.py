@@ -12,6 +12,7 @@ import logging
 import time
 from types import SimpleNamespace
 
+import anyio
 import pytest
 
 pytest.importorskip("joserfc")
@@ -58,6 +59,28 @@ async def test_rs256_and_es256_tokens_pass_with_their_user_and_scopes() -> None:
         scp = await check.check(server.token("bob", "", RESOURCE, scope=None, scp=["mcp:read"]))
         assert scp.scopes == ["mcp:read"]  # Okta's and Azure's claim
         assert server.jwks_fetches == 1  # fetched once, then kept
+
+
+async def test_the_first_requests_at_once_all_wait_for_the_one_fetch_of_the_keys() -> None:
+    """Several first requests arriving together (two users connecting at the gateway's start) all pass on the keys
+    of one fetch; before, those arriving while it ran were refused with "keys could not be fetched"."""
+    with authorization_server() as server:
+        check = verifier(server)
+        server.keys_delay = 0.5
+        users = [f"user-{number}" for number in range(6)]
+        tokens = {user: server.token(user, "mcp:read", RESOURCE) for user in users}
+        passed: list[str] = []
+
+        async def verify(user: str) -> None:
+            passed.append((await check.check(tokens[user])).subject)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(verify, users[0])
+            await anyio.sleep(0.2)  # the others arrive while the first one's fetch runs
+            for user in users[1:]:
+                group.start_soon(verify, user)
+        assert sorted(passed) == users
+        assert server.jwks_fetches == 1
 
 
 async def test_the_owner_of_a_call_is_the_tokens_subject_not_the_token() -> None:
