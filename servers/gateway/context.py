@@ -189,37 +189,55 @@ def project_info(path: Path, allowed: Allowed = _anywhere) -> dict[str, Any]:
 
 
 def _manifest_metadata(path: Path) -> dict[str, str]:
+    """Name, version and description a project manifest declares ({} when unreadable or unknown)."""
     text = _read_text(path)
-    if text is None:
+    reader = _MANIFEST_READERS.get(path.name)
+    if text is None or reader is None:
         return {}
     try:
-        if path.name in ("pyproject.toml", "Cargo.toml"):
-            data = tomllib.loads(text)
-            table = data.get("project") or data.get("package") or data.get("tool", {}).get("poetry") or {}
-            return _strings(table)
-        if path.name in ("package.json", "composer.json", "deno.json"):
-            data = json.loads(text)
-            return _strings(data) if isinstance(data, dict) else {}
+        return reader(text)
     except (tomllib.TOMLDecodeError, ValueError, AttributeError):
         return {}
-    if path.name == "go.mod":
-        match = re.search(r"^module\s+(\S+)", text, re.MULTILINE)
-        return {"name": match.group(1)} if match else {}
-    if path.name == "setup.cfg":
-        meta: dict[str, str] = {}
-        for key in ("name", "version", "description"):
-            match = re.search(rf"^{key}\s*=\s*(.+)$", text, re.MULTILINE)
-            if match:
-                meta[key] = match.group(1).strip()
-        return meta
-    if path.name == "pom.xml":
-        meta = {}
-        for key, tag in (("name", "artifactId"), ("version", "version")):
-            match = re.search(rf"<{tag}>([^<]+)</{tag}>", text)
-            if match:
-                meta[key] = match.group(1).strip()
-        return meta
-    return {}
+
+
+def _toml_manifest(text: str) -> dict[str, str]:
+    data = tomllib.loads(text)
+    return _strings(data.get("project") or data.get("package") or data.get("tool", {}).get("poetry") or {})
+
+
+def _json_manifest(text: str) -> dict[str, str]:
+    data = json.loads(text)
+    return _strings(data) if isinstance(data, dict) else {}
+
+
+def _go_mod(text: str) -> dict[str, str]:
+    match = re.search(r"^module\s+(\S+)", text, re.MULTILINE)
+    return {"name": match.group(1)} if match else {}
+
+
+def _setup_cfg(text: str) -> dict[str, str]:
+    found = {key: re.search(rf"^{key}\s*=\s*(.+)$", text, re.MULTILINE) for key in ("name", "version", "description")}
+    return {key: match.group(1).strip() for key, match in found.items() if match}
+
+
+def _pom(text: str) -> dict[str, str]:
+    found = {
+        key: re.search(rf"<{tag}>([^<]+)</{tag}>", text)
+        for key, tag in (("name", "artifactId"), ("version", "version"))
+    }
+    return {key: match.group(1).strip() for key, match in found.items() if match}
+
+
+_MANIFEST_READERS: dict[str, Callable[[str], dict[str, str]]] = {
+    "pyproject.toml": _toml_manifest,
+    "Cargo.toml": _toml_manifest,
+    "package.json": _json_manifest,
+    "composer.json": _json_manifest,
+    "deno.json": _json_manifest,
+    "go.mod": _go_mod,
+    "setup.cfg": _setup_cfg,
+    "pom.xml": _pom,
+}
 
 
 def _strings(table: Any) -> dict[str, str]:

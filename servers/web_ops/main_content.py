@@ -346,16 +346,7 @@ def _lines_in_cells(table: Any) -> bool:
     if any(cell.xpath(_NOT_LINES) for cell in cells):
         return False
     for cell in cells:
-        lines: list[Any] = []
-        for block in cell.xpath("./p|./div|./ul|./ol"):
-            if block.tag in ("ul", "ol"):
-                for number, item in enumerate(block.xpath("./li"), start=1):
-                    for paragraph in item.xpath("./p"):
-                        paragraph.drop_tag()
-                    item.text = ("• " if block.tag == "ul" else f"{number}. ") + (item.text or "")
-                    lines.append(item)
-            else:
-                lines.append(block)
+        lines = _cell_lines(cell)
         for line in lines[:-1]:
             if len(line):
                 line[-1].tail = (line[-1].tail or "") + _CELL_BREAK
@@ -366,6 +357,21 @@ def _lines_in_cells(table: Any) -> bool:
         for listing in cell.xpath("./ul|./ol"):
             listing.drop_tag()
     return True
+
+
+def _cell_lines(cell: Any) -> list[Any]:
+    """The elements of a cell that are its lines: its paragraphs, and its lists' items marked `• ` or `1. `."""
+    lines: list[Any] = []
+    for block in cell.xpath("./p|./div|./ul|./ol"):
+        if block.tag not in ("ul", "ol"):
+            lines.append(block)
+            continue
+        for number, item in enumerate(block.xpath("./li"), start=1):
+            for paragraph in item.xpath("./p"):
+                paragraph.drop_tag()
+            item.text = ("• " if block.tag == "ul" else f"{number}. ") + (item.text or "")
+            lines.append(item)
+    return lines
 
 
 def _as_rows(table: Any) -> None:

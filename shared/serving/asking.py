@@ -110,6 +110,33 @@ def _can_elicit(context: Context) -> bool:
     return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
 
 
+def _question_for(spec: ToolSpec, arguments: dict[str, Any], value: Any) -> UserQuestion | _NotAsked:
+    """The question `spec.asks_user` builds for a call, or what to do instead (nothing to ask, a failure to report)."""
+    assert spec.asks_user is not None
+    try:
+        user_question = spec.asks_user(parse_arguments(spec.input_model, arguments), value)
+    except ToolFailure as failure:
+        return _NotAsked(failure)
+    except Exception:
+        logger.exception("the question of tool %s could not be built", spec.name)
+        return _NotAsked(
+            ToolFailure(ErrorCode.EXECUTION_FAILED, f"{spec.name} failed with an internal error (see the log).")
+        )
+    return _NotAsked() if user_question is None else user_question
+
+
+def _user_answer(answer: Any, waited: float) -> tuple[UserAnswer | None, ToolFailure | None]:
+    """What the SDK resolved for `answer` (an elicitation's outcome, or one decided here), as the call's answer."""
+    if isinstance(answer, AcceptedElicitation) and isinstance(answer.data, _NotAsked):
+        return answer.data.answer, answer.data.failure
+    if isinstance(answer, AcceptedElicitation):
+        content = answer.data.model_dump(mode="json") if hasattr(answer.data, "model_dump") else answer.data
+        return UserAnswer(action="accept", content=content, waited_seconds=waited), None
+    action: Literal["decline", "cancel"] = "decline" if isinstance(answer, DeclinedElicitation) else "cancel"
+    assert isinstance(answer, DeclinedElicitation | CancelledElicitation)
+    return UserAnswer(action=action, waited_seconds=waited), None
+
+
 class _AskingTool(Tool):
     """An SDK tool whose `answer` parameter is resolved by asking the user; a legacy wait may time out."""
 
@@ -160,26 +187,15 @@ def asking_tool(
     the call is refused (`cannot_ask` words why). `published`: the tools/list entry to publish it as (its schemas,
     title, description and annotations), else the declaration's."""
     asked = _AskedQuestions()
-    assert spec.asks_user is not None
-    ask = spec.asks_user
 
     async def question(arguments: dict[str, Any], context: Context) -> Any:
         try:
             value = await state.aget()
         except Exception:  # the body reports it, as for any tool
             return _NotAsked()
-        try:
-            params = parse_arguments(spec.input_model, arguments)
-            user_question = ask(params, value)
-        except ToolFailure as failure:
-            return _NotAsked(failure)
-        except Exception:
-            logger.exception("the question of tool %s could not be built", spec.name)
-            return _NotAsked(
-                ToolFailure(ErrorCode.EXECUTION_FAILED, f"{spec.name} failed with an internal error (see the log).")
-            )
-        if user_question is None:
-            return _NotAsked()
+        user_question = _question_for(spec, arguments, value)
+        if isinstance(user_question, _NotAsked):
+            return user_question
         if not _can_elicit(context):
             return await _without_elicitation(spec.name, user_question, arguments, context, fallback, cannot_ask)
         late = _timed(asked, (spec.name, _digest(arguments)), context, user_question.timeout_seconds)
@@ -188,17 +204,8 @@ def asking_tool(
     async def invoke(arguments: dict[str, Any], context: Context, answer: Any = None) -> CallToolResult:
         window = _answer_window.get()
         waited = window.close() if window is not None else 0.0
-        ctx = tool_context(context)
-        if isinstance(answer, AcceptedElicitation) and isinstance(answer.data, _NotAsked):
-            decided = answer.data
-            return await call(arguments, ctx, decided.answer, decided.failure)
-        if isinstance(answer, AcceptedElicitation):
-            content = answer.data.model_dump(mode="json") if hasattr(answer.data, "model_dump") else answer.data
-            accepted = UserAnswer(action="accept", content=content, waited_seconds=waited)
-            return await call(arguments, ctx, accepted, None)
-        action: Literal["decline", "cancel"] = "decline" if isinstance(answer, DeclinedElicitation) else "cancel"
-        assert isinstance(answer, DeclinedElicitation | CancelledElicitation)
-        return await call(arguments, ctx, UserAnswer(action=action, waited_seconds=waited), None)
+        user_answer, failure = _user_answer(answer, waited)
+        return await call(arguments, tool_context(context), user_answer, failure)
 
     async def on_timeout(arguments: dict[str, Any], context: Context, answer: UserAnswer) -> CallToolResult:
         return await call(arguments, tool_context(context), answer, None)

@@ -41,6 +41,14 @@ def test_project_types_names_versions(tmp_path: Path) -> None:
     go.mkdir()
     (go / "go.mod").write_text("module example.com/gopher\n\ngo 1.22\n")
     assert project_info(go)["name"] == "example.com/gopher" and project_info(go)["type"] == "go"
+    java = tmp_path / "java"
+    java.mkdir()
+    (java / "pom.xml").write_text("<project><artifactId>beans</artifactId><version>2.0</version></project>")
+    assert (project_info(java)["name"], project_info(java)["version"]) == ("beans", "2.0")
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    (legacy / "setup.cfg").write_text("[metadata]\nname = old-pkg\nversion = 0.9\n")
+    assert (project_info(legacy)["name"], project_info(legacy)["version"]) == ("old-pkg", "0.9")
     empty = tmp_path / "empty"
     empty.mkdir()
     assert project_info(empty)["type"] == "unknown" and project_info(empty)["name"] == "empty"
