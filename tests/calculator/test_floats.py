@@ -7,30 +7,16 @@ import pytest
 
 from mcp_sections.servers.calculator import grammar as gr
 from mcp_sections.servers.calculator import limits, symbolic
-from mcp_sections.servers.calculator.models import EvaluateResult
 from mcp_sections.shared.ground.errors import ToolFailure
+from tests.calculator.helpers import assert_fails, evaluate, literal
 
 N = 200
-
-
-def literal(rows: list[list[str]]) -> str:
-    return "[" + ", ".join("[" + ", ".join(row) + "]" for row in rows) + "]"
 
 
 # Sherman–Morrison: A = I + u·uᵀ with u = 0.1·ones(200), so A = I + 0.01·J (J all ones): det A = 1 + uᵀu = 3,
 # inv A = I - J/300, eigenvalues 1 (199 times) and 3, and A·x = b for x_i = i has b_i = i + 0.01·Σx = i + 201.
 KNOWN = literal([["1.01" if i == j else "0.01" for j in range(N)] for i in range(N)])
 B = "[" + ", ".join(f"{i + 201}.0" for i in range(1, N + 1)) + "]"
-
-
-def evaluate(expression: str, digits: int = 15) -> EvaluateResult:
-    return EvaluateResult(**symbolic.evaluate(expression, digits))
-
-
-def failure(expression: str) -> ToolFailure:
-    with pytest.raises(ToolFailure) as caught:
-        symbolic.evaluate(expression)
-    return caught.value
 
 
 def test_the_rule_a_decimal_entry_makes_a_float64_matrix() -> None:
@@ -185,8 +171,7 @@ def test_a_large_expression_is_not_echoed_in_full() -> None:
     ],
 )
 def test_float64_errors_are_coded_and_say_how_to_fix(expression: str, code: str, needle: str) -> None:
-    failed = failure(expression)
-    assert failed.code.value == code and needle in failed.message, failed.message
+    assert_fails(expression, code, needle)
 
 
 def test_the_float64_literal_limits_come_from_the_syntax_tree() -> None:

@@ -11,26 +11,12 @@ from hypothesis import strategies as st
 
 from mcp_sections.servers.calculator import grammar as gr
 from mcp_sections.servers.calculator import limits, symbolic
-from mcp_sections.servers.calculator.models import EvaluateResult
 from mcp_sections.shared.ground.errors import ToolFailure
+from tests.calculator.helpers import assert_fails, evaluate, failure, literal
 
 A = "[[1, 2], [3, 4]]"
 _random = random.Random(1)
 DENSE = [[_random.randint(-99, 99) for _ in range(20)] for _ in range(20)]
-
-
-def evaluate(expression: str, digits: int = 15) -> EvaluateResult:
-    return EvaluateResult(**symbolic.evaluate(expression, digits))
-
-
-def failure(expression: str) -> ToolFailure:
-    with pytest.raises(ToolFailure) as caught:
-        symbolic.evaluate(expression)
-    return caught.value
-
-
-def literal(rows: list[list[object]]) -> str:
-    return "[" + ", ".join("[" + ", ".join(str(value) for value in row) + "]" for row in rows) + "]"
 
 
 def rows_of(matrix: sympy.Matrix) -> list[list[str]]:
@@ -250,8 +236,7 @@ def test_numeric_text_and_digits() -> None:
     ],
 )
 def test_errors_are_coded_and_say_how_to_fix(expression: str, code: str, needle: str) -> None:
-    failed = failure(expression)
-    assert failed.code.value == code and needle in failed.message, failed.message
+    assert_fails(expression, code, needle)
 
 
 def test_nothing_is_evaluated_while_checking(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from mcp_sections.servers.calculator.operations import UNARY_OPS
-from tests.calculator.test_tools import literal
+from tests.calculator.helpers import literal
 from tests.stdio import annotation_hints, call, check_tools_snapshot, data_of, fail, section_client, text_of
 
 TOOLS = {

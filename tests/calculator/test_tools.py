@@ -12,14 +12,11 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.calculator.operations import BINARY_OPS, UNARY_OPS, VALID_CONSTANTS
+from tests.calculator.helpers import literal
 from tests.in_memory import section_in_memory
 from tests.stdio import data_of, fail, text_of
 
 HARD_INTEGRAL = "exp(x**7)*sin(x**5)*log(x)/(1 + x**3)**(1/3)"
-
-
-def literal(rows: list[list[object]]) -> str:
-    return "[" + ", ".join("[" + ", ".join(str(value) for value in row) + "]" for row in rows) + "]"
 
 
 # 20×20, symbols mixed with radicals: only sympy's generic expression domain fits, and eigenvects explodes
