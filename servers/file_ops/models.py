@@ -61,6 +61,12 @@ CHANGE_ID: Any = Field(
 )
 
 
+CURSOR: Any = Field(
+    default=None, max_length=200, description="`next_cursor` of the previous page, to continue the listing."
+)
+NEXT_CURSOR: Any = Field(default=None, description="Pass as `cursor` for the next page; absent at the end.")
+
+
 def _path_field(description: str = PATH_DESCRIPTION, default: str | None = None) -> Any:
     if default is None:
         return Field(description=description, min_length=1, max_length=MAX_PATH_CHARS)
@@ -229,9 +235,7 @@ class ListDirectoryInput(ToolInput):
     sort_by: Literal["name", "size", "modified", "type"] = Field(default="name", description="Sort key.")
     reverse: bool = Field(default=False, description="Reverse the order.")
     limit: int = Field(default=200, ge=1, le=5_000, description="Entries per page (continue with `cursor`).")
-    cursor: str | None = Field(
-        default=None, max_length=200, description="`next_cursor` of the previous page, to continue the listing."
-    )
+    cursor: str | None = CURSOR
 
 
 class DirectoryEntry(CompactItem):
@@ -248,7 +252,7 @@ class ListDirectoryResult(ToolResult):
     entries: list[DirectoryEntry]
     total_entries: int = Field(description="Entries in the directory (all pages).")
     truncated: bool = Field(description="The directory holds more entries than the server lists at all.")
-    next_cursor: str | None = Field(default=None, description="Pass as `cursor` for the next page; absent at the end.")
+    next_cursor: str | None = NEXT_CURSOR
 
     def render_text(self) -> str:
         shown = (
@@ -279,9 +283,7 @@ class DirectoryTreeInput(ToolInput):
     show_hidden: bool = Field(default=False, description="Include entries whose name starts with '.'.")
     respect_gitignore: bool = Field(default=True, description="Skip what .gitignore files ignore (and .git).")
     limit: int = Field(default=300, ge=1, le=5_000, description="Entries per page (continue with `cursor`).")
-    cursor: str | None = Field(
-        default=None, max_length=200, description="`next_cursor` of the previous page, to continue the listing."
-    )
+    cursor: str | None = CURSOR
 
 
 class TreeEntry(CompactItem):
@@ -296,7 +298,7 @@ class DirectoryTreeResult(ToolResult):
     entries: list[TreeEntry]
     total_entries: int = Field(description="Entries in the tree as walked (all pages).")
     truncated: bool = Field(description="The walk stopped at `max_entries`: the tree holds more.")
-    next_cursor: str | None = Field(default=None, description="Pass as `cursor` for the next page; absent at the end.")
+    next_cursor: str | None = NEXT_CURSOR
 
     def render_text(self) -> str:
         lines = [self.path]
@@ -325,9 +327,7 @@ class GlobFilesInput(ToolInput):
     exclude: list[Glob] = GLOB_LIST
     max_results: int = Field(default=20_000, ge=1, le=20_000, description="Most matches collected (all pages).")
     limit: int = Field(default=300, ge=1, le=5_000, description="Matches per page (continue with `cursor`).")
-    cursor: str | None = Field(
-        default=None, max_length=200, description="`next_cursor` of the previous page, to continue the listing."
-    )
+    cursor: str | None = CURSOR
 
 
 class GlobFilesResult(ToolResult):
@@ -338,7 +338,7 @@ class GlobFilesResult(ToolResult):
     total_matches: int = Field(description="Matches found (all pages).")
     truncated: bool = Field(description="Collection stopped at `max_results` or the walk's entry cap.")
     timed_out: bool
-    next_cursor: str | None = Field(default=None, description="Pass as `cursor` for the next page; absent at the end.")
+    next_cursor: str | None = NEXT_CURSOR
 
     def render_text(self) -> str:
         header = f"{self.total_matches} match(es) under {self.base}" + (" (truncated)" if self.truncated else "")
@@ -449,10 +449,15 @@ class MoveFileInput(ToolInput):
     undoable: bool = _undoable_field()
 
 
-class MoveFileResult(ToolResult):
+class _Transferred(ToolResult):
+    """What moving and copying share: the entry, where it went, its type."""
+
     source: str
     destination: str
     type: str
+
+
+class MoveFileResult(_Transferred):
     overwritten: bool
     change_id: int | None = CHANGE_ID
 
@@ -465,10 +470,7 @@ class CopyFileInput(ToolInput):
     undoable: bool = _undoable_field()
 
 
-class CopyFileResult(ToolResult):
-    source: str
-    destination: str
-    type: str
+class CopyFileResult(_Transferred):
     files_copied: int
     overwritten: bool
     change_id: int | None = CHANGE_ID
