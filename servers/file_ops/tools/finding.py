@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from mcp_sections.servers.file_ops.models import (
     DirectoryTreeInput,
     DirectoryTreeResult,
@@ -16,6 +18,9 @@ from mcp_sections.servers.file_ops.state import FileOpsState
 from mcp_sections.servers.file_ops.tools.calls import guarded
 from mcp_sections.shared.framework import paging
 from mcp_sections.shared.framework.tools import READ_ONLY, ToolContext, tool
+
+if TYPE_CHECKING:
+    from mcp_sections.servers.file_ops.listing import Listing, Tree
 
 
 @tool(
@@ -50,17 +55,7 @@ async def list_directory(params: ListDirectoryInput, state: FileOpsState, ctx: T
         reverse=params.reverse,
         limit=LISTING_CAP,
     )
-    entries, next_cursor = paging.page(outcome.entries, params.cursor, params.limit, _listing(params))
-    # validated from plain dicts in one pydantic-core pass (4x faster than building 10,000 models one by one)
-    return ListDirectoryResult.model_validate(
-        {
-            "path": outcome.path,
-            "entries": [vars(entry) for entry in entries],
-            "total_entries": outcome.total_entries,
-            "truncated": outcome.truncated,
-            "next_cursor": next_cursor,
-        }
-    )
+    return ListDirectoryResult.model_validate(_entries_page(params, outcome, outcome.total_entries))
 
 
 LISTING_CAP = 20_000  # entries a directory listing collects before paging
@@ -69,6 +64,21 @@ LISTING_CAP = 20_000  # entries a directory listing collects before paging
 def _listing(params: ListDirectoryInput | DirectoryTreeInput | GlobFilesInput) -> str:
     """The fingerprint a listing's cursors carry (see `shared.framework.paging`)."""
     return paging.fingerprint(type(params).__name__, params.model_dump(mode="json"))
+
+
+def _entries_page(
+    params: ListDirectoryInput | DirectoryTreeInput, outcome: Listing | Tree, total: int
+) -> dict[str, Any]:
+    """The page of `outcome.entries` that `params` asks for, as the fields of a listing's result."""
+    entries, next_cursor = paging.page(outcome.entries, params.cursor, params.limit, _listing(params))
+    # validated from plain dicts in one pydantic-core pass (4x faster than building 10,000 models one by one)
+    return {
+        "path": outcome.path,
+        "entries": [vars(entry) for entry in entries],
+        "total_entries": total,
+        "truncated": outcome.truncated,
+        "next_cursor": next_cursor,
+    }
 
 
 @tool(
@@ -104,16 +114,7 @@ async def directory_tree(params: DirectoryTreeInput, state: FileOpsState, ctx: T
         show_hidden=params.show_hidden,
         respect_gitignore=params.respect_gitignore,
     )
-    entries, next_cursor = paging.page(outcome.entries, params.cursor, params.limit, _listing(params))
-    return DirectoryTreeResult.model_validate(
-        {
-            "path": outcome.path,
-            "entries": [vars(node) for node in entries],
-            "total_entries": len(outcome.entries),
-            "truncated": outcome.truncated,
-            "next_cursor": next_cursor,
-        }
-    )
+    return DirectoryTreeResult.model_validate(_entries_page(params, outcome, len(outcome.entries)))
 
 
 @tool(
