@@ -52,6 +52,17 @@ def _metrics(run: object) -> AgentMetrics:
     return AgentMetrics(**run.metrics.as_dict())  # type: ignore[attr-defined]
 
 
+def _ran(run: Any) -> dict[str, Any]:
+    """The fields every sub-agent run's result shares: success, status, report, error and metrics."""
+    return {
+        "success": run.status == "completed",
+        "status": run.status,
+        "report": _report(run),
+        "error": run.error,
+        "metrics": _metrics(run),
+    }
+
+
 def _report(run: object) -> str:
     report = run.report  # type: ignore[attr-defined]
     if run.sources:  # type: ignore[attr-defined]
@@ -100,15 +111,7 @@ async def spawn_agent(params: SpawnAgentInput, state: ScopedState, ctx: ToolCont
         model=params.model,
     )
     run = await orchestrator.run_one(task, ctx)
-    return SpawnAgentResult(
-        success=run.status == "completed",
-        child_id=run.agent_id or "",
-        name=params.name,
-        status=run.status,  # type: ignore[arg-type]
-        report=_report(run),
-        error=run.error,
-        metrics=_metrics(run),
-    )
+    return SpawnAgentResult(child_id=run.agent_id or "", name=params.name, **_ran(run))
 
 
 @tool(
@@ -193,15 +196,7 @@ async def delegate_task(params: DelegateTaskInput, state: ScopedState, ctx: Tool
     orchestrator = state.host
     task = await orchestrator.permanent_task(state.scope, params.agent_id, params.prompt, "delegate")
     run = await orchestrator.run_one(task, ctx)
-    return DelegateTaskResult(
-        success=run.status == "completed",
-        agent_id=params.agent_id,
-        child_id=run.agent_id or "",
-        status=run.status,  # type: ignore[arg-type]
-        report=_report(run),
-        error=run.error,
-        metrics=_metrics(run),
-    )
+    return DelegateTaskResult(agent_id=params.agent_id, child_id=run.agent_id or "", **_ran(run))
 
 
 @tool(
@@ -278,18 +273,7 @@ async def parallel_tasks(params: ParallelTasksInput, state: ScopedState, ctx: To
             outcomes.append(TaskOutcome(agent_id=agent_id, success=False, status="not_started", error=error))
             sections += [f"## Task {index}: {agent_id} — failed", "", f"_Error: {error}_", ""]
             continue
-        ok = outcome.status == "completed"
-        outcomes.append(
-            TaskOutcome(
-                agent_id=agent_id,
-                success=ok,
-                child_id=outcome.agent_id,
-                status=outcome.status,  # type: ignore[arg-type]
-                report=_report(outcome),
-                error=outcome.error,
-                metrics=_metrics(outcome),
-            )
-        )
+        outcomes.append(TaskOutcome(agent_id=agent_id, child_id=outcome.agent_id, **_ran(outcome)))
         sections += [f"## Task {index}: {agent_id} — {outcome.status}", "", _report(outcome), ""]
         if outcome.error:
             sections += [f"_Stopped: {outcome.error}_", ""]
