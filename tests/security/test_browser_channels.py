@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
@@ -44,12 +44,37 @@ MAX_PAGE_BYTES = 100_000
 
 # ---- canaries ----------------------------------------------------------------------------------------------------
 @dataclass
-class TcpCanary:
-    """A loopback TCP listener recording every connection (and its first bytes); it answers `200 ok` to HTTP."""
+class Canary:
+    """A loopback socket recording in `hits`, from a daemon thread, what each `_record` takes until it closes."""
 
     port: int
     hits: list[bytes] = field(default_factory=list)
     sock: socket.socket | None = None
+
+    @classmethod
+    def listening(cls, sock: socket.socket) -> Self:
+        canary = cls(sock.getsockname()[1], sock=sock)
+        threading.Thread(target=canary._serve, daemon=True).start()
+        return canary
+
+    def _serve(self) -> None:
+        assert self.sock is not None
+        while True:
+            try:
+                self._record(self.sock)
+            except OSError:
+                return
+
+    def _record(self, sock: socket.socket) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        assert self.sock is not None
+        self.sock.close()
+
+
+class TcpCanary(Canary):
+    """A loopback TCP listener recording every connection (and its first bytes); it answers `200 ok` to HTTP."""
 
     @classmethod
     def start(cls, port: int = 0) -> TcpCanary:
@@ -57,59 +82,32 @@ class TcpCanary:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", port))
         sock.listen(64)
-        canary = cls(sock.getsockname()[1], sock=sock)
-        threading.Thread(target=canary._serve, daemon=True).start()
-        return canary
+        return cls.listening(sock)
 
-    def _serve(self) -> None:
-        assert self.sock is not None
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with conn:
-                conn.settimeout(0.5)
-                data = b""
-                with contextlib.suppress(OSError):
-                    data = conn.recv(4096)
-                self.hits.append(data or b"(connected)")
-                with contextlib.suppress(OSError):
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
-
-    def close(self) -> None:
-        assert self.sock is not None
-        self.sock.close()
+    def _record(self, sock: socket.socket) -> None:
+        conn, _ = sock.accept()
+        with conn:
+            conn.settimeout(0.5)
+            data = b""
+            with contextlib.suppress(OSError):
+                data = conn.recv(4096)
+            self.hits.append(data or b"(connected)")
+            with contextlib.suppress(OSError):
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
 
 
-@dataclass
-class UdpCanary:
+class UdpCanary(Canary):
     """A loopback UDP socket recording every datagram (WebRTC's STUN binding requests, QUIC)."""
-
-    port: int
-    hits: list[bytes] = field(default_factory=list)
-    sock: socket.socket | None = None
 
     @classmethod
     def start(cls) -> UdpCanary:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         sock.bind(("127.0.0.1", 0))
-        canary = cls(sock.getsockname()[1], sock=sock)
-        threading.Thread(target=canary._serve, daemon=True).start()
-        return canary
+        return cls.listening(sock)
 
-    def _serve(self) -> None:
-        assert self.sock is not None
-        while True:
-            try:
-                data, _ = self.sock.recvfrom(65536)
-            except OSError:
-                return
-            self.hits.append(data)
-
-    def close(self) -> None:
-        assert self.sock is not None
-        self.sock.close()
+    def _record(self, sock: socket.socket) -> None:
+        data, _ = sock.recvfrom(65536)
+        self.hits.append(data)
 
 
 @dataclass
@@ -331,10 +329,15 @@ def web_ops(served: tuple[Client, SectionState]) -> Any:
 
 
 # ---- the channels --------------------------------------------------------------------------------------------------
-def assert_attempted(page: dict[str, Any], channel: str) -> None:
-    """The page's script ran its attempt to the end (a script error would make a channel test pass for nothing)."""
+async def rendered_unseen(web: Client, channel_site: ChannelSite, canaries: Canaries, channel: str) -> dict[str, Any]:
+    """The channel's page rendered in the browser: the canaries saw nothing, and the page's script ran its attempt
+    to the end (a script error would make a channel test pass for nothing)."""
+    before = canaries.counts()
+    page = await call(web, "fetch_web_page", url=channel_site.url(f"/c/{channel}"), render="browser")
+    assert canaries.seen_since(before) == {}
     title = page["title"]
     assert title.startswith(f"{channel}: ") and "ReferenceError" not in title and "SyntaxError" not in title, title
+    return page
 
 
 REQUEST_CHANNELS = [
@@ -358,10 +361,7 @@ REQUEST_CHANNELS = [
 async def test_a_sub_request_channel_is_refused_and_reported(
     web: Client, channel_site: ChannelSite, canaries: Canaries, channel: str
 ) -> None:
-    before = canaries.counts()
-    page = await call(web, "fetch_web_page", url=channel_site.url(f"/c/{channel}"), render="browser")
-    assert canaries.seen_since(before) == {}
-    assert_attempted(page, channel)
+    page = await rendered_unseen(web, channel_site, canaries, channel)
     blocked = " ".join(page["blocked_requests"])
     assert f"127.0.0.1:{canaries.tcp.port}" in blocked and "loopback" in blocked, page["blocked_requests"]
 
@@ -370,10 +370,7 @@ async def test_a_sub_request_channel_is_refused_and_reported(
 async def test_a_channel_that_is_no_plain_request_reaches_nothing(
     web: Client, channel_site: ChannelSite, canaries: Canaries, channel: str
 ) -> None:
-    before = canaries.counts()
-    page = await call(web, "fetch_web_page", url=channel_site.url(f"/c/{channel}"), render="browser")
-    assert canaries.seen_since(before) == {}
-    assert_attempted(page, channel)
+    page = await rendered_unseen(web, channel_site, canaries, channel)
     if channel == "serviceworker":  # registration is blocked; were it not, its fetch would be refused and listed
         assert page["title"] == "serviceworker: not registered" or "/service-worker" in str(page["blocked_requests"])
     if channel == "websocket":
