@@ -247,22 +247,9 @@ def walk_tree(
     excluded_set = {e.strip("/") for e in excluded if e.strip("/")}
 
     def skip(name: str, rel: str, is_dir: bool) -> bool:
-        lowered = name.lower()
         if is_dir:
-            if lowered in SKIP_DIRS or any(fnmatch.fnmatchcase(lowered, g) for g in SKIP_DIR_GLOBS):
-                stats.skipped_ignored += 1
-                return True
-            if rel in excluded_set:
-                stats.skipped_projects += 1
-                return True
-            return False
-        if is_secret_name(name) or (extra_secret is not None and extra_secret(name)):
-            stats.skipped_secret += 1
-            return True
-        if lowered in SKIP_FILES or any(fnmatch.fnmatchcase(lowered, g) for g in SKIP_FILE_GLOBS):
-            stats.skipped_ignored += 1
-            return True
-        return False
+            return _skip_directory(name, rel, excluded_set, stats)
+        return _skip_file_name(name, extra_secret, stats)
 
     walked = WalkerStats()
     for entry in walk(
@@ -279,17 +266,48 @@ def walk_tree(
             info = os.lstat(entry.path)
         except OSError:
             continue
-        if not stat.S_ISREG(info.st_mode):  # symbolic links (never followed), devices, sockets, fifos
-            stats.skipped_other += 1
-            continue
-        if info.st_nlink > 1:  # a hard link: its other name may be a secret or lie outside the project
-            stats.skipped_other += 1
-            continue
-        if posixpath.splitext(entry.name.lower())[1] in BINARY_EXTENSIONS:
-            stats.skipped_binary += 1
-            continue
-        if info.st_size > max_file_bytes:
-            stats.skipped_large += 1
+        if _skip_file(entry.name, info, max_file_bytes, stats):
             continue
         yield WalkEntry(entry.path, entry.rel, info.st_size, info.st_mtime_ns)
     stats.skipped_ignored += walked.skipped_ignored
+
+
+def _skip_directory(name: str, rel: str, excluded: set[str], stats: WalkStats) -> bool:
+    """A vendored or build directory, or a project of its own (counted in `stats`)."""
+    lowered = name.lower()
+    if lowered in SKIP_DIRS or any(fnmatch.fnmatchcase(lowered, g) for g in SKIP_DIR_GLOBS):
+        stats.skipped_ignored += 1
+        return True
+    if rel in excluded:
+        stats.skipped_projects += 1
+        return True
+    return False
+
+
+def _skip_file_name(name: str, extra_secret: Callable[[str], bool] | None, stats: WalkStats) -> bool:
+    """A file named as a secret, a lock file or a minified one (counted in `stats`)."""
+    lowered = name.lower()
+    if is_secret_name(name) or (extra_secret is not None and extra_secret(name)):
+        stats.skipped_secret += 1
+        return True
+    if lowered in SKIP_FILES or any(fnmatch.fnmatchcase(lowered, g) for g in SKIP_FILE_GLOBS):
+        stats.skipped_ignored += 1
+        return True
+    return False
+
+
+def _skip_file(name: str, info: os.stat_result, max_file_bytes: int, stats: WalkStats) -> bool:
+    """Not a regular file of its own, binary by its extension, or too large (counted in `stats`)."""
+    if not stat.S_ISREG(info.st_mode):  # symbolic links (never followed), devices, sockets, fifos
+        stats.skipped_other += 1
+        return True
+    if info.st_nlink > 1:  # a hard link: its other name may be a secret or lie outside the project
+        stats.skipped_other += 1
+        return True
+    if posixpath.splitext(name.lower())[1] in BINARY_EXTENSIONS:
+        stats.skipped_binary += 1
+        return True
+    if info.st_size > max_file_bytes:
+        stats.skipped_large += 1
+        return True
+    return False

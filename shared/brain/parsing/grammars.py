@@ -192,23 +192,109 @@ def _signature(node: Any, data: bytes, spec: TSLanguage) -> str:
     return head.rstrip(" {=>:")[:240]
 
 
+JS_LIKE = ("javascript", "typescript", "tsx")
+FUNCTION_VALUES = ("arrow_function", "function_expression", "function")  # `const f = () => ...` defines f
+TYPE_KINDS = ("class", "interface", "struct", "enum", "type")  # scopes whose calls are their members'
+
+
 def parse_tree_sitter(builder: Builder, text: str, data: bytes, language: str) -> None:
     spec = TREE_SITTER_LANGUAGES[language]
     parser = ts_parser(language)
-    tree = parser.parse(data)
-    root = tree.root_node
-    imports: list[str] = []
-    package = ""
-    count = 0
+    root = parser.parse(data).root_node
+    walk = _SyntaxWalk(builder, data, language, spec)
+    walk.visit(root, builder.file_id, "", None)
+    builder.imports(walk.imports)
+    builder.file.props["module"] = _module_name(language, builder.rel, walk.package)
+    first = root.named_children[0] if root.named_children else None
+    if first is not None and first.type in _COMMENT_TYPES:
+        builder.file.props["summary"] = _leading_comment_text(_text(first))
 
-    def calls_in(node: Any) -> list[str]:
+
+class _SyntaxWalk:
+    """One file's syntax tree walked once: its definitions as scopes (at most `MAX_SCOPES_PER_FILE`), its imports
+    and its package."""
+
+    def __init__(self, builder: Builder, data: bytes, language: str, spec: TSLanguage) -> None:
+        self.builder = builder
+        self.data = data
+        self.language = language
+        self.spec = spec
+        self.imports: list[str] = []
+        self.package = ""
+        self.count = 0
+        self.statements = {  # node type → what it imports or declares
+            "import_statement": self._js_import,
+            "export_statement": self._js_import,
+            "import_spec": self._go_import,
+            "use_declaration": self._rust_use,
+            "import_declaration": self._java_import,
+            "package_declaration": self._java_package,
+            "package_clause": self._go_package,
+            "call_expression": self._js_require,
+        }
+
+    def visit(self, node: Any, parent: str, prefix: str, parent_kind: str | None) -> None:
+        for child in node.named_children:
+            if self.count >= MAX_SCOPES_PER_FILE:
+                return
+            kind = self._kind_of(child)
+            if kind is not None:
+                name = _ts_name(child, self.language)
+                if name:
+                    sid = self.define(child, kind, name, parent, prefix, parent_kind)
+                    self.visit(child, sid, f"{prefix}.{name}" if prefix else name, kind)
+                    continue
+            statement = self.statements.get(child.type)
+            if statement is not None:
+                statement(child)
+            self.visit(child, parent, prefix, parent_kind)
+
+    def _kind_of(self, node: Any) -> str | None:
+        """The scope kind `node` defines, or None."""
+        kind = self.spec.defs.get(node.type)
+        if kind is None and node.type == "variable_declarator" and self.language in JS_LIKE:
+            value = node.child_by_field_name("value")
+            if value is not None and value.type in FUNCTION_VALUES:
+                kind = "function"
+        return kind
+
+    def define(self, node: Any, kind: str, name: str, parent: str, prefix: str, parent_kind: str | None) -> str:
+        self.count += 1
+        if kind == "function" and parent_kind in self.spec.containers:
+            kind = "method"
+        if node.type == "method_declaration" and self.language == "go":
+            receiver = node.child_by_field_name("receiver")
+            rtype = re.sub(r"[^\w]", " ", _text(receiver)).split()
+            prefix = rtype[-1] if rtype else prefix
+        qualname = f"{prefix}.{name}" if prefix else name
+        start, end = node.start_point[0] + 1, node.end_point[0] + 1
+        declaration = node.parent if node.type == "variable_declarator" else node  # `const f = ...` as a whole
+        content = self._source(declaration if declaration is not None else node)
+        return self.builder.scope(
+            parent=parent,
+            kind=kind,
+            name=name,
+            qualname=qualname,
+            signature=_signature(node, self.data, self.spec),
+            docstring=_leading_comment(declaration),
+            start=start,
+            end=end,
+            content=content,
+            calls=self.calls_in(node) if kind not in TYPE_KINDS else [],
+        )
+
+    def _source(self, node: Any) -> str:
+        return self.data[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
+
+    def calls_in(self, node: Any) -> list[str]:
+        """The names `node` calls, not descending into nested definitions."""
         names: list[str] = []
         stack = list(node.named_children)
         while stack:
             item = stack.pop()
-            if item.type in spec.defs:
+            if item.type in self.spec.defs:
                 continue
-            field = spec.call_types.get(item.type)
+            field = self.spec.call_types.get(item.type)
             if field:
                 name = _callee(item, field)
                 if name:
@@ -216,90 +302,51 @@ def parse_tree_sitter(builder: Builder, text: str, data: bytes, language: str) -
             stack.extend(item.named_children)
         return names
 
-    def define(node: Any, kind: str, name: str, parent: str, prefix: str, parent_kind: str | None) -> str:
-        nonlocal count
-        count += 1
-        if kind == "function" and parent_kind in spec.containers:
-            kind = "method"
-        if node.type == "method_declaration" and language == "go":
-            receiver = node.child_by_field_name("receiver")
-            rtype = re.sub(r"[^\w]", " ", _text(receiver)).split()
-            prefix = rtype[-1] if rtype else prefix
-        qualname = f"{prefix}.{name}" if prefix else name
-        start, end = node.start_point[0] + 1, node.end_point[0] + 1
-        content = data[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
-        if node.type == "variable_declarator" and node.parent is not None:
-            content = data[node.parent.start_byte : node.parent.end_byte].decode("utf-8", errors="replace")
-        sid = builder.scope(
-            parent=parent,
-            kind=kind,
-            name=name,
-            qualname=qualname,
-            signature=_signature(node, data, spec),
-            docstring=_leading_comment(node if node.type != "variable_declarator" else node.parent),
-            start=start,
-            end=end,
-            content=content,
-            calls=calls_in(node) if kind not in ("class", "interface", "struct", "enum", "type") else [],
-        )
-        return sid
+    # ---- imports and packages, by statement type ----
+    def _js_import(self, node: Any) -> None:
+        if self.language == "java":
+            return
+        source = node.child_by_field_name("source")
+        if source is not None:
+            self.imports.append(_resolve_js(self.builder.rel, _text(source).strip("'\"`")))
 
-    def visit(node: Any, parent: str, prefix: str, parent_kind: str | None) -> None:
-        nonlocal package
-        for child in node.named_children:
-            if count >= MAX_SCOPES_PER_FILE:
-                return
-            ctype = child.type
-            kind = spec.defs.get(ctype)
-            if kind is None and ctype == "variable_declarator" and language in ("javascript", "typescript", "tsx"):
-                value = child.child_by_field_name("value")
-                if value is not None and value.type in ("arrow_function", "function_expression", "function"):
-                    kind = "function"
-            if kind is not None:
-                name = _ts_name(child, language)
-                if name:
-                    sid = define(child, kind, name, parent, prefix, parent_kind)
-                    qual = f"{prefix}.{name}" if prefix else name
-                    visit(child, sid, qual, kind)
-                    continue
-            # imports
-            if ctype in ("import_statement", "export_statement") and language != "java":
-                source = child.child_by_field_name("source")
-                if source is not None:
-                    imports.append(_resolve_js(builder.rel, _text(source).strip("'\"`")))
-            elif ctype == "import_spec":
-                imports.append(_text(child.child_by_field_name("path")).strip('"`'))
-            elif ctype == "use_declaration":
-                imports.append(_rust_use(_text(child.child_by_field_name("argument"))))
-            elif ctype == "import_declaration" and language == "java":
-                imports.append(_text(child).removeprefix("import").removeprefix(" static").strip(" ;").rstrip(".*"))
-            elif ctype == "package_declaration":
-                package = _text(child).removeprefix("package").strip(" ;")
-            elif ctype == "package_clause":
-                package = _text(child).removeprefix("package").strip()
-            elif ctype == "call_expression" and language in ("javascript", "typescript", "tsx"):
-                func = child.child_by_field_name("function")
-                args = child.child_by_field_name("arguments")
-                if _text(func) == "require" and args is not None and args.named_children:
-                    imports.append(_resolve_js(builder.rel, _text(args.named_children[0]).strip("'\"`")))
-            visit(child, parent, prefix, parent_kind)
+    def _go_import(self, node: Any) -> None:
+        self.imports.append(_text(node.child_by_field_name("path")).strip('"`'))
 
-    visit(root, builder.file_id, "", None)
-    builder.imports(imports)
-    stem = builder.rel.rsplit(".", 1)[0]
+    def _rust_use(self, node: Any) -> None:
+        self.imports.append(_rust_use(_text(node.child_by_field_name("argument"))))
+
+    def _java_import(self, node: Any) -> None:
+        if self.language == "java":
+            self.imports.append(_text(node).removeprefix("import").removeprefix(" static").strip(" ;").rstrip(".*"))
+
+    def _java_package(self, node: Any) -> None:
+        self.package = _text(node).removeprefix("package").strip(" ;")
+
+    def _go_package(self, node: Any) -> None:
+        self.package = _text(node).removeprefix("package").strip()
+
+    def _js_require(self, node: Any) -> None:
+        if self.language not in JS_LIKE:
+            return
+        func = node.child_by_field_name("function")
+        args = node.child_by_field_name("arguments")
+        if _text(func) == "require" and args is not None and args.named_children:
+            self.imports.append(_resolve_js(self.builder.rel, _text(args.named_children[0]).strip("'\"`")))
+
+
+def _module_name(language: str, rel: str, package: str) -> str:
+    """The module a file is, as its language names it (a Java class with its package, a Go package directory, a
+    Rust module path, a JS/TS module path without `/index`)."""
+    stem = rel.rsplit(".", 1)[0]
     if language == "java":
-        builder.file.props["module"] = f"{package}.{posixpath.basename(stem)}" if package else posixpath.basename(stem)
-    elif language == "go":
-        builder.file.props["module"] = posixpath.dirname(builder.rel) or package
-    elif language == "rust":
+        return f"{package}.{posixpath.basename(stem)}" if package else posixpath.basename(stem)
+    if language == "go":
+        return posixpath.dirname(rel) or package
+    if language == "rust":
         module = stem.removeprefix("src/")
-        module = module.removesuffix("/mod").removesuffix("/lib").removesuffix("/main")
-        builder.file.props["module"] = module
-    else:
-        builder.file.props["module"] = stem.removesuffix("/index") if stem.endswith("/index") else stem
-    first = root.named_children[0] if root.named_children else None
-    if first is not None and first.type in _COMMENT_TYPES:
-        builder.file.props["summary"] = _leading_comment_text(_text(first))
+        return module.removesuffix("/mod").removesuffix("/lib").removesuffix("/main")
+    return stem.removesuffix("/index") if stem.endswith("/index") else stem
 
 
 def _leading_comment_text(comment: str) -> str:

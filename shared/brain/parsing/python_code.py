@@ -63,8 +63,14 @@ def parse_python(builder: Builder, text: str) -> None:
     builder.file.props["module"] = module
     builder.file.props["summary"] = ast.get_docstring(tree) or ""
     package = module if builder.rel.endswith("__init__.py") else module.rpartition(".")[0]
-
     calls_of, import_nodes = _scan_python(tree)
+    builder.imports(_imported_modules(import_nodes, package))
+    _PythonScopes(builder, lines, calls_of).visit(tree.body, builder.file_id, "", False)
+    _module_blocks(builder, tree, lines, calls_of)
+
+
+def _imported_modules(import_nodes: Sequence[ast.Import | ast.ImportFrom], package: str) -> list[str]:
+    """The modules the import statements name, relative imports resolved against `package`."""
     imports: list[str] = []
     for node in import_nodes:
         if isinstance(node, ast.Import):
@@ -79,27 +85,34 @@ def parse_python(builder: Builder, text: str) -> None:
                 imports += [f"{base}.{alias.name}" if base else alias.name for alias in node.names]
             else:
                 imports.append(base)
-    builder.imports(imports)
+    return imports
 
-    def source(item: ast.stmt) -> tuple[int, int, str]:
+
+class _PythonScopes:
+    """The classes and functions of one module, nested, as scopes (at most `MAX_SCOPES_PER_FILE`)."""
+
+    def __init__(self, builder: Builder, lines: list[str], calls_of: dict[int, list[str]]) -> None:
+        self.builder = builder
+        self.lines = lines
+        self.calls_of = calls_of
+        self.count = 0
+
+    def source(self, item: ast.stmt) -> tuple[int, int, str]:
         start = min([item.lineno, *(d.lineno for d in getattr(item, "decorator_list", []))])
         end = item.end_lineno or item.lineno
-        return start, end, "\n".join(lines[start - 1 : end])
+        return start, end, "\n".join(self.lines[start - 1 : end])
 
-    count = 0
-
-    def visit(body: Sequence[ast.stmt], parent: str, prefix: str, in_class: bool) -> None:
-        nonlocal count
+    def visit(self, body: Sequence[ast.stmt], parent: str, prefix: str, in_class: bool) -> None:
         for item in body:
-            if count >= MAX_SCOPES_PER_FILE:
+            if self.count >= MAX_SCOPES_PER_FILE:
                 return
             if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                count += 1
-                start, end, content = source(item)
+                self.count += 1
+                start, end, content = self.source(item)
                 is_class = isinstance(item, ast.ClassDef)
                 kind = "class" if is_class else ("method" if in_class else "function")
                 qualname = f"{prefix}.{item.name}" if prefix else item.name
-                sid = builder.scope(
+                sid = self.builder.scope(
                     parent=parent,
                     kind=kind,
                     name=item.name,
@@ -109,45 +122,46 @@ def parse_python(builder: Builder, text: str) -> None:
                     start=start,
                     end=end,
                     content=content,
-                    calls=[] if is_class else calls_of.get(id(item), []),
+                    calls=[] if is_class else self.calls_of.get(id(item), []),
                 )
-                visit(item.body, sid, qualname, is_class)
+                self.visit(item.body, sid, qualname, is_class)
 
-    visit(tree.body, builder.file_id, "", False)
 
-    # Module-level blocks: runs of top-level statements that are neither definitions nor imports.
-    run: list[ast.stmt] = []
-
-    def flush() -> None:
-        if not run:
-            return
-        first, last = run[0], run[-1]
-        start, end = first.lineno, last.end_lineno or last.lineno
-        name = _block_name(first)
-        calls = [c for stmt in run for c in calls_of.get(id(stmt), [])]
-        builder.scope(
-            parent=builder.file_id,
-            kind="block",
-            name=name,
-            qualname=name,
-            signature=lines[start - 1].strip()[:200] if start - 1 < len(lines) else "",
-            docstring="",
-            start=start,
-            end=end,
-            content="\n".join(lines[start - 1 : end]),
-            calls=calls,
-        )
-        run.clear()
-
+def _module_blocks(builder: Builder, tree: ast.Module, lines: list[str], calls_of: dict[int, list[str]]) -> None:
+    """Module-level blocks: runs of top-level statements that are neither definitions nor imports."""
     body: list[ast.stmt] = tree.body
     if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
         body = body[1:]  # the module docstring
+    run: list[ast.stmt] = []
     for item in body:
         if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom):
-            flush()
+            _add_block(builder, run, lines, calls_of)
+            run = []
         else:
             run.append(item)
-    flush()
+    _add_block(builder, run, lines, calls_of)
+
+
+def _add_block(builder: Builder, run: list[ast.stmt], lines: list[str], calls_of: dict[int, list[str]]) -> None:
+    """One run of top-level statements as a `block` scope (nothing for an empty run)."""
+    if not run:
+        return
+    first, last = run[0], run[-1]
+    start, end = first.lineno, last.end_lineno or last.lineno
+    name = _block_name(first)
+    calls = [c for stmt in run for c in calls_of.get(id(stmt), [])]
+    builder.scope(
+        parent=builder.file_id,
+        kind="block",
+        name=name,
+        qualname=name,
+        signature=lines[start - 1].strip()[:200] if start - 1 < len(lines) else "",
+        docstring="",
+        start=start,
+        end=end,
+        content="\n".join(lines[start - 1 : end]),
+        calls=calls,
+    )
 
 
 def _block_name(stmt: ast.stmt) -> str:
