@@ -12,8 +12,9 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, UnknownSection, all_sections, load_section
 from mcp_sections.shared.ground.about import package_version
@@ -40,14 +41,22 @@ def _add_settings_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
 
 
-def _port(text: str) -> int:
+_Number = TypeVar("_Number", int, float)
+
+
+def _bounded(text: str, kind: Callable[[str], _Number], high: _Number, noun: str, outside: str) -> _Number:
+    """`kind(text)` between 1 and `high`, else an argparse error: `text` is not `noun`, or `outside` (formatted)."""
     try:
-        value = int(text)
+        value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a port number (1-65535)")
+        raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
+    if not 1 <= value <= high:
+        raise argparse.ArgumentTypeError(outside.format(value))
     return value
+
+
+def _port(text: str) -> int:
+    return _bounded(text, int, 65535, "a port number", "{} is not a port number (1-65535)")
 
 
 def _port_or_any(text: str) -> int:
@@ -55,13 +64,7 @@ def _port_or_any(text: str) -> int:
 
 
 def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 1 <= value <= 86400:
-        raise argparse.ArgumentTypeError(f"{value:g} is not between 1 and 86400 seconds")
-    return value
+    return _bounded(text, float, 86400.0, "a number of seconds", "{:g} is not between 1 and 86400 seconds")
 
 
 def _add_transport_flags(parser: argparse.ArgumentParser) -> None:
