@@ -19,6 +19,7 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS
+from tests.dev_server import start_dev_server
 from tests.in_memory import section_in_memory
 from tests.processes import free_port, gone, running
 from tests.shell_ops.test_toolchains import BASE, NODE, fake_node_installation, make_venv
@@ -315,16 +316,7 @@ async def test_a_repl_takes_input_and_answers(client: Client, world: dict[str, P
 async def test_a_dev_server_is_fetched_through_its_published_port(client: Client, world: dict[str, Path]) -> None:
     pytest.importorskip("html_to_markdown", reason="web_ops fetches the page: the web extra")
     port = free_port()
-    started = await call(
-        client,
-        "start_process",
-        command=["python3", "-m", "http.server", "--bind", "127.0.0.1", str(port)],
-        cwd="srv",
-        ports=[port],
-        wait_for="Serving HTTP",
-        wait_seconds=15,
-    )
-    assert started["ready"] is True, started
+    started = await start_dev_server(client, port)
     pid = started["process"]["process_id"]
     assert started["process"]["ports"] == [{"port": port, "url": f"http://127.0.0.1:{port}/"}]
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=10) as response:
@@ -343,15 +335,7 @@ async def test_a_dev_server_is_fetched_through_its_published_port(client: Client
     assert stopped["process"]["state"] == "stopped" and "Keyboard interrupt" in stopped["output"]
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
-    again = await call(  # the port is free again as soon as stop_process returns
-        client,
-        "start_process",
-        command=["python3", "-m", "http.server", "--bind", "127.0.0.1", str(port)],
-        cwd="srv",
-        ports=[port],
-        wait_for="Serving HTTP",
-        wait_seconds=15,
-    )
+    again = await start_dev_server(client, port)  # the port is free again as soon as stop_process returns
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=10) as response:
         assert b"served from inside the sandbox" in response.read()
     await call(client, "stop_process", process_id=again["process"]["process_id"], signal="SIGKILL")

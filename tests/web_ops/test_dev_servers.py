@@ -23,6 +23,7 @@ from mcp import Client
 
 from mcp_sections.shared.confinement.guards.urls import UrlGuard
 from mcp_sections.shared.confinement.published_ports import PublishedPorts
+from tests.dev_server import start_dev_server
 from tests.http_stand_in import ScriptedHandler, serving
 from tests.in_memory import section_in_memory
 from tests.processes import free_port
@@ -75,17 +76,7 @@ async def web_ops(world: dict[str, Path], **env: str) -> AsyncIterator[Client]:
 
 
 async def dev_server(shell: Client, port: int) -> str:
-    started = await call(
-        shell,
-        "start_process",
-        command=["python3", "-m", "http.server", "--bind", "127.0.0.1", str(port)],
-        cwd="srv",
-        ports=[port],
-        wait_for="Serving HTTP",
-        wait_seconds=15,
-    )
-    assert started["ready"] is True, started
-    return started["process"]["process_id"]
+    return (await start_dev_server(shell, port))["process"]["process_id"]
 
 
 @contextlib.contextmanager
