@@ -161,30 +161,41 @@ def role_of(node: Node) -> Role:
     if _CHANGELOG.match(stem):
         return "changelog"
     in_tests = any(part in _TEST_DIRS for part in parts[:-1]) or stem.startswith("test_") or stem.endswith("_test")
+    in_examples = any(part in _EXAMPLE_DIRS for part in parts[:-1])
     if node.label == "Scope":
-        if in_tests or stem == "conftest" or _TEST_NAME.match(node.name):
-            return "test"
-        if path.endswith(".pyi"):
-            return "stub"
-        if any(part in _EXAMPLE_DIRS for part in parts[:-1]):
-            return "example"
-        kind = node.props.get("kind")
-        if kind == "block":
-            return "block"
-        if kind == "method" and node.name.startswith("__") and node.name.endswith("__"):
-            return "special"  # protocol plumbing (__init__, __str__): the class is the answer
-        return "nested" if kind == "function" and node.props.get("parent") else "code"
+        return _scope_role(node, stem, in_tests, in_examples)
+    return _text_role(node, stem, in_tests, in_examples)
+
+
+def _scope_role(node: Node, stem: str, in_tests: bool, in_examples: bool) -> Role:
+    """The role of a definition or a module-level block."""
+    if in_tests or stem == "conftest" or _TEST_NAME.match(node.name):
+        return "test"
+    if (node.path or "").endswith(".pyi"):
+        return "stub"
+    if in_examples:
+        return "example"
+    kind = node.props.get("kind")
+    if kind == "block":
+        return "block"
+    if kind == "method" and node.name.startswith("__") and node.name.endswith("__"):
+        return "special"  # protocol plumbing (__init__, __str__): the class is the answer
+    return "nested" if kind == "function" and node.props.get("parent") else "code"
+
+
+def _text_role(node: Node, stem: str, in_tests: bool, in_examples: bool) -> Role:
+    """The role of a document section, a web page or a chunk of text."""
     if in_tests:
         return "test"
     if stem == "readme":
         return "readme"
-    if any(part in _EXAMPLE_DIRS for part in parts[:-1]):
+    if in_examples:
         return "example"
     if node.label == "DocumentSection" and _points_elsewhere(node.content):
         return "navigation"
     if node.label == "DocumentSection" or str(node.props.get("language") or "") in _DOC_LANGUAGES:
         return "doc"
-    if node.label == "Chunk" and posixpath.splitext(path)[1].lower() in (".rst", ".md", ".txt", ".adoc"):
+    if node.label == "Chunk" and posixpath.splitext(node.path or "")[1].lower() in (".rst", ".md", ".txt", ".adoc"):
         return "doc"
     return "text"
 

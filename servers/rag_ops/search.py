@@ -28,6 +28,7 @@ GRAPH_CALLERS = 3
 GRAPH_SHARE = 0.5  # a caller's score, as a share of its definition's
 PAGE_FILES = 5  # documentation files whose title section stands for them
 VERSION_BOOST = 2.0
+Leg = tuple[str, list[tuple[str, float]]]  # a search leg's name and its hits, best first
 SCOPE_KINDS = ("function", "method", "class", "interface", "struct", "enum", "trait", "impl", "type", "block")
 
 
@@ -90,59 +91,14 @@ class BrainSearch(EmbeddingJobs):
             project_ids = [pid for pid in (project_ids or allowed) if pid in allowed]
         intent = intent_of(query)
         pool = max(POOL, (offset + limit) * 4 + 20)
-        semantic_hits: list[tuple[str, float]] = []
-        note = None
-        # the full-text query runs in a helper thread while the vectors are scored here (both release the GIL)
-        pending_text = (
-            self._searcher().submit(self.store.text_search, query, project_ids, labels, pool) if text else None
-        )
-        if semantic:
-            semantic_hits, reason = self.semantic_hits(query, project_ids, labels, pool)
-            if reason:
-                note = f"semantic search unavailable ({reason}); results come from text search only"
-                if pending_text is None:
-                    pending_text = self._searcher().submit(self.store.text_search, query, project_ids, labels, pool)
-                text = True
-            if min_score is not None:
-                semantic_hits = [(nid, s) for nid, s in semantic_hits if s >= min_score]
-        text_hits = pending_text.result() if pending_text is not None else []
-        symbol_hits = self.symbol_hits(query, project_ids, labels) if text else []
-        mode = "hybrid" if semantic and not note and text else ("semantic" if semantic and not note else "text")
-        legs = [
-            (source, hits)
-            for source, hits in (("semantic", semantic_hits), ("text", text_hits), ("symbol", symbol_hits))
-            if hits
-        ]
-        fused: dict[str, dict[str, Any]] = {}
-        for source, hits in legs:
-            for rank, (nid, raw) in enumerate(hits):
-                entry = fused.setdefault(nid, {"rrf": 0.0, "matched_by": [], "similarity": None})
-                entry["rrf"] += leg_score(source, rank, raw)
-                entry["matched_by"].append(source)
-                if source == "semantic":
-                    entry["similarity"] = raw
-        nodes = {n.id: n for n in self.store.get_nodes(list(fused))}
-        raw = {nid: entry["rrf"] for nid, entry in fused.items()}
-        versions = versions_in(query) if intent == "changes" else set()
-        for nid, entry in fused.items():
-            entry["rrf"] *= weight(intent, nodes[nid]) if nid in nodes else 0.0
-            if versions and nid in nodes and names_version(nodes[nid], versions):
-                entry["rrf"] *= VERSION_BOOST  # "what changed in 3.0": the section named 3.0
-        self._pages_as_sections(fused, nodes, raw, intent)
-        if intent in ("code", "mixed") and text:
-            self._add_callers(fused, nodes, project_ids)
+        legs, mode, note, text = self._run_legs(query, project_ids, labels, pool, semantic, text, min_score)
+        fused, nodes = self._fuse(query, legs, intent, project_ids, graph=intent in ("code", "mixed") and text)
         best = sum(leg_score(source, 0, hits[0][1]) for source, hits in legs)  # first in every leg
         for entry in fused.values():
             entry["score"] = entry["similarity"] if mode == "semantic" else entry["rrf"] / best
-        candidates = sorted((nid for nid in fused if nid in nodes), key=lambda nid: -fused[nid]["rrf"])
-        if text_match:
-            keep = self.store.filter_text_match(candidates, text_match)
-            candidates = [nid for nid in candidates if nid in keep]
-        if kinds:
-            candidates = [nid for nid in candidates if nodes[nid].props.get("kind") in kinds]
-        page = candidates[offset : offset + limit]
+        candidates = self._ordered(fused, nodes, text_match, kinds)
         results = []
-        for nid in page:
+        for nid in candidates[offset : offset + limit]:
             item = self.describe(nodes[nid], projects, round(fused[nid]["score"] or 0.0, 4))
             item["matched_by"] = fused[nid]["matched_by"]
             item["snippet"] = _snippet(nodes[nid], query)
@@ -156,6 +112,88 @@ class BrainSearch(EmbeddingJobs):
             "note": note,
             "intent": intent,
         }
+
+    def _run_legs(
+        self,
+        query: str,
+        project_ids: list[str] | None,
+        labels: list[str] | None,
+        pool: int,
+        semantic: bool,
+        text: bool,
+        min_score: float | None,
+    ) -> tuple[list[Leg], str, str | None, bool]:
+        """The legs that found something, the mode, why search by meaning was unavailable, and whether text legs ran
+        (they do, in its stead, when search by meaning is unavailable)."""
+        # the full-text query runs in a helper thread while the vectors are scored here (both release the GIL)
+        pending_text = (
+            self._searcher().submit(self.store.text_search, query, project_ids, labels, pool) if text else None
+        )
+        semantic_hits: list[tuple[str, float]] = []
+        note = None
+        if semantic:
+            semantic_hits, note = self._semantic_leg(query, project_ids, labels, pool, min_score)
+            if note:
+                if pending_text is None:
+                    pending_text = self._searcher().submit(self.store.text_search, query, project_ids, labels, pool)
+                text = True
+        text_hits = pending_text.result() if pending_text is not None else []
+        symbol_hits = self.symbol_hits(query, project_ids, labels) if text else []
+        mode = "hybrid" if semantic and not note and text else ("semantic" if semantic and not note else "text")
+        legs = [
+            (source, hits)
+            for source, hits in (("semantic", semantic_hits), ("text", text_hits), ("symbol", symbol_hits))
+            if hits
+        ]
+        return legs, mode, note, text
+
+    def _semantic_leg(
+        self, query: str, project_ids: list[str] | None, labels: list[str] | None, pool: int, min_score: float | None
+    ) -> tuple[list[tuple[str, float]], str | None]:
+        """The vector hits at or above `min_score`, and a note when no model could answer."""
+        hits, reason = self.semantic_hits(query, project_ids, labels, pool)
+        note = f"semantic search unavailable ({reason}); results come from text search only" if reason else None
+        if min_score is not None:
+            hits = [(nid, s) for nid, s in hits if s >= min_score]
+        return hits, note
+
+    def _fuse(
+        self, query: str, legs: list[Leg], intent: Intent, project_ids: list[str] | None, *, graph: bool
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, Node]]:
+        """The candidates of every leg by weighted reciprocal rank, scaled by the weight of their role for the
+        intent; documentation pages stand for their title section; with `graph`, the callers of the best
+        definitions join."""
+        fused: dict[str, dict[str, Any]] = {}
+        for source, hits in legs:
+            for rank, (nid, raw) in enumerate(hits):
+                entry = fused.setdefault(nid, {"rrf": 0.0, "matched_by": [], "similarity": None})
+                entry["rrf"] += leg_score(source, rank, raw)
+                entry["matched_by"].append(source)
+                if source == "semantic":
+                    entry["similarity"] = raw
+        nodes = {n.id: n for n in self.store.get_nodes(list(fused))}
+        raw_scores = {nid: entry["rrf"] for nid, entry in fused.items()}
+        versions = versions_in(query) if intent == "changes" else set()
+        for nid, entry in fused.items():
+            entry["rrf"] *= weight(intent, nodes[nid]) if nid in nodes else 0.0
+            if versions and nid in nodes and names_version(nodes[nid], versions):
+                entry["rrf"] *= VERSION_BOOST  # "what changed in 3.0": the section named 3.0
+        self._pages_as_sections(fused, nodes, raw_scores, intent)
+        if graph:
+            self._add_callers(fused, nodes, project_ids)
+        return fused, nodes
+
+    def _ordered(
+        self, fused: dict[str, dict[str, Any]], nodes: dict[str, Node], text_match: str | None, kinds: set[str]
+    ) -> list[str]:
+        """The candidates best first, kept if their text matches `text_match` and their kind is one of `kinds`."""
+        candidates = sorted((nid for nid in fused if nid in nodes), key=lambda nid: -fused[nid]["rrf"])
+        if text_match:
+            keep = self.store.filter_text_match(candidates, text_match)
+            candidates = [nid for nid in candidates if nid in keep]
+        if kinds:
+            candidates = [nid for nid in candidates if nodes[nid].props.get("kind") in kinds]
+        return candidates
 
     def symbol_hits(
         self, query: str, project_ids: list[str] | None, labels: list[str] | None
