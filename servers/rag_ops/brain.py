@@ -1,12 +1,8 @@
-"""The brain manager: projects registry, context resolution, incremental ingest, embeddings, search.
+"""The brain manager: its lifecycle, what is searchable, and reading (scopes, nodes, schema) over a `BrainStore`.
 
-Plain Python over a `BrainStore` (no MCP import); the section's tools are thin wrappers around it.
-
-Context resolution (`resolve_context`), for a path inside the configured roots:
-- inside (or equal to) a registered project's root → that project, incrementally (a sub-path only
-  touches that sub-tree); equal to the root → `already-ingested` (refresh);
-- otherwise a quick-ingest project with a generated namespace (`<dirname>-<hash6>`, auto-cleanup);
-- registered projects whose root lies inside the ingested tree are excluded from it.
+Plain Python (no MCP import); the section's tools are thin wrappers around it. `Brain` is made of halves by concept:
+`projects` (the registry), `ingest` (context resolution, incremental ingest), `forgetting` (forget_path, gc) and
+`search` (the hybrid search), over `shared.brain.embedding_jobs`.
 
 Embeddings: nodes carry a compact `embed_text`; a background worker embeds pending nodes in small
 batches after each ingest (through the shared `EmbeddingService`, whose (model, content-hash) cache
@@ -24,62 +20,29 @@ being skipped by their hash.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import re
 import threading
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp_sections.servers.rag_ops.search import BrainSearch
+from mcp_sections.servers.rag_ops.forgetting import BrainForgetting
+from mcp_sections.servers.rag_ops.ingest import BrainIngest
+from mcp_sections.servers.rag_ops.paths import inside
 from mcp_sections.shared.brain.embedding_jobs import Progress
-from mcp_sections.shared.brain.model import (
-    Node,
-    Project,
-    slugify,
-    text_hash,
-    valid_project_id,
-)
-from mcp_sections.shared.brain.web_pages import INLINE_MTIME, store_web_page
+from mcp_sections.shared.brain.model import Node, Project
 from mcp_sections.shared.confinement.guards.paths import PathGuard
-from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input, not_found, permission_denied
+from mcp_sections.shared.ground.errors import ToolFailure, invalid_input, not_found
 
 logger = logging.getLogger("mcp_sections.rag_ops")
 
 
 SECTION_ID = "rag_ops"  # named in the brain's messages: `mcp-sections reembed rag_ops`
-FLUSH_FILES = 40
-FLUSH_SECONDS = 0.5
-PROGRESS_SECONDS = 0.2
-SNIPPETS_PROJECT = "snippets"
 NODE_ID = re.compile(r"[0-9a-f]{24}")  # `shared.brain.model.node_id`
 MAX_CANDIDATES = 10  # nodes listed when a name is ambiguous or not found
-
-
-@dataclass
-class IngestReport:
-    project_id: str
-    project_type: str
-    context: str
-    root: str
-    path: str
-    files_scanned: int = 0
-    files_unchanged: int = 0
-    files_added: list[str] = field(default_factory=list)
-    files_changed: list[str] = field(default_factory=list)
-    files_removed: list[str] = field(default_factory=list)
-    nodes_written: int = 0
-    excluded_projects: list[str] = field(default_factory=list)
-    skipped: dict[str, int] = field(default_factory=dict)
-    node_count: int = 0
-    embeddings_pending: int = 0
-    seconds: float = 0.0
-
-
 INTERRUPTED = ("ingesting", "interrupted")  # project statuses of an ingest that did not end
 
 
@@ -149,16 +112,7 @@ class SearchScope:
 WIDEN = "pass all_projects=true to brain_search (or projects=[...]) to search every project"
 
 
-@dataclass
-class ProjectSetup:
-    project: Project
-    created: bool
-    report: IngestReport
-    embeddings: dict[str, Any] | None = None
-    embeddings_note: str | None = None
-
-
-class Brain(BrainSearch):
+class Brain(BrainIngest, BrainForgetting):
     """One brain over a store; thread-safe (tools run in worker threads)."""
 
     def __init__(
@@ -279,431 +233,6 @@ class Brain(BrainSearch):
             self.wake()
         return None
 
-    # ---- paths ----------------------------------------------------------------------------------
-    def resolve_path(self, path: str, *, must_exist: bool = True) -> Path:
-        return self._guard.resolve(path, purpose="read" if must_exist else "create")
-
-    # ---- projects -------------------------------------------------------------------------------
-    def project(self, project_id: str) -> Project:
-        project = self.store.get_project(project_id)
-        if project is None:
-            known = ", ".join(p.id for p in self.store.list_projects()[:20]) or "none yet"
-            raise not_found(f"no project {project_id!r}; known projects: {known} (see list_projects).")
-        return project
-
-    def _dir_projects(self) -> list[Project]:
-        return [p for p in self.store.list_projects() if p.type != "web-crawl" and os.path.isabs(p.root)]
-
-    def owner_of(self, target: str) -> Project | None:
-        """The deepest registered directory project containing `target`."""
-        owners = [p for p in self._dir_projects() if _inside(target, p.root)]
-        return max(owners, key=lambda p: len(p.root)) if owners else None
-
-    def create_project(self, name: str, path: str, *, auto_cleanup: bool = False) -> tuple[Project, bool]:
-        target = self.resolve_path(path)
-        if not target.is_dir():
-            raise invalid_input(f"{path!r} is not a directory; a project is rooted at a directory.")
-        root = str(target)
-        for existing in self._dir_projects():
-            if existing.root == root:
-                existing.name = name
-                existing.type = "project"
-                existing.auto_cleanup = auto_cleanup
-                self.store.upsert_project(existing)
-                return existing, False
-        pid = slugify(name)
-        if self.store.get_project(pid) is not None:
-            raise invalid_input(
-                f"a project named {pid!r} already exists at another path; choose another name or use load_project."
-            )
-        project = Project(id=pid, name=name, root=root, type="project", auto_cleanup=auto_cleanup)
-        self.store.upsert_project(project)
-        self._detach_from_parent(project)
-        return project, True
-
-    def _detach_from_parent(self, project: Project) -> None:
-        """A new project inside another project's tree: its files leave the parent (no duplicates)."""
-        for parent in self._dir_projects():
-            if parent.id != project.id and _inside(project.root, parent.root) and parent.root != project.root:
-                rel = _rel(project.root, parent.root)
-                if self.store.remove_paths(parent.id, [], prefixes=[rel]):
-                    self.store.relink(parent.id)
-                    self.store.refresh_counts(parent.id)
-
-    def touch(self, project_id: str) -> None:
-        self.store.update_project(project_id, last_accessed=time.time())
-
-    def load_project(self, project_id: str) -> dict[str, Any]:
-        project = self.project(project_id)
-        self.touch(project.id)
-        self.loaded.add(project.id)
-        if self.active is None:
-            self.active = project.id
-        vectors = 0
-        if self.model_key and hasattr(self.store, "preload"):
-            vectors = self.store.preload(self.model_key, project.id)
-        stale = self.stale_files(project)
-        return {"project": project, "vectors_loaded": vectors, "stale_files": stale}
-
-    def unload_project(self, project_id: str) -> Project:
-        project = self.project(project_id)
-        self.loaded.discard(project.id)
-        if self.active == project.id:
-            self.active = None
-        if hasattr(self.store, "unload"):
-            self.store.unload(project.id)
-        return project
-
-    def switch_project(self, project_id: str) -> Project:
-        project = self.project(project_id)
-        self.loaded.add(project.id)
-        self.active = project.id
-        self.touch(project.id)
-        return project
-
-    def stale_files(self, project: Project) -> int | None:
-        """How many files changed on disk since the last ingest (None for non-directory projects)."""
-        from mcp_sections.shared.brain import parsing  # walking and parsers: only ingest and staleness need them
-
-        if project.type == "web-crawl" or not os.path.isdir(project.root):
-            return None
-        records = {k: v for k, v in self.store.file_records(project.id).items() if v.mtime_ns != INLINE_MTIME}
-        stale = 0
-        excluded = self._excluded_children(project)
-        walk = parsing.walk_tree(
-            project.root,
-            excluded=excluded,
-            hidden=self._guard.private_inside_roots(),
-            max_file_bytes=self.max_file_bytes,
-        )
-        for seen, entry in enumerate(walk, start=1):
-            record = records.pop(entry.rel, None)
-            if record is None:
-                data = _read(entry.path, self.max_file_bytes)
-                stale += data is not None and not parsing.looks_binary(data) and not parsing.holds_private_key(data)
-            elif record.size != entry.size or record.mtime_ns != entry.mtime_ns:
-                stale += 1
-            if seen > self.max_files:
-                break
-        return stale + len(records)
-
-    def _excluded_children(self, project: Project) -> list[str]:
-        return [
-            _rel(other.root, project.root)
-            for other in self._dir_projects()
-            if other.id != project.id and other.root != project.root and _inside(other.root, project.root)
-        ]
-
-    # ---- context resolution and ingest ----------------------------------------------------------
-    def resolve_context(self, path: str, project_name: str | None = None) -> tuple[Project, str, str]:
-        """(project, relative start path, context) for an ingest of `path`."""
-        target = self.resolve_path(path)
-        target_text = str(target)
-        if project_name is not None:
-            pid = slugify(project_name)
-            existing = self.store.get_project(pid)
-            if existing is not None:
-                if existing.type != "web-crawl" and _inside(target_text, existing.root):
-                    return existing, _rel(target_text, existing.root), "named-project"
-                raise invalid_input(
-                    f"project {pid!r} is rooted at {existing.root}, which does not contain {path!r}; "
-                    "choose another project_name, or omit it to resolve the context automatically."
-                )
-            if not target.is_dir():
-                raise invalid_input(f"{path!r} is not a directory; a new project is rooted at a directory.")
-            owner = self.owner_of(target_text)
-            if owner is not None and owner.root == target_text:
-                owner.name, owner.type, owner.auto_cleanup = project_name, "project", False
-                self.store.upsert_project(owner)
-                return owner, "", "already-ingested"
-            project = Project(id=pid, name=project_name, root=target_text, type="project")
-            self.store.upsert_project(project)
-            self._detach_from_parent(project)
-            return project, "", "new-project"
-        owner = self.owner_of(target_text)
-        if owner is not None:
-            if owner.root == target_text:
-                return owner, "", "already-ingested"
-            return owner, _rel(target_text, owner.root), "subdir-of-project"
-        if not target.is_dir():
-            raise invalid_input(
-                f"{path!r} is a file outside every registered project; ingest its directory, or pass the content "
-                "to ingest_code."
-            )
-        digest = hashlib.sha1(target_text.encode("utf-8", "surrogatepass")).hexdigest()[:6]
-        pid = f"{slugify(target.name or 'root', 40)}-{digest}"
-        project = Project(
-            id=pid,
-            name=target.name or target_text,
-            root=target_text,
-            type="quick-ingest",
-            auto_cleanup=True,
-            retention_days=self.retention_days,
-        )
-        self.store.upsert_project(project)
-        self._detach_from_parent(project)
-        return project, "", "quick-ingest"
-
-    def setup_project(
-        self, path: str, name: str | None, embed_seconds: float, progress: Progress | None = None
-    ) -> ProjectSetup:
-        """Register (or refresh) a project, ingest it, make it active, embed it for up to `embed_seconds`."""
-        target = self.resolve_path(path)
-        project, created = self.create_project(name or target.name, str(target))
-        report = self.ingest_tree(project, "", "new-project" if created else "already-ingested", progress)
-        self.switch_project(project.id)
-        setup = ProjectSetup(project, created, report)
-        if self.embeddings is None:
-            setup.embeddings_note = "embeddings are disabled in this configuration: text search only."
-        elif embed_seconds > 0 and report.embeddings_pending:
-            try:
-                setup.embeddings = self.generate_embeddings(
-                    [project.id], embed_seconds, after_files(progress, report.files_scanned)
-                )
-            except ToolFailure as failure:
-                setup.embeddings_note = failure.message
-        self.wake()
-        return setup
-
-    def ingest_directory(
-        self, path: str, project_name: str | None = None, progress: Progress | None = None
-    ) -> IngestReport:
-        project, start_rel, context = self.resolve_context(path, project_name)
-        return self.ingest_tree(project, start_rel, context, progress)
-
-    def ingest_tree(
-        self, project: Project, start_rel: str = "", context: str = "refresh", progress: Progress | None = None
-    ) -> IngestReport:
-        from mcp_sections.shared.brain import parsing  # walking and parsers: only ingest and staleness need them
-
-        started = time.perf_counter()
-        report = IngestReport(
-            project.id,
-            project.type,
-            context,
-            project.root,
-            os.path.join(project.root, start_rel) if start_rel else project.root,
-        )
-        with self._ingest_lock:
-            self.store.update_project(project.id, status="ingesting", last_accessed=time.time())
-            stats = parsing.WalkStats()
-            report.excluded_projects = self._excluded_children(project)
-            excluded = [_rel(os.path.join(project.root, e), project.root) for e in report.excluded_projects]
-            records = self.store.file_records(project.id, start_rel)
-            start_abs = os.path.join(project.root, start_rel) if start_rel else project.root
-            if os.path.isfile(start_abs):
-                info = os.stat(start_abs)
-                entries = [_single_entry(start_abs, start_rel, info)]
-            else:
-                entries = []
-                for entry in parsing.walk_tree(
-                    project.root,
-                    start_rel,
-                    excluded=excluded,
-                    hidden=self._guard.private_inside_roots(),
-                    max_file_bytes=self.max_file_bytes,
-                    stats=stats,
-                ):
-                    entries.append(entry)
-                    if len(entries) > self.max_files:
-                        raise ToolFailure(
-                            ErrorCode.MAX_LIMIT_EXCEEDED,
-                            f"{report.path} holds more than {self.max_files} ingestible files; ingest a "
-                            "sub-directory, add a .gitignore, or raise max_files in [sections.rag_ops].",
-                        )
-            total = len(entries)
-            report.files_scanned = total
-            batch: list[Any] = []
-            touched: list[tuple[str, int, int]] = []
-            last_flush = last_progress = time.monotonic()
-
-            def flush() -> None:
-                nonlocal batch, last_flush
-                if batch:
-                    self.store.replace_files(project.id, batch)
-                    report.nodes_written += sum(len(p.nodes) for p in batch)
-                    batch = []
-                last_flush = time.monotonic()
-
-            try:
-                if progress is not None:
-                    progress(0, total, f"scanning {total} files of {project.id}")
-                for done, entry in enumerate(entries, start=1):
-                    record = records.pop(entry.rel, None)
-                    if record is not None and record.size == entry.size and record.mtime_ns == entry.mtime_ns:
-                        report.files_unchanged += 1
-                    else:
-                        data = _read(entry.path, self.max_file_bytes)
-                        binary = data is not None and parsing.looks_binary(data)
-                        if data is None or binary or parsing.holds_private_key(data):
-                            stats.skipped_binary += binary
-                            stats.skipped_secret += data is not None and not binary
-                            if record is not None:
-                                records[entry.rel] = record  # it is no longer ingestible: removed below
-                        else:
-                            digest = text_hash(data)
-                            if record is not None and record.hash == digest:
-                                report.files_unchanged += 1
-                                touched.append((entry.rel, entry.size, entry.mtime_ns))
-                            else:
-                                batch.append(parsing.parse_file(project.id, entry.rel, data, entry.mtime_ns))
-                                (report.files_changed if record is not None else report.files_added).append(entry.rel)
-                    now = time.monotonic()
-                    if len(batch) >= FLUSH_FILES or (batch and now - last_flush > FLUSH_SECONDS):
-                        flush()
-                    if progress is not None and (now - last_progress > PROGRESS_SECONDS or done == total):
-                        last_progress = now
-                        new = len(report.files_added) + len(report.files_changed)
-                        progress(done, total, f"{done}/{total} files ({new} new or changed)")
-                flush()
-            except BaseException:  # cancelled (the progress callback raised) or failed: keep what was parsed, and
-                flush()  # the next ingest goes on from there (the next start resumes an interrupted one)
-                self.store.refresh_counts(project.id)
-                self.store.update_project(project.id, status="interrupted")
-                raise
-            if touched:
-                self.store.update_file_stats(project.id, touched)
-            removed = [rel for rel, rec in records.items() if rec.mtime_ns != INLINE_MTIME]
-            if removed:
-                self.store.remove_paths(project.id, removed)
-                report.files_removed = sorted(removed)
-            current = self.store.get_project(project.id)
-            if current is not None and current.needs_relink:
-                self.store.relink(project.id)
-            report.node_count = self.store.refresh_counts(project.id)
-            now_wall = time.time()
-            self.store.update_project(project.id, status="ready", last_ingest=now_wall, last_accessed=now_wall)
-            report.skipped = stats.as_dict()
-        if self.model_key:
-            report.embeddings_pending = self.store.count_pending(self.model_key, [project.id])
-        self.wake()
-        report.seconds = round(time.perf_counter() - started, 3)
-        return report
-
-    def ingest_code(
-        self, content: str, file_path: str, project_id: str | None = None, language: str | None = None
-    ) -> tuple[Project, Any]:
-        from mcp_sections.shared.brain import parsing  # walking and parsers: only ingest and staleness need them
-
-        rel = _clean_rel(file_path)
-        if parsing.is_secret_name(rel.rsplit("/", 1)[-1]) or parsing.holds_private_key(
-            content.encode("utf-8", "surrogatepass")
-        ):
-            raise permission_denied(
-                "this content looks like a secret (a key file name or a private key block); it is never ingested."
-            )
-        if language is not None:
-            extension = next((ext for ext, lang in parsing.LANGUAGES.items() if lang == language), None)
-            if extension is None:
-                raise invalid_input(
-                    f"unknown language {language!r}; use one of {sorted(set(parsing.LANGUAGES.values()))}."
-                )
-            if not rel.endswith(extension) and parsing.LANGUAGES.get(os.path.splitext(rel)[1]) != language:
-                rel = rel + extension
-        pid = project_id or self.active
-        if pid is None:
-            pid = SNIPPETS_PROJECT
-            if self.store.get_project(pid) is None:
-                self.store.upsert_project(
-                    Project(
-                        id=pid,
-                        name="Inline snippets",
-                        root="inline://snippets",
-                        type="quick-ingest",
-                        auto_cleanup=True,
-                        retention_days=self.retention_days,
-                    )
-                )
-        project = self.project(pid)
-        data = content.encode("utf-8", "surrogatepass")
-        parsed = parsing.parse_file(project.id, rel, data, INLINE_MTIME)
-        with self._ingest_lock:
-            self.store.replace_files(project.id, [parsed])
-            self.store.relink(project.id)
-            self.store.refresh_counts(project.id)
-            self.store.update_project(project.id, last_accessed=time.time(), status="ready")
-        self.wake()
-        return project, parsed
-
-    def ingest_web_page(
-        self, url: str, title: str, text: str, links: Sequence[str] = (), project_id: str | None = None
-    ) -> tuple[Project, Any]:
-        """A fetched web page as a WebPage node (`shared.brain.web_pages`), embedded in the background."""
-        with self._ingest_lock:
-            pid, parsed = store_web_page(
-                self.store, url, title, text, links, project_id, retention_days=self.retention_days
-            )
-        self.wake()
-        return self.project(pid), parsed
-
-    # ---- forgetting -----------------------------------------------------------------------------
-    def forget_path(self, path: str) -> dict[str, Any]:
-        text = path.strip()
-        if not text or text in (".", "/", "~", "*", "**"):
-            raise invalid_input("refusing to forget an empty or root-matching pattern; give one file or directory.")
-        if any(ch in text for ch in "*?[") and not text.startswith(("http://", "https://")):
-            raise invalid_input("forget_path takes a literal path, not a glob pattern.")
-        removed_nodes = 0
-        affected: list[str] = []
-        deleted_projects: list[str] = []
-        if text.startswith(("http://", "https://")):
-            for project in self.store.list_projects():
-                if project.type != "web-crawl":
-                    continue
-                if project.root.rstrip("/") == text.rstrip("/"):
-                    removed_nodes += self.store.delete_project(project.id)
-                    deleted_projects.append(project.id)
-                else:
-                    count = self.store.remove_paths(project.id, [text])
-                    if count:
-                        removed_nodes += count
-                        affected.append(project.id)
-        else:
-            target = str(self.resolve_path(text, must_exist=False))
-            if any(_inside(str(root), target) for root in self.roots):
-                raise permission_denied(
-                    f"{path!r} is (or contains) an allowed root; forgetting it would erase the whole brain. "
-                    "Give a project, directory or file inside a root."
-                )
-            for project in self._dir_projects():
-                if _inside(project.root, target):
-                    removed_nodes += self.store.delete_project(project.id)
-                    deleted_projects.append(project.id)
-                    self.loaded.discard(project.id)
-                    if self.active == project.id:
-                        self.active = None
-                elif _inside(target, project.root):
-                    rel = _rel(target, project.root)
-                    count = self.store.remove_paths(project.id, [rel], prefixes=[rel])
-                    if count:
-                        removed_nodes += count
-                        affected.append(project.id)
-        for pid in affected:
-            self.store.relink(pid)
-            self.store.refresh_counts(pid)
-        return {"removed_nodes": removed_nodes, "projects_changed": affected, "projects_deleted": deleted_projects}
-
-    def gc(self, *, dry_run: bool = False, remove_missing: bool = False) -> dict[str, Any]:
-        now = time.time()
-        expired, missing = [], []
-        for project in self.store.list_projects():
-            if project.auto_cleanup and now - project.last_accessed > project.retention_days * 86400:
-                expired.append(project.id)
-            elif project.type != "web-crawl" and os.path.isabs(project.root) and not os.path.isdir(project.root):
-                missing.append(project.id)
-        result: dict[str, Any] = {"expired_projects": expired, "missing_root_projects": missing, "dry_run": dry_run}
-        if dry_run:
-            return result
-        removed = 0
-        for pid in expired + (missing if remove_missing else []):
-            removed += self.store.delete_project(pid)
-            self.loaded.discard(pid)
-            if self.active == pid:
-                self.active = None
-        result["removed_nodes"] = removed
-        result["orphans_removed"] = self.store.gc()
-        return result
-
     # ---- reading --------------------------------------------------------------------------------
     def project_ids(self, requested: Sequence[str] | None) -> list[str] | None:
         if not requested:
@@ -729,9 +258,9 @@ class Brain(BrainSearch):
         if holders:
             ids = list(dict.fromkeys(p.id for p in holders))
             return SearchScope(ids, f"searched {', '.join(ids)}, the project of your root; {WIDEN}.")
-        inside = [p.id for p in self._dir_projects() if any(_inside(p.root, place) for place in places)]
-        if inside and len(inside) < len(self.store.list_projects()):
-            return SearchScope(inside, f"searched the projects under your root ({', '.join(inside)}); {WIDEN}.")
+        under = [p.id for p in self._dir_projects() if any(inside(p.root, place) for place in places)]
+        if under and len(under) < len(self.store.list_projects()):
+            return SearchScope(under, f"searched the projects under your root ({', '.join(under)}); {WIDEN}.")
         return SearchScope(None)
 
     def resolve_node(self, reference: str, project_id: str | None = None, label: str | None = None) -> Node:
@@ -805,41 +334,8 @@ class Brain(BrainSearch):
 # ---- helpers -------------------------------------------------------------------------------------
 
 
-def after_files(progress: Progress | None, files: int) -> Progress | None:
-    """The embedding phase's progress after an ingest's `files`: one count going up over both phases (MCP progress
-    only increases), the message saying text search is ready."""
-    if progress is None:
-        return None
-
-    def report(done: int, total: int, message: str) -> None:
-        progress(files + done, files + total, f"all {files} files searchable by text; embedding: {message}")
-
-    return report
-
-
 class _Closing(Exception):
     """The brain is closing: an ingest resumed in the background stops between two files."""
-
-
-def _inside(path: str, root: str) -> bool:
-    if path == root:
-        return True
-    prefix = root if root.endswith(os.sep) else root + os.sep
-    return path.startswith(prefix)
-
-
-def _rel(path: str, root: str) -> str:
-    return "" if path == root else os.path.relpath(path, root).replace(os.sep, "/")
-
-
-def _clean_rel(file_path: str) -> str:
-    text = file_path.strip().replace("\\", "/")
-    parts = [p for p in text.split("/") if p not in ("", ".")]
-    if not parts or ".." in parts or text.startswith("/") or "\x00" in text or len(text) > 300:
-        raise invalid_input(
-            "file_path must be a relative path such as 'src/auth.py' (no '..', not absolute, ≤ 300 characters)."
-        )
-    return "/".join(parts)
 
 
 def _candidates(nodes: Sequence[Node]) -> str:
@@ -849,25 +345,6 @@ def _candidates(nodes: Sequence[Node]) -> str:
         f"({n.project_id}) id={n.id}"
         for n in nodes
     )
-
-
-def _read(path: str, limit: int) -> bytes | None:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as handle:
-            return handle.read(limit + 1)[:limit]
-    except OSError:
-        return None
-
-
-def _single_entry(path: str, rel: str, info: os.stat_result) -> Any:
-    from mcp_sections.shared.brain.parsing import WalkEntry
-
-    return WalkEntry(path, rel, info.st_size, info.st_mtime_ns)
 
 
 def project_summary(project: Project, brain: Brain) -> dict[str, Any]:
@@ -881,4 +358,4 @@ def project_summary(project: Project, brain: Brain) -> dict[str, Any]:
     return data
 
 
-__all__ = ["Brain", "IngestReport", "SearchScope", "Searchable", "project_summary", "valid_project_id"]
+__all__ = ["Brain", "SearchScope", "Searchable", "project_summary"]

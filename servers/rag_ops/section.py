@@ -183,7 +183,7 @@ async def ingest_directory(params: IngestDirectoryInput, state: Any, ctx: ToolCo
     progress = _progress(ctx)
 
     def run() -> Any:
-        from mcp_sections.servers.rag_ops.brain import after_files
+        from mcp_sections.servers.rag_ops.ingest import after_files
 
         report = state.ingest_directory(params.path, params.project_name, progress)
         state.embed_for([report.project_id], budget, after_files(progress, report.files_scanned))

@@ -1,0 +1,144 @@
+"""The brain's projects: the registry (create, load, switch, unload), the paths they own, and staleness."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from mcp_sections.servers.rag_ops.paths import inside, read_head, relative
+from mcp_sections.servers.rag_ops.search import BrainSearch
+from mcp_sections.shared.brain.model import Project, slugify
+from mcp_sections.shared.brain.web_pages import INLINE_MTIME
+from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.ground.errors import invalid_input, not_found
+
+
+class ProjectRegistry(BrainSearch):
+    """The projects of a brain and the paths they own (the registry half of `Brain`, which sets these attributes)."""
+
+    roots: list[Path]
+    max_file_bytes: int
+    max_files: int
+    retention_days: float
+    active: str | None
+    loaded: set[str]
+    _guard: PathGuard
+    _ingest_lock: threading.Lock
+
+    # ---- paths ----------------------------------------------------------------------------------
+    def resolve_path(self, path: str, *, must_exist: bool = True) -> Path:
+        return self._guard.resolve(path, purpose="read" if must_exist else "create")
+
+    # ---- projects -------------------------------------------------------------------------------
+    def project(self, project_id: str) -> Project:
+        project = self.store.get_project(project_id)
+        if project is None:
+            known = ", ".join(p.id for p in self.store.list_projects()[:20]) or "none yet"
+            raise not_found(f"no project {project_id!r}; known projects: {known} (see list_projects).")
+        return project
+
+    def _dir_projects(self) -> list[Project]:
+        return [p for p in self.store.list_projects() if p.type != "web-crawl" and os.path.isabs(p.root)]
+
+    def owner_of(self, target: str) -> Project | None:
+        """The deepest registered directory project containing `target`."""
+        owners = [p for p in self._dir_projects() if inside(target, p.root)]
+        return max(owners, key=lambda p: len(p.root)) if owners else None
+
+    def create_project(self, name: str, path: str, *, auto_cleanup: bool = False) -> tuple[Project, bool]:
+        target = self.resolve_path(path)
+        if not target.is_dir():
+            raise invalid_input(f"{path!r} is not a directory; a project is rooted at a directory.")
+        root = str(target)
+        for existing in self._dir_projects():
+            if existing.root == root:
+                existing.name = name
+                existing.type = "project"
+                existing.auto_cleanup = auto_cleanup
+                self.store.upsert_project(existing)
+                return existing, False
+        pid = slugify(name)
+        if self.store.get_project(pid) is not None:
+            raise invalid_input(
+                f"a project named {pid!r} already exists at another path; choose another name or use load_project."
+            )
+        project = Project(id=pid, name=name, root=root, type="project", auto_cleanup=auto_cleanup)
+        self.store.upsert_project(project)
+        self._detach_from_parent(project)
+        return project, True
+
+    def _detach_from_parent(self, project: Project) -> None:
+        """A new project inside another project's tree: its files leave the parent (no duplicates)."""
+        for parent in self._dir_projects():
+            if parent.id != project.id and inside(project.root, parent.root) and parent.root != project.root:
+                rel = relative(project.root, parent.root)
+                if self.store.remove_paths(parent.id, [], prefixes=[rel]):
+                    self.store.relink(parent.id)
+                    self.store.refresh_counts(parent.id)
+
+    def touch(self, project_id: str) -> None:
+        self.store.update_project(project_id, last_accessed=time.time())
+
+    def load_project(self, project_id: str) -> dict[str, Any]:
+        project = self.project(project_id)
+        self.touch(project.id)
+        self.loaded.add(project.id)
+        if self.active is None:
+            self.active = project.id
+        vectors = 0
+        if self.model_key and hasattr(self.store, "preload"):
+            vectors = self.store.preload(self.model_key, project.id)
+        stale = self.stale_files(project)
+        return {"project": project, "vectors_loaded": vectors, "stale_files": stale}
+
+    def unload_project(self, project_id: str) -> Project:
+        project = self.project(project_id)
+        self.loaded.discard(project.id)
+        if self.active == project.id:
+            self.active = None
+        if hasattr(self.store, "unload"):
+            self.store.unload(project.id)
+        return project
+
+    def switch_project(self, project_id: str) -> Project:
+        project = self.project(project_id)
+        self.loaded.add(project.id)
+        self.active = project.id
+        self.touch(project.id)
+        return project
+
+    def stale_files(self, project: Project) -> int | None:
+        """How many files changed on disk since the last ingest (None for non-directory projects)."""
+        from mcp_sections.shared.brain import parsing  # walking and parsers: only ingest and staleness need them
+
+        if project.type == "web-crawl" or not os.path.isdir(project.root):
+            return None
+        records = {k: v for k, v in self.store.file_records(project.id).items() if v.mtime_ns != INLINE_MTIME}
+        stale = 0
+        excluded = self._excluded_children(project)
+        walk = parsing.walk_tree(
+            project.root,
+            excluded=excluded,
+            hidden=self._guard.private_inside_roots(),
+            max_file_bytes=self.max_file_bytes,
+        )
+        for seen, entry in enumerate(walk, start=1):
+            record = records.pop(entry.rel, None)
+            if record is None:
+                data = read_head(entry.path, self.max_file_bytes)
+                stale += data is not None and not parsing.looks_binary(data) and not parsing.holds_private_key(data)
+            elif record.size != entry.size or record.mtime_ns != entry.mtime_ns:
+                stale += 1
+            if seen > self.max_files:
+                break
+        return stale + len(records)
+
+    def _excluded_children(self, project: Project) -> list[str]:
+        return [
+            relative(other.root, project.root)
+            for other in self._dir_projects()
+            if other.id != project.id and other.root != project.root and inside(other.root, project.root)
+        ]
