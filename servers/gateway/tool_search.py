@@ -11,16 +11,16 @@ built-in section, from its declaration; a third-party section once it was first 
   are cached in `<cache dir>/tool_search.sqlite` by content hash and model key, so a restart embeds nothing that did
   not change.
 
-A need is first read apart (`need.read_need`): the material it carries (paths, URLs, quoted or pasted text, code,
-JSON, error output, ids) is replaced by its kind, and its clauses are read as the request, asides (parentheses,
-"because...", "so it starts clean") or context. Its vector is the normalised sum of three texts' vectors, embedded
-in one forward pass: the request, its head (the first words of each request clause: the verb and its object) and
+A need is first read apart (`need.read_need`): the material it carries (paths, URLs, quoted or pasted text, code, JSON,
+error output, ids) is replaced by its kind, and its clauses are read as the request, asides (parentheses, "because...",
+"so it starts clean") or context. Its vector is the normalised sum of three texts' vectors (in the forward passes that
+pad least: `embed_texts`): the request, its head (the first words of each request clause: the verb and its object) and
 the whole context; so a pasted "image" tag or "tasks" of a quoted page no longer decide. It is ranked by the memory
-section's fusion rule (`servers/memory/store.py`): cosine similarity plus `TEXT_WEIGHT × coverage`, coverage being
-the share of the query's searched words a tool's row holds (function words aside: `QUERY_STOPWORDS`). Without the
-embedding model (light install, model failed, or still loading past `MODEL_WAIT_SECONDS`) the ranking is BM25 alone,
-and the result says so. The gateway's own tools are indexed too, as section "gateway" (their summary says to call
-them directly), those its client is offered (`own`).
+section's fusion rule (`servers/memory/store.py`): cosine similarity plus `TEXT_WEIGHT × coverage`, coverage being the
+share of the query's searched words a tool's row holds (function words aside: `QUERY_STOPWORDS`). Without the embedding
+model (light install, model failed, or still loading past `MODEL_WAIT_SECONDS`) the ranking is BM25 alone, and the
+result says so. The gateway's own tools are indexed too, as section "gateway" (their summary says to call them
+directly), those its client is offered (`own`).
 
 Measured (`python -m benchmarks.bench_gateway --tool-search-only`), recall@1/@3 hybrid: dev 0.886/0.956, dev2
 0.754/0.925, long_dev (long needs, tuned on) 0.877/0.964; the long needs written blind and the held-out needs, never
@@ -42,6 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import combinations, pairwise
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_sections.shared.framework.schemas import lean_schema
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from mcp_sections.servers.pool.catalog import SectionEntry
-    from mcp_sections.shared.embeddings import EmbeddingService, EmbeddingSettings
+    from mcp_sections.shared.embeddings import Embedder, EmbeddingService, EmbeddingSettings
     from mcp_sections.shared.settings.config import Settings
 
     from .models import FindToolsInput, FindToolsResult
@@ -96,6 +97,9 @@ GATEWAY_DESCRIPTION = (
     "the working directory, the environment and the project."
 )
 MODEL_WAIT_SECONDS = 15.0  # a search waits this long for a loading model before answering by BM25 alone
+#: What a forward pass of the embedding model costs beyond its tokens, in tokens: all-MiniLM-L6-v2 on ONNX Runtime
+#: (one thread) took ~2.2 ms a pass plus ~0.21 ms a token, padding included (`embed_texts`).
+PASS_COST_TOKENS = 10
 SUMMARY_LENGTH = 240
 CACHE_FILE = "tool_search.sqlite"
 
@@ -249,24 +253,26 @@ class ToolIndex:
         shows: Callable[[str, str], bool] | None = None,
     ) -> list[Hit]:
         """The best `limit` entries for `query`: fused (needs `query_vector`), BM25 alone or vectors alone."""
-        scores: dict[int, float]
+        import numpy as np
+
         if mode == "bm25" or query_vector is None or self.vectors is None:
-            scores = self.bm25(query)
+            found = self.bm25(query)
+            rows = np.fromiter(found, dtype=np.int64, count=len(found))
+            scores = np.fromiter(found.values(), dtype=np.float64, count=len(found))
         else:
-            similarity = self.similarities(query_vector)
-            scores = {row: float(value) for row, value in enumerate(similarity)}
+            rows = np.arange(len(self.entries))
+            scores = self.similarities(query_vector).astype(np.float64)
             if mode == "fused":
                 for row, share in self.coverage(query).items():
                     scores[row] += TEXT_WEIGHT * share
-        entries = self.entries
-        allowed = [
-            row
-            for row in scores
-            if (sections is None or entries[row].section in sections)
-            and (shows is None or shows(entries[row].section, entries[row].name))
-        ]
-        best = sorted(allowed, key=lambda row: (-scores[row], row))[:limit]
-        return [Hit(self.entries[row], scores[row]) for row in best]
+        hits: list[Hit] = []
+        for at in np.lexsort((rows, -scores)):  # best first, ties by row; filtered only until `limit` are found
+            entry = self.entries[rows[at]]
+            if (sections is None or entry.section in sections) and (shows is None or shows(entry.section, entry.name)):
+                hits.append(Hit(entry, float(scores[at])))
+                if len(hits) == limit:
+                    break
+        return hits
 
 
 def tool_vectors(entries: Sequence[ToolEntry], service: EmbeddingService) -> np.ndarray:
@@ -295,14 +301,51 @@ def query_texts(query: str) -> list[str]:
 
 
 def query_vector(query: str, service: EmbeddingService) -> np.ndarray:
-    """The normalised sum of the vectors of `query_texts` (one forward pass; a text repeated is embedded once)."""
+    """The normalised sum of the vectors of `query_texts` (a text repeated is embedded once; see `embed_texts`)."""
     import numpy as np
 
     texts = query_texts(query)
     unique = list(dict.fromkeys(texts))
-    vectors = service.embedder.encode(unique)
+    vectors = embed_texts(service.embedder, unique)
     vector = sum(texts.count(text) * vectors[row] for row, text in enumerate(unique))
     return vector / max(float(np.linalg.norm(vector)), 1e-12)
+
+
+def embed_texts(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """The vectors of a need's few texts, in the forward passes `forward_passes` chooses from their token counts. A
+    text's vector is the same alone or padded in a batch (the padding is masked out); without token counts (torch, an
+    endpoint) one pass."""
+    import numpy as np
+
+    counts = embedder.token_counts(texts) if len(texts) > 1 else None
+    if counts is None:
+        return embedder.encode(texts)
+    groups = forward_passes(counts)
+    blocks = [embedder.encode([texts[row] for row in group]) for group in groups]
+    vectors = np.empty((len(texts), blocks[0].shape[1]), dtype=np.float32)
+    for group, block in zip(groups, blocks, strict=True):
+        vectors[group] = block
+    return vectors
+
+
+def forward_passes(counts: Sequence[int]) -> list[list[int]]:
+    """The texts (by their token counts) grouped into the forward passes that cost least. A pass pads every text to
+    its longest, so a short head beside a long context costs as much as another context, and a pass has a fixed cost
+    (`PASS_COST_TOKENS`): the texts, longest first, are cut where that saves the most (a need has three texts: four
+    ways to cut them)."""
+    order = sorted(range(len(counts)), key=lambda row: -counts[row])
+    if len(order) < 2:
+        return [order] if order else []
+
+    def cost(groups: list[list[int]]) -> int:
+        return sum(PASS_COST_TOKENS + len(group) * counts[group[0]] for group in groups)
+
+    cuts = [
+        [order[start:end] for start, end in pairwise((0, *chosen, len(order)))]
+        for size in range(len(order))
+        for chosen in combinations(range(1, len(order)), size)
+    ]
+    return min(cuts, key=cost)
 
 
 @dataclass

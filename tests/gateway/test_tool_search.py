@@ -12,7 +12,14 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.gateway.need import read_need
-from mcp_sections.servers.gateway.tool_search import ToolSearch, section_entries, summary
+from mcp_sections.servers.gateway.tool_search import (
+    ToolSearch,
+    embed_texts,
+    forward_passes,
+    query_texts,
+    section_entries,
+    summary,
+)
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, load_section
 from mcp_sections.shared.embeddings.embedder import default_model_runs
 from mcp_sections.shared.framework.tools import MAX_EXAMPLE_LENGTH, MAX_EXAMPLES, READ_ONLY, ToolInput, ToolResult, tool
@@ -104,6 +111,35 @@ def test_a_need_is_read_apart_from_the_material_it_carries() -> None:
     assert data.request == "call with the arguments data and return its result unchanged"
     told = read_need("open the page and tell me what happens to the other tasks when one raises")
     assert told.request == "open the page and tell me" and "other tasks" in told.context
+
+
+def test_a_needs_texts_are_embedded_in_the_passes_that_pad_least() -> None:
+    """A pass pads its texts to the longest and costs `PASS_COST_TOKENS` besides: texts of close lengths share one,
+    a short head beside a long context gets its own (by token count, longest first)."""
+    assert forward_passes([30, 28, 27]) == [[0, 1, 2]]
+    assert forward_passes([15, 56, 40]) == [[1], [2], [0]]
+    assert forward_passes([40, 38, 12]) == [[0, 1], [2]]
+    assert forward_passes([12, 11]) == [[0, 1]]
+    assert forward_passes([7]) == [[0]] and forward_passes([]) == []
+
+
+@needs_model
+def test_texts_embedded_in_several_passes_get_the_vectors_of_one(shared_cache_dir: Path) -> None:
+    """Cutting a need's texts into passes changes no vector (padding is masked out), so no ranking changes."""
+    import numpy as np
+
+    from mcp_sections.shared.embeddings import EmbeddingSettings, get_embedder
+
+    embedder = get_embedder(EmbeddingSettings(), shared_cache_dir)
+    assert embedder.load()
+    need = (
+        "the article at https://example.org/physics/work says the work is the integral of F(x) = 5x^2 + 2 from x=0 "
+        "to x=4 — compute that definite integral for me"
+    )
+    texts = list(dict.fromkeys(query_texts(need)))
+    counts = embedder.token_counts(texts)
+    assert counts is not None and len(forward_passes(counts)) > 1  # this need's texts do take several passes
+    assert np.allclose(embed_texts(embedder, texts), embedder.encode(texts), rtol=0, atol=1e-6)
 
 
 def test_entries_index_names_parameters_and_examples() -> None:
