@@ -27,12 +27,13 @@ Run: python -m benchmarks.bench_gateway [--starts 5] [--calls 1500]
 4. Tool search (issues #24, #41): find_tools' index (servers/gateway/tool_search.py) on the needs of
    benchmarks/data/tool_needs_{dev,dev2,long_dev,heldout,long_blind}.jsonl (see benchmarks/tool_search_eval.py):
    recall@1/@3 of the hybrid ranking beside each of its legs alone, BM25 alone (what FastMCP's BM25 transform and
-   Strata do) and embeddings alone; warm latency of a search in the gateway's process (p50/p95) per set of needs
-   and of a find_tools call over stdio (short and long needs); the index's build time in a fresh process: first
-   ever (no ONNX export yet), vectors not cached, cached. Goals (#41): short needs (dev, held-out) recall@1 ≥ 0.90
-   and @3 ≥ 0.95; long needs written blind @1 ≥ 0.85 and @3 ≥ 0.95; search p95 ≤ 20 ms warm on long needs; and
-   (table 1) the gateway's tools/list ≤ 5% of the flat union in bytes. The misses at 1 are printed for every set
-   but the held-out one (counted only: it stays unread).
+   Strata do) and embeddings alone; warm latency of a search in the gateway's process (p50/p95) per set of needs,
+   beside the suite's embedding model (the same session) on the texts the search embeds (its share of the search) and
+   on each need as one text (the floor), need by need in turn; of a find_tools call over stdio (short and long
+   needs); the index's build time in a fresh process: first ever (no ONNX export yet), vectors not cached, cached.
+   Goals (#41): short needs (dev, held-out) recall@1 ≥ 0.90 and @3 ≥ 0.95; long needs written blind @1 ≥ 0.85 and @3
+   ≥ 0.95; search p95 ≤ 20 ms warm on long needs; and (table 1) the gateway's tools/list ≤ 5% of the flat union in
+   bytes. The misses at 1 are printed for every set but the held-out one (counted only: it stays unread).
 
 5. Tracing (issue #25): the subprocess gateway's hop with tracing off, on (every span of the gateway and its
    section exported over OTLP/HTTP to a local receiver on 127.0.0.1), on with 10% of traces sampled, and on with
@@ -71,7 +72,7 @@ import anyio
 from mcp import Client
 
 from benchmarks.harness import ROOT, cli, compile_project, median, parameters, percentile, print_table
-from benchmarks.tool_search_eval import LONG, RANKINGS, Score
+from benchmarks.tool_search_eval import LONG, RANKINGS, Latency, Score
 
 QUIET = {"MCP_SECTIONS_LOG_LEVEL": "CRITICAL", "FASTMCP_LOG_LEVEL": "ERROR", "FASTMCP_SHOW_SERVER_BANNER": "false"}
 ADD = {"operation": "add", "a": 1, "b": 2}
@@ -639,8 +640,9 @@ def _print_misses(scores: list[Score]) -> None:
             print(f"   {score.split} miss@1: {miss}")
 
 
-def _search_targets(scores: list[Score], latency: dict[str, tuple[float, float]]) -> list[list[Any]]:
-    """The tool-search rows of the targets table: hybrid recall@1 and @3 per graded split, then the latency."""
+def _search_targets(scores: list[Score], latency: dict[str, Latency]) -> list[list[Any]]:
+    """The tool-search rows of the targets table: hybrid recall@1 and @3 per graded split, then the latency of long
+    needs, each beside the model's share of it and its floor (whether the goal is within the model's reach here)."""
     targets = []
     for score in scores:
         if score.ranking != "fused" or score.split not in RECALL_TARGETS:
@@ -656,7 +658,7 @@ def _search_targets(scores: list[Score], latency: dict[str, tuple[float, float]]
                 ]
             )
     for split in LONG:
-        p95 = latency[split][1]
+        p95 = latency[split].search[1]
         targets.append(
             [
                 f"tool search ({split}): warm search p95",
@@ -665,10 +667,26 @@ def _search_targets(scores: list[Score], latency: dict[str, tuple[float, float]]
                 verdict(p95 <= SEARCH_P95_TARGET_MS),
             ]
         )
-    targets.append(
-        ["tool search: embedding the query alone p95 (floor)", f"{latency['model'][1]:.1f} ms", "(info)", ""]
-    )
+        for label, measured in (("the model on its texts", latency[split].model), ("floor", latency[split].floor)):
+            if measured is not None:
+                below = "under" if measured[1] <= SEARCH_P95_TARGET_MS else "over"
+                targets.append(
+                    [f"  ({split}) {label} p95", f"{measured[1]:.1f} ms", "(info)", f"{below} the goal alone"]
+                )
     return targets
+
+
+def _latency_row(split: str, latency: Latency) -> list[Any]:
+    """One set of needs: the search, the model on its texts (and its share of the search, at p50), the floor."""
+    model, floor = latency.model, latency.floor
+    share = f"{model[0] / latency.search[0]:.0%}" if model is not None else ""
+    return [
+        f"search ({split})",
+        *latency.search,
+        *(model if model is not None else ("", "")),
+        share,
+        *(floor if floor is not None else ("", "")),
+    ]
 
 
 async def tool_search(data_dir: str) -> list[list[Any]]:
@@ -697,11 +715,18 @@ async def tool_search(data_dir: str) -> list[list[Any]]:
     if search.index(wait_seconds=0).mode != "hybrid":
         rows.append(["", f"no embedding rows: {search.search('read a file', 1, None)[2]}", "", "", "", ""])
     print_table(["needs", "ranking", "count", "recall@1", "recall@3", "goal"], rows)
+    print(
+        "   warm, in the gateway's process, need by need in turn: the search; the suite's embedding model (same "
+        "session)\n   on the texts the search embeds for the need, in its passes; the same model on the need as one "
+        "text (the floor)"
+    )
+    print_table(
+        ["warm latency, ms", "search p50", "p95", "its model p50", "p95", "model share", "floor p50", "p95"],
+        [_latency_row(split, latency[split]) for split in SPLITS],
+    )
     print_table(
         ["warm latency, ms", "p50", "p95"],
-        [[f"search in the gateway's process ({split})", *latency[split]] for split in SPLITS]
-        + [["embedding the query alone (the floor, interleaved)", *latency["model"]]]
-        + [[f"find_tools over stdio, MCP client → gateway ({label})", *value] for label, value in over_stdio.items()],
+        [[f"find_tools over stdio, MCP client → gateway ({label})", *value] for label, value in over_stdio.items()],
     )
     print_table(
         ["index build, fresh process", "total s", "definitions s", "model s", "vectors s", "embedded", "mode"],

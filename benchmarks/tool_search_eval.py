@@ -132,21 +132,54 @@ def evaluate(
     return scores
 
 
-def latency_ms(search: Any, splits: tuple[str, ...] = SPLITS, rounds: int = 3) -> dict[str, tuple[float, float]]:
-    """Warm (p50, p95) in ms of `ToolSearch.search` per split, each need once a round, and (key "model"), interleaved
-    with it, of embedding the query alone (`query_vector`: the floor of any search by meaning)."""
+@dataclass
+class Latency:
+    """Warm (p50, p95) in ms, per set of needs, measured need by need in turn so that machine noise hits all alike:
+    `search` is `ToolSearch.search` (what find_tools does in the gateway's process); `model` the suite's embedding
+    model (the same `Embedder`, the same session) on the texts `search` embeds for the need, in the same passes
+    (`embed_texts`, with the token count that chooses them); `floor` the same model on the need as one text, one
+    pass (what a search by meaning of the need as written costs at least). `model` and `floor` are None without a
+    model."""
+
+    search: tuple[float, float]
+    model: tuple[float, float] | None
+    floor: tuple[float, float] | None
+
+
+def latency_ms(search: Any, splits: tuple[str, ...] = SPLITS, rounds: int = 3) -> dict[str, Latency]:
+    """`Latency` per split, each need once a round (the three measures of a need one after the other)."""
+    from mcp_sections.servers.gateway.tool_search import embed_texts, query_texts
+
     search.search("warm up", 5, None)
-    samples: dict[str, list[float]] = {key: [] for key in (*splits, "model")}
+    service = search.embedding_service() if search.index(wait_seconds=0).vectors is not None else None
+    samples: dict[str, dict[str, list[float]]] = {split: {"search": [], "model": [], "floor": []} for split in splits}
     for _ in range(rounds):
         for split in splits:
             for item in needs(split):
                 started = time.perf_counter()
                 search.search(item["need"], 5, None)
-                samples[split].append((time.perf_counter() - started) * 1000)
+                samples[split]["search"].append((time.perf_counter() - started) * 1000)
+                if service is None:
+                    continue
+                texts = list(dict.fromkeys(query_texts(item["need"])))
                 started = time.perf_counter()
-                search.embed_query(item["need"])
-                samples["model"].append((time.perf_counter() - started) * 1000)
-    return {key: (statistics.median(values), _p95(values)) for key, values in samples.items()}
+                embed_texts(service.embedder, texts)
+                samples[split]["model"].append((time.perf_counter() - started) * 1000)
+                started = time.perf_counter()
+                service.embedder.encode([item["need"]])
+                samples[split]["floor"].append((time.perf_counter() - started) * 1000)
+    return {
+        split: Latency(
+            (statistics.median(values["search"]), _p95(values["search"])),
+            _p50_p95(values["model"]),
+            _p50_p95(values["floor"]),
+        )
+        for split, values in samples.items()
+    }
+
+
+def _p50_p95(values: list[float]) -> tuple[float, float] | None:
+    return (statistics.median(values), _p95(values)) if values else None
 
 
 def _p95(values: list[float]) -> float:
