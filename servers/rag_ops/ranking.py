@@ -250,3 +250,104 @@ def identifiers_in(query: str) -> list[str]:
             if code_like or shaped:
                 names.append(part)
     return list(dict.fromkeys(names))[:MAX_IDENTIFIERS]
+
+
+# ---- the name signal: the question spells the candidate's own name -------------------------------------------------
+
+NAME_BOOST = 0.75
+THING_BOOST = 1.25
+"""How much more a top-level definition of the kind of thing the question asks for counts ("the field that …":
+`Nested(Field)`); set on the dev questions, where 1.25 to 2 gave the same recall."""
+"""How much more a candidate of the wanted role counts when the question spells all of its own name (×1.375 for a
+one-word name, ×1.5 for two words both spelled); set on the dev questions, where 0.5 to 1.0 gave the same recall."""
+_WORD = re.compile(r"[A-Za-z0-9]+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+")
+_SUFFIXES = ("ing", "ly", "ed", "es", "s", "e")
+_STOPWORDS = (
+    "a an the is are was be been of to in on at by for from with into as and or not no it its this that these those "
+    "what which where when how who do does did can could should would i we you my our your me us them their "
+    "there here some any all each every one get set class function"
+)
+STOPWORDS = frozenset(_STOPWORDS.split())
+"""Words that say nothing of a name: a question's function words and the kinds it asks for ("which function"), and
+`get`/`set` (half the accessors start so)."""
+NAME_ALIASES = {
+    "after": ("post",),
+    "before": ("pre",),
+    "several": ("multiple", "multi"),
+    "many": ("multiple", "multi"),
+}
+"""What names say for a question's word: hooks are `post_load`/`pre_dump`, repetition is `multiple`."""
+
+
+def stem(word: str) -> str:
+    """A word without its common English ending ("wrapped" → "wrap", "serializes" → "serializ")."""
+    word = word.lower()
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiou":
+        word = word[:-1]  # "wrapp" → "wrap"
+    return word
+
+
+def name_words(name: str) -> list[str]:
+    """The words of a name, whatever its case: `_make_repr_script` → make, repr, script; `CliRunner` → cli, runner;
+    `__repr__` → repr; a heading "Why marshmallow?" → why, marshmallow."""
+    return [part.lower() for chunk in _WORD.findall(name) for part in _CAMEL.findall(chunk) or [chunk]]
+
+
+def query_stems(query: str) -> set[str]:
+    """The stems of a question's words (its identifiers split the same way as names), function words left out, and
+    the words names use for them ("after" → post, "several" → multiple)."""
+    words = [word for word in name_words(query) if word not in STOPWORDS]
+    words += [alias for word in words for alias in NAME_ALIASES.get(word, ())]
+    return {stem(word) for word in words}
+
+
+def name_match(stems: set[str], node: Node) -> float:
+    """How much of a node's own name (a definition's name, not its container's; a section's heading) the question
+    spells: the words spelled over the name's words plus one, so that a longer name fully spelled counts more than a
+    one-word name (`add_repr` for "how is the generated __repr__ built": 1/3; `add_str`: 0)."""
+    if node.label not in ("Scope", "DocumentSection"):
+        return 0.0
+    words = [stem(word) for word in name_words(node.name) if word not in STOPWORDS]
+    return sum(word in stems for word in words) / (len(words) + 1)
+
+
+_THING = re.compile(r"^(?:which|what|the|a|an)\s+([a-z]+)\b")
+_BASES = re.compile(r"^class\s+\w+\s*\(([^)]*)\)")
+KIND_ALIASES = {"exception": "error"}
+
+
+def thing_asked(query: str) -> str | None:
+    """The kind of thing a question asks for by its first noun ("the field that …", "which validator …"): a stem."""
+    match = _THING.match(" ".join(query.lower().split()))
+    if not match or match.group(1) in STOPWORDS:
+        return None
+    return stem(KIND_ALIASES.get(match.group(1), match.group(1)))
+
+
+def is_a(node: Node, thing: str) -> bool:
+    """Whether a top-level definition is such a thing: it derives from a class named for it (`Nested(Field)` for
+    "field"), its name ends with it (`NotAnAttrsClassError` for "exception"), or its module is named for it
+    (`converters.py` for "converter")."""
+    if node.label != "Scope" or node.props.get("kind") not in ("class", "function") or node.props.get("parent"):
+        return False
+    bases = _BASES.match(str(node.props.get("signature") or ""))
+    named = [*(name_words(bases.group(1))[-1:] if bases else []), *name_words(node.name)[-1:]]
+    module = posixpath.splitext(posixpath.basename(node.path or ""))[0]
+    return thing in {stem(word) for word in named} or stem(module) == thing
+
+
+def fit(intent: Intent, node: Node, stems: set[str], thing: str | None = None) -> float:
+    """What a candidate's fused score is multiplied by: the weight of its role for the intent and, for the role the
+    intent wants most, the share of its own name the question spells (`stems`: `query_stems`) and whether it is the
+    kind of thing the question asks for (`thing`: `thing_asked`)."""
+    share = weight(intent, node)
+    if share >= 1.0:
+        share *= 1 + NAME_BOOST * name_match(stems, node)
+        if thing and is_a(node, thing):
+            share *= THING_BOOST
+    return share

@@ -7,13 +7,15 @@ from typing import Any
 
 from mcp_sections.servers.rag_ops.ranking import (
     Intent,
+    fit,
     identifiers_in,
     intent_of,
     is_document,
     names_version,
+    query_stems,
     role_of,
+    thing_asked,
     versions_in,
-    weight,
 )
 from mcp_sections.shared.brain.embedding_jobs import EmbeddingJobs
 from mcp_sections.shared.brain.model import LABELS, EntityFilter, Node
@@ -80,10 +82,12 @@ class BrainSearch(EmbeddingJobs):
         """Candidates from every leg that ran (vectors, full text, symbol names, then the call graph around the
         best definitions), fused by weighted reciprocal rank and scaled by the weight of each node's role for the
         question's intent (`ranking`): a "where is X done" question gets definitions first, then their callers, then
-        tests and docs; a "how do I" question gets docs first.
+        tests and docs; a "how do I" question gets docs first. Among the role wanted, a candidate whose own name the
+        question spells, or of the kind of thing it asks for ("the field that …"), counts more (`ranking.fit`).
 
         Each result has one `score` (`models.SCORE_DESCRIPTION`): in mode semantic the cosine similarity, in modes
-        hybrid and text the fused score scaled so that 1.0 is first in every leg with the role the intent wants."""
+        hybrid and text the fused score scaled so that 1.0 is first in every leg with the role the intent wants (or the
+        first of this answer, when its name lifted it above that)."""
         labels, kinds = _split_types(types)
         projects = {p.id: p for p in self.store.list_projects()}
         if project_types:
@@ -93,7 +97,8 @@ class BrainSearch(EmbeddingJobs):
         pool = max(POOL, (offset + limit) * 4 + 20)
         legs, mode, note, text = self._run_legs(query, project_ids, labels, pool, semantic, text, min_score)
         fused, nodes = self._fuse(query, legs, intent, project_ids, graph=intent in ("code", "mixed") and text)
-        best = sum(leg_score(source, 0, hits[0][1]) for source, hits in legs)  # first in every leg
+        first = sum(leg_score(source, 0, hits[0][1]) for source, hits in legs)  # first in every leg
+        best = max([first, *(entry["rrf"] for entry in fused.values())])  # or above it, by the name or the version
         for entry in fused.values():
             entry["score"] = entry["similarity"] if mode == "semantic" else entry["rrf"] / best
         candidates = self._ordered(fused, nodes, text_match, kinds)
@@ -174,11 +179,12 @@ class BrainSearch(EmbeddingJobs):
         nodes = {n.id: n for n in self.store.get_nodes(list(fused))}
         raw_scores = {nid: entry["rrf"] for nid, entry in fused.items()}
         versions = versions_in(query) if intent == "changes" else set()
+        stems, thing = query_stems(query), thing_asked(query)
         for nid, entry in fused.items():
-            entry["rrf"] *= weight(intent, nodes[nid]) if nid in nodes else 0.0
+            entry["rrf"] *= fit(intent, nodes[nid], stems, thing) if nid in nodes else 0.0
             if versions and nid in nodes and names_version(nodes[nid], versions):
                 entry["rrf"] *= VERSION_BOOST  # "what changed in 3.0": the section named 3.0
-        self._pages_as_sections(fused, nodes, raw_scores, intent)
+        self._pages_as_sections(fused, nodes, raw_scores, intent, stems)
         if graph:
             self._add_callers(fused, nodes, project_ids)
         return fused, nodes
@@ -211,7 +217,12 @@ class BrainSearch(EmbeddingJobs):
         return [(node.id, 1.0) for node in found]
 
     def _pages_as_sections(
-        self, fused: dict[str, dict[str, Any]], nodes: dict[str, Node], raw: dict[str, float], intent: Intent
+        self,
+        fused: dict[str, dict[str, Any]],
+        nodes: dict[str, Node],
+        raw: dict[str, float],
+        intent: Intent,
+        stems: set[str],
     ) -> None:
         """A documentation page found by its file (whose embedded text is the page's title) stands for its title
         section: the section gets the file's score if it had less, and the file leaves the ranking."""
@@ -227,7 +238,7 @@ class BrainSearch(EmbeddingJobs):
             section = found[0]
             nodes.setdefault(section.id, section)
             entry = fused.setdefault(section.id, {"rrf": 0.0, "matched_by": [], "similarity": None})
-            entry["rrf"] = max(entry["rrf"], raw[nid] * weight(intent, section))
+            entry["rrf"] = max(entry["rrf"], raw[nid] * fit(intent, section, stems))
             entry["matched_by"] = list(dict.fromkeys([*entry["matched_by"], *("page",)]))
 
     def _add_callers(

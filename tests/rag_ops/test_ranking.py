@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 
 from mcp_sections.servers.rag_ops.brain import Brain
-from mcp_sections.servers.rag_ops.ranking import identifiers_in, intent_of, role_of
+from mcp_sections.servers.rag_ops.ranking import (
+    identifiers_in,
+    intent_of,
+    is_a,
+    name_match,
+    name_words,
+    query_stems,
+    role_of,
+    thing_asked,
+)
 from mcp_sections.shared.brain.model import Node
 from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
 
@@ -116,3 +125,70 @@ def test_roles_and_spelled_names() -> None:
         "Choice",
     ]
     assert identifiers_in("where is the __init__ built") == []
+
+
+BUILDER = (
+    "class Builder:\n"
+    "    def add_str(self):\n"
+    '        """Add a __str__ method: the generated __repr__ text, built once per class and shared by every '
+    'instance of the class."""\n'
+    "        return self\n\n"
+    "    def add_repr(self, ns):\n"
+    '        """Add the method that shows an instance."""\n'
+    "        return ns\n"
+)
+
+
+def test_the_definition_whose_own_name_the_question_spells_comes_first(tmp_path: Path) -> None:
+    """`add_str` mentions `__repr__` more often than `add_repr` does; the question spells `add_repr`'s name."""
+    root = tmp_path / "lib"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "builder.py").write_text(BUILDER, encoding="utf-8")
+    brain = Brain(SQLiteBrainStore(tmp_path / "brain.sqlite3"), [root], background_embeddings=False)
+    try:
+        brain.ingest_directory(str(root), "lib")
+        found = brain.search(
+            "how is the generated __repr__ built", project_ids=["lib"], types=None, semantic=False, limit=3
+        )["results"]
+    finally:
+        brain.close()
+    assert [r["properties"].get("qualname") for r in found][:2] == ["Builder.add_repr", "Builder.add_str"]
+
+
+def test_the_words_of_a_name_and_how_much_of_it_a_question_spells() -> None:
+    assert name_words("_make_repr_script") == ["make", "repr", "script"]
+    assert name_words("HTTPServer.getValue") == ["http", "server", "get", "value"]
+    assert name_words("__repr__") == ["repr"]
+    assert name_words("Why marshmallow?") == ["why", "marshmallow"]
+    stems = query_stems("how is help text wrapped, after the value is set, for several options")
+    assert {"help", "text", "wrap", "post", "multipl", "option"} <= stems  # stems, and the words names use
+    assert not {"how", "is", "set", "the"} & stems
+
+    def scope(name: str) -> Node:
+        return Node(id="x", label="Scope", project_id="p", name=name, path="src/a.py", props={"kind": "function"})
+
+    repr_stems = query_stems("how is the generated __repr__ built")
+    assert name_match(repr_stems, scope("add_repr")) == 1 / 3
+    assert name_match(repr_stems, scope("add_str")) == 0
+    assert name_match(query_stems("where is the text wrapped"), scope("wrap_text")) == 2 / 3  # more than `wrap`
+    assert name_match(query_stems("where is the text wrapped"), scope("wrap")) == 1 / 2
+    file = Node(id="f", label="File", project_id="p", name="repr.py", path="src/repr.py")
+    assert name_match(repr_stems, file) == 0  # a file's name is its path, not a definition
+
+
+def test_the_kind_of_thing_a_question_asks_for() -> None:
+    assert thing_asked("the field that embeds another schema") == "field"
+    assert thing_asked("Which validator checks a URL") == "validator"
+    assert thing_asked("what exception is raised when it is not a class") == "error"
+    assert thing_asked("which function lists the attributes") is None  # every definition is a function or a class
+    assert thing_asked("where is the length validator") is None
+
+    def scope(name: str, signature: str, path: str = "src/a/fields.py", **props: object) -> Node:
+        props = {"kind": "class", "signature": signature, **props}
+        return Node(id="x", label="Scope", project_id="p", name=name, path=path, props=props)
+
+    assert is_a(scope("Nested", "class Nested(Field)", "src/a/core.py"), "field")  # derives from a Field
+    assert is_a(scope("NotAClassError", "class NotAClassError(ValueError)", "src/a/core.py"), "error")  # named so
+    assert is_a(scope("to_bool", "def to_bool(val)", "src/a/converters.py", kind="function"), "converter")
+    assert not is_a(scope("schema", "def schema(self)", kind="method", parent="n"), "field")  # a member
+    assert not is_a(scope("Schema", "class Schema(Base)", "src/a/schema.py"), "field")
