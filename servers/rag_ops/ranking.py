@@ -338,6 +338,8 @@ def is_a(node: Node, thing: str) -> bool:
     bases = _BASES.match(str(node.props.get("signature") or ""))
     named = [*(name_words(bases.group(1))[-1:] if bases else []), *name_words(node.name)[-1:]]
     module = posixpath.splitext(posixpath.basename(node.path or ""))[0]
+    if [stem(word) for word in name_words(node.name)] == [thing]:
+        return False  # `Field` itself: "the field that …" asks for a particular one
     return thing in {stem(word) for word in named} or stem(module) == thing
 
 

@@ -192,3 +192,4 @@ def test_the_kind_of_thing_a_question_asks_for() -> None:
     assert is_a(scope("to_bool", "def to_bool(val)", "src/a/converters.py", kind="function"), "converter")
     assert not is_a(scope("schema", "def schema(self)", kind="method", parent="n"), "field")  # a member
     assert not is_a(scope("Schema", "class Schema(Base)", "src/a/schema.py"), "field")
+    assert not is_a(scope("Field", "class Field(FieldABC)"), "field")  # the general one, not a particular field
