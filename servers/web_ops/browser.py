@@ -54,6 +54,7 @@ LAUNCH_FLAGS = (
     "--disable-dev-shm-usage",
 )
 SCREENSHOT_VIEWPORT = {"width": 1280, "height": 800}
+NAVIGATIONS_FOLLOWED = 5  # a page that navigates itself after loading is followed this many times
 ERROR_PAGE = "chrome-error://"  # the URL of the page Chromium shows for a navigation that failed
 
 
@@ -180,16 +181,7 @@ class Browser:
                     if refused is not None:
                         raise refused.failure from None
                     raise
-                error_page = page.url.startswith(ERROR_PAGE)
-                refused = _refused_navigation(proxy, page.url, error_page)
-                if refused is not None:  # the page ended on a refused URL (a redirect, or it navigated itself)
-                    raise refused.failure
-                if error_page:
-                    raise ToolFailure(
-                        ErrorCode.EXECUTION_FAILED, f"the browser could not load {url}: it ended on an error page."
-                    )
-                html = await page.content()
-                title = await page.title()
+                html, title = await _settled_content(page, proxy, url, timeout_seconds)
                 shot = await page.screenshot(type="png", full_page=False) if screenshot else None
                 return RenderedPage(
                     url=page.url,
@@ -229,6 +221,36 @@ class Browser:
     @property
     def started(self) -> bool:
         return self._browser is not None
+
+
+async def _settled_content(page: Any, proxy: EgressProxy, url: str, timeout_seconds: float) -> tuple[str, str]:
+    """The page's HTML and title where it ended. A page that navigates itself once loaded (a script setting
+    `location`) is waited for, then judged again where it ended: a refused URL or an error page is a failure."""
+    for _ in range(NAVIGATIONS_FOLLOWED):
+        _check_where_it_ended(page, proxy, url)
+        try:
+            return await page.content(), await page.title()
+        except Exception as exc:
+            if "navigating" not in str(exc):
+                raise
+        with contextlib.suppress(Exception):  # a navigation that fails still ends (on Chromium's error page)
+            await page.wait_for_load_state("load", timeout=timeout_seconds * 1000)
+    raise ToolFailure(
+        ErrorCode.EXECUTION_FAILED,
+        f"the browser could not load {url}: the page kept navigating ({NAVIGATIONS_FOLLOWED} times); fetch it "
+        "without render='browser', or the URL it ends on.",
+    )
+
+
+def _check_where_it_ended(page: Any, proxy: EgressProxy, url: str) -> None:
+    """Raise if the main frame ended on a URL the proxy refused (a redirect, or the page navigated itself) or on
+    Chromium's error page."""
+    error_page = page.url.startswith(ERROR_PAGE)
+    refused = _refused_navigation(proxy, page.url, error_page)
+    if refused is not None:
+        raise refused.failure
+    if error_page:
+        raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"the browser could not load {url}: it ended on an error page.")
 
 
 def _blocked(proxy: EgressProxy, sockets: list[str]) -> list[str]:
