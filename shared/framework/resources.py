@@ -229,7 +229,7 @@ class LinkOwners:
 
     def record(self, uri: str, owner: str) -> None:
         if (links := self._shared()) is not None:
-            links.record_owner(uri, owner, self.ttl_seconds)
+            links.record_owner(uri, owner, self.ttl_seconds, _server_id)
             return
         with self._lock:
             self._expire()
@@ -241,7 +241,7 @@ class LinkOwners:
 
     def owner(self, uri: str) -> str | None:
         if (links := self._shared()) is not None:
-            return links.owner(uri)
+            return links.owner(uri, _server_id)
         with self._lock:
             self._expire()
             item = self._owners.get(uri)

@@ -15,7 +15,8 @@ every replica. Unset: everything stays in the process, as for one person.
 
 Layout (`P` the prefix): `P:task:<id>` the task's fields as JSON, `P:owner:<owner>` a sorted set of its task ids,
 `P:replica:<id>` a replica's heartbeat (a key that expires unless renewed), `P:cancel` the channel of cancelled task
-ids, `P:link:<uri>` a link's description and bytes, `P:link-owner:<uri>` the client it was given to.
+ids, `P:link:<uri>` a link's description and bytes, `P:link-owner:<server>:<uri>` the client a server (`gateway`, a
+section id) gave it to.
 
 Both clients reconnect: a command that finds the connection gone is retried with a growing pause for about
 `RETRY_SECONDS` (a restart of Redis costs a wait, not an error), the subscription is opened again.
@@ -273,10 +274,12 @@ class RedisLinks:
             return
         self._client.hset(key, "data", change(found[1]).encode("utf-8"))
 
-    def record_owner(self, uri: str, owner: str, ttl_seconds: float) -> None:
-        """The first client a link is given to keeps it."""
-        self._client.set(self._key("link-owner", uri), owner, nx=True, px=max(1, round(ttl_seconds * 1000)))
+    def record_owner(self, uri: str, owner: str, ttl_seconds: float, server: str) -> None:
+        """The first client `server` (the gateway, a section) gives a link to keeps it there. Each server keeps its
+        own record: a section's client is the gateway that started it, the gateway's is the person."""
+        key = self._key("link-owner", f"{server}:{uri}")
+        self._client.set(key, owner, nx=True, px=max(1, round(ttl_seconds * 1000)))
 
-    def owner(self, uri: str) -> str | None:
-        stored: bytes | None = self._client.get(self._key("link-owner", uri))  # type: ignore[assignment]
+    def owner(self, uri: str, server: str) -> str | None:
+        stored: bytes | None = self._client.get(self._key("link-owner", f"{server}:{uri}"))  # type: ignore[assignment]
         return stored.decode() if stored is not None else None

@@ -5,8 +5,8 @@ Their tokens name the team's canonical URI (the address HAProxy would be publish
 
 Shown: a task alice started through replica A is refused to bob through replica B (neither got nor cancelled), while
 alice gets and cancels it there; a request without a token gets 401 with `WWW-Authenticate` from either replica and
-the balancer. A resource link minted for alice through A (file_ops, a section that keeps its links in the shared
-Redis) should be refused to bob through B and read by alice there: today nobody reads it (`BROKEN_LINK_OWNERS`).
+the balancer; a resource link minted for alice through A (file_ops, a section that keeps its links in the shared
+Redis) is refused to bob through B and read by alice there.
 """
 
 from __future__ import annotations
@@ -83,15 +83,9 @@ async def test_a_task_alice_started_through_a_is_neither_got_nor_cancelled_by_bo
         assert (await get_task(alice_on_a.session, created.task_id)).status == "cancelled"
 
 
-BROKEN_LINK_OWNERS = (
-    "with MCP_SECTIONS_REDIS_URL, the section process answering the call records the link's owner first in the "
-    "Redis key the gateway also uses (`<prefix>:link-owner:<uri>`, SET NX): the owner stays "
-    "'local|client:mcp/0.1.0' (the gateway's own client of the section), so the gateway refuses alice, even on A"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=BROKEN_LINK_OWNERS)
 async def test_a_link_minted_for_alice_through_a_is_read_by_alice_not_bob_through_b(doors: Doors) -> None:
+    """Before, the section process answering the call recorded the link's owner first, in the Redis key the gateway
+    used too (SET NX): the owner stayed the gateway's own client of the section, and the gateway refused alice."""
     long_file = doors.root / "alices-long-notes.md"
     long_file.write_text("# page 0\n" + "a line of alice's notes\n" * 1_500, encoding="utf-8")  # over the inline limit
     async with as_user(doors.a, doors.token("alice")) as alice_on_a:
