@@ -15,7 +15,6 @@ session layer. Tokens are compared in constant time and never logged.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import logging
 import os
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from mcp_sections.shared.confinement.guards.urls import is_loopback_host
 from mcp_sections.shared.framework.clients import User, user_of_token
 from mcp_sections.shared.ground.errors import ConfigError
 
@@ -41,16 +41,6 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 class AuthConfigError(ConfigError, ValueError):
     """The token settings cannot be used (unreadable file, too short, missing where required)."""
-
-
-def is_loopback(host: str) -> bool:
-    """True for the names and addresses that only this machine can reach."""
-    if host in ("localhost", "ip6-localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def read_token_file(path: Path) -> str:
@@ -147,7 +137,7 @@ def resolve_token(token_file: Path | None, host: str, environ: MutableMapping[st
         token = env[TOKEN_ENV].strip()
         if len(token) < MIN_TOKEN_LENGTH:
             raise AuthConfigError(f"{TOKEN_ENV} is shorter than {MIN_TOKEN_LENGTH} characters")
-    if token is None and not is_loopback(host):
+    if token is None and not is_loopback_host(host):
         raise AuthConfigError(
             f"binding {host} makes the server reachable from other machines: give it a bearer token with "
             f"--auth-token-file FILE (or {TOKEN_FILE_ENV} / {TOKEN_ENV}), or the gateway an authorization server "

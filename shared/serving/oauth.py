@@ -23,7 +23,6 @@ The token work is joserfc's (`pip install 'mcp-sections[team]'`); tokens are nev
 from __future__ import annotations
 
 import importlib.util
-import ipaddress
 import json
 import logging
 import time
@@ -43,6 +42,7 @@ from pydantic import AnyHttpUrl
 from starlette.authentication import AuthCredentials
 from starlette.routing import Route, Router
 
+from mcp_sections.shared.confinement.guards.urls import is_loopback_host
 from mcp_sections.shared.framework.clients import NAME_CLAIMS, user_of_access
 from mcp_sections.shared.serving.http_auth import ASGIApp, AuthConfigError, Identified, Receive, Scope, Send
 
@@ -82,18 +82,9 @@ def checked_url(url: str, what: str) -> str:
     host = parts.hostname or ""
     if parts.scheme not in ("https", "http") or not host or parts.fragment:
         raise AuthConfigError(f"{what} {url!r} is not an absolute http(s) URL without a fragment")
-    if parts.scheme == "http" and not _loopback(host):
+    if parts.scheme == "http" and not is_loopback_host(host):
         raise AuthConfigError(f"{what} {url!r} must use https (plain http only on this machine: 127.0.0.1, localhost)")
     return url
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def same_resource(first: str, second: str) -> bool:

@@ -197,21 +197,17 @@ async def serve_http(
     host: str,
     port: int,
     security: TransportSecuritySettings,
-    guard: HttpGuard | str | None,
+    guard: HttpGuard | None,
     pages: Mapping[str, Any] | None = None,
 ) -> None:
-    """Streamable HTTP on `host:port` at `/mcp`, behind `guard` when one is given (a string: the single token);
+    """Streamable HTTP on `host:port` at `/mcp`, behind `guard` when one is given;
     `/health` for probes. Streams are resumable: each session keeps its events a while, replayed after `Last-Event-ID`;
     an unknown or expired id gets 400 (`shared.serving.event_store`).
 
     The line saying where it serves is printed once the port is bound (a taken port fails without it)."""
     import uvicorn
 
-    from mcp_sections.shared.serving.http_auth import BearerToken
     from mcp_sections.shared.serving.http_pages import WithPages
-
-    if isinstance(guard, str):
-        guard = BearerToken(guard)
 
     stores = SessionEventStores()
     app: Any = server.streamable_http_app(transport_security=security, host=host, retry_interval=RETRY_MS)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from collections.abc import Sequence
@@ -28,6 +27,7 @@ from mcp_sections.servers.shell_ops.policies.project_tools import (
     policy_uv,
 )
 from mcp_sections.servers.shell_ops.policies.syntax import denied, find_flag, invalid, short_cluster, words
+from mcp_sections.shared.confinement.guards.urls import is_loopback_host
 from mcp_sections.shared.ground.errors import ToolFailure
 from mcp_sections.shared.text.walking import WalkStats, walk
 
@@ -151,21 +151,12 @@ def _loopback_only(module: str, args: Sequence[str], options: Sequence[str], *, 
             value = attached or (args[index + 1] if index + 1 < len(args) else "")
     if value is None and not required:
         return
-    if value is None or not _is_loopback(value):
+    if value is None or not is_loopback_host(value):
         shown = "all interfaces" if value is None else repr(value[:60])
         raise denied(
             f"python -m {module} listening on {shown} is refused by the command policy: a server the agent starts "
             f"listens on loopback only; add `{options[0]} 127.0.0.1`."
         )
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 _PYTHON_SIMPLE = set("BbdEhiIOPqsSuvVx")

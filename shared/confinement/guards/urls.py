@@ -210,6 +210,17 @@ class Published(Protocol):
 PUBLISHED_HOSTS = frozenset({"127.0.0.1", "localhost"})  # where a relay's port is reached (it listens on 127.0.0.1)
 
 
+def is_loopback_host(host: str) -> bool:
+    """Whether a host names this machine's loopback: `localhost`, `ip6-localhost` or a loopback address (brackets
+    allowed) — a host to bind or to reach over plain HTTP, not a URL (`is_loopback_url`)."""
+    if host in ("localhost", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def is_loopback_url(url: str) -> bool:
     """Whether the URL names this machine's loopback by itself: a loopback address in any spelling, `localhost` or a
     name under it (not a name that resolves there)."""
