@@ -255,11 +255,11 @@ def identifiers_in(query: str) -> list[str]:
 # ---- the name signal: the question spells the candidate's own name -------------------------------------------------
 
 NAME_BOOST = 0.75
+"""How much more a candidate of the wanted role counts when the question spells all of its own name (×1.375 for a
+one-word name, ×1.5 for two words both spelled); set on the dev questions, where 0.5 to 1.0 gave the same recall."""
 THING_BOOST = 1.25
 """How much more a top-level definition of the kind of thing the question asks for counts ("the field that …":
 `Nested(Field)`); set on the dev questions, where 1.25 to 2 gave the same recall."""
-"""How much more a candidate of the wanted role counts when the question spells all of its own name (×1.375 for a
-one-word name, ×1.5 for two words both spelled); set on the dev questions, where 0.5 to 1.0 gave the same recall."""
 _WORD = re.compile(r"[A-Za-z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+")
 _SUFFIXES = ("ing", "ly", "ed", "es", "s", "e")
@@ -295,7 +295,7 @@ def stem(word: str) -> str:
 def name_words(name: str) -> list[str]:
     """The words of a name, whatever its case: `_make_repr_script` → make, repr, script; `CliRunner` → cli, runner;
     `__repr__` → repr; a heading "Why marshmallow?" → why, marshmallow."""
-    return [part.lower() for chunk in _WORD.findall(name) for part in _CAMEL.findall(chunk) or [chunk]]
+    return [part.lower() for chunk in _WORD.findall(name) for part in _CAMEL.findall(chunk)]
 
 
 def query_stems(query: str) -> set[str]:
@@ -335,12 +335,13 @@ def is_a(node: Node, thing: str) -> bool:
     (`converters.py` for "converter")."""
     if node.label != "Scope" or node.props.get("kind") not in ("class", "function") or node.props.get("parent"):
         return False
-    bases = _BASES.match(str(node.props.get("signature") or ""))
-    named = [*(name_words(bases.group(1))[-1:] if bases else []), *name_words(node.name)[-1:]]
-    module = posixpath.splitext(posixpath.basename(node.path or ""))[0]
-    if [stem(word) for word in name_words(node.name)] == [thing]:
+    own = [stem(word) for word in name_words(node.name)]
+    if own == [thing]:
         return False  # `Field` itself: "the field that …" asks for a particular one
-    return thing in {stem(word) for word in named} or stem(module) == thing
+    bases = _BASES.match(str(node.props.get("signature") or ""))
+    named = [*(stem(word) for word in name_words(bases.group(1))[-1:]), *own[-1:]] if bases else own[-1:]
+    module = posixpath.splitext(posixpath.basename(node.path or ""))[0]
+    return thing in named or stem(module) == thing
 
 
 def fit(intent: Intent, node: Node, stems: set[str], thing: str | None = None) -> float:
