@@ -20,7 +20,6 @@ always a session's newest events, so an id is either replayable with everything 
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections import deque
@@ -29,6 +28,8 @@ from typing import Any
 
 from mcp.server.streamable_http import EventCallback, EventId, EventMessage, EventStore, StreamId
 from mcp_types import INVALID_REQUEST, JSONRPCMessage, jsonrpc_message_adapter
+
+from mcp_sections.shared.serving.http_auth import send_json
 
 KEEP_SECONDS = 600.0
 SESSION_EVENTS = 1000
@@ -182,7 +183,4 @@ async def _refuse(send: Any, why: str) -> None:
         f"Bad Request: the stream cannot be resumed: the Last-Event-ID {why}; send the request again (a GET "
         "without Last-Event-ID opens the server's own stream)."
     )
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": 400, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, 400, {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}})

@@ -37,6 +37,7 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+_JSON_TYPE = (b"content-type", b"application/json")
 
 
 class AuthConfigError(ConfigError, ValueError):
@@ -157,27 +158,24 @@ class BearerAuth:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        presented = b""
-        for name, value in scope.get("headers", []):
-            if name.lower() == b"authorization":
-                presented = value
-                break
+        presented = authorization(scope)
         if hmac.compare_digest(presented, self._expected):
             await self._app(scope, receive, send)
             return
         error = "missing bearer token" if not presented else "invalid bearer token"
-        body = json.dumps(
-            {"error": "unauthorized", "error_description": f"{error}: send Authorization: Bearer <token>"}
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", b'Bearer realm="mcp-sections"'),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        description = f"{error}: send Authorization: Bearer <token>"
+        challenge = (b"www-authenticate", b'Bearer realm="mcp-sections"')
+        await send_json(send, 401, {"error": "unauthorized", "error_description": description}, challenge)
+
+
+def authorization(scope: Scope) -> bytes:
+    """A request's `Authorization` header as sent (empty when it has none)."""
+    return next((value for name, value in scope.get("headers", []) if name.lower() == b"authorization"), b"")
+
+
+async def send_json(send: Send, status: int, payload: Any, *headers: tuple[bytes, bytes]) -> None:
+    """An ASGI response of `payload` as JSON, with `headers` between its content type and length."""
+    body = json.dumps(payload).encode()
+    length = (b"content-length", str(len(body)).encode())
+    await send({"type": "http.response.start", "status": status, "headers": [_JSON_TYPE, *headers, length]})
+    await send({"type": "http.response.body", "body": body})

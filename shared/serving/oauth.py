@@ -44,7 +44,16 @@ from starlette.routing import Route, Router
 
 from mcp_sections.shared.confinement.guards.urls import is_loopback_host
 from mcp_sections.shared.framework.clients import NAME_CLAIMS, user_of_access
-from mcp_sections.shared.serving.http_auth import ASGIApp, AuthConfigError, Identified, Receive, Scope, Send
+from mcp_sections.shared.serving.http_auth import (
+    ASGIApp,
+    AuthConfigError,
+    Identified,
+    Receive,
+    Scope,
+    Send,
+    authorization,
+    send_json,
+)
 
 logger = logging.getLogger("mcp_sections.oauth")
 
@@ -355,7 +364,7 @@ class _RequireToken:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        presented = next((value for name, value in scope.get("headers", []) if name.lower() == b"authorization"), b"")
+        presented = authorization(scope)
         if not presented:
             await self._refuse(send, None, "send Authorization: Bearer <an access token of the authorization server>")
             return
@@ -378,16 +387,5 @@ class _RequireToken:
         if error is not None:
             shown = description.replace('"', "'").replace("\\", "/")
             challenge += f', error="{error}", error_description="{shown}"'
-        body = json.dumps({"error": error or "unauthorized", "error_description": description}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", challenge.encode("latin-1", "replace")),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        payload = {"error": error or "unauthorized", "error_description": description}
+        await send_json(send, 401, payload, (b"www-authenticate", challenge.encode("latin-1", "replace")))
