@@ -241,7 +241,7 @@ class PostgresDatabase:
     def read(self) -> Iterator[Connection]:
         """A consistent snapshot for several SELECTs."""
         raw = self._begin(["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"])
-        with _database_errors(raw, self):
+        with _database_errors(self.name):
             try:
                 yield Connection(raw, self)
             finally:
@@ -251,7 +251,7 @@ class PostgresDatabase:
     def write(self) -> Iterator[Connection]:
         """A transaction holding the store's write lock: committed on success, rolled back on any error."""
         raw = self._begin(["BEGIN", f"SELECT pg_advisory_xact_lock({self._lock_key})"])
-        with _database_errors(raw, self):
+        with _database_errors(self.name):
             try:
                 yield Connection(raw, self)
                 raw.execute("COMMIT")
@@ -341,7 +341,7 @@ def _first_line(error: BaseException) -> str:
 
 
 @contextmanager
-def _database_errors(raw: Any, database: PostgresDatabase) -> Iterator[None]:
+def _database_errors(store: str) -> Iterator[None]:
     """PostgreSQL failures become DATABASE_ERROR tool failures (tool errors pass through untouched)."""
     import psycopg
 
@@ -350,10 +350,10 @@ def _database_errors(raw: Any, database: PostgresDatabase) -> Iterator[None]:
     except psycopg.OperationalError as exc:
         raise ToolFailure(
             ErrorCode.DATABASE_ERROR,
-            f"the {database.name} store lost its PostgreSQL connection ({_first_line(exc)}); retry the call.",
+            f"the {store} store lost its PostgreSQL connection ({_first_line(exc)}); retry the call.",
         ) from exc
     except psycopg.Error as exc:
         raise ToolFailure(
             ErrorCode.DATABASE_ERROR,
-            f"database error in the {database.name} store: {_first_line(exc)}; retry the call.",
+            f"database error in the {store} store: {_first_line(exc)}; retry the call.",
         ) from exc
