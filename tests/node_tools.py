@@ -39,24 +39,23 @@ def node_and_npm() -> tuple[str, str]:
     return node, npm
 
 
-def _complete(directory: Path) -> bool:
-    """`npm ci` finished there for the current lock file (it writes node_modules/.package-lock.json last)."""
+def _complete(directory: Path, locked: Path = LOCKED) -> bool:
+    """`npm ci` finished there for `locked`'s current lock file (it writes node_modules/.package-lock.json last)."""
     done = directory / "node_modules" / ".package-lock.json"
-    return (
-        done.is_file() and (directory / "package-lock.json").read_bytes() == (LOCKED / "package-lock.json").read_bytes()
-    )
+    lock = directory / "package-lock.json"
+    return done.is_file() and lock.read_bytes() == (locked / "package-lock.json").read_bytes()
 
 
-def install(directory: Path, node: str, npm: str) -> str | None:
-    """`npm ci` of the pinned tools into `directory`, under a file lock (a process arriving meanwhile waits, then
-    finds them installed); None once they are there, else why they are not."""
+def install(directory: Path, node: str, npm: str, locked: Path = LOCKED) -> str | None:
+    """`npm ci` of the packages pinned in `locked` into `directory`, under a file lock (a process arriving meanwhile
+    waits, then finds them installed); None once they are there, else why they are not."""
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if _complete(directory):
+        if _complete(directory, locked):
             return None
         for name in ("package.json", "package-lock.json"):
-            shutil.copy(LOCKED / name, directory / name)
+            shutil.copy(locked / name, directory / name)
         env = {**os.environ, "PATH": f"{Path(node).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
         try:
             result = subprocess.run(
@@ -68,20 +67,20 @@ def install(directory: Path, node: str, npm: str) -> str | None:
                 env=env,
             )
         except subprocess.TimeoutExpired:
-            return "npm ci of tests/node timed out (no registry access?)"
-        if result.returncode != 0 or not _complete(directory):
-            return f"could not install tests/node's packages from the npm registry: {result.stderr[-500:]}"
+            return f"npm ci of tests/{locked.name} timed out (no registry access?)"
+        if result.returncode != 0 or not _complete(directory, locked):
+            return f"could not install tests/{locked.name}'s packages from the npm registry: {result.stderr[-500:]}"
     return None
 
 
-def node_tools(cache_dir: Path) -> Path:
-    """The directory whose node_modules holds the pinned tools: the one setup installed, else one under
-    `cache_dir` installed now (once per run; xdist's workers share it)."""
-    if _complete(INSTALLED):
-        return INSTALLED
+def node_tools(cache_dir: Path, locked: Path = LOCKED, installed: Path = INSTALLED) -> Path:
+    """The directory whose node_modules holds the packages pinned in `locked`: `installed` if setup put them there,
+    else one under `cache_dir` installed now (once per run; xdist's workers share it)."""
+    if _complete(installed, locked):
+        return installed
     node, npm = node_and_npm()
-    directory = cache_dir / "node-tools"
-    problem = install(directory, node, npm)
+    directory = cache_dir / installed.name
+    problem = install(directory, node, npm, locked)
     if problem:
         pytest.skip(problem)
     return directory

@@ -5,10 +5,8 @@ scenarios that do not apply to us and why (`## Connecting a client`, conformance
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.node_tools import node_and_npm
+from tests.node_tools import node_and_npm, node_tools
 from tests.processes import free_port, listening
 from tests.stdio import REPO
 
@@ -36,35 +34,11 @@ SCENARIOS = (
 RESUMABILITY = {"server-sse-priming-event", "server-sse-retry-field", "server-sse-disconnect-resume"}
 
 
-def _complete(directory: Path) -> bool:
-    locked = (LOCKED / "package-lock.json").read_bytes()
-    lock = directory / "package-lock.json"
-    return (directory / ENTRY).is_file() and lock.is_file() and lock.read_bytes() == locked
-
-
 @pytest.fixture(scope="module")
 def suite(shared_cache_dir: Path) -> list[str]:
     """The command that runs the pinned suite: installed beside the venv, else `npm ci` into the run's cache."""
-    node, npm = node_and_npm()
-    directory = INSTALLED if _complete(INSTALLED) else shared_cache_dir / "conformance"
-    if not _complete(directory):
-        directory.mkdir(parents=True, exist_ok=True)
-        with open(directory / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not _complete(directory):
-                for name in ("package.json", "package-lock.json"):
-                    shutil.copy(LOCKED / name, directory / name)
-                path = f"{Path(node).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-                done = subprocess.run(
-                    [npm, "ci", "--silent", "--no-audit", "--no-fund"],
-                    cwd=directory,
-                    capture_output=True,
-                    text=True,
-                    timeout=600,
-                    env={**os.environ, "PATH": path},
-                )
-                if done.returncode != 0 or not _complete(directory):
-                    pytest.skip(f"the conformance suite could not be installed: {done.stderr[-500:]}")
+    node, _ = node_and_npm()
+    directory = node_tools(shared_cache_dir, locked=LOCKED, installed=INSTALLED)
     return [node, str(directory / ENTRY)]
 
 
