@@ -5,6 +5,7 @@ hosts use) knows every section."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Container
 from pathlib import Path
 
 import pytest
@@ -14,14 +15,18 @@ from tests.stdio import REPO
 COMPOSITION_ROOT = {"cli", "registry", "doctor", "healthcheck", "gateway", "pool"}
 
 
-def imported_modules(path: Path) -> set[str]:
+def imported_modules(path: Path, known: Container[str] = ()) -> set[str]:
+    """The modules `path` imports, wherever the import stands (in a function, under TYPE_CHECKING): each
+    `from package import name` counts as the module `package.name` when `known` holds it."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
+            for alias in node.names:
+                candidate = f"{node.module}.{alias.name}"
+                found.add(candidate if candidate in known else node.module)
     return found
 
 
@@ -101,18 +106,8 @@ def project_modules() -> dict[str, Path]:
 
 
 def imports_of(path: Path, known: dict[str, Path]) -> set[str]:
-    """The project's modules `path` imports, wherever the import stands (in a function, under TYPE_CHECKING): each
-    `from package import name` counts as the module `package.name` when there is one."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                candidate = f"{node.module}.{alias.name}"
-                found.add(candidate if candidate in known else node.module)
-    return {name for name in found if name in known}
+    """The project's modules `path` imports (`imported_modules` among `known`)."""
+    return imported_modules(path, known) & known.keys()
 
 
 def floor_of(module: str) -> str | None:
