@@ -72,12 +72,13 @@ class SharedStateSettings(LayeredSettings):
     redis_prefix: str = Field(default="mcp-sections", pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
     redis_password_file: Path | None = Field(default=None, description="A file holding Redis's password (a secret).")
 
-    def client_options(self) -> dict[str, Any]:
-        """What both clients are opened with: the retry's back-off, timeouts, and the password from its file."""
+    def client_options(self, retry: Callable[[Any, int], Any]) -> dict[str, Any]:
+        """What both clients are opened with: `retry` (redis' or redis.asyncio's `Retry`) with its back-off,
+        timeouts, and the password from its file."""
         from redis.backoff import ExponentialBackoff
 
         options: dict[str, Any] = {
-            "backoff": ExponentialBackoff(cap=1.0, base=0.05),
+            "retry": retry(ExponentialBackoff(cap=1.0, base=0.05), RETRIES),
             "socket_timeout": 10,
             "socket_connect_timeout": 3,
             "health_check_interval": 10,
@@ -96,7 +97,7 @@ def shared_state() -> SharedStateSettings | None:
     return settings if settings.redis_url else None
 
 
-def _missing(exc: ModuleNotFoundError) -> ConfigError:
+def _missing() -> ConfigError:
     return ConfigError(
         f"MCP_SECTIONS_REDIS_URL is set but the Python package redis is not installed; {install_hint('team')}."
     )
@@ -123,14 +124,9 @@ class RedisTasks:
             import redis.asyncio as aioredis
             from redis.asyncio.retry import Retry
         except ModuleNotFoundError as exc:
-            raise _missing(exc) from exc
-        options = self.settings.client_options()
-        self._client = aioredis.Redis.from_url(
-            self.settings.redis_url or "",
-            decode_responses=True,
-            retry=Retry(options.pop("backoff"), RETRIES),
-            **options,
-        )
+            raise _missing() from exc
+        options = self.settings.client_options(Retry)
+        self._client = aioredis.Redis.from_url(self.settings.redis_url or "", decode_responses=True, **options)
         self._put = self._client.register_script(PUT_TASK)
 
     async def close(self) -> None:
@@ -239,11 +235,8 @@ class RedisLinks:
             import redis
             from redis.retry import Retry
         except ModuleNotFoundError as exc:
-            raise _missing(exc) from exc
-        options = settings.client_options()
-        self._client = redis.Redis.from_url(
-            settings.redis_url or "", retry=Retry(options.pop("backoff"), RETRIES), **options
-        )
+            raise _missing() from exc
+        self._client = redis.Redis.from_url(settings.redis_url or "", **settings.client_options(Retry))
         self.prefix = settings.redis_prefix
 
     def _key(self, kind: str, uri: str) -> str:
