@@ -57,51 +57,30 @@ class ScopeGrant:
         return f"profile {self.profile!r}" + (" (only tools annotated read-only)" if self.read_only else "")
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class ToolFilter:
-    """The filter rules in force (see the module docstring)."""
+    """The filter rules in force (see the module docstring). `read_only`: the gateway's profile allows only read-only
+    tools, for every caller; `scopes`: what each scope of a user's access token allows."""
 
-    enabled: tuple[str, ...]
-    disabled: tuple[str, ...]
-    profile: str | None
-    profile_enabled: tuple[str, ...]
-    profile_disabled: tuple[str, ...]
-    everyone_read_only: bool  # the gateway's profile: only read-only tools, for every caller
-    scopes: tuple[ScopeGrant, ...]
-
-    def __init__(
-        self,
-        enabled: tuple[str, ...] = (),
-        disabled: tuple[str, ...] = (),
-        profile: str | None = None,
-        profile_enabled: tuple[str, ...] = (),
-        profile_disabled: tuple[str, ...] = (),
-        read_only: bool = False,
-        scopes: tuple[ScopeGrant, ...] = (),
-    ) -> None:
-        """`read_only`: the gateway's profile allows only read-only tools; `scopes`: what each scope allows."""
-        for name, value in (
-            ("enabled", enabled),
-            ("disabled", disabled),
-            ("profile", profile),
-            ("profile_enabled", profile_enabled),
-            ("profile_disabled", profile_disabled),
-            ("everyone_read_only", read_only),
-            ("scopes", scopes),
-        ):
-            object.__setattr__(self, name, value)
+    enabled: tuple[str, ...] = ()
+    disabled: tuple[str, ...] = ()
+    profile: str | None = None
+    profile_enabled: tuple[str, ...] = ()
+    profile_disabled: tuple[str, ...] = ()
+    read_only: bool = False
+    scopes: tuple[ScopeGrant, ...] = ()
 
     @property
-    def read_only(self) -> bool:
+    def needs_annotations(self) -> bool:
         """Whether a read-only rule applies to some caller (the gateway's profile, or a scope's): deciding then
         needs the tool's annotations."""
-        return self.everyone_read_only or any(grant.read_only for grant in self.scopes)
+        return self.read_only or any(grant.read_only for grant in self.scopes)
 
     @property
     def active(self) -> bool:
         """Whether anything can be refused (the rules, or the scopes of a user)."""
         rules = self.enabled or self.disabled or self.profile_enabled or self.profile_disabled
-        return bool(rules or self.everyone_read_only or self.scopes)
+        return bool(rules or self.read_only or self.scopes)
 
     def refusal(self, section: str, tool: str, annotations: Mapping[str, Any] | None) -> str | None:
         """Why the caller may not call `tool` of `section`, naming the setting or the scope (None: it may).
@@ -111,7 +90,7 @@ class ToolFilter:
     def _hidden(self, section: str, tool: str, annotations: Mapping[str, Any] | None) -> str | None:
         """Why `tool` is hidden from everyone, naming the setting (None: it is shown)."""
         profile = f"[gateway.profiles.{self.profile}]"
-        if self.everyone_read_only and not (annotations or {}).get("readOnlyHint"):
+        if self.read_only and not (annotations or {}).get("readOnlyHint"):
             return (
                 f"the gateway runs with profile {self.profile!r} ([gateway] profile / --profile): only tools "
                 f"annotated read-only are available, and {tool} is not"
@@ -158,7 +137,7 @@ class ToolFilter:
             return "none"
         parts = []
         if self.profile:
-            parts.append(f"profile {self.profile}" + (" (read-only tools)" if self.everyone_read_only else ""))
+            parts.append(f"profile {self.profile}" + (" (read-only tools)" if self.read_only else ""))
         if self.enabled or self.profile_enabled:
             parts.append("enabled: " + ", ".join((*self.enabled, *self.profile_enabled)))
         if self.disabled or self.profile_disabled:

@@ -263,7 +263,7 @@ class SectionPool:
         if not filters.active:
             return
         annotations = None
-        if filters.read_only:
+        if filters.needs_annotations:
             known = (await self.section_tools(self.entry(section_id))).get(tool)
             if known is None:
                 return  # forward() answers NOT_FOUND with the section's tools
