@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import free_port, wait_until_listening
+from tests.processes import free_port, listening, stop, wait_until_listening
 
 POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
 APT = "apt-get install -y haproxy redis-server postgresql (scripts/setup.sh does it where apt is available)"
@@ -159,11 +159,9 @@ class Redis:
         wait_until_listening(self.port, self.process)
 
     def stop(self) -> None:
-        if self.process is None:
-            return
-        self.process.terminate()
-        self.process.wait(timeout=30)
-        self.process = None
+        if self.process is not None:
+            stop(self.process, seconds=30)
+            self.process = None
 
 
 @contextmanager
@@ -203,10 +201,5 @@ def haproxy(directory: Path, backends: Sequence[tuple[str, int]], port: int | No
     config = directory / "haproxy.cfg"
     config.write_text(haproxy_config(port, backends, directory / "haproxy.sock"), encoding="utf-8")
     subprocess.run([binary, "-c", "-q", "-f", str(config)], check=True, capture_output=True)
-    process = subprocess.Popen([binary, "-db", "-f", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        wait_until_listening(port, process)
+    with listening([binary, "-db", "-f", str(config)], port):
         yield port
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
