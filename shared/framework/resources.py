@@ -26,6 +26,7 @@ bytes wait in this process's store until the client reads them with `resources/r
 from __future__ import annotations
 
 import base64
+import functools
 import logging
 import secrets
 import threading
@@ -112,15 +113,13 @@ class Attachment:
 
 
 SharedLinks = Callable[[], "RedisLinks | None"]
-_shared: list[RedisLinks | None] = []  # resolved once per process
 
 
+@functools.cache
 def shared_links() -> RedisLinks | None:
-    """The Redis this process keeps links in (`MCP_SECTIONS_REDIS_URL`), or None: its own memory."""
-    if not _shared:
-        settings = shared_state()
-        _shared.append(RedisLinks(settings) if settings is not None else None)
-    return _shared[0]
+    """The Redis this process keeps links in (`MCP_SECTIONS_REDIS_URL`), or None: its own memory (resolved once)."""
+    settings = shared_state()
+    return RedisLinks(settings) if settings is not None else None
 
 
 def _pop_expired(items: OrderedDict[str, tuple[float, T]], now: float) -> list[T]:
