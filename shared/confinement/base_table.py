@@ -102,9 +102,10 @@ def _search_path_rows(search_path: str, real_roots: list[str], state: Iterable[t
         except OSError:
             continue
         for program in found[:20]:
-            binds = ", ".join(install_prefixes(program))
-            hidden = [s for _, s, _ in state if any(is_inside(s, bind) for bind in install_prefixes(program))]
+            prefixes = install_prefixes(program)
+            hidden = [s for _, s, _ in state if any(is_inside(s, bind) for bind in prefixes)]
             note = f"; hidden inside: {', '.join(hidden)}" if hidden else ""
+            binds = ", ".join(prefixes)
             rows.append(
                 Row(program, "program on the search path", "outside the roots", f"binds read-only: {binds}{note}", "-")
             )
