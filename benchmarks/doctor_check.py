@@ -23,14 +23,14 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from tests.http_stand_in import ScriptedHandler, serving
 
 Judge = Callable[[dict[str, Any]], str | None]  # a working call's result -> None, or how it is degraded
 
@@ -159,33 +159,19 @@ def _fixtures(root: Path) -> None:
     subprocess.run(["git", "init", "-q", str(root)], check=False, capture_output=True)
 
 
-class _Page(BaseHTTPRequestHandler):
+class _Page(ScriptedHandler):
     BODY = (
         b"<html><head><title>Hello</title></head><body><main><h1>Hello</h1><p>A page to fetch.</p></main></body></html>"
     )
 
     def do_GET(self) -> None:
-        status = 200 if self.path == "/page.html" else 404
-        self.send_response(status)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(self.BODY)))
-        self.end_headers()
-        self.wfile.write(self.BODY)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.answer_bytes(200 if self.path == "/page.html" else 404, self.BODY, "text/html; charset=utf-8")
 
 
 @contextmanager
 def _site() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_Page) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 async def _call_all(section: str, args: list[str], calls: list[FirstCall]) -> list[CallOutcome]:
