@@ -52,11 +52,12 @@ with the similarity at 0.3-1): 0.860-0.877 on dev, 0.724-0.754 on dev2, 0.826-0.
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from benchmarks.harness import median, percentile
 
 DATA = Path(__file__).resolve().parent / "data"
 SPLITS = ("dev", "dev2", "long_dev", "heldout", "long_blind")
@@ -170,7 +171,7 @@ def latency_ms(search: Any, splits: tuple[str, ...] = SPLITS, rounds: int = 3) -
                 samples[split]["floor"].append((time.perf_counter() - started) * 1000)
     return {
         split: Latency(
-            (statistics.median(values["search"]), _p95(values["search"])),
+            (median(values["search"]), percentile(values["search"], 0.95)),
             _p50_p95(values["model"]),
             _p50_p95(values["floor"]),
         )
@@ -179,12 +180,7 @@ def latency_ms(search: Any, splits: tuple[str, ...] = SPLITS, rounds: int = 3) -
 
 
 def _p50_p95(values: list[float]) -> tuple[float, float] | None:
-    return (statistics.median(values), _p95(values)) if values else None
-
-
-def _p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return (median(values), percentile(values, 0.95)) if values else None
 
 
 def build_times(cache_dir: Path, data_dir: Path) -> dict[str, Any]:
