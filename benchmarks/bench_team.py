@@ -29,31 +29,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import mcp_types as types
 from mcp import Client
 
 from benchmarks.harness import compile_project, percentile, print_table
-from tests.tasks_client import CreatedTask, Tasks, call_for_task, cancel_task, get_task
+from tests.tasks_client import CreatedTask, call_for_task, cancel_task, get_task
 from tests.team.engines import postgres_server, redis_server
-from tests.team.team import team
+from tests.team.team import client, forward, team
 
 SAMPLES = 60
-
-
-def client(url: str, name: str, tasks: bool = False) -> Client:
-    return Client(
-        url,
-        mode="auto",
-        extensions=[Tasks()] if tasks else None,
-        client_info=types.Implementation(name=name, version="1"),
-        read_timeout_seconds=60,
-    )
-
-
-async def forward(connected: Client, section: str, tool: str, **arguments: Any) -> Any:
-    result = await connected.call_tool("call_section_tool", {"section": section, "tool": tool, "arguments": arguments})
-    assert not result.is_error, result.content
-    return result.structured_content
 
 
 async def burst(url: str, clients: int, calls: int) -> tuple[float, list[float]]:

@@ -13,9 +13,14 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+from mcp import Client
 
 from tests.processes import free_port, wait_until_listening
-from tests.stdio import NO_WARM_UP, cli_command, server_environment
+from tests.stdio import NO_WARM_UP, cli_command, data_of, server_environment
+from tests.tasks_client import Tasks
 from tests.team.engines import Postgres, Redis, haproxy, postgres_server, redis_server
 
 
@@ -155,3 +160,20 @@ def team(directory: Path, replicas: int = 2, shared: bool = True, env: dict[str,
             stack.callback(replica.stop)
         stack.enter_context(haproxy(directory / "haproxy", [(r.name, r.port) for r in members], balancer_port))
         yield Team(members, balancer_port, postgres, redis, directory / "haproxy" / "haproxy.sock")
+
+
+def client(url: str, name: str, legacy: bool = False, tasks: bool = False) -> Client:
+    """A client of `url` in the 2026-07-28 era (stateless), or a 2025-11-25 session with `legacy`."""
+    return Client(
+        url,
+        mode="legacy" if legacy else "auto",
+        extensions=[Tasks()] if tasks else None,
+        client_info=types.Implementation(name=name, version="1"),
+        read_timeout_seconds=60,
+    )
+
+
+async def forward(connected: Client, section: str, tool: str, **arguments: Any) -> dict[str, Any]:
+    """A section tool through the gateway (call_section_tool): its structured result."""
+    result = await connected.call_tool("call_section_tool", {"section": section, "tool": tool, "arguments": arguments})
+    return data_of(result)

@@ -7,12 +7,10 @@ the replicas reconnect after Redis and PostgreSQL restart."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
-import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -20,8 +18,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_sections.shared.serving.tasks import STOPPED_REPLICA
 from tests.processes import running_with
 from tests.stdio import data_of
-from tests.tasks_client import CreatedTask, Tasks, call_for_task, cancel_task, get_task
-from tests.team.team import Team, team
+from tests.tasks_client import CreatedTask, call_for_task, cancel_task, get_task
+from tests.team.team import Team, client, forward, team
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.anyio
@@ -34,26 +32,6 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
     with team(directory) as running:
         (running.replicas[0].root / "wait.py").write_text(WAITER)
         yield running
-
-
-@asynccontextmanager
-async def client(url: str, name: str, legacy: bool = False, tasks: bool = False) -> AsyncIterator[Client]:
-    """A client of `url` in the 2026-07-28 era (stateless), or a 2025-11-25 session with `legacy`."""
-    connected = Client(
-        url,
-        mode="legacy" if legacy else "auto",
-        extensions=[Tasks()] if tasks else None,
-        client_info=types.Implementation(name=name, version="1"),
-        read_timeout_seconds=60,
-    )
-    async with connected:
-        yield connected
-
-
-async def forward(connected: Client, section: str, tool: str, **arguments: Any) -> dict[str, Any]:
-    """A section tool through the gateway (call_section_tool): its structured result."""
-    result = await connected.call_tool("call_section_tool", {"section": section, "tool": tool, "arguments": arguments})
-    return data_of(result)
 
 
 async def test_a_2026_request_is_served_by_any_replica(replicas: Team) -> None:
