@@ -6,6 +6,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from mcp import Client
 
@@ -24,6 +25,15 @@ GATEWAY_TOOLS = [
     "get_environment_info",
     "get_project_info",
 ]
+
+
+#: The gateway's tool that forwards a call to a section's tool (`forward` builds its arguments).
+FORWARD = "call_section_tool"
+
+
+def forward(section: str, tool: str, **arguments: Any) -> dict[str, Any]:
+    """`call_section_tool`'s arguments for `tool` of `section` called with `arguments`."""
+    return {"section": section, "tool": tool, "arguments": arguments}
 
 
 def demo_section_table(section_id: str = "demo", name: str = "Demo") -> str:

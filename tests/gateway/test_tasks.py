@@ -19,7 +19,7 @@ from mcp import Client
 
 from mcp_sections.shared.serving.audit import read_lines
 from mcp_sections.shared.serving.provenance import unwrap
-from tests.gateway.helpers import REPO, builtin_available, write_config
+from tests.gateway.helpers import FORWARD, REPO, builtin_available, forward, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.in_memory import gateway_in_memory
 from tests.processes import process_report, running_with, serving_over_http
@@ -106,13 +106,6 @@ async def gateway(workdir: Path, http_url: str | None, legacy: bool, *, stdio: b
 
 def outcomes(directory: Path, server: str, tool: str) -> list[str]:
     return [line["outcome"] for line in read_lines(directory, server) if line.get("tool") == tool]
-
-
-FORWARD = "call_section_tool"
-
-
-def forward(section: str, tool: str, **arguments: Any) -> dict[str, Any]:
-    return {"section": section, "tool": tool, "arguments": arguments}
 
 
 async def test_a_long_section_tool_runs_as_a_gateway_task_in_both_eras(workdir: Path) -> None:

@@ -34,7 +34,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from mcp_sections.shared.serving.audit import read_lines, read_records
-from tests.gateway.helpers import REPO
+from tests.gateway.helpers import FORWARD, REPO, forward
 from tests.otlp_receiver import OtlpReceiver
 from tests.processes import free_port, listening
 from tests.stdio import NO_WARM_UP, cli_command, error_of
@@ -53,12 +53,7 @@ from tests.waiting import eventually
 
 pytestmark = pytest.mark.anyio
 
-FORWARD = "call_section_tool"
 FAST_EXPORT = {"OTEL_BSP_SCHEDULE_DELAY": "100"}
-
-
-def forward(section: str, tool: str, **arguments: Any) -> dict[str, Any]:
-    return {"section": section, "tool": tool, "arguments": arguments}
 
 
 @dataclass

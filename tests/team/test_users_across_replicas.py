@@ -21,12 +21,13 @@ pytest.importorskip("joserfc")
 
 from mcp.shared.exceptions import MCPError
 
+from tests.gateway.helpers import FORWARD, forward
 from tests.otlp_receiver import OtlpReceiver
 from tests.tasks_client import CreatedTask, call_for_task, cancel_task, get_task
 from tests.team.authorization_server import authorization_server
 from tests.team.team import team
-from tests.team.test_users import FORWARD, _config, _initialize, as_user, forward
 from tests.team.test_users import Team as Door
+from tests.team.test_users import _config, _initialize, as_user
 
 pytestmark = pytest.mark.anyio
 
