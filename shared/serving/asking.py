@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import math
 import threading
@@ -25,6 +23,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 
 from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, UserAnswer, UserQuestion
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.serving.audit import argument_digest
 from mcp_sections.shared.serving.calls import failure_result, parse_arguments
 from mcp_sections.shared.serving.sdk_tools import (
     RawArguments,
@@ -198,7 +197,7 @@ def asking_tool(
             return user_question
         if not _can_elicit(context):
             return await _without_elicitation(spec.name, user_question, arguments, context, fallback, cannot_ask)
-        late = _timed(asked, (spec.name, _digest(arguments)), context, user_question.timeout_seconds)
+        late = _timed(asked, spec.name, arguments, context, user_question.timeout_seconds)
         return late or Elicit(user_question.message, user_question.schema)
 
     async def invoke(arguments: dict[str, Any], context: Context, answer: Any = None) -> CallToolResult:
@@ -228,7 +227,9 @@ def asking_tool(
     )
 
 
-def _timed(asked: _AskedQuestions, key: tuple[str, str], context: Context, timeout: float | None) -> _NotAsked | None:
+def _timed(
+    asked: _AskedQuestions, tool: str, arguments: dict[str, Any], context: Context, timeout: float | None
+) -> _NotAsked | None:
     """Start (or read) the clock of a question about to be asked; a timeout answer when the client came back too late.
 
     Each round of a 2026-07-28 call is a request of its own (no connection to key on): the same question asked twice
@@ -238,6 +239,7 @@ def _timed(asked: _AskedQuestions, key: tuple[str, str], context: Context, timeo
         if window is not None:
             window.open(timeout)
         return None
+    key = (tool, argument_digest(arguments))
     if not context.input_responses:
         asked.asked(key)
         return None
@@ -290,8 +292,3 @@ def _shape(
         published.get("outputSchema") or None,
         ToolAnnotations.model_validate(published.get("annotations") or {}),
     )
-
-
-def _digest(arguments: dict[str, Any]) -> str:
-    text = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
