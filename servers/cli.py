@@ -237,7 +237,7 @@ def server_built() -> None:
 def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gateway: Any = None) -> int:
     """Serve on the transport of the flags; over HTTP, the flags' extra hosts and origins add to the settings', and
     the gateway's status page is served at /status (behind the same token)."""
-    from mcp_sections.shared.serving.http_auth import BearerToken, resolve_guard
+    from mcp_sections.shared.serving.http_auth import resolve_guard
     from mcp_sections.shared.serving.server import serve, transport_security
 
     guard = resolve_guard(args.auth_token_file, args.host, _oauth_guard(gateway)) if args.transport == "http" else None
@@ -252,11 +252,11 @@ def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gatewa
         from mcp_sections.servers.gateway.status import PREFIX, StatusPage
 
         security = transport_security(args.host, args.port, hosts, origins)
-        pages = {PREFIX: StatusPage(gateway, guard, security)}
+        page = StatusPage(gateway, guard, security)
+        pages = {PREFIX: page}
         shown = "localhost" if args.host in ("0.0.0.0", "::") else args.host  # bound to all: the local address
         place = f"[{shown}]" if ":" in shown and not shown.startswith("[") else shown
-        oauth = guard is not None and not isinstance(guard, BearerToken)
-        sign_in = "sign in with your access token" if oauth else "sign in with the gateway's token"
+        sign_in = "sign in with your access token" if page.oauth else "sign in with the gateway's token"
         gateway.questions.open_at(f"http://{place}:{args.port}{PREFIX}", sign_in=sign_in)
     elif gateway is not None and _status_beside(args, settings):
         from functools import partial

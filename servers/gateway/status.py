@@ -131,11 +131,11 @@ class Visitor:
 class StatusPage:
     """The ASGI app of `/status` and its paths (see the module docstring)."""
 
-    def __init__(self, gateway: Gateway, guard: HttpGuard | str | None, security: TransportSecuritySettings) -> None:
-        """`guard`: what `/mcp` takes (a single token as a string; None: no sign-in, loopback only)."""
+    def __init__(self, gateway: Gateway, guard: HttpGuard | None, security: TransportSecuritySettings) -> None:
+        """`guard`: what `/mcp` takes (None: no sign-in, loopback only)."""
         self.gateway = gateway
-        self._guard = BearerToken(guard) if isinstance(guard, str) else guard
-        self._oauth = self._guard is not None and not isinstance(self._guard, BearerToken)
+        self._guard = guard
+        self.oauth = guard is not None and not isinstance(guard, BearerToken)  # signs users in with access tokens
         self._security = TransportSecurityMiddleware(security)
         self._sessions = Sessions()
         self._csrf_key = secrets.token_bytes(32)
@@ -199,11 +199,11 @@ class StatusPage:
             return RedirectResponse(PREFIX, status_code=303)
         form = await _form(request)
         if form is None:
-            return _html(sign_in_page("The form is too large.", self._oauth), 413)
+            return _html(sign_in_page("The form is too large.", self.oauth), 413)
         identified = await self._guard.identify(form.get("token", "").strip())
         if identified is None:
-            wrong = "a valid access token of the team's authorization server" if self._oauth else "the gateway's token"
-            return _html(sign_in_page(f"That is not {wrong}.", self._oauth), 401)
+            wrong = "a valid access token of the team's authorization server" if self.oauth else "the gateway's token"
+            return _html(sign_in_page(f"That is not {wrong}.", self.oauth), 401)
         response = RedirectResponse(PREFIX, status_code=303)
         response.set_cookie(
             COOKIE,
@@ -251,7 +251,7 @@ class StatusPage:
     async def page(self, request: Request) -> Response:
         visitor = await self._visitor(request)
         if visitor is None:
-            return _html(sign_in_page(None, self._oauth), 401)
+            return _html(sign_in_page(None, self.oauth), 401)
         return _html(full_page(await self.live_html(visitor), signed_in=self._guard is not None))
 
     async def live(self, request: Request) -> Response:

@@ -24,6 +24,7 @@ from typing import Any
 
 import uvicorn
 
+from mcp_sections.shared.serving.http_auth import BearerToken
 from mcp_sections.shared.serving.http_pages import WithPages
 from mcp_sections.shared.serving.server import transport_security
 
@@ -82,7 +83,8 @@ async def serve_status_beside(gateway: Gateway, port: int = 0) -> None:
     url = f"http://{LOOPBACK}:{bound}{PREFIX}"
     note = note_path(gateway.settings.data_dir)
     _write_note(note, url, token)
-    app = WithPages(_not_found, {PREFIX: StatusPage(gateway, token, transport_security(LOOPBACK, bound, [], []))})
+    page = StatusPage(gateway, BearerToken(token), transport_security(LOOPBACK, bound, [], []))
+    app = WithPages(_not_found, {PREFIX: page})
     gateway.questions.open_at(url, sign_in=f"sign in with the token in {note}")
     print(f"mcp-sections: status page on {url} (sign in with the token in {note})", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="off", server_header=False)
