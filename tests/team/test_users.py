@@ -14,12 +14,8 @@ a user in with an access token.
 
 from __future__ import annotations
 
-import os
 import re
-import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +25,13 @@ pytest.importorskip("joserfc")
 
 import anyio
 import httpx2 as httpx
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from mcp_sections.shared.serving.audit import read_lines, read_records
-from tests.gateway.helpers import FORWARD, REPO, forward
-from tests.otlp_receiver import OtlpReceiver
-from tests.processes import free_port, listening
-from tests.stdio import NO_WARM_UP, cli_command, error_of
+from tests.gateway.helpers import FORWARD, forward
+from tests.stdio import error_of
 from tests.tasks_client import (
     CreatedTask,
-    Tasks,
     call_for_task,
     cancel_task,
     create_legacy_task,
@@ -48,69 +39,10 @@ from tests.tasks_client import (
     legacy_cancel,
     legacy_list,
 )
-from tests.team.authorization_server import AuthorizationServer, authorization_server
+from tests.team.users import Team, as_user, initialize, team_gateway
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.anyio
-
-FAST_EXPORT = {"OTEL_BSP_SCHEDULE_DELAY": "100"}
-
-
-@dataclass
-class Team:
-    """The gateway of the test, its authorization server, and where it keeps its files."""
-
-    auth: AuthorizationServer
-    port: int
-    workdir: Path
-    receiver: OtlpReceiver
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
-
-    def token(self, user: str, **options: Any) -> str:
-        scopes = {"alice": "mcp:tools", "bob": "mcp:tools", "carol": "mcp:read", "dave": "profile"}[user]
-        return self.auth.token(f"{user}-id", scopes, self.url, preferred_username=user, **options)
-
-
-def _config(team_dir: Path, auth: AuthorizationServer, url: str, approval: str = "off") -> str:
-    return (
-        f'approval = "{approval}"\n'
-        f'[gateway.auth]\nissuer = "{auth.issuer}"\nresource = "{url}"\n'
-        '[gateway.auth.scopes]\n"mcp:read" = "readonly"\n"mcp:tools" = "all"\n'
-        "[gateway.sections.tasks_demo]\n"
-        f'command = "{sys.executable}"\n'
-        'args = ["-m", "tests.gateway.serve_module", "tests.framework.tasks_section"]\n'
-        f'cwd = "{REPO}"\n'
-        'description = "Slow and bulky test tools."\n'
-        'protocol = "legacy"\n'
-        f'env = {{ MCP_SECTIONS_DATA_DIR = "{team_dir / "demo-data"}", MCP_SECTIONS_CONFIG = "{os.devnull}" }}\n'
-    )
-
-
-@contextmanager
-def team_gateway(workdir: Path, approval: str = "off") -> Iterator[Team]:
-    """The HTTP gateway of a team (`approval` on or off), its authorization server and a trace receiver."""
-    port = free_port()
-    with authorization_server() as auth, OtlpReceiver() as receiver:
-        config = workdir / "config.toml"
-        config.write_text(_config(workdir, auth, f"http://127.0.0.1:{port}/mcp", approval), encoding="utf-8")
-        command = [
-            *cli_command(),
-            "gateway",
-            *("--config", str(config), "--data-dir", str(workdir / "data"), "--root", str(workdir)),
-            *("--transport", "http", "--port", str(port)),
-        ]
-        environment = {
-            **os.environ,
-            **NO_WARM_UP,
-            "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(REPO)])),
-            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-            **FAST_EXPORT,
-        }
-        with listening(command, port, env=environment, cwd=workdir):
-            yield Team(auth, port, workdir, receiver)
 
 
 @pytest.fixture(scope="module")
@@ -119,31 +51,8 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
         yield gateway
 
 
-@asynccontextmanager
-async def as_user(team: Team, token: str, *, legacy: bool = False) -> AsyncIterator[Client]:
-    """The official client presenting `token`: on the 2026-07-28 wire with the tasks extension, or on 2025-11-25."""
-    http = httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60)
-    transport = streamable_http_client(team.url, http_client=http)
-    options: dict[str, Any] = {"mode": "legacy"} if legacy else {"mode": "auto", "extensions": [Tasks()]}
-    async with http, Client(transport, read_timeout_seconds=60, **options) as client:
-        yield client
-
-
-def _initialize(team: Team, token: str | None) -> httpx.Response:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
-    headers = {"Accept": "application/json, text/event-stream"}
-    if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
-    return httpx.post(team.url, json=body, headers=headers, timeout=30)
-
-
 def test_requests_without_a_valid_token_get_401_naming_the_resource_metadata(team: Team) -> None:
-    refused = _initialize(team, None)
+    refused = initialize(team, None)
     metadata_url = f"http://127.0.0.1:{team.port}/.well-known/oauth-protected-resource/mcp"
     assert refused.status_code == 401
     challenge = refused.headers["www-authenticate"]
@@ -165,11 +74,11 @@ def test_requests_without_a_valid_token_get_401_naming_the_resource_metadata(tea
         "signature is not the authorization server's": team.token("alice")[:-8] + "AAAAAAAA",
     }
     for reason, token in wrong.items():
-        answer = _initialize(team, token)
+        answer = initialize(team, token)
         assert answer.status_code == 401, reason
         assert 'error="invalid_token"' in answer.headers["www-authenticate"], reason
         assert reason in answer.json()["error_description"]
-    assert _initialize(team, team.token("alice", key="ES256")).status_code == 200
+    assert initialize(team, team.token("alice", key="ES256")).status_code == 200
 
 
 async def test_one_user_can_neither_get_nor_cancel_another_users_task(team: Team) -> None:
@@ -199,7 +108,7 @@ async def test_on_2025_11_25_a_user_lists_only_their_tasks_and_cannot_use_anothe
             await legacy_cancel(alice, task_id)
     async with as_user(team, team.token("bob", key="ES256"), legacy=True) as bob:
         assert (await legacy_cancel(bob, task_id)).status == "cancelled"
-    opened = _initialize(team, team.token("bob"))
+    opened = initialize(team, team.token("bob"))
     session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     accept = {"Accept": "application/json, text/event-stream", **session}

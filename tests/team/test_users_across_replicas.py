@@ -1,5 +1,5 @@
 """A user per request across a team's replicas (issue #42): two real gateway replicas with `[gateway.auth]` (the
-config of `test_users.py`: the stand-in authorization server, its scopes, the slow and bulky test section), sharing
+config of `users.py`: the stand-in authorization server, its scopes, the slow and bulky test section), sharing
 tasks and links through one Redis, behind HAProxy (`team.py`), and the official client with alice's or bob's token.
 Their tokens name the team's canonical URI (the address HAProxy would be published at), which every replica accepts.
 
@@ -26,8 +26,8 @@ from tests.otlp_receiver import OtlpReceiver
 from tests.tasks_client import CreatedTask, call_for_task, cancel_task, get_task
 from tests.team.authorization_server import authorization_server
 from tests.team.team import team
-from tests.team.test_users import Team as Door
-from tests.team.test_users import _config, _initialize, as_user
+from tests.team.users import Team as Door
+from tests.team.users import as_user, gateway_config, initialize
 
 pytestmark = pytest.mark.anyio
 
@@ -37,7 +37,7 @@ METADATA = "https://mcp.team.example/.well-known/oauth-protected-resource/mcp"
 
 @dataclass
 class Doors:
-    """The ways into the team: replica A, replica B and the load balancer, each as `test_users.Team` sees one."""
+    """The ways into the team: replica A, replica B and the load balancer, each as `users.Team` sees one."""
 
     a: Door
     b: Door
@@ -54,7 +54,7 @@ def doors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Doors]:
     directory = tmp_path_factory.mktemp("team-users-replicas")
     config = directory / "config.toml"
     with authorization_server() as auth, OtlpReceiver() as receiver:
-        config.write_text(_config(directory, auth, RESOURCE), encoding="utf-8")
+        config.write_text(gateway_config(directory, auth, RESOURCE), encoding="utf-8")
         env = {"MCP_SECTIONS_CONFIG": str(config), "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
         with team(directory, env=env) as running:
             a, b = running.replica("a"), running.replica("b")
@@ -103,8 +103,8 @@ async def test_a_link_minted_for_alice_through_a_is_read_by_alice_not_bob_throug
 
 def test_a_request_without_a_token_gets_401_from_either_replica_and_the_balancer(doors: Doors) -> None:
     for door in (doors.a, doors.b, doors.balancer):
-        refused = _initialize(door, None)
+        refused = initialize(door, None)
         assert refused.status_code == 401, door.url
         challenge = refused.headers["www-authenticate"]
         assert challenge == f'Bearer resource_metadata="{METADATA}", scope="mcp:read mcp:tools"', challenge
-        assert _initialize(door, doors.token("alice")).status_code == 200, door.url
+        assert initialize(door, doors.token("alice")).status_code == 200, door.url
