@@ -171,7 +171,7 @@ class BrainSearch(EmbeddingJobs):
         fused: dict[str, dict[str, Any]] = {}
         for source, hits in legs:
             for rank, (nid, raw) in enumerate(hits):
-                entry = fused.setdefault(nid, {"rrf": 0.0, "matched_by": [], "similarity": None})
+                entry = _candidate(fused, nid)
                 entry["rrf"] += leg_score(source, rank, raw)
                 entry["matched_by"].append(source)
                 if source == "semantic":
@@ -237,9 +237,9 @@ class BrainSearch(EmbeddingJobs):
                 continue
             section = found[0]
             nodes.setdefault(section.id, section)
-            entry = fused.setdefault(section.id, {"rrf": 0.0, "matched_by": [], "similarity": None})
+            entry = _candidate(fused, section.id)
             entry["rrf"] = max(entry["rrf"], raw[nid] * fit(intent, section, stems))
-            entry["matched_by"] = list(dict.fromkeys([*entry["matched_by"], *("page",)]))
+            entry["matched_by"] = list(dict.fromkeys([*entry["matched_by"], "page"]))
 
     def _add_callers(
         self, fused: dict[str, dict[str, Any]], nodes: dict[str, Node], project_ids: list[str] | None
@@ -256,12 +256,18 @@ class BrainSearch(EmbeddingJobs):
                     continue
                 if project_ids is not None and node.project_id not in project_ids:
                     continue
-                entry = fused.setdefault(node.id, {"rrf": 0.0, "matched_by": [], "similarity": None})
+                entry = _candidate(fused, node.id)
                 nodes.setdefault(node.id, node)
                 if entry["rrf"] < below:
                     entry["rrf"] = below
                 if "graph" not in entry["matched_by"]:
                     entry["matched_by"].append("graph")
+
+
+def _candidate(fused: dict[str, dict[str, Any]], nid: str) -> dict[str, Any]:
+    """`nid`'s entry in the fusion, made empty if it has none yet (its fused score, the legs that found it, its cosine
+    similarity when the vectors did)."""
+    return fused.setdefault(nid, {"rrf": 0.0, "matched_by": [], "similarity": None})
 
 
 def leg_score(source: str, rank: int, raw: float) -> float:
