@@ -27,6 +27,7 @@ from mcp_sections.shared.embeddings.onnx import (
     gpu_visible,
     local_model_dir,
 )
+from mcp_sections.shared.embeddings.requirements import ONNX_MODULES
 from mcp_sections.shared.embeddings.settings import (
     BUNDLED_NAMES,
     DEFAULT_BACKEND,
@@ -35,6 +36,7 @@ from mcp_sections.shared.embeddings.settings import (
     EmbeddingSettings,
     EmbeddingUnavailable,
 )
+from mcp_sections.shared.framework.requirements import installed
 from mcp_sections.shared.ground.install_hints import TORCH_EXTRA, install_hint
 
 logger = logging.getLogger("mcp_sections.embeddings")
@@ -49,10 +51,7 @@ def bundled_model_dir() -> Path | None:
 def default_model_runs() -> bool:
     """Whether the default model can run here on its default backend with no network (its files and the ONNX
     libraries are installed), looked up without importing them."""
-    import importlib.util
-
-    needed = ("numpy", "onnxruntime", "onnx", "tokenizers", "safetensors")
-    return all(importlib.util.find_spec(name) is not None for name in needed) and bundled_model_dir() is not None
+    return all(installed(name) for name in ONNX_MODULES) and bundled_model_dir() is not None
 
 
 def _looks_like_path(value: str) -> bool:

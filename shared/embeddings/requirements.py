@@ -9,6 +9,9 @@ from mcp_sections.shared.embeddings import default_model
 from mcp_sections.shared.embeddings.settings import BUNDLED_NAMES, EmbeddingSettings
 from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, module
 
+#: The Python modules the default model runs on (ONNX Runtime, no torch).
+ONNX_MODULES = ("numpy", "onnxruntime", "tokenizers", "onnx", "safetensors")
+
 
 def default_model_files(runtime: Any = None) -> str | None:
     """The default model's files: on this machine (checked at load), or to be fetched from the hub at its pinned
@@ -38,9 +41,6 @@ def embedding_requirements(extra: str) -> tuple[Requirement, ...]:
     files come from the hub at a pinned revision, or, offline, from the carrier package of `OFFLINE_EXTRA`."""
     install = InstallExtra(extra)
     return (
-        *(
-            Requirement(name, module(name), install)
-            for name in ("numpy", "onnxruntime", "tokenizers", "onnx", "safetensors")
-        ),
+        *(Requirement(name, module(name), install) for name in ONNX_MODULES),
         Requirement("the default embedding model", default_model_files, InstallExtra(default_model.OFFLINE_EXTRA)),
     )

@@ -22,7 +22,6 @@ The token work is joserfc's (`pip install 'mcp-sections[team]'`); tokens are nev
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import time
@@ -44,6 +43,7 @@ from starlette.routing import Route, Router
 
 from mcp_sections.shared.confinement.guards.urls import is_loopback_host
 from mcp_sections.shared.framework.clients import NAME_CLAIMS, user_of_access
+from mcp_sections.shared.framework.requirements import installed
 from mcp_sections.shared.serving.http_auth import (
     ASGIApp,
     AuthConfigError,
@@ -318,7 +318,7 @@ class OAuthGuard:
         for url, what in ((server.jwks_url, "jwks_url"), (server.metadata_url, "metadata_url")):
             if url is not None:
                 checked_url(url, what)
-        if importlib.util.find_spec("joserfc") is None:
+        if not installed("joserfc"):
             raise AuthConfigError(f"[gateway.auth] needs the token library joserfc: {EXTRA_HINT}")
         self.server = server
         self.verifier = JwtVerifier(server)
