@@ -31,11 +31,11 @@ from typing import Any
 
 from mcp_sections.servers.rag_ops.forgetting import BrainForgetting
 from mcp_sections.servers.rag_ops.ingest import BrainIngest
-from mcp_sections.servers.rag_ops.paths import inside
 from mcp_sections.shared.brain.embedding_jobs import Progress
 from mcp_sections.shared.brain.model import Node, Project
 from mcp_sections.shared.confinement.guards.paths import PathGuard
 from mcp_sections.shared.ground.errors import ToolFailure, invalid_input, not_found
+from mcp_sections.shared.ground.locations import is_inside
 
 logger = logging.getLogger("mcp_sections.rag_ops")
 
@@ -258,7 +258,7 @@ class Brain(BrainIngest, BrainForgetting):
         if holders:
             ids = list(dict.fromkeys(p.id for p in holders))
             return SearchScope(ids, f"searched {', '.join(ids)}, the project of your root; {WIDEN}.")
-        under = [p.id for p in self._dir_projects() if any(inside(p.root, place) for place in places)]
+        under = [p.id for p in self._dir_projects() if any(is_inside(p.root, place) for place in places)]
         if under and len(under) < len(self.store.list_projects()):
             return SearchScope(under, f"searched the projects under your root ({', '.join(under)}); {WIDEN}.")
         return SearchScope(None)

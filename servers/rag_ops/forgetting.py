@@ -8,9 +8,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_sections.servers.rag_ops.paths import inside, relative
+from mcp_sections.servers.rag_ops.paths import relative
 from mcp_sections.servers.rag_ops.projects import ProjectRegistry
 from mcp_sections.shared.ground.errors import invalid_input, permission_denied
+from mcp_sections.shared.ground.locations import is_inside
 
 
 class BrainForgetting(ProjectRegistry):
@@ -50,18 +51,18 @@ class BrainForgetting(ProjectRegistry):
     def _forget_local(self, path: str, text: str, forgotten: _Forgotten) -> None:
         """Projects inside the path are deleted; the path leaves the project holding it (never a whole root)."""
         target = str(self.resolve_path(text, must_exist=False))
-        if any(inside(str(root), target) for root in self.roots):
+        if any(is_inside(str(root), target) for root in self.roots):
             raise permission_denied(
                 f"{path!r} is (or contains) an allowed root; forgetting it would erase the whole brain. "
                 "Give a project, directory or file inside a root."
             )
         for project in self._dir_projects():
-            if inside(project.root, target):
+            if is_inside(project.root, target):
                 forgotten.deleted_project(project.id, self.store.delete_project(project.id))
                 self.loaded.discard(project.id)
                 if self.active == project.id:
                     self.active = None
-            elif inside(target, project.root):
+            elif is_inside(target, project.root):
                 rel = relative(target, project.root)
                 forgotten.changed(project.id, self.store.remove_paths(project.id, [rel], prefixes=[rel]))
 

@@ -17,12 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_sections.servers.rag_ops.paths import clean_rel, inside, read_head, relative
+from mcp_sections.servers.rag_ops.paths import clean_rel, read_head, relative
 from mcp_sections.servers.rag_ops.projects import ProjectRegistry
 from mcp_sections.shared.brain.embedding_jobs import Progress
 from mcp_sections.shared.brain.model import Project, slugify, text_hash
 from mcp_sections.shared.brain.web_pages import INLINE_MTIME, store_web_page
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input, permission_denied
+from mcp_sections.shared.ground.locations import is_inside
 
 FLUSH_FILES = 40
 FLUSH_SECONDS = 0.5
@@ -70,7 +71,7 @@ class BrainIngest(ProjectRegistry):
             pid = slugify(project_name)
             existing = self.store.get_project(pid)
             if existing is not None:
-                if existing.type != "web-crawl" and inside(target_text, existing.root):
+                if existing.type != "web-crawl" and is_inside(target_text, existing.root):
                     return existing, relative(target_text, existing.root), "named-project"
                 raise invalid_input(
                     f"project {pid!r} is rooted at {existing.root}, which does not contain {path!r}; "

@@ -1,18 +1,11 @@
-"""Paths within a brain's projects: containment, relative paths, the paths a caller names, bounded reads."""
+"""Paths within a brain's projects: relative paths, the paths a caller names, bounded reads (containment is
+`shared.ground.locations.is_inside`)."""
 
 from __future__ import annotations
 
 import os
 
 from mcp_sections.shared.ground.errors import invalid_input
-
-
-def inside(path: str, root: str) -> bool:
-    """Whether `path` is `root` or lies under it (both real absolute paths)."""
-    if path == root:
-        return True
-    prefix = root if root.endswith(os.sep) else root + os.sep
-    return path.startswith(prefix)
 
 
 def relative(path: str, root: str) -> str:

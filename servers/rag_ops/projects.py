@@ -8,12 +8,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcp_sections.servers.rag_ops.paths import inside, read_head, relative
+from mcp_sections.servers.rag_ops.paths import read_head, relative
 from mcp_sections.servers.rag_ops.search import BrainSearch
 from mcp_sections.shared.brain.model import Project, slugify
 from mcp_sections.shared.brain.web_pages import INLINE_MTIME
 from mcp_sections.shared.confinement.guards.paths import PathGuard
 from mcp_sections.shared.ground.errors import invalid_input, not_found
+from mcp_sections.shared.ground.locations import is_inside
 
 
 class ProjectRegistry(BrainSearch):
@@ -45,7 +46,7 @@ class ProjectRegistry(BrainSearch):
 
     def owner_of(self, target: str) -> Project | None:
         """The deepest registered directory project containing `target`."""
-        owners = [p for p in self._dir_projects() if inside(target, p.root)]
+        owners = [p for p in self._dir_projects() if is_inside(target, p.root)]
         return max(owners, key=lambda p: len(p.root)) if owners else None
 
     def create_project(self, name: str, path: str, *, auto_cleanup: bool = False) -> tuple[Project, bool]:
@@ -73,7 +74,7 @@ class ProjectRegistry(BrainSearch):
     def _detach_from_parent(self, project: Project) -> None:
         """A new project inside another project's tree: its files leave the parent (no duplicates)."""
         for parent in self._dir_projects():
-            if parent.id != project.id and inside(project.root, parent.root) and parent.root != project.root:
+            if parent.id != project.id and is_inside(project.root, parent.root) and parent.root != project.root:
                 rel = relative(project.root, parent.root)
                 if self.store.remove_paths(parent.id, [], prefixes=[rel]):
                     self.store.relink(parent.id)
@@ -140,5 +141,5 @@ class ProjectRegistry(BrainSearch):
         return [
             relative(other.root, project.root)
             for other in self._dir_projects()
-            if other.id != project.id and other.root != project.root and inside(other.root, project.root)
+            if other.id != project.id and other.root != project.root and is_inside(other.root, project.root)
         ]
