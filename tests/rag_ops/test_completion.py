@@ -4,10 +4,8 @@ process stopped) is finished by the next start."""
 
 from __future__ import annotations
 
-import json
 import signal
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -19,8 +17,9 @@ from mcp_sections.servers.rag_ops.brain import Brain
 from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
 from mcp_sections.shared.embeddings.embedder import default_model_runs
 from tests.in_memory import section_in_memory
+from tests.rag_ops.raw_server import RagServer
 from tests.rag_ops.trees import make_bulk_tree
-from tests.stdio import cli_command, data_of, server_environment
+from tests.stdio import data_of
 from tests.tasks_client import Tasks, call_for_task, get_task
 
 HAS_MODEL = default_model_runs()
@@ -143,46 +142,8 @@ async def test_a_plain_ingest_says_exactly_what_is_searchable_now(tmp_path: Path
             assert f"text only for {searchable['pending']:,} of 400 nodes" in searchable["message"]
 
 
-def _server(root: Path, data: Path, cache: Path, log: Path) -> subprocess.Popen[bytes]:
-    env = {"MCP_SECTIONS_DATA_DIR": str(data), "MCP_SECTIONS_CACHE_DIR": str(cache)}
-    with log.open("wb") as errors:
-        return subprocess.Popen(
-            [*cli_command(), "serve", "rag_ops", "--root", str(root)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=errors,
-            env=server_environment(env),
-        )
-
-
-def _send(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
-    assert process.stdin is not None
-    process.stdin.write((json.dumps(message) + "\n").encode())
-    process.stdin.flush()
-
-
-def _read(process: subprocess.Popen[bytes], until: Any) -> dict[str, Any]:
-    assert process.stdout is not None
-    while True:
-        line = process.stdout.readline()
-        assert line, "the server ended"
-        message = json.loads(line)
-        if until(message):
-            return message
-
-
 def _progressed(message: dict[str, Any], files: int) -> bool:
     return message.get("method") == "notifications/progress" and message["params"]["progress"] >= files
-
-
-def _handshake(process: subprocess.Popen[bytes]) -> None:
-    client = {"name": "completion-test", "version": "0"}
-    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}
-    _send(process, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
-    _read(process, lambda m: m.get("id") == 1)
-    _send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-    _send(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})  # the warm-up opens the brain
-    _read(process, lambda m: m.get("id") == 2)
 
 
 @needs_model
@@ -194,41 +155,32 @@ def test_a_client_that_disconnects_mid_ingest_finds_it_finished_after_a_restart(
     roots = tmp_path / "roots"
     make_bulk_tree(roots / "bulk", files, words="vineyard")
     data = tmp_path / "data"
-    first = _server(roots, data, shared_cache_dir, tmp_path / "first.log")
+    first = RagServer(roots, data, shared_cache_dir, tmp_path / "first.log")
     try:
-        _handshake(first)
+        first.start_session()
         arguments = {"name": "setup_project", "arguments": {"path": str(roots / "bulk")}, "_meta": {"progressToken": 7}}
-        _send(first, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": arguments})
-        progress = _read(
-            first,
-            lambda m: (
-                m.get("id") == 3 or (m.get("method") == "notifications/progress" and m["params"]["progress"] >= 100)
-            ),
-        )
-        assert progress.get("id") != 3, "the ingest ended before the client could leave"
-        assert first.stdin is not None
-        first.stdin.close()  # the client is gone, and its server stopped at once (SIGTERM) in the middle of the parse
-        first.send_signal(signal.SIGTERM)
-        first.wait(timeout=150)
+        call = first.start("tools/call", arguments)
+        progress = first.read(lambda m: m.get("id") == call or _progressed(m, 100))
+        assert progress.get("id") != call, "the ingest ended before the client could leave"
+        assert first.process.stdin is not None
+        first.process.stdin.close()  # the client is gone, and its server stopped at once (SIGTERM) mid-parse
+        first.process.send_signal(signal.SIGTERM)
+        first.process.wait(timeout=150)
     finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
+        if first.process.poll() is None:
+            first.process.kill()
+            first.process.wait()
     with sqlite3.connect(data / "brain.sqlite3") as db:
         assert db.execute("SELECT status FROM projects").fetchone()[0] == "ingesting"
         assert db.execute("SELECT count(*) FROM files").fetchone()[0] < files
 
-    second = _server(roots, data, shared_cache_dir, tmp_path / "second.log")
+    second = RagServer(roots, data, shared_cache_dir, tmp_path / "second.log")
     try:
-        _handshake(second)
+        second.start_session()
         deadline = time.monotonic() + 600
         state: dict[str, Any] = {}
-        message_id = 10
         while time.monotonic() < deadline:
-            message_id += 1
-            request = {"name": "list_projects", "arguments": {}}
-            _send(second, {"jsonrpc": "2.0", "id": message_id, "method": "tools/call", "params": request})
-            answer = _read(second, lambda m, i=message_id: m.get("id") == i)
+            answer = second.request("tools/call", {"name": "list_projects", "arguments": {}})
             [project] = answer["result"]["structuredContent"]["projects"]
             state = project["searchable"]
             if state["complete"]:
@@ -238,9 +190,9 @@ def test_a_client_that_disconnects_mid_ingest_finds_it_finished_after_a_restart(
         assert state["ingest"] == "complete" and state["embedded"] == files * 2 and state["pending"] == 0
         assert project["status"] == "ready"
     finally:
-        assert second.stdin is not None
-        second.stdin.close()
-        second.wait(timeout=150)
+        assert second.process.stdin is not None
+        second.process.stdin.close()
+        second.process.wait(timeout=150)
 
 
 def test_the_status_page_summary_says_what_is_searchable(tmp_path: Path) -> None:

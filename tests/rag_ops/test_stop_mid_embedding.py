@@ -8,19 +8,16 @@ without an active exception` (SIGABRT) instead of exiting."""
 
 from __future__ import annotations
 
-import json
 import signal
 import sqlite3
-import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from mcp_sections.shared.embeddings.embedder import default_model_runs
+from tests.rag_ops.raw_server import RagServer
 from tests.rag_ops.trees import make_bulk_tree
-from tests.stdio import cli_command, server_environment
 
 pytestmark = [
     pytest.mark.skipif(not default_model_runs(), reason="needs the rag extra: pip install 'mcp-sections[rag]'"),
@@ -45,51 +42,8 @@ def _vectors(data: Path) -> int:
         connection.close()
 
 
-class Server:
-    """`mcp-sections serve rag_ops` over stdio, its standard error kept in a file."""
-
-    def __init__(self, root: Path, data: Path, cache: Path, log: Path) -> None:
-        self.log = log
-        env = {"MCP_SECTIONS_DATA_DIR": str(data), "MCP_SECTIONS_CACHE_DIR": str(cache)}
-        with log.open("wb") as errors:
-            self.process = subprocess.Popen(
-                [*cli_command(), "serve", "rag_ops", "--root", str(root)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=errors,
-                env=server_environment(env),
-            )
-        self.next_id = 1
-
-    def request(self, method: str, params: dict) -> dict:
-        message_id = self.start(method, params)
-        return self.read(lambda message: message.get("id") == message_id)
-
-    def start(self, method: str, params: dict) -> int:
-        message_id, self.next_id = self.next_id, self.next_id + 1
-        self.send({"jsonrpc": "2.0", "id": message_id, "method": method, "params": params})
-        return message_id
-
-    def read(self, until: Callable[[dict], bool]) -> dict:
-        assert self.process.stdout is not None
-        while True:
-            line = self.process.stdout.readline()
-            assert line, f"the server ended: {self.log.read_text(errors='replace')[-2000:]}"
-            message = json.loads(line)
-            if until(message):
-                return message
-
-    def send(self, message: dict) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write((json.dumps(message) + "\n").encode())
-        self.process.stdin.flush()
-
-    def start_session(self) -> None:
-        """initialize and tools/list: the listing starts the section's warm-up (the brain, the model)."""
-        client = {"name": "stop-test", "version": "0"}
-        self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client})
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        self.request("tools/list", {})
+class Server(RagServer):
+    """The rag_ops server of one start, stopped in the middle of embedding."""
 
     def embed_then_stop(self, how: str) -> tuple[int, str]:
         """Call generate_embeddings; once it has embedded a batch, stop the server while it embeds the next."""
