@@ -44,6 +44,7 @@ from mcp_sections.servers.rag_ops.models import (
     SetupProjectInput,
     SetupProjectResult,
 )
+from mcp_sections.servers.rag_ops.paths import relative
 from mcp_sections.servers.rag_ops.settings import RagOpsSettings
 from mcp_sections.shared.embeddings.requirements import embedding_requirements
 from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, degrading, module
@@ -545,7 +546,7 @@ def _path_filter(state: Any, path: str, project_ids: list[str] | None) -> tuple[
         owner = state.owner_of(real)
         if owner is None:
             return path.strip("/"), []
-        rel = "" if real == owner.root else os.path.relpath(real, owner.root).replace(os.sep, "/")
+        rel = relative(real, owner.root)
         ids = [owner.id] if project_ids is None or owner.id in project_ids else []
         return rel, ids
     return path.strip("/").removeprefix("./"), project_ids
