@@ -299,9 +299,14 @@ class GatewaySettings(LayeredSettings):
     _split_expose = field_validator("expose", "in_process", mode="before")(split_commas)
     _split_patterns = field_validator("disabled_tools", "enabled_tools", mode="before")(_patterns)
 
+    @property
+    def known_profiles(self) -> dict[str, ToolProfile]:
+        """The built-in profiles and `[gateway.profiles]` (which may redefine a built-in one)."""
+        return {**BUILTIN_PROFILES, **self.profiles}
+
     @model_validator(mode="after")
     def _known_profile(self) -> GatewaySettings:
-        known = {**BUILTIN_PROFILES, **self.profiles}
+        known = self.known_profiles
         if self.profile is not None and self.profile not in known:
             raise ValueError(f"unknown tool profile {self.profile!r}; profiles: {', '.join(sorted(known))}")
         for name, profile in self.profiles.items():
@@ -319,7 +324,7 @@ class GatewaySettings(LayeredSettings):
 
     def tool_filter(self) -> ToolFilter:
         """The tool filters in force (`filters.py`)."""
-        chosen = {**BUILTIN_PROFILES, **self.profiles}.get(self.profile) if self.profile else None
+        chosen = self.known_profiles.get(self.profile) if self.profile else None
         return ToolFilter(
             enabled=tuple(self.enabled_tools),
             disabled=tuple(self.disabled_tools),
@@ -332,7 +337,7 @@ class GatewaySettings(LayeredSettings):
 
     def _grant(self, scope: str, profile: str) -> ScopeGrant:
         """What `scope` allows: its profile's rules."""
-        rules = {**BUILTIN_PROFILES, **self.profiles}.get(profile)
+        rules = self.known_profiles.get(profile)
         if rules is None:  # ALL_TOOLS
             return ScopeGrant(scope, profile)
         return ScopeGrant(scope, profile, tuple(rules.enabled_tools), tuple(rules.disabled_tools), rules.read_only)
