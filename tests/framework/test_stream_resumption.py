@@ -16,7 +16,7 @@ import pytest
 
 from mcp_sections.shared.serving import event_store
 from mcp_sections.shared.serving.event_store import SessionEventStores
-from tests.gateway.helpers import REPO, write_config
+from tests.gateway.helpers import REPO, tasks_demo_table, write_config
 from tests.processes import free_port, listening, serving_over_http
 from tests.waiting import eventually
 
@@ -39,17 +39,7 @@ def section(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """The gateway over HTTP, exposing the tasks test section's tools (its slow_compute is forwarded)."""
     workdir = tmp_path_factory.mktemp("gateway")
-    table = (
-        "[gateway.sections.tasks_demo]\n"
-        f'command = "{sys.executable}"\n'
-        'args = ["-m", "tests.gateway.serve_module", "tests.framework.tasks_section"]\n'
-        f'cwd = "{REPO}"\n'
-        'name = "Tasks demo"\n'
-        'description = "Slow test tools."\n'
-        'protocol = "legacy"\n'
-        f'env = {{ MCP_SECTIONS_DATA_DIR = "{workdir / "demo"}", MCP_SECTIONS_CONFIG = "{os.devnull}" }}\n'
-    )
-    config = write_config(workdir / "config.toml", table)
+    config = write_config(workdir / "config.toml", tasks_demo_table(workdir / "demo"))
     args = ["gateway", "--config", str(config), "--data-dir", str(workdir / "data"), "--expose", "tasks_demo"]
     with serving_over_http(args, cwd=workdir) as (port, _):
         yield port

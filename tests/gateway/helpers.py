@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -45,6 +46,22 @@ def demo_section_table(section_id: str = "demo", name: str = "Demo") -> str:
         f'cwd = "{REPO}"\n'
         f'name = "{name}"\n'
         'description = "Framework demo section run as a third-party MCP server."\n'
+    )
+
+
+def tasks_demo_table(data_dir: Path) -> str:
+    """A `[gateway.sections.tasks_demo]` table running the framework's tasks section (slow, failing and bulky tools,
+    `tests/framework/tasks_section.py`) as a third-party stdio server on the 2025-11-25 protocol, its data in
+    `data_dir`."""
+    return (
+        "[gateway.sections.tasks_demo]\n"
+        f'command = "{sys.executable}"\n'
+        'args = ["-m", "tests.gateway.serve_module", "tests.framework.tasks_section"]\n'
+        f'cwd = "{REPO}"\n'
+        'name = "Tasks demo"\n'
+        'description = "Slow and bulky test tools."\n'
+        'protocol = "legacy"\n'
+        f'env = {{ MCP_SECTIONS_DATA_DIR = "{data_dir}", MCP_SECTIONS_CONFIG = "{os.devnull}" }}\n'
     )
 
 

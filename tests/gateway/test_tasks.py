@@ -6,8 +6,6 @@ and Streamable HTTP where the transport carries the cancellation."""
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,7 +17,7 @@ from mcp import Client
 
 from mcp_sections.shared.serving.audit import read_lines
 from mcp_sections.shared.serving.provenance import unwrap
-from tests.gateway.helpers import FORWARD, REPO, builtin_available, forward, write_config
+from tests.gateway.helpers import FORWARD, REPO, builtin_available, forward, tasks_demo_table, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.in_memory import gateway_in_memory
 from tests.processes import process_report, running_with, serving_over_http
@@ -57,16 +55,7 @@ def model() -> Iterator[ScriptedModel]:
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel) -> Path:
     workdir = tmp_path_factory.mktemp("gateway-tasks")
-    tasks_demo = (
-        "[gateway.sections.tasks_demo]\n"
-        f'command = "{sys.executable}"\n'
-        'args = ["-m", "tests.gateway.serve_module", "tests.framework.tasks_section"]\n'
-        f'cwd = "{REPO}"\n'
-        'name = "Tasks demo"\n'
-        'description = "Slow and bulky test tools."\n'
-        'protocol = "legacy"\n'
-        f'env = {{ MCP_SECTIONS_DATA_DIR = "{workdir / "demo-data"}", MCP_SECTIONS_CONFIG = "{os.devnull}" }}\n'
-    )
+    tasks_demo = tasks_demo_table(workdir / "demo-data")
     shell = '[sections.shell_ops]\nallowed_programs = ["sleep"]\n'
     write_config(workdir / "config.toml", tasks_demo, shell, model_table(model.base_url))
     return workdir

@@ -5,7 +5,6 @@ the official client (or a bare `initialize`) presenting a user's access token.""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ import httpx2 as httpx
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.gateway.helpers import REPO
+from tests.gateway.helpers import REPO, tasks_demo_table
 from tests.otlp_receiver import OtlpReceiver
 from tests.processes import free_port, listening
 from tests.stdio import NO_WARM_UP, cli_command
@@ -49,13 +48,7 @@ def gateway_config(team_dir: Path, auth: AuthorizationServer, url: str, approval
         f'approval = "{approval}"\n'
         f'[gateway.auth]\nissuer = "{auth.issuer}"\nresource = "{url}"\n'
         '[gateway.auth.scopes]\n"mcp:read" = "readonly"\n"mcp:tools" = "all"\n'
-        "[gateway.sections.tasks_demo]\n"
-        f'command = "{sys.executable}"\n'
-        'args = ["-m", "tests.gateway.serve_module", "tests.framework.tasks_section"]\n'
-        f'cwd = "{REPO}"\n'
-        'description = "Slow and bulky test tools."\n'
-        'protocol = "legacy"\n'
-        f'env = {{ MCP_SECTIONS_DATA_DIR = "{team_dir / "demo-data"}", MCP_SECTIONS_CONFIG = "{os.devnull}" }}\n'
+        + tasks_demo_table(team_dir / "demo-data")
     )
 
 
