@@ -420,13 +420,17 @@ def code_eval(second: Path | None, keep: Path | None) -> None:
     """The code evaluation's tables (see the module docstring)."""
     import sys
 
-    from benchmarks.brain_code_eval import evaluate, kind_rows, misses, recall
+    from benchmarks.brain_code_eval import SPLITS, evaluate, kind_rows, misses, questions, recall
 
     run = evaluate(second=second, keep=keep, progress=lambda message: print(message, file=sys.stderr, flush=True))
     where = f", with {second} ingested into the same brain first" if second else ", one project per brain"
-    print(f"brain_search defaults (the caller's project) on click 8.1.7, attrs 25.3.0, marshmallow 3.26.1{where}")
-    print("heldout: every third question of each project, never looked at while tuning\n")
-    header = ["kind", "dev n", "@1", "@5", "heldout n", "@1", "@5", "all n", "@1", "@5"]
+    bases = ", ".join(f"{project['package']} {project['version']}" for project in questions())
+    print(f"brain_search defaults (the caller's project) on {bases}{where}")
+    print("heldout: every third question of click, attrs and marshmallow, never looked at while tuning")
+    print("blind: sqlparse's questions, written by someone who never saw the ranking code or a result; run once\n")
+    header = ["kind"] + [
+        f"{label} {col}" if col == "n" else col for label in (*SPLITS, "all") for col in ("n", "@1", "@5")
+    ]
     print_table(header, kind_rows(run.answers))
     projects = sorted({answer.project for answer in run.answers})
     rows = [

@@ -34,6 +34,10 @@ from pathlib import Path
 from typing import Any
 
 DATA = Path(__file__).resolve().parent / "data" / "brain_code_eval.json"
+BLIND = DATA.with_name("brain_code_eval_blind.json")
+"""A fourth code base (sqlparse) whose questions were written by someone who never saw the ranking code or any
+result (split `blind`): run once the method was final, never tuned on."""
+SPLITS = ("dev", "heldout", "blind")
 KINDS = ("definition", "usage", "config", "docs")
 LIMIT = 10
 _RST_ADORNMENT = re.compile(r"""^([=\-~^+*#"'`:.])\1{2,}\s*$""")
@@ -114,7 +118,8 @@ def fetch(package: str, version: str, cache: Path) -> Path:
 
 
 def questions() -> list[dict[str, Any]]:
-    return list(json.loads(DATA.read_text(encoding="utf-8"))["projects"])
+    """The projects of both data files, each with its questions."""
+    return [project for path in (DATA, BLIND) for project in json.loads(path.read_text(encoding="utf-8"))["projects"]]
 
 
 # ---- the ground truth: sections found in the files themselves ------------------------------------------------
@@ -274,7 +279,7 @@ def kind_rows(answers: list[Answered]) -> list[list[Any]]:
     for kind in (*KINDS, "all"):
         mine = [a for a in answers if kind in ("all", a.kind)]
         row: list[Any] = [kind]
-        for split in ("dev", "heldout", None):
+        for split in (*SPLITS, None):
             part = [a for a in mine if split in (None, a.split)]
             row += [len(part), f"{recall(part, 1):.2f}", f"{recall(part, 5):.2f}"]
         rows.append(row)
