@@ -41,7 +41,7 @@ from typing import Literal
 from mcp_sections.shared.confinement.guards.paths import PathGuard
 from mcp_sections.shared.confinement.installations import is_node_installation, is_python_installation
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.ground.locations import is_inside
+from mcp_sections.shared.ground.locations import is_inside, outermost
 from mcp_sections.shared.ground.programs import DEFAULT_SEARCH_PATH
 
 Mode = Literal["auto", "bubblewrap", "seatbelt", "off"]
@@ -303,7 +303,7 @@ def _hiding_binds(confinement: Confinement, prefixes: list[str]) -> list[str]:
     places = [*map(str, confinement.writable), *map(str, confinement.readable), *prefixes]
     state = [path for path in confinement.state if any(is_inside(str(path), place) for place in places)]
     args: list[str] = []
-    for path in _outermost((*confinement.hidden, *state)):
+    for path in map(Path, outermost(str(p) for p in (*confinement.hidden, *state))):  # hidden with the outer one
         if path.is_dir():  # read-only: a program cannot even stage files where the state seems to be
             args += ["--tmpfs", str(path), "--remount-ro", str(path)]
         elif path.exists():
@@ -445,12 +445,6 @@ def _arguments_fd(arguments: Sequence[str]) -> Iterator[int | None]:
         yield descriptor
     finally:
         os.close(descriptor)
-
-
-def _outermost(paths: Sequence[Path]) -> list[Path]:
-    """`paths` without those inside another one (hidden already with it)."""
-    unique = list(dict.fromkeys(paths))
-    return [path for path in unique if not any(o != path and is_inside(str(path), str(o)) for o in unique)]
 
 
 def _entries(directory: Path, *, home: bool) -> tuple[list[str], list[str], list[str]]:

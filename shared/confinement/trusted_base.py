@@ -48,7 +48,7 @@ from typing import Literal
 
 import platformdirs
 
-from mcp_sections.shared.ground.locations import is_inside
+from mcp_sections.shared.ground.locations import is_inside, outermost
 from mcp_sections.shared.ground.programs import DEFAULT_SEARCH_PATH
 
 logger = logging.getLogger("mcp_sections.trusted_base")
@@ -127,15 +127,17 @@ class TrustedBase:
     def read_only(self, roots: Sequence[str] = ()) -> tuple[str, ...]:
         """Real paths of the parts never written (outermost only), leaving out a part that holds one of `roots`: it
         cannot be read-only without the root (`warn_roots_over_the_base`)."""
-        return _outermost(
-            part.real
-            for part in self.parts
-            if part.protection == "read-only" and not any(is_inside(root, part.real) for root in roots)
+        return tuple(
+            outermost(
+                part.real
+                for part in self.parts
+                if part.protection == "read-only" and not any(is_inside(root, part.real) for root in roots)
+            )
         )
 
     def hidden(self) -> tuple[str, ...]:
         """Real paths of the parts never shown (outermost only)."""
-        return _outermost(part.real for part in self.parts if part.protection == "hidden")
+        return tuple(outermost(part.real for part in self.parts if part.protection == "hidden"))
 
     def with_state(self, state: Iterable[tuple[str, str, str]]) -> TrustedBase:
         """This base plus state parts given as (named, real, what)."""
@@ -148,13 +150,13 @@ class TrustedBase:
         home directory fixed when a place holds it."""
         pinned: dict[str, None] = {}
         links: dict[str, None] = {}
-        outermost = set(_outermost(part.real for part in self.parts))  # inside one, a read-only bind holds it
+        outer = set(outermost(part.real for part in self.parts))  # inside one, a read-only bind holds it
         for part in self.parts:
-            if part.real in outermost or not any(is_inside(part.real, place) for place in outermost):
+            if part.real in outer or not any(is_inside(part.real, place) for place in outer):
                 for name in dict.fromkeys((part.named, part.real)):
                     _walk_way(name, places, pinned, links, depth=0)
         for directory in list(pinned):
-            if any(is_inside(directory, place) and directory != place for place in outermost):
+            if any(is_inside(directory, place) and directory != place for place in outer):
                 del pinned[directory]
         fixed = dict.fromkeys(os.path.dirname(link) for link in links)
         home = os.path.realpath(os.path.expanduser("~"))
@@ -200,11 +202,6 @@ def hidden_entries(directory: str) -> list[str]:
         return sorted(name for name in os.listdir(directory) if name.startswith("."))
     except OSError:
         return []
-
-
-def _outermost(paths: Iterable[str]) -> tuple[str, ...]:
-    unique = list(dict.fromkeys(paths))
-    return tuple(path for path in unique if not any(other != path and is_inside(path, other) for other in unique))
 
 
 def _unique(parts: Iterable[Part]) -> tuple[Part, ...]:

@@ -7,6 +7,7 @@ is imported.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import platformdirs
@@ -22,6 +23,13 @@ def is_inside(path: str, root: str) -> bool:
         return True
     prefix = root if root.endswith(os.sep) else root + os.sep
     return path.startswith(prefix)
+
+
+def outermost(paths: Iterable[str]) -> list[str]:
+    """`paths` (real, normalised strings) without duplicates and without those inside another one of them, in their
+    first order: what a bind or a protection of each one left covers whole."""
+    unique = list(dict.fromkeys(paths))
+    return [path for path in unique if not any(other != path and is_inside(path, other) for other in unique)]
 
 
 def installation_dirs() -> tuple[Path, ...]:
