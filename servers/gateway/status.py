@@ -50,7 +50,7 @@ from mcp_sections.shared.brain.summary import BrainSummary, brain_summary
 from mcp_sections.shared.framework.clients import User
 from mcp_sections.shared.ground.about import package_version
 from mcp_sections.shared.serving.audit import recent_records
-from mcp_sections.shared.serving.http_auth import BearerToken, HttpGuard, Identified
+from mcp_sections.shared.serving.http_auth import BearerToken, HttpGuard, Identified, bearer_credential
 from mcp_sections.shared.serving.question_board import PendingQuestion
 
 if TYPE_CHECKING:
@@ -166,9 +166,9 @@ class StatusPage:
         """Who makes this request (the bearer header, the session cookie, or an open page), or None: not signed in."""
         if self._guard is None:
             return Visitor("open")
-        kind, _, credential = request.headers.get("authorization", "").partition(" ")
-        if kind.lower() == "bearer" and credential.strip():
-            identified = await self._guard.identify(credential.strip())
+        credential = bearer_credential(request.headers.get("authorization", ""))
+        if credential is not None:
+            identified = await self._guard.identify(credential)
             if identified is not None:
                 return Visitor(f"bearer:{identified.user.id}", identified.user)
         session = request.cookies.get(COOKIE)

@@ -173,6 +173,13 @@ def authorization(scope: Scope) -> bytes:
     return next((value for name, value in scope.get("headers", []) if name.lower() == b"authorization"), b"")
 
 
+def bearer_credential(header: str) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header (the scheme in any case), or None for another scheme
+    or an empty token."""
+    kind, _, credential = header.partition(" ")
+    return credential.strip() or None if kind.lower() == "bearer" else None
+
+
 async def send_json(send: Send, status: int, payload: Any, *headers: tuple[bytes, bytes]) -> None:
     """An ASGI response of `payload` as JSON, with `headers` between its content type and length."""
     body = json.dumps(payload).encode()

@@ -52,6 +52,7 @@ from mcp_sections.shared.serving.http_auth import (
     Scope,
     Send,
     authorization,
+    bearer_credential,
     send_json,
 )
 
@@ -368,12 +369,12 @@ class _RequireToken:
         if not presented:
             await self._refuse(send, None, "send Authorization: Bearer <an access token of the authorization server>")
             return
-        kind, _, token = presented.decode("latin-1").partition(" ")
-        if kind.lower() != "bearer" or not token.strip():
+        token = bearer_credential(presented.decode("latin-1"))
+        if token is None:
             await self._refuse(send, "invalid_request", "the Authorization header is not Bearer <token>")
             return
         try:
-            access = await self._verifier.check(token.strip())
+            access = await self._verifier.check(token)
         except TokenRefused as refused:
             logger.info("refused a request's access token: %s", refused)
             await self._refuse(send, "invalid_token", str(refused))

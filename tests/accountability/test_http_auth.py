@@ -12,7 +12,7 @@ import httpx2 as httpx
 import pytest
 from mcp import Client
 
-from mcp_sections.shared.serving.http_auth import AuthConfigError, resolve_token
+from mcp_sections.shared.serving.http_auth import AuthConfigError, bearer_credential, resolve_token
 from tests.processes import serving_over_http
 from tests.stdio import cli_command
 
@@ -122,3 +122,12 @@ def test_token_rules(tmp_path: Path) -> None:
         resolve_token(tmp_path / "missing", "127.0.0.1", {})
     with pytest.raises(AuthConfigError, match="reachable from other machines"):
         resolve_token(None, "10.0.0.5", {})
+
+
+def test_the_bearer_scheme_is_read_in_one_place_in_any_case() -> None:
+    """The status page and the OAuth resource server read `Authorization` with this one function."""
+    assert bearer_credential("Bearer abc") == "abc"
+    assert bearer_credential("bearer  abc ") == "abc"
+    assert bearer_credential("Basic abc") is None
+    assert bearer_credential("Bearer ") is None
+    assert bearer_credential("") is None
