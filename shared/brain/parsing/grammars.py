@@ -128,15 +128,13 @@ def _text(node: Any) -> str:
     return node.text.decode("utf-8", errors="replace") if node is not None and node.text is not None else ""
 
 
-def _ts_name(node: Any, language: str) -> str:
+def _ts_name(node: Any) -> str:
+    """A definition's name: its `name` field, or a Rust `impl`'s "Trait for Type" (or its type alone)."""
     if node.type == "impl_item":
         trait = node.child_by_field_name("trait")
         typ = _text(node.child_by_field_name("type"))
         return f"{_text(trait)} for {typ}" if trait is not None else typ
-    name = node.child_by_field_name("name")
-    if name is None and node.type == "variable_declarator":
-        name = node.child_by_field_name("name")
-    return _text(name)
+    return _text(node.child_by_field_name("name"))
 
 
 def _callee(node: Any, field: str) -> str:
@@ -239,7 +237,7 @@ class _SyntaxWalk:
                 return
             kind = self._kind_of(child)
             if kind is not None:
-                name = _ts_name(child, self.language)
+                name = _ts_name(child)
                 if name:
                     sid = self.define(child, kind, name, parent, prefix, parent_kind)
                     self.visit(child, sid, f"{prefix}.{name}" if prefix else name, kind)
