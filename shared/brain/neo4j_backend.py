@@ -21,7 +21,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 from mcp_sections.shared.brain.cypher_guard import check_read_query
 from mcp_sections.shared.brain.model import (
-    LABELS,
     RELATIONSHIPS,
     Edge,
     EntityFilter,
@@ -82,6 +81,7 @@ from mcp_sections.shared.brain.neo4j_statements import (
     upsert_nodes_statement,
     vector_index_statement,
 )
+from mcp_sections.shared.brain.schema_answer import schema_answer
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.ground.install_hints import install_hint
 
@@ -358,19 +358,11 @@ class Neo4jBrainStore:
         return found, edges
 
     def schema(self, project_ids: Sequence[str] | None = None) -> dict[str, Any]:
-        from mcp_sections.shared.brain.model import LABEL_PROPERTIES
-
         scope = {"all": project_ids is None, "projects": list(project_ids or [])}
         labels = {r["name"]: r["c"] for r in self._read(SCHEMA_LABELS, **scope)}
         rels = {r["name"]: r["c"] for r in self._read(SCHEMA_RELATIONSHIPS, **scope)}
         vectors = self._read(SCHEMA_VECTORS, **scope)[0]
-        return {
-            "labels": {label: int(labels.get(label, 0)) for label in LABELS},
-            "relationships": {rel: int(rels.get(rel, 0)) for rel in RELATIONSHIPS},
-            "properties": {label: list(LABEL_PROPERTIES[label]) for label in LABELS},
-            "vectors": int(vectors["vectors"]),
-            "embeddable": int(vectors["embeddable"]),
-        }
+        return schema_answer(labels, rels, vectors["vectors"], vectors["embeddable"])
 
     # ---- search -----------------------------------------------------------------------------------
     def text_search(

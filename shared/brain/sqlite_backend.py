@@ -18,11 +18,10 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcp_sections.shared.brain.model import (
     ALL_PROPERTIES,
-    LABEL_PROPERTIES,
     LABELS,
     RELATIONSHIPS,
     Edge,
@@ -34,10 +33,7 @@ from mcp_sections.shared.brain.model import (
     check_project_fields,
     project_node_id,
 )
-from mcp_sections.shared.store.sqlite import Database
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
+from mcp_sections.shared.brain.schema_answer import schema_answer
 from mcp_sections.shared.brain.sqlite_rows import (
     BM25_WEIGHTS,
     MAX_WALK_ROWS,
@@ -51,6 +47,7 @@ from mcp_sections.shared.brain.sqlite_rows import (
 )
 from mcp_sections.shared.brain.sqlite_schema import MIGRATIONS
 from mcp_sections.shared.brain.sqlite_vectors import SQLiteVectors
+from mcp_sections.shared.store.sqlite import Database
 
 
 class SQLiteBrainStore(SQLiteVectors):
@@ -449,13 +446,7 @@ class SQLiteBrainStore(SQLiteVectors):
             embeddable = db.execute(
                 f"SELECT count(*) FROM nodes {where} {'AND' if where else 'WHERE'} embed_hash IS NOT NULL", params
             ).fetchone()[0]
-        return {
-            "labels": {label: labels.get(label, 0) for label in LABELS},
-            "relationships": {rel: rels.get(rel, 0) for rel in RELATIONSHIPS},
-            "properties": {label: list(LABEL_PROPERTIES[label]) for label in LABELS},
-            "vectors": vectors,
-            "embeddable": embeddable,
-        }
+        return schema_answer(labels, rels, vectors, embeddable)
 
     # ---- text search --------------------------------------------------------------------------------
     def text_search(
