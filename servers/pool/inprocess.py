@@ -22,12 +22,11 @@ from mcp_sections.shared.serving.pipeline import SectionCalls
 from mcp_sections.shared.settings.config import Settings
 
 from .catalog import SectionEntry
+from .launchers import ProgressCallback, State, call_timed_out
 from .settings import GatewaySettings
 
 if TYPE_CHECKING:
     from mcp_sections.shared.framework.sections import Section, SectionRuntime
-
-    from .launchers import ProgressCallback, State
 
 logger = logging.getLogger("mcp_sections.gateway.inprocess")
 
@@ -125,11 +124,7 @@ class InProcessLauncher:
         with anyio.move_on_after(self._gateway.call_timeout_seconds) as scope:
             return await calls.call(spec, arguments, ctx)
         assert scope.cancelled_caught
-        raise ToolFailure(
-            ErrorCode.TIMEOUT,
-            f"section {self.entry.id!r} did not answer {name} within "
-            f"{self._gateway.call_timeout_seconds:.0f} s; narrow the request and call again.",
-        )
+        raise call_timed_out(self.entry.id, name, self._gateway)
 
     async def read_resource(self, uri: str) -> dict[str, Any] | None:
         """None: a section in the gateway's process keeps its results in the gateway's own store."""

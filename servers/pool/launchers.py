@@ -554,11 +554,7 @@ class SubprocessLauncher:
             self._drop("the section's process exited or closed the connection", client)
             return self._died(what)
         if exc.code == REQUEST_TIMEOUT:
-            return ToolFailure(
-                ErrorCode.TIMEOUT,
-                f"section {self.entry.id!r} did not answer {what} within "
-                f"{self._gateway.call_timeout_seconds:.0f} s; narrow the request and call again.",
-            )
+            return call_timed_out(self.entry.id, what, self._gateway)
         return ToolFailure(
             ErrorCode.EXECUTION_FAILED,
             f"section {self.entry.id!r} refused {what}: {exc.message[:300]} (MCP error {exc.code}).",
@@ -570,6 +566,16 @@ class SubprocessLauncher:
             f"section {self.entry.id!r} stopped while handling {what} ({self.last_error}); the gateway restarts it "
             "on the next call. If the call was not read-only, check its effect before repeating it.",
         )
+
+
+def call_timed_out(section_id: str, what: str, gateway: GatewaySettings) -> ToolFailure:
+    """The TIMEOUT of a call (`what`: a tool or request) a section did not answer within the gateway's call timeout,
+    whether it runs in its own process or in the gateway's (`inprocess.py`)."""
+    return ToolFailure(
+        ErrorCode.TIMEOUT,
+        f"section {section_id!r} did not answer {what} within "
+        f"{gateway.call_timeout_seconds:.0f} s; narrow the request and call again.",
+    )
 
 
 @asynccontextmanager
