@@ -226,8 +226,8 @@ class MemoryStore:
         **options: Any,
     ) -> MemoryStore:
         """The store of this data directory, or of the PostgreSQL server `backend` names."""
-        if backend is not None and backend.store == "postgres":
-            options.update(postgres_url=backend.postgres_url, postgres_password=backend.postgres_password())
+        if backend is not None:
+            options.update(backend.postgres_server())
         return cls(Path(data_dir) / DATABASE_FILE, embeddings, **options)
 
     # ---- embeddings -----------------------------------------------------------------------

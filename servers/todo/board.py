@@ -212,14 +212,8 @@ class Board:
         backend: StoreBackendSettings | None = None,
     ) -> Board:
         """The board of this data directory, or of the PostgreSQL server `backend` names."""
-        if backend is not None and backend.store == "postgres":
-            return cls(
-                None,
-                max_tasks_per_workflow,
-                postgres_url=backend.postgres_url,
-                postgres_password=backend.postgres_password(),
-            )
-        return cls(Path(data_dir) / FILE_NAME, max_tasks_per_workflow)
+        server = backend.postgres_server() if backend is not None else {}
+        return cls(None if server else Path(data_dir) / FILE_NAME, max_tasks_per_workflow, **server)
 
     def close(self) -> None:
         self.db.close()

@@ -84,6 +84,13 @@ class StoreBackendSettings(BaseModel):
         except OSError as exc:
             raise ConfigError(f"postgres_password_file {self.postgres_password_file} cannot be read: {exc}") from exc
 
+    def postgres_server(self) -> dict[str, str | None]:
+        """What a store opens on `store = "postgres"`: its `postgres_url` and `postgres_password` arguments (none: the
+        SQLite file of the data directory)."""
+        if self.store != "postgres":
+            return {}
+        return {"postgres_url": self.postgres_url, "postgres_password": self.postgres_password()}
+
     @model_validator(mode="after")
     def _url_with_postgres(self) -> StoreBackendSettings:
         if self.store == "postgres" and not self.postgres_url:
