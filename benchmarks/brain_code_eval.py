@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 DATA = Path(__file__).resolve().parent / "data" / "brain_code_eval.json"
-BLIND = DATA.with_name("brain_code_eval_blind.json")
-"""A fourth code base (sqlparse) whose questions were written by someone who never saw the ranking code or any
-result (split `blind`): run once the method was final, never tuned on."""
-SPLITS = ("dev", "heldout", "blind")
+BLIND = (DATA.with_name("brain_code_eval_blind.json"), DATA.with_name("brain_code_eval_blind2.json"))
+"""Two more code bases (sqlparse: split `blind`; structlog: `blind2`) whose questions were written by people who never
+saw the ranking code or any result: each run once the method was final, never tuned on."""
+SPLITS = ("dev", "heldout", "blind", "blind2")
 KINDS = ("definition", "usage", "config", "docs")
 LIMIT = 10
 _RST_ADORNMENT = re.compile(r"""^([=\-~^+*#"'`:.])\1{2,}\s*$""")
@@ -119,7 +119,7 @@ def fetch(package: str, version: str, cache: Path) -> Path:
 
 def questions() -> list[dict[str, Any]]:
     """The projects of both data files, each with its questions."""
-    return [project for path in (DATA, BLIND) for project in json.loads(path.read_text(encoding="utf-8"))["projects"]]
+    return [project for path in (DATA, *BLIND) for project in json.loads(path.read_text(encoding="utf-8"))["projects"]]
 
 
 # ---- the ground truth: sections found in the files themselves ------------------------------------------------
