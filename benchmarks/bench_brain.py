@@ -427,8 +427,8 @@ def code_eval(second: Path | None, keep: Path | None) -> None:
     bases = ", ".join(f"{project['package']} {project['version']}" for project in questions())
     print(f"brain_search defaults (the caller's project) on {bases}{where}")
     print("heldout: every third question of click, attrs and marshmallow, never looked at while tuning")
-    print("blind, blind2: sqlparse's and structlog's questions, written by people who never saw the ranking code or a")
-    print("result; each run once\n")
+    print("blind, blind2, blind3, blind4: sqlparse's, structlog's, cattrs' and itsdangerous' questions, written by")
+    print("people who never saw the ranking code or a result; each run once\n")
     header = ["kind"] + [
         f"{label} {col}" if col == "n" else col for label in (*SPLITS, "all") for col in ("n", "@1", "@5")
     ]

@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import Any
 
 DATA = Path(__file__).resolve().parent / "data" / "brain_code_eval.json"
-BLIND = (DATA.with_name("brain_code_eval_blind.json"), DATA.with_name("brain_code_eval_blind2.json"))
-"""Two more code bases (sqlparse: split `blind`; structlog: `blind2`) whose questions were written by people who never
-saw the ranking code or any result: each run once the method was final, never tuned on."""
-SPLITS = ("dev", "heldout", "blind", "blind2")
+BLIND = tuple(DATA.with_name(f"brain_code_eval_blind{n}.json") for n in ("", "2", "3", "4"))
+"""Four more code bases (sqlparse: split `blind`; structlog: `blind2`; cattrs: `blind3`; itsdangerous: `blind4`) whose
+questions were written by people who never saw the ranking code or any result: each run once the method was final,
+never tuned on."""
+SPLITS = ("dev", "heldout", "blind", "blind2", "blind3", "blind4")
 KINDS = ("definition", "usage", "config", "docs")
 LIMIT = 10
 _RST_ADORNMENT = re.compile(r"""^([=\-~^+*#"'`:.])\1{2,}\s*$""")

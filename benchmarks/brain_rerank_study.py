@@ -1,6 +1,6 @@
 """What limits the brain's ranking: each signal alone, and a linear reranker learned over all of them (issue #41).
 
-On the code evaluation's five code bases (`brain_code_eval`: three tuned on, two whose questions were written blind),
+On the code evaluation's seven code bases (`brain_code_eval`: three tuned on, four whose questions were written blind),
 every question's first 40 fused candidates are read with the signals the fusion has for them: the fused score and
 rank, the rank and cosine of the vector leg, the rank of the text leg, the symbol leg, the call graph and page
 legs, the role's weight for the intent, the name and kind signals, and the candidate's shape (label, kind, nested,
@@ -8,7 +8,7 @@ private, documented, length). Two tables:
 - recall@1/@5 per group of code bases, ordered by the brain's ranking, by each leg alone, by the fused legs without
   the role weights and name signals, and by the role weights without the name signals;
 - a linear reranker over those signals (softmax over each question's candidates, L2 towards the fused score),
-  learned on four code bases and scored on the fifth, in turn (leave one project out), beside the brain's ranking
+  learned on six code bases and scored on the seventh, in turn (leave one project out), beside the brain's ranking
   on the same candidates.
 
 Run: python -m benchmarks.brain_rerank_study [--keep DIR] [--l2 1.0] (the brains are ingested as `--eval` does;
@@ -31,7 +31,10 @@ from benchmarks.harness import print_table
 
 CANDIDATES = 40
 RRF_K = 30
-GROUPS = (("click", "attrs", "marshmallow"), ("sqlparse",), ("structlog",))
+GROUPS = {
+    "tuned on (click, attrs, marshmallow)": ("click", "attrs", "marshmallow"),
+    "written blind (the other four)": ("sqlparse", "structlog", "cattrs", "itsdangerous"),
+}
 SIGNALS = (
     "log fused score",
     "fused rank",
@@ -224,11 +227,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         rows = collect(args.keep or Path(directory))
     print("recall@1 / @5 (questions with a right answer first / in the first five), per group of code bases\n")
-    header = ["ordering", *("/".join(group) for group in GROUPS)]
+    header = ["ordering", *GROUPS]
     table = []
     for name, key in ORDERINGS.items():
         cells = []
-        for group in GROUPS:
+        for group in GROUPS.values():
             mine = [row for row in rows if row["project"] in group]
             first, five = ordered_by(mine, key)
             cells.append(f"{first / len(mine):.2f} / {five / len(mine):.2f}")
