@@ -58,8 +58,9 @@ assert set(PROJECT_TYPES) == set(ProjectType.__args__)  # type: ignore[attr-defi
 # ---- shared output pieces -------------------------------------------------------------------------
 
 SCORE_DESCRIPTION = (
-    "Searches only, higher is better. Mode semantic: cosine similarity (-1..1, above ~0.3 is related). Modes hybrid "
-    "and text: rank fusion of the rankings in matched_by, 1.0 = first in each (orders this answer only)."
+    "Searches only, higher is better. Mode semantic: cosine similarity (-1..1, above ~0.3 is related). Mode hybrid: "
+    "the reranker's, 1.0 = first of this answer. Mode text: rank fusion of the rankings in matched_by, 1.0 = first "
+    "in each. Hybrid and text scores order one answer only."
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ from mcp_sections.servers.rag_ops.ranking import (
     thing_asked,
     versions_in,
 )
+from mcp_sections.servers.rag_ops.rerank import Candidate, Question, scores
 from mcp_sections.shared.brain.embedding_jobs import EmbeddingJobs
 from mcp_sections.shared.brain.model import LABELS, EntityFilter, Node
 from mcp_sections.shared.ground.errors import invalid_input
@@ -30,6 +32,7 @@ GRAPH_CALLERS = 3
 GRAPH_SHARE = 0.5  # a caller's score, as a share of its definition's
 PAGE_FILES = 5  # documentation files whose title section stands for them
 VERSION_BOOST = 2.0
+RERANK_DEPTH = 40  # the candidates the reranker orders (what it was learned on)
 Leg = tuple[str, list[tuple[str, float]]]  # a search leg's name and its hits, best first
 SCOPE_KINDS = ("function", "method", "class", "interface", "struct", "enum", "trait", "impl", "type", "block")
 
@@ -85,9 +88,12 @@ class BrainSearch(EmbeddingJobs):
         tests and docs; a "how do I" question gets docs first. Among the role wanted, a candidate whose own name the
         question spells, or of the kind of thing it asks for ("the field that …"), counts more (`ranking.fit`).
 
-        Each result has one `score` (`models.SCORE_DESCRIPTION`): in mode semantic the cosine similarity, in modes
-        hybrid and text the fused score scaled so that 1.0 is first in every leg with the role the intent wants (or the
-        first of this answer, when its name lifted it above that)."""
+        In a hybrid search the reranker (`rerank`) then orders the first `RERANK_DEPTH` candidates by every signal the
+        fusion has for them, with weights learned on real code bases.
+
+        Each result has one `score` (`models.SCORE_DESCRIPTION`): in mode semantic the cosine similarity; in mode
+        hybrid the reranker's, 1.0 first; in mode text the fused score scaled so that 1.0 is first in every leg with
+        the role the intent wants (or the first of this answer, when its name lifted it above that)."""
         labels, kinds = _split_types(types)
         projects = {p.id: p for p in self.store.list_projects()}
         if project_types:
@@ -97,10 +103,13 @@ class BrainSearch(EmbeddingJobs):
         pool = max(POOL, (offset + limit) * 4 + 20)
         legs, mode, note, text = self._run_legs(query, project_ids, labels, pool, semantic, text, min_score)
         fused, nodes = self._fuse(query, legs, intent, project_ids, graph=intent in ("code", "mixed") and text)
-        first = sum(leg_score(source, 0, hits[0][1]) for source, hits in legs)  # first in every leg
-        best = max([first, *(entry["rrf"] for entry in fused.values())])  # or above it, by the name or the version
-        for entry in fused.values():
-            entry["score"] = entry["similarity"] if mode == "semantic" else entry["rrf"] / best
+        if mode == "hybrid":
+            rerank_fused(fused, nodes, Question(intent, frozenset(query_stems(query)), thing_asked(query)))
+        else:
+            first = sum(leg_score(source, 0, hits[0][1]) for source, hits in legs)  # first in every leg
+            best = max([first, *(entry["rrf"] for entry in fused.values())])  # or above it, by name or version
+            for entry in fused.values():
+                entry["score"] = entry["similarity"] if mode == "semantic" else entry["rrf"] / best
         candidates = self._ordered(fused, nodes, text_match, kinds)
         results = []
         for nid in candidates[offset : offset + limit]:
@@ -174,6 +183,7 @@ class BrainSearch(EmbeddingJobs):
                 entry = _candidate(fused, nid)
                 entry["rrf"] += leg_score(source, rank, raw)
                 entry["matched_by"].append(source)
+                entry["ranks"].setdefault(source, rank)
                 if source == "semantic":
                     entry["similarity"] = raw
         nodes = {n.id: n for n in self.store.get_nodes(list(fused))}
@@ -193,7 +203,9 @@ class BrainSearch(EmbeddingJobs):
         self, fused: dict[str, dict[str, Any]], nodes: dict[str, Node], text_match: str | None, kinds: set[str]
     ) -> list[str]:
         """The candidates best first, kept if their text matches `text_match` and their kind is one of `kinds`."""
-        candidates = sorted((nid for nid in fused if nid in nodes), key=lambda nid: -fused[nid]["rrf"])
+        candidates = sorted(
+            (nid for nid in fused if nid in nodes), key=lambda nid: (-fused[nid]["score"], -fused[nid]["rrf"])
+        )
         if text_match:
             keep = self.store.filter_text_match(candidates, text_match)
             candidates = [nid for nid in candidates if nid in keep]
@@ -265,9 +277,36 @@ class BrainSearch(EmbeddingJobs):
 
 
 def _candidate(fused: dict[str, dict[str, Any]], nid: str) -> dict[str, Any]:
-    """`nid`'s entry in the fusion, made empty if it has none yet (its fused score, the legs that found it, its cosine
-    similarity when the vectors did)."""
-    return fused.setdefault(nid, {"rrf": 0.0, "matched_by": [], "similarity": None})
+    """`nid`'s entry in the fusion, made empty if it has none yet (its fused score, the legs that found it and at
+    which rank, its cosine similarity when the vectors did)."""
+    return fused.setdefault(nid, {"rrf": 0.0, "matched_by": [], "ranks": {}, "similarity": None})
+
+
+def fused_candidates(fused: dict[str, dict[str, Any]], nodes: dict[str, Node]) -> list[Candidate]:
+    """The fusion's candidates as the reranker reads them, best fused score first."""
+    order = sorted((nid for nid in fused if nid in nodes), key=lambda nid: -fused[nid]["rrf"])
+    found = []
+    for nid in order:
+        entry = fused[nid]
+        found.append(Candidate(nodes[nid], entry["rrf"], entry["ranks"], entry["similarity"], entry["matched_by"]))
+    return found
+
+
+def rerank_fused(fused: dict[str, dict[str, Any]], nodes: dict[str, Node], question: Question) -> None:
+    """Each candidate's `score` in a hybrid search: the first `RERANK_DEPTH` by fused score ordered by the reranker
+    (`rerank.scores`; 1.0 first, e^-1 one unit below), the rest after them in fused order."""
+    ranked = fused_candidates(fused, nodes)
+    head = ranked[:RERANK_DEPTH]
+    learned = scores(head, question)
+    best = max(learned, default=0.0)
+    for candidate, value in zip(head, learned, strict=True):
+        fused[candidate.node.id]["score"] = math.exp(value - best)
+    floor = min((fused[c.node.id]["score"] for c in head), default=1.0)
+    last = head[-1].fused if head and head[-1].fused > 0 else 1.0
+    for candidate in ranked[RERANK_DEPTH:]:  # at most the last reranked one's, in fused order
+        fused[candidate.node.id]["score"] = floor * min(candidate.fused / last, 1.0)
+    for entry in fused.values():
+        entry.setdefault("score", 0.0)  # a node the store no longer has
 
 
 def leg_score(source: str, rank: int, raw: float) -> float:
