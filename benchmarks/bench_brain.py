@@ -420,17 +420,17 @@ def code_eval(second: Path | None, keep: Path | None) -> None:
     """The code evaluation's tables (see the module docstring)."""
     import sys
 
-    from benchmarks.brain_code_eval import SPLITS, evaluate, kind_rows, misses, questions, recall
+    from benchmarks.brain_code_eval import COLUMNS, evaluate, kind_rows, misses, questions, recall
 
     run = evaluate(second=second, keep=keep, progress=lambda message: print(message, file=sys.stderr, flush=True))
     where = f", with {second} ingested into the same brain first" if second else ", one project per brain"
     bases = ", ".join(f"{project['package']} {project['version']}" for project in questions())
     print(f"brain_search defaults (the caller's project) on {bases}{where}")
     print("heldout: every third question of click, attrs and marshmallow, never looked at while tuning")
-    print("blind, blind2, blind3, blind4: sqlparse's, structlog's, cattrs' and itsdangerous' questions, written by")
-    print("people who never saw the ranking code or a result; each run once\n")
+    print("blind…blind6: sqlparse, structlog, cattrs, itsdangerous, pyparsing, tomlkit: questions written by people")
+    print("who never saw the ranking code or a result, each run once; the reranker learned from the first four\n")
     header = ["kind"] + [
-        f"{label} {col}" if col == "n" else col for label in (*SPLITS, "all") for col in ("n", "@1", "@5")
+        f"{label} {col}" if col == "n" else col for label in (*COLUMNS, "all") for col in ("n", "@1", "@5")
     ]
     print_table(header, kind_rows(run.answers))
     projects = sorted({answer.project for answer in run.answers})
