@@ -110,6 +110,7 @@ class BrainSearch(EmbeddingJobs):
             best = max([first, *(entry["rrf"] for entry in fused.values())])  # or above it, by name or version
             for entry in fused.values():
                 entry["score"] = entry["similarity"] if mode == "semantic" else entry["rrf"] / best
+                entry["order"] = entry["rrf"]
         candidates = self._ordered(fused, nodes, text_match, kinds)
         results = []
         for nid in candidates[offset : offset + limit]:
@@ -202,9 +203,10 @@ class BrainSearch(EmbeddingJobs):
     def _ordered(
         self, fused: dict[str, dict[str, Any]], nodes: dict[str, Node], text_match: str | None, kinds: set[str]
     ) -> list[str]:
-        """The candidates best first, kept if their text matches `text_match` and their kind is one of `kinds`."""
+        """The candidates best first (by `order`: the reranker's score in a hybrid search, else the fused score),
+        kept if their text matches `text_match` and their kind is one of `kinds`."""
         candidates = sorted(
-            (nid for nid in fused if nid in nodes), key=lambda nid: (-fused[nid]["score"], -fused[nid]["rrf"])
+            (nid for nid in fused if nid in nodes), key=lambda nid: (-fused[nid]["order"], -fused[nid]["rrf"])
         )
         if text_match:
             keep = self.store.filter_text_match(candidates, text_match)
@@ -307,6 +309,7 @@ def rerank_fused(fused: dict[str, dict[str, Any]], nodes: dict[str, Node], quest
         fused[candidate.node.id]["score"] = floor * min(candidate.fused / last, 1.0)
     for entry in fused.values():
         entry.setdefault("score", 0.0)  # a node the store no longer has
+        entry["order"] = entry["score"]
 
 
 def leg_score(source: str, rank: int, raw: float) -> float:
