@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.brain_code_eval import evaluate, fetch, is_answer, questions, sdist_cache
-from benchmarks.harness import print_table
+from benchmarks.harness import median, percentile, print_table
 from mcp_sections.servers.rag_ops.ranking import (
     NAME_BOOST,
     THING_BOOST,
@@ -197,6 +198,15 @@ def main() -> None:
     shipped = np.array(WEIGHTS)
     print(f"\nrerank.WEIGHTS (learned on the first seven): {hits(data, shipped)} of {len(data)}; learned on all:")
     print(f"{hits(data, learned)} (in sample)")
+    spent = []
+    for one in asked:
+        started = time.perf_counter()
+        scores(one.candidates, one.question)
+        spent.append((time.perf_counter() - started) * 1000)
+    print(
+        f"the reranker's cost per question ({RERANK_DEPTH} candidates): p50 {median(spent):.2f} ms, p95 "
+        f"{percentile(spent, 0.95):.2f} ms"
+    )
     if args.weights:
         chosen = learn([d for d in data if d[2] in LEARNED_ON], args.l2)
         print("WEIGHTS = (" + ", ".join(f"{w:.2f}" for w in chosen) + ")")
