@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, UnknownSection, all_sections, load_section
 from mcp_sections.shared.ground.about import package_version
+from mcp_sections.shared.ground.hosts import url_host
 from mcp_sections.shared.serving import telemetry
 from mcp_sections.shared.settings.config import ConfigError, Settings, load_settings
 
@@ -255,7 +256,7 @@ def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gatewa
         page = StatusPage(gateway, guard, security)
         pages = {PREFIX: page}
         shown = "localhost" if args.host in ("0.0.0.0", "::") else args.host  # bound to all: the local address
-        place = f"[{shown}]" if ":" in shown and not shown.startswith("[") else shown
+        place = url_host(shown)
         sign_in = "sign in with your access token" if page.oauth else "sign in with the gateway's token"
         gateway.questions.open_at(f"http://{place}:{args.port}{PREFIX}", sign_in=sign_in)
     elif gateway is not None and _status_beside(args, settings):

@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 
 from mcp_sections.shared.confinement.guards.urls import UrlGuard, parse_url
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, permission_denied
+from mcp_sections.shared.ground.hosts import url_host
 
 Kind = Literal["http", "connect"]
 HOP_BY_HOP = frozenset(
@@ -512,7 +513,7 @@ def _is_ip(host: str) -> bool:
 
 
 def _authority(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return f"{url_host(host)}:{port}"
 
 
 def _origin(scheme: str, host: str, port: int) -> str:

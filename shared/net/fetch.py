@@ -21,6 +21,7 @@ import httpx2
 
 from mcp_sections.shared.confinement.guards.urls import CheckedUrl, UrlGuard
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.hosts import url_host
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 HOP_BY_HOP = frozenset({"host", "connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"})
@@ -136,8 +137,7 @@ class GuardedHttp:
         limit = self.max_bytes if max_bytes is None else max_bytes
         last_error: Exception | None = None
         for address in checked.addresses[:3]:
-            shown = f"[{address}]" if ":" in address else address
-            pinned = f"{parsed.scheme}://{shown}:{parsed.port}{parsed.path_and_query}"
+            pinned = f"{parsed.scheme}://{url_host(address)}:{parsed.port}{parsed.path_and_query}"
             request = self._client.build_request(method, pinned, headers=sent, content=content, extensions=extensions)
             try:
                 response = await self._client.send(request, stream=True)

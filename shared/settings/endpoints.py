@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from mcp_sections.shared.confinement.guards.urls import normalise_host
 from mcp_sections.shared.ground.errors import ToolFailure
+from mcp_sections.shared.ground.hosts import url_host
 from mcp_sections.shared.settings import served
 from mcp_sections.shared.settings.config import Settings
 
@@ -63,8 +64,7 @@ class Endpoint:
 def announce_listener(host: str, port: int, environ: dict[str, str] | None = None) -> None:
     """Add this server's HTTP listener to `SUITE_ENDPOINTS` (before it binds): the sections it starts inherit it."""
     env = os.environ if environ is None else environ
-    shown = f"[{host}]" if ":" in host else host
-    env[SUITE_ENDPOINTS] = _joined([*URL.findall(env.get(SUITE_ENDPOINTS, "")), f"http://{shown}:{port}"])
+    env[SUITE_ENDPOINTS] = _joined([*URL.findall(env.get(SUITE_ENDPOINTS, "")), f"http://{url_host(host)}:{port}"])
 
 
 def passed_on(urls: Iterable[str | None], environ: Mapping[str, str] | None = None) -> str:

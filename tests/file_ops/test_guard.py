@@ -15,6 +15,7 @@ from mcp_sections.shared.confinement.guards.paths import (
     roots_from_uris,
 )
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.ground.hosts import url_host
 from mcp_sections.shared.ground.locations import outermost
 
 
@@ -72,6 +73,12 @@ def test_containment_is_by_component_never_by_string_prefix(tree: Path, tmp_path
     assert guard.contains(tree / "sub")
     assert is_inside("/a/b", "/a") and not is_inside("/a_b", "/a") and is_inside("/x", "/")
     assert outermost(["/a/b", "/a_b", "/a", "/a/b", "/c/d"]) == ["/a_b", "/a", "/c/d"]
+    assert [url_host(h) for h in ("::1", "[::1]", "127.0.0.1", "example.org")] == [
+        "[::1]",
+        "[::1]",
+        "127.0.0.1",
+        "example.org",
+    ]
     assert code_of(guard, str(tmp_path / "root_evil" / "x.txt")) == "PERMISSION_DENIED"
     assert code_of(guard, "../root_evil/x.txt") == "PERMISSION_DENIED"
 
