@@ -197,20 +197,13 @@ def evaluate(
     """Every project in a fresh brain of its own (with `second` ingested into it first), questions asked with the
     defaults of a caller working in the project. `only` keeps some projects (by their data entry); `keep` keeps the
     brains in that directory between runs (what is already ingested and embedded is not done again)."""
-    from mcp_sections.servers.rag_ops.brain import Brain
-    from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
-    from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService, EmbeddingSettings, get_embedder
-
     say = progress or (lambda message: None)
     cache = sdist_cache(cache_dir)
     run = EvalRun([], [], str(second) if second else None)
-    embedder = get_embedder(EmbeddingSettings(), cache_dir or cache.parent)
-    assert embedder.load(), embedder.describe()
+    embedder = loaded_embedder(cache_dir or cache.parent)
 
     def open_brain(path: Path, roots: list[Path]) -> Any:
-        store = SQLiteBrainStore(path)
-        service = EmbeddingService(embedder, EmbeddingCache(store.database))
-        return Brain(store, roots, embedding_service=service, background_embeddings=False)
+        return brain_at(path, roots, embedder)
 
     with tempfile.TemporaryDirectory() as directory:
         work = keep if keep is not None else Path(directory)
@@ -242,6 +235,26 @@ def evaluate(
             finally:
                 brain.close()
     return run
+
+
+def loaded_embedder(cache_dir: Path) -> Any:
+    """The default embedding model, loaded (the evaluation needs it)."""
+    from mcp_sections.shared.embeddings import EmbeddingSettings, get_embedder
+
+    embedder = get_embedder(EmbeddingSettings(), cache_dir)
+    assert embedder.load(), embedder.describe()
+    return embedder
+
+
+def brain_at(path: Path, roots: list[Path], embedder: Any) -> Any:
+    """The brain stored at `path`, answering with `embedder`, embedding only when asked (no background worker)."""
+    from mcp_sections.servers.rag_ops.brain import Brain
+    from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
+    from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService
+
+    store = SQLiteBrainStore(path)
+    service = EmbeddingService(embedder, EmbeddingCache(store.database))
+    return Brain(store, roots, embedding_service=service, background_embeddings=False)
 
 
 def _ingest(brain: Any, embedder: Any, project_id: str, root: Path, throughput: bool) -> Timing:

@@ -26,18 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.brain_code_eval import evaluate, fetch, is_answer, questions, sdist_cache
+from benchmarks.brain_code_eval import brain_at, evaluate, fetch, is_answer, loaded_embedder, questions, sdist_cache
 from benchmarks.harness import median, percentile, print_table
-from mcp_sections.servers.rag_ops.ranking import (
-    NAME_BOOST,
-    THING_BOOST,
-    intent_of,
-    is_a,
-    name_match,
-    query_stems,
-    thing_asked,
-    weight,
-)
+from mcp_sections.servers.rag_ops.ranking import fit, intent_of, query_stems, thing_asked, weight
 from mcp_sections.servers.rag_ops.rerank import SIGNALS, WEIGHTS, Candidate, Question, scores, signals
 from mcp_sections.servers.rag_ops.search import POOL, RERANK_DEPTH, fused_candidates
 
@@ -62,20 +53,13 @@ class Asked:
 
 def collect(keep: Path) -> list[Asked]:
     """Every question of every code base, asked as `brain_search` asks it up to the reranker."""
-    from mcp_sections.servers.rag_ops.brain import Brain
-    from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
-    from mcp_sections.shared.embeddings import EmbeddingCache, EmbeddingService, EmbeddingSettings, get_embedder
-
     evaluate(keep=keep, throughput=False)  # ingests and embeds what `keep` does not hold yet
     cache = sdist_cache()
-    embedder = get_embedder(EmbeddingSettings(), cache.parent)
-    assert embedder.load(), embedder.describe()
+    embedder = loaded_embedder(cache.parent)
     asked = []
     for project in questions():
         root = fetch(project["package"], project["version"], cache)
-        store = SQLiteBrainStore(keep / project["id"] / "brain.sqlite3")
-        service = EmbeddingService(embedder, EmbeddingCache(store.database))
-        brain = Brain(store, [root], embedding_service=service, background_embeddings=False)
+        brain = brain_at(keep / project["id"] / "brain.sqlite3", [root], embedder)
         try:
             ids = brain.search_scope(None, roots=[str(root)]).project_ids
             for item in project["questions"]:
@@ -141,11 +125,8 @@ def ordered_by(asked: list[Asked], key: Ordering) -> tuple[int, int]:
 
 
 def _name_and_kind(c: Candidate, q: Question) -> float:
-    """The factor the name and kind signals gave a candidate of the wanted role (`ranking.fit`)."""
-    if weight(q.intent, c.node) < 1.0:
-        return 1.0
-    kind = THING_BOOST if q.thing and is_a(c.node, q.thing) else 1.0
-    return (1 + NAME_BOOST * name_match(set(q.stems), c.node)) * kind
+    """The factor the name and kind signals gave a candidate (`ranking.fit` beyond its role's weight)."""
+    return fit(q.intent, c.node, q.stems, q.thing) / weight(q.intent, c.node)
 
 
 ORDERINGS: dict[str, Ordering] = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Set as AbstractSet
 from typing import Literal
 
 from mcp_sections.shared.brain.model import Node
@@ -308,7 +309,7 @@ def query_stems(query: str) -> set[str]:
     return {stem(word) for word in words}
 
 
-def name_match(stems: set[str], node: Node) -> float:
+def name_match(stems: AbstractSet[str], node: Node) -> float:
     """How much of a node's own name (a definition's name, not its container's; a section's heading) the question
     spells: the words spelled over the name's words plus one, so that a longer name fully spelled counts more than a
     one-word name (`add_repr` for "how is the generated __repr__ built": 1/3; `add_str`: 0)."""
@@ -346,7 +347,7 @@ def is_a(node: Node, thing: str) -> bool:
     return thing in named or stem(module) == thing
 
 
-def fit(intent: Intent, node: Node, stems: set[str], thing: str | None = None) -> float:
+def fit(intent: Intent, node: Node, stems: AbstractSet[str], thing: str | None = None) -> float:
     """What a candidate's fused score is multiplied by: the weight of its role for the intent and, for the role the
     intent wants most, the share of its own name the question spells (`stems`: `query_stems`) and whether it is the
     kind of thing the question asks for (`thing`: `thing_asked`)."""

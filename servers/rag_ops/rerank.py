@@ -119,7 +119,7 @@ def signals(candidates: Sequence[Candidate], question: Question) -> list[list[fl
                 float("graph" in candidate.matched_by),
                 float("page" in candidate.matched_by),
                 math.log(max(weight(question.intent, node), 1e-3)),
-                name_match(set(question.stems), node),
+                name_match(question.stems, node),
                 float(bool(question.thing) and is_a(node, str(question.thing))),
                 float(node.name.startswith("_") and not node.name.startswith("__")),
                 float(scope and kind == "class"),
