@@ -113,7 +113,7 @@ class HostListPolicy:
         return self.guard.check(_origin("https", host, destination.port)).addresses
 
     def _listed(self) -> str:
-        plain = [f"http://{host}:{port}" for host, port in sorted(self.plain_http)]
+        plain = [f"http://{_authority(host, port)}" for host, port in sorted(self.plain_http)]
         return ", ".join(sorted(self.exact) + [f"*{suffix}" for suffix in self.suffixes] + plain)
 
 
