@@ -177,14 +177,13 @@ def _fetch_again(snapshot: Path) -> str:
     return f"delete {snapshot.parent.parent} to download it again, and check HF_ENDPOINT ({hub_endpoint()})"
 
 
-def hub_unreachable(endpoint: str, get_client: str | None = None) -> str | None:
+def hub_unreachable(endpoint: str) -> str | None:
     """Why the pinned revision cannot be fetched from `endpoint` (one request, no retries: an unreachable hub is
-    known in a moment, not after huggingface_hub's minute of back-off), or None. A missing huggingface_hub is said
-    with `get_client`, how to get it: the memory extra's install command unless another line says it already."""
+    known in a moment, not after huggingface_hub's minute of back-off), or None. It says what is wrong, not how to
+    install anything: that is the caller's to say (doctor's requirement fix, `download`'s error)."""
     if not installed(HUB_CLIENT):
         return (
-            f"{HUB_CLIENT}, which downloads it from {endpoint} at its pinned revision {REVISION[:12]}, is not "
-            f"installed ({get_client or install_hint(HUB_CLIENT_EXTRA)})"
+            f"{HUB_CLIENT}, which downloads it from {endpoint} at its pinned revision {REVISION[:12]}, is not installed"
         )
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
@@ -198,8 +197,9 @@ def hub_unreachable(endpoint: str, get_client: str | None = None) -> str | None:
 def download(endpoint: str) -> Path:
     """The pinned files fetched from `endpoint` at `REVISION` into the Hugging Face cache; the snapshot directory."""
     if problem := hub_unreachable(endpoint):
+        get_client = "" if installed(HUB_CLIENT) else f" ({install_hint(HUB_CLIENT_EXTRA)})"
         raise EmbeddingModelUnavailable(
-            f"the default model {REPO} is not on this machine and {problem}; for offline use, "
+            f"the default model {REPO} is not on this machine and {problem}{get_client}; for offline use, "
             f"{install_hint(OFFLINE_EXTRA)}"
         )
     from huggingface_hub import hf_hub_download

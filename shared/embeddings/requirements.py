@@ -1,27 +1,43 @@
-"""What the sections that embed text (memory, rag_ops) need on the machine, for `mcp-sections doctor`."""
+"""What the sections that embed text (memory, rag_ops) need on the machine, for `mcp-sections doctor`.
+
+A probe says what is wrong, never how to install it: each requirement's `fix` does (doctor says each fix once, after
+every miss it mends). So huggingface_hub, which a light install lacks, is a requirement of its own, with the runtime
+modules' extra as its fix, and the model's line only says why the model cannot come from the hub.
+"""
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from mcp_sections.shared.embeddings import default_model
 from mcp_sections.shared.embeddings.settings import BUNDLED_NAMES, EmbeddingSettings
-from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, installed, module
+from mcp_sections.shared.framework.requirements import InstallExtra, MissingModules, Requirement, installed, module
 
 #: The Python modules the default model runs on (ONNX Runtime, no torch).
 ONNX_MODULES = ("numpy", "onnxruntime", "tokenizers", "onnx", "safetensors")
 
 
-def default_model_files(runtime: Any = None, extra: str = default_model.HUB_CLIENT_EXTRA) -> str | None:
+def _settings(runtime: Any) -> EmbeddingSettings:
+    settings = getattr(runtime, "section_settings", None)
+    return settings if isinstance(settings, EmbeddingSettings) else EmbeddingSettings()
+
+
+def _from_hub(settings: EmbeddingSettings) -> bool:
+    """Whether the default model can only come from the hub: it is the model asked for, no directory of the user's
+    names it, no copy is on this machine, and downloads are allowed."""
+    if settings.embedding_provider != "local" or settings.embedding_model.strip().lower() not in BUNDLED_NAMES:
+        return False
+    if settings.embedding_model_dir or default_model.local_copy(None) is not None:
+        return False
+    return settings.embedding_allow_download is not False and not default_model.hub_offline()
+
+
+def default_model_files(runtime: Any = None) -> str | None:
     """The default model's files: on this machine (checked at load), or to be fetched from the hub at its pinned
     revision at the first load (the hub asked once, as doctor asks Neo4j); None when one of them applies (or another
-    model, or an endpoint, is configured). A missing huggingface_hub that comes with `extra`, the extra of the runtime
-    modules, is said without its install command when one of those modules is missing (their line says it)."""
-    settings = getattr(runtime, "section_settings", None)
-    if not isinstance(settings, EmbeddingSettings):
-        settings = EmbeddingSettings()
+    model, or an endpoint, is configured)."""
+    settings = _settings(runtime)
     if settings.embedding_provider != "local" or settings.embedding_model.strip().lower() not in BUNDLED_NAMES:
         return None
     if settings.embedding_model_dir:  # then the only source
@@ -31,24 +47,27 @@ def default_model_files(runtime: Any = None, extra: str = default_model.HUB_CLIE
     if default_model.local_copy(None) is not None:
         return None
     missing = f"the default model {default_model.REPO} is not on this machine"
-    if settings.embedding_allow_download is False or default_model.hub_offline():
+    if not _from_hub(settings):
         return f"{missing} and may not be downloaded (embedding_allow_download false or HF_HUB_OFFLINE set)"
-    said_above = extra == default_model.HUB_CLIENT_EXTRA and not all(installed(name) for name in ONNX_MODULES)
-    get_client = f"the {extra} extra brings it, with the modules above" if said_above else None
-    if problem := default_model.hub_unreachable(default_model.hub_endpoint(), get_client):
+    if problem := default_model.hub_unreachable(default_model.hub_endpoint()):
         return f"{missing} and {problem}"
     return None  # fetched from the hub at the pinned revision, then checked, at the first load
 
 
+def hub_client(runtime: Any = None) -> str | None:
+    """huggingface_hub, needed only when the default model has to come from the hub."""
+    if installed(default_model.HUB_CLIENT) or not _from_hub(_settings(runtime)):
+        return None
+    return MissingModules((default_model.HUB_CLIENT,))
+
+
 def embedding_requirements(extra: str) -> tuple[Requirement, ...]:
     """The default embedding model and its runtime (no torch: it runs on ONNX Runtime), installed by `extra`; its
-    files come from the hub at a pinned revision, or, offline, from the carrier package of `OFFLINE_EXTRA`."""
+    files come from the hub at a pinned revision (with huggingface_hub, from `HUB_CLIENT_EXTRA`), or, offline, from
+    the carrier package of `OFFLINE_EXTRA`."""
     install = InstallExtra(extra)
     return (
         *(Requirement(name, module(name), install) for name in ONNX_MODULES),
-        Requirement(
-            "the default embedding model",
-            partial(default_model_files, extra=extra),
-            InstallExtra(default_model.OFFLINE_EXTRA),
-        ),
+        Requirement(default_model.HUB_CLIENT, hub_client, InstallExtra(default_model.HUB_CLIENT_EXTRA)),
+        Requirement("the default embedding model", default_model_files, InstallExtra(default_model.OFFLINE_EXTRA)),
     )

@@ -115,12 +115,13 @@ def test_each_fix_is_said_once_after_every_miss_it_mends(monkeypatch: pytest.Mon
     assert len(calculator.hints) == 1 and "'sympy', 'mpmath', 'numpy'" in calculator.hints[0]
 
 
-def test_the_model_line_names_the_memory_extra_without_its_command_when_the_modules_line_gives_it(
+def test_huggingface_hub_is_listed_with_the_runtime_modules_and_the_model_line_carries_no_command(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A light install: the runtime modules, huggingface_hub and the carrier missing. The modules' line gives the
-    memory extra's install command; the model's line says where the model would come from and that the memory extra
-    brings huggingface_hub, without that command again (it was said twice)."""
+    """A light install: the runtime modules, huggingface_hub and the carrier missing. huggingface_hub is a module of
+    the memory extra like the others: one line names them all with the memory extra's command; the model's line says
+    where the model would come from, with the offline extra's command only (a probe carries no command: the memory
+    command was said twice, then patched into "the memory extra brings it")."""
     import importlib.util
 
     from mcp_sections.shared.embeddings.default_model import CARRIER, REVISION
@@ -137,15 +138,17 @@ def test_the_model_line_names_the_memory_extra_without_its_command_when_the_modu
         text = doctor.render([doctor.check_section(section)])
         assert text.count(install_command("memory")) == 1, text
         assert text.count(install_command("memory-offline")) == 1, text
-        models = [line for line in text.splitlines() if "huggingface_hub, which downloads it" in line]
-        assert len(models) == 1, text  # the old probe imported huggingface_hub instead of looking it up
-        [model] = models
+        [modules] = [line for line in text.splitlines() if "Python modules" in line]
+        assert "'safetensors', 'huggingface_hub' are not installed" in modules, modules
+        assert install_command("memory") in modules, modules
+        [model] = [line for line in text.splitlines() if "huggingface_hub, which downloads it" in line]
         assert f"downloads it from http://127.0.0.1:9 at its pinned revision {REVISION[:12]}" in model, model
-        assert "the memory extra brings it" in model, model
+        assert model.split(" — ")[1].startswith(f"run: {install_command('memory-offline')}"), model
 
 
-def test_the_model_line_gives_the_memory_command_when_no_other_line_does(monkeypatch: pytest.MonkeyPatch) -> None:
-    """huggingface_hub alone missing (the runtime modules there): the model's line is the one giving the command."""
+def test_huggingface_hub_alone_missing_gets_the_memory_command_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """huggingface_hub alone missing (the runtime modules there): its own line gives the memory extra's command, the
+    model's line the offline extra's."""
     import importlib.util
 
     from mcp_sections.shared.embeddings.default_model import CARRIER
@@ -160,8 +163,26 @@ def test_the_model_line_gives_the_memory_command_when_no_other_line_does(monkeyp
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
     report = doctor.check_section("memory")
-    assert len(report.hints) == 1 and "huggingface_hub" in report.hints[0], report.hints
+    module_line, model_line = report.hints
+    assert module_line.startswith("Python module 'huggingface_hub' is not installed — "), module_line
+    assert install_command("memory") in module_line.split(" — ")[1], module_line
+    assert install_command("memory-offline") in model_line.split(" — ")[1], model_line
     assert doctor.render([report]).count(install_command("memory")) == 1, report.hints
+
+
+def test_huggingface_hub_is_not_asked_for_when_the_model_is_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the model's files on this machine, huggingface_hub is not needed: no line names it."""
+    import importlib.util
+
+    from mcp_sections.shared.embeddings import default_model
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "huggingface_hub" else real(name, *a)
+    )
+    monkeypatch.setattr(default_model, "local_copy", lambda _dir: object())
+    report = doctor.check_section("memory")
+    assert not any("huggingface_hub" in line for line in report.hints + report.problems), report
 
 
 def test_web_ops_names_every_module_its_tools_import(monkeypatch: pytest.MonkeyPatch) -> None:
