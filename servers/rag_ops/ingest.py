@@ -20,7 +20,7 @@ from typing import Any
 from mcp_sections.servers.rag_ops.paths import clean_rel, read_head, relative
 from mcp_sections.servers.rag_ops.projects import ProjectRegistry
 from mcp_sections.shared.brain.embedding_jobs import Progress
-from mcp_sections.shared.brain.model import Project, slugify, text_hash
+from mcp_sections.shared.brain.model import Project, slugify
 from mcp_sections.shared.brain.web_pages import INLINE_MTIME, store_web_page
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input, permission_denied
 from mcp_sections.shared.ground.locations import is_inside
@@ -298,7 +298,8 @@ class _TreeIngest:
         from mcp_sections.shared.brain import parsing  # walking and parsers: only ingest and staleness need them
 
         record = self.records.pop(entry.rel, None)
-        if record is not None and record.size == entry.size and record.mtime_ns == entry.mtime_ns:
+        current = record is not None and parsing.parsed_now(record.hash)
+        if current and record.size == entry.size and record.mtime_ns == entry.mtime_ns:
             self.report.files_unchanged += 1
             return
         data = read_head(entry.path, self.max_file_bytes)
@@ -309,7 +310,7 @@ class _TreeIngest:
             if record is not None:
                 self.records[entry.rel] = record  # it is no longer ingestible: removed below
             return
-        if record is not None and record.hash == text_hash(data):
+        if current and record.hash == parsing.file_digest(data):
             self.report.files_unchanged += 1
             self.touched.append((entry.rel, entry.size, entry.mtime_ns))
             return

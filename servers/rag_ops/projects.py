@@ -112,7 +112,8 @@ class ProjectRegistry(BrainSearch):
         return project
 
     def stale_files(self, project: Project) -> int | None:
-        """How many files changed on disk since the last ingest (None for non-directory projects)."""
+        """How many files changed on disk since the last ingest, or were parsed by an older version of the parsers
+        (None for non-directory projects)."""
         from mcp_sections.shared.brain import parsing  # walking and parsers: only ingest and staleness need them
 
         if project.type == "web-crawl" or not os.path.isdir(project.root):
@@ -131,8 +132,8 @@ class ProjectRegistry(BrainSearch):
             if record is None:
                 data = read_head(entry.path, self.max_file_bytes)
                 stale += data is not None and not parsing.looks_binary(data) and not parsing.holds_private_key(data)
-            elif record.size != entry.size or record.mtime_ns != entry.mtime_ns:
-                stale += 1
+            elif record.size != entry.size or record.mtime_ns != entry.mtime_ns or not parsing.parsed_now(record.hash):
+                stale += 1  # changed, or parsed by an older version of the parsers
             if seen > self.max_files:
                 break
         return stale + len(records)

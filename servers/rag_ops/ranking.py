@@ -15,7 +15,7 @@ import re
 from collections.abc import Set as AbstractSet
 from typing import Literal
 
-from mcp_sections.shared.brain.model import Node
+from mcp_sections.shared.brain.model import Node, split_identifier
 
 Intent = Literal["code", "docs", "changes", "mixed"]
 Role = Literal[
@@ -263,8 +263,6 @@ it fits the three it was set on better than code in general (README, "What a bra
 THING_BOOST = 1.25
 """How much more a top-level definition of the kind of thing the question asks for counts ("the field that …":
 `Nested(Field)`); set on the dev questions, where 1.25 to 2 gave the same recall."""
-_WORD = re.compile(r"[A-Za-z0-9]+")
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+")
 _SUFFIXES = ("ing", "ly", "ed", "es", "s", "e")
 _STOPWORDS = (
     "a an the is are was be been of to in on at by for from with into as and or not no it its this that these those "
@@ -295,16 +293,10 @@ def stem(word: str) -> str:
     return word
 
 
-def name_words(name: str) -> list[str]:
-    """The words of a name, whatever its case: `_make_repr_script` → make, repr, script; `CliRunner` → cli, runner;
-    `__repr__` → repr; a heading "Why marshmallow?" → why, marshmallow."""
-    return [part.lower() for chunk in _WORD.findall(name) for part in _CAMEL.findall(chunk)]
-
-
 def query_stems(query: str) -> set[str]:
     """The stems of a question's words (its identifiers split the same way as names), function words left out, and
     the words names use for them ("after" → post, "several" → multiple)."""
-    words = [word for word in name_words(query) if word not in STOPWORDS]
+    words = [word for word in split_identifier(query) if word not in STOPWORDS]
     words += [alias for word in words for alias in NAME_ALIASES.get(word, ())]
     return {stem(word) for word in words}
 
@@ -315,7 +307,7 @@ def name_match(stems: AbstractSet[str], node: Node) -> float:
     one-word name (`add_repr` for "how is the generated __repr__ built": 1/3; `add_str`: 0)."""
     if node.label not in ("Scope", "DocumentSection"):
         return 0.0
-    words = [stem(word) for word in name_words(node.name) if word not in STOPWORDS]
+    words = [stem(word) for word in split_identifier(node.name) if word not in STOPWORDS]
     return sum(word in stems for word in words) / (len(words) + 1)
 
 
@@ -338,11 +330,11 @@ def is_a(node: Node, thing: str) -> bool:
     (`converters.py` for "converter")."""
     if node.label != "Scope" or node.props.get("kind") not in ("class", "function") or node.props.get("parent"):
         return False
-    own = [stem(word) for word in name_words(node.name)]
+    own = [stem(word) for word in split_identifier(node.name)]
     if own == [thing]:
         return False  # `Field` itself: "the field that …" asks for a particular one
     bases = _BASES.match(str(node.props.get("signature") or ""))
-    named = [*(stem(word) for word in name_words(bases.group(1))[-1:]), *own[-1:]] if bases else own[-1:]
+    named = [*(stem(word) for word in split_identifier(bases.group(1))[-1:]), *own[-1:]] if bases else own[-1:]
     module = posixpath.splitext(posixpath.basename(node.path or ""))[0]
     return thing in named or stem(module) == thing
 

@@ -212,9 +212,12 @@ class EntityFilter:
     offset: int = 0
 
 
+_IDENTIFIER_CHUNK = re.compile(r"[A-Za-z0-9]+")
+_IDENTIFIER_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+|[0-9]+")
+
+
 def split_identifier(name: str) -> list[str]:
-    """`getUserName` / `get_user_name` → ['get', 'user', 'name'] (for text search of identifiers)."""
-    words: list[str] = []
-    for part in re.split(r"[^A-Za-z0-9]+", name):
-        words.extend(w.lower() for w in re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+", part))
-    return words
+    """The words of an identifier or a heading, lower-cased, whatever its case: `getUserName` / `get_user_name` →
+    get, user, name; `_make_repr_script` → make, repr, script; `HTTPServer` → http, server; `base64_decode` → base64,
+    decode; "Why marshmallow?" → why, marshmallow. One split for the text index's keywords and the ranking's names."""
+    return [word.lower() for chunk in _IDENTIFIER_CHUNK.findall(name) for word in _IDENTIFIER_WORD.findall(chunk)]

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlparse
 
-from mcp_sections.shared.brain.model import Edge, Project, Ref, node_id, project_node_id, slugify, text_hash
+from mcp_sections.shared.brain.model import Edge, Project, Ref, node_id, project_node_id, slugify
 from mcp_sections.shared.ground.errors import invalid_input
 from mcp_sections.shared.text.markdown_blocks import window
 
@@ -40,7 +40,7 @@ def store_web_page(
 
     `embed=False` stores it for text search only: its nodes carry no text to embed, so they never wait for a vector.
     """
-    from mcp_sections.shared.brain.parsing import Builder, chunk_markdown  # the parsers load only when a page comes
+    from mcp_sections.shared.brain.parsing import Builder, chunk_markdown, file_digest  # loaded when a page comes
 
     parsed_url = urlparse(url)
     if parsed_url.scheme not in ("http", "https") or not parsed_url.netloc:
@@ -58,7 +58,7 @@ def store_web_page(
             )
         )
     data = text.encode("utf-8", "surrogatepass")
-    builder = Builder(pid, url, "html", text_hash(data), len(data), INLINE_MTIME)
+    builder = Builder(pid, url, "html", file_digest(data), len(data), INLINE_MTIME)
     page_id = node_id(pid, "WebPage", url)
     builder.file.id = builder.file_id = page_id
     builder.record.node_id = page_id

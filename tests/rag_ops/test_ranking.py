@@ -14,12 +14,11 @@ from mcp_sections.servers.rag_ops.ranking import (
     intent_of,
     is_a,
     name_match,
-    name_words,
     query_stems,
     role_of,
     thing_asked,
 )
-from mcp_sections.shared.brain.model import Node
+from mcp_sections.shared.brain.model import Node, split_identifier
 from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
 
 TREE = {
@@ -156,10 +155,15 @@ def test_the_definition_whose_own_name_the_question_spells_comes_first(tmp_path:
 
 
 def test_the_words_of_a_name_and_how_much_of_it_a_question_spells() -> None:
-    assert name_words("_make_repr_script") == ["make", "repr", "script"]
-    assert name_words("HTTPServer.getValue") == ["http", "server", "get", "value"]
-    assert name_words("__repr__") == ["repr"]
-    assert name_words("Why marshmallow?") == ["why", "marshmallow"]
+    assert split_identifier("_make_repr_script") == ["make", "repr", "script"]
+    assert split_identifier("HTTPServer.getValue") == ["http", "server", "get", "value"]
+    assert split_identifier("__repr__") == ["repr"]
+    assert split_identifier("Why marshmallow?") == ["why", "marshmallow"]
+    assert split_identifier("base64_decode") == ["base64", "decode"] and split_identifier("HTTP2Server") == [
+        "http",
+        "2",
+        "server",
+    ]
     stems = query_stems("how is help text wrapped, after the value is set, for several options")
     assert {"help", "text", "wrap", "post", "multipl", "option"} <= stems  # stems, and the words names use
     assert not {"how", "is", "set", "the"} & stems

@@ -12,7 +12,8 @@
   docstring, first lines), per document section (heading path + first lines) and per prose chunk.
 
 Modules: `files` (what is read, the filtered walk), `builder` (records in the making, embed texts, chunks),
-`parse` (the dispatch by language), `python_code`, `grammars` (tree-sitter languages), `markdown_docs`.
+`parse` (the dispatch by language, the parse version), `python_code`, `grammars` (tree-sitter languages),
+`markdown_docs`.
 """
 
 from mcp_sections.shared.brain.parsing.builder import Builder, chunk_markdown, chunk_text
@@ -26,19 +27,22 @@ from mcp_sections.shared.brain.parsing.files import (
     walk_tree,
 )
 from mcp_sections.shared.brain.parsing.grammars import tree_sitter_available
-from mcp_sections.shared.brain.parsing.parse import parse_file
+from mcp_sections.shared.brain.parsing.parse import PARSE_VERSION, file_digest, parse_file, parsed_now
 
 __all__ = [
     "LANGUAGES",
+    "PARSE_VERSION",
     "Builder",
     "WalkEntry",
     "WalkStats",
     "chunk_markdown",
     "chunk_text",
+    "file_digest",
     "holds_private_key",
     "is_secret_name",
     "looks_binary",
     "parse_file",
+    "parsed_now",
     "tree_sitter_available",
     "walk_tree",
 ]

@@ -14,12 +14,28 @@ from mcp_sections.shared.brain.parsing.grammars import TREE_SITTER_LANGUAGES, pa
 from mcp_sections.shared.brain.parsing.markdown_docs import parse_markdown, parse_rst
 from mcp_sections.shared.brain.parsing.python_code import parse_python
 
+PARSE_VERSION = 2
+"""Bumped whenever parsing writes other records for the same bytes (nodes, keywords, embed texts): a file whose record
+another version wrote is parsed again at the next ingest, whatever its size and time, and counts as stale until then
+(unchanged embed texts keep their cached vectors). 1: the bare sha256 of the bytes; 2: identifiers split one way for
+the index and the ranking (`split_identifier`)."""
+
+
+def file_digest(data: bytes) -> str:
+    """What a file's record keeps of its bytes: the parse version and their sha256."""
+    return f"{PARSE_VERSION}:{text_hash(data)}"
+
+
+def parsed_now(digest: str) -> bool:
+    """Whether a record with this digest was written by this version of the parsers."""
+    return digest.startswith(f"{PARSE_VERSION}:")
+
 
 def parse_file(project_id: str, rel: str, data: bytes, mtime_ns: int = 0) -> ParsedFile:
     """Parse one file's bytes (already known to be text) into graph records."""
     text = data.decode("utf-8", errors="replace")
     language = language_of(rel)
-    builder = Builder(project_id, rel, language, text_hash(data), len(data), mtime_ns)
+    builder = Builder(project_id, rel, language, file_digest(data), len(data), mtime_ns)
     try:
         if language == "python":
             parse_python(builder, text)
@@ -32,7 +48,7 @@ def parse_file(project_id: str, rel: str, data: bytes, mtime_ns: int = 0) -> Par
         else:
             chunk_text(builder, text, prose=posixpath.splitext(rel)[1].lower() in PROSE_EXTENSIONS)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        builder = Builder(project_id, rel, language, text_hash(data), len(data), mtime_ns)
+        builder = Builder(project_id, rel, language, file_digest(data), len(data), mtime_ns)
         builder.file.props["parse_error"] = True
         chunk_text(builder, text, prose=False)
     return builder.done()
