@@ -193,14 +193,16 @@ def evaluate(
     only: Callable[[dict[str, Any]], bool] | None = None,
     progress: Callable[[str], None] | None = None,
     keep: Path | None = None,
+    model: str | None = None,
 ) -> EvalRun:
     """Every project in a fresh brain of its own (with `second` ingested into it first), questions asked with the
     defaults of a caller working in the project. `only` keeps some projects (by their data entry); `keep` keeps the
-    brains in that directory between runs (what is already ingested and embedded is not done again)."""
+    brains in that directory between runs (what is already ingested and embedded is not done again); `model` names
+    another embedding model than the default (a sentence-transformers directory: keep its brains apart)."""
     say = progress or (lambda message: None)
     cache = sdist_cache(cache_dir)
     run = EvalRun([], [], str(second) if second else None)
-    embedder = loaded_embedder(cache_dir or cache.parent)
+    embedder = loaded_embedder(cache_dir or cache.parent, model)
 
     def open_brain(path: Path, roots: list[Path]) -> Any:
         return brain_at(path, roots, embedder)
@@ -237,11 +239,13 @@ def evaluate(
     return run
 
 
-def loaded_embedder(cache_dir: Path) -> Any:
-    """The default embedding model, loaded (the evaluation needs it)."""
+def loaded_embedder(cache_dir: Path, model: str | None = None) -> Any:
+    """The default embedding model, or `model` (a sentence-transformers directory: on torch unless it is a BERT),
+    loaded (the evaluation needs it)."""
     from mcp_sections.shared.embeddings import EmbeddingSettings, get_embedder
 
-    embedder = get_embedder(EmbeddingSettings(), cache_dir)
+    settings = EmbeddingSettings(embedding_model=model) if model else EmbeddingSettings()
+    embedder = get_embedder(settings, cache_dir)
     assert embedder.load(), embedder.describe()
     return embedder
 
