@@ -268,7 +268,7 @@ def _ingest(brain: Any, embedder: Any, project_id: str, root: Path, throughput: 
     model = brain.model_key
     texts = [text for _, text, _ in brain.store.pending_embeddings(model, 1_000_000, [project_id])]
     raw = None
-    if throughput:
+    if throughput and texts:  # nothing to embed (a kept brain): no model time to compare with
         embedder.encode(texts[:32])  # warm-up, so that neither measurement pays it
         started = time.perf_counter()
         for start in range(0, len(texts), 32):
