@@ -46,6 +46,9 @@ head × coverage on the query, the context or the request × TEXT_WEIGHT 0.2-0.5
 clause, "..., so it starts clean" an aside, the lines after "... with this content:" material: 0.886/0.956,
 0.754/0.925, 0.877/0.964. Not kept: a linear classifier trained on the examples (softmax over 98 tools, mixed
 with the similarity at 0.3-1): 0.860-0.877 on dev, 0.724-0.754 on dev2, 0.826-0.841 on long_dev.
+Latency (2026-11-29): the gateway's model on every core instead of half of them cut the long needs' warm p95 by a
+third on 2 cores; embedding only the context's first 32 words as well lost one long blind need at 3 and gained
+nothing measurable in time (not kept).
 A model four times larger (all-mpnet-base-v2 from a local directory, `tool_search(..., EmbeddingSettings(
 embedding_model=DIR))`, the constants unchanged; 2026-11-29, @1/@3): dev 0.904/0.956, dev2 0.769/0.903, long_dev
 0.906/0.971, heldout 0.844/0.987, long_blind 0.800/0.956, against the default's 0.886/0.956, 0.761/0.925, 0.877/0.964,

@@ -36,6 +36,7 @@ RSS) as they were, and a short-lived one never exits in the middle of loading a 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sqlite3
 import threading
@@ -293,6 +294,15 @@ def tool_vectors(entries: Sequence[ToolEntry], service: EmbeddingService) -> np.
     return np.ascontiguousarray(result, dtype=np.float32)
 
 
+def search_threads() -> int:
+    """The model's threads in the gateway: every core, up to 4. The sections that embed in the background keep half the
+    cores (`EmbeddingSettings.embedding_threads`), so that a query beside an ingest stays quick; the gateway embeds one
+    need at a time and nothing in the background (its index is built once, then read from its cache). ONNX Runtime
+    does not spin here: on 2 cores, 2 threads cut a long need's model time by about a quarter when idle, and were no
+    slower than 1 beside another process's ingest (`python -m benchmarks.bench_gateway` prints the latency)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 def query_texts(query: str) -> list[str]:
     """What is embedded of a need (`need.read_need`): its request, its head (the verb and its object) and its whole
     context, each with its material (paths, URLs, quoted text, code, errors) as the kind of thing it is."""
@@ -474,7 +484,8 @@ class ToolSearch:
             )
             from mcp_sections.shared.store.sqlite import Database
 
-            embedder = get_embedder(self.embedding or EmbeddingSettings(), self.settings.cache_dir)
+            settings = self.embedding or EmbeddingSettings(embedding_threads=search_threads())
+            embedder = get_embedder(settings, self.settings.cache_dir)
             if not embedder.load():
                 self._model_error = embedder.describe()
                 return

@@ -68,8 +68,9 @@ class EmbeddingSettings(BaseModel):
         default=0,
         ge=0,
         le=256,
-        description="CPU threads for the model (torch, process-wide); 0 = auto: half the cores, 1 to 4. Few threads "
-        "keep latency steady when the CPU is shared (2 threads on 2 busy cores measured 20-50x slower per call).",
+        description="CPU threads for the model (ONNX Runtime's session; torch's, process-wide); 0 = auto: half the "
+        "cores, 1 to 4, so that a background ingest leaves room for queries (on 2 cores, an ingest on both doubled "
+        "another process's query p95; torch with 2 threads on 2 busy cores was 20-50x slower per call).",
     )
     embedding_allow_download: bool | None = Field(
         default=None,
