@@ -17,15 +17,18 @@ clauses about why. None of it says which tool to use, yet it holds words that do
 
 `Need.request` is the request clauses (every clause but the asides when none reads as a request); `Need.head` the
 first words of each (the verb and its object, before the details); `Need.context` every clause. All hold the
-material as its kind. How much each weighs in the ranking is `tool_search`'s business.
+material as its kind. `Need.mood` says whether the request asks to be told something or for a change. How much
+each weighs in the ranking is `tool_search`'s business.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*")
+Mood = Literal["ask", "change"]
 
 #: Verbs a request opens with (imperative), lower case.
 IMPERATIVE_VERBS = frozenset(
@@ -52,6 +55,18 @@ REQUEST_MARKERS = re.compile(
     r"\blet(?:'s| us| me)\b|\bhow (?:do|can|should) i\b|\bis there a way\b",
     re.IGNORECASE,
 )
+#: Verbs that ask for a change (to files, stores, processes, agents) when a request opens with them; "run", "log",
+#: "file" and "execute" are left out: they open reads as often ("run this query", "log base 2", "file won't open").
+CHANGE_VERBS = frozenset(
+    _WORD.findall(
+        "save store note remember write create add append delete remove forget update change set edit rename move copy "
+        "undo restore revert bump mark make put replace install uninstall ingest index generate spawn kill terminate "
+        "stop start launch apply record assign tick complete close reopen register clear purge wipe drop empty switch "
+        "activate unload load fix patch insert type send push commit"
+    )
+)
+#: Words that open a question asking to be told something (not "have", which opens orders: "have three agents ...").
+ASKING_WORDS = frozenset(_WORD.findall("what which where who whom whose how is are does do did was were why when"))
 QUESTION_WORDS = frozenset(
     _WORD.findall("what which where who whom whose how is are does do did can could would should has have")
 )
@@ -154,6 +169,20 @@ class Need:
     def context(self) -> str:
         """Every clause, the material as its kind."""
         return " ".join(clause.text for clause in self.clauses) or self.text
+
+    @property
+    def mood(self) -> Mood | None:
+        """What the first request clause asks for: "change" when it opens with a verb of change ("save ...", "can
+        you delete ..."), "ask" when it is a question ("what did we decide ...?", "is the model up"), else None."""
+        first = next((clause.text for clause in self.clauses if clause.role == "request"), None)
+        if first is None:
+            return None
+        words = [word.lower() for word in _WORD.findall(_LEAD.sub("", first))]
+        if words and words[0] in CHANGE_VERBS:
+            return "change"
+        if (words and words[0] in ASKING_WORDS) or first.rstrip().endswith("?"):
+            return "ask"
+        return None
 
 
 def read_need(text: str) -> Need:

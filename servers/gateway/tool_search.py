@@ -17,13 +17,14 @@ error output, ids) is replaced by its kind, and its clauses are read as the requ
 pad least: `embed_texts`): the request, its head (the first words of each request clause: the verb and its object) and
 the whole context; so a pasted "image" tag or "tasks" of a quoted page no longer decide. It is ranked by the memory
 section's fusion rule (`servers/memory/store.py`): cosine similarity plus `TEXT_WEIGHT × coverage`, coverage being the
-share of the query's searched words a tool's row holds (function words aside: `QUERY_STOPWORDS`). Without the embedding
-model (light install, model failed, or still loading past `MODEL_WAIT_SECONDS`) the ranking is BM25 alone, and the
-result says so. The gateway's own tools are indexed too, as section "gateway" (their summary says to call them
-directly), those its client is offered (`own`).
+share of the query's searched words a tool's row holds (function words aside: `QUERY_STOPWORDS`), plus `MOOD_WEIGHT`
+for a tool whose readOnlyHint fits the need's mood (a question wants a tool that reads, "save ..." one that writes).
+Without the embedding model (light install, model failed, or still loading past `MODEL_WAIT_SECONDS`) the ranking is
+BM25 alone, and the result says so. The gateway's own tools are indexed too, as section "gateway" (their summary
+says to call them directly), those its client is offered (`own`).
 
 Measured (`python -m benchmarks.bench_gateway --tool-search-only`), recall@1/@3 hybrid: dev 0.886/0.956, dev2
-0.761/0.925, long_dev (long needs, tuned on) 0.877/0.964; the long needs written blind and the held-out needs, never
+0.776/0.925, long_dev (long needs, tuned on) 0.891/0.971; the long needs written blind and the held-out needs, never
 read while tuning, are in the README. How the constants were chosen, and the variants that ranked worse, are in
 `benchmarks/tool_search_eval.py`.
 
@@ -50,7 +51,7 @@ from mcp_sections.shared.framework.schemas import lean_schema
 from mcp_sections.shared.ground.errors import invalid_input
 from mcp_sections.shared.text.fulltext import WORD, match_expression, query_terms
 
-from .need import read_need
+from .need import Mood, read_need
 
 if TYPE_CHECKING:
     import numpy as np
@@ -79,6 +80,11 @@ COLUMNS = {
 #: The weight of coverage beside the cosine similarity (chosen on the dev and dev2 needs: see
 #: `benchmarks/tool_search_eval.py`).
 TEXT_WEIGHT = 0.4
+MOOD_WEIGHT = 0.04
+"""What a tool whose readOnlyHint fits the need's mood (`need.Need.mood`: a question wants a read-only tool, "save...",
+"delete..." one that changes something) gains beside cosine + coverage. On the tuning needs, 0.02-0.06 each gave 4 or
+3 more first places of 386 (dev2 and long_dev), none fewer; the need's mood disagrees with its wanted tool's hint for 4
+of them ("mem_x is out of date: change it", read as a question)."""
 #: The heading's share of a tool's vector beside the (unit) mean of its examples: the examples say what a user asks.
 HEADING_WEIGHT = 0.25
 #: Function words beyond `shared.text.fulltext.STOPWORDS` (shared with memory and the brain): in a need they say how it
@@ -118,6 +124,7 @@ class ToolEntry:
     input_schema: dict[str, Any] = field(repr=False)
     columns: tuple[str, ...] = field(repr=False)  # the FTS5 row, in `COLUMNS` order
     examples: tuple[str, ...] = ()
+    read_only: bool | None = None  # its readOnlyHint; None when the definition does not say
 
     @property
     def heading(self) -> str:
@@ -163,7 +170,11 @@ def section_entries(
             " . ".join(tool_examples),
             (terms or {}).get(name, ""),
         )
-        entries.append(ToolEntry(section, name, title, summary(text) or title, schema, columns, tool_examples))
+        hint = (definition.get("annotations") or {}).get("readOnlyHint")
+        read_only = hint if isinstance(hint, bool) else None
+        entries.append(
+            ToolEntry(section, name, title, summary(text) or title, schema, columns, tool_examples, read_only)
+        )
     return entries
 
 
@@ -238,6 +249,14 @@ class ToolIndex:
                     held[row] = held.get(row, 0) + 1
         return {row: count / len(terms) for row, count in held.items()}
 
+    def mood_fit(self, mood: Mood | None) -> np.ndarray:
+        """1 for each entry whose readOnlyHint fits the need's mood (read-only for a question, not for a change), else
+        0 (and 0 for every entry when the need has no mood or a tool says nothing)."""
+        import numpy as np
+
+        wanted = {"ask": True, "change": False}.get(mood or "")
+        return np.array([wanted is not None and entry.read_only is wanted for entry in self.entries], dtype=np.float64)
+
     def similarities(self, query_vector: np.ndarray) -> np.ndarray:
         from mcp_sections.shared.embeddings import cosine_scores
 
@@ -266,6 +285,7 @@ class ToolIndex:
             if mode == "fused":
                 for row, share in self.coverage(query).items():
                     scores[row] += TEXT_WEIGHT * share
+                scores += MOOD_WEIGHT * self.mood_fit(read_need(query).mood)
         hits: list[Hit] = []
         for at in np.lexsort((rows, -scores)):  # best first, ties by row; filtered only until `limit` are found
             entry = self.entries[rows[at]]

@@ -67,3 +67,52 @@ def test_the_gateways_own_tools_are_found_as_the_gateway_offers_them(tmp_path: P
     assert "plan_actions" not in names
     limited = search.find(FindToolsInput(query="which gateway version and OS is this", sections=["shell_ops"]))
     assert {tool.section for tool in limited.tools} == {"shell_ops"}
+
+
+def test_a_needs_mood_is_a_question_or_a_change() -> None:
+    """The first request clause: a question asks to be told something, a verb of change asks for one; "have ...",
+    "log base 2" and a need without a request have no mood (readOnlyHint then decides nothing)."""
+    from mcp_sections.servers.gateway.need import read_need
+
+    moods = {
+        "what did we decide earlier about which LLM provider to use?": "ask",
+        "is the embedding model up, and how many vectors are still waiting": "ask",
+        "hey, can you delete the stale branch notes in docs/old.md": "change",
+        "Save these meeting notes as notes/2025-12-07/sync.md (the folder doesn't exist yet)": "change",
+        "have three agents work on these three tasks concurrently": None,
+        "log base 2 of 4096": None,
+        "the build on main keeps failing since yesterday": None,
+    }
+    assert {need: read_need(need).mood for need in moods} == moods
+
+
+def test_the_mood_counts_only_for_tools_whose_hint_fits_it(tmp_path: Path) -> None:
+    """A question lifts the read-only tools, a change the others; a tool without a readOnlyHint gets nothing."""
+    from mcp_sections.servers.gateway.tool_search import ToolIndex, section_entries
+
+    definitions = [
+        {"name": "look", "annotations": {"readOnlyHint": True}},
+        {"name": "write", "annotations": {"readOnlyHint": False}},
+        {"name": "plain"},
+    ]
+    index = ToolIndex(section_entries("demo", "a demo section", definitions, {}))
+    assert [entry.read_only for entry in index.entries] == [True, False, None]
+    assert index.mood_fit("ask").tolist() == [1.0, 0.0, 0.0]
+    assert index.mood_fit("change").tolist() == [0.0, 1.0, 0.0]
+    assert index.mood_fit(None).tolist() == [0.0, 0.0, 0.0]
+
+
+@needs_model
+def test_a_question_finds_the_tool_that_reads_and_an_order_the_one_that_writes(
+    shared_cache_dir: Path, tmp_path: Path
+) -> None:
+    """Two needs of the same store: each went to the other tool before the mood counted."""
+    search = _search(tmp_path, shared_cache_dir)
+    for need, tool in {
+        "what did we decide earlier about which LLM provider to use?": "memory_search",
+        "Note down that we picked Mistral because it had the best quality/price ratio — tag it llm and cost": (
+            "memory_add"
+        ),
+    }.items():
+        hits, _, _ = search.search(need, 3, None)
+        assert hits[0].entry.name == tool, (need, [hit.entry.name for hit in hits])
