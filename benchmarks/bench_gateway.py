@@ -72,7 +72,7 @@ import anyio
 from mcp import Client
 
 from benchmarks.harness import ROOT, cli, compile_project, median, parameters, percentile, print_table
-from benchmarks.tool_search_eval import LONG, RANKINGS, Latency, Score
+from benchmarks.tool_search_eval import LONG, RANKINGS, UNREAD, Latency, Score
 
 QUIET = {"MCP_SECTIONS_LOG_LEVEL": "CRITICAL", "FASTMCP_LOG_LEVEL": "ERROR", "FASTMCP_SHOW_SERVER_BANNER": "false"}
 ADD = {"operation": "add", "a": 1, "b": 2}
@@ -81,7 +81,13 @@ CONTEXT_BYTES_TARGET = 0.05  # issue #24: ... and ≤ 5% of it in bytes
 #: The needs the issue's recall goal applies to: our set (dev) and the held-out judge; dev2, written later and much
 #: harder (long needs full of paths, URLs and pasted text), is printed beside them without a verdict.
 #: Issue #41: find_tools' hybrid ranking, (recall@1, recall@3), on short needs and on long needs written blind.
-RECALL_TARGETS = {"dev": (0.90, 0.95), "heldout": (0.90, 0.95), "long_blind": (0.85, 0.95)}
+RECALL_TARGETS = {
+    "dev": (0.90, 0.95),
+    "heldout": (0.90, 0.95),
+    "short_blind": (0.90, 0.95),
+    "long_blind": (0.85, 0.95),
+    "long_blind2": (0.85, 0.95),
+}
 SEARCH_P95_TARGET_MS = 20.0  # issues #24, #41: a warm search answers in ≤ 20 ms p95, long needs included
 HOP_TARGET_VS_DIRECT = 1.5  # gateway ≤ 1.5× direct
 HOP_TARGET_VS_FLOOR = 1.1  # issue #10: the gateway's hop ≤ 1.1× the bare SDK forwarder's
@@ -629,11 +635,12 @@ def _recall_rows(scores: list[Score]) -> list[list[Any]]:
 
 
 def _print_misses(scores: list[Score]) -> None:
-    """The fused ranking's misses at 1 (with where the right tool was); the held-out needs' are counted, not shown."""
+    """The fused ranking's misses at 1 (with where the right tool was); those of the sets never read are counted, not
+    shown."""
     for score in scores:
         if score.ranking != "fused":
             continue
-        if score.split == "heldout":
+        if score.split in UNREAD:
             print(f"   {score.split}: {len(score.misses)} misses@1 (not shown: never read)")
             continue
         for miss in score.misses:

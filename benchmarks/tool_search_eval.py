@@ -13,7 +13,12 @@ the recall floors on the tuning needs). Five sets of needs, each line `{"need": 
   descriptions, every tool of the sections and of the gateway, as agents paste needs: paths, URLs, error output,
   pasted code and JSON, side clauses, filler; tuned on;
 - `long_blind` (issue #41, 90 needs, 17-53 words, one per tool): written by someone who never saw the ranking
-  code; never read while tuning (only its counts), run once the method was final.
+  code; never read while tuning (only its counts), run once the method was final. Its misses are printed by the
+  benchmark, so later sessions saw them;
+- `long_blind2` and `short_blind` (2026-11-29, 98 needs each, one per tool of every section and of the gateway; 19-55
+  and 3-10 words): written by a helper who read only the tools/list snapshots and the seeds, never the ranking code,
+  the other needs, the tools' examples or a result; run once, after the mood signal was final; their misses, like
+  the held-out needs', are counted and not printed.
 A need is found at k when one of its acceptable tools is among the first k results. The index is the gateway's
 own (`servers/gateway/tool_search.py`) over the built-in sections' declarations and the gateway's own tools, with
 the real embedding model.
@@ -67,9 +72,10 @@ from typing import Any, Literal
 from benchmarks.harness import median, percentile
 
 DATA = Path(__file__).resolve().parent / "data"
-SPLITS = ("dev", "dev2", "long_dev", "heldout", "long_blind")
+SPLITS = ("dev", "dev2", "long_dev", "heldout", "long_blind", "long_blind2", "short_blind")
 TUNED = ("dev", "dev2", "long_dev")  # the others were never read while tuning
-LONG = ("long_dev", "long_blind")
+LONG = ("long_dev", "long_blind", "long_blind2")
+UNREAD = ("heldout", "long_blind2", "short_blind")  # their misses are counted, never printed
 Ranking = Literal["fused", "bm25", "vectors"]
 #: What each ranking is called in the tables: the gateway's hybrid, and each of its legs alone.
 RANKINGS: dict[Ranking, str] = {
