@@ -51,6 +51,10 @@ head × coverage on the query, the context or the request × TEXT_WEIGHT 0.2-0.5
 clause, "..., so it starts clean" an aside, the lines after "... with this content:" material: 0.886/0.956,
 0.754/0.925, 0.877/0.964. Not kept: a linear classifier trained on the examples (softmax over 98 tools, mixed
 with the similarity at 0.3-1): 0.860-0.877 on dev, 0.724-0.754 on dev2, 0.826-0.841 on long_dev.
+The mood (2026-11-29, `tool_search.MOOD_WEIGHT`: a question lifts read-only tools, a verb of change the others):
+0.02-0.06 gave 3-4 more first places of the 386 tuning needs, 0.04 chosen (dev2 0.761 → 0.776, long_dev 0.877 →
+0.891); on the sets never tuned on, with and without it: heldout 0.844/0.974 (0.831/0.974), long_blind 0.822/0.933
+(0.822/0.922), long_blind2 0.724/0.939 (0.714/0.939), short_blind 0.816/0.990 (0.816/0.990).
 Latency (2026-11-29): the gateway's model on every core instead of half of them cut the long needs' warm p95 by a
 third on 2 cores; embedding only the context's first 32 words as well lost one long blind need at 3 and gained
 nothing measurable in time (not kept).
