@@ -213,7 +213,7 @@ class EntityFilter:
 
 
 _IDENTIFIER_CHUNK = re.compile(r"[A-Za-z0-9]+")
-_IDENTIFIER_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+|[0-9]+")
+_IDENTIFIER_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+")
 
 
 def split_identifier(name: str) -> list[str]:
