@@ -360,7 +360,8 @@ _EMBEDDERS_LOCK = threading.Lock()
 
 
 def get_embedder(settings: EmbeddingSettings, cache_dir: str | Path | None = None) -> Embedder:
-    """The process-wide embedder of these settings (one model instance per (model, device, backend)).
+    """The process-wide embedder of these settings (one model instance per (model, device, backend)): its threads and
+    batch size are its first caller's (each section is a process of its own; the gateway's only model is find_tools').
 
     `cache_dir` (the global settings' cache directory) places the ONNX exports in `<cache_dir>/models` when
     `embedding_onnx_dir` is not set; without it, `MCP_SECTIONS_CACHE_DIR` or the user cache directory is used.
