@@ -8,7 +8,7 @@ modules' extra as its fix, and the model's line only says why the model cannot c
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mcp_sections.shared.embeddings import default_model
 from mcp_sections.shared.embeddings.settings import BUNDLED_NAMES, EmbeddingSettings
@@ -23,14 +23,21 @@ def _settings(runtime: Any) -> EmbeddingSettings:
     return settings if isinstance(settings, EmbeddingSettings) else EmbeddingSettings()
 
 
-def _from_hub(settings: EmbeddingSettings) -> bool:
-    """Whether the default model can only come from the hub: it is the model asked for, no directory of the user's
-    names it, no copy is on this machine, and downloads are allowed."""
+Source = Literal["not the default", "its directory", "a missing directory", "this machine", "the hub", "nowhere"]
+
+
+def _source(settings: EmbeddingSettings) -> Source:
+    """Where the default model's files would come from at the first load (looked up once, without any network):
+    another model or an endpoint needs none of them; `embedding_model_dir` is then the only source."""
     if settings.embedding_provider != "local" or settings.embedding_model.strip().lower() not in BUNDLED_NAMES:
-        return False
-    if settings.embedding_model_dir or default_model.local_copy(None) is not None:
-        return False
-    return settings.embedding_allow_download is not False and not default_model.hub_offline()
+        return "not the default"
+    if settings.embedding_model_dir:
+        return "its directory" if Path(settings.embedding_model_dir).expanduser().is_dir() else "a missing directory"
+    if default_model.local_copy(None) is not None:
+        return "this machine"
+    if settings.embedding_allow_download is False or default_model.hub_offline():
+        return "nowhere"
+    return "the hub"
 
 
 def default_model_files(runtime: Any = None) -> str | None:
@@ -38,25 +45,20 @@ def default_model_files(runtime: Any = None) -> str | None:
     revision at the first load (the hub asked once, as doctor asks Neo4j); None when one of them applies (or another
     model, or an endpoint, is configured)."""
     settings = _settings(runtime)
-    if settings.embedding_provider != "local" or settings.embedding_model.strip().lower() not in BUNDLED_NAMES:
-        return None
-    if settings.embedding_model_dir:  # then the only source
-        if Path(settings.embedding_model_dir).expanduser().is_dir():
-            return None
+    source = _source(settings)
+    if source == "a missing directory":
         return f"embedding_model_dir {settings.embedding_model_dir!r} is not a directory"
-    if default_model.local_copy(None) is not None:
-        return None
     missing = f"the default model {default_model.REPO} is not on this machine"
-    if not _from_hub(settings):
+    if source == "nowhere":
         return f"{missing} and may not be downloaded (embedding_allow_download false or HF_HUB_OFFLINE set)"
-    if problem := default_model.hub_unreachable(default_model.hub_endpoint()):
+    if source == "the hub" and (problem := default_model.hub_unreachable(default_model.hub_endpoint())):
         return f"{missing} and {problem}"
-    return None  # fetched from the hub at the pinned revision, then checked, at the first load
+    return None  # here, or fetched from the hub at the pinned revision, then checked, at the first load
 
 
 def hub_client(runtime: Any = None) -> str | None:
     """huggingface_hub, needed only when the default model has to come from the hub."""
-    if installed(default_model.HUB_CLIENT) or not _from_hub(_settings(runtime)):
+    if installed(default_model.HUB_CLIENT) or _source(_settings(runtime)) != "the hub":
         return None
     return MissingModules((default_model.HUB_CLIENT,))
 
