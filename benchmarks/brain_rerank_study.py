@@ -32,8 +32,8 @@ import numpy as np
 
 from benchmarks.brain_code_eval import brain_at, evaluate, fetch, is_answer, loaded_embedder, questions, sdist_cache
 from benchmarks.harness import median, percentile, print_table
-from mcp_sections.servers.rag_ops.ranking import fit, intent_of, query_stems, thing_asked, weight
-from mcp_sections.servers.rag_ops.rerank import SIGNALS, WEIGHTS, Candidate, Question, scores, signals
+from mcp_sections.servers.rag_ops.ranking import Question, fit, read_question, weight
+from mcp_sections.servers.rag_ops.rerank import SIGNALS, WEIGHTS, Candidate, scores, signals
 from mcp_sections.servers.rag_ops.search import POOL, RERANK_DEPTH, fused_candidates
 
 LEARNED_ON = ("click", "attrs", "marshmallow", "sqlparse", "structlog", "cattrs", "itsdangerous")
@@ -69,15 +69,15 @@ def collect(keep: Path, model: str | None = None) -> list[Asked]:
             ids = brain.search_scope(None, roots=[str(root)]).project_ids
             for item in project["questions"]:
                 query = item["question"]
-                intent = intent_of(query)
+                question = read_question(query)
                 legs, _, _, text = brain._run_legs(query, ids, None, POOL, True, True, None)
-                fused, nodes = brain._fuse(query, legs, intent, ids, graph=intent in ("code", "mixed") and text)
+                graph = question.intent in ("code", "mixed") and text
+                fused, nodes = brain._fuse(query, legs, question, ids, graph=graph)
                 head = fused_candidates(fused, nodes)[:RERANK_DEPTH]
                 right = [
                     any(is_answer(brain.describe(c.node, None, 0.0), answer, root) for answer in item["answers"])
                     for c in head
                 ]
-                question = Question(intent, frozenset(query_stems(query)), thing_asked(query))
                 asked.append(Asked(project["id"], question, head, right))
         finally:
             brain.close()

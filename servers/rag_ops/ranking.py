@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import Literal
 
 from mcp_sections.shared.brain.model import Node, split_identifier
@@ -322,6 +323,20 @@ def thing_asked(query: str) -> str | None:
     if not match or match.group(1) in STOPWORDS:
         return None
     return stem(KIND_ALIASES.get(match.group(1), match.group(1)))
+
+
+@dataclass(frozen=True)
+class Question:
+    """What the ranking reads from a question, once: its intent, its word stems, the kind of thing it asks for."""
+
+    intent: Intent
+    stems: frozenset[str]
+    thing: str | None
+
+
+def read_question(query: str) -> Question:
+    """The question's intent (`intent_of`), stems (`query_stems`) and the kind of thing it asks for (`thing_asked`)."""
+    return Question(intent_of(query), frozenset(query_stems(query)), thing_asked(query))
 
 
 def is_a(node: Node, thing: str) -> bool:

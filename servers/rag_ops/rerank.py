@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from mcp_sections.servers.rag_ops.ranking import Intent, is_a, name_match, weight
+from mcp_sections.servers.rag_ops.ranking import Question, is_a, name_match, weight
 from mcp_sections.shared.brain.model import Node
 
 RANK_K = 30
@@ -86,15 +86,6 @@ class Candidate:
     ranks: dict[str, int] = field(default_factory=dict)
     cosine: float | None = None
     matched_by: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Question:
-    """What the ranking read from the question: its intent, its word stems, the kind of thing it asks for."""
-
-    intent: Intent
-    stems: frozenset[str]
-    thing: str | None
 
 
 def signals(candidates: Sequence[Candidate], question: Question) -> list[list[float]]:

@@ -7,18 +7,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcp_sections.servers.rag_ops.ranking import (
-    Intent,
+    Question,
     fit,
     identifiers_in,
-    intent_of,
     is_document,
     names_version,
-    query_stems,
+    read_question,
     role_of,
-    thing_asked,
     versions_in,
 )
-from mcp_sections.servers.rag_ops.rerank import Candidate, Question, scores
+from mcp_sections.servers.rag_ops.rerank import Candidate, scores
 from mcp_sections.shared.brain.embedding_jobs import EmbeddingJobs
 from mcp_sections.shared.brain.model import LABELS, EntityFilter, Node
 from mcp_sections.shared.ground.errors import invalid_input
@@ -99,12 +97,13 @@ class BrainSearch(EmbeddingJobs):
         if project_types:
             allowed = [pid for pid, p in projects.items() if p.type in project_types]
             project_ids = [pid for pid in (project_ids or allowed) if pid in allowed]
-        intent = intent_of(query)
+        question = read_question(query)
+        intent = question.intent
         pool = max(POOL, (offset + limit) * 4 + 20)
         legs, mode, note, text = self._run_legs(query, project_ids, labels, pool, semantic, text, min_score)
-        fused, nodes = self._fuse(query, legs, intent, project_ids, graph=intent in ("code", "mixed") and text)
+        fused, nodes = self._fuse(query, legs, question, project_ids, graph=intent in ("code", "mixed") and text)
         if mode == "hybrid":
-            rerank_fused(fused, nodes, Question(intent, frozenset(query_stems(query)), thing_asked(query)))
+            rerank_fused(fused, nodes, question)
         else:
             first = sum(leg_score(source, 0, hits[0][1]) for source, hits in legs)  # first in every leg
             best = max([first, *(entry["rrf"] for entry in fused.values())])  # or above it, by name or version
@@ -173,10 +172,10 @@ class BrainSearch(EmbeddingJobs):
         return hits, note
 
     def _fuse(
-        self, query: str, legs: list[Leg], intent: Intent, project_ids: list[str] | None, *, graph: bool
+        self, query: str, legs: list[Leg], question: Question, project_ids: list[str] | None, *, graph: bool
     ) -> tuple[dict[str, dict[str, Any]], dict[str, Node]]:
         """The candidates of every leg by weighted reciprocal rank, scaled by the weight of their role for the
-        intent; documentation pages stand for their title section; with `graph`, the callers of the best
+        question's intent; documentation pages stand for their title section; with `graph`, the callers of the best
         definitions join."""
         fused: dict[str, dict[str, Any]] = {}
         for source, hits in legs:
@@ -189,13 +188,13 @@ class BrainSearch(EmbeddingJobs):
                     entry["similarity"] = raw
         nodes = {n.id: n for n in self.store.get_nodes(list(fused))}
         raw_scores = {nid: entry["rrf"] for nid, entry in fused.items()}
+        intent, stems = question.intent, question.stems
         versions = versions_in(query) if intent == "changes" else set()
-        stems, thing = query_stems(query), thing_asked(query)
         for nid, entry in fused.items():
-            entry["rrf"] *= fit(intent, nodes[nid], stems, thing) if nid in nodes else 0.0
+            entry["rrf"] *= fit(intent, nodes[nid], stems, question.thing) if nid in nodes else 0.0
             if versions and nid in nodes and names_version(nodes[nid], versions):
                 entry["rrf"] *= VERSION_BOOST  # "what changed in 3.0": the section named 3.0
-        self._pages_as_sections(fused, nodes, raw_scores, intent, stems)
+        self._pages_as_sections(fused, nodes, raw_scores, question)
         if graph:
             self._add_callers(fused, nodes, project_ids)
         return fused, nodes
@@ -235,8 +234,7 @@ class BrainSearch(EmbeddingJobs):
         fused: dict[str, dict[str, Any]],
         nodes: dict[str, Node],
         raw: dict[str, float],
-        intent: Intent,
-        stems: set[str],
+        question: Question,
     ) -> None:
         """A documentation page found by its file (whose embedded text is the page's title) stands for its title
         section: the section gets the file's score if it had less, and the file leaves the ranking."""
@@ -252,7 +250,7 @@ class BrainSearch(EmbeddingJobs):
             section = found[0]
             nodes.setdefault(section.id, section)
             entry = _candidate(fused, section.id)
-            entry["rrf"] = max(entry["rrf"], raw[nid] * fit(intent, section, stems))
+            entry["rrf"] = max(entry["rrf"], raw[nid] * fit(question.intent, section, question.stems))
             entry["matched_by"] = list(dict.fromkeys([*entry["matched_by"], "page"]))
 
     def _add_callers(

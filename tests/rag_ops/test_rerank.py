@@ -12,6 +12,7 @@ import pytest
 
 from mcp_sections.servers.rag_ops import rerank
 from mcp_sections.servers.rag_ops.brain import Brain
+from mcp_sections.servers.rag_ops.ranking import Question
 from mcp_sections.servers.rag_ops.search import RERANK_DEPTH, fused_candidates, rerank_fused
 from mcp_sections.shared.brain.model import Node
 from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
@@ -22,7 +23,7 @@ from tests.rag_ops.test_ranking import TREE
 def test_one_weight_per_signal_and_one_signal_row_per_candidate() -> None:
     assert len(rerank.WEIGHTS) == len(rerank.SIGNALS) == len(set(rerank.SIGNALS))
     node = Node(id="n", label="Scope", project_id="p", name="f", props={"kind": "function"})
-    question = rerank.Question("code", frozenset({"f"}), None)
+    question = Question("code", frozenset({"f"}), None)
     rows = rerank.signals([rerank.Candidate(node, 0.5, {"semantic": 0}, 0.6, ["semantic"])], question)
     assert len(rows) == 1 and len(rows[0]) == len(rerank.SIGNALS)
 
@@ -54,7 +55,7 @@ def _fusion(count: int) -> tuple[dict[str, dict[str, Any]], dict[str, Node]]:
 
 def test_the_first_candidates_are_reordered_and_the_rest_follow_in_fused_order() -> None:
     fused, nodes = _fusion(RERANK_DEPTH + 5)
-    question = rerank.Question("code", frozenset({"apply"}), None)
+    question = Question("code", frozenset({"apply"}), None)
     learned = rerank.scores(fused_candidates(fused, nodes)[:RERANK_DEPTH], question)
     rerank_fused(fused, nodes, question)
     head = [f"n{i}" for i in range(RERANK_DEPTH)]
