@@ -87,6 +87,8 @@ RECALL_TARGETS = {
     "short_blind": (0.90, 0.95),
     "long_blind": (0.85, 0.95),
     "long_blind2": (0.85, 0.95),
+    "short_blind2": (0.90, 0.95),
+    "long_blind3": (0.85, 0.95),
 }
 SEARCH_P95_TARGET_MS = 20.0  # issues #24, #41: a warm search answers in ≤ 20 ms p95, long needs included
 HOP_TARGET_VS_DIRECT = 1.5  # gateway ≤ 1.5× direct

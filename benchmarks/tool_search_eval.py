@@ -19,6 +19,9 @@ the recall floors on the tuning needs). Five sets of needs, each line `{"need": 
   and 3-10 words): written by a helper who read only the tools/list snapshots and the seeds, never the ranking code,
   the other needs, the tools' examples or a result; run once, after the mood signal was final; their misses, like
   the held-out needs', are counted and not printed.
+- `long_blind3` and `short_blind2` (2026-11-29, later the same day; 98 needs each, one per tool; 17-35 and 3-10
+  words): written the same way by another helper; run once, the method unchanged since the two sets above ran;
+  counted, never printed.
 A need is found at k when one of its acceptable tools is among the first k results. The index is the gateway's
 own (`servers/gateway/tool_search.py`) over the built-in sections' declarations and the gateway's own tools, with
 the real embedding model.
@@ -76,10 +79,21 @@ from typing import Any, Literal
 from benchmarks.harness import median, percentile
 
 DATA = Path(__file__).resolve().parent / "data"
-SPLITS = ("dev", "dev2", "long_dev", "heldout", "long_blind", "long_blind2", "short_blind")
+SPLITS = (
+    "dev",
+    "dev2",
+    "long_dev",
+    "heldout",
+    "long_blind",
+    "long_blind2",
+    "short_blind",
+    "long_blind3",
+    "short_blind2",
+)
 TUNED = ("dev", "dev2", "long_dev")  # the others were never read while tuning
-LONG = ("long_dev", "long_blind", "long_blind2")
-UNREAD = ("heldout", "long_blind2", "short_blind")  # their misses are counted, never printed
+LONG = ("long_dev", "long_blind", "long_blind2", "long_blind3")
+#: Their misses are counted, never printed.
+UNREAD = ("heldout", "long_blind2", "short_blind", "long_blind3", "short_blind2")
 Ranking = Literal["fused", "bm25", "vectors"]
 #: What each ranking is called in the tables: the gateway's hybrid, and each of its legs alone.
 RANKINGS: dict[Ranking, str] = {
