@@ -65,6 +65,15 @@ A model four times larger (all-mpnet-base-v2 from a local directory, `tool_searc
 embedding_model=DIR))`, the constants unchanged; 2026-11-29, @1/@3): dev 0.904/0.956, dev2 0.769/0.903, long_dev
 0.906/0.971, heldout 0.844/0.987, long_blind 0.800/0.956, against the default's 0.886/0.956, 0.761/0.925, 0.877/0.964,
 0.831/0.974, 0.822/0.922 in the same run: one need more or less per set, at several times the cost per query.
+Tried after the last two blind sets ran (2026-11-29, their figures untouched), none kept. Learning from the tuning
+needs, five folds over the 386 (hits @1 out of fold; the method as it is: 328): the other folds' needs as extra examples
+of their tool 330 (also in the FTS examples column: 324); a nearest-labelled-need term beside the centroid, weight
+0.05-0.5, 316-329; a logistic fusion of 13 signals (each text's cosine, the heading's, the best example's, coverage on
+the query and on the request, the mood, the tool's name words in the request, the section's best score) 318-328. The
+current fusion is already where a linear model of these signals lands. Cheaper vectors, @1 over dev, dev2, long_dev
+and long_blind (476; as it is: 402): one pass over the context, the request and head mean-pooled from its tokens
+(half the model time, p95 10 ms instead of 22) 391; the request pooled so, the head its own pass, 399; the head pooled
+from the request's pass 395; the context replaced by its clauses that are not the request 397-399.
 `python -m benchmarks.tool_examples_check` checks a section's examples against each other without any needs file.
 """
 
