@@ -355,13 +355,14 @@ class Embedder:
         return list(counter(texts)) if counter is not None else None
 
 
-_EMBEDDERS: dict[tuple[str, str, bool | None, str, str, str | None], Embedder] = {}
+_EMBEDDERS: dict[tuple[Any, ...], Embedder] = {}
 _EMBEDDERS_LOCK = threading.Lock()
 
 
 def get_embedder(settings: EmbeddingSettings, cache_dir: str | Path | None = None) -> Embedder:
-    """The process-wide embedder of these settings (one model instance per (model, device, backend)): its threads and
-    batch size are its first caller's (each section is a process of its own; the gateway's only model is find_tools').
+    """The process-wide embedder of these settings: one model instance per model, device, backend, thread count, batch
+    size and export directory, so that two callers in one process (find_tools on every core, a section's background
+    work on half of them) each get what they asked for. Each section is a process of its own: it loads one.
 
     `cache_dir` (the global settings' cache directory) places the ONNX exports in `<cache_dir>/models` when
     `embedding_onnx_dir` is not set; without it, `MCP_SECTIONS_CACHE_DIR` or the user cache directory is used.
@@ -373,6 +374,7 @@ def get_embedder(settings: EmbeddingSettings, cache_dir: str | Path | None = Non
         "dimensions": settings.embedding_dimensions,
     }
     probe = Embedder(settings.embedding_model, settings.embedding_device, backend=settings.embedding_backend, **remote)
+    onnx_dir = settings.embedding_onnx_dir or (Path(cache_dir) / "models" if cache_dir else None)
     key = (
         probe.model_key,
         settings.embedding_device,
@@ -380,6 +382,9 @@ def get_embedder(settings: EmbeddingSettings, cache_dir: str | Path | None = Non
         settings.embedding_backend,
         str(settings.embedding_base_url),
         settings.embedding_model_dir,
+        settings.embedding_threads,
+        settings.embedding_batch_size,
+        str(onnx_dir),
     )
     with _EMBEDDERS_LOCK:
         embedder = _EMBEDDERS.get(key)
@@ -391,7 +396,7 @@ def get_embedder(settings: EmbeddingSettings, cache_dir: str | Path | None = Non
                 settings.embedding_allow_download,
                 settings.embedding_threads,
                 backend=settings.embedding_backend,
-                onnx_dir=settings.embedding_onnx_dir or (Path(cache_dir) / "models" if cache_dir else None),
+                onnx_dir=onnx_dir,
                 model_dir=settings.embedding_model_dir,
                 **remote,
             )

@@ -99,6 +99,11 @@ def test_get_embedder_shares_one_model_per_process() -> None:
     settings = EmbeddingSettings(embedding_model="/nonexistent/a")
     assert get_embedder(settings) is get_embedder(EmbeddingSettings(embedding_model="/nonexistent/a"))
     assert get_embedder(settings) is not get_embedder(EmbeddingSettings(embedding_model="/nonexistent/b"))
+    # a caller asking for other threads or another batch size gets them, not the first caller's
+    more_threads = get_embedder(EmbeddingSettings(embedding_model="/nonexistent/a", embedding_threads=3))
+    assert more_threads is not get_embedder(settings) and more_threads.threads == 3
+    bigger_batches = get_embedder(EmbeddingSettings(embedding_model="/nonexistent/a", embedding_batch_size=64))
+    assert bigger_batches is not get_embedder(settings) and bigger_batches.batch_size == 64
     assert Embedder("sentence-transformers/all-MiniLM-L6-v2").model_key == "all-MiniLM-L6-v2"
 
 
