@@ -74,6 +74,11 @@ current fusion is already where a linear model of these signals lands. Cheaper v
 and long_blind (476; as it is: 402): one pass over the context, the request and head mean-pooled from its tokens
 (half the model time, p95 10 ms instead of 22) 391; the request pooled so, the head its own pass, 399; the head pooled
 from the request's pass 395; the context replaced by its clauses that are not the request 397-399.
+The model quantised to int8 (`embedding_backend="onnx-int8"`, the gateway's threads; same run): @1/@3 dev 0.886/0.956,
+dev2 0.769/0.910, long_dev 0.877/0.971, long_blind 0.822/0.911 against 0.886/0.956, 0.776/0.925, 0.891/0.971,
+0.822/0.933, for a warm search p95 on the three long blind sets of 15.5 ms instead of 21.1 (p50 11.5 instead of 15.4):
+it would meet the latency goal, with three first places and two top-3 places fewer. Not kept: 6 ms per search is not
+worth three right answers in 476.
 `python -m benchmarks.tool_examples_check` checks a section's examples against each other without any needs file.
 """
 
