@@ -107,6 +107,7 @@ MODEL_WAIT_SECONDS = 15.0  # a search waits this long for a loading model before
 #: What a forward pass of the embedding model costs beyond its tokens, in tokens: all-MiniLM-L6-v2 on ONNX Runtime
 #: (one thread) took ~2.2 ms a pass plus ~0.21 ms a token, padding included (`embed_texts`).
 PASS_COST_TOKENS = 10
+PARALLEL_FROM_TOKENS = 32  # a need whose longest text has fewer tokens is embedded one pass after the other
 SUMMARY_LENGTH = 240
 CACHE_FILE = "tool_search.sqlite"
 
@@ -314,13 +315,17 @@ def tool_vectors(entries: Sequence[ToolEntry], service: EmbeddingService) -> np.
     return np.ascontiguousarray(result, dtype=np.float32)
 
 
-def search_threads() -> int:
-    """The model's threads in the gateway: every core, up to 4. The sections that embed in the background keep half the
-    cores (`EmbeddingSettings.embedding_threads`), so that a query beside an ingest stays quick; the gateway embeds one
-    need at a time and nothing in the background (its index is built once, then read from its cache). ONNX Runtime
-    does not spin here: on 2 cores, 2 threads cut a long need's model time by about a quarter when idle, and were no
-    slower than 1 beside another process's ingest (`python -m benchmarks.bench_gateway` prints the latency)."""
-    return max(1, min(4, os.cpu_count() or 1))
+def search_embedding() -> EmbeddingSettings:
+    """The model's settings in the gateway: every core, up to 4, and 2 forward passes at once. The sections that embed
+    in the background keep half the cores (`EmbeddingSettings.embedding_threads`), so that a query beside an ingest
+    stays quick; the gateway embeds one need at a time and nothing in the background (its index is built once, then
+    read from its cache). On 2 cores, every core took a quarter off a long need's model time against half of them, and
+    a long need's passes run at once (`need_passes`) another tenth (`python -m benchmarks.bench_gateway` prints the
+    latency). ONNX Runtime does not spin here: it was no slower beside another process's ingest."""
+    from mcp_sections.shared.embeddings import EmbeddingSettings
+
+    cores = max(1, min(4, os.cpu_count() or 1))
+    return EmbeddingSettings(embedding_threads=cores, embedding_parallel_passes=2 if cores >= 2 else 1)
 
 
 def query_texts(query: str) -> list[str]:
@@ -342,20 +347,33 @@ def query_vector(query: str, service: EmbeddingService) -> np.ndarray:
 
 
 def embed_texts(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-    """The vectors of a need's few texts, in the forward passes `forward_passes` chooses from their token counts. A
-    text's vector is the same alone or padded in a batch (the padding is masked out); without token counts (torch, an
-    endpoint) one pass."""
+    """The vectors of a need's few texts, in the forward passes `need_passes` chooses from their token counts (run at
+    once when the embedder runs passes in parallel). A text's vector is the same alone or padded in a batch (the
+    padding is masked out); without token counts (torch, an endpoint) one pass."""
     import numpy as np
 
     counts = embedder.token_counts(texts) if len(texts) > 1 else None
     if counts is None:
         return embedder.encode(texts)
-    groups = forward_passes(counts)
-    blocks = [embedder.encode([texts[row] for row in group]) for group in groups]
+    groups = need_passes(counts, embedder.parallel_passes)
+    blocks = embedder.encode_passes([[texts[row] for row in group] for group in groups])
     vectors = np.empty((len(texts), blocks[0].shape[1]), dtype=np.float32)
     for group, block in zip(groups, blocks, strict=True):
         vectors[group] = block
     return vectors
+
+
+def need_passes(counts: Sequence[int], at_once: int) -> list[list[int]]:
+    """The texts (by their token counts) grouped into forward passes. One after the other (`at_once` 1, or a short need:
+    its longest text under `PARALLEL_FROM_TOKENS`), those `forward_passes` chooses. At once, the longest text (the
+    context) alone and the others in the passes `forward_passes` chooses for them, so that a long need takes about as
+    long as its context: on 2 cores, 2 passes at once cut a long need's search by a tenth (p50 and p95), where a short
+    need's one pass was as quick as its two at once."""
+    if at_once < 2 or len(counts) < 2 or max(counts) < PARALLEL_FROM_TOKENS:
+        return forward_passes(counts)
+    longest = max(range(len(counts)), key=lambda row: counts[row])
+    rest = [row for row in range(len(counts)) if row != longest]
+    return [[longest], *([rest[at] for at in group] for group in forward_passes([counts[row] for row in rest]))]
 
 
 def forward_passes(counts: Sequence[int]) -> list[list[int]]:
@@ -499,12 +517,11 @@ class ToolSearch:
                 EMBEDDING_CACHE_SCHEMA,
                 EmbeddingCache,
                 EmbeddingService,
-                EmbeddingSettings,
                 get_embedder,
             )
             from mcp_sections.shared.store.sqlite import Database
 
-            settings = self.embedding or EmbeddingSettings(embedding_threads=search_threads())
+            settings = self.embedding or search_embedding()
             embedder = get_embedder(settings, self.settings.cache_dir)
             if not embedder.load():
                 self._model_error = embedder.describe()

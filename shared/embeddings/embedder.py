@@ -74,6 +74,7 @@ class Embedder:
         backend: str = DEFAULT_BACKEND,
         onnx_dir: str | Path | None = None,
         *,
+        parallel_passes: int = 1,
         model_dir: str | None = None,
         provider: str = "local",
         base_url: str | None = None,
@@ -94,6 +95,7 @@ class Embedder:
         self.fallback_reason: str | None = None  # why an ONNX backend was not used
         self.onnx_dir = Path(onnx_dir).expanduser() if onnx_dir else None
         self.threads = threads or max(1, min(4, (os.cpu_count() or 2) // 2))
+        self.parallel_passes = parallel_passes  # forward passes at once (ONNX), each on `threads` threads
         self.requested_device = device
         self.batch_size = batch_size
         self.allow_download = allow_download  # None: the default model only, at its pinned revision
@@ -257,7 +259,9 @@ class Embedder:
         digests = self.verified.digests if self.verified else content_digests(directory)
         target = base / "onnx" / export_name(self.model_key.removesuffix("@int8"), digests)
         path = ensure_onnx(directory, target, int8=int8)
-        return OnnxModel(path, directory, threads=self.threads, batch_size=self.batch_size)
+        return OnnxModel(
+            path, directory, threads=self.threads, batch_size=self.batch_size, passes_at_once=self.parallel_passes
+        )
 
     def _open_torch(self, source: str) -> tuple[Any, str, int]:
         try:
@@ -348,6 +352,14 @@ class Embedder:
                 raise EmbeddingUnavailable(f"embedding endpoint failed: {exc}") from None
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
+    def encode_passes(self, groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Each group's vectors (as `encode`), each group in one forward pass: `parallel_passes` at once on the ONNX
+        backend, one after the other elsewhere. For a query's few texts, grouped by their token counts."""
+        if not hasattr(self._model, "encode_passes") or not self.ready:
+            return [self.encode(group) for group in groups]
+        with self._encode_lock:
+            return self._model.encode_passes(groups)
+
     def token_counts(self, texts: Sequence[str]) -> list[int] | None:
         """How many tokens the model reads of each text, where the backend says (ONNX; None for torch and
         endpoints, or while not loaded): what groups texts of similar lengths into one batch."""
@@ -360,9 +372,9 @@ _EMBEDDERS_LOCK = threading.Lock()
 
 
 def get_embedder(settings: EmbeddingSettings, cache_dir: str | Path | None = None) -> Embedder:
-    """The process-wide embedder of these settings: one model instance per model, device, backend, thread count, batch
-    size and export directory, so that two callers in one process (find_tools on every core, a section's background
-    work on half of them) each get what they asked for. Each section is a process of its own: it loads one.
+    """The process-wide embedder of these settings: one model instance per model, device, backend, thread count, passes
+    at once, batch size and export directory, so that two callers in one process (find_tools, a section's background
+    work on half the cores) each get what they asked for. Each section is a process of its own: it loads one.
 
     `cache_dir` (the global settings' cache directory) places the ONNX exports in `<cache_dir>/models` when
     `embedding_onnx_dir` is not set; without it, `MCP_SECTIONS_CACHE_DIR` or the user cache directory is used.
@@ -383,6 +395,7 @@ def get_embedder(settings: EmbeddingSettings, cache_dir: str | Path | None = Non
         str(settings.embedding_base_url),
         settings.embedding_model_dir,
         settings.embedding_threads,
+        settings.embedding_parallel_passes,
         settings.embedding_batch_size,
         str(onnx_dir),
     )
@@ -397,6 +410,7 @@ def get_embedder(settings: EmbeddingSettings, cache_dir: str | Path | None = Non
                 settings.embedding_threads,
                 backend=settings.embedding_backend,
                 onnx_dir=onnx_dir,
+                parallel_passes=settings.embedding_parallel_passes,
                 model_dir=settings.embedding_model_dir,
                 **remote,
             )

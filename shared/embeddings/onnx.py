@@ -8,6 +8,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -223,7 +224,11 @@ class _FileLock:
 class OnnxModel:
     """The sentence-transformers pipeline without torch: tokenizers → ONNX Runtime → mean pooling → L2 norm."""
 
-    def __init__(self, path: Path, directory: Path, *, threads: int = 1, batch_size: int = 32) -> None:
+    def __init__(
+        self, path: Path, directory: Path, *, threads: int = 1, batch_size: int = 32, passes_at_once: int = 1
+    ) -> None:
+        """`passes_at_once` > 1: forward passes run on that many threads at once, each on `threads` of ONNX Runtime's
+        (a session runs concurrent calls; the GIL is released while it computes)."""
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -238,6 +243,7 @@ class OnnxModel:
         self.tokenizer, self.lower_case, self.pad_id = _st_tokenizer(directory)
         self.batch_size = batch_size
         self.dimension = int(self.session.get_outputs()[0].shape[-1])
+        self._passes = ThreadPoolExecutor(passes_at_once, "onnx-pass") if passes_at_once > 1 else None
 
     def encode(self, texts: Sequence[str], batch_size: int | None = None, **_: Any) -> np.ndarray:
         import numpy as np
@@ -246,11 +252,26 @@ class OnnxModel:
         encodings = self.tokenizer.encode_batch(self._cased(texts))
         # batches of similar token counts: each is padded to its longest text only
         order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i].ids))
+        batches = [order[start : start + size] for start in range(0, len(order), size)]
         out = np.empty((len(encodings), self.dimension), dtype=np.float32)
-        for start in range(0, len(order), size):
-            rows = order[start : start + size]
-            out[rows] = self._forward([encodings[i] for i in rows])
+        for rows, vectors in zip(batches, self._run([[encodings[i] for i in rows] for rows in batches]), strict=True):
+            out[rows] = vectors
         return out
+
+    def encode_passes(self, groups: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Each group's vectors, the group in one forward pass (padded to its longest text), the passes at once."""
+        encodings = self.tokenizer.encode_batch(self._cased([text for group in groups for text in group]))
+        passes, start = [], 0
+        for group in groups:
+            passes.append(encodings[start : start + len(group)])
+            start += len(group)
+        return self._run(passes)
+
+    def _run(self, passes: list[list[Any]]) -> list[np.ndarray]:
+        """The forward passes' vectors, in order: `passes_at_once` at a time."""
+        if self._passes is None or len(passes) < 2:
+            return [self._forward(encodings) for encodings in passes]
+        return list(self._passes.map(self._forward, passes))
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """How many tokens the model reads of each text (after truncation)."""

@@ -4,6 +4,7 @@ the dev needs, and the gateway's tool over stdio (no section started; third-part
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,13 @@ from mcp import Client
 
 from mcp_sections.servers.gateway.need import read_need
 from mcp_sections.servers.gateway.tool_search import (
+    PARALLEL_FROM_TOKENS,
     ToolSearch,
     embed_texts,
     forward_passes,
+    need_passes,
     query_texts,
+    search_embedding,
     section_entries,
     summary,
 )
@@ -123,6 +127,25 @@ def test_a_needs_texts_are_embedded_in_the_passes_that_pad_least() -> None:
     assert forward_passes([7]) == [[0]] and forward_passes([]) == []
 
 
+def test_a_long_needs_passes_run_at_once_with_its_longest_text_alone() -> None:
+    """Run at once, a long need takes about as long as its longest pass: the context goes alone, the request and the
+    head share the other pass (or have one each, as `forward_passes` chooses for them). A short need (its longest text
+    under `PARALLEL_FROM_TOKENS`) and an embedder running one pass at a time keep `forward_passes`."""
+    assert need_passes([40, 38, 37], 2) == [[0], [1, 2]]
+    assert need_passes([15, 56, 40], 2) == [[1], [2], [0]]
+    assert need_passes([12, 11, 40], 2) == [[2], [0, 1]]
+    assert need_passes([36, 35], 2) == [[0], [1]]
+    assert need_passes([30, 28, 27], 2) == forward_passes([30, 28, 27]) == [[0, 1, 2]]
+    assert need_passes([40, 38, 37], 1) == forward_passes([40, 38, 37])
+    assert need_passes([7], 2) == [[0]] and need_passes([], 2) == []
+
+
+def test_the_gateway_model_runs_on_every_core_up_to_four_two_passes_at_once() -> None:
+    cores = max(1, min(4, os.cpu_count() or 1))
+    settings = search_embedding()
+    assert (settings.embedding_threads, settings.embedding_parallel_passes) == (cores, 2 if cores >= 2 else 1)
+
+
 @needs_model
 def test_texts_embedded_in_several_passes_get_the_vectors_of_one(shared_cache_dir: Path) -> None:
     """Cutting a need's texts into passes changes no vector (padding is masked out), so no ranking changes."""
@@ -140,6 +163,22 @@ def test_texts_embedded_in_several_passes_get_the_vectors_of_one(shared_cache_di
     counts = embedder.token_counts(texts)
     assert counts is not None and len(forward_passes(counts)) > 1  # this need's texts do take several passes
     assert np.allclose(embed_texts(embedder, texts), embedder.encode(texts), rtol=0, atol=1e-6)
+    # the gateway's way: a long need's passes at once
+    at_once = get_embedder(EmbeddingSettings(embedding_threads=2, embedding_parallel_passes=2), shared_cache_dir)
+    assert at_once.load() and at_once is not embedder
+    long_need = (
+        "after upgrading, the nightly build of our reporting service fails with `AttributeError: module 'numpy' has "
+        "no attribute 'float'` raised from an old charting dependency; search online for which numpy release removed "
+        "it and what the usual fix is, then tell me what to pin in requirements.txt so the build goes green again"
+    )
+    long_texts = list(dict.fromkeys(query_texts(long_need)))
+    long_counts = at_once.token_counts(long_texts)
+    assert long_counts is not None and max(long_counts) >= PARALLEL_FROM_TOKENS  # its passes do run at once
+    for some in (texts, long_texts):
+        assert np.allclose(embed_texts(at_once, some), embedder.encode(some), rtol=0, atol=1e-6)
+    # a batch's chunks at once too (the index's passages)
+    passages = [f"passage {n} about {'tools ' * (n % 7)}" for n in range(70)]
+    assert np.allclose(at_once.encode(passages), embedder.encode(passages), rtol=0, atol=1e-6)
 
 
 def test_entries_index_names_parameters_and_examples() -> None:
