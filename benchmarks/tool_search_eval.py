@@ -59,8 +59,11 @@ The mood (2026-11-29, `tool_search.MOOD_WEIGHT`: a question lifts read-only tool
 0.891); on the sets never tuned on, with and without it: heldout 0.844/0.974 (0.831/0.974), long_blind 0.822/0.933
 (0.822/0.922), long_blind2 0.724/0.939 (0.714/0.939), short_blind 0.816/0.990 (0.816/0.990).
 Latency (2026-11-29): the gateway's model on every core instead of half of them cut the long needs' warm p95 by a
-third on 2 cores; embedding only the context's first 32 words as well lost one long blind need at 3 and gained
-nothing measurable in time (not kept).
+third on 2 cores; a long need's passes at once (`tool_search.need_passes`, its context alone), interleaved A/B in one
+process over the four long sets, 6 rounds: p50/p90/p95 14.1/19.1/20.9 ms instead of 15.9/21.9/24.1, the short sets
+unchanged (6.0/8.1 against 6.1/8.2); every pass at once on 1 thread each instead gave 13.9/22.3 on long needs but
+7.4/12.5 instead of 6.9/9.5 on short ones, and 3 passes at once no more than 2. Embedding only the context's first
+32 words as well lost one long blind need at 3 and gained nothing measurable in time (not kept).
 A model four times larger (all-mpnet-base-v2 from a local directory, `tool_search(..., EmbeddingSettings(
 embedding_model=DIR))`, the constants unchanged; 2026-11-29, @1/@3): dev 0.904/0.956, dev2 0.769/0.903, long_dev
 0.906/0.971, heldout 0.844/0.987, long_blind 0.800/0.956, against the default's 0.886/0.956, 0.761/0.925, 0.877/0.964,
