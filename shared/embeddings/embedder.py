@@ -95,7 +95,7 @@ class Embedder:
         self.fallback_reason: str | None = None  # why an ONNX backend was not used
         self.onnx_dir = Path(onnx_dir).expanduser() if onnx_dir else None
         self.threads = threads or max(1, min(4, (os.cpu_count() or 2) // 2))
-        self.parallel_passes = parallel_passes  # forward passes at once (ONNX), each on `threads` threads
+        self.parallel_passes = parallel_passes  # forward passes at once (ONNX), sharing the session's `threads`
         self.requested_device = device
         self.batch_size = batch_size
         self.allow_download = allow_download  # None: the default model only, at its pinned revision

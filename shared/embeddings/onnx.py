@@ -227,8 +227,8 @@ class OnnxModel:
     def __init__(
         self, path: Path, directory: Path, *, threads: int = 1, batch_size: int = 32, passes_at_once: int = 1
     ) -> None:
-        """`passes_at_once` > 1: forward passes run on that many threads at once, each on `threads` of ONNX Runtime's
-        (a session runs concurrent calls; the GIL is released while it computes)."""
+        """`passes_at_once` > 1: that many forward passes run at once, from as many threads, sharing the session's
+        `threads` (a session runs concurrent calls; the GIL is released while it computes)."""
         import onnxruntime as ort
 
         options = ort.SessionOptions()
