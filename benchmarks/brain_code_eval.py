@@ -194,11 +194,13 @@ def evaluate(
     progress: Callable[[str], None] | None = None,
     keep: Path | None = None,
     model: str | None = None,
+    ask: bool = True,
 ) -> EvalRun:
     """Every project in a fresh brain of its own (with `second` ingested into it first), questions asked with the
     defaults of a caller working in the project. `only` keeps some projects (by their data entry); `keep` keeps the
     brains in that directory between runs (what is already ingested and embedded is not done again); `model` names
-    another embedding model than the default (a sentence-transformers directory: keep its brains apart)."""
+    another embedding model than the default (a sentence-transformers directory: keep its brains apart); without
+    `ask`, the brains are only ingested and embedded (for a study that asks in its own way)."""
     say = progress or (lambda message: None)
     cache = sdist_cache(cache_dir)
     run = EvalRun([], [], str(second) if second else None)
@@ -231,6 +233,8 @@ def evaluate(
                 say(f"{project['id']}: ingesting {root.name}")
                 run.timings.append(_ingest(brain, embedder, project["id"], root, throughput))
                 brain.active = None  # the caller's root says which project it works in, not a switch_project
+                if not ask:
+                    continue
                 say(f"{project['id']}: {len(project['questions'])} questions")
                 for item in project["questions"]:
                     run.answers.append(_ask(brain, project["id"], root, item))

@@ -58,7 +58,7 @@ class Asked:
 def collect(keep: Path, model: str | None = None) -> list[Asked]:
     """Every question of every code base, asked as `brain_search` asks it up to the reranker (with `model` instead of
     the default embedding model, if given)."""
-    evaluate(keep=keep, throughput=False, model=model)  # ingests and embeds what `keep` does not hold yet
+    evaluate(keep=keep, throughput=False, model=model, ask=False)  # ingests and embeds what `keep` does not hold yet
     cache = sdist_cache()
     embedder = loaded_embedder(cache.parent, model)
     asked = []
