@@ -14,14 +14,14 @@ built-in section, from its declaration; a third-party section once it was first 
 A need is first read apart (`need.read_need`): the material it carries (paths, URLs, quoted or pasted text, code, JSON,
 error output, ids) is replaced by its kind, and its clauses are read as the request, asides (parentheses, "because...",
 "so it starts clean") or context. Its vector is the normalised sum of three texts' vectors (in the forward passes that
-pad least: `embed_texts`): the request, its head (the first words of each request clause: the verb and its object) and
-the whole context; so a pasted "image" tag or "tasks" of a quoted page no longer decide. It is ranked by the memory
-section's fusion rule (`servers/memory/store.py`): cosine similarity plus `TEXT_WEIGHT × coverage`, coverage being the
-share of the query's searched words a tool's row holds (function words aside: `QUERY_STOPWORDS`), plus `MOOD_WEIGHT`
-for a tool whose readOnlyHint fits the need's mood (a question wants a tool that reads, "save ..." one that writes).
-Without the embedding model (light install, model failed, or still loading past `MODEL_WAIT_SECONDS`) the ranking is
-BM25 alone, and the result says so. The gateway's own tools are indexed too, as section "gateway" (their summary
-says to call them directly), those its client is offered (`own`).
+pad least, a long need's at once: `embed_texts`): the request, its head (the first words of each request clause: the
+verb and its object) and the whole context; so a pasted "image" tag or "tasks" of a quoted page no longer decide. It is
+ranked by the memory section's fusion rule (`servers/memory/store.py`): cosine similarity plus `TEXT_WEIGHT × coverage`,
+coverage being the share of the query's searched words a tool's row holds (function words aside: `QUERY_STOPWORDS`),
+plus `MOOD_WEIGHT` for a tool whose readOnlyHint fits the need's mood (a question wants a tool that reads, "save ..."
+one that writes). Without the embedding model (light install, model failed, or still loading past `MODEL_WAIT_SECONDS`)
+the ranking is BM25 alone, and the result says so. The gateway's own tools are indexed too, as section "gateway" (their
+summary says to call them directly), those its client is offered (`own`).
 
 Measured (`python -m benchmarks.bench_gateway --tool-search-only`), recall@1/@3 hybrid: dev 0.886/0.956, dev2
 0.776/0.925, long_dev (long needs, tuned on) 0.891/0.971; the long needs written blind and the held-out needs, never
