@@ -1,6 +1,7 @@
 """The maths language the calculator accepts, and its checks: untrusted text → a checked syntax tree (no sympy).
 
-The text is parsed with `ast.parse(text, mode="eval")` and the tree is checked against an allow-list;
+The text is parsed with Python's parser (`ast.parse(text, mode="eval")`, one parse at a time in the process:
+`shared.text.python_syntax`) and the tree is checked against an allow-list;
 `expressions` then builds the sympy object node by node. Nothing here imports sympy, so `check_text` and
 `parse` are cheap and usable anywhere.
 
@@ -48,6 +49,7 @@ from mcp_sections.servers.calculator.limits import (
     check_shape,
 )
 from mcp_sections.shared.ground.errors import invalid_input, limit_exceeded
+from mcp_sections.shared.text.python_syntax import parse_expression
 
 IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _TRANSLATIONS = str.maketrans({"×": "*", "·": "*", "÷": "/", "−": "-", "π": "pi", "²": "**2", "³": "**3"})
@@ -256,7 +258,7 @@ def parse(text: str, grammar: Grammar, *, equation: bool = False, what: str = "e
 def _syntax_tree(source: str, what: str) -> ast.expr:
     """The body of Python's parse of the (checked) text; INVALID_INPUT with a hint where it is not maths syntax."""
     try:
-        return ast.parse(source.strip(), mode="eval").body
+        return parse_expression(source.strip()).body
     except SyntaxError as exc:
         hint = ""
         if "decimal literal" in str(exc.msg) or "imaginary" in str(exc.msg):

@@ -1,1 +1,2 @@
-"""Text and file utilities: globs, .gitignore rules, the one directory walker, full-text queries, Markdown blocks."""
+"""Text and file utilities: globs, .gitignore rules, the one directory walker, full-text queries, Markdown blocks,
+Python's parser one tree at a time."""

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from mcp_sections.shared.brain.parsing.builder import Builder
 from mcp_sections.shared.brain.parsing.files import MAX_SCOPES_PER_FILE
+from mcp_sections.shared.text.python_syntax import parse_module
 
 # ---- Python (ast) ------------------------------------------------------------------------------------
 
@@ -57,7 +58,7 @@ def _python_signature(item: ast.AST) -> str:
 
 
 def parse_python(builder: Builder, text: str) -> None:
-    tree = ast.parse(text)
+    tree = parse_module(text)
     lines = text.splitlines()
     module = python_module_name(builder.rel)
     builder.file.props["module"] = module
