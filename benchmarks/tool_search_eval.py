@@ -187,7 +187,7 @@ class Latency:
     `search` is `ToolSearch.search` (what find_tools does in the gateway's process); `model` the suite's embedding
     model (the same `Embedder`, the same session) on the texts `search` embeds for the need, in the same passes
     (`embed_texts`, with the token count that chooses them); `floor` the same model on the need as one text, one
-    pass on every core up to 4 (what a search by meaning of the need as written costs at least). `model` and `floor`
+    pass on the same threads (what a search by meaning of the need as written costs at least). `model` and `floor`
     are None without a model."""
 
     search: tuple[float, float]
@@ -200,8 +200,8 @@ def latency_ms(search: Any, splits: tuple[str, ...] = SPLITS, rounds: int = 3) -
     from mcp_sections.servers.gateway.tool_search import embed_texts, query_texts
 
     search.search("warm up", 5, None)
-    service = search.embedding_service() if search.index(wait_seconds=0).vectors is not None else None
-    floor = _one_pass_model(search.settings.cache_dir) if service is not None else None
+    hybrid = search.index(wait_seconds=0).vectors is not None
+    models = (search.embedding_service().embedder, _one_pass_model(search)) if hybrid else None
     samples: dict[str, dict[str, list[float]]] = {split: {"search": [], "model": [], "floor": []} for split in splits}
     for _ in range(rounds):
         for split in splits:
@@ -209,11 +209,12 @@ def latency_ms(search: Any, splits: tuple[str, ...] = SPLITS, rounds: int = 3) -
                 started = time.perf_counter()
                 search.search(item["need"], 5, None)
                 samples[split]["search"].append((time.perf_counter() - started) * 1000)
-                if service is None or floor is None:
+                if models is None:
                     continue
+                embedder, floor = models
                 texts = list(dict.fromkeys(query_texts(item["need"])))
                 started = time.perf_counter()
-                embed_texts(service.embedder, texts)
+                embed_texts(embedder, texts)
                 samples[split]["model"].append((time.perf_counter() - started) * 1000)
                 started = time.perf_counter()
                 floor.encode([item["need"]])
@@ -228,13 +229,13 @@ def latency_ms(search: Any, splits: tuple[str, ...] = SPLITS, rounds: int = 3) -
     }
 
 
-def _one_pass_model(cache_dir: Path) -> Any:
-    """The suite's model with one pass at a time on every core up to 4: the fastest way to embed one text here."""
-    import os
+def _one_pass_model(search: Any) -> Any:
+    """The search's model on the search's threads, one pass at a time: the fastest way to embed one text here."""
+    from mcp_sections.servers.gateway.tool_search import search_embedding
+    from mcp_sections.shared.embeddings import get_embedder
 
-    from mcp_sections.shared.embeddings import EmbeddingSettings, get_embedder
-
-    embedder = get_embedder(EmbeddingSettings(embedding_threads=max(1, min(4, os.cpu_count() or 1))), cache_dir)
+    settings = (search.embedding or search_embedding()).model_copy(update={"embedding_parallel_passes": 1})
+    embedder = get_embedder(settings, search.settings.cache_dir)
     embedder.load()
     embedder.encode(["warm up"])
     return embedder
