@@ -4,6 +4,7 @@ command line in /proc."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -181,6 +182,16 @@ def pids_where(match: Callable[[list[str]], bool], zombies: bool = False) -> lis
 def running(argv: list[str], suffix: bool = False) -> list[int]:
     """Live processes whose command line is exactly `argv` (or ends with it: `suffix`)."""
     return pids_where(lambda arguments: (arguments[-len(argv) :] if suffix else arguments) == argv)
+
+
+_MARKS = itertools.count(1)
+
+
+def unique_seconds(whole: int) -> str:
+    """A duration in seconds, `whole` and a little more, that no other program on this machine is given: its decimals
+    are this process's pid (fixed width, so no mark holds another) and a count. A test finds the program it started
+    by it (`running_with`), even beside another test run on the same machine."""
+    return f"{whole}.{os.getpid():07d}{next(_MARKS):03d}"
 
 
 def running_with(text: str, zombies: bool = False) -> list[int]:

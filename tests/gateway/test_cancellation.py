@@ -17,7 +17,7 @@ from mcp import Client
 from tests.gateway.helpers import builtin_available, demo_section_table, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.in_memory import gateway_in_memory
-from tests.processes import kill_running_with, running_with
+from tests.processes import kill_running_with, running_with, unique_seconds
 from tests.stdio import data_of, error_of
 from tests.waiting import cancelled_once, eventually
 
@@ -111,7 +111,7 @@ async def test_a_section_killed_during_a_call_fails_that_call_only(client: Clien
     running = running_with(marker)
     assert running
 
-    sleeping = "sleep 30.25"  # a program no other test runs, found by its command line
+    sleeping = f"sleep {unique_seconds(30)}"  # found by its command line, whatever else runs on the machine
 
     async def long_call() -> None:
         arguments = {"command": sleeping.split(), "timeout_seconds": 60}

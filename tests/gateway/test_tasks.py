@@ -20,7 +20,7 @@ from mcp_sections.shared.serving.provenance import unwrap
 from tests.gateway.helpers import FORWARD, REPO, builtin_available, forward, tasks_demo_table, write_config
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.in_memory import gateway_in_memory
-from tests.processes import process_report, running_with, serving_over_http
+from tests.processes import process_report, running_with, serving_over_http, unique_seconds
 from tests.stdio import HOST_ENVIRONMENT, data_of, server_parameters
 from tests.tasks_client import (
     CreatedTask,
@@ -126,7 +126,7 @@ async def _status_message(client: Client, task_id: str) -> str | None:
 async def test_cancelling_the_task_cancels_the_section_work(
     workdir: Path, http_url: str, transport: str, request: pytest.FixtureRequest
 ) -> None:
-    marker = f"sleep 61.{len(transport)}"  # one sleeping program per run, found by its command line
+    marker = f"sleep {unique_seconds(61)}"  # found by its command line, whatever else runs on the machine
     arguments = forward("shell_ops", "run_command", command=marker.split(), timeout_seconds=120)
     audit = workdir / "data" / "audit"
     url = http_url if transport == "http" else None

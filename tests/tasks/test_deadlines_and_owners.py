@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.framework.test_tasks import SECTION, connect, environment
 from tests.in_memory import section_in_memory
-from tests.processes import free_port, listening, running_with
+from tests.processes import free_port, listening, running_with, unique_seconds
 from tests.stdio import REPO
 from tests.tasks_client import (
     CreatedTask,
@@ -63,7 +62,7 @@ async def shell(request: pytest.FixtureRequest, root: Path) -> AsyncIterator[Cli
 
 
 async def test_a_task_still_working_at_its_ttl_is_stopped_with_its_program(shell: Client) -> None:
-    seconds = f"{200 + time.monotonic_ns() % 1000}"  # a command line no other test runs
+    seconds = unique_seconds(200)  # found by its command line
     arguments = {"command": ["python3", "wait.py", seconds], "timeout_seconds": 250}  # over 60 s: long, a task
     legacy = shell.session.protocol_version == "2025-11-25"
     if legacy:

@@ -6,7 +6,6 @@ the replicas reconnect after Redis and PostgreSQL restart."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +15,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_sections.shared.serving.tasks import STOPPED_REPLICA
-from tests.processes import running_with
+from tests.processes import running_with, unique_seconds
 from tests.stdio import data_of
 from tests.tasks_client import CreatedTask, call_for_task, cancel_task, get_task
 from tests.team.team import Team, client, forward, team
@@ -70,7 +69,7 @@ async def start_waiting_task(connected: Client, seconds: str) -> str:
 
 async def test_a_task_started_through_a_is_polled_and_cancelled_through_b(replicas: Team) -> None:
     a, b = replicas.replica("a"), replicas.replica("b")
-    seconds = f"{300 + time.monotonic_ns() % 1000}"  # a command line no other test runs
+    seconds = unique_seconds(300)  # found by its command line
     async with client(a.url, "tasks", tasks=True) as on_a, client(b.url, "tasks", tasks=True) as on_b:
         task_id = await start_waiting_task(on_a, seconds)
         await eventually(lambda: running_with(f"wait.py {seconds}"), timeout=30)
@@ -114,7 +113,7 @@ async def test_a_replica_killed_mid_burst_loses_no_acknowledged_write_and_its_ta
     replicas: Team,
 ) -> None:
     a = replicas.replica("a")
-    seconds = f"{400 + time.monotonic_ns() % 1000}"
+    seconds = unique_seconds(400)
     async with client(a.url, "burst", tasks=True) as on_a:
         orphan = await start_waiting_task(on_a, seconds)
     acknowledged: list[str] = []
@@ -180,7 +179,7 @@ async def test_the_replicas_reconnect_after_redis_and_postgresql_restart(replica
         after = await forward(on_b, "todo", "todo_create", name="after the restarts", workflow_id="restarts")
         listed = await forward(on_a, "todo", "todo_list", workflow_id="restarts")
         assert {task["id"] for task in listed["tasks"]} == {before["task_id"], after["task_id"]}
-    seconds = f"{500 + time.monotonic_ns() % 1000}"
+    seconds = unique_seconds(500)
     async with client(a.url, "restarts", tasks=True) as on_a, client(b.url, "restarts", tasks=True) as on_b:
         task_id = await start_waiting_task(on_a, seconds)
         assert (await get_task(on_b.session, task_id)).status == "working"
