@@ -17,6 +17,16 @@ ingested as `bench_brain --eval` does; with --keep they stay there between runs,
 768 dimensions, against the default's 22 M and 384; on torch), run on 2026-11-29, gave the same leave-one-project-out
 figures, 138 / 198 of 236 against the default's 138 / 197, the vector leg alone 0.02-0.08 better at @1; embedding
 took several times as long (not timed apart: that run shared the CPU).
+
+Tried with scratch scripts on the same candidates, leave one project out, and not kept (the default scores 138 / 197
+of 236 there):
+- more signals for the reranker: the cosine of the question with the candidate's whole text (138 / 194), the share of
+  the question's stems among its body's words (134 / 201), the cosine with its comments and message strings, the
+  body's prose (135 / 193), all of these (139 / 201);
+- the same signals in a pointwise gradient-boosted model instead of the weighted sum (127-142 / 191-201);
+- a definition's name written out as words in the text embedded for it, `StatementSplitter (statement splitter)`
+  (142 / 195), or in place of the name (137 / 193), the brains ingested again.
+Each moves a few questions either way, within what a different split of the same questions moves.
 """
 
 from __future__ import annotations
