@@ -15,6 +15,9 @@ Rules
   `cascade`, which deletes every task that depends on it, directly or transitively.
 - `next` is the `pending` task whose dependencies are all `completed`, with the best priority
   (1 first), the oldest first among equal priorities.
+- `add` without `allow_duplicate` returns a `pending` task with the very same fields instead of creating its twin: a
+  call retried after its answer was lost (a DATABASE_ERROR whose commit landed, a dropped connection) or an agent
+  planning the same step again must not double it. MCP has no idempotency key; the fields are the call.
 """
 
 from __future__ import annotations
@@ -114,6 +117,14 @@ class Task:
     started_at: str | None
     completed_at: str | None
     duration_ms: int | None
+
+
+@dataclass(frozen=True)
+class Added:
+    """What `Board.add` did: the task, and whether it was created now (False: its pending twin, returned)."""
+
+    task: Task
+    created: bool
 
 
 @dataclass(frozen=True)
@@ -229,6 +240,24 @@ class Board:
         dependencies: Iterable[str] = (),
         assigned_agent: str | None = None,
     ) -> Task:
+        """A new `pending` task, whatever the board holds already."""
+        return self.add(
+            workflow_id, name, description, priority, dependencies, assigned_agent, allow_duplicate=True
+        ).task
+
+    def add(
+        self,
+        workflow_id: str,
+        name: str,
+        description: str = "",
+        priority: int = DEFAULT_PRIORITY,
+        dependencies: Iterable[str] = (),
+        assigned_agent: str | None = None,
+        *,
+        allow_duplicate: bool = False,
+    ) -> Added:
+        """A new `pending` task; without `allow_duplicate`, the `pending` task that has the very same fields when
+        there is one (see the module docstring)."""
         check_workflow_id(workflow_id)
         name = _check_name(name)
         _check_description(description)
@@ -245,6 +274,10 @@ class Board:
                     limit=self.max_tasks_per_workflow,
                 )
             _require_existing(conn, workflow_id, wanted)
+            if not allow_duplicate:
+                twin = _pending_twin(conn, workflow_id, name, description, priority, wanted, assigned_agent)
+                if twin is not None:
+                    return Added(twin, created=False)
             task_id = _new_task_id(conn)
             now = now_iso()
             conn.execute(
@@ -256,7 +289,7 @@ class Board:
                 "INSERT INTO dependencies (workflow_id, task_id, depends_on) VALUES (?, ?, ?)",
                 [(workflow_id, task_id, dep) for dep in wanted],
             )
-            return _load(conn, workflow_id, task_id)
+            return Added(_load(conn, workflow_id, task_id), created=True)
 
     def update(
         self,
@@ -532,6 +565,31 @@ def _check_dependency_ids(dependencies: Iterable[str]) -> list[str]:
     if len(wanted) > MAX_DEPENDENCIES:
         raise invalid_input(f"a task may have at most {MAX_DEPENDENCIES} dependencies; got {len(wanted)}.")
     return wanted
+
+
+def _pending_twin(
+    conn: SqlConnection,
+    workflow_id: str,
+    name: str,
+    description: str,
+    priority: int,
+    dependencies: Sequence[str],
+    assigned_agent: str | None,
+) -> Task | None:
+    """The oldest `pending` task of the workflow with these very fields (dependencies as a set), if any."""
+    rows = conn.execute(
+        "SELECT id FROM tasks WHERE workflow_id = ? AND status = 'pending' AND name = ? AND description = ? "
+        "AND priority = ? AND COALESCE(assigned_agent, '') = ? ORDER BY seq",  # an agent id is never empty
+        (workflow_id, name, description, priority, assigned_agent or ""),
+    ).fetchall()
+    if not rows:
+        return None
+    found = _dependencies_of(conn, workflow_id, [row["id"] for row in rows])
+    wanted = set(dependencies)
+    for row in rows:
+        if set(found.get(row["id"], [])) == wanted:
+            return _load(conn, workflow_id, row["id"])
+    return None
 
 
 def _new_task_id(conn: SqlConnection) -> str:

@@ -115,6 +115,14 @@ class CreateInput(ToolInput):
         default=None, description="Agent responsible for the task (optional; omit for unassigned)."
     )
     workflow_id: WorkflowId = DEFAULT_WORKFLOW
+    allow_duplicate: bool = Field(
+        default=False,
+        description=(
+            "Create the task even if a pending task with the very same name, description, priority, dependencies "
+            "and agent exists in the workflow (default false: that task is returned with created=false, so a "
+            "retried call never doubles a task)."
+        ),
+    )
 
 
 class GetInput(ToolInput):
@@ -271,7 +279,15 @@ class _TaskChange(ToolResult):
 
 
 class CreateResult(_TaskChange):
+    created: bool = Field(
+        default=True,
+        description="false when a pending task with the same fields already existed: that task is returned, not a "
+        "new one (allow_duplicate=true creates another).",
+    )
+
     def render_text(self) -> str:
+        if not self.created:
+            return f"Not created: {self.task.line()} in workflow {self.task.workflow_id} already has these fields."
         return f"Created {self.task.line()} in workflow {self.task.workflow_id}."
 
 

@@ -74,17 +74,27 @@ def todo_create(params: CreateInput, state: Board) -> CreateResult:
     description: at most 1000; priority: 1 (critical) to 5 (nice-to-have), default 3; dependencies:
     ids of existing tasks of the same workflow that must be completed before this one can start
     (unknown ids → NOT_FOUND); assigned_agent: optional owner. A workflow holds at most 10,000 tasks
-    by default (MAX_LIMIT_EXCEEDED beyond). Returns the task id and the full task.
+    by default (MAX_LIMIT_EXCEEDED beyond). A pending task with the very same fields is not doubled: it is
+    returned with created=false (a retried call, the same step planned twice); allow_duplicate=true creates
+    another. Returns the task id and the full task.
     """
-    task = state.create(
+    added = state.add(
         params.workflow_id,
         params.name,
         params.description,
         params.priority,
         params.dependencies,
         params.assigned_agent,
+        allow_duplicate=params.allow_duplicate,
     )
-    return CreateResult(task_id=task.id, message="Task created successfully", task=TaskView.of(task))
+    task = TaskView.of(added.task)
+    if added.created:
+        return CreateResult(task_id=task.id, message="Task created successfully", task=task)
+    message = (
+        f"Not created: pending task {task.id} of this workflow already has these fields, and is returned; pass "
+        "allow_duplicate=true to add another."
+    )
+    return CreateResult(task_id=task.id, message=message, task=task, created=False)
 
 
 @tool(

@@ -13,6 +13,8 @@ import pytest
 from mcp_sections.servers.todo.board import Board
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from tests.todo.test_board import (  # noqa: F401  (the board's tests, run here on PostgreSQL)
+    test_a_twin_that_left_pending_no_longer_counts,
+    test_add_returns_the_pending_twin_instead_of_doubling_it,
     test_create_rejects_bad_input,
     test_cycles_are_refused,
     test_delete_leaf_and_after_detaching,
@@ -108,3 +110,21 @@ def test_the_sections_settings_choose_postgresql(
     monkeypatch.delenv("MCP_SECTIONS_TODO_POSTGRES_URL")
     with pytest.raises(ValueError, match="needs postgres_url"):
         TodoSettings.load()
+
+
+def test_the_same_call_on_two_replicas_at_once_makes_one_task(postgres_url: str) -> None:
+    boards = [Board(None, postgres_url=postgres_url) for _ in range(2)]
+    added = []
+
+    def add(board: Board) -> None:
+        for _ in range(5):
+            added.append(board.add("twins", "Deploy", "to staging", 2, [], None))
+
+    threads = [threading.Thread(target=add, args=(board,)) for board in (*boards, *boards)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for board in boards:
+        board.close()
+    assert sum(one.created for one in added) == 1 and len({one.task.id for one in added}) == 1

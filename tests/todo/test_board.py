@@ -354,3 +354,31 @@ def test_section_settings_set_the_cap(tmp_path: Path, monkeypatch: pytest.Monkey
         fails(ErrorCode.MAX_LIMIT_EXCEEDED, board.create, W, "three")
     finally:
         board.close()
+
+
+def test_add_returns_the_pending_twin_instead_of_doubling_it(board: Board) -> None:
+    base = board.create(W, "base")
+    first = board.add(W, "Write the notes", "for 2.0", 2, [base.id], "writer")
+    assert first.created and first.task.status == "pending"
+    again = board.add(W, " Write the notes ", "for 2.0", 2, [base.id, base.id], "writer")  # the retried call
+    assert (again.created, again.task) == (False, first.task)
+    assert [task.id for task in board.list(W).tasks].count(first.task.id) == 1 and len(board.list(W).tasks) == 2
+    differing = [
+        board.add(W, "Write the notes", "for 2.1", 2, [base.id], "writer"),
+        board.add(W, "Write the notes", "for 2.0", 1, [base.id], "writer"),
+        board.add(W, "Write the notes", "for 2.0", 2, [], "writer"),
+        board.add(W, "Write the notes", "for 2.0", 2, [base.id], None),
+        board.add("elsewhere", "Write the notes", "for 2.0", 2, [], "writer"),
+    ]
+    assert all(added.created for added in differing)
+    assert board.add(W, "Write the notes", "for 2.0", 2, [base.id], "writer", allow_duplicate=True).created
+    unassigned = board.add(W, "Write the notes", "for 2.0", 2, [base.id], None)  # NULL agent equals NULL agent
+    assert not unassigned.created and unassigned.task == differing[3].task
+
+
+def test_a_twin_that_left_pending_no_longer_counts(board: Board) -> None:
+    first = board.add(W, "Run the suite")
+    board.set_status(W, first.task.id, "in_progress")
+    repeated = board.add(W, "Run the suite")  # the same step, planned again once the first run started
+    assert repeated.created and repeated.task.id != first.task.id
+    assert board.create(W, "Run the suite").id not in (first.task.id, repeated.task.id)  # create: always a new one

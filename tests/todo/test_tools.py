@@ -217,3 +217,18 @@ async def test_task_cap(client: Client, data_dir: Path) -> None:
     await call(client, "todo_delete", workflow_id="full", task_id="bulk_0")
     await call(client, "todo_create", workflow_id="full", name="fits again")
     await fail(client, "todo_create", "MAX_LIMIT_EXCEEDED", workflow_id="full", name="full again")
+
+
+@pytest.mark.anyio
+async def test_a_retried_create_returns_the_task_it_made(client: Client) -> None:
+    arguments = {"workflow_id": "retried", "name": "Tag the release", "description": "v2.0.0", "priority": 2}
+    made = await call(client, "todo_create", **arguments)
+    again = await call(client, "todo_create", **arguments)  # as a client does when the first answer was lost
+    assert made["created"] is True and again["created"] is False
+    assert again["task_id"] == made["task_id"] and again["task"] == made["task"]
+    assert "allow_duplicate=true" in again["message"]
+    assert "already has these fields" in text_of(await client.call_tool("todo_create", arguments))
+    another = await call(client, "todo_create", **arguments, allow_duplicate=True)
+    assert another["created"] is True and another["task_id"] != made["task_id"]
+    listed = await call(client, "todo_list", workflow_id="retried")
+    assert sorted(task["id"] for task in listed["tasks"]) == sorted([made["task_id"], another["task_id"]])
