@@ -197,6 +197,8 @@ def main() -> None:
     shipped = np.array(WEIGHTS)
     print(f"\nrerank.WEIGHTS (learned on the first seven): {hits(data, shipped)} of {len(data)}; learned on all:")
     print(f"{hits(data, learned)} (in sample)")
+    reachable = sum(any(one.right) for one in asked)
+    print(f"a right answer among the {RERANK_DEPTH} candidates the reranker orders: {reachable} of {len(asked)}")
     spent = []
     for one in asked:
         started = time.perf_counter()
