@@ -283,7 +283,13 @@ def move_file(
     """Rename a file, directory or symlink (the link itself) to a new path inside the roots; `change` records
     the move (and keeps a file it replaces)."""
     change = change or Change.off("move_file")
-    origin = guard.resolve(source, purpose="delete")
+    try:
+        origin = guard.resolve(source, purpose="delete")
+    except ToolFailure as failure:
+        if failure.code is not ErrorCode.NOT_FOUND or not _exists(guard, destination):
+            raise
+        moved = f" The destination {destination!r} exists: an earlier call may have moved it there."  # a call repeated
+        raise ToolFailure(failure.code, failure.message + moved, **failure.details) from None
     target, exists = _destination(guard, origin, destination, overwrite)
     kind = kind_of(os.lstat(origin).st_mode)
     if kind == "directory":
@@ -294,6 +300,13 @@ def move_file(
     with change.applying():
         rename_entry(guard, origin, target, replace=exists)
     return Moved(source=str(origin), destination=str(target), type=kind, overwritten=exists, change_id=change.id)
+
+
+def _exists(guard: PathGuard, path: str) -> bool:
+    try:
+        return os.path.lexists(guard.resolve(path, purpose="create"))
+    except ToolFailure:
+        return False
 
 
 def rename_entry(guard: PathGuard, origin: Path, target: Path, *, replace: bool) -> None:

@@ -89,7 +89,10 @@ def write_file(
     if existed and target.is_dir():
         raise invalid_input(f"{path!r} is a directory; give a file path.")
     if existed and not overwrite:
-        raise ToolFailure(ErrorCode.VALIDATION_FAILED, f"{path!r} already exists; pass overwrite=true to replace it.")
+        message = f"{path!r} already exists; pass overwrite=true to replace it."
+        if _holds(guard, target, data):
+            message += " It holds this very content: an earlier call may have written it."
+        raise ToolFailure(ErrorCode.VALIDATION_FAILED, message)
     if contains_mask(content):
         refuse_new_masks(content, _current_text(guard, target) if existed else "", path)
     missing: list[Path] = []
@@ -217,7 +220,7 @@ def _replaced(original: str, edits: list[Edit], path: str) -> tuple[str, int]:
         refuse_new_masks(new, old, path)
         found = text.count(old)
         if found == 0:
-            raise ToolFailure(ErrorCode.VALIDATION_FAILED, _missing_message(number, text, old, path))
+            raise ToolFailure(ErrorCode.VALIDATION_FAILED, _missing_message(number, text, old, new, path))
         if found > 1 and not edit.replace_all:
             lines = _line_numbers(text, old)
             raise ToolFailure(
@@ -242,6 +245,16 @@ def refuse_new_masks(new: str, before: str, path: str) -> None:
         )
 
 
+def _holds(guard: PathGuard, target: Path, data: bytes) -> bool:
+    """Whether the file holds exactly `data` (a call repeated after its answer was lost finds its own result)."""
+    try:
+        fd = guard.open_file(target)
+    except (ToolFailure, OSError):
+        return False
+    with os.fdopen(fd, "rb") as handle:
+        return os.fstat(handle.fileno()).st_size == len(data) and handle.read() == data
+
+
 def _current_text(guard: PathGuard, target: Path) -> str:
     try:
         fd = guard.open_file(target)
@@ -263,8 +276,14 @@ def _line_numbers(text: str, needle: str, most: int = 10) -> list[int]:
     return numbers
 
 
-def _missing_message(number: int, text: str, old: str, path: str) -> str:
+def _missing_message(number: int, text: str, old: str, new: str, path: str) -> str:
     base = f"edit #{number}: old_text was not found in {path!r}"
+    if new.strip() and new in text:  # a call repeated after its answer was lost finds its own result
+        where = ", ".join(map(str, _line_numbers(text, new, 5)))
+        return (
+            f"{base}, and its new_text is there already (line(s) {where}): an earlier call may have made this edit. "
+            "Read the file (read_file) before editing it again. No edit was applied."
+        )
     if contains_mask(old):
         return (
             f"{base}: it contains {MASK}, which tool output shows in place of a secret value; the file holds the "

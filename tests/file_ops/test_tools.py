@@ -128,7 +128,12 @@ async def test_write_file_is_atomic_and_careful(client: Client, root: Path) -> N
     data = await call(client, "write_file", path="write/new.txt", content="again\n")
     assert data["created"] is False
     assert stat.S_IMODE(os.stat(here / "new.txt").st_mode) == 0o640  # mode kept across the rename
-    await fail(client, "write_file", "VALIDATION_FAILED", path="write/new.txt", content="x", overwrite=False)
+    message = await fail(client, "write_file", "VALIDATION_FAILED", path="write/new.txt", content="x", overwrite=False)
+    assert "overwrite=true" in message and "this very content" not in message
+    repeated = await fail(  # the call that wrote it, repeated as a client does when it lost the answer
+        client, "write_file", "VALIDATION_FAILED", path="write/new.txt", content="again\n", overwrite=False
+    )
+    assert "It holds this very content: an earlier call may have written it." in repeated
     await fail(client, "write_file", "NOT_FOUND", path="write/a/b/c.txt", content="x")
     await call(client, "write_file", path="write/a/b/c.txt", content="deep", create_parents=True)
     assert (here / "a" / "b" / "c.txt").read_text() == "deep"
@@ -190,6 +195,11 @@ async def test_edit_file(client: Client, root: Path) -> None:
     assert target.read_text() == "def f():\n    return 3\n\n\ndef k():\n    return 3\n"
     (here / "crlf.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
     await call(client, "edit_file", path="edit/crlf.txt", edits=[{"old_text": "one\ntwo", "new_text": "1\n2"}])
+    assert (here / "crlf.txt").read_bytes() == b"1\r\n2\r\nthree\r\n"
+    # the same call again, as a client repeats one whose answer it lost: refused, saying the edit looks made
+    repeated = {"path": "edit/crlf.txt", "edits": [{"old_text": "one\ntwo", "new_text": "1\n2"}]}
+    message = await fail(client, "edit_file", "VALIDATION_FAILED", **repeated)
+    assert "new_text is there already (line(s) 1)" in message and "No edit was applied" in message
     assert (here / "crlf.txt").read_bytes() == b"1\r\n2\r\nthree\r\n"
 
 
@@ -322,6 +332,10 @@ async def test_create_move_copy_delete(client: Client, root: Path) -> None:
     moved = await call(client, "move_file", source="manage/f.txt", destination="manage/x/g.txt")
     assert moved["type"] == "file" and (here / "x" / "g.txt").read_text() == "content"
     assert not (here / "f.txt").exists()
+    repeated = await fail(client, "move_file", "NOT_FOUND", source="manage/f.txt", destination="manage/x/g.txt")
+    assert "an earlier call may have moved it there" in repeated  # the same call again: its result is named
+    absent = await fail(client, "move_file", "NOT_FOUND", source="manage/f.txt", destination="manage/x/h.txt")
+    assert "earlier call" not in absent
     (here / "other.txt").write_text("other")
     await fail(client, "move_file", "VALIDATION_FAILED", source="manage/other.txt", destination="manage/x/g.txt")
     assert (await call(client, "move_file", source="manage/other.txt", destination="manage/x/g.txt", overwrite=True))[
