@@ -25,7 +25,8 @@ of 236 there):
   body's prose (135 / 193), all of these (139 / 201);
 - the same signals in a pointwise gradient-boosted model instead of the weighted sum (127-142 / 191-201);
 - a definition's name written out as words in the text embedded for it, `StatementSplitter (statement splitter)`
-  (142 / 195), or in place of the name (137 / 193), the brains ingested again.
+  (142 / 195), or in place of the name (137 / 193), the brains ingested again;
+- the question's opening ("where is", "how does") cut from what the vectors are searched with (131 / 192).
 Each moves a few questions either way, within what a different split of the same questions moves.
 """
 
