@@ -265,6 +265,10 @@ class Board:
         _check_agent(assigned_agent)
         wanted = _check_dependency_ids(dependencies)
         with self.db.write() as conn:
+            if not allow_duplicate:  # before the cap: a call repeated on a full workflow gets what it made
+                twin = _pending_twin(conn, workflow_id, name, description, priority, wanted, assigned_agent)
+                if twin is not None:
+                    return Added(twin, created=False)
             count = conn.execute("SELECT COUNT(*) FROM tasks WHERE workflow_id = ?", (workflow_id,)).fetchone()[0]
             if count >= self.max_tasks_per_workflow:
                 raise limit_exceeded(
@@ -274,10 +278,6 @@ class Board:
                     limit=self.max_tasks_per_workflow,
                 )
             _require_existing(conn, workflow_id, wanted)
-            if not allow_duplicate:
-                twin = _pending_twin(conn, workflow_id, name, description, priority, wanted, assigned_agent)
-                if twin is not None:
-                    return Added(twin, created=False)
             task_id = _new_task_id(conn)
             now = now_iso()
             conn.execute(

@@ -215,8 +215,10 @@ async def test_task_cap(client: Client, data_dir: Path) -> None:
     page = await call(client, "todo_list", workflow_id="full", limit=1000, offset=9500)
     assert (page["count"], page["total"]) == (500, 10_000)
     await call(client, "todo_delete", workflow_id="full", task_id="bulk_0")
-    await call(client, "todo_create", workflow_id="full", name="fits again")
+    fits = await call(client, "todo_create", workflow_id="full", name="fits again")
     await fail(client, "todo_create", "MAX_LIMIT_EXCEEDED", workflow_id="full", name="full again")
+    repeated = await call(client, "todo_create", workflow_id="full", name="fits again")  # its answer was lost
+    assert (repeated["created"], repeated["task_id"]) == (False, fits["task_id"])
 
 
 @pytest.mark.anyio
