@@ -130,6 +130,7 @@ async def test_a_section_killed_during_a_call_fails_that_call_only(client: Clien
     code, message = error_of(outcome["result"])
     assert code == "DEPENDENCY_ERROR" and "shell_ops" in message and "restarts it" in message
     assert outcome["seconds"] < 20
+    await eventually(lambda: not running_with(sleeping), timeout=10)  # its sandboxed program went with it
     assert data_of(await client.call_tool("call_section_tool", warm))["exit_code"] == 0  # restarted
     assert set(running_with(marker)).isdisjoint(killed)
 
