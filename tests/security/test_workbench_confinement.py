@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from mcp import Client
 
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from tests.in_memory import section_in_memory
-from tests.processes import RawServer, free_port, gone, running
+from tests.processes import RawServer, free_port, gone, running, unique_seconds
 from tests.stdio import call, fail, section_client
 
 pytestmark = pytest.mark.skipif(
@@ -231,7 +230,7 @@ def _start_in_raw_server(server: RawServer, arguments: dict[str, object]) -> dic
 
 @pytest.mark.parametrize("sandbox", ["auto", "off"])
 def test_processes_die_with_a_server_killed_with_sigkill(world: dict[str, Path], sandbox: str) -> None:
-    seconds = f"{800 + time.monotonic_ns() % 1000}"
+    seconds = unique_seconds(800)
     port = free_port()
     env = server_env(world, MCP_SECTIONS_SHELL_OPS_SANDBOX=sandbox)
     arguments: dict[str, object] = {"command": ["python3", "tools/spawner.py", seconds], "wait_for": "spawned"}
@@ -255,7 +254,7 @@ def test_processes_die_with_a_server_killed_with_sigkill(world: dict[str, Path],
 
 @pytest.mark.anyio
 async def test_processes_end_when_the_server_ends(world: dict[str, Path]) -> None:
-    seconds = f"{900 + time.monotonic_ns() % 1000}"
+    seconds = unique_seconds(900)
     async with section_client("shell_ops", "--root", str(world["root"]), env=server_env(world)) as shell:
         await call(
             shell,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 from mcp import Client
 
 from tests.in_memory import section_in_memory
-from tests.processes import RawServer, gone, running
+from tests.processes import RawServer, gone, running, unique_seconds
 from tests.stdio import call
 
 pytestmark = pytest.mark.anyio
@@ -74,7 +73,7 @@ def ended(seconds: str) -> bool:
 
 def mark() -> str:
     """A `sleep` duration no other test uses (its command line finds its processes)."""
-    return f"{500 + time.monotonic_ns() % 10_000 / 100:.2f}"
+    return unique_seconds(500)
 
 
 async def test_a_commands_descendants_end_with_the_call(client: Client) -> None:

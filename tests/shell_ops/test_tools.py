@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 
 from tests.in_memory import section_in_memory
-from tests.processes import gone
+from tests.processes import gone, unique_seconds
 from tests.shell_ops.repos import git, make_repo
 from tests.stdio import call, data_of, error_of
 
@@ -144,7 +144,7 @@ async def test_progress_is_reported_for_long_runs(client: Client) -> None:
 @pytest.mark.anyio
 async def test_timeout_kills_the_whole_process_group(client: Client, root: Path) -> None:
     pid_file = root / "grandchild.pid"
-    seconds = f"{60 + time.monotonic_ns() % 1000}"  # a `sleep` no other test starts
+    seconds = unique_seconds(60)  # a `sleep` no other test starts
     started = time.monotonic()
     error = await fail(
         client,

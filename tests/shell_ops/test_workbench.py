@@ -21,7 +21,7 @@ from mcp import Client
 from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS
 from tests.dev_server import start_dev_server
 from tests.in_memory import section_in_memory
-from tests.processes import free_port, gone, running
+from tests.processes import free_port, gone, running, unique_seconds
 from tests.shell_ops.test_toolchains import BASE, NODE, fake_node_installation, make_venv
 from tests.stdio import call, fail
 
@@ -434,7 +434,7 @@ async def test_limits_on_processes_lifetime_and_environment(client: Client) -> N
 
 @pytest.mark.anyio
 async def test_stopping_kills_the_whole_sandbox(client: Client) -> None:
-    seconds = f"{700 + time.monotonic_ns() % 1000}"
+    seconds = unique_seconds(700)
     started = await call(
         client, "start_process", command=["python3", "tools/spawner.py", seconds], wait_for="spawned", wait_seconds=10
     )
