@@ -23,7 +23,7 @@ of 236 there):
 - more signals for the reranker: the cosine of the question with the candidate's whole text (138 / 194), the share of
   the question's stems among its body's words (134 / 201), the cosine with its comments and message strings, the
   body's prose (135 / 193), all of these (139 / 201);
-- the same signals in a pointwise gradient-boosted model instead of the weighted sum (127-142 / 191-201);
+- the same signals in a pointwise gradient-boosted model instead of the weighted sum (126-142 / 191-201);
 - a definition's name written out as words in the text embedded for it, `StatementSplitter (statement splitter)`
   (142 / 195), or in place of the name (137 / 193), the brains ingested again;
 - the question's opening ("where is", "how does") cut from what the vectors are searched with (131 / 192).
