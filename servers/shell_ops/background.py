@@ -175,6 +175,7 @@ class BackgroundProcess:
     ports: tuple[int, ...] = ()
     on_end: Callable[[], None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    call: str = ""  # what the start was asked (`ProcessTable.running_twin`)
 
     @property
     def running(self) -> bool:
@@ -275,8 +276,10 @@ class ProcessTable:
         pass_fds: Sequence[int] = (),
         ports: Sequence[int] = (),
         on_end: Callable[[], None] | None = None,
+        call: str = "",
     ) -> BackgroundProcess:
-        """Spawn `argv` (already wrapped in the sandbox) and keep it running; `home` is removed when it ends."""
+        """Spawn `argv` (already wrapped in the sandbox) and keep it running; `home` is removed when it ends. `call`:
+        what was asked (the checked command, directory, variables and ports), for `running_twin`."""
         with self._starting:  # one start at a time: the limit holds for calls made at once too
             with self._lock:
                 if self._closed:
@@ -293,6 +296,7 @@ class ProcessTable:
                 sandboxed=sandboxed,
                 ports=tuple(ports),
                 on_end=on_end,
+                call=call,
             )
             with self._lock:
                 self._processes[process.id] = process
@@ -326,6 +330,11 @@ class ProcessTable:
                 "Processes end with the server, and only the most recent finished ones are kept."
             )
         return process
+
+    def running_twin(self, call: str) -> BackgroundProcess | None:
+        """The running process started by the very same call, if any (the oldest)."""
+        with self._lock:
+            return next((p for p in self._processes.values() if p.running and p.call and p.call == call), None)
 
     def all(self) -> list[BackgroundProcess]:
         with self._lock:

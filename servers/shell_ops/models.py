@@ -283,6 +283,11 @@ class StartProcessInput(ToolInput):
         default=None, gt=0, le=7 * 86400, description="Kill it after this long (default and maximum: the server's)."
     )
     max_bytes: int = Field(default=16384, ge=256, le=1024 * 1024, description=MAX_BYTES_DESCRIPTION)
+    allow_duplicate: bool = Field(
+        default=False,
+        description="Start it even if a process started with the very same command, cwd, env and ports is still "
+        "running (default false: that process is returned with already_running=true, not a second one).",
+    )
 
 
 class ReadProcessOutputInput(ToolInput):
@@ -366,6 +371,11 @@ class ProcessOutputResult(ToolResult):
     )
     more: bool = Field(description="More output is already available after next_offset.")
     ready: bool | None = Field(default=None, description="start_process: whether `wait_for` appeared.")
+    already_running: bool = Field(
+        default=False,
+        description="start_process: true when a process started by the very same call was still running; it is "
+        "the one returned (its output since it was last read), and no second one was started.",
+    )
     sandbox: Literal["bubblewrap", "seatbelt", "off"]
     warning: str | None = None
 

@@ -251,7 +251,9 @@ def start_process(params: StartProcessInput, state: Any) -> ProcessOutputResult:
     `ports`: loopback ports the program listens on, published on the host's 127.0.0.1 so that its server can be
     fetched (web_ops reads it while it is published); the program itself still has no network. Limits: the
     server's number of processes at once (MAX_LIMIT_EXCEEDED beyond), their lifetime, and the output kept per
-    process (the oldest is dropped and counted). Every process ends with the server.
+    process (the oldest is dropped and counted). Every process ends with the server. A process started by the
+    very same call (command, cwd, env, ports) and still running is returned instead of a second one, with
+    already_running=true; allow_duplicate=true starts another.
     """
     return ProcessOutputResult(
         **state.start_process(
@@ -263,6 +265,7 @@ def start_process(params: StartProcessInput, state: Any) -> ProcessOutputResult:
             params.wait_for,
             params.lifetime_seconds,
             params.max_bytes,
+            params.allow_duplicate,
         )
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -467,14 +468,22 @@ class ShellOps:
         wait_for: str | None,
         lifetime_seconds: float | None,
         max_bytes: int,
+        allow_duplicate: bool = False,
     ) -> dict[str, Any]:
-        """Start a checked program in the sandbox and keep it running (background.py); its first output."""
+        """Start a checked program in the sandbox and keep it running (background.py); its first output. Without
+        `allow_duplicate`, a process started by the very same call and still running is returned instead (a call
+        repeated after its answer was lost, the same dev server asked for twice): `already_running`."""
         checked = self.guard.check(command, cwd, confined=self.confined)
-        if checked.program == "git":
-            raise invalid("git commands end on their own: use run_command, or git_status, git_diff and git_log.")
-        if checked.installer is not None:
-            raise invalid("an install ends on its own: run it with run_command (it gets the registry-only egress).")
+        _refuse_ending(checked.program, checked.installer)
         additions = self.checked_env(env)
+        call = json.dumps([checked.argv, str(checked.cwd), sorted(additions.items()), sorted(ports)])
+        twin = None if allow_duplicate else self.processes.running_twin(call)
+        if twin is not None:
+            note = (
+                f"{twin.id} was started by this very call at {twin.started_at} and is still running: it is returned, "
+                "no second one was started (pass allow_duplicate=true to start another)."
+            )
+            return {**self._process_output(twin, twin.cursor, max_bytes), "already_running": True, "warning": note}
         lifetime = self.processes.lifetime_for(lifetime_seconds)
         self.processes.reserve()
         sandbox = self.sandbox()
@@ -506,6 +515,7 @@ class ShellOps:
                     pass_fds=[*spawn.pass_fds, *([publisher.inside.fileno()] if publisher is not None else [])],
                     ports=ports,
                     on_end=publisher.close if publisher is not None else None,
+                    call=call,
                 )
         except BaseException:
             shutil.rmtree(home, ignore_errors=True)
@@ -696,3 +706,11 @@ def _tail(text: str) -> str:
     if len(data) <= PARTIAL_OUTPUT_BYTES:
         return text
     return "[...]" + data[-PARTIAL_OUTPUT_BYTES:].decode("utf-8", errors="replace")
+
+
+def _refuse_ending(program: str, installer: object) -> None:
+    """INVALID_INPUT for programs that end on their own and have a tool of their own: git, and installs."""
+    if program == "git":
+        raise invalid("git commands end on their own: use run_command, or git_status, git_diff and git_log.")
+    if installer is not None:
+        raise invalid("an install ends on its own: run it with run_command (it gets the registry-only egress).")

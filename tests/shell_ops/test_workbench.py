@@ -23,7 +23,7 @@ from tests.dev_server import start_dev_server
 from tests.in_memory import section_in_memory
 from tests.processes import free_port, gone, running, unique_seconds
 from tests.shell_ops.test_toolchains import BASE, NODE, fake_node_installation, make_venv
-from tests.stdio import call, fail
+from tests.stdio import call, fail, text_of
 
 HAVE_BWRAP = shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin") is not None
 HAVE_NPM = shutil.which("npm", path="/usr/local/bin:/usr/bin:/bin") is not None and NODE is not None
@@ -397,9 +397,13 @@ async def test_output_beyond_the_ring_is_dropped_and_counted(client: Client) -> 
 async def test_limits_on_processes_lifetime_and_environment(client: Client) -> None:
     await stop_all(client)
     ids = []
-    for _ in range(MAX_PROCESSES):
+    for _ in range(MAX_PROCESSES):  # the same program several times on purpose
         started = await call(
-            client, "start_process", command=["python3", "tools/ticker.py", "100", "1"], wait_seconds=0
+            client,
+            "start_process",
+            command=["python3", "tools/ticker.py", "100", "1"],
+            wait_seconds=0,
+            allow_duplicate=True,
         )
         ids.append(started["process"]["process_id"])
     message = await fail(
@@ -444,6 +448,32 @@ async def test_stopping_kills_the_whole_sandbox(client: Client) -> None:
     assert gone(["sleep", seconds], seconds=5), "a process in its own session survived its sandbox"
     again = await call(client, "stop_process", process_id=started["process"]["process_id"])
     assert again["process"]["state"] == "stopped"
+
+
+@pytest.mark.anyio
+async def test_the_same_start_again_returns_the_process_still_running(client: Client) -> None:
+    ticker = ["python3", "tools/ticker.py", "100", unique_seconds(1)]
+    first = await call(client, "start_process", command=ticker, wait_for="tick 0", wait_seconds=10)
+    pid = first["process"]["process_id"]
+    again = await call(client, "start_process", command=ticker, wait_seconds=0)  # as when the answer was lost
+    assert (first["already_running"], again["already_running"]) == (False, True)
+    assert again["process"]["process_id"] == pid and again["process"]["state"] == "running"
+    assert "allow_duplicate=true" in again["warning"] and f"WARNING: {pid} was started" in text_of(
+        await client.call_tool("start_process", {"command": ticker, "wait_seconds": 0})
+    )
+    listed = (await call(client, "list_processes"))["processes"]
+    assert [p["process_id"] for p in listed if p["command"][-1] == ticker[-1] and p["state"] == "running"] == [pid]
+    others = [
+        await call(client, "start_process", command=ticker, wait_seconds=0, allow_duplicate=True),
+        await call(client, "start_process", command=ticker, env={"MODE": "b"}, wait_seconds=0),
+    ]
+    assert [other["already_running"] for other in others] == [False, False]
+    assert len({pid, *(other["process"]["process_id"] for other in others)}) == 3
+    for process_id in (pid, *(other["process"]["process_id"] for other in others)):
+        await call(client, "stop_process", process_id=process_id, signal="SIGKILL")
+    restarted = await call(client, "start_process", command=ticker, wait_seconds=0)  # none runs: a new one
+    assert restarted["already_running"] is False and restarted["process"]["process_id"] != pid
+    await call(client, "stop_process", process_id=restarted["process"]["process_id"], signal="SIGKILL")
 
 
 @pytest.mark.anyio
