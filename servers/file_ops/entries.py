@@ -286,10 +286,10 @@ def move_file(
     try:
         origin = guard.resolve(source, purpose="delete")
     except ToolFailure as failure:
-        if failure.code is not ErrorCode.NOT_FOUND or not _exists(guard, destination):
-            raise
-        moved = f" The destination {destination!r} exists: an earlier call may have moved it there."  # a call repeated
-        raise ToolFailure(failure.code, failure.message + moved, **failure.details) from None
+        if failure.code is ErrorCode.NOT_FOUND and _arrived(guard, destination):  # a call repeated finds its result
+            moved = f" The destination {destination!r} exists: an earlier call may have moved it there."
+            raise ToolFailure(failure.code, failure.message + moved, **failure.details) from None
+        raise
     target, exists = _destination(guard, origin, destination, overwrite)
     kind = kind_of(os.lstat(origin).st_mode)
     if kind == "directory":
@@ -302,9 +302,10 @@ def move_file(
     return Moved(source=str(origin), destination=str(target), type=kind, overwritten=exists, change_id=change.id)
 
 
-def _exists(guard: PathGuard, path: str) -> bool:
+def _arrived(guard: PathGuard, destination: str) -> bool:
+    """Whether `destination` exists (`file_exists`); False where it may not be looked at."""
     try:
-        return os.path.lexists(guard.resolve(path, purpose="create"))
+        return file_exists(guard, destination).exists
     except ToolFailure:
         return False
 

@@ -245,23 +245,24 @@ def refuse_new_masks(new: str, before: str, path: str) -> None:
         )
 
 
-def _holds(guard: PathGuard, target: Path, data: bytes) -> bool:
-    """Whether the file holds exactly `data` (a call repeated after its answer was lost finds its own result)."""
+def _existing_bytes(guard: PathGuard, target: Path, limit: int = -1) -> bytes | None:
+    """The file's bytes (at most `limit`), None when it cannot be read."""
     try:
         fd = guard.open_file(target)
     except (ToolFailure, OSError):
-        return False
+        return None
     with os.fdopen(fd, "rb") as handle:
-        return os.fstat(handle.fileno()).st_size == len(data) and handle.read() == data
+        return handle.read(limit)
+
+
+def _holds(guard: PathGuard, target: Path, data: bytes) -> bool:
+    """Whether the file holds exactly `data` (a call repeated after its answer was lost finds its own result); a
+    larger file is not read past `data`'s length."""
+    return _existing_bytes(guard, target, len(data) + 1) == data
 
 
 def _current_text(guard: PathGuard, target: Path) -> str:
-    try:
-        fd = guard.open_file(target)
-    except (ToolFailure, OSError):
-        return ""
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read().decode("utf-8", errors="replace")
+    return (_existing_bytes(guard, target) or b"").decode("utf-8", errors="replace")
 
 
 def _line_numbers(text: str, needle: str, most: int = 10) -> list[int]:

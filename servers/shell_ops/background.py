@@ -175,7 +175,7 @@ class BackgroundProcess:
     ports: tuple[int, ...] = ()
     on_end: Callable[[], None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
-    call: str = ""  # what the start was asked (`ProcessTable.running_twin`)
+    call: tuple[object, ...] = ()  # what the start was asked (`ProcessTable.running_twin`)
 
     @property
     def running(self) -> bool:
@@ -276,7 +276,7 @@ class ProcessTable:
         pass_fds: Sequence[int] = (),
         ports: Sequence[int] = (),
         on_end: Callable[[], None] | None = None,
-        call: str = "",
+        call: tuple[object, ...] = (),
     ) -> BackgroundProcess:
         """Spawn `argv` (already wrapped in the sandbox) and keep it running; `home` is removed when it ends. `call`:
         what was asked (the checked command, directory, variables and ports), for `running_twin`."""
@@ -331,7 +331,7 @@ class ProcessTable:
             )
         return process
 
-    def running_twin(self, call: str) -> BackgroundProcess | None:
+    def running_twin(self, call: tuple[object, ...]) -> BackgroundProcess | None:
         """The running process started by the very same call, if any (the oldest)."""
         with self._lock:
             return next((p for p in self._processes.values() if p.running and p.call and p.call == call), None)

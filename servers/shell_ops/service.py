@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -19,7 +18,7 @@ from mcp_sections.servers.shell_ops.policies.allow_list import NEVER_ALLOWED
 from mcp_sections.servers.shell_ops.policies.environment import checked_environment
 from mcp_sections.servers.shell_ops.policies.git import split_git_args, split_probe_options
 from mcp_sections.servers.shell_ops.policies.guard import CommandGuard
-from mcp_sections.servers.shell_ops.policies.syntax import invalid
+from mcp_sections.servers.shell_ops.policies.syntax import CheckedCommand, invalid
 from mcp_sections.servers.shell_ops.processes import ProcessResult, SpawnError, child_environment, run_process
 from mcp_sections.servers.shell_ops.relay import PortPublisher, relay_argv
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
@@ -474,9 +473,9 @@ class ShellOps:
         `allow_duplicate`, a process started by the very same call and still running is returned instead (a call
         repeated after its answer was lost, the same dev server asked for twice): `already_running`."""
         checked = self.guard.check(command, cwd, confined=self.confined)
-        _refuse_ending(checked.program, checked.installer)
+        _refuse_ending(checked)
         additions = self.checked_env(env)
-        call = json.dumps([checked.argv, str(checked.cwd), sorted(additions.items()), sorted(ports)])
+        call = (tuple(checked.argv), checked.cwd, tuple(sorted(additions.items())), tuple(sorted(ports)))
         twin = None if allow_duplicate else self.processes.running_twin(call)
         if twin is not None:
             note = (
@@ -708,9 +707,9 @@ def _tail(text: str) -> str:
     return "[...]" + data[-PARTIAL_OUTPUT_BYTES:].decode("utf-8", errors="replace")
 
 
-def _refuse_ending(program: str, installer: object) -> None:
-    """INVALID_INPUT for programs that end on their own and have a tool of their own: git, and installs."""
-    if program == "git":
+def _refuse_ending(checked: CheckedCommand) -> None:
+    """INVALID_INPUT for start_process of programs that end on their own and have a tool of their own: git, installs."""
+    if checked.program == "git":
         raise invalid("git commands end on their own: use run_command, or git_status, git_diff and git_log.")
-    if installer is not None:
+    if checked.installer is not None:
         raise invalid("an install ends on its own: run it with run_command (it gets the registry-only egress).")

@@ -578,18 +578,13 @@ def _pending_twin(
 ) -> Task | None:
     """The oldest `pending` task of the workflow with these very fields (dependencies as a set), if any."""
     rows = conn.execute(
-        "SELECT id FROM tasks WHERE workflow_id = ? AND status = 'pending' AND name = ? AND description = ? "
+        "SELECT * FROM tasks WHERE workflow_id = ? AND status = 'pending' AND name = ? AND description = ? "
         "AND priority = ? AND COALESCE(assigned_agent, '') = ? ORDER BY seq",  # an agent id is never empty
         (workflow_id, name, description, priority, assigned_agent or ""),
     ).fetchall()
-    if not rows:
-        return None
-    found = _dependencies_of(conn, workflow_id, [row["id"] for row in rows])
+    found = _dependencies_of(conn, workflow_id, [row["id"] for row in rows]) if rows else {}
     wanted = set(dependencies)
-    for row in rows:
-        if set(found.get(row["id"], [])) == wanted:
-            return _load(conn, workflow_id, row["id"])
-    return None
+    return next((_task(row, found.get(row["id"], [])) for row in rows if set(found.get(row["id"], [])) == wanted), None)
 
 
 def _new_task_id(conn: SqlConnection) -> str:
