@@ -33,7 +33,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -175,7 +175,7 @@ class BackgroundProcess:
     ports: tuple[int, ...] = ()
     on_end: Callable[[], None] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
-    call: tuple[object, ...] = ()  # what the start was asked (`ProcessTable.running_twin`)
+    call: tuple[object, ...] = ()  # what the start was asked (`ProcessTable.claim`)
 
     @property
     def running(self) -> bool:
@@ -238,6 +238,8 @@ class ProcessTable:
         self._processes: dict[str, BackgroundProcess] = {}
         self._lock = threading.Lock()
         self._starting = threading.Lock()
+        self._calls_starting: set[tuple[object, ...]] = set()  # calls between `claim` and the end of their start
+        self._call_started = threading.Condition(self._lock)
         self._ids = itertools.count(1)
         self._closed = False
         # One long-lived thread spawns every process: a parent-death signal follows the thread that forked.
@@ -279,7 +281,7 @@ class ProcessTable:
         call: tuple[object, ...] = (),
     ) -> BackgroundProcess:
         """Spawn `argv` (already wrapped in the sandbox) and keep it running; `home` is removed when it ends. `call`:
-        what was asked (the checked command, directory, variables and ports), for `running_twin`."""
+        what was asked (the checked command, directory, variables and ports), for `claim`."""
         with self._starting:  # one start at a time: the limit holds for calls made at once too
             with self._lock:
                 if self._closed:
@@ -331,10 +333,25 @@ class ProcessTable:
             )
         return process
 
-    def running_twin(self, call: tuple[object, ...]) -> BackgroundProcess | None:
-        """The running process started by the very same call, if any (the oldest)."""
-        with self._lock:
-            return next((p for p in self._processes.values() if p.running and p.call and p.call == call), None)
+    @contextlib.contextmanager
+    def claim(self, call: tuple[object, ...]) -> Iterator[BackgroundProcess | None]:
+        """The running process started by the very same call (the oldest), or None: then the caller starts it inside
+        this block, and the same call made meanwhile waits for the block to end before looking again, so that two
+        identical calls made at once start one process."""
+        with self._call_started:
+            self._call_started.wait_for(lambda: call not in self._calls_starting)
+            twin = next((p for p in self._processes.values() if p.running and p.call == call), None)
+            if twin is None:
+                self._calls_starting.add(call)
+        if twin is not None:
+            yield twin
+            return
+        try:
+            yield None
+        finally:
+            with self._call_started:
+                self._calls_starting.discard(call)
+                self._call_started.notify_all()
 
     def all(self) -> list[BackgroundProcess]:
         with self._lock:

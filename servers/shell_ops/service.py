@@ -476,13 +476,35 @@ class ShellOps:
         _refuse_ending(checked)
         additions = self.checked_env(env)
         call = (tuple(checked.argv), checked.cwd, tuple(sorted(additions.items())), tuple(sorted(ports)))
-        twin = None if allow_duplicate else self.processes.running_twin(call)
-        if twin is not None:
-            note = (
-                f"{twin.id} was started by this very call at {twin.started_at} and is still running: it is returned, "
-                "no second one was started (pass allow_duplicate=true to start another)."
-            )
-            return {**self._process_output(twin, twin.cursor, max_bytes), "already_running": True, "warning": note}
+        with contextlib.nullcontext(None) if allow_duplicate else self.processes.claim(call) as twin:
+            if twin is not None:
+                note = (
+                    f"{twin.id} was started by this very call at {twin.started_at} and is still running: it is "
+                    "returned, no second one was started (pass allow_duplicate=true to start another)."
+                )
+                return {**self._process_output(twin, twin.cursor, max_bytes), "already_running": True, "warning": note}
+            process, publisher = self._spawn(checked, additions, ports, lifetime_seconds, call)
+        if publisher is not None:
+            publisher.start()
+        ready = process.wait_for_output(0, wait_seconds, settle=False, until=wait_for) if wait_for else None
+        if not wait_for:
+            process.wait_end(wait_seconds)
+        if process.exit_code == 1 and process.sandboxed:
+            problem = sandbox_start_failure(process.ring.window(0, 4096).text())
+            if problem is not None:
+                raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{os.path.basename(checked.executable)} {problem}")
+        return self._process_output(process, process.cursor, max_bytes, ready=ready)
+
+    def _spawn(
+        self,
+        checked: CheckedCommand,
+        additions: dict[str, str],
+        ports: list[int],
+        lifetime_seconds: float | None,
+        call: tuple[object, ...],
+    ) -> tuple[BackgroundProcess, PortPublisher | None]:
+        """Spawn the checked program in a new sandbox with a private home, its ports published by a relay (not yet
+        accepting: the caller starts it)."""
         lifetime = self.processes.lifetime_for(lifetime_seconds)
         self.processes.reserve()
         sandbox = self.sandbox()
@@ -521,16 +543,7 @@ class ShellOps:
             if publisher is not None:
                 publisher.close()
             raise
-        if publisher is not None:
-            publisher.start()
-        ready = process.wait_for_output(0, wait_seconds, settle=False, until=wait_for) if wait_for else None
-        if not wait_for:
-            process.wait_end(wait_seconds)
-        if process.exit_code == 1 and process.sandboxed:
-            problem = sandbox_start_failure(process.ring.window(0, 4096).text())
-            if problem is not None:
-                raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{os.path.basename(checked.executable)} {problem}")
-        return self._process_output(process, process.cursor, max_bytes, ready=ready)
+        return process, publisher
 
     def _publisher(self, ports: list[int], sandbox: Sandbox) -> PortPublisher | None:
         """The relay that publishes `ports` (None when there are none, or the program listens on the host itself),

@@ -14,7 +14,9 @@ import time
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -474,6 +476,24 @@ async def test_the_same_start_again_returns_the_process_still_running(client: Cl
     restarted = await call(client, "start_process", command=ticker, wait_seconds=0)  # none runs: a new one
     assert restarted["already_running"] is False and restarted["process"]["process_id"] != pid
     await call(client, "stop_process", process_id=restarted["process"]["process_id"], signal="SIGKILL")
+
+
+@pytest.mark.anyio
+async def test_the_same_start_made_at_once_starts_one_process(client: Client) -> None:
+    ticker = ["python3", "tools/ticker.py", "100", unique_seconds(1)]
+    answers: list[dict[str, Any]] = []
+
+    async def start() -> None:
+        answers.append(await call(client, "start_process", command=ticker, wait_seconds=0))
+
+    async with anyio.create_task_group() as group:
+        for _ in range(4):
+            group.start_soon(start)
+    assert sorted(answer["already_running"] for answer in answers) == [False, True, True, True]
+    assert len({answer["process"]["process_id"] for answer in answers}) == 1
+    listed = (await call(client, "list_processes"))["processes"]
+    assert len([p for p in listed if p["command"][-1] == ticker[-1] and p["state"] == "running"]) == 1
+    await call(client, "stop_process", process_id=answers[0]["process"]["process_id"], signal="SIGKILL")
 
 
 @pytest.mark.anyio
