@@ -289,8 +289,10 @@ def todo_next(params: NextInput, state: Board) -> NextResult:
 def todo_delete(params: DeleteInput, state: Board) -> DeleteResult:
     """Delete a task from a workflow for good. If other tasks depend on it, the call is refused with
     VALIDATION_FAILED listing them, unless cascade=true, which also deletes every task that depends on
-    it, directly or transitively (the result lists all deleted ids). NOT_FOUND for an unknown id.
-    To keep the dependents instead, first remove the dependency with todo_update.
+    it, directly or transitively (the result lists all deleted ids). NOT_FOUND for an unknown id; for a task
+    already deleted (a call repeated after its answer was lost) the NOT_FOUND says when, and by which cascade
+    (details deleted_at, deleted_with): that delete is done. To keep the dependents instead, first remove the
+    dependency with todo_update.
     """
     deletion = state.delete(params.workflow_id, params.task_id, cascade=params.cascade)
     extra = len(deletion.deleted) - 1

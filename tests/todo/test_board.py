@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_sections.servers.todo.board import MAX_DEPENDENCIES, Board, Task
+from mcp_sections.servers.todo.board import MAX_DEPENDENCIES, MIGRATIONS, Board, Task
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -315,7 +315,7 @@ def test_data_survives_reopening(tmp_path: Path) -> None:
     assert reopened.get(W, first.id).task.duration_ms == 7
     assert reopened.get(W, second.id).task.dependencies == [first.id]
     with sqlite3.connect(reopened.path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     reopened.close()
 

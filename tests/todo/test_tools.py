@@ -11,8 +11,9 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.todo.board import FILE_NAME, Board, now_iso
+from mcp_sections.shared.serving.provenance import unwrap
 from tests.in_memory import section_in_memory
-from tests.stdio import call, data_of, fail, text_of
+from tests.stdio import call, data_of, error_of, fail, text_of
 
 
 @pytest.fixture(scope="module")
@@ -234,3 +235,37 @@ async def test_a_retried_create_returns_the_task_it_made(client: Client) -> None
     assert another["created"] is True and another["task_id"] != made["task_id"]
     listed = await call(client, "todo_list", workflow_id="retried")
     assert sorted(task["id"] for task in listed["tasks"]) == sorted([made["task_id"], another["task_id"]])
+
+
+def unwrapped(value: Any) -> Any:
+    """An error's details out of their provenance envelopes (`shared.serving.provenance`: they are the store's data)."""
+    if isinstance(value, dict):
+        return {key: unwrapped(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [unwrapped(item) for item in value]
+    return unwrap(value) if isinstance(value, str) else value
+
+
+@pytest.mark.anyio
+async def test_a_repeated_delete_says_the_first_one_did_it(client: Client) -> None:
+    """A client calls todo_delete again after losing its answer (a 502, a timeout): still NOT_FOUND (an id deleted
+    long ago may be the caller's mistake), but the message and the details say when it was deleted, and by what."""
+    w = "retried-delete"
+    root = (await call(client, "todo_create", workflow_id=w, name="root"))["task_id"]
+    leaf = (await call(client, "todo_create", workflow_id=w, name="leaf", dependencies=[root]))["task_id"]
+    assert (await call(client, "todo_delete", workflow_id=w, task_id=root, cascade=True))["deleted"] == [root, leaf]
+    result = await client.call_tool("todo_delete", {"workflow_id": w, "task_id": root, "cascade": True})
+    code, message = error_of(result)
+    details = unwrapped(result.structured_content["details"])  # type: ignore[index]
+    when = details["deleted_at"]
+    assert code == "NOT_FOUND" and details == {"deleted_at": when, "dependents_deleted": [leaf]}
+    assert message == (
+        f"task {root} was already deleted at {when} (with its dependent {leaf}); if this call repeats an earlier "
+        "delete, that delete is done — nothing to do."
+    )
+    assert text_of(result) == f"[NOT_FOUND] {message}"
+    result = await client.call_tool("todo_get", {"workflow_id": w, "task_id": leaf})
+    assert f"by cascade from task {root}" in error_of(result)[1]
+    assert unwrapped(result.structured_content["details"]) == {"deleted_at": when, "deleted_with": root}  # type: ignore[index]
+    message = await fail(client, "todo_update_status", "NOT_FOUND", workflow_id=w, task_id=leaf, status="completed")
+    assert "already deleted" in message and "nothing to do" not in message
