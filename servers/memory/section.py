@@ -360,7 +360,9 @@ def memory_update(params: UpdateInput, state: MemoryState) -> UpdateResult:
     ),
 )
 def memory_delete(params: DeleteInput, state: MemoryState) -> DeleteResult:
-    """Delete one memory by id, permanently. Same visibility rules as memory_get (NOT_FOUND otherwise)."""
+    """Delete one memory by id, permanently. Same visibility rules as memory_get (NOT_FOUND otherwise). For a
+    memory already deleted (a call repeated after its answer was lost) the NOT_FOUND says when (details
+    deleted_at): that delete is done."""
     memory = state.store.delete(params.memory_id, workflow_id=state.workflow(params.workflow_id))
     return DeleteResult(memory_id=memory.id, message=f"Memory {memory.id} deleted successfully.")
 

@@ -46,6 +46,7 @@ from mcp_sections.shared.store.postgres import PostgresDatabase, StoreBackendSet
 from mcp_sections.shared.store.sqlite import Database
 from mcp_sections.shared.text.fulltext import query_terms
 
+from . import tombstones
 from .confidence import MIN_CONFIDENCE, calibration, confidences, similarity_at
 from .dialects import POSTGRES, SQLITE
 
@@ -193,6 +194,7 @@ class MemoryStore:
         self.wait_seconds = wait_seconds
         self.duplicate_threshold = duplicate_threshold
         self.vector_cache = vector_cache
+        self.tombstones_kept = tombstones.KEEP_PER_SCOPE  # deleted ids remembered per scope
         self._index: VectorIndex | None = None
         self._index_lock = threading.Lock()
         if embeddings is not None:
@@ -415,9 +417,14 @@ class MemoryStore:
         return (row, round(hits[0].similarity, 4)) if row is not None else None
 
     # ---- read -----------------------------------------------------------------------------
-    def _visible_row(self, connection: Any, memory_id: str, workflow_id: str | None) -> Any:
+    def _visible_row(self, connection: Any, memory_id: str, workflow_id: str | None, *, deleting: bool = False) -> Any:
+        """The memory, if this call may see it; NOT_FOUND otherwise, saying when it was deleted if it was
+        (`tombstones.py`; `deleting`: and that a repeated delete has nothing left to do)."""
         row = connection.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        if row is None or row["workflow_id"] not in visible_workflows(workflow_id, "both"):
+        visible = visible_workflows(workflow_id, "both")
+        if row is None and (gone := tombstones.already_deleted(connection, memory_id, visible, deleting=deleting)):
+            raise gone
+        if row is None or row["workflow_id"] not in visible:
             where = f"workflow {workflow_id!r}" if workflow_id else "general mode"
             raise not_found(
                 f"no memory {memory_id!r} visible in {where}; memories of another workflow are only visible with "
@@ -739,14 +746,17 @@ class MemoryStore:
         return Memory.of(updated, self.model_key), changed, embedded
 
     def delete(self, memory_id: str, *, workflow_id: str | None) -> Memory:
+        """Delete the memory, leaving its tombstone (`tombstones.py`)."""
         with self.db.write() as connection:
-            row = self._visible_row(connection, memory_id, workflow_id)
+            row = self._visible_row(connection, memory_id, workflow_id, deleting=True)
             connection.execute("DELETE FROM memories WHERE pk = ?", (row["pk"],))
+            tombstones.record(connection, row["id"], row["workflow_id"], _now(), self.tombstones_kept)
         return Memory.of(row, self.model_key)
 
     def clear_by_type(self, memory_type: str, *, workflow_id: str | None) -> int:
-        """Delete every memory of this type in the active scope only (the workflow, or general)."""
+        """Delete every memory of this type in the active scope only (the workflow, or general), leaving tombstones."""
         with self.db.write() as connection:
+            tombstones.record_cleared(connection, workflow_id or "", memory_type, _now(), self.tombstones_kept)
             cursor = connection.execute(
                 "DELETE FROM memories WHERE workflow_id = ? AND type = ?", (workflow_id or "", memory_type)
             )
