@@ -45,6 +45,7 @@ def record(
 ) -> None:
     """Remember `root` and the `dependents` its delete took, then forget all but the workflow's newest `keep`."""
     rows = [(task_id, workflow_id, deleted_at, root) for task_id in dependents]
+    # REPLACE: a replica still on the old code may have reused a remembered id for a task deleted now
     conn.executemany(
         "INSERT OR REPLACE INTO deleted_tasks (id, workflow_id, deleted_at, deleted_with) VALUES (?, ?, ?, ?)",
         [*rows, (root, workflow_id, deleted_at, None)],

@@ -166,6 +166,20 @@ def test_a_new_task_never_takes_a_remembered_id(board: Board, monkeypatch: pytes
     deleted_at(fails(board.delete, W, gone.id))
 
 
+def test_a_remembered_id_an_older_replica_reused_is_deleted_again(board: Board) -> None:
+    """A replica still on the old code draws ids without looking at tombstones: deleting its task under a remembered
+    id replaces the tombstone (no unique-key error on either engine)."""
+    gone = board.create(W, "gone")
+    board.delete(W, gone.id)
+    first = deleted_at(fails(board.delete, W, gone.id))
+    with board.db.write() as conn:
+        conn.execute(OLD_TASK[0], (gone.id, *OLD_TASK[1][1:]))
+    assert board.delete(W, gone.id).deleted == [gone.id]
+    assert deleted_at(fails(board.delete, W, gone.id)) >= first
+    with board.db.read() as conn:
+        assert conn.execute("SELECT COUNT(*) FROM deleted_tasks WHERE id = ?", (gone.id,)).fetchone()[0] == 1
+
+
 def test_an_id_forgotten_then_drawn_again_gets_a_new_tombstone(
     open_board: OpenBoard, monkeypatch: pytest.MonkeyPatch
 ) -> None:
