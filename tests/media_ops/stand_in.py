@@ -1,12 +1,13 @@
 """A scripted media provider on 127.0.0.1: an OpenAI-compatible images API and chat (vision) endpoint, and a
 TRELLIS-style 3D job API (submit, poll, download, cancel). It records every request and can be told to fail,
-to stall a job, or to answer with a URL instead of inline data."""
+to stall a job, to hold image generations until released, or to answer with a URL instead of inline data."""
 
 from __future__ import annotations
 
 import base64
 import io
 import json
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ class MediaStandIn:
     job_outcome: str = "succeeded"  # or "failed", or "stall" (never finishes)
     result_bytes: bytes | None = None  # what the GLB download returns (default: a real GLB)
     cancelled: list[str] = field(default_factory=list)
+    held: threading.Event | None = None  # when set here, image generations wait until it is set (a slow provider)
     _polls: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -54,6 +56,10 @@ class MediaStandIn:
 
     def paths(self) -> list[str]:
         return [f"{r['method']} {r['path']}" for r in self.requests]
+
+    def paid(self) -> int:
+        """The paid requests received: image generations and 3D jobs submitted."""
+        return sum(path in ("POST /v1/images/generations", "POST /v1/jobs") for path in self.paths())
 
 
 @contextmanager
@@ -81,6 +87,8 @@ def media_stand_in() -> Iterator[MediaStandIn]:
                 self.answer_json(stand_in.failures.pop(0), {"error": {"message": "scripted failure"}})
                 return
             if self.path == "/v1/images/generations":
+                if stand_in.held is not None:
+                    stand_in.held.wait(30)
                 own = f"http://127.0.0.1:{stand_in.port}/files/image.png"
                 item = (
                     {"url": stand_in.image_url or own}

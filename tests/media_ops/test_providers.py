@@ -9,30 +9,11 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.media_ops.conftest import Connect, needs_renderer
-from tests.media_ops.stand_in import MediaStandIn, media_stand_in, png_bytes
+from tests.media_ops.conftest import KEY, Connect, configured, needs_renderer
+from tests.media_ops.stand_in import MediaStandIn, png_bytes
 from tests.stdio import call, fail
 
 pytestmark = pytest.mark.anyio
-KEY = "media-test-key-0001"
-
-
-@pytest.fixture
-def provider(monkeypatch: pytest.MonkeyPatch) -> MediaStandIn:
-    monkeypatch.setenv("MEDIA_TEST_KEY", KEY)
-    with media_stand_in() as stand_in:
-        yield stand_in
-
-
-def configured(stand_in: MediaStandIn, **extra: str) -> dict[str, str]:
-    return {
-        "image_base_url": stand_in.base_url,
-        "image_api_key_env": "MEDIA_TEST_KEY",
-        "mesh_base_url": stand_in.base_url,
-        "mesh_api_key_env": "MEDIA_TEST_KEY",
-        "poll_interval_seconds": "0.05",
-        **extra,
-    }
 
 
 async def test_without_providers_generation_says_what_to_configure(media: Connect) -> None:
