@@ -16,6 +16,12 @@ MAX_INLINE_LINES = 200  # OCR lines returned inline at most (each with its box);
 
 PathText = Field(min_length=1, max_length=4096)
 Prompt = Field(min_length=1, max_length=4000, description="What to make, in plain words.")
+AllowDuplicate = Field(
+    default=False,
+    description="Generate new files, paid again, even if this very call (every input identical) is running or "
+    "succeeded within the server's reuse window (120 s by default). Default false: that call's files are returned "
+    "with reused=true.",
+)
 ImageSize = Literal["256x256", "512x512", "1024x1024", "1024x1536", "1536x1024"]
 
 
@@ -173,9 +179,22 @@ class GenerateImageInput(ToolInput):
         description="File to write (.png, inside the roots; numbered when n > 1). Default: "
         "generated/<prompt>-<time>.png in the first root. Existing files are never overwritten.",
     )
+    allow_duplicate: bool = AllowDuplicate
 
 
-class GeneratedImagesResult(WithImages):
+class Generated(WithImages):
+    """What a generation returns beside its files: whether they were made for an earlier, identical call."""
+
+    reused: bool = Field(
+        default=False,
+        description="true when this very call (every input identical) was running, or had succeeded within the "
+        "server's reuse window and its files are unchanged: they are returned, nothing was generated or paid for "
+        "again (allow_duplicate=true generates new ones).",
+    )
+    warning: str | None = Field(default=None, description="When reused: when the files were generated, and how not to.")
+
+
+class GeneratedImagesResult(Generated):
     count: int
     paths: list[str | None]
 
@@ -184,6 +203,7 @@ class GenerateMultiviewInput(ToolInput):
     prompt: str = Prompt
     views: int = Field(default=4, ge=2, le=8, description="Views: front, right, back, left, then top, 3/4 views...")
     output_path: str | None = Field(default=None, max_length=4096, description="Base file name (views are numbered).")
+    allow_duplicate: bool = AllowDuplicate
 
 
 class Render3DInput(ToolInput):
@@ -205,14 +225,16 @@ class Render3DResult(WithImages):
 class Generate3DFromImageInput(ToolInput):
     path: str = Field(min_length=1, max_length=4096, description="The reference image inside the roots.")
     output_path: str | None = Field(default=None, max_length=4096, description="The .glb to write (never overwritten).")
+    allow_duplicate: bool = AllowDuplicate
 
 
 class Generate3DFromTextInput(ToolInput):
     prompt: str = Prompt
     output_path: str | None = Field(default=None, max_length=4096, description="The .glb to write (never overwritten).")
+    allow_duplicate: bool = AllowDuplicate
 
 
-class Generated3DResult(WithImages):
+class Generated3DResult(Generated):
     path: str = Field(description="The GLB written inside the roots.")
     size_bytes: int
     preview: str | None = Field(default=None, description="The rendered preview view.")

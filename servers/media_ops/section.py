@@ -22,7 +22,9 @@ from mcp_sections.servers.media_ops.models import (
     Render3DInput,
     Render3DResult,
 )
+from mcp_sections.servers.media_ops.repeats import Asked
 from mcp_sections.servers.media_ops.settings import MediaOpsSettings
+from mcp_sections.shared.framework.clients import LOCAL_USER, current_user
 from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, configured, module, only_with
 from mcp_sections.shared.framework.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.framework.tools import CREATE, READ_ONLY, WEB_READ, Annotations, ToolContext, tool
@@ -111,12 +113,18 @@ async def describe_image(params: DescribeImageInput, state: Any, ctx: ToolContex
     ),
     long=True,
 )
-async def generate_image(params: GenerateImageInput, state: Any) -> GeneratedImagesResult:
+async def generate_image(
+    params: GenerateImageInput, state: Any, ctx: ToolContext | None = None
+) -> GeneratedImagesResult:
     """Generate images from a prompt with the configured images API ([sections.media_ops] image_base_url: any
     OpenAI-compatible `/images/generations`) and write them as PNG inside the roots (default generated/ in the
     first root; existing files are never overwritten). Returns the paths and the images. DEPENDENCY_ERROR names
-    the setting when no provider is configured."""
-    outcome = await state.generate_images(params.prompt, params.size, params.n, params.output_path)
+    the setting when no provider is configured. Paid per call: the very same call again (every input identical),
+    while it runs or within reuse_window_seconds (120 s by default) after it succeeded, returns the files it wrote
+    with reused=true instead of paying again, as long as they are unchanged; allow_duplicate=true generates new
+    ones."""
+    asked = _asked(params.allow_duplicate, ctx)
+    outcome = await state.generate_images(params.prompt, params.size, params.n, params.output_path, asked)
     return GeneratedImagesResult.build(outcome.values, outcome.images)
 
 
@@ -134,10 +142,14 @@ async def generate_image(params: GenerateImageInput, state: Any) -> GeneratedIma
     ),
     long=True,
 )
-async def generate_multiview_images(params: GenerateMultiviewInput, state: Any) -> GeneratedImagesResult:
+async def generate_multiview_images(
+    params: GenerateMultiviewInput, state: Any, ctx: ToolContext | None = None
+) -> GeneratedImagesResult:
     """Generate `views` consistent views of one object (front, right, back, left, then top and three-quarter
-    views) with the images API, e.g. as input for 3D generation; each view is a PNG inside the roots."""
-    outcome = await state.generate_multiview(params.prompt, params.views, params.output_path)
+    views) with the images API, e.g. as input for 3D generation; each view is a PNG inside the roots. The same
+    call again is not paid twice (reused=true; see generate_image)."""
+    asked = _asked(params.allow_duplicate, ctx)
+    outcome = await state.generate_multiview(params.prompt, params.views, params.output_path, asked)
     return GeneratedImagesResult.build(outcome.values, outcome.images)
 
 
@@ -183,9 +195,11 @@ async def generate_3d_from_image(
 ) -> Generated3DResult:
     """Turn a reference image into a 3D asset (GLB) with the configured 3D job service ([sections.media_ops]
     mesh_base_url; TRELLIS / Hunyuan3D-style submit → poll → download). Reports progress while the job runs;
-    cancelling the call cancels the job. The GLB is written inside the roots and a rendered preview returned."""
-    request = await state.image_request(params.path)
-    outcome = await state.generate_3d(request, params.path.rsplit("/", 1)[-1], params.output_path, _progress(ctx))
+    cancelling the call cancels the job (unless the same call, made again meanwhile, still waits for it). The GLB
+    is written inside the roots and a rendered preview returned. The very same call again (the same image
+    content too) is not paid twice: reused=true, as for generate_image; allow_duplicate=true generates anew."""
+    asked = _asked(params.allow_duplicate, ctx)
+    outcome = await state.generate_3d_from_image(params.path, params.output_path, asked)
     return Generated3DResult.build(outcome.values, outcome.images)
 
 
@@ -207,10 +221,15 @@ async def generate_3d_from_text(
     params: Generate3DFromTextInput, state: Any, ctx: ToolContext | None = None
 ) -> Generated3DResult:
     """Generate a 3D asset (GLB) from a description with the configured 3D job service (see
-    generate_3d_from_image): progress while it runs, cancellable, written inside the roots, preview returned."""
-    request = {"prompt": params.prompt, "format": "glb"}
-    outcome = await state.generate_3d(request, params.prompt, params.output_path, _progress(ctx))
+    generate_3d_from_image): progress while it runs, cancellable, written inside the roots, preview returned; the
+    same call again is not paid twice (reused=true)."""
+    outcome = await state.generate_3d_from_text(params.prompt, params.output_path, _asked(params.allow_duplicate, ctx))
     return Generated3DResult.build(outcome.values, outcome.images)
+
+
+def _asked(allow_duplicate: bool, ctx: ToolContext | None) -> Asked:
+    """A generation's caller: the user (one user's calls never meet another's), allow_duplicate, its progress."""
+    return Asked((current_user() or LOCAL_USER).id, allow_duplicate, _progress(ctx))
 
 
 def _progress(ctx: ToolContext | None) -> Any:
@@ -231,7 +250,8 @@ async def _lifespan(runtime: SectionRuntime) -> AsyncIterator[Any]:
     settings = runtime.settings_of(MediaOpsSettings)
     media = MediaOps(settings, runtime.settings.roots, private=runtime.settings.own_state_paths())
     try:
-        yield media
+        async with media.repeats.running():  # generations run there, for the calls waiting for them
+            yield media
     finally:
         await media.aclose()
 

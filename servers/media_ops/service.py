@@ -3,12 +3,13 @@ rendered and generated. No MCP imports except the sampling request describe_imag
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from mcp_sections.servers.media_ops import images, ocr, providers, render
+from mcp_sections.servers.media_ops.repeats import Asked, Repeats
 from mcp_sections.servers.media_ops.settings import MediaOpsSettings
 from mcp_sections.shared.confinement.guards.paths import PathGuard
 from mcp_sections.shared.framework.paging import fingerprint, page
@@ -50,6 +52,11 @@ class Outcome:
     values: dict[str, Any]
     images: list[Rendered] = field(default_factory=list)
     overview: Rendered | None = None  # one image standing for `images`, which then go by reference
+    written: list[Path] = field(default_factory=list)  # the files a generation wrote (real paths)
+
+    def weight(self) -> int:
+        """Its size in memory: its images' data."""
+        return sum(len(image.data) for image in [*self.images, *([self.overview] if self.overview else [])])
 
 
 class MediaOps:
@@ -57,6 +64,9 @@ class MediaOps:
         self.settings = settings
         self.paths = PathGuard(list(roots), private=private)
         self._http: GuardedHttp | None = None
+        self.repeats: Repeats[Outcome] = Repeats(
+            settings.reuse_window_seconds, files=lambda outcome: outcome.written, weight=Outcome.weight
+        )
 
     @property
     def http(self) -> GuardedHttp:
@@ -175,7 +185,9 @@ class MediaOps:
         for index, view in enumerate(rendered):
             written = None
             if target is not None:
-                written = self._write_new(target / f"{real.stem}-view{index + 1}.png", _png(view.image))
+                written = self.paths.relative(
+                    self._write_new(target / f"{real.stem}-view{index + 1}.png", _png(view.image))
+                )
             data, mime = images.preview(view.image, self.settings.preview_max_side)
             label = f"azimuth {view.azimuth_degrees:.0f}°, elevation {view.elevation_degrees:.0f}°"
             results.append(Rendered(data, mime, size, size, written, label))
@@ -205,29 +217,80 @@ class MediaOps:
         values = {"path": read.values["path"], "description": description, "model": used, "ocr_text": text}
         return Outcome(values, [preview])
 
-    async def generate_images(self, prompt: str, size: str, n: int, output_path: str | None) -> Outcome:
+    # Each generation is asked through `repeats` (repeats.py): the same call again, while it runs or within
+    # reuse_window_seconds after, gets its result instead of paying the provider again.
+    async def generate_images(self, prompt: str, size: str, n: int, output_path: str | None, asked: Asked) -> Outcome:
         generator = providers.image_generator(self.settings)
-        blobs = await generator.generate(self.http, prompt, size, n, self.settings.max_image_bytes)
-        return self._save_generated(blobs, prompt, output_path, labels=[None] * len(blobs))
 
-    async def generate_multiview(self, prompt: str, views: int, output_path: str | None) -> Outcome:
+        async def work(progress: providers.Progress) -> Outcome:
+            self._refuse_existing(output_path, ".png", n)
+            blobs = await generator.generate(self.http, prompt, size, n, self.settings.max_image_bytes)
+            return self._save_generated(blobs, prompt, output_path, [None] * len(blobs), n)
+
+        return await self._once(("generate_image", prompt, size, n, output_path), work, asked)
+
+    async def generate_multiview(self, prompt: str, views: int, output_path: str | None, asked: Asked) -> Outcome:
         generator = providers.image_generator(self.settings)
-        blobs: list[bytes] = []
-        labels: list[str | None] = []
-        for name in VIEW_NAMES[:views]:
-            view_prompt = f"{prompt}\n\n{name} view of the same object, same style, plain background, centred."
-            blobs += await generator.generate(self.http, view_prompt, "1024x1024", 1, self.settings.max_image_bytes)
-            labels.append(name)
-        return self._save_generated(blobs, prompt, output_path, labels)
 
-    async def generate_3d(self, request: dict[str, Any], what: str, output_path: str | None, progress: Any) -> Outcome:
+        async def work(progress: providers.Progress) -> Outcome:
+            self._refuse_existing(output_path, ".png", views)
+            blobs: list[bytes] = []
+            labels: list[str | None] = []
+            for name in VIEW_NAMES[:views]:
+                view_prompt = f"{prompt}\n\n{name} view of the same object, same style, plain background, centred."
+                blobs += await generator.generate(self.http, view_prompt, "1024x1024", 1, self.settings.max_image_bytes)
+                labels.append(name)
+            return self._save_generated(blobs, prompt, output_path, labels, views)
+
+        return await self._once(("generate_multiview_images", prompt, views, output_path), work, asked)
+
+    async def generate_3d_from_text(self, prompt: str, output_path: str | None, asked: Asked) -> Outcome:
         jobs = providers.mesh_jobs(self.settings)
+
+        async def work(progress: providers.Progress) -> Outcome:
+            return await self._generate_3d(jobs, {"prompt": prompt, "format": "glb"}, prompt, output_path, progress)
+
+        return await self._once(("generate_3d_from_text", prompt, output_path), work, asked)
+
+    async def generate_3d_from_image(self, path: str, output_path: str | None, asked: Asked) -> Outcome:
+        """The same call is the same path and output_path, and the image's very content (its digest)."""
+        jobs = providers.mesh_jobs(self.settings)
+        real, shown = self._image_path(path)
+        digest = await anyio.to_thread.run_sync(self._digest, real, shown)
+
+        async def work(progress: providers.Progress) -> Outcome:
+            request = await self.image_request(path)
+            return await self._generate_3d(jobs, request, path.rsplit("/", 1)[-1], output_path, progress)
+
+        return await self._once(("generate_3d_from_image", path, digest, output_path), work, asked)
+
+    async def _once(self, call: tuple[Any, ...], work: Any, asked: Asked) -> Outcome:
+        """`work`'s outcome, or the same call's (running, or made within the window): then reused, with the warning."""
+        outcome, warning = await self.repeats.once(call, work, asked)
+        if warning is None:
+            return outcome
+        return replace(outcome, values={**outcome.values, "reused": True, "warning": warning})
+
+    async def _generate_3d(
+        self,
+        jobs: providers.MeshJobs,
+        request: dict[str, Any],
+        what: str,
+        output_path: str | None,
+        progress: providers.Progress,
+    ) -> Outcome:
+        self._refuse_existing(output_path, ".glb", 1)
         glb = await jobs.run(self.http, request, self.settings.max_mesh_bytes, progress)
-        target = self._new_path(output_path, what, ".glb")
-        written = self._write_new(target, glb)
-        rendered = await self.render_3d(str(target), 1, 512, None)
-        values = {"path": written, "size_bytes": len(glb), "preview": rendered.images[0].label}
-        return Outcome(values, rendered.images)
+        real = self._write_new(self._targets(output_path, what, ".glb", 1)[0], glb)
+        rendered = await self.render_3d(str(real), 1, 512, None)
+        values = {"path": self.paths.relative(real), "size_bytes": len(glb), "preview": rendered.images[0].label}
+        return Outcome(values, rendered.images, written=[real])
+
+    def _digest(self, real: Path, shown: str) -> str:
+        """An input image's content digest, once its header was checked (size and pixel limits, not an SVG)."""
+        images.probe(real, shown, self.settings.max_image_pixels, self.settings.max_image_bytes)
+        with open(real, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
 
     async def image_request(self, path: str) -> dict[str, Any]:
         """A 3D job's input image: read and checked locally, sent inline as a data URI."""
@@ -240,28 +303,51 @@ class MediaOps:
 
     # ---- writing ---------------------------------------------------------------------------------
     def _save_generated(
-        self, blobs: list[bytes], prompt: str, output_path: str | None, labels: Sequence[str | None]
+        self, blobs: list[bytes], prompt: str, output_path: str | None, labels: Sequence[str | None], count: int
     ) -> Outcome:
+        """The images checked and written (no await in between: two calls at once never pick one name)."""
         results = []
-        for index, blob in enumerate(blobs):
+        written: list[Path] = []
+        for index, (blob, target) in enumerate(
+            zip(blobs, self._targets(output_path, prompt, ".png", count), strict=False)
+        ):
             image = images.decode_untrusted(blob, "a generated image", self.settings.max_image_pixels)
-            suffix = f"-{index + 1}" if len(blobs) > 1 else ""
-            target = self._new_path(output_path, prompt, ".png", suffix)
-            written = self._write_new(target, _png(image))
+            written.append(self._write_new(target, _png(image)))
             data, mime = images.preview(image, self.settings.preview_max_side)
             width, height = image.size  # type: ignore[attr-defined]
-            results.append(Rendered(data, mime, width, height, written, labels[index]))
-        return Outcome({"count": len(results), "paths": [r.path for r in results]}, results)
+            results.append(Rendered(data, mime, width, height, self.paths.relative(written[-1]), labels[index]))
+        return Outcome({"count": len(results), "paths": [r.path for r in results]}, results, written=written)
 
-    def _new_path(self, output_path: str | None, what: str, suffix: str, extra: str = "") -> Path:
+    def _targets(self, output_path: str | None, what: str, suffix: str, count: int) -> list[Path]:
+        """The files a generation of `count` writes: output_path's name, or generated/<what>-<time> in the first
+        root (another name when a call in the same second took that one); numbered -1, -2... when `count` > 1."""
+        extras = [f"-{index}" for index in range(1, count + 1)] if count > 1 else [""]
         if output_path:
             target = Path(self.paths.resolve(output_path, purpose="create"))
             if target.suffix and target.suffix.lower() != suffix:
                 raise ToolFailure(ErrorCode.INVALID_INPUT, f"output_path must end with {suffix} (or have no suffix).")
-            return target.with_name(f"{target.stem}{extra}{suffix}")
+            return [target.with_name(f"{target.stem}{extra}{suffix}") for extra in extras]
         slug = re.sub(r"[^a-z0-9]+", "-", what.lower()).strip("-")[:40] or "generated"
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        return self._output_dir("generated") / f"{slug}-{stamp}{extra}{suffix}"
+        stem = f"{slug}-{time.strftime('%Y%m%d-%H%M%S')}"
+        directory = self._output_dir("generated")
+        for again in range(1, 100):
+            numbered = f"{stem}-{again}" if again > 1 else stem
+            targets = [directory / f"{numbered}{extra}{suffix}" for extra in extras]
+            if not any(os.path.lexists(target) for target in targets):
+                break
+        return targets  # (still taken after 99 tries: _write_new refuses)
+
+    def _refuse_existing(self, output_path: str | None, suffix: str, count: int) -> None:
+        """Before the provider is paid: output_path's files must not exist (they are never overwritten)."""
+        if output_path:
+            taken = [target for target in self._targets(output_path, "", suffix, count) if os.path.lexists(target)]
+            if taken:
+                shown = self.paths.relative(taken[0])
+                raise ToolFailure(
+                    ErrorCode.VALIDATION_FAILED,
+                    f"{shown!r} already exists: nothing was generated (when an earlier call wrote it, it is there to "
+                    "use); choose another output_path (files are never overwritten).",
+                )
 
     def _output_dir(self, directory: str) -> Path:
         target = self.paths.resolve(directory, purpose="create")
@@ -272,7 +358,8 @@ class MediaOps:
             raise ToolFailure(ErrorCode.INVALID_INPUT, f"{directory!r} is not a directory.")
         return Path(target)
 
-    def _write_new(self, target: Path, data: bytes) -> str:
+    def _write_new(self, target: Path, data: bytes) -> Path:
+        """`data` written as a new file (its real path); VALIDATION_FAILED when one is there."""
         self._output_dir(str(target.parent))  # missing directories are created, each inside the roots
         checked = self.paths.resolve(str(target), purpose="create")
         try:
@@ -284,7 +371,7 @@ class MediaOps:
                 f"{self.paths.relative(checked)!r} already exists; choose another output_path (files are never "
                 "overwritten).",
             ) from None
-        return self.paths.relative(checked)
+        return checked
 
 
 def _png(image: Any) -> bytes:

@@ -41,6 +41,14 @@ class MediaOpsSettings(SectionSettings):
     provider_timeout_seconds: float = Field(default=120.0, gt=0, le=3600, description="Per provider request.")
     mesh_job_timeout_seconds: float = Field(default=900.0, gt=0, le=7200, description="Longest 3D job waited for.")
     poll_interval_seconds: float = Field(default=2.0, gt=0, le=60, description="How often a 3D job is polled.")
+    reuse_window_seconds: float = Field(
+        default=120.0,
+        ge=0,
+        le=86400,
+        description="A generation asked again with every input identical within this long after it succeeded "
+        "returns its files (reused=true) while they are unchanged, instead of paying the provider again; 0: never "
+        "(the same call made while one runs still waits for it). allow_duplicate=true always generates.",
+    )
     allow: list[str] = Field(
         default_factory=list,
         description="Destinations opened for downloads the providers point to (`host[:port]` or CIDR); everything "
