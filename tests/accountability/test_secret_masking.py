@@ -54,6 +54,11 @@ def nothing_learnt(monkeypatch: pytest.MonkeyPatch) -> None:
             "GET https://api.softlayer.com/soap/v3.1/***MASKED***",
         ),
         ("glpat-" + "x" * 24 + " and a glob", "***MASKED*** and a glob"),
+        (  # ~/.aws/credentials: the dangerous half of the pair is unquoted and lower-case
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzz9k2LmQpR\n",
+            "aws_secret_access_key = ***MASKED***\n",
+        ),
+        ("config.yaml:12:  db_password: Xy7-long-pass # prod", "config.yaml:12:  db_password: ***MASKED*** # prod"),
         (
             "a\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\nz",
             "a\n***MASKED***\nz",
@@ -76,6 +81,10 @@ def test_secret_values_are_masked(text: str, masked: str) -> None:
         "def reset_password(user): ...",
         "PRIMARY_KEY=id",
         "cd $(pwd)",
+        "secret_key = settings.SECRET_KEY",
+        "token = request.headers.get('x-token')",
+        "max_tokens = 4096",
+        "NEO4J_PASSWORD_FILE: /run/secrets/neo4j_password",
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:

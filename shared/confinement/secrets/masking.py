@@ -15,6 +15,8 @@ scripts/generate_secret_patterns.py and checked against it by the tests: importi
 ~0.2 s, which every masking section's first result would pay.
 - environment assignments with a secret-sounding upper-case name (`API_KEY=...`, `export DB_PASSWORD=...`,
   `+GITHUB_TOKEN="..."` in a diff), which the keyword detector leaves alone in `.env` files.
+- config lines in any case whose name says secret and whose unquoted value looks like one
+  (`aws_secret_access_key = wJalr...` in `~/.aws/credentials`, `password: s3cr3t-2024` in YAML).
 - private key blocks: everything from `-----BEGIN ... PRIVATE KEY-----` to its END line.
 
 A pattern runs only on text holding the words it cannot match without (`NEEDS`), so most output costs a few
@@ -52,6 +54,19 @@ _ENV_ASSIGNMENT = re.compile(
     r"(?P<value>\"[^\"\n]{3,}\"|'[^'\n]{3,}'|[^\s\"'#$][^\s#]{2,})",
     re.MULTILINE,
 )
+#: An unquoted value in a config file's `name = value` / `name: value` line whose name says secret in any case
+#: (`aws_secret_access_key = wJalr…` in ~/.aws/credentials, `password: s3cr3t-2024` in YAML), which the keyword
+#: detector's quoted patterns and the upper-case rule above leave alone. The value must look like a secret, not code:
+#: one token of 8 or more key characters holding a letter and a digit, the rest of the line at most a comment; a
+#: dotted name (`settings.SECRET_KEY`), a path (`/run/secrets/db_password`), a call or an expression does not
+#: match.
+_CONFIG_ASSIGNMENT = re.compile(
+    r"(?P<lead>(?:[^\s:=]+[:-]){0,3}[ \t]*[+\- ]?[ \t]*"
+    r"[A-Za-z0-9_.\-]*(?i:secret|password|passwd|passphrase|token|api_?key|access_?key|private_?key|credential)"
+    r"[A-Za-z0-9_.\-]*[ \t]*[:=][ \t]*)"
+    r"(?P<value>(?![/.~])(?=[^\s]*[0-9])(?=[^\s]*[A-Za-z])[A-Za-z0-9/+=_\-~.]{8,})[ \t]*(?:[#;].*)?$",
+)
+_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 _PRIVATE_KEY_BLOCK = re.compile(
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
     re.DOTALL,
@@ -236,6 +251,8 @@ def shape_spans(text: str) -> list[tuple[int, int]]:
             spans += [_secret_span(match) for match in _compiled(source, flags).finditer(text)]
     if "=" in text:
         spans += _assignment_spans(text)
+    if "=" in text or ":" in text:
+        spans += _config_spans(text, lowered)
     if any(word in lowered for word in DENYLIST_WORDS):
         spans += _keyword_spans(text, rules)
     return spans
@@ -249,6 +266,23 @@ def _assignment_spans(text: str) -> list[tuple[int, int]]:
         quoted = text[value_start] in "\"'"
         if _plausible(text[value_start + quoted : value_end - quoted]):
             spans.append((value_start + quoted, value_end - quoted))
+    return spans
+
+
+def _config_spans(text: str, lowered: str) -> list[tuple[int, int]]:
+    """The secret-looking unquoted values of config lines whose name says secret (`_CONFIG_ASSIGNMENT`), looked for
+    on the lines that hold one of its words only."""
+    words = ("secret", "pass", "token", "key", "credential")
+    if not any(word in lowered for word in words):
+        return []
+    spans = []
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        if any(word in line.lower() for word in words):
+            match = _CONFIG_ASSIGNMENT.match(text, offset, offset + len(line.rstrip("\r\n")))
+            if match and _plausible(match["value"]) and not _DOTTED_NAME.fullmatch(match["value"]):
+                spans.append(match.span("value"))
+        offset += len(line)
     return spans
 
 
