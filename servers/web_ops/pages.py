@@ -7,7 +7,10 @@ small LRU cache keyed by normalised URL (the seed's short-term memory), shared b
 
 A URL on loopback is fetched through the client for published dev servers (`client_for`), in HTTP and in the browser
 alike, and never from the cache: a dev server's pages change as it is worked on, and once its port is no longer
-published its URL is refused, not answered from memory.
+published its URL is refused, not answered from memory. A page from loopback is served from this machine — a dev
+server started by shell_ops serves the project's files (`python -m http.server`) — so its secret values are masked
+as file_ops masks a file it reads (`shared.confinement.secrets.masking`): the same file must not come back whole
+through this door. A screenshot is a picture, and is not masked.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from mcp_sections.servers.web_ops.extraction import (
     extract,
 )
 from mcp_sections.shared.confinement.guards.urls import is_loopback_url, normalise_url, parse_url
+from mcp_sections.shared.confinement.secrets.masking import mask_text
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.net.fetch import GuardedHttp
 
@@ -154,6 +158,12 @@ class PageFetcher:
                 )
             page = await self._in_browser(url, wait_for or "load", screenshot, http)
             page.notes.extend(notes)
+        return self._kept(page, dev_server)
+
+    def _kept(self, page: Page, dev_server: bool) -> Page:
+        """`page` as it is answered: masked when it came from this machine, cached unless a dev server served it."""
+        if is_loopback_url(page.url) or is_loopback_url(page.final_url):
+            _mask_secrets(page)
         if not dev_server:
             self.cache.put(page)
         return page
@@ -232,6 +242,26 @@ def _page(url: str, final_url: str, status: int | None, extracted: Extracted, ho
         fetched_at=time.time(),
         bytes_read=0,
     )
+
+
+def _mask_secrets(page: Page) -> None:
+    """`page`'s texts with their secret values masked (see the module docstring), and a note saying how many."""
+    page.title, in_title = mask_text(page.title)
+    page.text, in_text = mask_text(page.text)
+    masked = in_title + in_text
+    for link in page.links:
+        link.url, in_url = mask_text(link.url)
+        link.text, in_link = mask_text(link.text)
+        masked += in_url + in_link
+    for image in page.images:
+        image.url, in_url = mask_text(image.url)
+        image.alt, in_alt = mask_text(image.alt)
+        masked += in_url + in_alt
+    if masked:
+        page.notes.append(
+            f"{masked} secret value{'s' if masked > 1 else ''} masked: a page served from this machine is masked as a "
+            "file read from the project is"
+        )
 
 
 def _is_textual(content_type: str) -> bool:

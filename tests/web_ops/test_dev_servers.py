@@ -39,6 +39,8 @@ fetch("/data.json").then(r => r.json()).then(d => {{ document.getElementById("ou
 fetch("{canary}/steal").catch(() => {{}});
 </script></body></html>"""
 MESSAGE = "rendered from the dev server's own data"
+AWS_KEY_ID, AWS_SECRET = "AKIA" + "Z7QWERTYUIOPASDF", "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYzz9k2LmQpR"
+TOKEN, GITHUB = "sk-live-" + "9f8e7d6c5b4a39281716abcdef", "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +57,12 @@ def world(tmp_path_factory: pytest.TempPathFactory, canary: Site) -> dict[str, P
     (srv / "index.html").write_text("<h1>Dev server</h1><p>served from inside the sandbox</p>\n")
     (srv / "app.html").write_text(APP.format(canary=canary.canary))
     (srv / "data.json").write_text(json.dumps({"message": MESSAGE}))
+    credentials = f"[default]\naws_access_key_id = {AWS_KEY_ID}\naws_secret_access_key = {AWS_SECRET}\n"
+    (srv / "notes-config.txt").write_text(credentials)
+    (srv / "env.txt").write_text(f"API_TOKEN={TOKEN}\n")
+    (srv / "settings.html").write_text(
+        f"<title>Settings</title><p>token in use: {GITHUB}</p><a href='/cb?password=x&to={GITHUB}'>callback</a>"
+    )
     return {"base": base, "root": base / "root", "data": base / "data"}
 
 
@@ -123,6 +131,27 @@ async def test_a_published_dev_server_is_read_and_nothing_else_on_loopback(
         message = await fail(web, "fetch_web_page", "PERMISSION_DENIED", url=f"http://127.0.0.1:{port}/index.html")
     assert "none is published now" in message, message
     assert not list((world["data"] / "published_ports").glob("*.json"))
+
+
+async def test_a_dev_servers_pages_are_masked_as_the_files_they_serve(shell: Client, world: dict[str, Path]) -> None:
+    """A dev server serves the project's files: what file_ops would mask in them does not come back whole through
+    web_ops, over HTTP or in the browser (an outside tester's finding: a token in a served text file came back)."""
+    port = free_port()
+    process_id = await dev_server(shell, port)
+    try:
+        async with web_ops(world) as web:
+            pages = [
+                await call(web, "fetch_web_page", url=f"http://127.0.0.1:{port}/notes-config.txt", render="http"),
+                await call(web, "fetch_web_page", url=f"http://localhost:{port}/env.txt", render="http"),
+                await call(web, "fetch_web_page", url=f"http://127.0.0.1:{port}/settings.html", render="browser"),
+            ]
+    finally:
+        await call(shell, "stop_process", process_id=process_id, signal="SIGKILL")
+    everything = json.dumps(pages)
+    for secret in (AWS_KEY_ID, AWS_SECRET, TOKEN, GITHUB):
+        assert secret not in everything, secret
+    assert "aws_secret_access_key = ***MASKED***" in pages[0]["text"] and "API_TOKEN=***MASKED***" in pages[1]["text"]
+    assert all(any("masked" in note for note in page["notes"]) for page in pages), [p["notes"] for p in pages]
 
 
 async def test_a_page_of_the_web_cannot_lead_to_a_dev_server(shell: Client, world: dict[str, Path]) -> None:
