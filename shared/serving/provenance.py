@@ -8,11 +8,14 @@ serves it. The gateway's gate wraps third-party sections' results and its own re
 
 An error is enveloped too: every text of its `details` (a timed-out program's `stdout_tail`), and its text when it is
 not the suite's own words (a third-party section's error); the suite's own message (`[CODE] what to change`) stays
-readable as it is.
+readable as it is. A detail that is a bare token — an id, a name, a path without spaces, at most 64 characters, or
+nothing at all — stays as it is: code reads such fields (the ids of a task's dependents), an envelope around them
+breaks it, and a successful result's structured content carries the same tokens bare.
 """
 
 from __future__ import annotations
 
+import re
 import secrets
 from typing import Any
 
@@ -83,10 +86,13 @@ def _wrap_error(result: CallToolResult, source: str, tool: str, own_words: bool)
     return result.model_copy(update=update) if update else result
 
 
+_BARE_TOKEN = re.compile(r"[A-Za-z0-9_.:/@+=-]{0,64}")
+
+
 def _enveloped(value: Any, source: str, tool: str) -> Any:
-    """`value` with every string in it enveloped (dicts and lists walked)."""
+    """`value` with every string in it enveloped but bare tokens (dicts and lists walked; see the module docstring)."""
     if isinstance(value, str):
-        return envelope(value, source, tool)
+        return value if _BARE_TOKEN.fullmatch(value) else envelope(value, source, tool)
     if isinstance(value, dict):
         return {key: _enveloped(item, source, tool) for key, item in value.items()}
     if isinstance(value, list | tuple):

@@ -53,7 +53,21 @@ async def test_a_timeouts_program_output_is_enveloped(root: Path) -> None:
     assert is_enveloped(tail) and 'source="program output"' in tail.splitlines()[0], tail
     assert INJECTED in unwrap(tail)
     assert details["timed_out"] is True  # what is no text stays as it is
+    assert details["stderr_tail"] == ""  # nothing: no envelope around it
     assert result.content[0].text.startswith("[TIMEOUT] ")  # type: ignore[union-attr]  # the suite's own words
+
+
+async def test_an_errors_ids_stay_bare_for_code_that_reads_them(root: Path) -> None:
+    """Ids in an error's details are read by code (an outside tester looped over `unfinished_dependencies` and got
+    envelopes): a bare token needs no envelope, a text with words keeps one."""
+    async with section_in_memory("todo", "--data-dir", str(root.parent / "todo-data")) as todo:
+        first = data_of(await todo.call_tool("todo_create", {"name": "first step"}))["task_id"]
+        then = data_of(await todo.call_tool("todo_create", {"name": "then this", "dependencies": [first]}))["task_id"]
+        result = await todo.call_tool("todo_complete", {"task_id": then})
+        refused = await todo.call_tool("todo_delete", {"task_id": first})
+    assert error_of(result)[0] == "VALIDATION_FAILED" and error_of(refused)[0] == "VALIDATION_FAILED"
+    assert result.structured_content["details"]["unfinished_dependencies"] == [first]  # type: ignore[index]
+    assert refused.structured_content["details"]["dependents"] == [then]  # type: ignore[index]
 
 
 @asynccontextmanager
