@@ -210,6 +210,11 @@ def _named(ids: Sequence[str]) -> str:
     return shown + (f" and {len(ids) - MAX_NAMED} more" if len(ids) > MAX_NAMED else "")
 
 
+def _depend_on_it(ids: Sequence[str]) -> str:
+    """'task a depends on it' or 'tasks a, b depend on it'."""
+    return f"task {ids[0]} depends on it" if len(ids) == 1 else f"tasks {_named(ids)} depend on it"
+
+
 class Board:
     """All tasks of all workflows in `<data_dir>/todo.sqlite3`, or on a PostgreSQL server the replicas of a team
     share (`postgres_url`): the same queries on either (`shared.store.postgres`)."""
@@ -399,8 +404,8 @@ class Board:
                 active = _active_dependents(conn, workflow_id, task_id)
                 if active:
                     raise validation_failed(
-                        f"cannot reopen task {task_id}: tasks {_named(active)} depend on it and are already "
-                        "in_progress or completed; reopen those first, or pass force=true to override.",
+                        f"cannot reopen task {task_id}: {_depend_on_it(active)}, already in_progress or completed; "
+                        "reopen those first, or pass force=true to override.",
                         active_dependents=active,
                     )
             now = now_iso()
@@ -438,7 +443,7 @@ class Board:
             direct = _dependents(conn, workflow_id, task_id)
             if direct and not cascade:
                 raise validation_failed(
-                    f"cannot delete task {task_id}: tasks {_named(direct)} depend on it. Remove it from their "
+                    f"cannot delete task {task_id}: {_depend_on_it(direct)}. Remove it from their "
                     "dependencies with todo_update, or pass cascade=true to delete them too "
                     "(and their own dependents).",
                     dependents=direct,
@@ -674,6 +679,13 @@ def _load(conn: SqlConnection, workflow_id: str, task_id: str, *, deleting: bool
         tombstone = tombstones.find(conn, workflow_id, task_id)
         if tombstone is not None:
             raise tombstones.already_deleted(tombstone, _named(tombstone.dependents), deleting=deleting)
+        elsewhere = conn.execute("SELECT workflow_id FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        if elsewhere is not None:
+            raise not_found(
+                f"task {task_id} is in workflow {elsewhere[0]!r}, not in {workflow_id!r}: "
+                f"pass workflow_id={elsewhere[0]!r}.",
+                workflow_id=elsewhere[0],
+            )
         raise not_found(
             f"no task {task_id!r} in workflow {workflow_id!r}; call todo_list with this workflow_id to see its tasks."
         )

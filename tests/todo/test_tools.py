@@ -143,6 +143,16 @@ async def test_workflow_isolation_and_default(client: Client) -> None:
     await fail(client, "todo_create", "NOT_FOUND", workflow_id="team-a", name="x", dependencies=[theirs])
     assert (await call(client, "todo_get", workflow_id="team-b", task_id=theirs))["task"]["name"] == "theirs"
     assert (await call(client, "todo_next", workflow_id="team-b"))["task"]["id"] == theirs
+    message = await fail(client, "todo_complete", "NOT_FOUND", task_id=theirs)  # workflow_id forgotten
+    assert f"task {theirs} is in workflow 'team-b', not in 'default': pass workflow_id='team-b'" in message, message
+
+
+@pytest.mark.anyio
+async def test_a_refusal_names_one_dependent_in_the_singular(client: Client) -> None:
+    first = (await call(client, "todo_create", workflow_id="grammar", name="first"))["task_id"]
+    then = (await call(client, "todo_create", workflow_id="grammar", name="then", dependencies=[first]))["task_id"]
+    message = await fail(client, "todo_delete", "VALIDATION_FAILED", workflow_id="grammar", task_id=first)
+    assert f"task {then} depends on it." in message, message
 
 
 @pytest.mark.anyio
