@@ -231,18 +231,25 @@ class SolveResult(ToolResult):
     variables: list[str]
     domain: str
     solutions: list[dict[str, str]] = Field(description="Each solution maps every unknown to its exact value.")
-    approximations: list[dict[str, str]] = Field(description="Numeric values of the solutions (same order).")
+    approximations: list[dict[str, str]] = Field(
+        description="Each solution's numeric values, in the same order: every unknown whose value is a number (an "
+        "integer as itself, else 15 significant digits); a value holding parameters (e.g. -b/a) has none."
+    )
     solution_set: str | None = Field(
-        default=None, description="Set of solutions when it is not a finite list (e.g. periodic), in sympy notation."
+        default=None,
+        description="One equation in one unknown: its full solution set in sympy notation — finite ('{2, 3}', the "
+        "same values as `solutions`), 'EmptySet', infinite (periodic: 'ImageSet(...)', `solutions` empty) or implicit "
+        "('ConditionSet(...)': no closed form; `solutions` then holds the particular ones sympy found, perhaps not "
+        "all). null for a system.",
     )
     complete: bool = Field(description="False when sympy could only describe the solutions implicitly.")
 
     def render_text(self) -> str:
-        if self.solution_set is not None:
+        if not self.solutions:
             if self.solution_set == "EmptySet":
                 return f"no solution in the {self.domain} numbers"
-            return f"{', '.join(self.variables)} ∈ {self.solution_set}"
-        if not self.solutions:
+            if self.solution_set is not None:
+                return f"{', '.join(self.variables)} ∈ {self.solution_set}"
             return f"no solution found in the {self.domain} numbers"
         lines = []
         for exact, approx in zip(self.solutions, self.approximations, strict=False):
@@ -253,7 +260,8 @@ class SolveResult(ToolResult):
                     item += f" ≈ {approx[name]}"
                 items.append(item)
             lines.append(", ".join(items) if items else "any value (identity)")
-        return "; ".join(lines)
+        text = "; ".join(lines)
+        return text if self.complete else f"{text} (found by sympy, perhaps not all: {self.solution_set})"
 
 
 class DifferentiateInput(ToolInput):

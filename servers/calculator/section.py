@@ -245,10 +245,12 @@ def calculator_simplify(params: SimplifyInput, state: CalculatorState) -> Simpli
 )
 def calculator_solve(params: SolveInput, state: CalculatorState) -> SolveResult:
     """Solve one equation or a small system exactly for the named variables, e.g. ['x^2 = 2'] →
-    x = ±sqrt(2); ['x + y = 3', 'x - y = 1'] → x = 2, y = 1. Each solution comes with numeric approximations.
-    One equation in one unknown returns the full solution set (periodic solutions as a set such as
-    ImageSet(Lambda(_n, 2*_n*pi), Integers)); systems return the solutions sympy finds. domain='real' keeps
-    only real solutions. An empty `solutions` with solution_set 'EmptySet' means there is no solution.
+    x = ±sqrt(2); ['x + y = 3', 'x - y = 1'] → x = 2, y = 1. Each solution comes with the numeric value of every
+    unknown (`approximations`, same order; none for a value holding parameters). One equation in one unknown also
+    returns its full solution set (`solution_set`: '{2, 3}', 'EmptySet', periodic solutions as a set such as
+    ImageSet(Lambda(_n, 2*_n*pi), Integers)); where sympy has no closed form it is a ConditionSet, complete=false,
+    with the particular solutions sympy finds. Systems return the solutions sympy finds (solution_set null).
+    domain='real' keeps only real solutions.
     """
     for text in params.equations:
         check_text(text, "equation")

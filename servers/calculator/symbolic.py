@@ -8,6 +8,7 @@ refers to it only by name ("mcp_sections.servers.calculator.symbolic:evaluate"),
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from mcp_sections.servers.calculator import floats as fl
 from mcp_sections.servers.calculator import grammar as gr
 from mcp_sections.servers.calculator import limits
 from mcp_sections.servers.calculator import matrices as la
-from mcp_sections.servers.calculator.units import AFFINE_TEMPERATURES, TEMPERATURES, unit_names
+from mcp_sections.servers.calculator.units import TEMPERATURES, unit_names
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, validation_failed
 
 MAX_UNKNOWNS = 6
@@ -338,6 +339,29 @@ def simplify(expression: str, method: str = "simplify") -> dict[str, Any]:
     return {"expression": expression.strip(), "method": method, "result": _text(result)}
 
 
+def _solve_one(difference: Any, unknown: Any, real: bool) -> tuple[list[dict[Any, Any]], str, bool]:
+    """One equation in one unknown: (solutions as rows, the solution set, complete). The set is solveset's: finite
+    ({2, 3}: each element a row), empty, infinite (periodic: an ImageSet, no rows) or implicit (a ConditionSet, when
+    solveset finds no closed form: the rows are then the particular solutions sympy.solve finds, perhaps not all)."""
+    found = sympy.solveset(difference, unknown, domain=sympy.S.Reals if real else sympy.S.Complexes)
+    if isinstance(found, sympy.FiniteSet):
+        listed = [{unknown: value} for value in sorted(found, key=sympy.default_sort_key)]
+        text = sympy.sstr(found)
+        if len(text) > limits.MAX_OUTPUT_CHARS:  # each value is in `solutions`, bounded one by one
+            text = f"the {len(listed)} values of solutions (as a set, over {limits.MAX_OUTPUT_CHARS} characters)"
+        return listed, text, True
+    rows: list[dict[Any, Any]] = []
+    if found.has(sympy.ConditionSet):
+        with contextlib.suppress(NotImplementedError, ValueError, TypeError):
+            rows = [row for row in sympy.solve(difference, unknown, dict=True) if not real or row[unknown].is_real]
+    return rows, _text(found, "solution set"), not found.has(sympy.ConditionSet)
+
+
+def _approximations(row: dict[Any, Any]) -> dict[str, str]:
+    """Each unknown of a solution → its numeric value (an integer as itself); none for a value holding parameters."""
+    return {symbol.name: _approximate(value, 15) for symbol, value in row.items() if value.is_number}
+
+
 @_guarded
 def solve(equations: list[str], variables: list[str] | None = None, domain: str = "complex") -> dict[str, Any]:
     real = domain == "real"
@@ -365,31 +389,12 @@ def solve(equations: list[str], variables: list[str] | None = None, domain: str 
             "for at once. Pass `variables` to choose which ones."
         )
     names = [symbol.name for symbol in unknowns]
-    solutions: list[dict[str, str]] = []
-    approximations: list[dict[str, str]] = []
-    solution_set: str | None = None
-    complete = True
     if len(differences) == 1 and len(unknowns) == 1:
-        found = sympy.solveset(differences[0], unknowns[0], domain=sympy.S.Reals if real else sympy.S.Complexes)
-        if isinstance(found, sympy.FiniteSet):
-            values = sorted(found, key=sympy.default_sort_key)
-            rows = [{unknowns[0]: value} for value in values]
-        else:
-            rows = []
-            solution_set = _text(found, "solution set")
-            complete = not found.has(sympy.ConditionSet)
+        rows, solution_set, complete = _solve_one(differences[0], unknowns[0], real)
     else:
-        rows = sympy.solve(differences, unknowns, dict=True)
-        complete = True
-    for row in rows:
-        solutions.append({symbol.name: _text(value, "solution") for symbol, value in row.items()})
-        approximations.append(
-            {
-                symbol.name: text
-                for symbol, value in row.items()
-                if not value.is_Integer and (text := _numeric(value) or "")
-            }
-        )
+        rows, solution_set, complete = sympy.solve(differences, unknowns, dict=True), None, True
+    solutions = [{symbol.name: _text(value, "solution") for symbol, value in row.items()} for row in rows]
+    approximations = [_approximations(row) for row in rows]
     return {
         "equations": [text.strip() for text in equations],
         "variables": names,
@@ -495,12 +500,6 @@ def convert_units(value: float, from_unit: str, to_unit: str) -> dict[str, Any]:
     source, target = from_unit.strip(), to_unit.strip()
     if source in TEMPERATURES and target in TEMPERATURES:
         return _temperature(value, source, target)
-    for name in (source, target):
-        if any(affine in name for affine in AFFINE_TEMPERATURES):
-            raise invalid_input(
-                f"{name!r}: degC and degF have an offset and convert only on their own (e.g. degC to degF); "
-                "use K for temperature differences inside compound units."
-            )
     grammar = gr.Grammar(tool="calculator_convert_units", variables=False, names=unit_names(), operators=gr.PRODUCTS)
     source_quantity = ex.build(source, grammar, what="from_unit")
     target_quantity = ex.build(target, grammar, what="to_unit")

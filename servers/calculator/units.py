@@ -11,6 +11,8 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from mcp_sections.shared.ground.errors import invalid_input
+
 # absolute scales and the affine ones: name -> (factor to kelvin, offset in kelvin)
 TEMPERATURES: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
     "K": ((1, 1), (0, 1)),
@@ -163,12 +165,24 @@ def unit_table() -> dict[str, Any]:
 
 
 def unit_names() -> dict[str, Callable[[], Any]]:
-    """The table as name → factory, the shape `grammar.Grammar.names` expects."""
+    """Every unit name calculator_convert_units accepts, as name → factory (the shape `grammar.Grammar.names` expects,
+    and the list an unknown name's INVALID_INPUT shows): the units of `unit_table`, and the temperature scales with an
+    offset (converted apart, through TEMPERATURES), whose factory refuses them inside a unit expression."""
 
     def factory(value: Any) -> Callable[[], Any]:
         return lambda: value
 
-    return {name: factory(value) for name, value in unit_table().items()}
+    def alone(name: str) -> Callable[[], Any]:
+        def refuse() -> Any:
+            raise invalid_input(
+                f"{name!r}: degC and degF have an offset and convert only on their own (e.g. degC to degF); "
+                "use K for temperature differences inside compound units."
+            )
+
+        return refuse
+
+    names = {name: factory(value) for name, value in unit_table().items()}
+    return names | {name: alone(name) for name in sorted(AFFINE_TEMPERATURES)}
 
 
 UNIT_NAMES_DOC = (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mcp_sections.servers.calculator import symbolic
@@ -13,6 +15,7 @@ from mcp_sections.servers.calculator.models import (
     SimplifyResult,
     SolveResult,
 )
+from mcp_sections.servers.calculator.units import UNIT_NAMES_DOC, unit_names
 from mcp_sections.shared.ground.errors import ToolFailure
 
 
@@ -191,6 +194,16 @@ def test_convert_units_errors(source: str, target: str, code: str, needle: str) 
     with pytest.raises(ToolFailure) as caught:
         symbolic.convert_units(1.0, source, target)
     assert caught.value.code.value == code and needle in caught.value.message, caught.value.message
+
+
+def test_every_unit_listed_converts_and_the_description_names_none_that_does_not() -> None:
+    """The units an unknown name's INVALID_INPUT lists, and those the tool's description names, all convert."""
+    for name in unit_names():
+        assert symbolic.convert_units(2.0, name, name)["result"] == 2.0, name
+    head, _, long_names = UNIT_NAMES_DOC.partition("(long names such as")
+    described = {word for part in head.split(";") for word in part.split()[1:] if word != "(US)"}
+    described |= set(re.findall(r"[A-Za-z]+", long_names)) - {"also", "work"}
+    assert described <= set(unit_names()), sorted(described - set(unit_names()))
 
 
 def test_convert_result_beyond_max_value() -> None:

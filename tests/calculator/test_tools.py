@@ -12,6 +12,7 @@ import pytest
 from mcp import Client
 
 from mcp_sections.servers.calculator.operations import BINARY_OPS, UNARY_OPS, VALID_CONSTANTS
+from mcp_sections.servers.calculator.units import unit_names
 from tests.calculator.helpers import literal
 from tests.in_memory import section_in_memory
 from tests.stdio import data_of, fail, text_of
@@ -201,6 +202,46 @@ async def test_solve_differentiate_integrate(client: Client) -> None:
     assert text == "∫ x**2 dx = x**3/3 + C"
     data, _ = await call(client, "calculator_integrate", expression="exp(-x**2)", lower="-oo", upper="oo")
     assert data["result"] == "sqrt(pi)" and data["closed_form"] is True
+
+
+@pytest.mark.anyio
+async def test_each_solution_has_its_numeric_value_and_one_equation_its_solution_set(client: Client) -> None:
+    """An outside tester's quadratic answered approximations [{}, {}] (integers were left out) and solution_set null
+    (only infinite sets were given), against the tool's description."""
+    data, text = await call(client, "calculator_solve", equations=["x^2 - 5*x + 6 = 0"])
+    assert data["solutions"] == [{"x": "2"}, {"x": "3"}] and data["approximations"] == [{"x": "2"}, {"x": "3"}]
+    assert data["solution_set"] == "{2, 3}" and data["complete"] is True and text == "x = 2; x = 3"
+    data, text = await call(client, "calculator_solve", equations=["x + y = 1", "x - y = 1/3"])
+    assert data["solutions"] == [{"x": "2/3", "y": "1/3"}] and data["solution_set"] is None
+    assert data["approximations"] == [{"x": "0.666666666666667", "y": "0.333333333333333"}]
+    assert text == "x = 2/3 ≈ 0.666666666666667, y = 1/3 ≈ 0.333333333333333"
+    data, _ = await call(client, "calculator_solve", equations=["x + y = 3", "x - y = 1"])
+    assert data["approximations"] == [{"x": "2", "y": "1"}]
+    data, text = await call(client, "calculator_solve", equations=["exp(x) = 5"], domain="real")
+    assert data["solutions"] == [{"x": "log(5)"}] and data["approximations"] == [{"x": "1.60943791243410"}]
+    assert data["solution_set"] == "{log(5)}" and text == "x = log(5) ≈ 1.60943791243410"
+    # no closed form for the set: the particular solutions sympy finds, each with its value, and the set as it is
+    data, text = await call(client, "calculator_solve", equations=["x*exp(x) = 1"], domain="real")
+    assert data["solutions"] == [{"x": "LambertW(1)"}] and data["approximations"] == [{"x": "0.567143290409784"}]
+    assert data["solution_set"].startswith("ConditionSet(x") and data["complete"] is False
+    assert text.startswith("x = LambertW(1) ≈ 0.567143290409784 (found by sympy, perhaps not all: ConditionSet(")
+    data, _ = await call(client, "calculator_solve", equations=["2^y = 64"])  # one of the tool's own examples
+    assert data["solutions"] == [{"y": "6"}] and data["approximations"] == [{"y": "6"}]
+    data, _ = await call(client, "calculator_solve", equations=["a*x + b = 0"], variables=["x"])
+    assert data["solutions"] == [{"x": "-b/a"}] and data["approximations"] == [{}] and data["solution_set"] == "{-b/a}"
+
+
+@pytest.mark.anyio
+async def test_an_unknown_unit_lists_every_unit_that_converts(client: Client) -> None:
+    """The list came from the linear units alone and left out degC and degF, which convert."""
+    message = await fail(client, "calculator_convert_units", "INVALID_INPUT", value=1, from_unit="furlong", to_unit="m")
+    listed = message.split("accepted units: ", 1)[1].removesuffix(".").split(", ")
+    assert {"degC", "degF", "celsius", "fahrenheit", "K", "km"} <= set(listed)
+    assert listed == sorted(unit_names())
+    data, _ = await call(client, "calculator_convert_units", value=100, from_unit="celsius", to_unit="degF")
+    assert data["result"] == 212.0
+    message = await fail(client, "calculator_convert_units", "INVALID_INPUT", value=1, from_unit="degF/s", to_unit="K")
+    assert "convert only on their own" in message
 
 
 @pytest.mark.anyio
