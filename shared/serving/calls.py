@@ -14,6 +14,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 
 from mcp_sections.shared.confinement.secrets.masking import mask_result, mask_text
+from mcp_sections.shared.framework.argument_errors import invalid_arguments, model_problems
 from mcp_sections.shared.framework.arguments import decode_stringified_json, model_schema
 from mcp_sections.shared.framework.resources import publish
 from mcp_sections.shared.framework.tools import ToolContext, ToolResult, ToolSpec, UserAnswer
@@ -21,8 +22,6 @@ from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.ground.install_hints import install_hint
 
 logger = logging.getLogger("mcp_sections.calls")
-
-MAX_REPORTED_ERRORS = 8
 
 
 async def run_tool(
@@ -41,7 +40,7 @@ async def run_tool(
     the result (`shared.confinement.secrets.masking`, for sections that show file contents).
     """
     try:
-        params = parse_arguments(spec.input_model, arguments)
+        params = parse_arguments(spec.input_model, arguments, spec.name)
         result = await spec.invoke(params, state, ctx, answer)
     except ToolFailure as failure:
         return mask_result(failure_result(failure)) if mask_secrets else failure_result(failure)
@@ -65,28 +64,14 @@ async def run_tool(
     return success_result(result)
 
 
-def parse_arguments(model: type[BaseModel], arguments: dict[str, Any]) -> BaseModel:
-    """Validate raw arguments; a bad call becomes INVALID_INPUT naming each wrong field."""
+def parse_arguments(model: type[BaseModel], arguments: dict[str, Any], tool: str | None = None) -> BaseModel:
+    """Validate raw arguments; a bad call becomes INVALID_INPUT naming each wrong argument once, in `details.fields`
+    too (`shared.framework.argument_errors`: the wording of every path, the gateway's forwarded calls included)."""
+    decoded = decode_stringified_json(model_schema(model), arguments)
     try:
-        return model.model_validate(decode_stringified_json(model_schema(model), arguments))
+        return model.model_validate(decoded)
     except ValidationError as exc:
-        raise ToolFailure(ErrorCode.INVALID_INPUT, describe_validation_error(exc)) from None
-
-
-def describe_validation_error(exc: ValidationError) -> str:
-    """A short, actionable list of what is wrong with which argument (values are not echoed)."""
-    problems = []
-    for error in exc.errors()[:MAX_REPORTED_ERRORS]:
-        where = ".".join(str(part) for part in error["loc"]) or "arguments"
-        message = error["msg"]
-        if error["type"] == "extra_forbidden":
-            message = "unknown argument; remove it (see the tool's input schema for accepted names)"
-        elif error["type"] == "missing":
-            message = "required argument is missing"
-        problems.append(f"{where}: {message}")
-    more = exc.error_count() - len(problems)
-    suffix = f" (and {more} more)" if more > 0 else ""
-    return "Invalid arguments — " + "; ".join(problems) + suffix + ". Fix these and call again."
+        raise invalid_arguments(model_problems(model, exc, decoded), tool) from None
 
 
 def missing_dependency(what: str, exc: ModuleNotFoundError, extra: str | None) -> ToolFailure:
