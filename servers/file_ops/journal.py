@@ -5,7 +5,7 @@ as blobs, stored once per SHA-256 however many changes refer to them (`refs`). A
 is made: the row is written `pending` with the states it will replace, the change runs, and the row becomes
 `done` with the states the change produced (a crash in between leaves a pending row and the original content,
 never a lost original). A change that failed part-way keeps its row with what it did; one that changed nothing
-leaves no row.
+leaves no row, and gives its id back (ids follow each other).
 
 Several file_ops processes may share the data directory: an exclusive lock on `file_changes.lock` (flock) is
 held from the moment a change looks at the file system until its row is finished, so each record's "before" is
@@ -357,6 +357,10 @@ class Journal:
         with self.db.write() as db:
             if not kept:
                 db.execute("DELETE FROM changes WHERE id = ?", (change.id,))
+                # Give its id back: no call returned it, and under the lock no later row took one, so the next
+                # change's id follows the last recorded one (AUTOINCREMENT would otherwise skip it). An id a
+                # recorded change was given is still never reused: the sequence only steps back from this one.
+                db.execute("UPDATE sqlite_sequence SET seq = seq - 1 WHERE name = 'changes' AND seq = ?", (change.id,))
                 change.id = None
                 change.operations = []
                 return
