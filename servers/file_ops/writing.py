@@ -14,6 +14,7 @@ from mcp_sections.shared.confinement.secrets.masking import MASK, contains_mask
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, not_found
 
 from .journal import Change
+from .misses import line_numbers, lines_named, missing_message
 from .reading import detect_encoding
 from .temporary import staged_file
 
@@ -220,12 +221,12 @@ def _replaced(original: str, edits: list[Edit], path: str) -> tuple[str, int]:
         refuse_new_masks(new, old, path)
         found = text.count(old)
         if found == 0:
-            raise ToolFailure(ErrorCode.VALIDATION_FAILED, _missing_message(number, text, old, new, path))
+            raise ToolFailure(ErrorCode.VALIDATION_FAILED, missing_message(number, text, old, new, path))
         if found > 1 and not edit.replace_all:
-            lines = _line_numbers(text, old)
+            lines = line_numbers(text, old)
             raise ToolFailure(
                 ErrorCode.VALIDATION_FAILED,
-                f"edit #{number}: old_text occurs {found} times in {path!r} (lines {', '.join(map(str, lines))}); "
+                f"edit #{number}: old_text occurs {found} times in {path!r} ({lines_named(lines)}); "
                 "include more surrounding lines to make it unique, or set replace_all=true. No edit was applied.",
             )
         text = text.replace(old, new) if edit.replace_all else text.replace(old, new, 1)
@@ -263,45 +264,3 @@ def _holds(guard: PathGuard, target: Path, data: bytes) -> bool:
 
 def _current_text(guard: PathGuard, target: Path) -> str:
     return (_existing_bytes(guard, target) or b"").decode("utf-8", errors="replace")
-
-
-def _line_numbers(text: str, needle: str, most: int = 10) -> list[int]:
-    numbers: list[int] = []
-    start = 0
-    while len(numbers) < most:
-        index = text.find(needle, start)
-        if index < 0:
-            break
-        numbers.append(text.count("\n", 0, index) + 1)
-        start = index + max(len(needle), 1)
-    return numbers
-
-
-def _missing_message(number: int, text: str, old: str, new: str, path: str) -> str:
-    base = f"edit #{number}: old_text was not found in {path!r}"
-    if new.strip() and new in text:  # a call repeated after its answer was lost finds its own result
-        where = ", ".join(map(str, _line_numbers(text, new, 5)))
-        return (
-            f"{base}, and its new_text is there already (line(s) {where}): an earlier call may have made this edit. "
-            "Read the file (read_file) before editing it again. No edit was applied."
-        )
-    if contains_mask(old):
-        return (
-            f"{base}: it contains {MASK}, which tool output shows in place of a secret value; the file holds the "
-            "real value. Choose old_text that leaves the secret's line out. No edit was applied."
-        )
-    squeezed_old = " ".join(old.split())
-    if squeezed_old and squeezed_old in " ".join(text.split()):
-        return (
-            base + "; it matches when whitespace is ignored, so check indentation, tabs and line endings "
-            "(read_file shows the exact text). No edit was applied."
-        )
-    first = next((line.strip() for line in old.splitlines() if line.strip()), "")
-    if first:
-        lines = [number for number, line in enumerate(text.splitlines(), start=1) if first in line][:5]
-        if lines:
-            return (
-                base + f"; its first line appears at line(s) {', '.join(map(str, lines))}, but the rest differs. "
-                "Re-read the file and copy the text exactly. No edit was applied."
-            )
-    return base + ". Re-read the file (read_file) and copy the text to replace exactly. No edit was applied."

@@ -194,13 +194,13 @@ async def test_edit_file(client: Client, root: Path) -> None:
     assert data["applied"] is True and data["replacements"] == 3
     assert target.read_text() == "def f():\n    return 3\n\n\ndef k():\n    return 3\n"
     (here / "crlf.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
-    await call(client, "edit_file", path="edit/crlf.txt", edits=[{"old_text": "one\ntwo", "new_text": "1\n2"}])
-    assert (here / "crlf.txt").read_bytes() == b"1\r\n2\r\nthree\r\n"
+    edits = [{"old_text": "one\ntwo", "new_text": "first\nsecond"}]
+    await call(client, "edit_file", path="edit/crlf.txt", edits=edits)
+    assert (here / "crlf.txt").read_bytes() == b"first\r\nsecond\r\nthree\r\n"
     # the same call again, as a client repeats one whose answer it lost: refused, saying the edit looks made
-    repeated = {"path": "edit/crlf.txt", "edits": [{"old_text": "one\ntwo", "new_text": "1\n2"}]}
-    message = await fail(client, "edit_file", "VALIDATION_FAILED", **repeated)
-    assert "new_text is there already (line(s) 1)" in message and "No edit was applied" in message
-    assert (here / "crlf.txt").read_bytes() == b"1\r\n2\r\nthree\r\n"
+    message = await fail(client, "edit_file", "VALIDATION_FAILED", path="edit/crlf.txt", edits=edits)
+    assert "new_text is there already (line 1)" in message and "No edit was applied" in message
+    assert (here / "crlf.txt").read_bytes() == b"first\r\nsecond\r\nthree\r\n"
 
 
 @pytest.mark.anyio
