@@ -383,6 +383,9 @@ class SearchFilesResult(ToolResult):
     files_skipped: int = Field(description="Binary, oversized or unreadable files that were not searched.")
     truncated: bool
     timed_out: bool
+    note: str | None = Field(
+        default=None, description="When a literal search found nothing and the pattern looks like a regular expression."
+    )
 
     def render_text(self) -> str:
         lines = [
@@ -390,6 +393,8 @@ class SearchFilesResult(ToolResult):
             + (" (truncated)" if self.truncated else "")
             + (" (time budget reached: partial)" if self.timed_out else "")
         ]
+        if self.note:
+            lines.append(self.note)
         for match in self.matches:
             for offset, text in enumerate(match.before):
                 lines.append(f"{match.path}-{match.line_number - len(match.before) + offset}-{text}")

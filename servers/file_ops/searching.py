@@ -72,6 +72,7 @@ class SearchOutcome:
     files_skipped: int
     truncated: bool
     timed_out: bool
+    note: str | None = None
 
 
 _WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")  # UTF-16/32: ASCII is not a byte substring
@@ -363,6 +364,29 @@ def search_files(
         files_skipped=tally.skipped,
         truncated=tally.truncated,
         timed_out=tally.timed_out,
+        note=None if regex or tally.matches or tally.timed_out else regex_note(pattern),
+    )
+
+
+# What a literal pattern that found nothing shows when it was meant as a regular expression: an escaped
+# metacharacter or class (`\(`, `\d`), a repeated dot (`.*`), an anchor at its end (`^…`, `…$`), or an alternation
+# between words (`a|b`; not a shell pipe or a table's ` | `).
+_REGEX_SIGNS = re.compile(r"\\[][(){}.*+?|^$dDwWsSbB]|\.[*+?]|^\^|\$$|(?<=[\w)])\|(?=[\w(])")
+
+
+def regex_note(pattern: str) -> str | None:
+    """What a literal search for `pattern` that found nothing says when `pattern` looks like a regular expression
+    (and is one Python reads); None otherwise."""
+    sign = _REGEX_SIGNS.search(pattern)
+    if sign is None:
+        return None
+    try:
+        re.compile(pattern)
+    except re.error:
+        return None
+    return (
+        f"no match for the literal text `{pattern}`; it looks like a regular expression (`{sign.group()}` in it): "
+        "pass regex=true to search it as one."
     )
 
 

@@ -1,6 +1,6 @@
 """What a call that misses is told, through the tools in memory on real files: edit_file's old_text that matches
 only when whitespace is ignored (where, the first difference, the file's text there), the "already made" hint only
-when new_text is evidence of it."""
+when new_text is evidence of it, and search_files' literal search for what looks like a regular expression."""
 
 from __future__ import annotations
 
@@ -111,3 +111,17 @@ async def test_the_whitespace_message_says_what_differs(client: Client, tmp_path
     assert "     2| value = 1···" in message
     message = await edit_refused(client, "name = 'a' value = 1", "name = 'b' value = 2", "table.txt")
     assert "The line breaks differ: old_text has 1 line there, the file 2 (from line 1 on)" in message
+
+
+@pytest.mark.anyio
+async def test_a_literal_search_for_a_regular_expression_says_so(client: Client, splitter: Path) -> None:
+    data = await call(client, "search_files", pattern=r"def _change_splitlevel\(")
+    assert data["matches"] == [] and data["note"] == (
+        r"no match for the literal text `def _change_splitlevel\(`; it looks like a regular expression (`\(` in "
+        "it): pass regex=true to search it as one."
+    )
+    found = await call(client, "search_files", pattern=r"def _change_splitlevel\(", regex=True)
+    assert [match["line_number"] for match in found["matches"]] == [8] and found["note"] is None
+    # a literal text that finds nothing and has no sign of a regular expression, or one that finds lines: no note
+    for pattern in ("def absent(", "a | b", "value == ';'"):
+        assert (await call(client, "search_files", pattern=pattern))["note"] is None
