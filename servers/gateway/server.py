@@ -15,13 +15,15 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 
+from mcp_sections.servers.pool import misplaced
 from mcp_sections.servers.pool.settings import GatewaySettings
 from mcp_sections.shared.framework.resources import ServeResults, serve_as
 from mcp_sections.shared.framework.tools import ToolContext
 from mcp_sections.shared.ground.about import package_version
-from mcp_sections.shared.ground.errors import ToolFailure
+from mcp_sections.shared.ground.errors import ToolFailure, not_found
 from mcp_sections.shared.serving.approval import Approvals, Effect, describe_arguments, exposed_spec
 from mcp_sections.shared.serving.audit import audit_log
+from mcp_sections.shared.serving.calls import failure_result
 from mcp_sections.shared.serving.client_log import serve_logging
 from mcp_sections.shared.serving.completions import serve_completions
 from mcp_sections.shared.serving.sdk_tools import ForgetRootsOnChange, add_built_tools, raw_tool, spec_tool
@@ -81,6 +83,7 @@ def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[M
         subscriptions=False,
         extensions=[TasksExtension(tasks)],
     )
+    server.middleware.append(PointToSections(gateway, known_names))
     server.middleware.append(UnknownToolAsNotFound(known_names))
     server.middleware.append(ForgetRootsOnChange())
     resources = GatewayResources(gateway)
@@ -91,6 +94,27 @@ def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[M
     approvals.serve(server)  # before TaskCalls too
     server.middleware.append(TaskCalls(tasks, GatewayTasks(gateway), approvals.asks))
     return server, gateway
+
+
+class PointToSections:
+    """A call of a name the gateway does not publish: NOT_FOUND naming the section that has that tool and the call
+    that reaches it, or the closest names to a mistyped one (`servers/pool/misplaced.py`); any other unknown name
+    goes on to `UnknownToolAsNotFound`."""
+
+    def __init__(self, gateway: Gateway, known: set[str]) -> None:
+        self._gateway = gateway
+        self._known = known
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if getattr(ctx, "method", None) == "tools/call":
+            name = (ctx.params or {}).get("name")
+            if isinstance(name, str) and name not in self._known:
+                having = await self._gateway.pool.tool_sections()
+                message = misplaced.at_the_gateway(having, name, self._gateway.own_tool_names())
+                if message is not None:
+                    failure = failure_result(not_found(message))
+                    return failure.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return await call_next(ctx)
 
 
 def _forwarded(gateway: Gateway, params: Any) -> Effect:

@@ -25,6 +25,7 @@ from mcp_sections.shared.framework.tools import ToolContext
 from mcp_sections.shared.ground.errors import ConfigError, ErrorCode, ToolFailure, not_found, permission_denied
 from mcp_sections.shared.settings.config import Settings
 
+from . import misplaced
 from .catalog import SectionEntry, SectionTool, build_catalog
 from .filters import ToolFilter
 from .inprocess import InProcessLauncher, in_process_refusal
@@ -63,7 +64,8 @@ class SectionPool:
         self.config = config
         self.catalog: dict[str, SectionEntry] = build_catalog(config)
         self.filters: ToolFilter = config.tool_filter()  # the tools hidden everywhere (`filters.py`)
-        self._reserved = frozenset(reserved_names)
+        self.own_names = tuple(reserved_names)  # the host's own tools, in its order
+        self._reserved = frozenset(self.own_names)
         self._hosted = hosted
         self._launchers: dict[str, Launcher] = {}
         self._task_group: TaskGroup | None = None
@@ -144,6 +146,11 @@ class SectionPool:
         """Import every built-in section's declaration (once; off the event loop): names, descriptions, tools."""
         if any(not entry.loaded for entry in self.catalog.values()):
             await anyio.to_thread.run_sync(lambda: [entry.load_error for entry in self.catalog.values()])
+
+    async def tool_sections(self) -> dict[str, list[str]]:
+        """Every tool name known without starting anything (the filters' hidden ones left out) → its sections."""
+        await self.load_declarations()
+        return misplaced.sections_having(self.catalog.values(), self.shows)
 
     async def definitions(self, entry: SectionEntry) -> list[dict[str, Any]]:
         if entry.load_error:
@@ -307,7 +314,9 @@ class SectionPool:
         tools = await self.section_tools(entry)
         section_tool = tools.get(tool)
         if section_tool is None:
-            raise not_found(f"section {section_id!r} has no tool {tool[:80]!r}; its tools are: {', '.join(tools)}.")
+            raise not_found(
+                misplaced.in_section(await self.tool_sections(), section_id, tool, list(tools), self.own_names)
+            )
         checked = section_tool.checker().check(arguments)
         progress = ctx.report_progress if ctx is not None else None
         read_only = bool((section_tool.definition.get("annotations") or {}).get("readOnlyHint"))
