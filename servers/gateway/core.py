@@ -20,6 +20,7 @@ import anyio
 import anyio.to_thread
 from mcp_types import CallToolResult
 
+from mcp_sections.servers.pool import misplaced
 from mcp_sections.servers.pool.catalog import SectionEntry
 from mcp_sections.servers.pool.gate import FORWARD_TOOL
 from mcp_sections.servers.pool.host import AgentHost
@@ -164,12 +165,21 @@ class Gateway:
             always_available=self.always_available(scope),
         )
 
-    async def describe_section(self, section_id: str) -> DescribeSectionResult:
+    async def describe_section(self, section_id: str, tools: list[str] | None = None) -> DescribeSectionResult:
+        """Its tools' definitions (those of `tools` only, in full in the text, when given)."""
         entry = self.pool.entry(section_id)
         if not entry.loaded:
             await anyio.to_thread.run_sync(lambda: entry.load_error)
         definitions = self.pool.filters.shown_definitions(entry.id, await self.pool.definitions(entry))
-        return DescribeSectionResult(section=self.section_info(entry), tools=definitions)
+        if tools is None:
+            return DescribeSectionResult(section=self.section_info(entry), tools=definitions)
+        names = [definition["name"] for definition in definitions]
+        for tool in tools:
+            if tool not in names:
+                having = await self.pool.tool_sections()
+                raise not_found(misplaced.in_section(having, entry.id, tool, names, self.own_tool_names()))
+        wanted = [definition for definition in definitions if definition["name"] in tools]
+        return DescribeSectionResult(section=self.section_info(entry), tools=wanted).in_full()
 
     async def find_tools(self, params: FindToolsInput) -> FindToolsResult:
         for section_id in params.sections or []:

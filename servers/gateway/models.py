@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from mcp_sections.shared.framework.tools import ToolInput, ToolResult
 
@@ -96,6 +96,12 @@ class FindToolsResult(ToolResult):
 
 class DescribeSectionInput(ToolInput):
     section: str = Field(description="Section id (see list_tool_sections).", pattern=SECTION_ID_PATTERN)
+    tools: list[Annotated[str, Field(min_length=1, max_length=128)]] | None = Field(
+        default=None,
+        max_length=50,
+        description="Only these tools, described in full (whole descriptions, every argument's); default: every tool "
+        "of the section, each in a few lines.",
+    )
 
 
 class DescribeSectionResult(ToolResult):
@@ -103,9 +109,30 @@ class DescribeSectionResult(ToolResult):
     tools: list[dict[str, Any]] = Field(
         description="Full MCP tool definitions: name, title, description, inputSchema, outputSchema, annotations."
     )
+    _full: bool = PrivateAttr(default=False)  # the text shows the whole descriptions (`tools` was given)
+
+    def in_full(self) -> DescribeSectionResult:
+        self._full = True
+        return self
 
     def render_text(self) -> str:
-        return json.dumps(self.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+        from .described import tools_text
+
+        info = self.section
+        call = f'call_section_tool(section="{info.id}", tool=..., arguments={{...}})'
+        head = [
+            f"{info.id} — {info.name} [{info.state}]: {info.description}",
+            f"{len(self.tools)} of its tools; call one with {call}. "
+            + (
+                "Their full definitions (inputSchema, outputSchema, annotations) are in structuredContent."
+                if self._full
+                else "Each: what it does to things, its purpose, then its arguments (type, bounds, default, required). "
+                f'The whole descriptions: describe_section(section="{info.id}", tools=[...]); the full definitions '
+                "are in structuredContent."
+            ),
+            "",
+        ]
+        return "\n".join(head + tools_text(self.tools, self._full))
 
 
 class CallSectionToolInput(ToolInput):

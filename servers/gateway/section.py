@@ -77,9 +77,10 @@ async def find_tools(params: FindToolsInput, state: ScopedState) -> FindToolsRes
     ),
 )
 async def describe_section(params: DescribeSectionInput, state: ScopedState) -> DescribeSectionResult:
-    """One section's full tool definitions (inputSchema, outputSchema, annotations), to use with
-    call_section_tool. A built-in section is described without starting it."""
-    return await state.host.describe_section(params.section)
+    """How to call one section's tools with call_section_tool: per tool its purpose and arguments (type,
+    bounds, default, required); `tools` gives those tools' whole descriptions. The full definitions (inputSchema,
+    outputSchema, annotations) are in the structured result. A built-in section is described without starting it."""
+    return await state.host.describe_section(params.section, params.tools)
 
 
 @tool(
