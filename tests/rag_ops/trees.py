@@ -214,3 +214,60 @@ def make_bulk_tree(root: Path, count: int, *, words: str = "alpha") -> Path:
             encoding="utf-8",
         )
     return root
+
+
+SQLPARSE_PYPROJECT = """[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "sqlparse"
+description = "A non-validating SQL parser."
+dynamic = ["version"]
+
+[tool.hatch.version]
+path = "sqlparse/__init__.py"
+"""
+
+SQLPARSE_SPLITTER = '''"""Splits a stream of tokens into statements."""
+
+
+class StatementSplitter:
+    """Collects tokens until a statement ends."""
+
+    def _reset(self):
+        self.tokens = []
+
+    def process(self, stream):
+        """Yield one statement at a time."""
+        self._reset()
+        yield from stream
+'''
+
+SQLPARSE_FILTER = '''"""Filter number {n}."""
+
+
+class Filter{n}:
+    def process(self, stream):
+        return stream
+
+
+def process(stream):
+    """The module-level helper of filter {n}."""
+    return Filter{n}().process(stream)
+'''
+
+
+def sqlparse_tree(root: Path) -> Path:
+    """A directory named `proj` holding the sqlparse project: its manifest names it sqlparse; 13 `process` methods."""
+    project = root / "proj"
+    (project / "sqlparse" / "engine").mkdir(parents=True)
+    (project / "sqlparse" / "filters").mkdir()
+    (project / "pyproject.toml").write_text(SQLPARSE_PYPROJECT, encoding="utf-8")
+    (project / "sqlparse" / "__init__.py").write_text('"""sqlparse."""\n\n__version__ = "0.6.1"\n', encoding="utf-8")
+    (project / "sqlparse" / "engine" / "__init__.py").write_text("", encoding="utf-8")
+    (project / "sqlparse" / "engine" / "statement_splitter.py").write_text(SQLPARSE_SPLITTER, encoding="utf-8")
+    (project / "sqlparse" / "filters" / "__init__.py").write_text("", encoding="utf-8")
+    for n in range(6):
+        (project / "sqlparse" / "filters" / f"filter{n}.py").write_text(SQLPARSE_FILTER.format(n=n), encoding="utf-8")
+    return project
