@@ -31,8 +31,9 @@ from typing import Any
 
 from mcp_sections.servers.rag_ops.forgetting import BrainForgetting
 from mcp_sections.servers.rag_ops.ingest import BrainIngest
+from mcp_sections.servers.rag_ops.names import looks_qualified, qualified_nodes, reference_for
 from mcp_sections.shared.brain.embedding_jobs import Progress
-from mcp_sections.shared.brain.model import Node, Project
+from mcp_sections.shared.brain.model import EntityFilter, Node, Project
 from mcp_sections.shared.confinement.guards.paths import PathGuard
 from mcp_sections.shared.ground.errors import ToolFailure, invalid_input, not_found
 from mcp_sections.shared.ground.locations import is_inside
@@ -42,7 +43,8 @@ logger = logging.getLogger("mcp_sections.rag_ops")
 
 SECTION_ID = "rag_ops"  # named in the brain's messages: `mcp-sections reembed rag_ops`
 NODE_ID = re.compile(r"[0-9a-f]{24}")  # `shared.brain.model.node_id`
-MAX_CANDIDATES = 10  # nodes listed when a name is ambiguous or not found
+MAX_CANDIDATES = 10  # nodes suggested when a name is not found
+MAX_AMBIGUOUS = 30  # nodes listed when a name is ambiguous
 INTERRUPTED = ("ingesting", "interrupted")  # project statuses of an ingest that did not end
 
 
@@ -237,9 +239,7 @@ class Brain(BrainIngest, BrainForgetting):
     def project_ids(self, requested: Sequence[str] | None) -> list[str] | None:
         if not requested:
             return None
-        for pid in requested:
-            self.project(pid)
-        return list(dict.fromkeys(requested))
+        return list(dict.fromkeys(self.project(reference).id for reference in requested))
 
     def search_scope(
         self, requested: Sequence[str] | None, *, all_projects: bool = False, roots: Sequence[str] | None = None
@@ -263,36 +263,45 @@ class Brain(BrainIngest, BrainForgetting):
             return SearchScope(under, f"searched the projects under your root ({', '.join(under)}); {WIDEN}.")
         return SearchScope(None)
 
-    def resolve_node(self, reference: str, project_id: str | None = None, label: str | None = None) -> Node:
-        """The node `reference` names: an id (24 hex characters), else an exact name as `query_entities` matches it,
-        narrowed by project and label. NOT_FOUND suggests names that contain it; a name several nodes share fails
-        with INVALID_INPUT listing them and their ids."""
-        from mcp_sections.shared.brain.model import EntityFilter
+    def entities(self, flt: EntityFilter) -> tuple[list[Node], int]:
+        """`store.query_entities`, where an exact name no node has is also read as a qualified name or a path
+        (`names`: Class.method, module.function, path::Class.method)."""
+        nodes, total = self.store.query_entities(flt)
+        if total or not flt.name or flt.name_match != "exact" or not looks_qualified(flt.name):
+            return nodes, total
+        found = qualified_nodes(self.store, flt.name, flt)
+        return found[flt.offset : flt.offset + flt.limit], len(found)
 
+    def resolve_node(self, reference: str, project_id: str | None = None, label: str | None = None) -> Node:
+        """The node `reference` names: an id (24 hex characters), else a name as `entities` reads it (exact, or
+        qualified), narrowed by project and label. NOT_FOUND suggests names that contain it; a name several nodes
+        share fails with INVALID_INPUT listing, for each, the qualified name (or path, or id) that tells it apart."""
         if NODE_ID.fullmatch(reference):
             found = self.store.get_nodes([reference])
             if found:
                 return found[0]
         ids = self.project_ids([project_id] if project_id else None)
-        nodes, total = self.store.query_entities(
-            EntityFilter(label=label, name=reference, project_ids=ids, limit=MAX_CANDIDATES)
-        )
+        nodes, total = self.entities(EntityFilter(label=label, name=reference, project_ids=ids, limit=MAX_AMBIGUOUS))
         if total == 1:
             return nodes[0]
         where = (f" in project {project_id!r}" if project_id else "") + (f" with label {label}" if label else "")
         if total > 1:
+            choices = [(reference_for(node, nodes, reference), node) for node in nodes]
             raise invalid_input(
-                f"{total} nodes{where} are named {reference!r}: {_candidates(nodes)}"
-                f"{'; …' if total > len(nodes) else ''}. Pass one of these ids as node_id"
-                + (", or narrow with project or label." if not (project_id and label) else ".")
+                f"{total} nodes{where} are named {reference!r}: "
+                + "; ".join(f"{choice} ({_place(node)})" for choice, node in choices)
+                + (f"; … and {total - len(nodes)} more" if total > len(nodes) else "")
+                + f". Pass one of these as node_id, e.g. {choices[0][0]!r} (a qualified name, a path::qualname, or "
+                "an id)."
             )
+        last = reference.replace("::", ":").replace(":", ".").rstrip(".").rsplit(".", 1)[-1] or reference
         similar, _ = self.store.query_entities(
-            EntityFilter(label=label, name=reference, name_match="contains", project_ids=ids, limit=MAX_CANDIDATES)
+            EntityFilter(label=label, name=last, name_match="contains", project_ids=ids, limit=MAX_CANDIDATES)
         )
-        hint = f" Names that contain it: {_candidates(similar)}." if similar else ""
+        hint = f" Names that contain {last!r}: {_candidates(similar)}." if similar else ""
         raise not_found(
-            f"no node{where} has the id or the name {reference!r}.{hint} Get ids and exact names from brain_search, "
-            "semantic_search or query_entities (name_match='contains')."
+            f"no node{where} has the id, the name or the qualified name {reference!r}.{hint} Get ids and names from "
+            "brain_search, semantic_search or query_entities (name_match='contains')."
         )
 
     def describe(self, node: Node, projects: dict[str, Project] | None = None, score: float | None = None) -> dict:
@@ -341,10 +350,17 @@ class _Closing(Exception):
 def _candidates(nodes: Sequence[Node]) -> str:
     """`[label] name at path:line (project) id=…` for each node, the way a caller picks one."""
     return "; ".join(
-        f"[{n.label}] {n.name} at {n.path or '-'}{f':{n.start_line}' if n.start_line else ''} "
-        f"({n.project_id}) id={n.id}"
+        f"[{n.label}] {n.props.get('qualname') or n.name} at {n.path or '-'}"
+        f"{f':{n.start_line}' if n.start_line else ''} ({n.project_id}) id={n.id}"
         for n in nodes
     )
+
+
+def _place(node: Node) -> str:
+    """`[Scope method] path:line, project p, id=…`: where a candidate is."""
+    kind = f" {node.props['kind']}" if node.props.get("kind") else ""
+    line = f":{node.start_line}" if node.start_line else ""
+    return f"[{node.label}{kind}] {node.path or '-'}{line}, project {node.project_id}, id={node.id}"
 
 
 def project_summary(project: Project, brain: Brain) -> dict[str, Any]:

@@ -102,7 +102,7 @@ class BrainIngest(ProjectRegistry):
         pid = f"{slugify(target.name or 'root', 40)}-{digest}"
         project = Project(
             id=pid,
-            name=target.name or target_text,
+            name=self.manifest_name(target_text) or target.name or target_text,
             root=target_text,
             type="quick-ingest",
             auto_cleanup=True,
@@ -117,7 +117,7 @@ class BrainIngest(ProjectRegistry):
     ) -> ProjectSetup:
         """Register (or refresh) a project, ingest it, make it active, embed it for up to `embed_seconds`."""
         target = self.resolve_path(path)
-        project, created = self.create_project(name or target.name, str(target))
+        project, created = self.create_project(name or self.default_name(target), str(target))
         report = self.ingest_tree(project, "", "new-project" if created else "already-ingested", progress)
         self.switch_project(project.id)
         setup = ProjectSetup(project, created, report)

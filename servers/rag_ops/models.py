@@ -18,7 +18,8 @@ MAX_PARAMETER_CHARS = 100_000  # the values' JSON size (the schema cannot bound 
 ProjectId = Annotated[
     str,
     Field(
-        description="Project id as shown by list_projects (lowercase letters, digits, '.', '_', '-').",
+        description="Project id as shown by list_projects (lowercase letters, digits, '.', '_', '-'); a project's "
+        "name, or the name its manifest declares (as get_project_info reports it), also works when one project has it.",
         min_length=1,
         max_length=64,
         pattern=PROJECT_ID_PATTERN,
@@ -239,7 +240,12 @@ class ProjectResult(ToolResult):
 class SetupProjectInput(ToolInput):
     path: PathText
     name: str | None = Field(
-        default=None, min_length=1, max_length=64, description="Project name (default: the directory's name)."
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="Project name, its id being the name's slug (default: the name it already has; else the name its "
+        "manifest declares, e.g. pyproject.toml's, as get_project_info reports it, unless another project has that "
+        "id; else the directory's name).",
     )
     embed_seconds: float | None = Field(default=None, ge=0, le=3600, description=EMBED_SECONDS_DESCRIPTION)
 
@@ -335,7 +341,14 @@ PropertyValue = Annotated[str, Field(max_length=MAX_PROPERTY_VALUE_CHARS)] | int
 
 class QueryEntitiesInput(ToolInput):
     label: Label | None = Field(default=None, description="Node label to return.")
-    name: str | None = Field(default=None, description="Name to match (see name_match).", min_length=1, max_length=200)
+    name: str | None = Field(
+        default=None,
+        description="Name to match (see name_match). Exact: a plain name ('process') or, when no node has it as "
+        "its name, a qualified one: 'Class.method', 'module.function' (the module or its tail), "
+        "'path/file.py::Class.method' (the path or its tail), or a file's path.",
+        min_length=1,
+        max_length=200,
+    )
     name_match: Literal["exact", "prefix", "contains"] = Field(
         default="exact", description="How `name` matches (prefix/contains are case-insensitive)."
     )
@@ -372,8 +385,10 @@ class ExploreInput(ToolInput):
     node_id: str = Field(
         description=(
             "The start node: its id (24 hex characters, from brain_search, semantic_search or query_entities) or its "
-            "exact name, e.g. a function, class or file name, matched as query_entities matches `name`. A name several "
-            "nodes share fails with their ids: pass one, or narrow with project or label."
+            "name, matched as query_entities matches an exact `name`: plain ('process') or qualified "
+            "('StatementSplitter.process', 'sqlparse.engine.statement_splitter.StatementSplitter.process', "
+            "'engine/statement_splitter.py::StatementSplitter.process'). A name several nodes share fails listing, "
+            "for each, the qualified name (or path::qualname, or id) to pass instead."
         ),
         min_length=1,
         max_length=200,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +35,54 @@ class ProjectRegistry(BrainSearch):
         return self._guard.resolve(path, purpose="read" if must_exist else "create")
 
     # ---- projects -------------------------------------------------------------------------------
-    def project(self, project_id: str) -> Project:
-        project = self.store.get_project(project_id)
-        if project is None:
-            known = ", ".join(p.id for p in self.store.list_projects()[:20]) or "none yet"
-            raise not_found(f"no project {project_id!r}; known projects: {known} (see list_projects).")
-        return project
+    def project(self, reference: str) -> Project:
+        """The project `reference` names: its id; else, when one project has it, its name or the name its manifest
+        declares (pyproject.toml, package.json, ...: what get_project_info reports), as typed or as a slug."""
+        project = self.store.get_project(reference)
+        if project is not None:
+            return project
+        projects = self.store.list_projects()
+        named = {p.id: p for p in projects if reference in (p.name, slugify(p.name))}
+        for p in self._dir_projects():
+            declared = self.manifest_name(p.root)
+            if declared is not None and reference in (declared, slugify(declared)):
+                named[p.id] = p
+        if len(named) == 1:
+            return next(iter(named.values()))
+        if named:
+            raise invalid_input(
+                f"{len(named)} projects are named {reference!r}: {_listing(named.values())}; pass one of these ids."
+            )
+        holders = [f"{owner.id} holds the root {root}" for root in self.roots if (owner := self.owner_of(str(root)))]
+        raise not_found(
+            f"no project has the id, the name or the manifest name {reference!r}; known projects: "
+            f"{_listing(projects[:20]) or 'none yet'}{'; …' if len(projects) > 20 else ''}"
+            f"{' (' + '; '.join(holders) + ')' if holders else ''}. Pass a project id from list_projects."
+        )
+
+    def manifest_name(self, root: str) -> str | None:
+        """The name the manifests at `root` declare (`shared.brain.manifests`), read inside the roots only."""
+        from mcp_sections.shared.brain.manifests import declared
+
+        if not os.path.isabs(root) or not os.path.isdir(root):
+            return None
+        return declared(Path(root), self._readable).name
+
+    def _readable(self, path: Path) -> bool:
+        real = os.path.realpath(path)
+        return self._guard.contains(real) and not self._guard.is_denied(real)
+
+    def default_name(self, target: Path) -> str:
+        """The name a directory's project gets when the caller gives none: the one it already has; else the name its
+        manifest declares, unless another project has that id; else the directory's name."""
+        root = str(target)
+        existing = next((p for p in self._dir_projects() if p.root == root), None)
+        if existing is not None:
+            return existing.name
+        declared = self.manifest_name(root)
+        if declared and self.store.get_project(slugify(declared)) is None:
+            return declared
+        return target.name or root
 
     def _dir_projects(self) -> list[Project]:
         return [p for p in self.store.list_projects() if p.type != "web-crawl" and os.path.isabs(p.root)]
@@ -144,3 +187,7 @@ class ProjectRegistry(BrainSearch):
             for other in self._dir_projects()
             if other.id != project.id and other.root != project.root and is_inside(other.root, project.root)
         ]
+
+
+def _listing(projects: Iterable[Project]) -> str:
+    return ", ".join(f"{p.id} ({p.root})" for p in projects)

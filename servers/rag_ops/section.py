@@ -514,7 +514,8 @@ def get_schema(params: SchemaInput, state: Any) -> SchemaResult:
 )
 def query_entities(params: QueryEntitiesInput, state: Any) -> EntitiesResult:
     """Find nodes by typed filters: label, name (exact / prefix / contains), file or directory path, project,
-    property values (see get_schema), with limit/offset. Returns ids for explore_relationships."""
+    property values (see get_schema), with limit/offset. An exact name may be qualified: 'StatementSplitter.process',
+    'module.function', 'path/to/file.py::Class.method', or a file's path. Returns ids for explore_relationships."""
     from mcp_sections.shared.brain.model import ALL_PROPERTIES, EntityFilter
     from mcp_sections.shared.ground.errors import invalid_input
 
@@ -535,7 +536,7 @@ def query_entities(params: QueryEntitiesInput, state: Any) -> EntitiesResult:
         limit=params.limit,
         offset=params.offset,
     )
-    nodes, total = state.store.query_entities(flt)
+    nodes, total = state.entities(flt)
     projects = {p.id: p for p in state.store.list_projects()}
     return EntitiesResult(entities=[NodeOut(**state.describe(n, projects)) for n in nodes], total_count=total)
 
@@ -566,7 +567,9 @@ def _path_filter(state: Any, path: str, project_ids: list[str] | None) -> tuple[
     ),
 )
 def explore_relationships(params: ExploreInput, state: Any) -> ExploreResult:
-    """Walk the graph from a node, given by id or by name: follow the given relationship types (CONTAINS,
+    """Walk the graph from a node, given by id or by name (plain, or qualified: 'Class.method', 'module.function',
+    'path/file.py::Class.method'; an ambiguous name lists the qualified names that tell its nodes apart): follow
+    the given relationship types (CONTAINS,
     DEFINES, IMPORTS, CALLS, LINKS_TO, IN_PROJECT; default all) out, in or both ways, up to depth 5; returns
     the nodes reached (with their depth) and the edges among them."""
     start = state.resolve_node(params.node_id, params.project, params.label)

@@ -197,15 +197,16 @@ def test_a_start_node_is_found_by_id_or_by_name_and_ambiguity_lists_the_choices(
     assert caught.value.code == ErrorCode.INVALID_INPUT
     runs, _ = brain.store.query_entities(EntityFilter(name="run", limit=10))
     assert len(runs) == 3 and all(f"id={n.id}" in caught.value.message for n in runs)
-    assert caught.value.message.startswith("3 nodes are named 'run': [Scope] run at pkg0/mod_0.py:")
-    assert "Pass one of these ids as node_id, or narrow with project or label." in caught.value.message
+    assert caught.value.message.startswith("3 nodes are named 'run': Thing0.run ([Scope method] pkg0/mod_0.py:")
+    assert "Pass one of these as node_id, e.g. 'Thing0.run'" in caught.value.message
+    assert brain.resolve_node("Thing1.run").path == "pkg0/mod_1.py"
     assert brain.resolve_node("mod_1.py", two, "File").path == "pkg0/mod_1.py"
     with pytest.raises(ToolFailure) as caught:
         brain.resolve_node("password_option")
     assert caught.value.code == ErrorCode.NOT_FOUND and "query_entities" in caught.value.message
     with pytest.raises(ToolFailure) as caught:
         brain.resolve_node("passw", one)
-    assert "Names that contain it: [File] passwords.py at auth/passwords.py" in caught.value.message
+    assert "Names that contain 'passw': [File] passwords.py at auth/passwords.py" in caught.value.message
     assert "[Scope] hash_password at auth/passwords.py:" in caught.value.message
     with pytest.raises(ToolFailure) as caught:
         brain.resolve_node("0" * 24)  # an id no node has, and no such name
