@@ -113,6 +113,23 @@ def test_query_entities_filters_and_allow_list(store: BrainStore) -> None:
         store.query_entities(EntityFilter(label="Scope; DROP TABLE nodes"))
 
 
+def test_a_qualified_name_is_read_over_every_backend(store: BrainStore) -> None:
+    """rag_ops reads Class.method, module.function and path::qualname over the store's own filters."""
+    from mcp_sections.servers.rag_ops.names import qualified_nodes
+
+    ingest(store, "p1", AUTH)
+    ingest(store, "p2", {"x.py": "class LoginService:\n    def login(self):\n        pass\n"})
+    every = EntityFilter()
+    for name in ("LoginService.login", "auth.passwords.LoginService.login", "passwords.py::LoginService.login"):
+        found = qualified_nodes(store, name, EntityFilter(project_ids=["p1"]))
+        assert [(n.path, n.props["qualname"]) for n in found] == [("auth/passwords.py", "LoginService.login")], name
+    assert {n.project_id for n in qualified_nodes(store, "LoginService.login", every)} == {"p1", "p2"}
+    assert [n.path for n in qualified_nodes(store, "x.LoginService.login", every)] == ["x.py"]
+    assert [n.name for n in qualified_nodes(store, "auth.tokens.issue_token", every)] == ["issue_token"]
+    assert [n.label for n in qualified_nodes(store, "auth/tokens.py", every)] == ["File"]
+    assert qualified_nodes(store, "tokens.LoginService.login", every) == []
+
+
 def test_text_search_ranks_names_and_is_injection_safe(store: BrainStore) -> None:
     ingest(store, "p1", AUTH)
     hits = store.text_search("verify password", ["p1"], None, 5)
