@@ -4,7 +4,8 @@ Every git process (ours and `run_command`'s) is `git <hardening -c ...> --no-pag
 where the hardening pins core.fsmonitor, core.hooksPath, the pager, editors, ssh, gpg and credential
 helpers, and gives every diff/filter/merge/trailer driver named by the repository config a harmless
 value (see `servers.shell_ops.policies.git.git_hardening_args`). The environment (processes.child_environment)
-adds GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/dev/null, GIT_PAGER=cat, no GIT_EXTERNAL_DIFF.
+adds GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/dev/null, GIT_PAGER=cat, no GIT_EXTERNAL_DIFF; a program's git gets, as
+its global config, a read-only file holding the commit identity alone instead (identity.py).
 
 This module builds argvs and parses porcelain output; it runs processes only through the `run`
 callable it is given, and has no MCP imports.

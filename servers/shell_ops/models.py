@@ -63,6 +63,11 @@ class CommandResult(ToolResult):
     cwd: str
     sandbox: Literal["bubblewrap", "seatbelt", "off"] = Field(description="How the program was confined by the OS.")
     warning: str | None = Field(default=None, description="Set when the program ran without an OS sandbox.")
+    hint: str | None = Field(
+        default=None,
+        description="How to fix a failure the output shows and the server knows a fix for (git without a commit "
+        "identity, `git config --global` unable to write).",
+    )
     blocked: list[str] = Field(
         default_factory=list,
         description="An installer's attempts beyond the configured registries, refused by its egress proxy.",
@@ -79,6 +84,8 @@ class CommandResult(ToolResult):
             parts.append("--- stderr ---\n" + self.stderr.rstrip("\n"))
         if self.blocked:
             parts.append("--- refused by the registry-only egress ---\n" + "\n".join(self.blocked))
+        if self.hint:
+            parts.append(f"HINT: {self.hint}")
         return "\n".join(parts)
 
 
@@ -235,6 +242,15 @@ class SandboxInfo(ToolResult):
     why: str = ""
 
 
+class GitIdentityInfo(BaseModel):
+    name: str | None = Field(description="The user.name commits are made as; null: none known.")
+    email: str | None = Field(description="The user.email commits are made as; null: none known.")
+    source: str | None = Field(
+        description="Where they come from: the settings (git_author_name/git_author_email) or the host git config "
+        "(the server's own `git config --global`). A repository's own user.name/user.email wins over both."
+    )
+
+
 class ListSafeCommandsResult(ToolResult):
     programs: list[ProgramPolicy]
     never_allowed: dict[str, str] = Field(description="Programs refused whatever the configuration (and why).")
@@ -245,6 +261,7 @@ class ListSafeCommandsResult(ToolResult):
     max_output_bytes: int
     rules: list[str]
     sandbox: SandboxInfo = Field(description="The OS sandbox every program runs in, or why none can run.")
+    git_identity: GitIdentityInfo = Field(description="Who commits made by programs are made as.")
 
 
 # -- long-running processes -------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ class SpawnError(SuiteError):
     """The program could not be started at all (the message is safe to show)."""
 
 
-def child_environment(*, search_path: str, home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def child_environment(*, search_path: str, home: Path) -> dict[str, str]:
     """The complete environment of every child: fixed values only, nothing inherited."""
     env = {
         "PATH": search_path,
@@ -53,7 +53,8 @@ def child_environment(*, search_path: str, home: Path, extra: Mapping[str, str] 
         "PAGER": "cat",
         "EDITOR": "true",
         "VISUAL": "true",
-        # git: no system/global config, no prompts, no pager, no editor, no optional index writes.
+        # git: no system/global config (ShellOps.environment gives the commit identity as the global one), no prompts,
+        # no pager, no editor, no optional index writes.
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": "/dev/null",
         "GIT_ATTR_NOSYSTEM": "1",
@@ -74,7 +75,6 @@ def child_environment(*, search_path: str, home: Path, extra: Mapping[str, str] 
         "PYTHONNOUSERSITE": "1",
         **home_environment(home),
     }
-    env.update(extra or {})
     return env
 
 

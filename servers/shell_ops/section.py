@@ -39,7 +39,12 @@ def open_state(runtime: SectionRuntime) -> Any:
     from mcp_sections.servers.shell_ops.service import ShellOps
 
     settings = runtime.settings_of(ShellOpsSettings)
-    return ShellOps(settings, runtime.settings.roots, private=runtime.settings.own_state_paths())
+    return ShellOps(
+        settings,
+        runtime.settings.roots,
+        private=runtime.settings.own_state_paths(),
+        config_file=runtime.settings.config_file,
+    )
 
 
 def _progress(ctx: ToolContext | None, what: str, timeout: float | None) -> Any:
@@ -83,11 +88,12 @@ async def run_command(params: RunCommandInput, state: Any, ctx: ToolContext) -> 
     venv — `.venv`, `venv`, any `pyvenv.cfg` directory — and `node_modules/.bin` of `cwd` or above: `python`, `pip`,
     `pytest` are the venv's), then on the server's fixed search path; a program inside the roots may also be given by
     path (`./gradlew`, `.venv/bin/pytest`). The child gets a fixed environment (that PATH, a private HOME) plus `env`
-    — nothing from the server. Returns exit_code (non-zero is a normal result), stdout, stderr (each capped: head and
-    tail kept, dropped bytes counted) and duration_ms. Progress is reported about every second. A timeout kills the
-    whole process group and fails with TIMEOUT (last output in the details). With `sandbox = "off"` every argument
-    rule applies again (`python -c`, `find -exec`, installs refused). For a program that keeps running (a dev server,
-    a watcher, a REPL), use start_process.
+    — nothing from the server; git commits as the identity list_safe_commands shows (`git_identity`). Returns
+    exit_code (non-zero is a normal result), stdout, stderr (each capped: head and tail kept, dropped bytes counted),
+    duration_ms, and a `hint` when the output shows a failure with a known fix. Progress is reported about every
+    second. A timeout kills the whole process group and fails with TIMEOUT (last output in the details). With
+    `sandbox = "off"` every argument rule applies again (`python -c`, `find -exec`, installs refused). For a program
+    that keeps running (a dev server, a watcher, a REPL), use start_process.
     """
     timeout = state.timeout_for(params.timeout_seconds)
     data = await state.run_command(params.command, params.cwd, timeout, _progress(ctx, "command", timeout), params.env)
@@ -221,7 +227,8 @@ async def git_log(params: GitLogInput, state: Any) -> GitLogResult:
 )
 def list_safe_commands(params: ListSafeCommandsInput, state: Any) -> ListSafeCommandsResult:
     """The programs run_command may start (with their resolved executable and argument policy), the programs
-    that are never allowed, the fixed search path, the roots, the timeout and output limits, and the rules.
+    that are never allowed, the fixed search path, the roots, the timeout and output limits, the rules, and who
+    commits are made as (`git_identity`).
     The allow-list and roots are fixed by the server's operator; no tool can change them.
     """
     return ListSafeCommandsResult(**state.describe())

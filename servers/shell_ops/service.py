@@ -7,6 +7,7 @@ import logging
 import os
 import shutil
 import signal
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,14 @@ from typing import Any
 from mcp_sections.servers.shell_ops import git, npm
 from mcp_sections.servers.shell_ops.background import BackgroundProcess, ProcessTable, write_input
 from mcp_sections.servers.shell_ops.homes import home_environment, new_private_home, private_home
+from mcp_sections.servers.shell_ops.identity import (
+    GitIdentity,
+    git_hint,
+    git_identity,
+    host_identity,
+    identity_file,
+    one_line,
+)
 from mcp_sections.servers.shell_ops.policies.allow_list import NEVER_ALLOWED
 from mcp_sections.servers.shell_ops.policies.environment import checked_environment
 from mcp_sections.servers.shell_ops.policies.git import split_git_args, split_probe_options
@@ -24,6 +33,7 @@ from mcp_sections.servers.shell_ops.relay import PortPublisher, relay_argv
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.confinement.guards.paths import PathGuard
 from mcp_sections.shared.confinement.installers import Egress, registry_egress, registry_environment
+from mcp_sections.shared.confinement.own_state import config_dir
 from mcp_sections.shared.confinement.sandbox import Confinement, Sandbox, Spawn, detect, install_prefixes
 from mcp_sections.shared.confinement.toolchains import ProjectToolchain
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, limit_exceeded
@@ -57,7 +67,9 @@ RULES = [
     "(with the sandbox off, every path-like argument must be inside the roots).",
     "Children get a fixed environment: PATH (the project environment first), VIRTUAL_ENV in a venv, a private "
     "HOME/TMPDIR, LANG=C.UTF-8, git/npm hardening, plus the caller's `env` (never LD_*, proxies, PATH, HOME); nothing "
-    "inherited from the server.",
+    "inherited from the server. git's global config holds only the commit identity (`git_identity`: the settings "
+    "git_author_name/git_author_email, else the server's own `git config --global` user.name/user.email) and is "
+    "read-only; a repository's own config still wins.",
     "A non-zero exit code is a normal result; a timeout kills the whole process group and is a TIMEOUT error "
     "whose details hold the last output; a program that cannot start is EXECUTION_FAILED.",
     "Output is capped per stream; head and tail are kept and the dropped byte count is reported.",
@@ -69,27 +81,45 @@ RULES = [
 class ShellOps:
     """Guard, environment and limits of one server process. Nothing here changes after start-up."""
 
-    def __init__(self, settings: ShellOpsSettings, roots: Sequence[Path], private: Sequence[Path] = ()) -> None:
-        """`private`: the suite's own state, refused as a path and hidden inside the sandbox."""
+    def __init__(
+        self,
+        settings: ShellOpsSettings,
+        roots: Sequence[Path],
+        private: Sequence[Path] = (),
+        config_file: Path | None = None,
+    ) -> None:
+        """`private`: the suite's own state, refused as a path and hidden inside the sandbox; `config_file`: the
+        config file the settings came from (named in hints; default: where the suite looks for one)."""
         self.settings = settings
         self.paths = PathGuard(list(roots), private=private)
         search_path = self._trusted_search_path(settings.search_path)
         self.guard = CommandGuard(
             self.paths, settings.allowed_programs, search_path, project_programs=settings.project_programs
         )
-        extra: dict[str, str] = {}
-        if settings.git_author_name:
-            extra["GIT_AUTHOR_NAME"] = extra["GIT_COMMITTER_NAME"] = settings.git_author_name
-        if settings.git_author_email:
-            extra["GIT_AUTHOR_EMAIL"] = extra["GIT_COMMITTER_EMAIL"] = settings.git_author_email
         # Every program gets a home of its own (homes.private_home); this is the rest of its environment.
-        self.env = child_environment(search_path=search_path, home=Path("/nonexistent"), extra=extra)
+        self.env = child_environment(search_path=search_path, home=Path("/nonexistent"))
+        self.config_file = config_file or config_dir() / "config.toml"
+        self._identity: GitIdentity | None = None
+        self._identity_lock = threading.Lock()
         self._sandbox: Sandbox | None = None
         self.processes = ProcessTable(
             max_running=settings.max_processes,
             output_bytes=settings.process_output_bytes,
             max_lifetime=settings.max_process_lifetime_seconds,
         )
+
+    def git_identity(self) -> GitIdentity:
+        """Who commits are made as (identity.py): the settings, else the host's own `git config --global`, read once."""
+        with self._identity_lock:
+            if self._identity is None:
+                name, email = self.settings.git_author_name, self.settings.git_author_email
+                host = {} if one_line(name) and one_line(email) else host_identity(self.guard.executable("git"))
+                self._identity = git_identity(name, email, host)
+            return self._identity
+
+    def _identity_file(self) -> Path | None:
+        """The programs' global git config (the commit identity alone), or None when there is no identity."""
+        return identity_file(self.git_identity())
 
     def sandbox(self) -> Sandbox:
         """The sandbox every program runs in (detected on first use; DEPENDENCY_ERROR when none can run)."""
@@ -110,6 +140,8 @@ class ShellOps:
         not the sandbox's first one (behind the port relay) and needs its own install prefix shown. `egress`: an
         installer's way out (`shared.confinement.installers`); every other program has no network."""
         readable = [*(toolchain or self.guard.base_toolchain()).readable]
+        if (identity := self._identity_file()) is not None:
+            readable.append(identity)  # the programs' global git config (read-only: `git config --global` fails)
         if program is not None:
             shown = Confinement(writable=(*self.paths.roots, home), readable=tuple(readable))
             readable += [] if shown.shows(os.path.abspath(program)) else [Path(p) for p in install_prefixes(program)]
@@ -136,10 +168,13 @@ class ShellOps:
         )
 
     def environment(self, toolchain: ProjectToolchain | None) -> dict[str, str]:
-        """The fixed environment with the project environment activated (its `bin` first on PATH, VIRTUAL_ENV)."""
+        """The fixed environment with the commit identity as git's global config and the project environment
+        activated (its `bin` first on PATH, VIRTUAL_ENV)."""
+        identity = self._identity_file()
+        env = {**self.env, "GIT_CONFIG_GLOBAL": str(identity)} if identity is not None else dict(self.env)
         if toolchain is None:
-            return dict(self.env)
-        return {**self.env, "PATH": toolchain.search_path(self.guard.search_path), **toolchain.environment()}
+            return env
+        return {**env, "PATH": toolchain.search_path(self.guard.search_path), **toolchain.environment()}
 
     def _trusted_search_path(self, search_path: str) -> str:
         """The configured search path minus directories inside the roots (the agent could plant programs there)."""
@@ -236,10 +271,13 @@ class ShellOps:
         )
 
     def _result(self, executable: str, args: Sequence[str], cwd: Path, result: ProcessResult) -> dict[str, Any]:
+        stderr = result.stderr.text()
+        program = os.path.basename(executable)
+        hint = git_hint(program, args, result.exit_code, stderr, self.git_identity(), self.config_file)
         return {
             "exit_code": result.exit_code if result.exit_code is not None else -1,
             "stdout": result.stdout.text(),
-            "stderr": result.stderr.text(),
+            "stderr": stderr,
             "duration_ms": result.duration_ms,
             "stdout_truncated": result.stdout.dropped > 0,
             "stderr_truncated": result.stderr.dropped > 0,
@@ -249,6 +287,7 @@ class ShellOps:
             "executable": executable,
             "args": list(args),
             "cwd": self.paths.relative(cwd),
+            "hint": hint,
             **self.sandbox().result_fields(),
         }
 
@@ -307,7 +346,10 @@ class ShellOps:
         # Outside the sandbox on purpose: a repository whose .git file, alternates or config includes lead out of
         # the roots must be seen (and refused), not hidden. These probes are hardened git plumbing (no hooks,
         # pager, fsmonitor, external programs) and their output never reaches the caller.
-        return await self._run(argv, cwd, timeout=GIT_QUERY_TIMEOUT, max_output=1024 * 1024, confine=False)
+        # They get no global config (the identity file lies outside the roots, where config origins are refused).
+        return await self._run(
+            argv, cwd, timeout=GIT_QUERY_TIMEOUT, max_output=1024 * 1024, env=self.env, confine=False
+        )
 
     async def run_npm_script(
         self, script: str, args: list[str], cwd: str | None, timeout_seconds: float | None, progress: Progress
@@ -676,6 +718,7 @@ class ShellOps:
             "max_output_bytes": self.settings.max_output_bytes,
             "rules": RULES,
             "sandbox": self._sandbox_report(),
+            "git_identity": self.git_identity().describe(),
         }
 
     def _sandbox_report(self) -> dict[str, Any]:

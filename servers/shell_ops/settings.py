@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from mcp_sections.servers.shell_ops.identity import one_line
 from mcp_sections.servers.shell_ops.policies.allow_list import DEFAULT_ALLOWED_PROGRAMS, check_allow_list
 from mcp_sections.servers.shell_ops.policies.environment import DEFAULT_PROCESS_ENVIRONMENT, check_environment_names
 from mcp_sections.shared.confinement.installers import DEFAULT_REGISTRIES
@@ -49,8 +50,16 @@ class ShellOpsSettings(SectionSettings):
         description="A program that writes more than this in all is stopped (an output flood, e.g. `cat` of a huge "
         "sparse file); the head and tail it wrote are kept as usual.",
     )
-    git_author_name: str | None = Field(default=None, description="GIT_AUTHOR_NAME/GIT_COMMITTER_NAME for children.")
-    git_author_email: str | None = Field(default=None, description="GIT_AUTHOR_EMAIL/GIT_COMMITTER_EMAIL.")
+    git_author_name: str | None = Field(
+        default=None,
+        max_length=256,
+        description="The user.name commits are made as (author and committer), instead of the one of your own "
+        "`git config --global` on the server's machine. Programs get it as their global git config: a repository's "
+        "own user.name and `git -c user.name=` still win.",
+    )
+    git_author_email: str | None = Field(
+        default=None, max_length=256, description="The user.email commits are made as (see git_author_name)."
+    )
     sandbox: Literal["auto", "bubblewrap", "seatbelt", "off"] = Field(
         default="auto",
         description="Confinement of every program by the OS (shared/confinement/sandbox.py): auto is bubblewrap on "
@@ -111,6 +120,14 @@ class ShellOpsSettings(SectionSettings):
     @classmethod
     def _check_names(cls, value: list[str]) -> list[str]:
         return check_environment_names(value)
+
+    @field_validator("git_author_name", "git_author_email", mode="after")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        text = one_line(value)
+        if text is None and value is not None and value.strip():
+            raise ValueError("must be one line of text (no control characters)")
+        return text
 
     @field_validator("allowed_programs", mode="before")
     @classmethod
