@@ -29,7 +29,7 @@ DEFAULT_ALLOWED_PROGRAMS: dict[str, str] = {
     "the sandbox off `-c`, `-m timeit` and `pip install` are refused",
     "python": "same policy as python3 (in a project with a venv: the venv's interpreter)",
     "pip": "the project environment's pip; `install -e .`, `-r requirements.txt` reach the registries only (with the "
-    "sandbox off it only reads: install_package installs)",
+    "sandbox off it only reads: file_ops' install_package installs)",
     "pip3": "same policy as pip",
     "node": "runs project scripts and inline code, confined (with the sandbox off -e/--eval/-p/--require/--import and "
     "other flags are refused)",
