@@ -276,6 +276,7 @@ class Gateway:
                 "report": outcome.report,
                 "metrics": outcome.metrics,
                 "actions": outcome.actions,
+                "model": outcome.model,
             }
         )
 

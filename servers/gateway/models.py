@@ -229,7 +229,8 @@ class PlanActionsInput(ToolInput):
     strategy: Literal["sequential", "parallel"] = "sequential"
 
 
-# duration_ms, tokens_input, tokens_output, tool_calls, turns, depth (shared.agents.runtime.Metrics.as_dict)
+# duration_ms, tokens_input, tokens_output, tokens_reported (1: the model answered, each time with its token counts),
+# tool_calls, turns, depth (shared.agents.runtime.Metrics.as_dict)
 AgentMetrics = dict[str, int]
 
 
@@ -243,10 +244,11 @@ class ActionOutcome(BaseModel):
 
 
 class PlanActionsResult(ToolResult):
-    success: bool
+    success: bool = Field(description="True when every action completed (a plan that got nothing done is an error).")
     report: str = Field(description="Markdown report; facts are attributed to the tool they came from.")
     metrics: AgentMetrics
     actions: list[ActionOutcome]
+    model: str | None = Field(default=None, description="The model the sub-agents ran on, as its endpoint names it.")
 
     def render_text(self) -> str:
         return self.report

@@ -127,7 +127,8 @@ async def plan_actions(params: PlanActionsInput, state: ScopedState, ctx: ToolCo
     """Delegate a task to a sub-agent (run by the gateway on [gateway.model]) that gets exactly
     the tools of `sections`. The goal must be complete: the sub-agent sees nothing else. Each of `actions` gets
     its own sub-agent, sequential or parallel; few run at once (MAX_LIMIT_EXCEEDED beyond). Returns a markdown
-    report citing the tool behind each fact, with metrics and a status per action."""
+    report citing the tool behind each fact, with metrics and a status per action (work done before a failure is
+    kept); a plan that got nothing done fails with the model's error (DEPENDENCY_ERROR, TIMEOUT)."""
     return await state.host.plan_actions(params, state.scope, ctx)
 
 

@@ -262,10 +262,7 @@ class Orchestrator:
         for outcome in outcomes:
             if isinstance(outcome, AgentRun):
                 total.depth = outcome.metrics.depth
-                total.tokens_input += outcome.metrics.tokens_input
-                total.tokens_output += outcome.metrics.tokens_output
-                total.tool_calls += outcome.metrics.tool_calls
-                total.turns += outcome.metrics.turns
+                total.add(outcome.metrics)
         total.finish()
         results = [(agent_id, outcome) for (agent_id, _), outcome in zip(tasks, outcomes, strict=True)]
         return results, total  # type: ignore[return-value]

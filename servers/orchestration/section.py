@@ -52,8 +52,11 @@ def _metrics(run: object) -> AgentMetrics:
     return AgentMetrics(**run.metrics.as_dict())  # type: ignore[attr-defined]
 
 
-def _ran(run: Any) -> dict[str, Any]:
-    """The fields every sub-agent run's result shares: success, status, report, error and metrics."""
+def _ran(run: Any, alone: bool = True) -> dict[str, Any]:
+    """The fields every sub-agent run's result shares: success, status, report, error and metrics. A run `alone` in
+    its call that got nothing done (its model never answered) fails the call with its coded failure."""
+    if alone and run.got_nothing_done and run.failure is not None:
+        raise ToolFailure(run.failure.code, f"the sub-agent could not start: {run.failure.message}")
     return {
         "success": run.status == "completed",
         "status": run.status,
@@ -265,6 +268,7 @@ async def parallel_tasks(params: ParallelTasksInput, state: ScopedState, ctx: To
         except ToolFailure as failure:
             built.append((item.agent_id, failure))
     results, total = await orchestrator.run_batch(built, ctx)
+    _check_some_work(results)
     outcomes: list[TaskOutcome] = []
     sections = ["# Parallel tasks report", ""]
     for index, (agent_id, outcome) in enumerate(results, 1):
@@ -273,7 +277,7 @@ async def parallel_tasks(params: ParallelTasksInput, state: ScopedState, ctx: To
             outcomes.append(TaskOutcome(agent_id=agent_id, success=False, status="not_started", error=error))
             sections += [f"## Task {index}: {agent_id} — failed", "", f"_Error: {error}_", ""]
             continue
-        outcomes.append(TaskOutcome(agent_id=agent_id, child_id=outcome.agent_id, **_ran(outcome)))
+        outcomes.append(TaskOutcome(agent_id=agent_id, child_id=outcome.agent_id, **_ran(outcome, alone=False)))
         sections += [f"## Task {index}: {agent_id} — {outcome.status}", "", _report(outcome), ""]
         if outcome.error:
             sections += [f"_Stopped: {outcome.error}_", ""]
@@ -292,6 +296,23 @@ async def parallel_tasks(params: ParallelTasksInput, state: ScopedState, ctx: To
         aggregated_report="\n".join(sections),
         metrics=AgentMetrics(**total.as_dict()),
     )
+
+
+def _check_some_work(results: list[tuple[str, Any]]) -> None:
+    """A batch none of whose tasks got anything done (not started, or their model never answered) fails with the
+    first one's code, naming each task's failure; otherwise the result says which failed."""
+    failures = [
+        (agent_id, outcome if isinstance(outcome, ToolFailure) else outcome.failure)
+        for agent_id, outcome in results
+        if isinstance(outcome, ToolFailure) or (outcome.got_nothing_done and outcome.failure is not None)
+    ]
+    if not failures or len(failures) < len(results):
+        return
+    said = "; ".join(
+        f"task {index} ({agent_id}): [{failure.code.value}] {failure.message}"
+        for index, (agent_id, failure) in enumerate(failures, 1)
+    )
+    raise ToolFailure(failures[0][1].code, f"no task could start — {said}")
 
 
 def _question(params: AskUserInput, state: ScopedState) -> UserQuestion:

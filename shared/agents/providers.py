@@ -86,10 +86,12 @@ class ModelTurn:
     tokens_output: int
     stop_reason: str | None = None
     usage_reported: bool = True  # False: the model's host reported no token counts (the tokens above are 0)
+    model: str | None = None  # the model that answered, as the endpoint names it
 
 
 class ModelProvider(Protocol):
-    name: str
+    name: str  # the provider: openai, anthropic, sampling
+    model: str | None  # the model's configured name (None: the client chooses, through sampling)
 
     async def complete(self, system: str, messages: list[Message], tools: list[ToolDef]) -> ModelTurn: ...
 
@@ -124,6 +126,7 @@ class _HttpProvider:
 
     def __init__(self, config: ModelConfig, transport: httpx2.AsyncBaseTransport | None = None) -> None:
         self.config = config
+        self.model = config.model
         self.endpoint = ModelEndpoint(
             self.api,
             config.base_url,
@@ -207,6 +210,7 @@ class OpenAIChatProvider(_HttpProvider):
             tokens_input=int(usage.get("prompt_tokens") or 0),
             tokens_output=int(usage.get("completion_tokens") or 0),
             stop_reason=choice.get("finish_reason"),
+            model=_named(data.get("model")),
         )
 
 
@@ -280,7 +284,13 @@ class AnthropicProvider(_HttpProvider):
             tokens_input=int(usage.get("input_tokens") or 0),
             tokens_output=int(usage.get("output_tokens") or 0),
             stop_reason=data.get("stop_reason"),
+            model=_named(data.get("model")),
         )
+
+
+def _named(value: Any) -> str | None:
+    """A model name an answer gives (a short string), else None."""
+    return value[:200] if isinstance(value, str) and value.strip() else None
 
 
 def _parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None]:

@@ -120,6 +120,7 @@ class PlanOutcome:
     report: str
     metrics: dict[str, int]
     actions: list[dict[str, Any]]
+    model: str | None = None  # the model's name, as its endpoint gave it
 
 
 @dataclass
@@ -131,19 +132,36 @@ class Metrics:
     tool_calls: int = 0
     turns: int = 0
     duration_ms: int = 0
-    tokens_reported: bool = True  # False: some model turn came without token counts (MCP sampling may not say)
+    answers: int = 0  # model turns that came back (a turn whose call failed is counted in `turns` only)
+    unreported: int = 0  # answers without token counts (MCP sampling may not say)
     provider: str | None = None  # the model provider the sub-agent ran on (sampling, openai, anthropic)
+    model: str | None = None  # the model's name: as its endpoint named it in an answer, else as configured
+
+    @property
+    def tokens_reported(self) -> bool:
+        """The token counts are the model's own: it answered, each time with its counts."""
+        return self.answers > 0 and self.unreported == 0
 
     def finish(self) -> Metrics:
         self.duration_ms = int((time.monotonic() - self.started) * 1000)
         return self
+
+    def add(self, other: Metrics) -> None:
+        """Count `other`'s tokens, calls and turns in these (a plan's or a batch's totals)."""
+        self.tokens_input += other.tokens_input
+        self.tokens_output += other.tokens_output
+        self.tool_calls += other.tool_calls
+        self.turns += other.turns
+        self.answers += other.answers
+        self.unreported += other.unreported
+        self.model = other.model or self.model
 
     def as_dict(self) -> dict[str, int]:
         return {
             "duration_ms": self.duration_ms,
             "tokens_input": self.tokens_input,
             "tokens_output": self.tokens_output,
-            "tokens_reported": int(self.tokens_reported),  # 0: the client's model reported no token counts
+            "tokens_reported": int(self.tokens_reported),  # 0: no answer, or one without its token counts
             "tool_calls": self.tool_calls,
             "turns": self.turns,
             "depth": self.depth,
@@ -151,7 +169,14 @@ class Metrics:
 
     def tokens_text(self) -> str:
         text = f"{self.tokens_input} input / {self.tokens_output} output tokens"
+        if self.answers == 0:
+            return f"{text} (the model never answered)"
         return text if self.tokens_reported else f"{text} (the client's model did not report all token counts)"
+
+    def model_text(self) -> str:
+        """`qwen2.5:14b (openai)`: the model's name and its provider."""
+        name = self.model or "unnamed"
+        return f"{name} ({self.provider})" if self.provider else name
 
 
 @dataclass
@@ -164,6 +189,12 @@ class AgentRun:
     error: str | None = None
     sources: list[str] = field(default_factory=list)
     agent_id: str | None = None
+    failure: ToolFailure | None = None  # the coded failure that stopped it (the model's endpoint, its time)
+
+    @property
+    def got_nothing_done(self) -> bool:
+        """It failed, or was skipped, before its model answered once: no work, nothing to report but the failure."""
+        return self.status in ("failed", "skipped") and self.metrics.answers == 0 and self.metrics.tool_calls == 0
 
 
 @dataclass
@@ -346,7 +377,9 @@ class AgentRuntime:
     async def plan_actions(self, request: PlanRequest, parent: AgentScope, ctx: ToolContext | None) -> PlanOutcome:
         """Run the sub-agent(s) of one plan_actions call made by `parent` (whose depth the gateway keeps). The
         children's grant is the requested sections, never more than the parent's (the host checked the sections;
-        a parent narrowed to some tools passes that narrowing on)."""
+        a parent narrowed to some tools passes that narrowing on). A plan none of whose sub-agents got anything done
+        (their model never answered: unreachable, refused, too slow) raises the first one's coded failure; one that
+        did some work returns it, its failed actions marked."""
         limits = self.host.limits
         depth = parent.depth
         if depth >= limits.max_depth:
@@ -367,23 +400,21 @@ class AgentRuntime:
                 limit=self.slots.size,
             )
         progress = _Progress(ctx)
-        total = Metrics(depth=child_depth, provider=provider.name)
+        total = Metrics(depth=child_depth, provider=provider.name, model=provider.model)
         await progress(f"depth {child_depth}: starting {len(items)} task(s) with {', '.join(request.sections)}")
         run_one = _Runner(self, request, items, provider, routes, tools, child_depth, ctx, progress, parent)
         try:
             if request.strategy == "parallel" and len(items) > 1:
                 runs = await self._run_parallel(run_one, len(items))
             else:
-                runs = [await run_one(index) for index in range(len(items))]
+                runs = await self._run_sequence(run_one, len(items), total)
         finally:
             self.slots.give_back()
+        if all(run.got_nothing_done for run in runs):
+            raise _not_started(runs)
         actions = []
         for (description, complexity), run in zip(items, runs, strict=True):
-            total.tokens_input += run.metrics.tokens_input
-            total.tokens_output += run.metrics.tokens_output
-            total.tool_calls += run.metrics.tool_calls
-            total.turns += run.metrics.turns
-            total.tokens_reported = total.tokens_reported and run.metrics.tokens_reported
+            total.add(run.metrics)
             actions.append(
                 {
                     "description": description,
@@ -402,7 +433,23 @@ class AgentRuntime:
             report=report,
             metrics=total.as_dict(),
             actions=actions,
+            model=total.model,
         )
+
+    @staticmethod
+    async def _run_sequence(
+        run_one: Callable[[int], Awaitable[AgentRun]], count: int, total: Metrics
+    ) -> list[AgentRun]:
+        """Actions one after another; once one could not reach its model, the next ones are skipped (they would fail
+        the same way, each after the model's timeout)."""
+        runs: list[AgentRun] = []
+        for index in range(count):
+            before = runs[-1] if runs else None
+            if before is not None and before.failure is not None and before.got_nothing_done:
+                runs.append(_skipped(before, total))
+            else:
+                runs.append(await run_one(index))
+        return runs
 
     # -- pieces ------------------------------------------------------------------------------------
 
@@ -528,18 +575,21 @@ class AgentRuntime:
         tool_ctx = ctx.derive(progress=labelled) if ctx is not None else ToolContext(progress=labelled)
         talk = _Conversation(
             messages=[Message(role="user", content=task.prompt)],
-            metrics=Metrics(depth=task.depth, provider=task.provider.name),
+            metrics=Metrics(depth=task.depth, provider=task.provider.name, model=task.provider.model),
         )
         with anyio.move_on_after(limits.agent_max_seconds) as wall:
             try:
                 await self._converse(task, _system_prompt(task, names, limits), talk, scope, tool_ctx, progress)
             except TimeoutError:
-                talk.status, talk.error = (
-                    "failed",
-                    f"the model did not answer within {limits.model.timeout_seconds:.0f} s",
+                talk.failed(
+                    ToolFailure(
+                        ErrorCode.TIMEOUT,
+                        f"the model did not answer within {limits.model.timeout_seconds:g} s; retry, raise "
+                        "[gateway.model] timeout_seconds, or use a faster model",
+                    )
                 )
             except ToolFailure as failure:
-                talk.status, talk.error = "failed", f"[{failure.code.value}] {failure.message}"
+                talk.failed(failure)
         if wall.cancelled_caught:
             talk.status = "budget_exceeded"
             talk.error = f"wall-time budget ({limits.agent_max_seconds:.0f} s) exhausted"
@@ -551,6 +601,7 @@ class AgentRuntime:
             metrics=talk.metrics,
             error=talk.error,
             sources=talk.sources,
+            failure=talk.failure,
         )
 
     async def _converse(
@@ -570,9 +621,11 @@ class AgentRuntime:
             await progress(f"{task.label}turn {metrics.turns}: thinking")
             with anyio.fail_after(limits.model.timeout_seconds):
                 turn = await task.provider.complete(system, talk.messages, task.tools)
+            metrics.answers += 1
+            metrics.unreported += 0 if turn.usage_reported else 1
+            metrics.model = turn.model or metrics.model
             metrics.tokens_input += turn.tokens_input
             metrics.tokens_output += turn.tokens_output
-            metrics.tokens_reported = metrics.tokens_reported and turn.usage_reported
             talk.messages.append(Message(role="assistant", content=turn.text, tool_calls=list(turn.tool_calls)))
             if not turn.tool_calls:
                 talk.status, talk.final = "completed", turn.text
@@ -636,7 +689,7 @@ class AgentRuntime:
             lines.append("")
         lines.append(
             f"_Metrics: {total.duration_ms} ms, {total.tokens_text()}, {total.tool_calls} tool calls, "
-            f"depth {total.depth}, model: {total.provider or 'none'}._"
+            f"depth {total.depth}, model: {total.model_text()}._"
         )
         return "\n".join(lines)[:MAX_REPORT_CHARS]
 
@@ -675,6 +728,10 @@ class _Conversation:
     status: str = "budget_exceeded"
     error: str | None = None
     final: str = ""
+    failure: ToolFailure | None = None
+
+    def failed(self, failure: ToolFailure) -> None:
+        self.status, self.error, self.failure = "failed", f"[{failure.code.value}] {failure.message}", failure
 
 
 def _system_prompt(task: AgentTask, names: tuple[str, ...], limits: AgentLimits) -> str:
@@ -699,6 +756,26 @@ def _exhausted(metrics: Metrics, limits: AgentLimits) -> str | None:
     if metrics.tokens_input + metrics.tokens_output >= limits.agent_max_tokens:
         return f"token budget ({limits.agent_max_tokens}) exhausted"
     return None
+
+
+def _skipped(before: AgentRun, total: Metrics) -> AgentRun:
+    """An action not run: the one before it could not reach the model."""
+    return AgentRun(
+        status="skipped",
+        report=f"Not run: the action before could not reach the model ({before.error}).",
+        metrics=Metrics(depth=total.depth, provider=total.provider, model=total.model).finish(),
+        error=before.error,
+        failure=before.failure,
+    )
+
+
+def _not_started(runs: list[AgentRun]) -> ToolFailure:
+    """The failure of a plan none of whose sub-agents got anything done: the first one's, with its code."""
+    failure = next((run.failure for run in runs if run.failure is not None), None)
+    code = failure.code if failure is not None else ErrorCode.EXECUTION_FAILED
+    reason = failure.message if failure is not None else next((run.error for run in runs if run.error), "no answer")
+    who = "the sub-agent could not start" if len(runs) == 1 else f"none of the {len(runs)} sub-agents could start"
+    return ToolFailure(code, f"{who}: {reason}", **(failure.details if failure is not None else {}))
 
 
 def _fallback_report(messages: list[Message], error: str | None) -> str:

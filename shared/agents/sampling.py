@@ -139,6 +139,7 @@ class SamplingProvider:
     """`ModelProvider` over MCP sampling: each turn is one `sampling/createMessage` to the client."""
 
     name = "sampling"
+    model: str | None = None  # the client chooses; each answer names it
 
     def __init__(self, ctx: ToolContext, config: ModelConfig) -> None:
         self._ctx = ctx
@@ -213,6 +214,7 @@ def turn_of(result: CreateMessageResult | CreateMessageResultWithTools) -> Model
         tokens_output=tokens[1] if tokens else 0,
         stop_reason=result.stop_reason,
         usage_reported=tokens is not None,
+        model=result.model or None,
     )
 
 

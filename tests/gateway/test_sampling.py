@@ -165,7 +165,8 @@ async def test_a_sub_agent_runs_on_the_clients_model(client: Client, client_mode
     result = data_of(await plan(client, "[sample:calc] [usage] Add 2 and 3."))
     assert result["success"] is True
     assert "Depth 1: 2 + 3 = 5 [calculator_binary]." in result["report"]
-    assert "`calculator_binary`" in result["report"] and "model: sampling" in result["report"]
+    assert "`calculator_binary`" in result["report"] and "model: client-model (sampling)" in result["report"]
+    assert result["model"] == "client-model"  # as the client's answers name it
     metrics = result["metrics"]
     assert (metrics["tool_calls"], metrics["turns"], metrics["depth"]) == (1, 2, 1)
     assert (metrics["tokens_input"], metrics["tokens_output"], metrics["tokens_reported"]) == (22, 14, 1)
@@ -256,7 +257,8 @@ async def test_prefer_samples_where_it_can_and_uses_the_http_model_elsewhere(tmp
         async with gateway(config, mode="auto", model=client_model, env=env) as client:  # 2026-07-28: HTTP
             result = data_of(await plan(client, "Add 2 and 3."))
             info = data_of(await client.call_tool("get_environment_info", {}))["model"]
-        assert result["success"] and "HTTP model: 5" in result["report"] and "model: openai" in result["report"]
+        assert result["success"] and "HTTP model: 5" in result["report"]
+        assert "model: scripted (openai)" in result["report"] and result["model"] == "scripted"
         assert result["metrics"]["tokens_input"] == 20 and result["metrics"]["tokens_reported"] == 1
         assert (info["in_use"], info["sampling"]) == ("http", "prefer") and "2026-07-28" in info["sampling_unavailable"]
         assert client_model.requests == [] and len(http_model.requests) == 2
