@@ -29,7 +29,7 @@ from mcp_sections.servers.pool.launchers import Launcher
 from mcp_sections.servers.pool.pool import Route, SectionPool
 from mcp_sections.servers.pool.settings import GatewaySettings
 from mcp_sections.shared.agents.runtime import AgentRuntime
-from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope
+from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ConfigFile
 from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, spec_of
 from mcp_sections.shared.ground.about import package_version
 from mcp_sections.shared.ground.errors import ToolFailure, not_found, permission_denied
@@ -39,6 +39,7 @@ from mcp_sections.shared.settings.config import Settings
 
 from . import context as context_info
 from .models import (
+    ConfigFileInfo,
     DescribeSectionResult,
     EnvironmentInfoResult,
     FindToolsInput,
@@ -68,7 +69,7 @@ class Gateway:
         settings.own_state().prepare(settings.roots)
         self.settings = settings
         self.config = gateway
-        self.limits = AgentLimits.of(gateway)
+        self.limits = AgentLimits.of(gateway, config_file=ConfigFile.of(settings.config_file))
         self.pool = SectionPool(settings, gateway, reserved_names=GATEWAY_SPECS, hosted=self._hosted)
         self.host = AgentHost(
             self,
@@ -215,6 +216,7 @@ class Gateway:
         )
 
     def environment_info(self, ctx: ToolContext | None = None) -> EnvironmentInfoResult:
+        config_file = ConfigFile.of(self.settings.config_file)  # read again: it may have been created since
         return EnvironmentInfoResult(
             os=context_info.os_info(),
             python=context_info.python_info(),
@@ -231,6 +233,7 @@ class Gateway:
             max_depth=self.config.max_depth,
             max_subagents=self.config.max_subagents,
             data_dir=str(self.settings.data_dir),
+            config_file=ConfigFileInfo(path=str(config_file.path), exists=config_file.exists),
         )
 
     def project_info(self, path: str | None) -> ProjectInfoResult:

@@ -170,6 +170,11 @@ class ModelInfo(BaseModel):
     sampling_unavailable: str | None = Field(default=None, description="Why sampling cannot be used here, if so.")
 
 
+class ConfigFileInfo(BaseModel):
+    path: str = Field(description="The config file this gateway reads (without one: where the default one would be).")
+    exists: bool = Field(description="False: no config file is read; create this one, or pass --config.")
+
+
 class SectionStatus(BaseModel):
     id: str
     state: SectionState
@@ -185,6 +190,7 @@ class EnvironmentInfoResult(ToolResult):
     max_depth: int
     max_subagents: int
     data_dir: str
+    config_file: ConfigFileInfo
 
 
 class ProjectInfoInput(ToolInput):

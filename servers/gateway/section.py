@@ -166,7 +166,8 @@ async def get_working_directory(params: NoInput, state: ScopedState, ctx: ToolCo
 )
 async def get_environment_info(params: NoInput, state: ScopedState, ctx: ToolContext) -> EnvironmentInfoResult:
     """OS, Python, gateway version, each section's state, the sub-agent model (and
-    whether its API-key variable is set, never the key) and the sub-agent limits."""
+    whether its API-key variable is set, never the key), the sub-agent limits, the data directory and the config
+    file read (its path, and whether it exists)."""
     return state.host.environment_info(ctx)
 
 

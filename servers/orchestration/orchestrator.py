@@ -27,7 +27,7 @@ from mcp_sections.servers.pool.host import AgentHost
 from mcp_sections.servers.pool.pool import SectionPool
 from mcp_sections.shared.agents.providers import ToolDef
 from mcp_sections.shared.agents.runtime import AgentRun, AgentTask, Metrics, SlotPool
-from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ScopedState
+from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ConfigFile, ScopedState
 from mcp_sections.shared.framework.tools import ToolContext, ToolSpec
 from mcp_sections.shared.ground.errors import (
     ToolFailure,
@@ -46,14 +46,16 @@ SECTION_ID = "orchestration"
 SUBAGENT_TOOLS = ("spawn_agent", "delegate_task", "parallel_tasks", "list_children", "terminate_agent", "list_agents")
 
 
-def hosted_limits(config: OrchestrationSettings, gateway: Any) -> AgentLimits:
+def hosted_limits(config: OrchestrationSettings, host: AgentHost) -> AgentLimits:
     """Inside a gateway: never deeper than the gateway allows nor than this section's own setting; the gateway's
-    slot count, the section's budgets, the gateway's model."""
+    slot count, the section's budgets, the gateway's model (and its config file)."""
+    gateway = host.pool.config
     return AgentLimits.of(
         config,
         max_depth=min(config.max_depth, gateway.max_depth),
         max_subagents=gateway.max_subagents,
         model=gateway.model,
+        config_file=host.limits.config_file,
     )
 
 
@@ -61,14 +63,14 @@ def on_host(runtime: Any, host: AgentHost) -> ScopedState:
     """Hosted by the gateway (`Section.hosted`): an orchestrator on the gateway's pool and slots, its client's state."""
     config = runtime.settings_of(OrchestrationSettings)
     orchestrator = Orchestrator(
-        runtime.settings, config, host.pool, hosted_limits(config, host.pool.config), slots=host.runtime.slots
+        runtime.settings, config, host.pool, hosted_limits(config, host), slots=host.runtime.slots
     )
     return orchestrator.client
 
 
-def standalone_limits(config: OrchestrationSettings, gateway: Any) -> AgentLimits:
-    """Served on its own: this section's limits and budgets, the model of `[gateway.model]`."""
-    return AgentLimits.of(config, model=gateway.model)
+def standalone_limits(config: OrchestrationSettings, gateway: Any, settings: Settings) -> AgentLimits:
+    """Served on its own: this section's limits and budgets, the model of `[gateway.model]` in its config file."""
+    return AgentLimits.of(config, model=gateway.model, config_file=ConfigFile.of(settings.config_file))
 
 
 class Orchestrator:

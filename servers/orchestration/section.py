@@ -52,11 +52,11 @@ def _metrics(run: object) -> AgentMetrics:
     return AgentMetrics(**run.metrics.as_dict())  # type: ignore[attr-defined]
 
 
-def _ran(run: Any, alone: bool = True) -> dict[str, Any]:
-    """The fields every sub-agent run's result shares: success, status, report, error and metrics. A run `alone` in
-    its call that got nothing done (its model never answered) fails the call with its coded failure."""
-    if alone and run.got_nothing_done and run.failure is not None:
-        raise ToolFailure(run.failure.code, f"the sub-agent could not start: {run.failure.message}")
+def _ran(run: Any, runtime: Any = None) -> dict[str, Any]:
+    """The fields every sub-agent run's result shares: success, status, report, error and metrics. A run alone in its
+    call (`runtime` given) that got nothing done (its model never answered) fails the call with its coded failure."""
+    if runtime is not None and run.got_nothing_done and run.failure is not None:
+        raise runtime.could_not_start([run])
     return {
         "success": run.status == "completed",
         "status": run.status,
@@ -114,7 +114,7 @@ async def spawn_agent(params: SpawnAgentInput, state: ScopedState, ctx: ToolCont
         model=params.model,
     )
     run = await orchestrator.run_one(task, ctx)
-    return SpawnAgentResult(child_id=run.agent_id or "", name=params.name, **_ran(run))
+    return SpawnAgentResult(child_id=run.agent_id or "", name=params.name, **_ran(run, orchestrator.runtime))
 
 
 @tool(
@@ -199,7 +199,7 @@ async def delegate_task(params: DelegateTaskInput, state: ScopedState, ctx: Tool
     orchestrator = state.host
     task = await orchestrator.permanent_task(state.scope, params.agent_id, params.prompt, "delegate")
     run = await orchestrator.run_one(task, ctx)
-    return DelegateTaskResult(agent_id=params.agent_id, child_id=run.agent_id or "", **_ran(run))
+    return DelegateTaskResult(agent_id=params.agent_id, child_id=run.agent_id or "", **_ran(run, orchestrator.runtime))
 
 
 @tool(
@@ -268,7 +268,7 @@ async def parallel_tasks(params: ParallelTasksInput, state: ScopedState, ctx: To
         except ToolFailure as failure:
             built.append((item.agent_id, failure))
     results, total = await orchestrator.run_batch(built, ctx)
-    _check_some_work(results)
+    _check_some_work(results, orchestrator.runtime.where_configured())
     outcomes: list[TaskOutcome] = []
     sections = ["# Parallel tasks report", ""]
     for index, (agent_id, outcome) in enumerate(results, 1):
@@ -277,7 +277,7 @@ async def parallel_tasks(params: ParallelTasksInput, state: ScopedState, ctx: To
             outcomes.append(TaskOutcome(agent_id=agent_id, success=False, status="not_started", error=error))
             sections += [f"## Task {index}: {agent_id} — failed", "", f"_Error: {error}_", ""]
             continue
-        outcomes.append(TaskOutcome(agent_id=agent_id, child_id=outcome.agent_id, **_ran(outcome, alone=False)))
+        outcomes.append(TaskOutcome(agent_id=agent_id, child_id=outcome.agent_id, **_ran(outcome)))
         sections += [f"## Task {index}: {agent_id} — {outcome.status}", "", _report(outcome), ""]
         if outcome.error:
             sections += [f"_Stopped: {outcome.error}_", ""]
@@ -298,7 +298,7 @@ async def parallel_tasks(params: ParallelTasksInput, state: ScopedState, ctx: To
     )
 
 
-def _check_some_work(results: list[tuple[str, Any]]) -> None:
+def _check_some_work(results: list[tuple[str, Any]], where_configured: str) -> None:
     """A batch none of whose tasks got anything done (not started, or their model never answered) fails with the
     first one's code, naming each task's failure; otherwise the result says which failed."""
     failures = [
@@ -312,7 +312,7 @@ def _check_some_work(results: list[tuple[str, Any]]) -> None:
         f"task {index} ({agent_id}): [{failure.code.value}] {failure.message}"
         for index, (agent_id, failure) in enumerate(failures, 1)
     )
-    raise ToolFailure(failures[0][1].code, f"no task could start — {said}")
+    raise ToolFailure(failures[0][1].code, f"no task could start — {said}{where_configured}")
 
 
 def _question(params: AskUserInput, state: ScopedState) -> UserQuestion:
@@ -392,7 +392,7 @@ async def _lifespan(runtime: SectionRuntime) -> AsyncIterator[ScopedState]:
     config = runtime.settings_of(OrchestrationSettings)
     gateway = load_gateway_settings(runtime.settings, expose=[])
     pool = SectionPool(runtime.settings, gateway)
-    orchestrator = Orchestrator(runtime.settings, config, pool, standalone_limits(config, gateway))
+    orchestrator = Orchestrator(runtime.settings, config, pool, standalone_limits(config, gateway, runtime.settings))
     async with pool.running():
         yield orchestrator.client
 

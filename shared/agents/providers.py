@@ -11,27 +11,36 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from mcp_sections.shared.agents.scope import ConfigFile
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.net.model_api import CHAT_COMPLETIONS, MESSAGES, Api, HttpxSender, ModelEndpoint, call_json
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
 
-HOW_TO_CONFIGURE_HTTP = (
-    "Configure the model sub-agents run on, in the config file:\n"
-    "[gateway.model]\n"
-    'provider = "openai"        # any OpenAI-compatible Chat Completions endpoint, or "anthropic"\n'
-    'model = "qwen2.5:14b"      # the model name the endpoint expects\n'
-    'base_url = "http://localhost:11434/v1"   # Ollama, vLLM, LM Studio, OpenRouter, ... (omit for api.openai.com)\n'
-    'api_key_env = "OPENAI_API_KEY"           # NAME of the environment variable holding the key (omit if none)\n'
-    "or set MCP_SECTIONS_GATEWAY_MODEL_PROVIDER, MCP_SECTIONS_GATEWAY_MODEL_MODEL, "
-    "MCP_SECTIONS_GATEWAY_MODEL_BASE_URL and MCP_SECTIONS_GATEWAY_MODEL_API_KEY_ENV, then restart the gateway."
-)
-HOW_TO_CONFIGURE = HOW_TO_CONFIGURE_HTTP + (
-    "\nOr let sub-agents run on the MCP client's own model through MCP sampling (clients that declare sampling "
-    'with tools, on 2025-11-25 connections): provider = "sampling" in [gateway.model], or sampling = "prefer" '
-    "beside an HTTP model (see get_environment_info)."
-)
+
+def how_to_configure(config_file: ConfigFile | None = None, sampling: bool = True) -> str:
+    """How to give sub-agents a model, naming the config file this server reads (`sampling`: also the client's
+    model, through MCP sampling)."""
+    where = f"the config file {config_file}" if config_file is not None else "the config file"
+    text = (
+        f"Configure the model sub-agents run on, in {where}:\n"
+        "[gateway.model]\n"
+        'provider = "openai"        # any OpenAI-compatible Chat Completions endpoint, or "anthropic"\n'
+        'model = "qwen2.5:14b"      # the model name the endpoint expects\n'
+        'base_url = "http://localhost:11434/v1"   # Ollama, vLLM, LM Studio, OpenRouter, ... '
+        "(omit for api.openai.com)\n"
+        'api_key_env = "OPENAI_API_KEY"           # NAME of the environment variable holding the key (omit if none)\n'
+        "or set MCP_SECTIONS_GATEWAY_MODEL_PROVIDER, MCP_SECTIONS_GATEWAY_MODEL_MODEL, "
+        "MCP_SECTIONS_GATEWAY_MODEL_BASE_URL and MCP_SECTIONS_GATEWAY_MODEL_API_KEY_ENV, then restart the gateway."
+    )
+    if not sampling:
+        return text
+    return text + (
+        "\nOr let sub-agents run on the MCP client's own model through MCP sampling (clients that declare sampling "
+        'with tools, on 2025-11-25 connections): provider = "sampling" in [gateway.model], or sampling = "prefer" '
+        "beside an HTTP model (see get_environment_info)."
+    )
 
 
 class ModelConfig(Protocol):
@@ -100,8 +109,10 @@ class ModelError(ToolFailure):
     """The client's model failed through sampling (an HTTP model fails with `model_api.ModelApiFailure`)."""
 
 
-def provider_from_config(config: ModelConfig, transport: httpx2.AsyncBaseTransport | None = None) -> ModelProvider:
-    """The configured provider, or DEPENDENCY_ERROR saying exactly how to configure one.
+def provider_from_config(
+    config: ModelConfig, transport: httpx2.AsyncBaseTransport | None = None, config_file: ConfigFile | None = None
+) -> ModelProvider:
+    """The configured provider, or DEPENDENCY_ERROR saying exactly how to configure one (in `config_file`).
 
     `transport` replaces the network (tests).
     """
@@ -109,13 +120,15 @@ def provider_from_config(config: ModelConfig, transport: httpx2.AsyncBaseTranspo
         missing = "provider" if not config.provider else "model"
         raise ToolFailure(
             ErrorCode.DEPENDENCY_ERROR,
-            f"No model is configured for sub-agents ({missing} is unset). " + HOW_TO_CONFIGURE,
+            f"No model is configured for sub-agents ({missing} is unset). " + how_to_configure(config_file),
         )
     if config.provider == "anthropic":
         return AnthropicProvider(config, transport)
     if config.provider == "openai":
         return OpenAIChatProvider(config, transport)
-    raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, f"Unknown model provider {config.provider!r}. " + HOW_TO_CONFIGURE)
+    raise ToolFailure(
+        ErrorCode.DEPENDENCY_ERROR, f"Unknown model provider {config.provider!r}. " + how_to_configure(config_file)
+    )
 
 
 class _HttpProvider:

@@ -360,7 +360,7 @@ class AgentRuntime:
         config = model_config if model_config is not None else self.host.limits.model
         if self._provider_factory is not None:
             return self._provider_factory(config)
-        return select_provider(config, ctx)
+        return select_provider(config, ctx, config_file=self.host.limits.config_file)
 
     def descendants(self, agent_id: str | None) -> list[LiveAgent]:
         """Live sub-agents started (directly or not) by `agent_id`; every live one for None (the client)."""
@@ -411,7 +411,7 @@ class AgentRuntime:
         finally:
             self.slots.give_back()
         if all(run.got_nothing_done for run in runs):
-            raise _not_started(runs)
+            raise self.could_not_start(runs)
         actions = []
         for (description, complexity), run in zip(items, runs, strict=True):
             total.add(run.metrics)
@@ -450,6 +450,20 @@ class AgentRuntime:
             else:
                 runs.append(await run_one(index))
         return runs
+
+    def could_not_start(self, runs: Sequence[AgentRun]) -> ToolFailure:
+        """The failure of sub-agents none of which got anything done: the first one's code and reason, and the config
+        file their model is set in."""
+        failure = next((run.failure for run in runs if run.failure is not None), None)
+        code = failure.code if failure is not None else ErrorCode.EXECUTION_FAILED
+        reason = failure.message if failure is not None else next((run.error for run in runs if run.error), "")
+        who = "the sub-agent could not start" if len(runs) == 1 else f"none of the {len(runs)} sub-agents could start"
+        return ToolFailure(code, f"{who}: {reason}{self.where_configured()}", **(failure.details if failure else {}))
+
+    def where_configured(self) -> str:
+        """` ([gateway.model] is read from <the config file>.)`, or nothing when the host did not say."""
+        config_file = self.host.limits.config_file
+        return f" ([gateway.model] is read from {config_file}.)" if config_file is not None else ""
 
     # -- pieces ------------------------------------------------------------------------------------
 
@@ -767,15 +781,6 @@ def _skipped(before: AgentRun, total: Metrics) -> AgentRun:
         error=before.error,
         failure=before.failure,
     )
-
-
-def _not_started(runs: list[AgentRun]) -> ToolFailure:
-    """The failure of a plan none of whose sub-agents got anything done: the first one's, with its code."""
-    failure = next((run.failure for run in runs if run.failure is not None), None)
-    code = failure.code if failure is not None else ErrorCode.EXECUTION_FAILED
-    reason = failure.message if failure is not None else next((run.error for run in runs if run.error), "no answer")
-    who = "the sub-agent could not start" if len(runs) == 1 else f"none of the {len(runs)} sub-agents could start"
-    return ToolFailure(code, f"{who}: {reason}", **(failure.details if failure is not None else {}))
 
 
 def _fallback_report(messages: list[Message], error: str | None) -> str:

@@ -44,7 +44,6 @@ from mcp_types import (
 )
 
 from mcp_sections.shared.agents.providers import (
-    HOW_TO_CONFIGURE_HTTP,
     Message,
     ModelConfig,
     ModelError,
@@ -52,8 +51,10 @@ from mcp_sections.shared.agents.providers import (
     ModelTurn,
     ToolCall,
     ToolDef,
+    how_to_configure,
     provider_from_config,
 )
+from mcp_sections.shared.agents.scope import ConfigFile
 from mcp_sections.shared.framework.tools import ToolContext
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
@@ -105,18 +106,21 @@ def choose_model(config: ModelConfig, ctx: ToolContext | None, tools: bool = Tru
     return ModelChoice(kind=http if mode == "prefer" else "none", mode=mode, reason=reason)
 
 
-def select_provider(config: ModelConfig, ctx: ToolContext | None = None, tools: bool = True) -> ModelProvider:
-    """The provider this call's sub-agents run on, or DEPENDENCY_ERROR saying exactly what to configure."""
+def select_provider(
+    config: ModelConfig, ctx: ToolContext | None = None, tools: bool = True, config_file: ConfigFile | None = None
+) -> ModelProvider:
+    """The provider this call's sub-agents run on, or DEPENDENCY_ERROR saying exactly what to configure (in
+    `config_file`)."""
     choice = choose_model(config, ctx, tools)
     if choice.kind == "sampling":
         assert ctx is not None
         return SamplingProvider(ctx, config)
     if choice.kind == "http" or choice.reason is None:
-        return provider_from_config(config)  # an HTTP model, or the error saying how to configure one
-    raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, unavailable_message(choice))
+        return provider_from_config(config, config_file=config_file)  # an HTTP model, or how to configure one
+    raise ToolFailure(ErrorCode.DEPENDENCY_ERROR, unavailable_message(choice, config_file))
 
 
-def unavailable_message(choice: ModelChoice) -> str:
+def unavailable_message(choice: ModelChoice, config_file: ConfigFile | None = None) -> str:
     setting = 'provider = "sampling"' if choice.mode == "only" else f'sampling = "{choice.mode}"'
     message = (
         f"Sub-agents are set to run on the MCP client's model through MCP sampling ([gateway.model] {setting}), "
@@ -126,7 +130,7 @@ def unavailable_message(choice: ModelChoice) -> str:
     )
     if choice.mode == "only":
         message += ' (keep sampling where possible with provider = "openai" or "anthropic" and sampling = "prefer")'
-    return f"{message}.\n{HOW_TO_CONFIGURE_HTTP}"
+    return f"{message}.\n{how_to_configure(config_file, sampling=False)}"
 
 
 def describe_choice(config: ModelConfig, ctx: ToolContext | None) -> dict[str, Any]:

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from mcp_sections.shared.confinement.own_state import config_dir
 
 
 @dataclass
@@ -74,8 +77,29 @@ class ScopedState:
 
 
 @dataclass(frozen=True)
+class ConfigFile:
+    """The config file a server reads `[gateway.model]` from, as messages name it: its path and whether it exists
+    (without one, where the default one would be read)."""
+
+    path: Path
+    exists: bool
+
+    @classmethod
+    def of(cls, config_file: Path | None) -> ConfigFile:
+        """`Settings.config_file` (the file read: `--config`, MCP_SECTIONS_CONFIG or the default one), or the default
+        location when none was read."""
+        if config_file is not None:
+            return cls(config_file, config_file.exists())
+        return cls(config_dir() / "config.toml", False)
+
+    def __str__(self) -> str:
+        return str(self.path) if self.exists else f"{self.path} (none yet: create it, or pass --config)"
+
+
+@dataclass(frozen=True)
 class AgentLimits:
-    """What bounds the sub-agents of one host: depth, how many at once, and each one's budgets and model."""
+    """What bounds the sub-agents of one host: depth, how many at once, and each one's budgets and model (and the
+    config file it is configured in, for the messages that say how to change it)."""
 
     max_depth: int
     max_subagents: int
@@ -84,9 +108,10 @@ class AgentLimits:
     agent_max_tokens: int
     agent_max_seconds: float
     model: Any
+    config_file: ConfigFile | None = None
 
     @classmethod
     def of(cls, settings: Any, **overrides: Any) -> AgentLimits:
-        """The limits named by a settings object's fields of the same names (overrides win)."""
-        values = {name: getattr(settings, name) for name in cls.__dataclass_fields__ if name not in overrides}
-        return cls(**values, **overrides)
+        """The limits named by a settings object's fields of the same names (overrides win; `config_file` is given)."""
+        names = [name for name in cls.__dataclass_fields__ if name not in overrides and name != "config_file"]
+        return cls(**{name: getattr(settings, name) for name in names}, **overrides)
