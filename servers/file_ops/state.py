@@ -49,7 +49,11 @@ class FileOpsState:
         self._data_dir = data_dir
         self._journal: Journal | None = None
         self.configured = PathGuard(
-            configured_roots, settings.all_deny_globs(), allow_hard_links=settings.allow_hard_links, private=private
+            configured_roots,
+            settings.all_deny_globs(),
+            allow_hard_links=settings.allow_hard_links,
+            private=private,
+            roots_tool="list_allowed_roots",
         )
         self._lock = threading.Lock()
         self._by_client: dict[tuple[str, ...], tuple[PathGuard, str]] = {}

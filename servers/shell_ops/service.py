@@ -91,7 +91,7 @@ class ShellOps:
         """`private`: the suite's own state, refused as a path and hidden inside the sandbox; `config_file`: the
         config file the settings came from (named in hints; default: where the suite looks for one)."""
         self.settings = settings
-        self.paths = PathGuard(list(roots), private=private)
+        self.paths = PathGuard(list(roots), private=private, roots_tool="list_safe_commands")
         search_path = self._trusted_search_path(settings.search_path)
         self.guard = CommandGuard(
             self.paths, settings.allowed_programs, search_path, project_programs=settings.project_programs

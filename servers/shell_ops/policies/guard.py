@@ -69,7 +69,7 @@ from mcp_sections.servers.shell_ops.policies.project_tools import (
     split_uv_confined,
 )
 from mcp_sections.servers.shell_ops.policies.syntax import CheckedCommand, denied, invalid, split_command
-from mcp_sections.shared.confinement.guards.paths import PathGuard, Purpose
+from mcp_sections.shared.confinement.guards.paths import PathGuard
 from mcp_sections.shared.confinement.installers import installer_kind
 from mcp_sections.shared.confinement.sandbox import SYSTEM_DIRECTORIES
 from mcp_sections.shared.confinement.toolchains import (
@@ -216,7 +216,7 @@ class CommandGuard:
         verified interpreter installations); with the sandbox off, also the program its name says (its arguments are
         checked by the policy of that name)."""
         shown = self._paths.relative(path) if self._paths.root_of(os.path.normpath(path)) else path
-        folder = self.resolve(os.path.dirname(os.path.normpath(path)), "list", "the program's directory")
+        folder = self._paths.resolve(os.path.dirname(os.path.normpath(path)), purpose="list")  # inside, not denied
         entry = folder / os.path.basename(path)
         if self._paths.is_denied_name(entry.name) or self._paths.is_denied(str(entry)):
             raise denied(f"{shown[:200]!r} matches a protected pattern (secrets are never run nor read).")
@@ -254,7 +254,7 @@ class CommandGuard:
             raise self._paths_failure()
         if cwd is None or cwd.strip() in ("", "."):
             return self._paths.roots[0]
-        path = self.resolve(cwd, "list", "cwd")
+        path = self._paths.resolve(cwd, purpose="list")
         if not path.is_dir():
             raise invalid(f"cwd {cwd[:200]!r} is not a directory.")
         return path
@@ -268,38 +268,7 @@ class CommandGuard:
     def confine(self, value: str, cwd: Path) -> Path:
         """A path argument, relative to `cwd`, checked inside the roots (existing or not)."""
         candidate = value if os.path.isabs(value) else os.path.join(cwd, value)
-        return self.resolve(candidate, "create", "the path")
-
-    def resolve(self, path: str, purpose: Purpose, what: str) -> Path:
-        """The path guard's checked real path for `path`; a path leading out of the roots is refused naming this
-        section's list of them (list_safe_commands), not the file tools' (file_ops' list_allowed_roots)."""
-        try:
-            return self._paths.resolve(path, purpose=purpose)
-        except ToolFailure as failure:
-            if failure.code is not ErrorCode.PERMISSION_DENIED or not self._leads_outside(path):
-                raise
-        roots = ", ".join(str(root) for root in self._paths.roots)
-        raise denied(
-            f"{what} {path[:200]!r} is outside the allowed roots ({roots}); programs run and reach paths only inside "
-            "them (a symbolic link leading out is refused too). Use a path inside a root (a relative one starts at the "
-            "first root); list_safe_commands lists the roots."
-        ) from None
-
-    def _leads_outside(self, path: str) -> bool:
-        """Whether `path` (as the path guard reads it) or its parent directory lies outside every root, and is not the
-        suite's own state (refused for that, in the guard's own words)."""
-        if not self._paths.roots:
-            return False
-        text = os.path.expanduser(path) if path.startswith("~") else path
-        candidate = os.path.join(self._paths.roots[0], text)  # an absolute `text` stays as it is
-        real = os.path.realpath(candidate)
-        if any(is_inside(place, str(own)) for place in (real, candidate) for own in self._paths.private):
-            return False
-        head = os.path.dirname(candidate.rstrip(os.sep)) or os.sep
-        parent = os.path.realpath(head)
-        return self._paths.root_of(real) is None or (
-            not self._paths.is_root(real) and self._paths.root_of(parent) is None
-        )
+        return self._paths.resolve(candidate, purpose="create")
 
     def check(self, command: str | Sequence[str], cwd: str | None = None, *, confined: bool = False) -> CheckedCommand:
         """The checked command, or a ToolFailure (INVALID_INPUT / PERMISSION_DENIED / NOT_FOUND).

@@ -116,11 +116,15 @@ class PathGuard:
         no_roots_message: str | None = None,
         allow_hard_links: bool = False,
         private: Sequence[Path | str] = (),
+        roots_tool: str | None = None,
     ) -> None:
         """`allow_hard_links`: read regular files that have more than one name (refused by default: the other
         name may be a secret or lie outside the roots, and names are what the deny-list matches).
-        `private`: the suite's own files and directories (`Settings.own_state_paths()`), never inside a root."""
+        `private`: the suite's own files and directories (`Settings.own_state_paths()`), never inside a root.
+        `roots_tool`: the tool of the caller's section that lists the roots, named when a path is outside them (a tool
+        of another section cannot be called there: behind the gateway it is reached through its own section)."""
         self._allow_hard_links = allow_hard_links
+        self._roots_tool = roots_tool
         self._private: tuple[str, ...] = tuple(
             dict.fromkeys(
                 os.path.realpath(os.fspath(p)) for p in private if os.fspath(p) and "\x00" not in os.fspath(p)
@@ -222,6 +226,7 @@ class PathGuard:
             no_roots_message=no_roots_message,
             allow_hard_links=self._allow_hard_links,
             private=self._private,
+            roots_tool=self._roots_tool,
         )
 
     def __repr__(self) -> str:
@@ -530,8 +535,8 @@ class PathGuard:
         return ToolFailure(
             ErrorCode.PERMISSION_DENIED,
             f"{_shown(path)!r} is outside the allowed roots ({roots}); symbolic links leading out of them are "
-            "refused too. Use a path inside a root (relative paths start at the first root; "
-            "see list_allowed_roots).",
+            "refused too. Use a path inside a root (relative paths start at the first root"
+            + (f"; {self._roots_tool} lists them)." if self._roots_tool else ")."),
         )
 
     def _for_delete(
