@@ -521,8 +521,9 @@ class ShellOps:
         with contextlib.nullcontext(None) if allow_duplicate else self.processes.claim(call) as twin:
             if twin is not None:
                 note = (
-                    f"{twin.id} was started by this very call at {twin.started_at} and is still running: it is "
-                    "returned, no second one was started (pass allow_duplicate=true to start another)."
+                    f"{twin.id} was started at {twin.started_at} by an earlier call with the same command, cwd, env "
+                    "and ports, and is still running: it is returned, no second one was started (pass "
+                    "allow_duplicate=true to start another)."
                 )
                 return {**self._process_output(twin, twin.cursor, max_bytes), "already_running": True, "warning": note}
             process, publisher = self._spawn(checked, additions, ports, lifetime_seconds, call)
