@@ -85,6 +85,9 @@ def test_secret_values_are_masked(text: str, masked: str) -> None:
         "token = request.headers.get('x-token')",
         "max_tokens = 4096",
         "NEO4J_PASSWORD_FILE: /run/secrets/neo4j_password",
+        'API_KEY = os.environ.get("OPENAI_API_KEY")',
+        'KEYS = ("user.name", "user.email")',
+        'SECRET_WORDS = frozenset({"TOKEN", "KEY"})',
     ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
