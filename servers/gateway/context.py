@@ -5,25 +5,19 @@ Plain Python, no MCP imports. Nothing here runs a subprocess: the git branch and
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import re
 import sys
-import tomllib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-Allowed = Callable[[Path], bool]
-"""Whether a file may be read (for the gateway: its real path lies inside the roots and is no secret)."""
+from mcp_sections.shared.text.manifests import MAX_MANIFEST_BYTES, Allowed, declared
 
 
 def _anywhere(path: Path) -> bool:
     return True
 
-
-MAX_MANIFEST_BYTES = 1_000_000
 
 # marker file -> project type, in the order they are reported
 MARKERS: tuple[tuple[str, str], ...] = (
@@ -170,80 +164,18 @@ def project_info(path: Path, allowed: Allowed = _anywhere) -> dict[str, Any]:
     for _, kind in found:
         if kind not in types:
             types.append(kind)
-    name, version, description = None, None, None
-    for marker, _ in found:
-        meta = _manifest_metadata(path / marker)
-        name = name or meta.get("name")
-        version = version or meta.get("version")
-        description = description or meta.get("description")
+    meta = declared(path, allowed)
     return {
         "path": str(path),
         "type": types[0] if types else "unknown",
         "types": types,
         "manifests": [marker for marker, _ in found],
-        "name": name or path.name,
-        "version": version,
-        "description": description,
+        "name": meta.name or path.name,
+        "version": meta.version,
+        "version_source": meta.version_source,
+        "description": meta.description,
         "git": git_info(path, allowed),
     }
-
-
-def _manifest_metadata(path: Path) -> dict[str, str]:
-    """Name, version and description a project manifest declares ({} when unreadable or unknown)."""
-    text = _read_text(path)
-    reader = _MANIFEST_READERS.get(path.name)
-    if text is None or reader is None:
-        return {}
-    try:
-        return reader(text)
-    except (tomllib.TOMLDecodeError, ValueError, AttributeError):
-        return {}
-
-
-def _toml_manifest(text: str) -> dict[str, str]:
-    data = tomllib.loads(text)
-    return _strings(data.get("project") or data.get("package") or data.get("tool", {}).get("poetry") or {})
-
-
-def _json_manifest(text: str) -> dict[str, str]:
-    data = json.loads(text)
-    return _strings(data) if isinstance(data, dict) else {}
-
-
-def _go_mod(text: str) -> dict[str, str]:
-    match = re.search(r"^module\s+(\S+)", text, re.MULTILINE)
-    return {"name": match.group(1)} if match else {}
-
-
-def _setup_cfg(text: str) -> dict[str, str]:
-    found = {key: re.search(rf"^{key}\s*=\s*(.+)$", text, re.MULTILINE) for key in ("name", "version", "description")}
-    return {key: match.group(1).strip() for key, match in found.items() if match}
-
-
-def _pom(text: str) -> dict[str, str]:
-    found = {
-        key: re.search(rf"<{tag}>([^<]+)</{tag}>", text)
-        for key, tag in (("name", "artifactId"), ("version", "version"))
-    }
-    return {key: match.group(1).strip() for key, match in found.items() if match}
-
-
-_MANIFEST_READERS: dict[str, Callable[[str], dict[str, str]]] = {
-    "pyproject.toml": _toml_manifest,
-    "Cargo.toml": _toml_manifest,
-    "package.json": _json_manifest,
-    "composer.json": _json_manifest,
-    "deno.json": _json_manifest,
-    "go.mod": _go_mod,
-    "setup.cfg": _setup_cfg,
-    "pom.xml": _pom,
-}
-
-
-def _strings(table: Any) -> dict[str, str]:
-    if not isinstance(table, dict):
-        return {}
-    return {key: str(table[key]) for key in ("name", "version", "description") if isinstance(table.get(key), str)}
 
 
 def _read_text(path: Path) -> str | None:

@@ -215,6 +215,10 @@ class ProjectInfoResult(ToolResult):
     manifests: list[str]
     name: str
     version: str | None
+    version_source: str | None = Field(
+        default=None,
+        description="The file the version was read from, or 'dynamic (…)' when a build backend computes it.",
+    )
     description: str | None
     git: GitInfo | None
 

@@ -61,8 +61,8 @@ class ProjectRegistry(BrainSearch):
         )
 
     def manifest_name(self, root: str) -> str | None:
-        """The name the manifests at `root` declare (`shared.brain.manifests`), read inside the roots only."""
-        from mcp_sections.shared.brain.manifests import declared
+        """The name the manifests at `root` declare (`shared.text.manifests`), read inside the roots only."""
+        from mcp_sections.shared.text.manifests import declared
 
         if not os.path.isabs(root) or not os.path.isdir(root):
             return None

@@ -18,9 +18,16 @@ from mcp_sections.shared.agents.providers import Message, ToolCall, ToolDef, pro
 from mcp_sections.shared.ground.errors import ToolFailure
 from mcp_sections.shared.settings.config import ConfigError, load_settings
 from tests.gateway.helpers import builtin_available
+from tests.rag_ops.trees import sqlparse_tree
 from tests.shell_ops.repos import git, make_repo
 
 # -- project info ------------------------------------------------------------------------------------
+
+
+def test_a_dynamic_version_is_read_from_the_file_the_build_backend_names(tmp_path: Path) -> None:
+    """sqlparse's `[tool.hatch.version] path`: an outside tester saw `version: null` (the brain already read it)."""
+    info = project_info(sqlparse_tree(tmp_path))
+    assert (info["name"], info["version"], info["version_source"]) == ("sqlparse", "0.6.1", "sqlparse/__init__.py")
 
 
 def test_project_types_names_versions(tmp_path: Path) -> None:

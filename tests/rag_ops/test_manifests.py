@@ -1,11 +1,11 @@
-"""What a project's manifests declare (`shared.brain.manifests`): the name the brain gives a project, and the version
+"""What a project's manifests declare (`shared.text.manifests`): the name the brain gives a project, and the version
 get_project_info reports — read statically, a dynamic one from the file its build backend names."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_sections.shared.brain.manifests import declared
+from mcp_sections.shared.text.manifests import declared
 from tests.rag_ops.trees import sqlparse_tree
 
 
