@@ -39,6 +39,7 @@ from mcp_sections.shared.settings.config import Settings
 
 from . import context as context_info
 from .models import (
+    ApprovalInfo,
     ConfigFileInfo,
     DescribeSectionResult,
     EnvironmentInfoResult,
@@ -234,6 +235,11 @@ class Gateway:
             max_subagents=self.config.max_subagents,
             data_dir=str(self.settings.data_dir),
             config_file=ConfigFileInfo(path=str(config_file.path), exists=config_file.exists),
+            approval=ApprovalInfo(
+                mode=self.settings.approval,
+                asked_at=self.questions.url if self.settings.approval != "off" else None,
+                timeout_seconds=self.questions.timeout_seconds,
+            ),
         )
 
     def project_info(self, path: str | None) -> ProjectInfoResult:

@@ -175,6 +175,17 @@ class ConfigFileInfo(BaseModel):
     exists: bool = Field(description="False: no config file is read; create this one, or pass --config.")
 
 
+class ApprovalInfo(BaseModel):
+    mode: Literal["off", "destructive"] = Field(
+        description="'destructive': a call that can change things waits for the person's approval before it runs."
+    )
+    asked_at: str | None = Field(
+        default=None,
+        description="Where the person answers when the client cannot ask (the status page), if it is open.",
+    )
+    timeout_seconds: float = Field(description="How long a question waits before the call is declined.")
+
+
 class SectionStatus(BaseModel):
     id: str
     state: SectionState
@@ -191,6 +202,7 @@ class EnvironmentInfoResult(ToolResult):
     max_subagents: int
     data_dir: str
     config_file: ConfigFileInfo
+    approval: ApprovalInfo
 
 
 class ProjectInfoInput(ToolInput):

@@ -41,3 +41,17 @@ async def test_without_a_config_file_the_default_one_is_named(tmp_path: Path, mo
         assert f"in the config file {default} (none yet: create it, or pass --config):" in message
         info = data_of(await client.call_tool("get_environment_info", {}))
     assert info["config_file"] == {"path": str(default), "exists": False}
+
+
+@pytest.mark.anyio
+async def test_an_agent_can_see_that_approval_is_on_and_where_it_is_answered(tmp_path: Path) -> None:
+    """An outside tester's agent could not tell that a call would wait for the person, nor where they answer."""
+    args = ("--data-dir", str(tmp_path / "data"))
+    async with gateway_in_memory(*args, env={"MCP_SECTIONS_APPROVAL": "destructive"}, cwd=tmp_path) as client:
+        before = data_of(await client.call_tool("get_environment_info", {}))["approval"]
+        client.gateway.questions.open_at("http://127.0.0.1:8765/status")  # type: ignore[attr-defined]
+        after = data_of(await client.call_tool("get_environment_info", {}))["approval"]
+    assert before["mode"] == "destructive" and before["asked_at"] is None and before["timeout_seconds"] > 0
+    assert after["asked_at"] == "http://127.0.0.1:8765/status"
+    async with gateway_in_memory(*args, cwd=tmp_path) as client:
+        assert data_of(await client.call_tool("get_environment_info", {}))["approval"]["mode"] == "off"
