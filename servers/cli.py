@@ -71,7 +71,7 @@ def _seconds(text: str) -> float:
 def _add_transport_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    parser.add_argument("--port", type=_port, default=8000, help="HTTP port (default 8000)")
+    parser.add_argument("--port", type=_port, default=8000, help="HTTP port (default %(default)s)")
     parser.add_argument(
         "--auth-token-file",
         type=Path,

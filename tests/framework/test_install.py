@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
+import mcp_sections.servers
 from mcp_sections.servers import install
-from mcp_sections.servers.cli import INSTALLABLE, main
+from mcp_sections.servers.cli import INSTALLABLE, build_parser, main
 
 EXISTING: dict[str, str] = {
     "claude-desktop": json.dumps(
@@ -160,3 +161,19 @@ def test_under_uvx_the_command_makes_the_same_environment_again(monkeypatch: pyt
         "mcp-sections[files,web] @ git+https://example.org/mcp-sections",
         "mcp-sections",
     ]
+
+
+def test_the_gateway_s_default_port_is_the_one_its_help_and_the_readme_give(capsys: pytest.CaptureFixture[str]) -> None:
+    default = build_parser().parse_args(["gateway"]).port
+    with pytest.raises(SystemExit):
+        main(["gateway", "--help"])
+    assert f"HTTP port (default {default})" in " ".join(capsys.readouterr().out.split())
+    checkout = Path(mcp_sections.servers.__file__).resolve().parents[1]
+    readme = (checkout / "README.md").read_text(encoding="utf-8")
+    assert "PORT ?= 8765" in (checkout / "Makefile").read_text(encoding="utf-8")
+    assert f"default port is {default}" in " ".join(readme.split()), (
+        "the README says 8765 is make run's, not the default"
+    )
+    (status,) = [paragraph for paragraph in readme.split("\n\n") if paragraph.startswith("**Status page.**")]
+    status = " ".join(status.split())
+    assert f"127.0.0.1:{default}/status" in status and "`make run` and compose pass `--port 8765`" in status
