@@ -194,7 +194,11 @@ INSTALLABLE = ("claude-code", "claude-desktop", "cursor", "vscode")
 
 def _add_install_commands(commands: Any) -> None:
     install = commands.add_parser(
-        "install", help="connect an MCP client to the gateway: write its config (merged, with a backup)"
+        "install",
+        help="connect an MCP client to the gateway: write its config (merged, with a backup)",
+        description="Add the gateway to an MCP client's user config: the stdio command of this installation, with "
+        "the MCP_SECTIONS_* settings of this shell in the entry's env (secrets never; --no-env: none); or, with "
+        "--url, a gateway already serving over HTTP.",
     )
     install.add_argument("client", choices=INSTALLABLE, help="the MCP client to connect")
     install.add_argument(
@@ -202,6 +206,36 @@ def _add_install_commands(commands: Any) -> None:
     )
     install.add_argument("--data-dir", type=Path, help="the gateway's data directory (default: the usual one)")
     install.add_argument("--config", type=Path, help="the gateway's config file (default: the usual one)")
+    install.add_argument(
+        "--approval",
+        choices=["destructive", "off"],
+        help="ask the user before destructive calls (destructive) or never (off): MCP_SECTIONS_APPROVAL in the "
+        "entry's env (default: this shell's MCP_SECTIONS_APPROVAL, else the config file's `approval`, else off)",
+    )
+    install.add_argument(
+        "--no-env",
+        action="store_true",
+        help="do not carry this shell's MCP_SECTIONS_* settings into the entry's env (the gateway then runs on the "
+        "config file and the flags given alone)",
+    )
+    install.add_argument(
+        "--url",
+        metavar="URL",
+        help="instead of a command: a gateway already serving Streamable HTTP at URL (e.g. http://127.0.0.1:8000/mcp;"
+        " not Claude Desktop, whose config takes stdio servers only)",
+    )
+    token = install.add_mutually_exclusive_group()
+    token.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help="with --url: write the gateway's bearer token, read from FILE, in the entry (the config file is then "
+        "made 0600); default: a reference the client resolves (VS Code asks once; Claude Code and Cursor read "
+        "MCP_SECTIONS_AUTH_TOKEN from their environment)",
+    )
+    token.add_argument(
+        "--no-token", action="store_true", help="with --url: no Authorization header (a gateway without a token)"
+    )
     uninstall = commands.add_parser("uninstall", help="remove the gateway from an MCP client's config")
     uninstall.add_argument("client", choices=INSTALLABLE, help="the MCP client to disconnect")
     for parser in (install, uninstall):
@@ -442,14 +476,39 @@ def _reembed(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
-    """`mcp-sections install <client>`: the gateway's stdio command for this installation, merged into the client's
-    config (`servers.install`)."""
+    """`mcp-sections install <client>`: the gateway's stdio command for this installation (with this shell's
+    settings), or the URL of a running HTTP gateway, merged into the client's config (`servers.install`)."""
     from mcp_sections.servers import install
 
     client = install.CLIENTS[args.client]
-    entry = client.entry(install.launch_command(), install.gateway_args(args.roots, args.data_dir, args.config))
+    given = [
+        flag
+        for flag, value in (
+            ("--root", args.roots),
+            ("--data-dir", args.data_dir),
+            ("--config", args.config),
+            ("--approval", args.approval),
+        )
+        if value
+    ]
+    if args.url is not None:
+        if given:
+            raise install.InstallError(
+                f"{', '.join(given)} configure a gateway the client starts; with --url the gateway runs already: "
+                "give them to that gateway."
+            )
+        entry = install.http_entry(client, args.name, args.url, args.token_file, header=not args.no_token)
+    elif args.token_file is not None or args.no_token:
+        raise install.InstallError("--token-file and --no-token go with --url (a gateway serving over HTTP).")
+    else:
+        carried = install.gateway_environment(os.environ, given, args.approval, carry=not args.no_env)
+        command = install.launch_command()
+        flags = install.gateway_args(args.roots, args.data_dir, args.config)
+        entry = client.entry(command, flags, carried.env, notes=carried.notes())
     change = install.install(client, args.name, entry, dry_run=args.dry_run)
     _report(change, client, args, "install")
+    for note in entry.notes:
+        print(note)
     return 0
 
 
@@ -462,7 +521,9 @@ def _uninstall(args: argparse.Namespace) -> int:
 
 
 def _report(change: Any, client: Any, args: argparse.Namespace, action: str) -> None:
-    shown = json.dumps({client.key: {args.name: change.entry}}, indent=2, ensure_ascii=False)
+    from mcp_sections.servers.install import shown_entry
+
+    shown = json.dumps({client.key: {args.name: shown_entry(change.entry)}}, indent=2, ensure_ascii=False)
     if not change.changed:
         state = "is already in" if action == "install" else "is not in"
         print(f"{args.name} {state} {client.title}'s config ({change.path}); nothing changed.")
@@ -472,7 +533,8 @@ def _report(change: Any, client: Any, args: argparse.Namespace, action: str) -> 
     else:
         done = "added to" if action == "install" else "removed from"
         backup = f"; the previous file is kept as {change.backup}" if change.backup else ""
-        print(f"{args.name} {done} {client.title}'s config ({change.path}){backup}.")
+        private = " It holds the token: the file is now readable by you alone (0600)." if change.private else ""
+        print(f"{args.name} {done} {client.title}'s config ({change.path}){backup}.{private}")
         if action == "install":
             print(shown)
         print(f"Restart {client.title} to use it.")
