@@ -320,7 +320,10 @@ async def test_url_entries_reach_the_running_http_gateway_without_writing_its_to
 
 
 def test_the_gateway_s_default_port_is_the_one_its_help_and_the_readme_give(capsys: pytest.CaptureFixture[str]) -> None:
+    from mcp_sections.servers.healthcheck import DEFAULT_PORT
+
     default = build_parser().parse_args(["gateway"]).port
+    assert default == DEFAULT_PORT, "the containers' HEALTHCHECK probes the port a server without --port listens on"
     with pytest.raises(SystemExit):
         main(["gateway", "--help"])
     assert f"HTTP port (default {default})" in " ".join(capsys.readouterr().out.split())
