@@ -10,6 +10,7 @@ something the schema cannot say (a validator of the model), pydantic's own words
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 from collections.abc import Iterable, Sequence
@@ -147,13 +148,27 @@ def _alternatives(error: SchemaError) -> list[tuple[str, str]]:
     ]
 
 
+MAX_CHOICES_SHOWN = 60
+
+
+def _one_of(choices: list[Any], given: Any) -> str:
+    """'must be one of …' with every choice up to MAX_CHOICES_SHOWN (beyond: how many more, never a silent cut), after
+    the closest ones to a mistyped text."""
+    shown = ", ".join(json.dumps(value) for value in choices[:MAX_CHOICES_SHOWN])
+    more = len(choices) - MAX_CHOICES_SHOWN
+    said = f"must be one of {shown}" + (f" and {more} more (see the tool's input schema)" if more > 0 else "")
+    texts = [value for value in choices if isinstance(value, str)]
+    close = difflib.get_close_matches(given, texts, n=3) if isinstance(given, str) else []
+    return said + (f" (did you mean {' or '.join(json.dumps(value) for value in close)}?)" if close else "")
+
+
 def wrong(keyword: str, expected: Any, given: Any = None) -> str:
     """What an argument must be, by the JSON Schema keyword it breaks; a length or a count says what was given."""
     size = len(given) if isinstance(given, str | list | dict) else None
     got = f" ({size} given)" if size is not None else ""
     said = {
         "type": lambda: f"must be of type {expected if isinstance(expected, str) else ' or '.join(expected)}",
-        "enum": lambda: "must be one of " + ", ".join(json.dumps(value) for value in _listed(expected)[:20]),
+        "enum": lambda: _one_of(_listed(expected), given),
         "const": lambda: f"must be {json.dumps(expected)}",
         "minimum": lambda: f"must be >= {expected}",
         "maximum": lambda: f"must be <= {expected}",

@@ -163,6 +163,18 @@ def test_validation_names_each_wrong_field_without_echoing_values() -> None:
     assert caught.value.details["fields"] == ["name"]
 
 
+def test_every_choice_is_listed_or_counted_and_the_closest_named() -> None:
+    """A list cut at 20 values read as the whole (an outside tester): `sign`, `degrees`, `radians` looked invalid."""
+    names = [f"op{n:03d}" for n in range(23)] + ["sqrt"]
+    schema = {"type": "object", "properties": {"op": {"enum": names}}, "additionalProperties": False}
+    with pytest.raises(ToolFailure) as caught:
+        validate_arguments("t", schema, {"op": "sqrtt"})
+    assert '"op022", "sqrt" (did you mean "sqrt"?)' in caught.value.message, caught.value.message
+    many = {"type": "object", "properties": {"op": {"enum": [f"v{n}" for n in range(100)]}}}
+    with pytest.raises(ToolFailure, match=r'"v59" and 40 more \(see the tool\'s input schema\)'):
+        validate_arguments("t", many, {"op": "zzz"})
+
+
 # -- settings ----------------------------------------------------------------------------------------
 
 
