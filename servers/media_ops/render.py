@@ -4,6 +4,8 @@ bounding sphere; each view is lit from the camera."""
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import os
 import threading
@@ -28,11 +30,30 @@ class View:
     image: Any  # PIL image
 
 
+class _WithoutScipy(logging.Filter):
+    """Drops trimesh's "unable to use sparse matrix, falling back!" warning when the cause is only that SciPy is not
+    installed (it is not in the media extra): trimesh then sums the normals in a loop, with the same result, and the
+    warning printed a full traceback to the section's log on every render."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        # trimesh re-raises the import error of its lazy `scipy.sparse` without the module's name: read its message
+        return not (isinstance(error, ImportError) and "No module named 'scipy" in str(error))
+
+
+@functools.cache
+def _quiet_without_scipy() -> None:
+    for name in ("trimesh", "trimesh.util"):  # most of trimesh logs through trimesh.util's logger
+        logging.getLogger(name).addFilter(_WithoutScipy())
+
+
 def load_mesh(path: Path, shown: str, guard: PathGuard) -> Any:
     """A trimesh Scene of the asset; INVALID_INPUT for a format or file trimesh cannot read. Files the asset
     refers to (glTF buffers, OBJ materials and textures) are read only inside the asset's directory and through the
     path guard: no protected file, no symbolic link out of the roots."""
     import trimesh
+
+    _quiet_without_scipy()
 
     class GuardedResolver(trimesh.resolvers.FilePathResolver):
         def get(self, name: str) -> bytes:

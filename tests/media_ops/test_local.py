@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 import io
 import struct
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -196,3 +198,21 @@ async def test_a_gltf_cannot_pull_protected_or_outside_files(media: Connect, tmp
             result = await client.call_tool("render_3d_asset", {"path": name})
             assert result.is_error and result.structured_content is not None
             assert result.structured_content["error_code"] in ("PERMISSION_DENIED", "INVALID_INPUT")
+
+
+def test_without_scipy_trimesh_prints_no_traceback(tmp_path: Path) -> None:
+    """The media extra does not bring SciPy; trimesh then sums normals in a loop (same result) and logged a full
+    traceback on every render (an outside tester, on an `[all]` install)."""
+    pytest.importorskip("trimesh")
+    script = tmp_path / "normals.py"
+    script.write_text(
+        "import logging, sys\n"
+        "sys.modules['scipy'] = None  # as on an install without SciPy\n"
+        "logging.basicConfig(level=logging.WARNING)\n"
+        "import trimesh\n"
+        "from mcp_sections.servers.media_ops.render import _quiet_without_scipy\n"
+        "_quiet_without_scipy()\n"
+        "print(trimesh.creation.icosphere().vertex_normals.shape)\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "(642, 3)" and "Traceback" not in done.stderr, done.stderr
