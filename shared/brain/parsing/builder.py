@@ -6,6 +6,8 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from mcp_sections.shared.brain.model import (
     Edge,
@@ -29,6 +31,7 @@ from mcp_sections.shared.brain.parsing.files import (
 from mcp_sections.shared.brain.parsing.prose import inline_text
 
 DOCSTRING_WORDS_CHARS = 400
+WHOLE = ("block", "route")  # scopes without parameters: module-level code, a route registration
 
 # ---- parsing ---------------------------------------------------------------------------------------
 
@@ -78,14 +81,17 @@ class Builder:
         end: int,
         content: str,
         calls: Sequence[str] = (),
+        detail: str | None = None,
     ) -> str:
+        """A definition (or a module-level block) as a Scope node under `parent`; `detail` is what is embedded after
+        its header when it has no docstring (by default its first lines), and makes it embedded however short."""
         qualname = self.unique(qualname)
         sid = node_id(self.project_id, "Scope", self.rel, qualname)
         doc = docstring.strip()
         lines = content.splitlines()
         embed = None
-        if doc or len(lines) > TRIVIAL_LINES:  # trivial undocumented scopes: text search only
-            embed = compact_embed_text(self.rel, kind, qualname, signature, doc, lines)
+        if doc or detail or len(lines) > TRIVIAL_LINES:  # trivial undocumented scopes: text search only
+            embed = compact_embed_text(self.rel, kind, qualname, signature, doc, lines, detail)
         self.nodes.append(
             Node(
                 id=sid,
@@ -140,14 +146,18 @@ def first_paragraph(text: str, limit: int = 160) -> str:
     return " ".join(paragraph.split())[:limit]
 
 
-def compact_embed_text(rel: str, kind: str, qualname: str, signature: str, doc: str, lines: Sequence[str]) -> str:
+def compact_embed_text(
+    rel: str, kind: str, qualname: str, signature: str, doc: str, lines: Sequence[str], detail: str | None = None
+) -> str:
     """`passwords.py method LoginService.login(self, user, password): Log a user in ...` (≤ MAX_EMBED_CHARS): the
-    parameters by name (a Python signature's annotations and defaults left out), then the docstring's first
-    paragraph as its words read (inline markup dropped), else the first lines of the body."""
-    header = f"{posixpath.basename(rel)} {kind} {qualname}{parameters(signature, rel.endswith(('.py', '.pyi')))}"
+    parameters by name (a Python signature's annotations and defaults left out; none for a block or a route, which
+    take none: `orders.js route router.delete /:id`), then the docstring's first paragraph as its words read (inline
+    markup dropped), else `detail`, else the first lines of the body."""
+    python = rel.endswith((".py", ".pyi"))
+    header = f"{posixpath.basename(rel)} {kind} {qualname}{'' if kind in WHOLE else parameters(signature, python)}"
     if doc:
         detail = first_paragraph(inline_text(doc), MAX_EMBED_CHARS)
-    else:
+    elif not detail:
         detail = " ".join(" ".join(line.split()) for line in lines[1:4] if line.strip())[:100]
     return f"{header}: {detail}"[:MAX_EMBED_CHARS]
 
@@ -175,6 +185,72 @@ def parameters(signature: str, python: bool) -> str:
     names.append(current)
     cleaned = [re.split(r"[:=]", name, maxsplit=1)[0].strip() for name in names]
     return f"({', '.join(name for name in cleaned if name)})"[:70]
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A top-level statement as the module-level blocks see it: its lines (1-based, inclusive) and its role. `code`
+    goes in a block (its name drawn from its code, the names it calls); a `comment` goes in the block of the code
+    after it (`doc`: its text, the block's docstring when it sits right above that code); a `boundary` (a
+    definition, an import, the file's own summary) ends the block before it and takes the comments above it."""
+
+    start: int
+    end: int
+    role: Literal["code", "comment", "boundary"] = "code"
+    name: str | None = None
+    calls: tuple[str, ...] = ()
+    doc: str = ""
+
+
+def module_blocks(builder: Builder, lines: Sequence[str], statements: Sequence[Statement]) -> None:
+    """The top-level code outside every definition as `block` scopes: runs of consecutive statements that are
+    neither definitions nor imports, a run cut once it reaches CHUNK_CHARS (a statement is never cut), each named
+    after its first statement (`app`, `module.exports`, `ITERATIONS`, else `block@L12`)."""
+    run: list[Statement] = []
+    pending: list[Statement] = []  # comments waiting for what follows them
+    for statement in statements:
+        if statement.role == "comment":
+            pending.append(statement)
+            continue
+        if statement.role == "boundary":
+            _block(builder, lines, run)
+            run, pending = [], []
+            continue
+        run += [*pending, statement]
+        pending = []
+        if sum(len(line) + 1 for line in lines[run[0].start - 1 : statement.end]) >= CHUNK_CHARS:
+            _block(builder, lines, run)
+            run = []
+    _block(builder, lines, [*run, *pending] if run else [])
+
+
+def _block(builder: Builder, lines: Sequence[str], run: Sequence[Statement]) -> None:
+    """One run of top-level statements as a `block` scope (nothing for a run without code)."""
+    code = [statement for statement in run if statement.role == "code"]
+    if not code:
+        return
+    first = code[0]
+    above: list[str] = []  # the comments right above the first code
+    row = first.start
+    for statement in reversed(run[: run.index(first)]):
+        if statement.end < row - 1:
+            break
+        above.insert(0, statement.doc)
+        row = statement.start
+    start, end = run[0].start, run[-1].end
+    name = first.name or f"block@L{first.start}"
+    builder.scope(
+        parent=builder.file_id,
+        kind="block",
+        name=name,
+        qualname=name,
+        signature=lines[first.start - 1].strip()[:200] if first.start - 1 < len(lines) else "",
+        docstring="\n".join(text for text in above if text),
+        start=start,
+        end=end,
+        content="\n".join(lines[start - 1 : end]),
+        calls=[call for statement in code for call in statement.calls],
+    )
 
 
 def chunk_text(builder: Builder, text: str, *, prose: bool) -> None:

@@ -9,8 +9,23 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from mcp_sections.shared.brain.parsing.builder import Builder
+from mcp_sections.shared.brain.parsing.builder import Builder, Statement, module_blocks
 from mcp_sections.shared.brain.parsing.files import MAX_SCOPES_PER_FILE
+from mcp_sections.shared.brain.parsing.js_code import (
+    ROUTE_LINKS,
+    Definition,
+    js_definition,
+    js_object_holder,
+    js_statement_name,
+)
+from mcp_sections.shared.brain.parsing.tree_nodes import (
+    COMMENT_TYPES,
+    callee,
+    comment_text,
+    head,
+    leading_comment,
+    text_of,
+)
 
 # ---- tree-sitter languages ---------------------------------------------------------------------------
 
@@ -65,6 +80,7 @@ TREE_SITTER_LANGUAGES: dict[str, TSLanguage] = {
             "trait_item": "trait",
             "impl_item": "impl",
             "mod_item": "module",
+            "type_item": "type",
         },
         frozenset({"impl", "trait"}),
         {"call_expression": "function"},
@@ -77,6 +93,7 @@ TREE_SITTER_LANGUAGES: dict[str, TSLanguage] = {
             "interface_declaration": "interface",
             "enum_declaration": "enum",
             "record_declaration": "record",
+            "annotation_type_declaration": "interface",
             "method_declaration": "method",
             "constructor_declaration": "constructor",
         },
@@ -91,10 +108,6 @@ TREE_SITTER_LANGUAGES["tsx"] = TSLanguage(
     frozenset({"class"}),
     {"call_expression": "function"},
 )
-_NAME_TYPES = frozenset(
-    {"identifier", "property_identifier", "field_identifier", "type_identifier", "shorthand_property_identifier"}
-)
-_COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
 
 
 @cache
@@ -124,53 +137,13 @@ def tree_sitter_available() -> dict[str, bool]:
     return {language: _ts_language(language) is not None for language in TREE_SITTER_LANGUAGES}
 
 
-def _text(node: Any) -> str:
-    return node.text.decode("utf-8", errors="replace") if node is not None and node.text is not None else ""
-
-
 def _ts_name(node: Any) -> str:
     """A definition's name: its `name` field, or a Rust `impl`'s "Trait for Type" (or its type alone)."""
     if node.type == "impl_item":
         trait = node.child_by_field_name("trait")
-        typ = _text(node.child_by_field_name("type"))
-        return f"{_text(trait)} for {typ}" if trait is not None else typ
-    return _text(node.child_by_field_name("name"))
-
-
-def _callee(node: Any, field: str) -> str:
-    target = node.child_by_field_name(field)
-    while target is not None and target.type not in _NAME_TYPES:
-        nxt = (
-            target.child_by_field_name("property")
-            or target.child_by_field_name("field")
-            or target.child_by_field_name("name")
-            or target.child_by_field_name("function")
-        )
-        if nxt is None:
-            named = [c for c in target.named_children if c.type in _NAME_TYPES]
-            nxt = named[-1] if named else None
-        target = nxt
-    return _text(target)
-
-
-def _leading_comment(node: Any) -> str:
-    comments = []
-    current = node
-    anchor = node.parent if node.parent is not None and node.parent.type == "export_statement" else node
-    current = anchor.prev_named_sibling
-    row = anchor.start_point[0]
-    while current is not None and current.type in _COMMENT_TYPES and current.end_point[0] >= row - 1:
-        comments.append(_text(current))
-        row = current.start_point[0]
-        current = current.prev_named_sibling
-    lines = []
-    for comment in reversed(comments):
-        for line in comment.splitlines():
-            line = re.sub(r"^\s*(///?|/\*\*?|\*/|\*|#)\s?", "", line).rstrip()
-            line = re.sub(r"\*/\s*$", "", line).rstrip()
-            if line:
-                lines.append(line)
-    return "\n".join(lines)
+        typ = text_of(node.child_by_field_name("type"))
+        return f"{text_of(trait)} for {typ}" if trait is not None else typ
+    return text_of(node.child_by_field_name("name"))
 
 
 def _signature(node: Any, data: bytes, spec: TSLanguage) -> str:
@@ -182,17 +155,28 @@ def _signature(node: Any, data: bytes, spec: TSLanguage) -> str:
     if node.type == "variable_declarator":
         value = node.child_by_field_name("value")
         body = value.child_by_field_name("body") if value is not None else None
-    end = body.start_byte if body is not None else node.end_byte
-    head = data[node.start_byte : end].decode("utf-8", errors="replace")
-    head = " ".join(head.split())
-    if body is None:
-        head = head.split("{", 1)[0]
-    return head.rstrip(" {=>:")[:240]
+    return head(data, node, body)
 
 
 JS_LIKE = ("javascript", "typescript", "tsx")
-FUNCTION_VALUES = ("arrow_function", "function_expression", "function")  # `const f = () => ...` defines f
 TYPE_KINDS = ("class", "interface", "struct", "enum", "type")  # scopes whose calls are their members'
+IMPORT_TYPES = frozenset(
+    {
+        "import_statement",
+        "import_declaration",
+        "package_clause",
+        "package_declaration",
+        "use_declaration",
+        "extern_crate_declaration",
+    }
+)
+PREFIX_TYPES = COMMENT_TYPES | {"attribute_item", "inner_attribute_item", "hash_bang_line"}
+"""Top-level nodes that belong with what follows them (comments, Rust attributes, a `#!` line)."""
+WRAPPERS = frozenset({"lexical_declaration", "variable_declaration", "export_statement", "type_declaration"})
+"""Statements that hold the definitions they declare (`export const f = ...`, Go's `type ( A struct{...} )`): a
+definition when its definitions cover its lines, its first and last (`type (`, `)`) aside."""
+_HELD = ("variable_declarator", "assignment_expression", "call_expression")  # defined as part of a statement
+_STATEMENTS = ("lexical_declaration", "variable_declaration", "expression_statement")
 
 
 def parse_tree_sitter(builder: Builder, text: str, data: bytes, language: str) -> None:
@@ -200,17 +184,19 @@ def parse_tree_sitter(builder: Builder, text: str, data: bytes, language: str) -
     parser = ts_parser(language)
     root = parser.parse(data).root_node
     walk = _SyntaxWalk(builder, data, language, spec)
-    walk.visit(root, builder.file_id, "", None)
+    statements = [walk.top_level(child) for child in root.named_children]
     builder.imports(walk.imports)
     builder.file.props["module"] = _module_name(language, builder.rel, walk.package)
     first = root.named_children[0] if root.named_children else None
-    if first is not None and first.type in _COMMENT_TYPES:
-        builder.file.props["summary"] = _leading_comment_text(_text(first))
+    if first is not None and first.type in COMMENT_TYPES:
+        builder.file.props["summary"] = comment_text(text_of(first))
+        statements[0] = Statement(statements[0].start, statements[0].end, "boundary")  # the File node holds it
+    module_blocks(builder, [line.removesuffix("\r") for line in text.split("\n")], statements)
 
 
 class _SyntaxWalk:
-    """One file's syntax tree walked once: its definitions as scopes (at most `MAX_SCOPES_PER_FILE`), its imports
-    and its package."""
+    """One file's syntax tree walked once: its definitions as scopes (at most `MAX_SCOPES_PER_FILE`), its imports,
+    its package, and what each top-level statement is to the module-level blocks."""
 
     def __init__(self, builder: Builder, data: bytes, language: str, spec: TSLanguage) -> None:
         self.builder = builder
@@ -220,6 +206,7 @@ class _SyntaxWalk:
         self.imports: list[str] = []
         self.package = ""
         self.count = 0
+        self.made: list[tuple[int, int, int, int]] = []  # top-level definitions: their statement's bytes, their lines
         self.statements = {  # node type → what it imports or declares
             "import_statement": self._js_import,
             "export_statement": self._js_import,
@@ -231,55 +218,104 @@ class _SyntaxWalk:
             "call_expression": self._js_require,
         }
 
+    def top_level(self, node: Any) -> Statement:
+        """Walk one top-level statement, and say what it is to the module-level blocks: a comment, a boundary (an
+        import, a definition) or code outside every definition."""
+        first = len(self.made)
+        self.visit_node(node, self.builder.file_id, "", None)
+        start, end = node.start_point[0] + 1, node.end_point[0] + 1
+        if node.type in PREFIX_TYPES:
+            doc = comment_text(text_of(node)) if node.type in COMMENT_TYPES else ""
+            return Statement(start, end, "comment", doc=doc)
+        source = node.type == "export_statement" and node.child_by_field_name("source") is not None
+        if node.type in IMPORT_TYPES or source or self._defined(node, self.made[first:]):
+            return Statement(start, end, "boundary")
+        return Statement(start, end, name=self._statement_name(node), calls=tuple(self.calls_in(node)))
+
+    def _defined(self, node: Any, made: list[tuple[int, int, int, int]]) -> bool:
+        """Whether a top-level statement is a definition: one made from it is all of it (a `;` aside), or it is a
+        wrapper whose definitions cover its lines."""
+        if any(begin <= node.start_byte and finish >= node.end_byte - 1 for begin, finish, _, _ in made):
+            return True
+        if node.type not in WRAPPERS or not made:
+            return False
+        covered = {line for _, _, first, last in made for line in range(first, last + 1)}
+        return all(line in covered for line in range(node.start_point[0] + 2, node.end_point[0] + 1))
+
+    def _statement_name(self, node: Any) -> str | None:
+        """A name for a top-level statement drawn from its code (`app`, `ErrNotFound`, `lazy_static!`)."""
+        if self.language in JS_LIKE:
+            return js_statement_name(node)
+        if node.type == "macro_invocation":
+            return f"{text_of(node.child_by_field_name('macro'))}!"
+        for item in (node, *node.named_children, *(c for child in node.named_children for c in child.named_children)):
+            name = item.child_by_field_name("name")
+            if name is not None:
+                return f"{text_of(name)}!" if node.type == "macro_definition" else text_of(name)
+        return None
+
     def visit(self, node: Any, parent: str, prefix: str, parent_kind: str | None) -> None:
         for child in node.named_children:
-            if self.count >= MAX_SCOPES_PER_FILE:
-                return
-            kind = self._kind_of(child)
-            if kind is not None:
-                name = _ts_name(child)
-                if name:
-                    sid = self.define(child, kind, name, parent, prefix, parent_kind)
-                    self.visit(child, sid, f"{prefix}.{name}" if prefix else name, kind)
-                    continue
-            statement = self.statements.get(child.type)
-            if statement is not None:
-                statement(child)
-            self.visit(child, parent, prefix, parent_kind)
+            self.visit_node(child, parent, prefix, parent_kind)
 
-    def _kind_of(self, node: Any) -> str | None:
-        """The scope kind `node` defines, or None."""
+    def visit_node(self, node: Any, parent: str, prefix: str, parent_kind: str | None) -> None:
+        if self.count >= MAX_SCOPES_PER_FILE:
+            return
+        found = self._definition(node)
+        if found is not None:
+            sid, qualname, kind = self.define(node, found, parent, prefix, parent_kind)
+            self.visit(node, sid, qualname, kind)
+            return
+        statement = self.statements.get(node.type)
+        if statement is not None:
+            statement(node)
+        holder = js_object_holder(node) if self.language in JS_LIKE else None
+        self.visit(node, parent, f"{prefix}.{holder}" if prefix and holder else holder or prefix, parent_kind)
+
+    def _definition(self, node: Any) -> Definition | None:
+        """What `node` defines: a declaration of its language, or (JavaScript, TypeScript) a function or a route
+        held by a value (`js_code`)."""
         kind = self.spec.defs.get(node.type)
-        if kind is None and node.type == "variable_declarator" and self.language in JS_LIKE:
-            value = node.child_by_field_name("value")
-            if value is not None and value.type in FUNCTION_VALUES:
-                kind = "function"
-        return kind
+        if kind is not None:
+            name = _ts_name(node)
+            return Definition(kind, name) if name else None
+        return js_definition(node, self.data, self.builder.rel) if self.language in JS_LIKE else None
 
-    def define(self, node: Any, kind: str, name: str, parent: str, prefix: str, parent_kind: str | None) -> str:
+    def define(
+        self, node: Any, found: Definition, parent: str, prefix: str, parent_kind: str | None
+    ) -> tuple[str, str, str]:
+        """A scope for `found`; its id, qualified name and kind."""
         self.count += 1
+        kind = found.kind
         if kind == "function" and parent_kind in self.spec.containers:
             kind = "method"
         if node.type == "method_declaration" and self.language == "go":
             receiver = node.child_by_field_name("receiver")
-            rtype = re.sub(r"[^\w]", " ", _text(receiver)).split()
+            rtype = re.sub(r"[^\w]", " ", text_of(receiver)).split()
             prefix = rtype[-1] if rtype else prefix
-        qualname = f"{prefix}.{name}" if prefix else name
+        qualname = found.qualname or (f"{prefix}.{found.name}" if prefix else found.name)
         start, end = node.start_point[0] + 1, node.end_point[0] + 1
-        declaration = node.parent if node.type == "variable_declarator" else node  # `const f = ...` as a whole
-        content = self._source(declaration if declaration is not None else node)
-        return self.builder.scope(
+        held = node.type in _HELD and node.parent is not None and node.parent.type in _STATEMENTS
+        statement = node.parent if held else node  # `const f = ...`, `app.get(...);` as a whole
+        if parent == self.builder.file_id:
+            self.made.append((statement.start_byte, statement.end_byte, start, end))
+        calls = [] if kind in TYPE_KINDS else self.calls_in(node)
+        if kind == "route":  # its handlers, not the chain's own links (`.route(path).get(...)`)
+            calls = [*found.refers, *(call for call in calls if call not in ROUTE_LINKS)]
+        sid = self.builder.scope(
             parent=parent,
             kind=kind,
-            name=name,
+            name=found.name,
             qualname=qualname,
-            signature=_signature(node, self.data, self.spec),
-            docstring=_leading_comment(declaration),
+            signature=found.signature or _signature(node, self.data, self.spec),
+            docstring=leading_comment(statement),
             start=start,
             end=end,
-            content=content,
-            calls=self.calls_in(node) if kind not in TYPE_KINDS else [],
+            content=self._source(statement),
+            calls=calls,
+            detail=found.detail,
         )
+        return sid, qualname, kind
 
     def _source(self, node: Any) -> str:
         return self.data[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
@@ -294,7 +330,7 @@ class _SyntaxWalk:
                 continue
             field = self.spec.call_types.get(item.type)
             if field:
-                name = _callee(item, field)
+                name = callee(item, field)
                 if name:
                     names.append(name)
             stack.extend(item.named_children)
@@ -306,31 +342,31 @@ class _SyntaxWalk:
             return
         source = node.child_by_field_name("source")
         if source is not None:
-            self.imports.append(_resolve_js(self.builder.rel, _text(source).strip("'\"`")))
+            self.imports.append(_resolve_js(self.builder.rel, text_of(source).strip("'\"`")))
 
     def _go_import(self, node: Any) -> None:
-        self.imports.append(_text(node.child_by_field_name("path")).strip('"`'))
+        self.imports.append(text_of(node.child_by_field_name("path")).strip('"`'))
 
     def _rust_use(self, node: Any) -> None:
-        self.imports.append(_rust_use(_text(node.child_by_field_name("argument"))))
+        self.imports.append(_rust_use(text_of(node.child_by_field_name("argument"))))
 
     def _java_import(self, node: Any) -> None:
         if self.language == "java":
-            self.imports.append(_text(node).removeprefix("import").removeprefix(" static").strip(" ;").rstrip(".*"))
+            self.imports.append(text_of(node).removeprefix("import").removeprefix(" static").strip(" ;").rstrip(".*"))
 
     def _java_package(self, node: Any) -> None:
-        self.package = _text(node).removeprefix("package").strip(" ;")
+        self.package = text_of(node).removeprefix("package").strip(" ;")
 
     def _go_package(self, node: Any) -> None:
-        self.package = _text(node).removeprefix("package").strip()
+        self.package = text_of(node).removeprefix("package").strip()
 
     def _js_require(self, node: Any) -> None:
         if self.language not in JS_LIKE:
             return
         func = node.child_by_field_name("function")
         args = node.child_by_field_name("arguments")
-        if _text(func) == "require" and args is not None and args.named_children:
-            self.imports.append(_resolve_js(self.builder.rel, _text(args.named_children[0]).strip("'\"`")))
+        if text_of(func) == "require" and args is not None and args.named_children:
+            self.imports.append(_resolve_js(self.builder.rel, text_of(args.named_children[0]).strip("'\"`")))
 
 
 def _module_name(language: str, rel: str, package: str) -> str:
@@ -345,11 +381,6 @@ def _module_name(language: str, rel: str, package: str) -> str:
         module = stem.removeprefix("src/")
         return module.removesuffix("/mod").removesuffix("/lib").removesuffix("/main")
     return stem.removesuffix("/index") if stem.endswith("/index") else stem
-
-
-def _leading_comment_text(comment: str) -> str:
-    lines = [re.sub(r"^\s*(///?|//!|/\*\*?|\*/|\*)\s?", "", line).rstrip() for line in comment.splitlines()]
-    return "\n".join(line for line in lines if line and line != "/")[:1000]
 
 
 def _resolve_js(rel: str, spec: str) -> str:

@@ -14,11 +14,13 @@ from mcp_sections.shared.brain.parsing.grammars import TREE_SITTER_LANGUAGES, pa
 from mcp_sections.shared.brain.parsing.markdown_docs import parse_markdown, parse_rst
 from mcp_sections.shared.brain.parsing.python_code import parse_python
 
-PARSE_VERSION = 2
+PARSE_VERSION = 3
 """Bumped whenever parsing writes other records for the same bytes (nodes, keywords, embed texts): a file whose record
 another version wrote is parsed again at the next ingest, whatever its size and time, and counts as stale until then
 (unchanged embed texts keep their cached vectors). 1: the bare sha256 of the bytes; 2: identifiers split one way for
-the index and the ranking (`split_identifier`)."""
+the index and the ranking (`split_identifier`); 3: the top-level code of JS/TS, Go, Rust and Java as blocks,
+module-level blocks cut at CHUNK_CHARS, JS/TS routes and functions held by values as definitions, a file of code that
+gives no definition nor block kept as plain chunks."""
 
 
 def file_digest(data: bytes) -> str:
@@ -50,5 +52,7 @@ def parse_file(project_id: str, rel: str, data: bytes, mtime_ns: int = 0) -> Par
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         builder = Builder(project_id, rel, language, file_digest(data), len(data), mtime_ns)
         builder.file.props["parse_error"] = True
+        chunk_text(builder, text, prose=False)
+    if len(builder.nodes) == 1 and text.strip():  # only imports or comments: searchable as text all the same
         chunk_text(builder, text, prose=False)
     return builder.done()

@@ -6,7 +6,7 @@ import ast
 import posixpath
 from collections.abc import Sequence
 
-from mcp_sections.shared.brain.parsing.builder import Builder
+from mcp_sections.shared.brain.parsing.builder import Builder, Statement, module_blocks
 from mcp_sections.shared.brain.parsing.files import MAX_SCOPES_PER_FILE
 from mcp_sections.shared.text.python_syntax import parse_module
 
@@ -133,39 +133,19 @@ def _module_blocks(builder: Builder, tree: ast.Module, lines: list[str], calls_o
     body: list[ast.stmt] = tree.body
     if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
         body = body[1:]  # the module docstring
-    run: list[ast.stmt] = []
-    for item in body:
-        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom):
-            _add_block(builder, run, lines, calls_of)
-            run = []
-        else:
-            run.append(item)
-    _add_block(builder, run, lines, calls_of)
+    definitions = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom
+    statements = [
+        Statement(item.lineno, item.end_lineno or item.lineno, "boundary")
+        if isinstance(item, definitions)
+        else Statement(
+            item.lineno, item.end_lineno or item.lineno, name=_block_name(item), calls=tuple(calls_of.get(id(item), []))
+        )
+        for item in body
+    ]
+    module_blocks(builder, lines, statements)
 
 
-def _add_block(builder: Builder, run: list[ast.stmt], lines: list[str], calls_of: dict[int, list[str]]) -> None:
-    """One run of top-level statements as a `block` scope (nothing for an empty run)."""
-    if not run:
-        return
-    first, last = run[0], run[-1]
-    start, end = first.lineno, last.end_lineno or last.lineno
-    name = _block_name(first)
-    calls = [c for stmt in run for c in calls_of.get(id(stmt), [])]
-    builder.scope(
-        parent=builder.file_id,
-        kind="block",
-        name=name,
-        qualname=name,
-        signature=lines[start - 1].strip()[:200] if start - 1 < len(lines) else "",
-        docstring="",
-        start=start,
-        end=end,
-        content="\n".join(lines[start - 1 : end]),
-        calls=calls,
-    )
-
-
-def _block_name(stmt: ast.stmt) -> str:
+def _block_name(stmt: ast.stmt) -> str | None:
     target: ast.AST | None = None
     if isinstance(stmt, ast.Assign) and stmt.targets:
         target = stmt.targets[0]
@@ -175,4 +155,4 @@ def _block_name(stmt: ast.stmt) -> str:
         return target.id
     if isinstance(stmt, ast.If) and "__main__" in ast.unparse(stmt.test):
         return "__main__"
-    return f"block@L{stmt.lineno}"
+    return None
