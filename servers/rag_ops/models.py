@@ -45,7 +45,8 @@ NodeType = Annotated[
     Field(
         description=(
             f"A label ({', '.join(LABELS)}) or a scope kind (function, method, class, interface, struct, enum, "
-            "trait, impl, type, block)."
+            "trait, impl, type, module, record, constructor, route (an HTTP route registration such as "
+            "app.get('/api/items', ...)), block (top-level code outside any definition))."
         ),
         min_length=1,
         max_length=32,

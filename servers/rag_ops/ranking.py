@@ -315,14 +315,18 @@ def name_match(stems: AbstractSet[str], node: Node) -> float:
 _THING = re.compile(r"^(?:which|what|the|a|an)\s+([a-z]+)\b")
 _BASES = re.compile(r"^class\s+\w+\s*\(([^)]*)\)")
 KIND_ALIASES = {"exception": "error"}
+ROUTE_WORDS = frozenset({"route", "routes", "endpoint", "endpoints"})
+ROUTE_THINGS = ("rout", "endpoint")  # their stems: what a route scope is
 
 
 def thing_asked(query: str) -> str | None:
-    """The kind of thing a question asks for by its first noun ("the field that …", "which validator …"): a stem."""
-    match = _THING.match(" ".join(query.lower().split()))
-    if not match or match.group(1) in STOPWORDS:
-        return None
-    return stem(KIND_ALIASES.get(match.group(1), match.group(1)))
+    """The kind of thing a question asks for by its first noun ("the field that …", "which validator …"), else a
+    route when it names one anywhere ("where is the route that deletes an order"): a stem."""
+    text = " ".join(query.lower().split())
+    match = _THING.match(text)
+    if match and match.group(1) not in STOPWORDS:
+        return stem(KIND_ALIASES.get(match.group(1), match.group(1)))
+    return ROUTE_THINGS[0] if ROUTE_WORDS & set(re.findall(r"[a-z]+", text)) else None
 
 
 @dataclass(frozen=True)
@@ -342,7 +346,9 @@ def read_question(query: str) -> Question:
 def is_a(node: Node, thing: str) -> bool:
     """Whether a top-level definition is such a thing: it derives from a class named for it (`Nested(Field)` for
     "field"), its name ends with it (`NotAnAttrsClassError` for "exception"), or its module is named for it
-    (`converters.py` for "converter")."""
+    (`converters.py` for "converter"); a route registration is a route or an endpoint."""
+    if node.label == "Scope" and node.props.get("kind") == "route":
+        return thing in ROUTE_THINGS  # an HTTP route registration (`router.delete /api/orders/:id`)
     if node.label != "Scope" or node.props.get("kind") not in ("class", "function") or node.props.get("parent"):
         return False
     own = [stem(word) for word in split_identifier(node.name)]

@@ -32,7 +32,22 @@ PAGE_FILES = 5  # documentation files whose title section stands for them
 VERSION_BOOST = 2.0
 RERANK_DEPTH = 40  # the candidates the reranker orders (what it was learned on)
 Leg = tuple[str, list[tuple[str, float]]]  # a search leg's name and its hits, best first
-SCOPE_KINDS = ("function", "method", "class", "interface", "struct", "enum", "trait", "impl", "type", "block")
+SCOPE_KINDS = (
+    "function",
+    "method",
+    "class",
+    "interface",
+    "struct",
+    "enum",
+    "trait",
+    "impl",
+    "type",
+    "module",
+    "record",
+    "constructor",
+    "route",
+    "block",
+)
 
 
 class BrainSearch(EmbeddingJobs):
