@@ -21,7 +21,7 @@ from mcp_sections.shared.framework.resources import ServeResults, serve_as
 from mcp_sections.shared.framework.tools import ToolContext
 from mcp_sections.shared.ground.about import package_version
 from mcp_sections.shared.ground.errors import ToolFailure, not_found
-from mcp_sections.shared.serving.approval import Approvals, Effect, describe_arguments, exposed_spec
+from mcp_sections.shared.serving.approval import Approvals, Effect, describe_arguments, exposed_spec, tool_named
 from mcp_sections.shared.serving.audit import audit_log
 from mcp_sections.shared.serving.calls import failure_result
 from mcp_sections.shared.serving.client_log import serve_logging
@@ -123,7 +123,7 @@ def _forwarded(gateway: Gateway, params: Any) -> Effect:
     hints = known.definition.get("annotations") if known is not None else None
     spec = GATEWAY_SPECS[FORWARD_TOOL]
     wording = f"Section {params.section}, tool {params.tool}. {describe_arguments(params.arguments)}"
-    return Effect(hints, f"{spec.title} ({spec.name})", wording)
+    return Effect(hints, tool_named(spec.name, spec.title), wording)
 
 
 def _plan_wording(params: Any) -> str:

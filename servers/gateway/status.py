@@ -343,10 +343,17 @@ def questions_html(pending: list[PendingQuestion], csrf: str) -> str:
     for question in pending:
         action = f"{PREFIX}/questions/{escape(question.id)}"
         asked = datetime.fromtimestamp(question.asked_wall, UTC).strftime("%H:%M:%S UTC")
+        gone = question.withdrawn_in
+        state = (
+            f" · <strong class=disconnected>the client that asked is disconnected</strong>: withdrawn in {gone:.0f} s "
+            "unless it reconnects"
+            if gone is not None
+            else ""
+        )
         items.append(
             f'<li class="question" data-question="{escape(question.id)}">'
             f"<p class=note>{escape(question.asker)} asked at {asked} · declined in "
-            f"{question.seconds_left:.0f} s unless you answer</p>"
+            f"{question.seconds_left:.0f} s unless you answer{state}</p>"
             f"<p class=message>{escape(question.message)}</p>"
             f'<form method=post action="{action}"><input type=hidden name=csrf value="{csrf}">'
             "<button type=submit name=answer value=approve class=approve>Approve</button> "

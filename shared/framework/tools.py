@@ -86,8 +86,49 @@ class ClientChannel(Protocol):
         """Ask the user one question mid-call (elicitation); None when this connection cannot ask mid-call."""
         ...
 
+    def connected(self) -> bool | None:
+        """Whether the client can still receive this call's answer: False once the stream that carries it is gone
+        (Streamable HTTP: the POST's connection closed and was not resumed); None where the transport cannot tell."""
+        ...
+
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+class ProgressLine:
+    """The progress notifications of one request, strictly increasing as MCP requires ("The progress value MUST
+    increase with each notification, even if the total is unknown"), whoever reports them: approval's wait, then the
+    tool, then what a section the gateway forwards to reports, each counting from 0 again. A value that does not
+    exceed the previous one of its phase starts a new phase, counted from one past the last value sent (its total
+    moved likewise); within a phase values go out as reported, plus the phase's offset."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        # map and send in one step, so concurrent reporters never overtake each other (no yield when uncontended)
+        self._lock = anyio.Lock(fast_acquire=True)
+        self._sent: float | None = None
+        self._base = 0.0
+        self._phase_last: float | None = None
+
+    def through(self, send: Progress) -> Progress:
+        """`send`, fed with this line's values."""
+
+        async def report(progress: float, total: float | None, message: str | None) -> None:
+            async with self._lock:
+                value, moved = self.next(progress, total)
+                await send(value, moved, message)
+
+        return report
+
+    def next(self, progress: float, total: float | None) -> tuple[float, float | None]:
+        """The value (and total) to send for a reported one."""
+        progress = max(float(progress), 0.0)
+        if self._sent is not None and (self._phase_last is None or progress <= self._phase_last):
+            self._base = self._sent + 1
+        value = self._base + progress
+        self._sent, self._phase_last = value, progress
+        return value, None if total is None else self._base + total
 
 
 class ToolContext:
@@ -145,6 +186,11 @@ class ToolContext:
     async def ask(self, question: UserQuestion) -> UserAnswer | None:
         """The user's answer to one question asked mid-call; None when no client can be asked here."""
         return await self.channel.ask(question) if self.channel is not None else None
+
+    def client_connected(self) -> bool | None:
+        """Whether the client that made this call can still receive its answer (`ClientChannel.connected`); None
+        when nothing says (stdio, in memory: a client gone ends the connection, and the call with it)."""
+        return self.channel.connected() if self.channel is not None else None
 
 
 @dataclass(frozen=True)

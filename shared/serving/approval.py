@@ -21,7 +21,11 @@ Where the answer comes from, in this order:
 2. otherwise, the status page, when this server has one open (`shared.serving.question_board`: the gateway's, over
    HTTP or beside a stdio gateway): the question waits there for the signed-in person, the client gets progress (and a
    log line) saying where to answer, and a question nobody answers in time (`APPROVAL_SECONDS`, 5 minutes, unless
-   the gateway was started with `--approval-timeout`) is declined: the call does not run;
+   the gateway was started with `--approval-timeout`) is declined: the call does not run. A question does not outlive
+   its client: over Streamable HTTP, once the call's response stream is gone (the client closed the connection that
+   carries it: given up, killed) and not resumed within `GONE_GRACE_SECONDS`, the question is withdrawn (declined,
+   "the client that asked is gone"); meanwhile the page shows it disconnected. (Over stdio and 2026-07-28 HTTP a
+   client gone cancels the call itself, which takes its question off the page.)
 3. otherwise the call is refused, saying how to get asked (a client with elicitation, the gateway's status page) or
    how to turn approval off.
 Every answer is audited, with how and by whom it was given (`<server>.approvals.jsonl` beside the server's own audit
@@ -58,7 +62,7 @@ from mcp_sections.shared.serving import client_log
 from mcp_sections.shared.serving.asking import AskedCall, Fallback, asking_tool
 from mcp_sections.shared.serving.audit import AuditLog, AuditRecord, argument_digest, user_named
 from mcp_sections.shared.serving.calls import parse_arguments
-from mcp_sections.shared.serving.question_board import QuestionBoard
+from mcp_sections.shared.serving.question_board import PendingQuestion, QuestionBoard
 from mcp_sections.shared.serving.sdk_tools import tool_context, tool_definition
 
 Approval = Literal["off", "destructive"]
@@ -72,6 +76,16 @@ CANNOT_ASK = (
     "file or MCP_SECTIONS_APPROVAL=off."
 )
 WAITING_PROGRESS_SECONDS = 10.0  # how often a call waiting on the status page says so again
+# How long a question waits for its client to come back once the stream that would carry its answer is gone: the
+# suite tells clients to reconnect after RETRY_MS (2 s) and the official SDK tries twice, so a client that resumes is
+# back within seconds; 20 s leaves room for a slow network, and withdraws a dead client's question well before a
+# person is likely to act on it (the page shows it disconnected meanwhile).
+GONE_GRACE_SECONDS = 20.0
+CLIENT_CHECK_SECONDS = 1.0  # how often a waiting question looks whether its client is still there
+GONE = (
+    "the client that asked is gone (the connection that would carry the answer closed, and was not resumed "
+    "within {grace:.0f} s)"
+)
 
 
 class ApprovalForm(BaseModel):
@@ -116,6 +130,17 @@ def approval_question(what: str, wording: str, timeout: float = APPROVAL_SECONDS
     return UserQuestion(message=f"Allow {what}? {wording}", schema=ApprovalForm, timeout_seconds=timeout)
 
 
+def tool_named(name: str, title: str | None) -> str:
+    """A tool as a question names it mid-sentence: its name, then its title with a lower-case first letter unless its
+    first word is an acronym ("call_section_tool (call a section's tool)", "run_npm_script (NPM script)")."""
+    if not title or title == name:
+        return name
+    first = title.split(" ", 1)[0]
+    if not any(letter.isupper() for letter in first[1:]):
+        title = title[0].lower() + title[1:]
+    return f"{name} ({title})"
+
+
 def refusal(tool: str, answer: UserAnswer | None, where: str = "") -> ToolFailure | None:
     """None when the call may run (approved with a boolean `true`, or no question was needed); else why not."""
     if answer is None or _approved(answer):
@@ -157,6 +182,8 @@ class _NoState:
 _current: ContextVar[tuple[Approvals, str] | None] = ContextVar("mcp_sections_approvals", default=None)
 # The answer the status page gave in this call (its record is written there, with who answered).
 _from_board: ContextVar[UserAnswer | None] = ContextVar("mcp_sections_board_answer", default=None)
+# The answer that withdrew this call's question, its client being gone (a decline nobody gave).
+_withdrawn: ContextVar[UserAnswer | None] = ContextVar("mcp_sections_withdrawn_answer", default=None)
 
 
 class Approvals:
@@ -207,7 +234,8 @@ class Approvals:
             if answer is not None and answer is not board_answer:
                 self.record(spec.name, arguments, ctx.caller, answer, "by the MCP client's user (elicitation)")
             where = " on the status page" if answer is not None and answer is board_answer else ""
-            return await call(arguments, ctx, None, failure or refusal(spec.name, answer, where))
+            refused = failure or _withdrawal(spec.name, answer) or refusal(spec.name, answer, where)
+            return await call(arguments, ctx, None, refused)
 
         self._asking[spec.name] = (spec, target, wording)
         return asking_tool(
@@ -238,7 +266,7 @@ class Approvals:
         if target is not None:
             return target(params)
         shown = wording(params) if wording is not None else describe_arguments(_dump(params))
-        return Effect(spec.annotations, f"{spec.title} ({spec.name})", shown)
+        return Effect(spec.annotations, tool_named(spec.name, spec.title), shown)
 
     # -- the status page -----------------------------------------------------------------------------------------
 
@@ -263,7 +291,8 @@ class Approvals:
         ctx: ToolContext | None,
     ) -> UserAnswer | None:
         """The person's answer on the status page (None when this server has none open); the client is told where
-        to answer, and the answer is audited with who gave it. ToolFailure when too many questions wait already."""
+        to answer, and the answer is audited with who gave it. A question whose client is gone is withdrawn: a
+        decline (`withdrawn` then says why). ToolFailure when too many questions wait already."""
         board = self.board
         if board is None or board.url is None:
             return None
@@ -281,6 +310,8 @@ class Approvals:
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(_still_waiting, pending, text, ctx.report_progress if ctx is not None else None)
+                if ctx is not None:
+                    group.start_soon(_watch_client, board, pending, ctx.client_connected)
                 outcome = await board.wait(pending)
                 group.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
@@ -291,6 +322,10 @@ class Approvals:
         if outcome == "timeout":
             answer = UserAnswer(action="timeout", waited_seconds=board.timeout_seconds)
             how = f"asked on the status page ({board.url}); nobody answered within {board.timeout_seconds:.0f} s"
+        elif outcome == "withdrawn":
+            answer = UserAnswer(action="decline", waited_seconds=waited)
+            how = f"withdrawn from the status page: {GONE.format(grace=GONE_GRACE_SECONDS)}"
+            _withdrawn.set(answer)
         else:
             answer = UserAnswer(action="accept", content={"approve": outcome == "approve"}, waited_seconds=waited)
             if outcome == "decline":
@@ -319,17 +354,48 @@ class Approvals:
         )
 
 
-async def _still_waiting(pending: Any, text: str, progress: Progress | None) -> None:
-    """Progress while a question waits on the status page (the client knows where, and does not give up)."""
+async def _still_waiting(pending: PendingQuestion, text: str, progress: Progress | None) -> None:
+    """Progress while a question waits on the status page (the client knows where, and does not give up): the seconds
+    waited so far, which increase as MCP requires (what the tool reports next counts on from there)."""
     if progress is None:
         return
     while True:
         left = pending.seconds_left
         try:
-            await progress(0, None, f"{text}; {left:.0f} s left")
+            await progress(round(time.monotonic() - pending.asked), None, f"{text}; {left:.0f} s left")
         except Exception:  # progress is best effort
             return
         await anyio.sleep(WAITING_PROGRESS_SECONDS)
+
+
+async def _watch_client(board: QuestionBoard, pending: PendingQuestion, connected: Callable[[], bool | None]) -> None:
+    """Withdraw `pending` once its client has been gone `GONE_GRACE_SECONDS` (see the module docstring); the page
+    shows it disconnected until then, and a client that comes back (a resumed stream) keeps its question."""
+    pending.withdrawn_after = GONE_GRACE_SECONDS
+    while True:
+        there = connected()
+        if there is None:
+            return  # nothing tells, here: a client gone ends the call by itself
+        now = time.monotonic()
+        if there:
+            pending.disconnected_at = None
+        elif pending.disconnected_at is None:
+            pending.disconnected_at = now
+        elif now - pending.disconnected_at >= GONE_GRACE_SECONDS:
+            board.withdraw(pending)
+            return
+        await anyio.sleep(CLIENT_CHECK_SECONDS)
+
+
+def _withdrawal(tool: str, answer: UserAnswer | None) -> ToolFailure | None:
+    """The failure of a call whose question was withdrawn because its client is gone (None for any other answer)."""
+    if answer is None or answer is not _withdrawn.get():
+        return None
+    return ToolFailure(
+        ErrorCode.PERMISSION_DENIED,
+        f"{tool} did not run: its approval question was withdrawn, {GONE.format(grace=GONE_GRACE_SECONDS)}. Call "
+        "it again, and stay connected until the question is answered.",
+    )
 
 
 class _InRequest:
@@ -388,7 +454,7 @@ async def approve_mid_call(
             "this call (the client connection allows no question mid-call, and there is no status page). It did not "
             "run; report what you wanted to do instead.",
         )
-    refused = refusal(name, answer, where)
+    refused = _withdrawal(name, answer) or refusal(name, answer, where)
     if refused is not None:
         raise refused
 

@@ -6,6 +6,10 @@ a stdio gateway), the question waits there instead: `ask` puts it on the board a
 `pending` and hands the signed-in person's answer to `answer`. A question nobody answers within `timeout_seconds` is
 declined (the call does not run). At most `MAX_PENDING` wait at once; one more is refused at once.
 
+A question outlives nobody: when the client that asked is gone (its connection closed and was not resumed, as
+`shared.serving.approval` watches it), the page shows it disconnected (`disconnected_at`) and then the question is
+withdrawn (`withdraw`): it leaves the page and is declined, so that approving it can never run a call for nobody.
+
 On a team's gateway (OAuth users, `shared.framework.clients`) a question is its user's: only the user whose call
 asked it sees it on the page and may answer it; the answer records who gave it.
 
@@ -25,7 +29,7 @@ import anyio
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 MAX_PENDING = 32
-Outcome = Literal["approve", "decline", "timeout"]
+Outcome = Literal["approve", "decline", "timeout", "withdrawn"]
 
 
 @dataclass(eq=False)
@@ -42,11 +46,20 @@ class PendingQuestion:
     asked_wall: float = field(default_factory=time.time)
     outcome: Outcome | None = None
     answered_by: str | None = None
+    disconnected_at: float | None = None  # `time.monotonic()` since when the asking client has been gone (None: there)
+    withdrawn_after: float | None = None  # seconds a gone client has to come back before its question is withdrawn
     done: anyio.Event = field(default_factory=anyio.Event)
 
     @property
     def seconds_left(self) -> float:
         return max(0.0, self.asked + self.timeout_seconds - time.monotonic())
+
+    @property
+    def withdrawn_in(self) -> float | None:
+        """Seconds before the question is withdrawn because its client is gone (None: the client is there)."""
+        if self.disconnected_at is None or self.withdrawn_after is None:
+            return None
+        return max(0.0, self.disconnected_at + self.withdrawn_after - time.monotonic())
 
 
 class QuestionBoard:
@@ -98,6 +111,12 @@ class QuestionBoard:
                 question.outcome = "timeout"
                 question.done.set()
         return question.outcome
+
+    def withdraw(self, question: PendingQuestion) -> None:
+        """`question` leaves the board unanswered: the client that asked it is gone (its wait returns "withdrawn")."""
+        if question.outcome is None:
+            question.outcome = "withdrawn"
+            question.done.set()
 
     def answer(self, question_id: str, approve: bool, who: str, viewer: str | None = None) -> PendingQuestion | None:
         """The person's answer; None when no such question waits (answered already, timed out, or never asked) or

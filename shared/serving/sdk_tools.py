@@ -10,7 +10,10 @@ pair and low-level server our stdio transport drives. Private SDK names used her
 - `mcp.server._otel.OpenTelemetryMiddleware`: the SDK's span per request, taken out when nothing is exported;
 - `StreamableHTTPSessionManager._admit_session` / `_discard_session` and `StreamableHTTPServerTransport._event_store`:
   the SDK gives every session one shared event store, where each session needs its own
-  (`shared.serving.event_store`).
+  (`shared.serving.event_store`);
+- `StreamableHTTPServerTransport._request_streams`: whether a call's response stream is still there (its POST's
+  connection open, or resumed with `Last-Event-ID`): the SDK says nothing when a client goes without a word
+  (`SdkChannel.connected`, for approval questions that must not outlive their client).
 """
 
 from __future__ import annotations
@@ -38,10 +41,11 @@ from mcp_types import (
 )
 from pydantic import ConfigDict
 
-from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, UserAnswer, UserQuestion
+from mcp_sections.shared.framework.tools import ProgressLine, ToolContext, ToolSpec, UserAnswer, UserQuestion
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.serving.audit import caller_of
 from mcp_sections.shared.serving.event_store import SessionEventStores
+from mcp_sections.shared.serving.tasks import CURRENT as CURRENT_TASK
 from mcp_sections.shared.serving.tasks import task_execution, tracked
 
 logger = logging.getLogger("mcp_sections.sdk_tools")
@@ -78,14 +82,35 @@ def resumable_sessions(server: MCPServer, stores: SessionEventStores) -> None:
         transport = admit(requestor)
         if transport is not None and transport.mcp_session_id is not None:
             transport._event_store = stores.open(transport.mcp_session_id)
+            _http_sessions[transport.mcp_session_id] = transport
         return transport
 
     async def discard_with_store(session_id: str, transport: Any) -> None:
         stores.close(session_id)
+        _http_sessions.pop(session_id, None)
         await discard(session_id, transport)
 
     manager._admit_session = admit_with_store
     manager._discard_session = discard_with_store
+
+
+# The Streamable HTTP sessions this process serves (2025-11-25 and older), by session id: their transports know which
+# calls still have a response stream.
+_http_sessions: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+
+
+def response_stream_open(context: Context) -> bool | None:
+    """Whether the response stream of this call is there: its POST's SSE connection, or a GET that resumed it with
+    `Last-Event-ID`. None where there is no such stream to watch: stdio and memory (a client gone ends the
+    connection, which cancels the call), 2026-07-28 (the SDK cancels a call whose connection closes), a task (its
+    request was answered already; its ttl bounds it)."""
+    request_context = context.request_context
+    headers = getattr(request_context.request, "headers", None)
+    session_id = headers.get("mcp-session-id") if headers is not None else None
+    transport = _http_sessions.get(session_id) if session_id else None
+    if transport is None or request_context.request_id is None or CURRENT_TASK.get() is not None:
+        return None
+    return str(request_context.request_id) in transport._request_streams
 
 
 def connection_key(session: Any) -> Any:
@@ -200,18 +225,27 @@ class SdkChannel:
             return UserAnswer(action="accept", content=dict(result.content or {}), waited_seconds=waited)
         return UserAnswer(action="decline" if result.action == "decline" else "cancel", waited_seconds=waited)
 
+    def connected(self) -> bool | None:
+        return response_stream_open(self._context)
+
 
 def tool_context(context: Context) -> ToolContext:
     """The one `ToolContext` of a call that came in over MCP: progress to the client, its channel, its caller."""
 
     meta = getattr(context.request_context, "meta", None)
+    session = context.request_context.session  # one per request: the key of its progress line
+    line = _progress_lines.get(session)
+    if line is None:
+        line = _progress_lines[session] = ProgressLine()
     return ToolContext(
-        progress=tracked(context.report_progress),  # a task's progress is also its status message
+        progress=line.through(tracked(context.report_progress)),  # a task's progress is also its status message
         channel=SdkChannel(context),
         caller=caller_of(meta if isinstance(meta, dict) else None),
     )
 
 
+# Each request's progress notifications, strictly increasing whoever reports them (approval, the tool, a section).
+_progress_lines: weakref.WeakKeyDictionary[Any, ProgressLine] = weakref.WeakKeyDictionary()
 # The client's roots per connection: fetched once, forgotten on `notifications/roots/list_changed`.
 _client_roots_cache: weakref.WeakKeyDictionary[Any, list[str] | None] = weakref.WeakKeyDictionary()
 _roots_generation: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()

@@ -82,6 +82,19 @@ async def test_without_elicitation_the_question_waits_on_the_status_page(
     assert calls == ["PERMISSION_DENIED", "OK"]
 
 
+async def test_the_question_names_the_tool_then_its_title_mid_sentence(tmp_path: Path, victim: Path) -> None:
+    async with gateway_in_memory(*gateway_args(tmp_path), env=APPROVAL) as client:
+        board = client.gateway.questions
+        board.open_at(PAGE)
+        async with anyio.create_task_group() as group:
+            group.start_soon(client.call_tool, "call_section_tool", delete(victim))
+            (question,) = await eventually(board.pending)
+            board.answer(question.id, False, "a test person")
+    assert question.message.startswith(
+        "Allow call_section_tool (call a section's tool)? Section file_ops, tool delete_path. Arguments: path = "
+    ), question.message
+
+
 async def test_a_question_nobody_answers_is_declined_and_nothing_runs(tmp_path: Path, victim: Path) -> None:
     arguments = gateway_args(tmp_path, "--approval-timeout", "1")
     async with gateway_in_memory(*arguments, env=APPROVAL) as client:

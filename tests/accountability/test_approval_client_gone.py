@@ -1,0 +1,212 @@
+"""An approval question does not outlive its client (`shared/serving/approval.py`): over Streamable HTTP, a client
+without elicitation whose call waits on the gateway's status page and then goes without a word (the MCP Inspector
+giving up after 60 s, a killed process: no notifications/cancelled, no DELETE) has its question shown disconnected,
+then withdrawn once the grace is over — declined, audited "the client that asked is gone" — so approving it can never
+run the call for nobody. A client that resumes its stream (`Last-Event-ID`) within the grace keeps its question, and
+gets the call's result once it is approved. A real gateway process over real HTTP, the page answered over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+
+from mcp_sections.shared.serving.audit import read_records
+from tests.processes import serving_over_http
+from tests.stdio import REPO
+from tests.waiting import eventually
+
+pytestmark = pytest.mark.anyio
+APPROVAL = {"MCP_SECTIONS_APPROVAL": "destructive", "MCP_SECTIONS_CONFIG": os.devnull}
+WAIT = 60  # the grace (20 s), and room for a loaded machine
+
+
+@dataclass
+class Gateway:
+    port: int
+    root: Path
+    data: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def write(self, name: str) -> dict[str, Any]:
+        """call_section_tool's arguments writing `name` in the root (only an approved call makes it)."""
+        path = str(self.root / name)
+        return {"section": "file_ops", "tool": "write_file", "arguments": {"path": path, "content": "written"}}
+
+    async def questions(self) -> list[dict[str, Any]]:
+        """The questions the page shows: id, text, and whether the page says their client is disconnected."""
+        async with httpx.AsyncClient(timeout=20) as http:
+            html = (await http.get(f"{self.url}/status/live")).text
+        found = []
+        for item in re.findall(r'<li class="question".*?</li>', html, re.S):
+            question = re.search(r'data-question="([^"]+)"', item)
+            csrf = re.search(r'name=csrf value="([^"]+)"', item)
+            assert question is not None and csrf is not None
+            disconnected = "the client that asked is disconnected" in item
+            found.append({"id": question[1], "csrf": csrf[1], "text": item, "disconnected": disconnected})
+        return found
+
+    async def answer(self, question: dict[str, Any], approve: bool) -> int:
+        """The person's answer on the page; its HTTP status (303 taken, 409 no longer waiting)."""
+        form = {"csrf": question["csrf"], "answer": "approve" if approve else "decline"}
+        async with httpx.AsyncClient(timeout=20) as http:
+            response = await http.post(f"{self.url}/status/questions/{question['id']}", data=form)
+        return response.status_code
+
+    def approvals(self) -> list[dict[str, Any]]:
+        return read_records(self.data / "audit", "gateway.approvals")
+
+
+@contextmanager
+def http_gateway(tmp_path: Path) -> Iterator[Gateway]:
+    """The gateway over HTTP on loopback (no token: the page is open), approval on, file_ops in its process."""
+    root, data = tmp_path / "root", tmp_path / "data"
+    root.mkdir()
+    args = ["gateway", "--data-dir", str(data), "--root", str(root), "--in-process", "file_ops"]
+    with serving_over_http(args, APPROVAL, cwd=REPO) as (port, _):
+        yield Gateway(port, root, data)
+
+
+CLIENT = textwrap.dedent(
+    """
+    import json, sys, anyio
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def main() -> None:
+        async with Client(streamable_http_client(sys.argv[1]), mode="legacy", read_timeout_seconds=600) as client:
+            await client.call_tool("call_section_tool", json.loads(sys.argv[2]))
+
+    anyio.run(main)
+    """
+)
+
+
+async def test_a_killed_clients_question_is_shown_disconnected_then_withdrawn_and_nothing_runs(tmp_path: Path) -> None:
+    with http_gateway(tmp_path) as gateway:
+        arguments = json.dumps(gateway.write("made.txt"))
+        client = subprocess.Popen([sys.executable, "-c", CLIENT, f"{gateway.url}/mcp", arguments], cwd=REPO)
+        try:
+            (question,) = await eventually(gateway.questions, timeout=60)
+            assert "made.txt" in question["text"] and not question["disconnected"]
+        finally:
+            client.kill()  # no notifications/cancelled, no DELETE: its connection just closes
+            client.wait()
+        shown = await eventually(lambda: _disconnected(gateway), timeout=WAIT)
+        assert shown["id"] == question["id"] and "withdrawn in" in shown["text"], shown["text"]
+        await eventually(lambda: _no_question(gateway), timeout=WAIT)
+        assert await gateway.answer(question, approve=True) == 409, "a withdrawn question cannot be approved"
+    assert not (gateway.root / "made.txt").exists()
+    (record,) = gateway.approvals()
+    assert record["outcome"] == "DECLINED" and "the client that asked is gone" in record["message"], record
+    (call,) = [r for r in read_records(gateway.data / "audit", "gateway") if r["tool"] == "call_section_tool"]
+    assert call["outcome"] == "PERMISSION_DENIED" and "withdrawn" in call["message"], call
+
+
+async def _disconnected(gateway: Gateway) -> dict[str, Any] | None:
+    return next((q for q in await gateway.questions() if q["disconnected"]), None)
+
+
+async def _no_question(gateway: Gateway) -> bool:
+    return not await gateway.questions()
+
+
+# -- a client that resumes its stream keeps its question ------------------------------------------------------
+
+
+class RawSession:
+    """A Streamable HTTP session spoken by hand (2025-11-25), so that a test can close a call's stream and resume it
+    with `Last-Event-ID`, as a client whose connection dropped does."""
+
+    def __init__(self, http: httpx.AsyncClient, url: str) -> None:
+        self.http, self.url = http, url
+        self.headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+    async def start(self) -> None:
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+        body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
+        async with self.http.stream("POST", self.url, json=body, headers=self.headers) as response:
+            self.headers["Mcp-Session-Id"] = response.headers["mcp-session-id"]
+            self.headers["Mcp-Protocol-Version"] = "2025-11-25"
+            async for _ in _events(response):
+                break
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await self.http.post(self.url, json=note, headers=self.headers)).status_code == 202
+
+    @asynccontextmanager
+    async def call(self, arguments: dict[str, Any]) -> AsyncIterator[Any]:
+        """tools/call of call_section_tool, its response stream open for the block."""
+        params = {"name": "call_section_tool", "arguments": arguments, "_meta": {"progressToken": "p"}}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+        async with self.http.stream("POST", self.url, json=body, headers=self.headers) as response:
+            yield response
+
+    @asynccontextmanager
+    async def resumed(self, last_event_id: str) -> AsyncIterator[Any]:
+        headers = {**self.headers, "Accept": "text/event-stream", "Last-Event-ID": last_event_id}
+        headers.pop("Content-Type")
+        async with self.http.stream("GET", self.url, headers=headers) as response:
+            assert response.status_code == 200, response.status_code
+            yield response
+
+
+async def _events(response: Any) -> AsyncIterator[tuple[str | None, dict[str, Any] | None]]:
+    """(id, message) of each SSE event of a response (message None for a priming event)."""
+    event_id, data = None, ""
+    async for line in response.aiter_lines():
+        if line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:"):
+            data += line[5:].strip()
+        elif not line:
+            if event_id is not None or data:
+                yield event_id, json.loads(data) if data else None
+            event_id, data = None, ""
+
+
+async def test_a_client_that_resumes_its_stream_keeps_its_question_and_gets_the_result(tmp_path: Path) -> None:
+    with http_gateway(tmp_path) as gateway:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(30, read=120)) as http:
+            session = RawSession(http, f"{gateway.url}/mcp")
+            await session.start()
+            last = None
+            async with session.call(gateway.write("kept.txt")) as stream:
+                async for event_id, message in _events(stream):
+                    last = event_id or last
+                    if message is not None and message.get("method") == "notifications/progress":
+                        break  # the question waits on the page; the stream drops here
+            assert last is not None
+            shown = await eventually(lambda: _disconnected(gateway), timeout=WAIT)
+            async with session.resumed(last) as resumed:
+                await eventually(_reconnected(gateway, shown["id"]), timeout=30)
+                assert await gateway.answer(shown, approve=True) == 303
+                result = None
+                async for _, message in _events(resumed):
+                    if message is not None and message.get("id") == 1:
+                        result = message["result"]
+                        break
+    assert result is not None and not result.get("isError"), result
+    assert (gateway.root / "kept.txt").read_text(encoding="utf-8") == "written"
+    (record,) = gateway.approvals()
+    assert record["outcome"] == "APPROVED", record
+
+
+def _reconnected(gateway: Gateway, question_id: str) -> Any:
+    async def check() -> bool:
+        return any(q["id"] == question_id and not q["disconnected"] for q in await gateway.questions())
+
+    return check
