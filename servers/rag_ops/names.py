@@ -77,16 +77,17 @@ def _split_path(text: str) -> tuple[str, str, str]:
 
 
 def _scopes(store: Any, qualname: str, base: EntityFilter) -> list[Node]:
-    """The nodes whose qualname property is `qualname`, found by their last name (`a.b#2`'s name is `b`)."""
+    """The nodes whose qualname property is `qualname`, found by their last name (`a.b#2`'s name is `b`) or, for a
+    route or a block named from its code, the whole of it (`router.get /files/:name.json`, `describe orders API`)."""
     if base.properties.get("qualname", qualname) != qualname or not qualname:
         return []
-    name = qualname.rsplit(".", 1)[-1].split("#", 1)[0]
-    if not name:
-        return []
-    return _query(
-        store,
-        dataclasses.replace(base, name=name, name_match="exact", properties={**base.properties, "qualname": qualname}),
-    )
+    names = (qualname.rsplit(".", 1)[-1].split("#", 1)[0], qualname.split("#", 1)[0] if " " in qualname else "")
+    properties = {**base.properties, "qualname": qualname}
+    return [
+        node
+        for name in dict.fromkeys(name for name in names if name)
+        for node in _query(store, dataclasses.replace(base, name=name, name_match="exact", properties=properties))
+    ]
 
 
 def _query(store: Any, flt: EntityFilter) -> list[Node]:

@@ -10,11 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from mcp_sections.servers.rag_ops.brain import Brain
 from mcp_sections.servers.rag_ops.ranking import is_a, thing_asked
 from mcp_sections.shared.brain.model import Node, ParsedFile
 from mcp_sections.shared.brain.parsing import parse_file, tree_sitter_available
 from mcp_sections.shared.brain.parsing.files import CHUNK_CHARS
+from mcp_sections.shared.brain.sqlite_backend import SQLiteBrainStore
 from mcp_sections.shared.embeddings.embedder import default_model_runs
+from mcp_sections.shared.ground.errors import ToolFailure
 from tests.in_memory import section_in_memory
 from tests.stdio import call
 
@@ -265,6 +268,28 @@ def test_a_file_of_code_always_has_a_node_beside_its_file_node() -> None:
         assert any(n.label in ("Scope", "Chunk", "DocumentSection") for n in nodes), rel
     barrel = parsed("src/index.ts").nodes  # a re-export alone: a chunk, searchable by its text
     assert [(n.label, n.content) for n in barrel[1:]] == [("Chunk", 'export * from "./handlers/notify";')]
+
+
+@needs_tree_sitter
+def test_a_route_is_named_like_a_definition(tmp_path: Path) -> None:
+    """Two routers' `router.get /` are told apart by `path::qualname`, the name an ambiguous one lists (the name of a
+    route is its whole qualified name, which holds a dot and a path: it was looked up by `get /` alone)."""
+    root = make_app(tmp_path / "shop")
+    for rel in ("src/routes/users.js", "src/routes/carts.js"):
+        (root / rel).write_text('router.get("/", async (req, res) => res.json([]));\n', encoding="utf-8")
+    brain = Brain(SQLiteBrainStore(tmp_path / "brain.sqlite3"), [root], background_embeddings=False)
+    try:
+        brain.ingest_directory(str(root), "shop")
+        deleting = brain.resolve_node("router.delete /api/orders/:id")
+        assert (deleting.path, deleting.props["kind"]) == ("src/routes/orders.js", "route")
+        callers, _ = brain.store.neighbors(brain.resolve_node("deleteOrder").id, ["CALLS"], "in", 1, 10)
+        assert deleting.id in {node.id for node, _ in callers}  # the route calls its handler
+        with pytest.raises(ToolFailure) as ambiguous:
+            brain.resolve_node("router.get /")
+        assert "src/routes/carts.js::router.get /" in ambiguous.value.message
+        assert brain.resolve_node("src/routes/carts.js::router.get /").path == "src/routes/carts.js"
+    finally:
+        brain.close()
 
 
 def test_a_question_naming_a_route_asks_for_route_registrations() -> None:
