@@ -151,7 +151,7 @@ def _alternatives(error: SchemaError) -> list[tuple[str, str]]:
 MAX_CHOICES_SHOWN = 60
 
 
-def _one_of(choices: list[Any], given: Any) -> str:
+def _one_of(choices: Sequence[Any], given: Any) -> str:
     """'must be one of …' with every choice up to MAX_CHOICES_SHOWN (beyond: how many more, never a silent cut), after
     the closest ones to a mistyped text."""
     shown = ", ".join(json.dumps(value) for value in choices[:MAX_CHOICES_SHOWN])

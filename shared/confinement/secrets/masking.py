@@ -51,7 +51,8 @@ _ENV_ASSIGNMENT = re.compile(
     # after grep's `file:line:`, a diff's `+`/`-`, word-diff's `{+`/`[-`, `export`:
     r"^(?P<lead>(?:[^\s:=]+[:-]){0,3}[ \t]*(?:[+\- ]|\{\+|\[-)?[ \t]*(?:export[ \t]+)?"
     r"(?=[A-Z])[A-Z0-9_]*(?:KEY|PASSWORD|PASSWD|PWD|SECRET|TOKEN|CREDENTIALS?|PASSPHRASE)[A-Z0-9_]*[ \t]*=[ \t]*)"
-    # unquoted: not code (`KEYS = ("a", "b")`, `API_KEY = os.environ.get("X")`): no parenthesis (a shell would refuse it)
+    # unquoted: not code (`KEYS = ("a", "b")`, `API_KEY = os.environ.get("X")`): no parenthesis, which a shell
+    # would refuse
     r"(?P<value>\"[^\"\n]{3,}\"|'[^'\n]{3,}'|(?![^\s#]*[()])[^\s\"'#$\[][^\s#]{2,})",
     re.MULTILINE,
 )
