@@ -251,9 +251,15 @@ class PlanActionsInput(ToolInput):
     strategy: Literal["sequential", "parallel"] = "sequential"
 
 
-# duration_ms, tokens_input, tokens_output, tokens_reported (1: the model answered, each time with its token counts),
-# tool_calls, turns, depth (shared.agents.runtime.Metrics.as_dict)
+# duration_ms, tokens_input, tokens_output, tokens_input_with_nested, tokens_output_with_nested, nested_agents,
+# tokens_reported (1: the model answered, each time with its token counts), tool_calls, turns, depth
+# (shared.agents.metrics.Metrics.as_dict)
 AgentMetrics = dict[str, int]
+METRICS = (
+    "duration_ms, tool_calls, turns, depth; tokens_input/tokens_output: the model tokens of {whose} alone; "
+    "tokens_input_with_nested/tokens_output_with_nested: with every sub-agent started below, at any depth "
+    "(nested_agents of them): the figure to budget with; tokens_reported: 1 when the model gave its token counts."
+)
 
 
 class ActionOutcome(BaseModel):
@@ -261,14 +267,14 @@ class ActionOutcome(BaseModel):
     complexity: str
     status: Literal["completed", "failed", "budget_exceeded", "skipped", "terminated"]
     report: str
-    metrics: AgentMetrics
+    metrics: AgentMetrics = Field(description=METRICS.format(whose="this action's sub-agent"))
     error: str | None = None
 
 
 class PlanActionsResult(ToolResult):
     success: bool = Field(description="True when every action completed (a plan that got nothing done is an error).")
     report: str = Field(description="Markdown report; facts are attributed to the tool they came from.")
-    metrics: AgentMetrics
+    metrics: AgentMetrics = Field(description=METRICS.format(whose="this plan's sub-agents"))
     actions: list[ActionOutcome]
     model: str | None = Field(default=None, description="The model the sub-agents ran on, as its endpoint names it.")
 

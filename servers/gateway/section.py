@@ -128,7 +128,8 @@ async def plan_actions(params: PlanActionsInput, state: ScopedState, ctx: ToolCo
     the tools of `sections`. The goal must be complete: the sub-agent sees nothing else. Each of `actions` gets
     its own sub-agent, sequential or parallel; few run at once (MAX_LIMIT_EXCEEDED beyond). Returns a markdown
     report citing the tool behind each fact, with metrics and a status per action (work done before a failure is
-    kept); a plan that got nothing done fails with the model's error (DEPENDENCY_ERROR, TIMEOUT)."""
+    kept); a plan that got nothing done fails with the model's error (DEPENDENCY_ERROR, TIMEOUT). Tokens:
+    tokens_input/tokens_output are this plan's sub-agents' own, tokens_*_with_nested add every sub-agent below."""
     return await state.host.plan_actions(params, state.scope, ctx)
 
 

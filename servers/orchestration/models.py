@@ -21,8 +21,13 @@ class NoInput(ToolInput):
 
 class AgentMetrics(BaseModel):
     duration_ms: int
-    tokens_input: int
-    tokens_output: int
+    tokens_input: int = Field(description="Input tokens of this call's own sub-agent(s), without those they started.")
+    tokens_output: int = Field(description="Output tokens of this call's own sub-agent(s), without those they started.")
+    tokens_input_with_nested: int = Field(
+        description="Input tokens including every sub-agent started below, at any depth: the figure to budget with."
+    )
+    tokens_output_with_nested: int = Field(description="Output tokens including every sub-agent started below.")
+    nested_agents: int = Field(description="How many sub-agents were started below, at any depth.")
     tool_calls: int
     turns: int
     depth: int

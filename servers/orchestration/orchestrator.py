@@ -25,8 +25,9 @@ import anyio
 
 from mcp_sections.servers.pool.host import AgentHost
 from mcp_sections.servers.pool.pool import SectionPool
+from mcp_sections.shared.agents.metrics import Metrics
 from mcp_sections.shared.agents.providers import ToolDef
-from mcp_sections.shared.agents.runtime import AgentRun, AgentTask, Metrics, SlotPool
+from mcp_sections.shared.agents.runtime import AgentRun, AgentTask, SlotPool
 from mcp_sections.shared.agents.scope import CLIENT_SCOPE, AgentLimits, AgentScope, ConfigFile, ScopedState
 from mcp_sections.shared.framework.tools import ToolContext, ToolSpec
 from mcp_sections.shared.ground.errors import (
@@ -185,6 +186,7 @@ class Orchestrator:
             kind=kind,
             parent=caller.agent_id,
             profile=profile,
+            reports_to=caller.nested,
             label=f"depth {depth} · {name} · ",
         )
 

@@ -284,8 +284,8 @@ async def parallel_tasks(params: ParallelTasksInput, state: ScopedState, ctx: To
     completed = sum(1 for outcome in outcomes if outcome.success)
     failed = len(outcomes) - completed
     sections.append(
-        f"_{completed} of {len(outcomes)} tasks completed in {total.duration_ms} ms; {total.tokens_input} input / "
-        f"{total.tokens_output} output tokens, {total.tool_calls} tool calls._"
+        f"_{completed} of {len(outcomes)} tasks completed in {total.duration_ms} ms; "
+        f"{total.tokens_text(' by these tasks')}, {total.tool_calls} tool calls._"
     )
     return ParallelTasksResult(
         success=failed == 0,

@@ -17,7 +17,8 @@ alive at once across the whole gateway; beyond that plan_actions fails with MAX_
 
 Each sub-agent has budgets (turns, tool calls, tokens, wall time; one model call is bounded by the model
 timeout), reports progress to the MCP client, treats tool output as data (never instructions), and ends
-with a markdown report that names the tool behind each fact, plus metrics.
+with a markdown report that names the tool behind each fact, plus metrics: its own tokens, and with those of the
+sub-agents it started (`shared.agents.metrics`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +35,7 @@ from typing import Any, Protocol
 import anyio
 from mcp_types import CallToolResult
 
+from mcp_sections.shared.agents.metrics import Metrics, NestedTokens
 from mcp_sections.shared.agents.providers import Message, ModelProvider, ToolCall, ToolDef
 from mcp_sections.shared.agents.sampling import select_provider
 from mcp_sections.shared.agents.scope import AgentLimits, AgentScope, Trail
@@ -124,62 +125,6 @@ class PlanOutcome:
 
 
 @dataclass
-class Metrics:
-    depth: int
-    started: float = field(default_factory=time.monotonic)
-    tokens_input: int = 0
-    tokens_output: int = 0
-    tool_calls: int = 0
-    turns: int = 0
-    duration_ms: int = 0
-    answers: int = 0  # model turns that came back (a turn whose call failed is counted in `turns` only)
-    unreported: int = 0  # answers without token counts (MCP sampling may not say)
-    provider: str | None = None  # the model provider the sub-agent ran on (sampling, openai, anthropic)
-    model: str | None = None  # the model's name: as its endpoint named it in an answer, else as configured
-
-    @property
-    def tokens_reported(self) -> bool:
-        """The token counts are the model's own: it answered, each time with its counts."""
-        return self.answers > 0 and self.unreported == 0
-
-    def finish(self) -> Metrics:
-        self.duration_ms = int((time.monotonic() - self.started) * 1000)
-        return self
-
-    def add(self, other: Metrics) -> None:
-        """Count `other`'s tokens, calls and turns in these (a plan's or a batch's totals)."""
-        self.tokens_input += other.tokens_input
-        self.tokens_output += other.tokens_output
-        self.tool_calls += other.tool_calls
-        self.turns += other.turns
-        self.answers += other.answers
-        self.unreported += other.unreported
-        self.model = other.model or self.model
-
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "duration_ms": self.duration_ms,
-            "tokens_input": self.tokens_input,
-            "tokens_output": self.tokens_output,
-            "tokens_reported": int(self.tokens_reported),  # 0: no answer, or one without its token counts
-            "tool_calls": self.tool_calls,
-            "turns": self.turns,
-            "depth": self.depth,
-        }
-
-    def tokens_text(self) -> str:
-        text = f"{self.tokens_input} input / {self.tokens_output} output tokens"
-        if self.answers == 0:
-            return f"{text} (the model never answered)"
-        return text if self.tokens_reported else f"{text} (the client's model did not report all token counts)"
-
-    def model_text(self) -> str:
-        """`qwen2.5:14b (openai)`: the model's name and its provider."""
-        name = self.model or "unnamed"
-        return f"{name} ({self.provider})" if self.provider else name
-
-
-@dataclass
 class AgentRun:
     """The outcome of one sub-agent."""
 
@@ -215,6 +160,7 @@ class AgentTask:
     parent: str | None = None  # agent id of the sub-agent that started it (None: the client)
     label: str = ""  # progress prefix
     profile: str | None = None  # the host's name for a configured (permanent) agent this one runs as
+    reports_to: NestedTokens | None = None  # the starting sub-agent's (None: the client): gets what this one spent
 
 
 @dataclass
@@ -332,6 +278,7 @@ class _Runner:
             sections=frozenset(self.request.sections),
             tool_filter=self.parent.tools,
             parent=self.parent.agent_id,
+            reports_to=self.parent.nested,
             label=f"depth {self.depth} · task {index + 1}/{len(self.items)} · ",
         )
         return await self.runtime.run_agent(task, self.ctx, self.progress)
@@ -539,22 +486,24 @@ class AgentRuntime:
             profile=task.profile,
         )
         self.live[agent_id] = live
-        started = time.monotonic()
+        metrics = Metrics(depth=task.depth, provider=task.provider.name, model=task.provider.model)
         run: AgentRun | None = None
         traced = telemetry.current()
         span = traced.start_agent(agent_id, task.name, task.kind, task.depth, task.parent) if traced else None
         try:
             with live.cancel_scope:
-                run = await self._run_agent(task, agent_id, ctx, progress or _Progress(ctx))
+                run = await self._run_agent(task, agent_id, ctx, progress or _Progress(ctx), metrics)
         finally:
             self.live.pop(agent_id, None)
             status = run.status if run is not None else ("terminated" if live.terminated_by else "cancelled")
-            metrics = run.metrics if run is not None else Metrics(depth=task.depth, started=started).finish()
+            if run is None:
+                metrics.finish()
+            if task.reports_to is not None:  # what it spent, however it ended, counts for the agent that started it
+                task.reports_to.add(metrics)
             self.finished.append(FinishedAgent.of(live, status, metrics))
             if span is not None:
                 span.end(status, {"tool_calls": metrics.tool_calls, "turns": metrics.turns})
         if run is None:  # terminated (its own scope was cancelled; an outer cancellation propagates)
-            metrics = Metrics(depth=task.depth, started=started).finish()
             reason = live.terminated_by or "terminated"
             run = AgentRun(
                 status="terminated",
@@ -566,7 +515,7 @@ class AgentRuntime:
         return run
 
     async def _run_agent(
-        self, task: AgentTask, agent_id: str, ctx: ToolContext | None, progress: ProgressFn
+        self, task: AgentTask, agent_id: str, ctx: ToolContext | None, progress: ProgressFn, metrics: Metrics
     ) -> AgentRun:
         """One sub-agent's conversation with its model, within its turn, token, tool-call and wall-time budgets."""
         limits = self.host.limits
@@ -580,6 +529,7 @@ class AgentRuntime:
             routes=task.routes,
             profile=task.profile,
             trail=Trail(),
+            nested=metrics.nested,
         )
 
         async def labelled(progress_value: float, total: float | None, message: str | None) -> None:
@@ -587,10 +537,7 @@ class AgentRuntime:
             await progress(f"{task.label}{text}")
 
         tool_ctx = ctx.derive(progress=labelled) if ctx is not None else ToolContext(progress=labelled)
-        talk = _Conversation(
-            messages=[Message(role="user", content=task.prompt)],
-            metrics=Metrics(depth=task.depth, provider=task.provider.name, model=task.provider.model),
-        )
+        talk = _Conversation(messages=[Message(role="user", content=task.prompt)], metrics=metrics)
         with anyio.move_on_after(limits.agent_max_seconds) as wall:
             try:
                 await self._converse(task, _system_prompt(task, names, limits), talk, scope, tool_ctx, progress)
@@ -701,9 +648,10 @@ class AgentRuntime:
             lines.append("**Tool calls (sources):**" if run.sources else "**Tool calls:** none")
             lines += [f"{n}. {source}" for n, source in enumerate(run.sources, 1)]
             lines.append("")
+        tokens = total.tokens_text(f" by this plan's {'sub-agent' if len(runs) == 1 else f'{len(runs)} sub-agents'}")
         lines.append(
-            f"_Metrics: {total.duration_ms} ms, {total.tokens_text()}, {total.tool_calls} tool calls, "
-            f"depth {total.depth}, model: {total.model_text()}._"
+            f"_Metrics: {total.duration_ms} ms, {tokens}, {total.tool_calls} tool calls, depth {total.depth}, "
+            f"model: {total.model_text()}._"
         )
         return "\n".join(lines)[:MAX_REPORT_CHARS]
 

@@ -8,7 +8,8 @@ A sub-agent's grant is by identity: the set of section ids it was given (`sectio
 their tools (`tools`, published names), always a subset of its caller's. A tool whose name matches a granted
 section's tool but that belongs to another section is not granted: every call carries the section id the host
 resolved it to, and the host's gate checks that id against the grant. `trail` is what the sub-agent has read so far
-(untrusted content since its goal was approved makes its destructive calls ask again, `servers/pool/gate.py`).
+(untrusted content since its goal was approved makes its destructive calls ask again, `servers/pool/gate.py`), and
+`nested` what the sub-agents it starts spend (they add their tokens to it when they end, `shared.agents.metrics`).
 `AgentLimits` are the bounds every sub-agent of a host runs within, read from the host's settings once.
 """
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcp_sections.shared.agents.metrics import NestedTokens
 from mcp_sections.shared.confinement.own_state import config_dir
 
 
@@ -49,6 +51,7 @@ class AgentScope:
     routes: Mapping[str, Any] | None = field(default=None, compare=False)  # its tools' published names → routes
     profile: str | None = None  # the permanent agent (orchestration's `delegate_task`) this sub-agent runs as
     trail: Trail | None = field(default=None, compare=False)
+    nested: NestedTokens | None = field(default=None, compare=False)  # its metrics' tokens of the agents it starts
 
     @property
     def is_client(self) -> bool:

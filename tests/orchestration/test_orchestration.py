@@ -91,7 +91,15 @@ def selfish(request: Request) -> Reply:
     return Reply(text="I did it myself [list_agents].")
 
 
+def spawner(request: Request) -> Reply:
+    """Hands the sum to a sub-agent of its own, then reports."""
+    if request.turn == 0:
+        return Reply(tool_calls=[("spawn_agent", {"name": "inner", "prompt": "[script:report] add"})])
+    return Reply(text="The inner agent found 42 [spawn_agent].")
+
+
 SCRIPTS = {
+    "spawner": spawner,
     "report": report,
     "slow": slow,
     "hang": hang,
@@ -191,6 +199,28 @@ async def test_a_child_never_gets_more_tools_or_depth_than_its_parent(client: Cl
     depths = {r.depth: set(r.tools) for r in model.requests}
     assert depths[1] == {"demo_sum"} | ORCHESTRATION_TOOLS
     assert depths[2] == {"demo_sum"}  # the deepest level gets no orchestration tools
+
+
+@pytest.mark.anyio
+async def test_metrics_count_the_tokens_of_the_sub_agents_started_below(client: Client, model: ScriptedModel) -> None:
+    """Each sub-agent answers twice, 10 input / 5 output tokens each time: the depth-1 one and its child alike."""
+    result = await call(client, "spawn_agent", name="Outer", prompt="[script:spawner] go")
+    assert result["success"] and sorted(request.depth for request in model.requests) == [1, 1, 2, 2]
+    metrics = result["metrics"]
+    assert (metrics["tokens_input"], metrics["tokens_output"]) == (20, 10)  # its own
+    assert (metrics["tokens_input_with_nested"], metrics["tokens_output_with_nested"], metrics["nested_agents"]) == (
+        40,
+        20,
+        1,
+    )
+    batch = await call(client, "parallel_tasks", tasks=[{"agent_id": "db_agent", "prompt": "[script:spawner] go"}])
+    assert batch["success"]
+    for metrics in (batch["results"][0]["metrics"], batch["metrics"]):
+        assert (metrics["tokens_input"], metrics["tokens_input_with_nested"]) == (20, 40)
+    assert (
+        "20 input / 10 output tokens by these tasks; 40 input / 20 output with the 1 nested sub-agent"
+        in (batch["aggregated_report"])
+    )
 
 
 # -- delegate_task / list_agents -------------------------------------------------------------------------
@@ -301,6 +331,7 @@ async def test_terminate_agent_stops_a_running_child(client: Client, model: Scri
         assert stopped["success"] and "Looper" in stopped["message"]
     assert outcome["status"] == "terminated" and outcome["success"] is False
     assert "terminate_agent" in outcome["error"]
+    assert outcome["metrics"]["turns"] >= 1 and outcome["metrics"]["tokens_input"] >= 10  # what it spent is counted
     requests = len(model.requests)
     await anyio.sleep(0.5)
     assert len(model.requests) == requests  # nothing more after termination
