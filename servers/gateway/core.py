@@ -155,6 +155,13 @@ class Gateway:
         """The gateway's own tools in the client's tools/list (plan_actions only when sub-agents may run)."""
         return [name for name in GATEWAY_SPECS if name != "plan_actions" or self.config.max_depth > 0]
 
+    def off_tools(self) -> dict[str, str]:
+        """The gateway's own tools switched off by its settings → why, and how to switch them on."""
+        if self.config.max_depth > 0:
+            return {}
+        table = self.settings.gateway if isinstance(self.settings.gateway, dict) else {}
+        return {"plan_actions": misplaced.depth_zero("plan_actions", table, ConfigFile.of(self.settings.config_file))}
+
     def always_available(self, scope: AgentScope) -> list[str]:
         if scope.is_client:
             return self.own_tool_names()

@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 
+from mcp_sections.servers.pool import misplaced
 from mcp_sections.servers.pool.host import AgentHost
 from mcp_sections.servers.pool.pool import SectionPool
 from mcp_sections.shared.agents.metrics import Metrics
@@ -120,6 +121,9 @@ class Orchestrator:
         return {key: agent for key, agent in self.section_config.agents.items() if key != caller.profile}
 
     def check_depth(self, caller: AgentScope) -> int:
+        if self.limits.max_depth == 0:  # hosted by a gateway whose max_depth is 0 (this section's own is at least 1)
+            table = self.settings.gateway if isinstance(self.settings.gateway, dict) else {}
+            raise limit_exceeded(misplaced.depth_zero("sub-agents", table, ConfigFile.of(self.settings.config_file)))
         if caller.depth >= self.limits.max_depth:
             raise limit_exceeded(
                 f"sub-agents may not be deeper than {self.limits.max_depth}; do this task with your own tools."

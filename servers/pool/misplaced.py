@@ -3,12 +3,16 @@
 The names come from what the pool knows without starting anything — the built-in sections' declarations and the
 tools a third-party section listed once it ran (what `find_tools` and `list_tool_sections` show); tools the filters
 hide are never named. Each answer says the call to make (`call_section_tool(section=…, tool=…, arguments={...})`).
+A tool of the host switched off by a setting (plan_actions at `max_depth = 0`) is not unknown: the answer names the
+setting and where it is set.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from .catalog import SectionEntry
 
@@ -35,9 +39,13 @@ def closest(name: str, candidates: Iterable[str]) -> list[str]:
     return difflib.get_close_matches(name, list(dict.fromkeys(candidates)), n=MAX_SUGGESTIONS, cutoff=CLOSENESS)
 
 
-def at_the_gateway(having: dict[str, list[str]], tool: str, own: Sequence[str]) -> str | None:
+def at_the_gateway(
+    having: dict[str, list[str]], tool: str, own: Sequence[str], off: Mapping[str, str] | None = None
+) -> str | None:
     """Why `tool` is not one of the gateway's tools (`own`) and what to call instead; None when no section has it
-    (`having`: `sections_having`) nor a name close to it."""
+    (`having`: `sections_having`) nor a name close to it. `off`: the gateway's tools switched off → why."""
+    if off and tool in off:
+        return off[tool]
     sections = having.get(tool)
     if sections:
         return (
@@ -79,3 +87,19 @@ def _named(names: Sequence[str], having: dict[str, list[str]], section: str | No
         else:
             said.append(f"{name} (a gateway tool, called directly)")
     return " or ".join(said)
+
+
+DEPTH_VARIABLE = "MCP_SECTIONS_GATEWAY_MAX_DEPTH"
+
+
+def depth_zero(tool: str, file_table: Mapping[str, Any], config_file: object) -> str:
+    """Why `tool` (plan_actions, spawn_agent, …) is off: the gateway's max_depth is 0, set by the command line, the
+    environment or `[gateway]` of `config_file` (`file_table`), each winning over the next (`LayeredSettings`)."""
+    raw = next((value for name, value in os.environ.items() if name.upper() == DEPTH_VARIABLE and value != ""), None)
+    if raw is not None and raw.strip() == "0":
+        where = f"{DEPTH_VARIABLE}=0 in the gateway's environment"
+    elif raw is None and file_table.get("max_depth") == 0:
+        where = f"[gateway] max_depth = 0 in {config_file}"
+    else:
+        where = "--max-depth 0 on the gateway's command line"
+    return f"{tool} is off: {where}; raise it to allow sub-agents."
