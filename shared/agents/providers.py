@@ -3,6 +3,12 @@
 Both speak a small neutral conversation format (`Message`, `ToolCall`, `ToolDef`) and return one
 `ModelTurn` per call. The HTTP part (base URL, key header from the variable *named* in the configuration, coded
 failures) is `shared.net.model_api`'s.
+
+The key is read at each call, and optional: with `api_key_env` unset, or naming a variable this server's environment
+lacks, the endpoint is called without a key (Ollama, vLLM, LM Studio need none). Only when the endpoint then refuses
+(HTTP 401/403) is the missing variable the error — and the message says where it must be set: an MCP client that
+starts the server over stdio passes it only a few variables (the mcp SDK's `get_default_environment`: HOME, PATH, …),
+never the developer's shell exports, so the variable goes in the client entry's `"env"`.
 """
 
 from __future__ import annotations
@@ -13,7 +19,15 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from mcp_sections.shared.agents.scope import ConfigFile
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
-from mcp_sections.shared.net.model_api import CHAT_COMPLETIONS, MESSAGES, Api, HttpxSender, ModelEndpoint, call_json
+from mcp_sections.shared.net.model_api import (
+    CHAT_COMPLETIONS,
+    MESSAGES,
+    Api,
+    HttpxSender,
+    ModelApiFailure,
+    ModelEndpoint,
+    call_json,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
@@ -30,7 +44,7 @@ def how_to_configure(config_file: ConfigFile | None = None, sampling: bool = Tru
         'model = "qwen2.5:14b"      # the model name the endpoint expects\n'
         'base_url = "http://localhost:11434/v1"   # Ollama, vLLM, LM Studio, OpenRouter, ... '
         "(omit for api.openai.com)\n"
-        'api_key_env = "OPENAI_API_KEY"           # NAME of the environment variable holding the key (omit if none)\n'
+        'api_key_env = "OPENAI_API_KEY"           # NAME of the variable holding the key (unset: no key is sent)\n'
         "or set MCP_SECTIONS_GATEWAY_MODEL_PROVIDER, MCP_SECTIONS_GATEWAY_MODEL_MODEL, "
         "MCP_SECTIONS_GATEWAY_MODEL_BASE_URL and MCP_SECTIONS_GATEWAY_MODEL_API_KEY_ENV, then restart the gateway."
     )
@@ -147,12 +161,30 @@ class _HttpProvider:
             settings="[gateway.model] ",
             timeout_seconds=config.timeout_seconds,
             timeout_setting="[gateway.model] timeout_seconds",
+            key_required=False,  # an unset key variable sends no key: a local endpoint needs none
         )
-        self.endpoint.api_key()  # an unset key variable fails now, with how to set it
         self._sender = HttpxSender(transport)
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        return await call_json(self.endpoint, self._sender, "POST", path, body)
+        try:
+            return await call_json(self.endpoint, self._sender, "POST", path, body)
+        except ModelApiFailure as failure:
+            variable = self.config.api_key_env
+            if failure.status not in (401, 403) or not variable or self.endpoint.api_key() is not None:
+                raise
+            message = key_missing(self.endpoint, variable, failure.status)
+            raise ModelApiFailure(failure.code, message, status=failure.status) from None
+
+
+def key_missing(endpoint: ModelEndpoint, variable: str, status: int | None) -> str:
+    """The endpoint refused a call sent without a key because `variable` is unset here: where to set it."""
+    return (
+        f"{endpoint.what} at {endpoint.shown_base} refused the call without a key (HTTP {status}): "
+        f"{endpoint.setting('api_key_env')} names {variable}, which is not set in this server's environment. MCP "
+        "clients that start servers over stdio pass them only a few variables (HOME, PATH, ...), not your shell's "
+        f'exports: put {variable} in the client entry\'s "env" (e.g. {{"env": {{"{variable}": "..."}}}}; in an agent '
+        "framework, the stdio server's env argument), or set it where the server is started; then restart the server."
+    )
 
 
 class OpenAIChatProvider(_HttpProvider):

@@ -54,8 +54,10 @@ Script = Callable[[Request], Reply]
 
 
 class ScriptedModel:
-    def __init__(self, scripts: dict[str, Script]) -> None:
+    def __init__(self, scripts: dict[str, Script], key: str | None = None) -> None:
+        """`key`: the API key it requires (`Authorization: Bearer <key>`, else HTTP 401); None: it needs none."""
         self.scripts = scripts
+        self.key = key
         self.requests: list[Request] = []
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -127,6 +129,9 @@ class ScriptedModel:
                     return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if model.key is not None and self.headers.get("Authorization") != f"Bearer {model.key}":
+                    self.answer_json(401, {"error": {"message": "Incorrect API key provided."}})
+                    return
                 try:
                     self.answer_json(200, model.answer(body, self.headers.get("Authorization")))
                 except Exception as exc:  # a broken script is reported to the gateway as a server error

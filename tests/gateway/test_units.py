@@ -300,9 +300,8 @@ def test_missing_model_or_key_says_how_to_configure(monkeypatch: pytest.MonkeyPa
     with pytest.raises(ToolFailure) as caught:
         provider_from_config(ModelSettings.load({}))
     assert "[gateway.model]" in caught.value.message and "MCP_SECTIONS_GATEWAY_MODEL_PROVIDER" in caught.value.message
-    monkeypatch.delenv("ABSENT_KEY", raising=False)
-    with pytest.raises(ToolFailure, match="ABSENT_KEY is not set"):
-        provider_from_config(ModelSettings.load({"provider": "openai", "model": "m", "api_key_env": "ABSENT_KEY"}))
+    monkeypatch.delenv("ABSENT_KEY", raising=False)  # an unset key is no error until the endpoint wants one
+    assert provider_from_config(ModelSettings.load({"provider": "openai", "model": "m", "api_key_env": "ABSENT_KEY"}))
 
 
 @pytest.mark.anyio
