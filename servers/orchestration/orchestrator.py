@@ -23,8 +23,8 @@ from typing import Any
 
 import anyio
 
-from mcp_sections.servers.pool import misplaced
 from mcp_sections.servers.pool.host import AgentHost
+from mcp_sections.servers.pool.misplaced import depth_zero
 from mcp_sections.servers.pool.pool import SectionPool
 from mcp_sections.shared.agents.metrics import Metrics
 from mcp_sections.shared.agents.providers import ToolDef
@@ -123,7 +123,7 @@ class Orchestrator:
     def check_depth(self, caller: AgentScope) -> int:
         if self.limits.max_depth == 0:  # hosted by a gateway whose max_depth is 0 (this section's own is at least 1)
             table = self.settings.gateway if isinstance(self.settings.gateway, dict) else {}
-            raise limit_exceeded(misplaced.depth_zero("sub-agents", table, ConfigFile.of(self.settings.config_file)))
+            raise limit_exceeded(depth_zero("sub-agents", table, ConfigFile.of(self.settings.config_file)))
         if caller.depth >= self.limits.max_depth:
             raise limit_exceeded(
                 f"sub-agents may not be deeper than {self.limits.max_depth}; do this task with your own tools."
