@@ -21,9 +21,16 @@ from mcp_sections.shared.framework.resources import ServeResults, serve_as
 from mcp_sections.shared.framework.tools import ToolContext
 from mcp_sections.shared.ground.about import package_version
 from mcp_sections.shared.ground.errors import ToolFailure, not_found
-from mcp_sections.shared.serving.approval import Approvals, Effect, describe_arguments, exposed_spec, tool_named
+from mcp_sections.shared.serving.approval import (
+    Approvals,
+    Effect,
+    describe_arguments,
+    exposed_spec,
+    needs_approval_by_hints,
+    tool_named,
+)
 from mcp_sections.shared.serving.audit import audit_log
-from mcp_sections.shared.serving.calls import failure_result
+from mcp_sections.shared.serving.calls import failure_result, parse_arguments
 from mcp_sections.shared.serving.client_log import serve_logging
 from mcp_sections.shared.serving.completions import serve_completions
 from mcp_sections.shared.serving.sdk_tools import ForgetRootsOnChange, add_built_tools, raw_tool, spec_tool
@@ -69,7 +76,8 @@ def build_gateway_server(settings: Settings, config: GatewaySettings) -> tuple[M
         plain = spec_tool(spec, dispatch, lean=True, publish_output=name != FORWARD_TOOL)
         target = partial(_forwarded, gateway) if name == FORWARD_TOOL else None
         wording = _plan_wording if name == "plan_actions" else None
-        tools.append(approvals.tool(spec, plain, dispatch, target=target, wording=wording))
+        preflight = partial(_forward_preflight, gateway) if name == FORWARD_TOOL else None
+        tools.append(approvals.tool(spec, plain, dispatch, target=target, wording=wording, preflight=preflight))
     tools += [_exposed_tool(gateway, approvals, route) for route in gateway.exposed.values()]
     server = MCPServer(
         name="mcp-sections-gateway",
@@ -119,12 +127,20 @@ class PointToSections:
 
 
 def _forwarded(gateway: Gateway, params: Any) -> Effect:
-    """What call_section_tool runs: the target tool, whose annotations decide (unknown ones: it asks)."""
-    known = gateway.pool.known_tool(params.section, params.tool)
-    hints = known.definition.get("annotations") if known is not None else None
+    """What call_section_tool runs: the target tool, whose annotations for this call decide (unknown ones: it asks)."""
+    hints = gateway.pool.call_annotations(params.section, params.tool, params.arguments)
     spec = GATEWAY_SPECS[FORWARD_TOOL]
     wording = f"Section {params.section}, tool {params.tool}. {describe_arguments(params.arguments)}"
     return Effect(hints, tool_named(spec.name, spec.title), wording)
+
+
+async def _forward_preflight(gateway: Gateway, arguments: dict[str, Any]) -> ToolFailure | None:
+    """call_section_tool's preflight: the target section's own, asked of it (`shared.serving.preflight`)."""
+    try:
+        params: Any = parse_arguments(GATEWAY_SPECS[FORWARD_TOOL].input_model, arguments)
+    except ToolFailure:
+        return None  # the gate answers it
+    return await gateway.pool.preflight(params.section, params.tool, params.arguments)
 
 
 def _plan_wording(params: Any) -> str:
@@ -164,7 +180,15 @@ def _exposed_tool(gateway: Gateway, approvals: Approvals, route: Route) -> Any:
         call=dispatch,
     )
 
-    def wording(params: Any) -> str:
-        return f"Section {route.section}, tool {route.tool}. {describe_arguments(params.model_extra or {})}"
+    def target(params: Any) -> Effect:
+        arguments = params.model_extra or {}
+        hints = gateway.pool.call_annotations(route.section, route.tool, arguments) or annotations
+        wording = f"Section {route.section}, tool {route.tool}. {describe_arguments(arguments)}"
+        return Effect(hints, tool_named(route.name, definition.get("title")), wording)
 
-    return approvals.tool(exposed_spec(route.name, definition), plain, dispatch, wording=wording)
+    async def preflight(arguments: dict[str, Any]) -> ToolFailure | None:
+        return await gateway.pool.preflight(route.section, route.tool, arguments)
+
+    spec = exposed_spec(route.name, definition)
+    per_call = target if needs_approval_by_hints(spec.annotations, "destructive") else None  # else: never asks
+    return approvals.tool(spec, plain, dispatch, target=per_call, preflight=preflight)

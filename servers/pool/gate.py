@@ -23,8 +23,9 @@ When traces are exported (`shared.serving.telemetry`), each call is a span here 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from mcp_types import CallToolResult
@@ -115,7 +116,8 @@ class Gate:
             if span is not None:
                 span.target(target.section, target.tool)
             await self.pool.check_shown(target.section, target.tool)
-            await self._approve(target.name, target.annotations, target.arguments, ctx, scope)
+            preflight = partial(self.pool.preflight, target.section, target.tool, target.arguments)
+            await self._approve(target.name, target.annotations, target.arguments, ctx, scope, preflight)
             result = await self.pool.forward(target.section, target.tool, target.arguments, ctx, scope)
         except ToolFailure as failure:
             return failure_result(failure)
@@ -139,13 +141,12 @@ class Gate:
             # the client's forwarding tool names the section and tool in its arguments (never a sub-agent's: its
             # tools are its routes, each checked against its grant below)
             params: Any = parse_arguments(self.own[FORWARD_TOOL].input_model, arguments)
-            known = self.pool.known_tool(params.section, params.tool)
             return SectionTarget(
                 name=params.tool,
                 section=params.section,
                 tool=params.tool,
                 arguments=params.arguments,
-                annotations=known.definition.get("annotations") if known is not None else None,
+                annotations=self.pool.call_annotations(params.section, params.tool, params.arguments),
             )
         routes: Mapping[str, Route] = self.pool.exposed if scope.is_client else (scope.routes or {})
         route = routes.get(name)
@@ -159,7 +160,8 @@ class Gate:
             section=route.section,
             tool=route.tool,
             arguments=arguments,
-            annotations=route.definition.get("annotations"),
+            annotations=self.pool.call_annotations(route.section, route.tool, arguments)
+            or route.definition.get("annotations"),
         )
 
     # -- approval and trail -------------------------------------------------------------------------------------
@@ -171,10 +173,11 @@ class Gate:
         arguments: dict[str, Any],
         ctx: ToolContext | None,
         scope: AgentScope,
+        preflight: Callable[[], Awaitable[ToolFailure | None]] | None = None,
     ) -> None:
         """A sub-agent that read untrusted content is asked about again before a tool that needs approval (the
         client was asked by its transport; an untainted sub-agent runs under the approval of its goal): approval
-        decides and asks (`shared.serving.approval.approve_mid_call`)."""
+        decides and asks (`shared.serving.approval.approve_mid_call`), after the tool's `preflight`."""
         trail = scope.trail
         if scope.is_client or trail is None or not trail.read_untrusted:
             return
@@ -193,6 +196,7 @@ class Gate:
             situation=situation,
             reason=reason,
             mode=self.approval,
+            preflight=preflight,
         )
 
     @staticmethod

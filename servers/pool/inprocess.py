@@ -19,6 +19,7 @@ from mcp_types import CallToolResult
 from mcp_sections.shared.framework.tools import ToolContext
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, not_found
 from mcp_sections.shared.serving.pipeline import SectionCalls
+from mcp_sections.shared.serving.preflight import preflight_failure
 from mcp_sections.shared.settings.config import Settings
 
 from .catalog import SectionEntry
@@ -125,6 +126,15 @@ class InProcessLauncher:
             return await calls.call(spec, arguments, ctx)
         assert scope.cancelled_caught
         raise call_timed_out(self.entry.id, name, self._gateway)
+
+    async def preflight(self, name: str, arguments: dict[str, Any]) -> ToolFailure | None:
+        """The section's own preflight of this call, on its state (`shared.serving.preflight`)."""
+        try:
+            calls = self._open()
+        except ToolFailure:
+            return None  # the call itself says why the section cannot start
+        spec = calls.specs.get(name)
+        return await preflight_failure(spec, arguments, calls.state) if spec is not None else None
 
     async def read_resource(self, uri: str) -> dict[str, Any] | None:
         """None: a section in the gateway's process keeps its results in the gateway's own store."""

@@ -45,6 +45,7 @@ from mcp_types.version import is_version_at_least
 
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.ground.install_hints import install_hint
+from mcp_sections.shared.serving import preflight
 from mcp_sections.shared.serving.telemetry import passed_environment
 from mcp_sections.shared.settings.config import Settings
 
@@ -62,6 +63,7 @@ KILLED_BACKOFF_FACTOR = 4  # a section killed from outside restarts within this 
 DYING_SECONDS = 10.0  # the longest a restart waits for the process of a dropped connection to be reaped
 IDLE_CHECK_SECONDS = 1.0  # a call after this much idleness first checks that the section is still there
 PING_TIMEOUT_SECONDS = 5.0
+PREFLIGHT_TIMEOUT_SECONDS = 30.0  # a preflight reads files and the policy; the first one may detect the sandbox
 CLOSED = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)  # the transport is gone
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -99,6 +101,11 @@ class Launcher(Protocol):
         read_only: bool = False,
         caller: Any = None,
     ) -> CallToolResult: ...
+
+    async def preflight(self, name: str, arguments: dict[str, Any]) -> ToolFailure | None:
+        """What the section's preflight of this call refuses (`shared.serving.preflight`); None: nothing, or it has
+        none. Only ever asked of a built-in section the gateway runs itself."""
+        ...
 
     async def read_resource(self, uri: str) -> dict[str, Any] | None:
         """A resource of the section's results (`shared.framework.resources`), as `resources/read` answers it; None when
@@ -532,6 +539,19 @@ class SubprocessLauncher:
             self._failures = self._crashes = 0
             return result
         raise self._died(name)
+
+    async def preflight(self, name: str, arguments: dict[str, Any]) -> ToolFailure | None:
+        """`mcp-sections/preflight`, asked of the section's process (started now if need be: the call follows); a
+        section that cannot answer it refuses nothing (its call is asked about as before)."""
+        try:
+            client = await self.ensure_running()
+            with anyio.fail_after(PREFLIGHT_TIMEOUT_SECONDS):
+                answer = await client.session.send_request(
+                    preflight.request(name, arguments), preflight.PreflightResult
+                )
+        except (MCPError, ToolFailure, TimeoutError, *CLOSED):
+            return None
+        return preflight.refusal_of(answer)
 
     async def read_resource(self, uri: str) -> dict[str, Any] | None:
         connection = self._connection

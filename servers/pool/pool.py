@@ -21,8 +21,9 @@ from anyio.abc import TaskGroup
 from mcp_types import CallToolResult
 
 from mcp_sections.shared.agents.scope import AgentScope
-from mcp_sections.shared.framework.tools import ToolContext
+from mcp_sections.shared.framework.tools import Annotations, ToolContext, ToolSpec
 from mcp_sections.shared.ground.errors import ConfigError, ErrorCode, ToolFailure, not_found, permission_denied
+from mcp_sections.shared.serving.calls import parse_arguments
 from mcp_sections.shared.settings.config import Settings
 
 from . import misplaced
@@ -182,6 +183,35 @@ class SectionPool:
         known = entry.cached_tools or (entry.tools(self.settings) if entry.builtin else None)
         return known.get(tool) if known else None
 
+    def declared_tool(self, section_id: str, tool: str) -> ToolSpec | None:
+        """A built-in section's own declaration of `tool` (its per-call annotations, its preflight) when this host runs
+        the section itself (not a server configured by command or URL, which may be another version)."""
+        entry = self.catalog.get(section_id)
+        if entry is None or not entry.builtin or entry.external is not None or entry.declaration is None:
+            return None
+        return next((spec for spec in entry.declaration.specs if spec.name == tool), None)
+
+    def call_annotations(self, section_id: str, tool: str, arguments: dict[str, Any]) -> Any:
+        """The annotations of one call (approval decides by them): a built-in tool's per call
+        (`ToolSpec.annotations_for`: fetch_web_page reads unless it ingests), else as listed (None: unknown)."""
+        known = self.known_tool(section_id, tool)
+        listed = known.definition.get("annotations") if known is not None else None
+        spec = self.declared_tool(section_id, tool)
+        if spec is None or spec.annotations_of is None:
+            return listed
+        try:
+            return spec.annotations_for(parse_arguments(spec.input_model, arguments, tool))
+        except ToolFailure:
+            return listed  # the call fails on its arguments, after the question its listed annotations ask
+
+    async def preflight(self, section_id: str, tool: str, arguments: dict[str, Any]) -> ToolFailure | None:
+        """What a built-in section's preflight refuses of this call (`shared.serving.preflight`), asked of the section
+        before the caller's person is asked to approve it; None: nothing, or the tool has no preflight."""
+        spec = self.declared_tool(section_id, tool)
+        if spec is None or spec.preflight is None:
+            return None
+        return await self.launcher(section_id).preflight(tool, arguments)
+
     # -- published names and routes ---------------------------------------------------------------------------
 
     def prepare_exposed(self) -> None:
@@ -319,5 +349,12 @@ class SectionPool:
             )
         checked = section_tool.checker().check(arguments)
         progress = ctx.report_progress if ctx is not None else None
-        read_only = bool((section_tool.definition.get("annotations") or {}).get("readOnlyHint"))
+        read_only = read_only_hint(self.call_annotations(section_id, tool, checked))  # sent again if its process dies
         return await launcher.call_tool(tool, checked, progress, read_only, caller)
+
+
+def read_only_hint(annotations: Any) -> bool:
+    """Whether annotations (MCP hints, or a declaration's own) say read-only."""
+    if isinstance(annotations, Annotations):
+        return annotations.read_only
+    return bool((annotations or {}).get("readOnlyHint"))

@@ -57,10 +57,26 @@ def _progress(ctx: ToolContext | None, what: str, timeout: float | None) -> Any:
     return report
 
 
+def _command_preflight(params: Any, state: Any) -> None:
+    """Preflight of run_command and start_process (`shared.serving.preflight`): the command guard's check of the
+    program, its arguments and cwd, the variables and the timeout, as the call makes them; nothing runs."""
+    state.guard.check(params.command, params.cwd, confined=state.confined)
+    state.checked_env(params.env)
+    if getattr(params, "timeout_seconds", None) is not None:
+        state.timeout_for(params.timeout_seconds)
+
+
+def _npm_preflight(params: RunNpmScriptInput, state: Any) -> None:
+    """Preflight of run_npm_script: its cwd inside the roots, npm allowed there, the timeout; nothing runs."""
+    state.guard.resolve_program("npm", state.guard.resolve_cwd(params.cwd))
+    state.timeout_for(params.timeout_seconds)
+
+
 @tool(
     name="run_command",
     title="Run an allow-listed command",
     annotations=OPEN_WORLD,
+    preflight=_command_preflight,
     examples=(
         "run the unit tests from the command line",
         "execute a program like ls or python in the project",
@@ -104,6 +120,7 @@ async def run_command(params: RunCommandInput, state: Any, ctx: ToolContext) -> 
     name="run_npm_script",
     title="Run a package.json script",
     annotations=OPEN_WORLD,
+    preflight=_npm_preflight,
     examples=(
         "run a script from package.json",
         "start the dev server defined in package.json",
@@ -238,6 +255,7 @@ def list_safe_commands(params: ListSafeCommandsInput, state: Any) -> ListSafeCom
     name="start_process",
     title="Start a long-running process",
     annotations=OPEN_WORLD,
+    preflight=_command_preflight,
     examples=(
         "start the dev server and keep it running",
         "run a watcher in the background",

@@ -36,6 +36,7 @@ MAX_BLOCKED_SHOWN = 20
     name="fetch_web_page",
     title="Fetch a web page",
     annotations=WEB_WRITE,
+    annotations_of=lambda params: WEB_WRITE if params.ingest else WEB_READ,  # a plain fetch is a read
     examples=(
         "open a URL and read the page",
         "crawl a website a couple of levels deep",

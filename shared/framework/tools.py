@@ -14,7 +14,7 @@ import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
@@ -251,6 +251,17 @@ AskUser = Callable[[Any, Any], UserQuestion | None]
 """`asks_user(params, state) -> UserQuestion`; raising `ToolFailure` fails the call without asking; None: this
 call needs no question (it runs with `answer=None`)."""
 
+CallAnnotations = Callable[[Any], Annotations]
+"""`@tool(annotations_of=...)`: the annotations of one call, from its parsed input (fetch_web_page reads the web and
+changes nothing unless `ingest=true`). Approval and the gateway's gate decide by them; `annotations` stays the worst
+case of every call, as tools/list publishes it."""
+
+Preflight = Callable[[Any, Any], None]
+"""`@tool(preflight=...)`: `preflight(params, state)` checks one call against the tool's policy without running
+anything (the allow-list, the roots, protected names) and raises the ToolFailure the call would fail with. It runs
+before the person is asked to approve the call, so that a call that can never run is refused at once instead of
+asked about; it refuses only what the call would refuse whatever happens meanwhile (a missing file may appear)."""
+
 
 @dataclass(frozen=True)
 class ToolSpec:
@@ -269,6 +280,12 @@ class ToolSpec:
     asks_user: AskUser | None = field(default=None, repr=False)
     examples: tuple[str, ...] = ()  # needs in a user's words, for the gateway's find_tools (not published)
     long: LongWork = False  # may outlive a client's request timeout: runs as an MCP task (see `shared.serving.tasks`)
+    annotations_of: CallAnnotations | None = field(default=None, repr=False)  # per call (approval, the gate)
+    preflight: Preflight | None = field(default=None, repr=False)  # a policy check run before the person is asked
+
+    def annotations_for(self, params: Any) -> Annotations:
+        """The annotations of one call (its parsed input): `annotations_of`'s, else the tool's own."""
+        return self.annotations if self.annotations_of is None else self.annotations_of(params)
 
     @property
     def task_support(self) -> Literal["optional"] | None:
@@ -313,6 +330,8 @@ def tool(
     asks_user: AskUser | None = None,
     examples: tuple[str, ...] = (),
     long: LongWork = False,
+    annotations_of: CallAnnotations | None = None,
+    preflight: Preflight | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a function as a tool. The description defaults to the function's docstring.
 
@@ -328,10 +347,15 @@ def tool(
     True, or a predicate on the parsed input for the calls that are long. Such a tool is published with
     `execution.taskSupport: "optional"` and may run as an MCP task (`shared.serving.tasks`); a plain call still works,
     with progress notifications.
+
+    `annotations_of(params) -> Annotations`: the annotations of one call, when some calls do less than the worst case
+    `annotations` states (`CallAnnotations`); `preflight(params, state)`: a check of one call against the tool's
+    policy, run before the person is asked to approve it (`Preflight`).
     """
 
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
         spec = _build_spec(function, name, title, annotations, description, asks_user, examples, long)
+        spec = replace(spec, annotations_of=annotations_of, preflight=preflight)
         setattr(function, SPEC_ATTRIBUTE, spec)
         return function
 

@@ -12,6 +12,11 @@ content since its goal was approved (`approve_mid_call`, from the gate, `servers
 client connects, there the question is asked: the gateway asks for its own tools and starts its sections with
 approval off, having asked already.
 
+Before asking, a call is checked against its tool's policy where the tool declares a preflight
+(`shared.serving.preflight`): a call that can never run (a program off the allow-list, a path outside the roots) is
+refused at once, without a question. A tool whose calls differ in effect declares per-call annotations
+(`ToolSpec.annotations_for`: fetch_web_page is a read unless it ingests), and those decide.
+
 What is asked: everything that will run — every argument, long values summarised by their start, their length and an
 explicit "…", paths in full, never cut silently (`describe_arguments`). Only a boolean `true` approves (`refusal`).
 
@@ -36,9 +41,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Literal
 
 import anyio
@@ -62,6 +68,7 @@ from mcp_sections.shared.serving import client_log
 from mcp_sections.shared.serving.asking import AskedCall, Fallback, asking_tool
 from mcp_sections.shared.serving.audit import AuditLog, AuditRecord, argument_digest, user_named
 from mcp_sections.shared.serving.calls import parse_arguments
+from mcp_sections.shared.serving.preflight import Check, ServePreflight, preflight_failure
 from mcp_sections.shared.serving.question_board import PendingQuestion, QuestionBoard
 from mcp_sections.shared.serving.sdk_tools import tool_context, tool_definition
 
@@ -195,10 +202,13 @@ class Approvals:
         self.audit = audit
         self.board = board
         self._asking: dict[str, tuple[ToolSpec, Target | None, Wording | None]] = {}
+        self._checks: dict[str, Check] = {}  # the tools' preflights, for a gateway's `mcp-sections/preflight`
 
     def serve(self, server: MCPServer) -> None:
-        """Make this the approval of every tools/call `server` answers (before `TaskCalls`: a task inherits it)."""
+        """Make this the approval of every tools/call `server` answers (before `TaskCalls`: a task inherits it), and
+        answer a gateway's preflight requests where this server does not ask itself (approval off)."""
         server.middleware.append(_InRequest(self))
+        server.middleware.append(ServePreflight(self._checks, enabled=self.mode == "off"))
 
     def tool(
         self,
@@ -209,12 +219,18 @@ class Approvals:
         target: Target | None = None,
         wording: Wording | None = None,
         state: Any = None,
+        preflight: Check | None = None,
     ) -> Tool:
         """The published tool of `spec`: `plain` when no call of it can need approval (or approval is off); else the
         same tool, as `plain` publishes it, asking first. `target`: what a call of a tool that runs another one, chosen
         per call, would run; `wording`: how a call's arguments are shown (default: every argument). A tool with a
-        question of its own (`asks_user`) asks it (`state`: what it is computed from)."""
+        question of its own (`asks_user`) asks it (`state`: what it is computed from). `preflight`: the policy check
+        run before asking (default: the tool's own, `spec.preflight`, on `state`)."""
         published = tool_definition(plain)
+        if preflight is None and spec.preflight is not None and state is not None:
+            preflight = partial(preflight_failure, spec, state=state)
+        if preflight is not None:
+            self._checks[spec.name] = preflight
         if spec.asks_user is not None:
             self._asking[spec.name] = (spec, None, None)
             return asking_tool(spec, state or _NoState(), call, published=published)
@@ -245,6 +261,7 @@ class Approvals:
             cannot_ask=CANNOT_ASK.format(tool=spec.name),
             published=published,
             fallback=self._on_board_of(spec.name),
+            preflight=preflight,
         )
 
     def asks(self, tool: str, arguments: dict[str, Any]) -> bool:
@@ -252,21 +269,21 @@ class Approvals:
         entry = self._asking.get(tool)
         if entry is None:
             return False
-        spec, target, _ = entry
-        if spec.asks_user is not None or target is None:
+        spec, target, wording = entry
+        if spec.asks_user is not None or (target is None and spec.annotations_of is None):
             return True
         try:
             params = parse_arguments(spec.input_model, arguments)
         except ToolFailure:
             return False  # the call fails at once
-        return needs_approval_by_hints(target(params).hints, self.mode)
+        return needs_approval_by_hints(self._effect(spec, params, target, wording).hints, self.mode)
 
     @staticmethod
     def _effect(spec: ToolSpec, params: Any, target: Target | None, wording: Wording | None) -> Effect:
         if target is not None:
             return target(params)
         shown = wording(params) if wording is not None else describe_arguments(_dump(params))
-        return Effect(spec.annotations, tool_named(spec.name, spec.title), shown)
+        return Effect(spec.annotations_for(params), tool_named(spec.name, spec.title), shown)
 
     # -- the status page -----------------------------------------------------------------------------------------
 
@@ -431,13 +448,18 @@ async def approve_mid_call(
     situation: str,
     reason: str,
     mode: Approval,
+    preflight: Callable[[], Awaitable[ToolFailure | None]] | None = None,
 ) -> None:
     """A call asked about while another runs (a tainted sub-agent's, from the gate): nothing when it needs no approval
     or is approved; ToolFailure when refused, or when nobody can be asked (no elicitation mid-call, no status page).
     `caller`: who makes the call (a sub-agent's depth and id); `situation` opens the question (who wants what, and why
-    it is asked again); `reason` says why in a refusal."""
+    it is asked again); `reason` says why in a refusal; `preflight`: the policy check run before asking (its refusal
+    is the call's, unasked)."""
     if not needs_approval_by_hints(hints, mode):
         return
+    refused_first = await preflight() if preflight is not None else None
+    if refused_first is not None:
+        raise refused_first
     question = approval_question(name, f"{situation} {describe_arguments(arguments)}")
     current = _current.get()
     answer = await ctx.ask(question) if ctx is not None else None

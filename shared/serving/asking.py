@@ -168,6 +168,9 @@ class _AskingTool(Tool):
 #: and returns that failure, so that a call refused before running is audited like every other call.
 AskedCall = Callable[[dict[str, Any], ToolContext, UserAnswer | None, ToolFailure | None], Awaitable[CallToolResult]]
 
+#: A call's check before it is asked about (its raw arguments -> the failure it would answer, or None).
+Preflight = Callable[[dict[str, Any]], Awaitable[ToolFailure | None]]
+
 #: Where else a question can be answered when the client cannot elicit (the status page: `shared.serving.approval`):
 #: the question, the call's arguments and context -> the answer, or None when there is nowhere else either.
 Fallback = Callable[[UserQuestion, dict[str, Any], Context], Awaitable[UserAnswer | None]]
@@ -180,11 +183,13 @@ def asking_tool(
     cannot_ask: str | None = None,
     published: dict[str, Any] | None = None,
     fallback: Fallback | None = None,
+    preflight: Preflight | None = None,
 ) -> Tool:
     """The SDK tool of a tool that asks the user first. `spec.asks_user` may return None: no question for this
     call, which then runs with `answer=None`. On a client without elicitation the question goes to `fallback`, else
     the call is refused (`cannot_ask` words why). `published`: the tools/list entry to publish it as (its schemas,
-    title, description and annotations), else the declaration's."""
+    title, description and annotations), else the declaration's. `preflight`: what refuses a call before it is
+    asked about (`shared.serving.preflight`): such a call answers that failure, unasked."""
     asked = _AskedQuestions()
 
     async def question(arguments: dict[str, Any], context: Context) -> Any:
@@ -195,6 +200,9 @@ def asking_tool(
         user_question = _question_for(spec, arguments, value)
         if isinstance(user_question, _NotAsked):
             return user_question
+        refused = await preflight(arguments) if preflight is not None else None
+        if refused is not None:
+            return _NotAsked(refused)
         if not _can_elicit(context):
             return await _without_elicitation(spec.name, user_question, arguments, context, fallback, cannot_ask)
         late = _timed(asked, spec.name, arguments, context, user_question.timeout_seconds)

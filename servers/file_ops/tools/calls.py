@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio.to_thread
 
 from mcp_sections.servers.file_ops.state import FileOpsState
-from mcp_sections.shared.confinement.guards.paths import PathGuard
+from mcp_sections.shared.confinement.guards.paths import PathGuard, Purpose
 from mcp_sections.shared.framework.tools import Annotations, ToolContext
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
@@ -25,6 +25,15 @@ T = TypeVar("T")
 
 EDIT = Annotations(read_only=False, destructive=True, idempotent=False, open_world=False)
 MOVE = Annotations(read_only=False, destructive=True, idempotent=False, open_world=False)
+
+
+def within_roots(state: FileOpsState, *paths: tuple[str, Purpose]) -> None:
+    """A preflight (`shared.serving.preflight`): each path checked by the configured guard for what the call does with
+    it (PERMISSION_DENIED outside the roots, for protected names). A call's own guard is never wider (a client's roots
+    narrow it), so what this refuses the call refuses; with no configured roots, nothing (a client's may be used)."""
+    if state.configured.roots:
+        for path, purpose in paths:
+            state.configured.resolve(path, purpose=purpose)
 
 
 async def guard_of(state: FileOpsState, ctx: ToolContext | None) -> PathGuard:

@@ -17,7 +17,7 @@ from mcp_sections.servers.file_ops.models import (
     PathInput,
 )
 from mcp_sections.servers.file_ops.state import FileOpsState
-from mcp_sections.servers.file_ops.tools.calls import MOVE, changed, guarded
+from mcp_sections.servers.file_ops.tools.calls import MOVE, changed, guarded, within_roots
 from mcp_sections.shared.framework.tools import OVERWRITE, READ_ONLY, WRITE, ToolContext, tool
 
 
@@ -106,6 +106,7 @@ async def create_directory(
     name="delete_path",
     title="Delete a file or directory",
     annotations=OVERWRITE,
+    preflight=lambda params, state: within_roots(state, (params.path, "delete")),
     examples=(
         "remove a file I no longer need",
         "delete a directory and everything inside it",
@@ -142,6 +143,7 @@ async def delete_path(params: DeletePathInput, state: FileOpsState, ctx: ToolCon
     name="move_file",
     title="Move or rename",
     annotations=MOVE,
+    preflight=lambda params, state: within_roots(state, (params.source, "delete"), (params.destination, "create")),
     examples=(
         "rename a file",
         "move a folder somewhere else in the project",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mcp_sections.servers.file_ops.models import EditFileInput, EditFileResult, WriteFileInput, WriteFileResult
 from mcp_sections.servers.file_ops.state import FileOpsState
-from mcp_sections.servers.file_ops.tools.calls import EDIT, changed
+from mcp_sections.servers.file_ops.tools.calls import EDIT, changed, within_roots
 from mcp_sections.shared.framework.tools import OVERWRITE, ToolContext, tool
 
 
@@ -13,6 +13,7 @@ from mcp_sections.shared.framework.tools import OVERWRITE, ToolContext, tool
     name="write_file",
     title="Write a file",
     annotations=OVERWRITE,
+    preflight=lambda params, state: within_roots(state, (params.path, "write")),
     examples=(
         "create a new script file with this content",
         "overwrite notes.txt with new text",
