@@ -183,13 +183,15 @@ class SectionPool:
         known = entry.cached_tools or (entry.tools(self.settings) if entry.builtin else None)
         return known.get(tool) if known else None
 
-    def declared_tool(self, section_id: str, tool: str) -> ToolSpec | None:
-        """A built-in section's own declaration of `tool` (its per-call annotations, its preflight) when this host runs
-        the section itself (not a server configured by command or URL, which may be another version)."""
+    def declared_tool(self, section_id: str, tool: str, *, run_here: bool = True) -> ToolSpec | None:
+        """A built-in section's own declaration of `tool` (its per-call annotations, its preflight); with `run_here`,
+        only when this host runs the section itself (not a server configured by command or URL, which may be another
+        version)."""
         entry = self.catalog.get(section_id)
-        if entry is None or not entry.builtin or entry.external is not None or entry.declaration is None:
+        if entry is None or not entry.builtin or (run_here and entry.external is not None):
             return None
-        return next((spec for spec in entry.declaration.specs if spec.name == tool), None)
+        declaration = entry.declaration
+        return next((spec for spec in declaration.specs if spec.name == tool), None) if declaration else None
 
     def call_annotations(self, section_id: str, tool: str, arguments: dict[str, Any]) -> Any:
         """The annotations of one call (approval decides by them): a built-in tool's per call
@@ -206,8 +208,10 @@ class SectionPool:
 
     async def preflight(self, section_id: str, tool: str, arguments: dict[str, Any]) -> ToolFailure | None:
         """What a built-in section's preflight refuses of this call (`shared.serving.preflight`), asked of the section
-        before the caller's person is asked to approve it; None: nothing, or the tool has no preflight."""
-        spec = self.declared_tool(section_id, tool)
+        before the caller's person is asked to approve it; None: nothing, or the tool has no preflight. A built-in
+        section reached by command or URL (a container) is asked too: one that does not know the request refuses
+        nothing."""
+        spec = self.declared_tool(section_id, tool, run_here=False)
         if spec is None or spec.preflight is None:
             return None
         return await self.launcher(section_id).preflight(tool, arguments)
