@@ -11,20 +11,22 @@ command line, but its sources are declared per class, while here one parse of th
 dozen classes, checked against that file's trust rules first (`check_config_trust`: owner and mode, no `sandbox =
 "off"` inside a root) — a per-call table would go through a context variable; it decodes a list from the environment
 as JSON where every setting here takes a comma- or path-separated list (each field would need `NoDecode`); and its
-unknown-key errors name pydantic's internals where ours name the table and list the valid keys. What remains is
-`LayeredSettings.load`: twenty lines of layering, which these rules would not shorten.
+unknown-key errors name pydantic's internals where ours (`refuse_unknown`) name the file and the table, a close match
+and the valid keys. What remains is `LayeredSettings.load`: twenty lines of layering, which these rules would not
+shorten.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, TypeVar, get_origin
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 
 from mcp_sections.shared.confinement.own_state import OwnState, own_state, trust_problem
@@ -48,35 +50,101 @@ class LayeredSettings(BaseModel):
     file_only: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
-    def load(cls, file_table: dict[str, Any] | None = None, *, where: str = "", **overrides: Any) -> Self:
+    def load(
+        cls, file_table: dict[str, Any] | None = None, *, where: str = "", source: Path | None = None, **overrides: Any
+    ) -> Self:
         """Build the settings from a config-file table, the environment and explicit overrides (None is ignored).
 
-        A key of the table that is no setting (a typo such as `max_depht`) is refused with the valid keys,
-        rather than silently ignored; `where` names the table in that message (e.g. `[sections.todo]`).
+        A key of the table that is no setting (a typo such as `max_depht`) is refused with a close match and the valid
+        keys, rather than silently ignored; `where` names the table in that message (e.g. `[sections.todo]`), `source`
+        the config file it comes from.
         """
-        unknown = sorted(set(file_table or {}) - set(cls.model_fields) - cls.other_file_keys)
-        if unknown:
-            valid = ", ".join(sorted((set(cls.model_fields) | cls.other_file_keys) - {"config_file"}))
-            place = where or f"the {cls.__name__} table"
-            raise ConfigError(
-                f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in {place} of "
-                f"the config file; valid keys: {valid}"
-            )
+        valid = (set(cls.model_fields) | cls.other_file_keys) - {"config_file"}  # the file's own path: load_settings'
+        given = set(file_table or {}) - ({"config_file"} & set(cls.model_fields))
+        refuse_unknown(given, valid, what="setting", where=where or f"the {cls.__name__} table", source=source)
         values = {key: value for key, value in (file_table or {}).items() if key in cls.model_fields}
         values.update(cls.from_environment())
         values.update({key: value for key, value in overrides.items() if value is not None})
         return cls.model_validate(values)
 
     @classmethod
-    def from_environment(cls) -> dict[str, Any]:
-        """The values this class's `<env_prefix><FIELD>` variables set."""
+    def environment_variables(cls) -> dict[str, tuple[str, str]]:
+        """Field -> (variable, text) for each of this class's `<env_prefix><FIELD>` variables that is set."""
         names = {f"{cls.env_prefix}{name}".upper(): name for name in cls.model_fields if name not in cls.file_only}
-        values: dict[str, Any] = {}
+        found: dict[str, tuple[str, str]] = {}
         for variable, text in os.environ.items():
             name = names.get(variable.upper())
             if name is not None and text != "":
-                values[name] = _decode(cls.model_fields[name], variable, text)
-        return values
+                found[name] = (variable, text)
+        return found
+
+    @classmethod
+    def from_environment(cls) -> dict[str, Any]:
+        """The values this class's `<env_prefix><FIELD>` variables set."""
+        return {
+            name: _decode(cls.model_fields[name], variable, text)
+            for name, (variable, text) in cls.environment_variables().items()
+        }
+
+
+def refuse_unknown(
+    found: Iterable[str],
+    known: Iterable[str],
+    *,
+    what: str,
+    where: str,
+    source: Path | None,
+    show: Callable[[str], str] = repr,
+    known_as: str = "valid keys",
+) -> None:
+    """ConfigError naming the names of `found` that are not in `known` (unknown keys of a table, unknown section ids),
+    where they are (`where`, in the config file `source`), the close match of each (difflib) and the known ones: the
+    one message of every typo in the config file."""
+    known = sorted(set(known))
+    unknown = sorted(set(found) - set(known))
+    if not unknown:
+        return
+    file = f"the config file {source}" if source is not None else "the config file"
+    place = f"in {where} of {file}" if where else f"in {file}"
+    matches = {name: difflib.get_close_matches(name, known, n=1) for name in unknown}
+    close = [(name, match[0]) for name, match in matches.items() if match]
+    if len(unknown) == 1 and close:
+        hint = f" (did you mean {show(close[0][1])}?)"
+    elif close:
+        hint = f" (did you mean {', '.join(f'{show(match)} for {show(name)}' for name, match in close)}?)"
+    else:
+        hint = ""
+    named = f"{what}{'s' if len(unknown) > 1 else ''} {', '.join(map(show, unknown))}"
+    raise ConfigError(f"unknown {named} {place}{hint}; {known_as}: {', '.join(known) or 'none'}")
+
+
+def invalid_settings(
+    exc: ValidationError,
+    cls: type[LayeredSettings],
+    table: dict[str, Any],
+    where: str,
+    source: Path | None,
+    flags: Collection[str] = (),
+) -> ConfigError:
+    """A settings class's validation error in one line, each bad value named where it was set (the layer that won): a
+    flag among `flags`, its environment variable, else its key in the table `where` of the config file `source`."""
+    file = f"the config file {source}" if source is not None else "the config file"
+    variables = cls.environment_variables()
+    said = []
+    for error in exc.errors():
+        loc = [str(part) for part in error["loc"]]
+        value = error.get("input")
+        shown = f" = {value!r}"[:80] if loc and not isinstance(value, dict) else ""
+        if not loc:
+            named = f"{where} of {file}"
+        elif loc[0] in flags:
+            named = f"--{loc[0].replace('_', '-')}{shown}"
+        elif loc[0] in variables:
+            named = f"{variables[loc[0]][0]}{shown} (environment)"
+        else:
+            named = f"{'.'.join(loc)}{shown} in {where} of {file}"
+        said.append(f"{named}: {error['msg']}".replace("\n", " "))
+    return ConfigError(f"invalid setting{'s' if len(said) > 1 else ''}: {'; '.join(said)}")
 
 
 def _decode(field: FieldInfo, variable: str, text: str) -> Any:
@@ -179,8 +247,13 @@ class Settings(LayeredSettings):
         return [path.expanduser().resolve() for path in value]
 
     def section_settings(self, model: type[SectionSettingsT], section_id: str) -> SectionSettingsT:
-        """The typed settings of one section: its config-file table, then `MCP_SECTIONS_<ID>_*`."""
-        return model.load(self.sections.get(section_id, {}), where=f"[sections.{section_id}]")
+        """The typed settings of one section: its config-file table, then `MCP_SECTIONS_<ID>_*`. A value that is
+        refused is a ConfigError naming where it was set."""
+        table, where = self.sections.get(section_id, {}), f"[sections.{section_id}]"
+        try:
+            return model.load(table, where=where, source=self.config_file)
+        except ValidationError as exc:
+            raise invalid_settings(exc, model, table, where, self.config_file) from None
 
 
 class SectionSettings(LayeredSettings):
@@ -206,7 +279,11 @@ def load_settings(config_file: Path | None = None, **cli: Any) -> Settings:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
         table["config_file"] = path
-    settings = Settings.load(table, where="the top level", **cli)
+    try:
+        settings = Settings.load(table, where="the top level", source=path, **cli)
+    except ValidationError as exc:
+        flags = {key for key, value in cli.items() if value is not None}
+        raise invalid_settings(exc, Settings, table, "the top level", path, flags) from None
     if path is not None:
         check_config_trust(path, table, settings.roots)
     return settings
