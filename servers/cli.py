@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from mcp_sections.servers.doctor import check_config
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, UnknownSection, all_sections, load_section
 from mcp_sections.shared.ground.about import package_version
 from mcp_sections.shared.ground.hosts import url_host
@@ -115,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     doctor = commands.add_parser("doctor", help="check, per section, whether it can run here and what to install")
     doctor.add_argument("section", nargs="*", help="section ids (default: all)")
+    _add_settings_flags(doctor)
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
 
     audit = commands.add_parser("audit", help="show the audit log of tool calls (newest last)")
@@ -246,8 +248,14 @@ def _add_install_commands(commands: Any) -> None:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    """The settings of the config layers and the flags."""
-    return load_settings(config_file=args.config, data_dir=args.data_dir, roots=args.roots, log_level=args.log_level)
+    """The settings of the config layers and the flags; every `[sections.<id>]` table of the config file checked
+    against its section's settings (`servers.doctor.check_config`: a typo is refused here, at start)."""
+    settings = load_settings(
+        config_file=args.config, data_dir=args.data_dir, roots=args.roots, log_level=args.log_level
+    )
+    for note in check_config(settings):
+        logging.getLogger("mcp_sections.settings").warning("%s", note)
+    return settings
 
 
 def _settings_from(args: argparse.Namespace) -> Settings:
@@ -390,7 +398,7 @@ def _doctor(args: argparse.Namespace) -> int:
     unknown = sorted(set(args.section) - set(BUILTIN_SECTIONS))
     if unknown:
         raise UnknownSection(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(sorted(BUILTIN_SECTIONS))}")
-    reports = check_all(args.section or list(BUILTIN_SECTIONS))
+    reports = check_all(args.section or list(BUILTIN_SECTIONS), _settings_from(args))
     if args.json:
         print(json.dumps({"sections": [report.as_dict() for report in reports]}, indent=2))
     else:
