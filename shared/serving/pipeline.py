@@ -21,6 +21,7 @@ Approval is asked before step 1 by the transport that can ask (`shared.serving.s
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -29,6 +30,7 @@ import anyio
 import anyio.to_thread
 from mcp_types import CallToolResult
 
+from mcp_sections.shared.framework.requirements import MissingModules
 from mcp_sections.shared.framework.sections import Section, SectionRuntime
 from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, UserAnswer
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
@@ -101,8 +103,12 @@ class SectionState:
                 state = self.get()
                 if self._section.warm_up is not None:
                     self._section.warm_up(state)
-            except Exception:  # the first real call reports the problem to the client
-                logger.warning("warm-up of section %s failed", self._section.id, exc_info=True)
+            except Exception as exc:  # the first real call reports the problem to the client
+                missing = missing_dependency_of(self._section, self._runtime, exc)
+                if missing is None:
+                    logger.warning("warm-up of section %s failed", self._section.id, exc_info=True)
+                else:  # the "degraded" state doctor describes, no crash: what is missing and its fix, in one line
+                    logger.warning("warm-up of section %s skipped: %s", self._section.id, missing)
 
         threading.Thread(target=warm, name=f"warm-up-{self._section.id}", daemon=True).start()
 
@@ -112,6 +118,38 @@ class SectionState:
                 self._value.close()
             self._opened = False
             self._value = None
+
+
+def missing_dependency_of(section: Section, runtime: SectionRuntime, exc: BaseException) -> str | None:
+    """What is missing and the command that installs it, when `exc` comes from a missing dependency: a
+    DEPENDENCY_ERROR, or an import of a module that one of the section's requirements finds missing (as doctor does;
+    also when the import failed in a process of the section's, whose error came back as text). None: a real crash."""
+    chain: list[BaseException] = []
+    error: BaseException | None = exc
+    while error is not None and error not in chain:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    for error in chain:
+        if isinstance(error, ToolFailure):
+            return error.message if error.code is ErrorCode.DEPENDENCY_ERROR else None
+    text = " ".join(str(error) for error in chain)
+    for requirement in section.requirements:
+        try:
+            problem = requirement.probe(runtime)
+        except Exception:  # a probe that fails says nothing of this error: it is logged whole
+            return None
+        if isinstance(problem, MissingModules) and any(_import_failed(name, text) for name in problem.names):
+            until = f"; until then: {requirement.without}" if requirement.without else ""
+            return f"{problem} — {requirement.fix}{until}"
+    for error in chain:
+        if isinstance(error, ModuleNotFoundError) and error.name:
+            return missing_dependency(f"section {section.id}", error, section.extra).message
+    return None
+
+
+def _import_failed(module: str, text: str) -> bool:
+    """Whether `text` (an error, maybe from another process) says that `module` or one of its submodules is missing."""
+    return re.search(rf"No module named '{re.escape(module)}[.']", text) is not None
 
 
 async def accounted(
