@@ -358,9 +358,10 @@ def load_gateway_settings(settings: Settings, **overrides: Any) -> GatewaySettin
     model_table = table.pop("model", {}) or {}
     auth_table = table.pop("auth", {}) or {}
     try:
-        model = ModelSettings.load(model_table, where="[gateway.model]")
-        auth = AuthSettings.load(auth_table, where="[gateway.auth]")
-        return GatewaySettings.load(table, where="[gateway]", model=model, auth=auth, **overrides)
+        source = settings.config_file
+        model = ModelSettings.load(model_table, where="[gateway.model]", source=source)
+        auth = AuthSettings.load(auth_table, where="[gateway.auth]", source=source)
+        return GatewaySettings.load(table, where="[gateway]", source=source, model=model, auth=auth, **overrides)
     except ValueError as exc:
         where = settings.config_file or "the environment"
         raise ConfigError(f"invalid gateway settings (from {where}): {exc}") from None

@@ -6,6 +6,7 @@ refused; the unknown-key message did not name the file."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from mcp_sections.servers import doctor
+from mcp_sections.servers.pool.settings import load_gateway_settings
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, load_section
 from mcp_sections.servers.todo.settings import TodoSettings
 from mcp_sections.shared.settings.config import ConfigError, load_settings
@@ -85,6 +87,9 @@ def test_the_unknown_key_message_names_the_config_file(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=f"in the top level of the config file {config}"):
         load_settings(_config(tmp_path, 'datadir = "x"\n'))
+    for table, key in (("[gateway]", "max_dept"), ("[gateway.model]", "api_key_envv")):
+        with pytest.raises(ConfigError, match=re.escape(f"in {table} of the config file {config}")):
+            load_gateway_settings(load_settings(_config(tmp_path, f"{table}\n{key} = 1\n")))
 
 
 def test_a_third_party_section_table_is_left_with_a_note(tmp_path: Path) -> None:
