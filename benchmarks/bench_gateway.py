@@ -290,7 +290,11 @@ def in_process_subject(data_dir: str) -> Subject:
 
 
 def fastmcp_subject(data_dir: str) -> Subject | None:
-    if importlib.util.find_spec("fastmcp") is None:
+    """fastmcp's proxy, when the `fastmcp` distribution is installed (the bench extra): pydantic-ai's MCP client brings
+    only `fastmcp-slim[client]`, whose `fastmcp` module has no server to proxy with."""
+    try:
+        importlib.metadata.version("fastmcp")
+    except importlib.metadata.PackageNotFoundError:
         return None
     proxy = [sys.executable, str(ROOT / "benchmarks" / "fastmcp_proxy.py"), "calculator"]
     argv = [*proxy, *cli("serve", "calculator", "--data-dir", data_dir)]

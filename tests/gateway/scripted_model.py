@@ -116,7 +116,11 @@ class ScriptedModel:
             "choices": [
                 {"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
             ],
-            "usage": {"prompt_tokens": reply.tokens[0], "completion_tokens": reply.tokens[1]},
+            "usage": {
+                "prompt_tokens": reply.tokens[0],
+                "completion_tokens": reply.tokens[1],
+                "total_tokens": reply.tokens[0] + reply.tokens[1],  # OpenAI's shape; pydantic-ai requires it
+            },
         }
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:

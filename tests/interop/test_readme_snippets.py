@@ -88,19 +88,9 @@ def script(request: Request) -> Reply:
     return Reply(text=ANSWER)
 
 
-class ChatCompletions(ScriptedModel):
-    """The scripted model with the usage total a real endpoint sends: pydantic-ai validates the response."""
-
-    def answer(self, body: dict[str, Any], authorization: str | None) -> dict[str, Any]:
-        response = super().answer(body, authorization)
-        usage = response["usage"]
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        return response
-
-
 @pytest.fixture
 def model() -> Iterator[ScriptedModel]:
-    with ChatCompletions({"": script}) as scripted:
+    with ScriptedModel({"": script}) as scripted:
         yield scripted
 
 
