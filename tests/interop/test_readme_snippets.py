@@ -9,6 +9,7 @@ environment of its own as the README says, and is skipped without one."""
 
 from __future__ import annotations
 
+import ast
 import copy
 import importlib.util
 import json
@@ -68,13 +69,19 @@ def snippet(name: str) -> str:
 
 
 def over_http(program: str, http_line: str, port: int) -> str:
-    """`program` with its stdio gateway line replaced by `http_line` (same indentation), on `port`."""
+    """`program` with its stdio gateway replaced by `http_line` (same indentation), on `port`: the whole `gateway = …`
+    statement however many lines ruff format gives it, else the one line (a dict entry of LangChain's servers)."""
     lines = program.splitlines()
     gateway = [index for index, line in enumerate(lines) if '"gateway", "--root"' in line]
     assert len(gateway) == 1, f"one line starts the gateway over stdio, not {len(gateway)}"
-    line = lines[gateway[0]]
-    indent = line[: len(line) - len(line.lstrip())]
-    lines[gateway[0]] = indent + http_line.strip().replace("8765", str(port))
+    first = last = gateway[0]
+    for statement in ast.walk(ast.parse(program)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else []
+        named = [target.id for target in targets if isinstance(target, ast.Name)]
+        if named == ["gateway"] and statement.lineno - 1 <= first <= (statement.end_lineno or 0) - 1:
+            first, last = statement.lineno - 1, (statement.end_lineno or statement.lineno) - 1
+    indent = lines[first][: len(lines[first]) - len(lines[first].lstrip())]
+    lines[first : last + 1] = [indent + http_line.strip().replace("8765", str(port))]
     return "\n".join(lines) + "\n"
 
 
