@@ -72,7 +72,7 @@ from mcp_sections.shared.serving.audit import AuditLog, AuditRecord, argument_di
 from mcp_sections.shared.serving.calls import parse_arguments
 from mcp_sections.shared.serving.preflight import Check, ServePreflight, preflight_failure
 from mcp_sections.shared.serving.question_board import PendingQuestion, QuestionBoard
-from mcp_sections.shared.serving.sdk_tools import tool_context, tool_definition
+from mcp_sections.shared.serving.sdk_tools import STDIO_PEER, tool_context, tool_definition
 
 Approval = Literal["off", "destructive"]
 APPROVAL_SECONDS = 300.0
@@ -95,6 +95,16 @@ GONE = (
     "the client that asked is gone (the connection that would carry the answer closed, and was not resumed "
     "within {grace:.0f} s)"
 )
+GONE_OVER_STDIO = "the client that asked is gone (it no longer reads this server's output: stdio cannot resume)"
+
+
+def _grace() -> float:
+    """How long a gone client may take to come back: over stdio it cannot (`STDIO_PEER` set), so no time at all."""
+    return 0.0 if STDIO_PEER.get() is not None else GONE_GRACE_SECONDS
+
+
+def _gone() -> str:
+    return GONE_OVER_STDIO if STDIO_PEER.get() is not None else GONE.format(grace=GONE_GRACE_SECONDS)
 
 
 class ApprovalForm(BaseModel):
@@ -343,7 +353,7 @@ class Approvals:
             how = f"asked on the status page ({board.url}); nobody answered within {board.timeout_seconds:.0f} s"
         elif outcome == "withdrawn":
             answer = UserAnswer(action="decline", waited_seconds=waited)
-            how = f"withdrawn from the status page: {GONE.format(grace=GONE_GRACE_SECONDS)}"
+            how = f"withdrawn from the status page: {_gone()}"
             _withdrawn.set(answer)
         else:
             answer = UserAnswer(action="accept", content={"approve": outcome == "approve"}, waited_seconds=waited)
@@ -388,9 +398,10 @@ async def _still_waiting(pending: PendingQuestion, text: str, progress: Progress
 
 
 async def _watch_client(board: QuestionBoard, pending: PendingQuestion, connected: Callable[[], bool | None]) -> None:
-    """Withdraw `pending` once its client has been gone `GONE_GRACE_SECONDS` (see the module docstring); the page
-    shows it disconnected until then, and a client that comes back (a resumed stream) keeps its question."""
-    pending.withdrawn_after = GONE_GRACE_SECONDS
+    """Withdraw `pending` once its client has been gone `GONE_GRACE_SECONDS` (over stdio, at once: it cannot come
+    back); the page shows it disconnected until then, and a client that comes back (a resumed stream) keeps its
+    question."""
+    grace = pending.withdrawn_after = _grace()
     while True:
         there = connected()
         if there is None:
@@ -400,7 +411,7 @@ async def _watch_client(board: QuestionBoard, pending: PendingQuestion, connecte
             pending.disconnected_at = None
         elif pending.disconnected_at is None:
             pending.disconnected_at = now
-        elif now - pending.disconnected_at >= GONE_GRACE_SECONDS:
+        if pending.disconnected_at is not None and now - pending.disconnected_at >= grace:
             board.withdraw(pending)
             return
         await anyio.sleep(CLIENT_CHECK_SECONDS)
@@ -412,7 +423,7 @@ def _withdrawal(tool: str, answer: UserAnswer | None) -> ToolFailure | None:
         return None
     return ToolFailure(
         ErrorCode.PERMISSION_DENIED,
-        f"{tool} did not run: its approval question was withdrawn, {GONE.format(grace=GONE_GRACE_SECONDS)}. Call "
+        f"{tool} did not run: its approval question was withdrawn, {_gone()}. Call "
         "it again, and stay connected until the question is answered.",
     )
 

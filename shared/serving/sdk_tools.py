@@ -18,6 +18,7 @@ pair and low-level server our stdio transport drives. Private SDK names used her
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import warnings
 import weakref
@@ -99,12 +100,20 @@ def resumable_sessions(server: MCPServer, stores: SessionEventStores) -> None:
 _http_sessions: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 
 
+STDIO_PEER: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar("stdio_peer", default=None)
+"""Over stdio (`shared.serving.stdio.run_stdio`): whether the client still reads what this server writes."""
+
+
 def response_stream_open(context: Context) -> bool | None:
     """Whether the response stream of this call is there: its POST's SSE connection, or a GET that resumed it with
-    `Last-Event-ID`. None where there is no such stream to watch: stdio and memory (a client gone ends the
-    connection, which cancels the call), 2026-07-28 (the SDK cancels a call whose connection closes), a task (its
-    request was answered already; its ttl bounds it)."""
+    `Last-Event-ID`; over stdio, whether the client still reads the server's output (`STDIO_PEER`: a client killed
+    while a call waited left it running until its next write). None where there is no such stream to watch: memory,
+    2026-07-28 (the SDK cancels a call whose connection closes), a task (its request was answered already; its ttl
+    bounds it)."""
     request_context = context.request_context
+    peer = STDIO_PEER.get()
+    if peer is not None and getattr(request_context, "request", None) is None and CURRENT_TASK.get() is None:
+        return peer()
     headers = getattr(request_context.request, "headers", None)
     session_id = headers.get("mcp-session-id") if headers is not None else None
     transport = _http_sessions.get(session_id) if session_id else None

@@ -19,6 +19,7 @@ import asyncio
 import json
 import logging
 import os
+import select
 import stat
 import sys
 import threading
@@ -34,7 +35,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, ErrorData, J
 from pydantic import ValidationError
 
 from mcp_sections.shared.serving.audit import written_after_replies
-from mcp_sections.shared.serving.sdk_tools import MessageSendStream, lowlevel_server, message_streams
+from mcp_sections.shared.serving.sdk_tools import STDIO_PEER, MessageSendStream, lowlevel_server, message_streams
 
 logger = logging.getLogger("mcp_sections.stdio")
 
@@ -338,6 +339,16 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def _still_read(write_fd: int) -> bool:
+    """Whether the client still holds the reading end of our stdout: a pipe whose reader is gone polls POLLERR (a
+    socket, POLLHUP), without writing anything to find out."""
+    if not hasattr(select, "poll"):  # pragma: no cover - Windows: no way to ask without writing
+        return True
+    poller = select.poll()
+    poller.register(write_fd, select.POLLOUT)
+    return not any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
 async def run_stdio(server: MCPServer) -> None:
     """Serve `server` on stdin/stdout until the client closes its end (and its running requests answered)."""
     if sys.stdin is None:  # pragma: no cover - started without a stdin
@@ -368,11 +379,15 @@ async def run_stdio(server: MCPServer) -> None:
         finally:
             writer_done.set()
 
-    with written_after_replies() as write_audit_records:
-        async with anyio.create_task_group() as group:
-            group.start_soon(read)
-            group.start_soon(write)
-            await lowlevel.run(from_client, to_client, lowlevel.create_initialization_options())
-            await to_client.aclose()  # the writer flushes what the SDK already sent, then ends
-            await writer_done.wait()
-            group.cancel_scope.cancel()
+    peer = STDIO_PEER.set(lambda: _still_read(write_fd))  # the calls' tasks start inside: they see it
+    try:
+        with written_after_replies() as write_audit_records:
+            async with anyio.create_task_group() as group:
+                group.start_soon(read)
+                group.start_soon(write)
+                await lowlevel.run(from_client, to_client, lowlevel.create_initialization_options())
+                await to_client.aclose()  # the writer flushes what the SDK already sent, then ends
+                await writer_done.wait()
+                group.cancel_scope.cancel()
+    finally:
+        STDIO_PEER.reset(peer)

@@ -7,6 +7,7 @@ gets the call's result once it is approved. A real gateway process over real HTT
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,7 +24,7 @@ import httpx2 as httpx
 import pytest
 
 from mcp_sections.shared.serving.audit import read_records
-from tests.processes import serving_over_http
+from tests.processes import kill_running_with, serving_over_http
 from tests.stdio import REPO
 from tests.waiting import eventually
 
@@ -210,3 +211,58 @@ def _reconnected(gateway: Gateway, question_id: str) -> Any:
         return any(q["id"] == question_id and not q["disconnected"] for q in await gateway.questions())
 
     return check
+
+
+STDIO_CLIENT = """
+import asyncio, json, sys
+from mcp import Client
+from tests.stdio import server_parameters
+args, env, cwd, arguments = json.loads(sys.argv[1])
+async def main():
+    async with Client(server_parameters(args, env=env, cwd=cwd), mode="legacy", read_timeout_seconds=600) as client:
+        print("connected", flush=True)
+        await client.call_tool("call_section_tool", arguments)
+asyncio.run(main())
+"""
+
+
+async def test_a_stdio_client_killed_while_asked_has_its_question_withdrawn(tmp_path: Path) -> None:
+    """A desktop client killed while its call waits on the page beside a stdio gateway: the gateway's stdout has no
+    reader any more (`shared.serving.stdio`), so the question is withdrawn after the grace, and approving it runs
+    nothing (it used to stay, and approving it wrote the file)."""
+    root, data = tmp_path / "root", tmp_path / "data"
+    root.mkdir()
+    gateway = Gateway(0, root, data)
+    args = ["gateway", "--data-dir", str(data), "--root", str(root), "--in-process", "file_ops"]
+    request = json.dumps([args, APPROVAL, str(REPO), gateway.write("ghost.txt")])
+    client = subprocess.Popen([sys.executable, "-c", STDIO_CLIENT, request], cwd=REPO, stdout=subprocess.DEVNULL)
+    try:
+        notes = await eventually(lambda: list((data / "status-pages").glob("gateway-*.txt")), timeout=WAIT)
+        fields = dict(line.split(": ", 1) for line in notes[0].read_text(encoding="utf-8").splitlines())
+        headers = {"Authorization": f"Bearer {fields['token']}"}
+
+        async def waiting() -> list[str]:
+            async with httpx.AsyncClient(headers=headers, timeout=20) as http:
+                return re.findall(r'<li class="question".*?</li>', (await http.get(f"{fields['url']}/live")).text, re.S)
+
+        asked = await eventually(waiting, timeout=WAIT, interval=0.5)
+        client.kill()
+        client.wait(timeout=10)
+
+        def withdrawn() -> bool:
+            return any("the client that asked is gone" in r["message"] for r in gateway.approvals())
+
+        # at once, not after the transport's 30 s drain (before: approving within it wrote the file)
+        assert await eventually(withdrawn, timeout=15, interval=0.5), gateway.approvals()
+        question = re.search(r'data-question="([^"]+)"', asked[0])
+        csrf = re.search(r'name=csrf value="([^"]+)"', asked[0])
+        assert question is not None and csrf is not None
+        form = {"csrf": csrf[1], "answer": "approve"}
+        with contextlib.suppress(httpx.ConnectError):  # the gateway may have ended meanwhile: nobody is left
+            async with httpx.AsyncClient(headers=headers, timeout=20) as http:
+                status = (await http.post(f"{fields['url']}/questions/{question[1]}", data=form)).status_code
+            assert status == 409
+        assert not (root / "ghost.txt").exists()
+    finally:
+        client.kill()
+        kill_running_with(str(data))

@@ -49,6 +49,16 @@ def test_server_session_keeps_a_connection_attribute() -> None:
     )
 
 
+def test_the_http_transport_keeps_its_request_streams() -> None:
+    from mcp.server.streamable_http import StreamableHTTPServerTransport
+
+    source = inspect.getsource(StreamableHTTPServerTransport)
+    assert re.search(r"self\._request_streams\b", source), (
+        "SDK changed: StreamableHTTPServerTransport._request_streams is gone (response_stream_open in "
+        "shared/serving/sdk_tools.py: an approval question withdrawn when its client is gone)"
+    )
+
+
 def test_arg_model_base_keeps_model_dump_one_level() -> None:
     from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 
@@ -95,7 +105,16 @@ def test_a_tool_added_to_the_tool_managers_dict_is_listed() -> None:
 
 
 @pytest.mark.parametrize(
-    "private", ["_context_streams", "_lowlevel_server", "_connection", "model_dump_one_level", "_otel", "_tool_manager"]
+    "private",
+    [
+        "_context_streams",
+        "_lowlevel_server",
+        "_connection",
+        "model_dump_one_level",
+        "_otel",
+        "_tool_manager",
+        "_request_streams",
+    ],
 )
 def test_private_sdk_names_are_used_in_the_adapter_only(private: str) -> None:
     pattern = re.compile(rf"(?<!\w){private}\b")
