@@ -29,10 +29,9 @@ Where the answer comes from, in this order:
    the gateway was started with `--approval-timeout`) is declined: the call does not run. A question does not outlive
    its client: over Streamable HTTP, once the call's response stream is gone (the client closed the connection that
    carries it: given up, killed) and not resumed within `GONE_GRACE_SECONDS`, the question is withdrawn (declined,
-   "the client that asked is gone"); meanwhile the page shows it disconnected. (On 2026-07-28 HTTP a client gone
-   cancels the call itself, which takes its question off the page; over stdio the call is cancelled at its first
-   write to a client that is gone — progress every `WAITING_PROGRESS_SECONDS` — or once the input has ended and the
-   transport's drain is over, `shared.serving.stdio.DRAIN_SECONDS`.)
+   "the client that asked is gone"); meanwhile the page shows it disconnected. Over stdio, as soon as the client no
+   longer reads the server's output (`shared.serving.sdk_tools.STDIO_PEER`: it cannot come back, so no grace). (On
+   2026-07-28 HTTP a client gone cancels the call itself, which takes its question off the page.)
 3. otherwise the call is refused, saying how to get asked (a client with elicitation, the gateway's status page) or
    how to turn approval off.
 Every answer is audited, with how and by whom it was given (`<server>.approvals.jsonl` beside the server's own audit
