@@ -93,6 +93,8 @@ async def test_a_section_served_alone_refuses_such_a_call_before_asking(tmp_path
 async def test_a_plain_fetch_is_a_read_and_is_not_asked_about_but_one_that_ingests_is(
     tmp_path: Path, root: Path
 ) -> None:
+    for module in ("regex", "html_to_markdown"):  # web_ops refuses every fetch without its extra
+        pytest.importorskip(module, reason="web_ops needs the `web` extra: pip install 'mcp-sections[web]'")
     user = User()
     args = ["gateway", "--data-dir", str(tmp_path / "data"), "--root", str(root)]
     fetch = {"url": "http://127.0.0.1:1/page"}  # loopback: web_ops refuses it when it runs, fetching nothing
