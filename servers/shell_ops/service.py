@@ -515,7 +515,7 @@ class ShellOps:
         `allow_duplicate`, a process started by the very same call and still running is returned instead (a call
         repeated after its answer was lost, the same dev server asked for twice): `already_running`."""
         checked = self.guard.check(command, cwd, confined=self.confined)
-        _refuse_ending(checked)
+        refuse_ending(checked)
         additions = self.checked_env(env)
         call = (tuple(checked.argv), checked.cwd, tuple(sorted(additions.items())), tuple(sorted(ports)))
         with contextlib.nullcontext(None) if allow_duplicate else self.processes.claim(call) as twin:
@@ -764,7 +764,7 @@ def _tail(text: str) -> str:
     return "[...]" + data[-PARTIAL_OUTPUT_BYTES:].decode("utf-8", errors="replace")
 
 
-def _refuse_ending(checked: CheckedCommand) -> None:
+def refuse_ending(checked: CheckedCommand) -> None:
     """INVALID_INPUT for start_process of programs that end on their own and have a tool of their own: git, installs."""
     if checked.program == "git":
         raise invalid("git commands end on their own: use run_command, or git_status, git_diff and git_log.")

@@ -64,6 +64,9 @@ async def test_through_the_gateway_a_call_its_policy_refuses_is_answered_at_once
             forwarded = {"section": section, "tool": tool, "arguments": arguments}
             code, message = error_of(await client.call_tool("call_section_tool", forwarded))
             assert code == "PERMISSION_DENIED" and says in message, (tool, arguments, message)
+        ending = {"section": "shell_ops", "tool": "start_process", "arguments": {"command": ["git", "status"]}}
+        code, message = error_of(await client.call_tool("call_section_tool", ending))  # ends on its own: run_command
+        assert code == "INVALID_INPUT" and "git commands end on their own" in message, message
         assert user.questions == [], [question.message for question in user.questions]
         user.will("accept", {"approve": True})  # a call its policy allows is asked about as before, then runs
         listed = {"section": "shell_ops", "tool": "run_command", "arguments": {"command": ["ls"]}}
@@ -72,7 +75,7 @@ async def test_through_the_gateway_a_call_its_policy_refuses_is_answered_at_once
     assert (root / ".env").read_text(encoding="utf-8") == "TOKEN=precious\n" and (root / "notes.txt").exists()
     audit = tmp_path / "data" / "audit"
     calls = [r["outcome"] for r in read_records(audit, "gateway") if r["tool"] == "call_section_tool"]
-    assert calls == ["PERMISSION_DENIED"] * len(NEVER) + ["OK"], calls
+    assert calls == ["PERMISSION_DENIED"] * len(NEVER) + ["INVALID_INPUT", "OK"], calls
     assert [r["outcome"] for r in read_records(audit, "gateway.approvals")] == ["APPROVED"]
 
 
