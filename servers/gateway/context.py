@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcp_sections.shared.text.manifests import MAX_MANIFEST_BYTES, Allowed, declared
+from mcp_sections.shared.text.manifests import Allowed, declared, read_small_text
 
 
 def _anywhere(path: Path) -> bool:
@@ -78,14 +78,14 @@ def git_info(start: Path, allowed: Allowed = _anywhere) -> dict[str, Any] | None
         return None
     git_dir = dot_git
     if dot_git.is_file():
-        text = _read_text(dot_git)
+        text = read_small_text(dot_git)
         match = re.match(r"gitdir:\s*(.+)", text or "")
         if not match:
             return None
         git_dir = (dot_git.parent / match.group(1).strip()).resolve()
     if not allowed(git_dir) or not allowed(git_dir / "HEAD"):
         return None
-    head = (_read_text(git_dir / "HEAD") or "").strip()
+    head = (read_small_text(git_dir / "HEAD") or "").strip()
     info: dict[str, Any] = {"root": str(dot_git.parent)}
     if head.startswith("ref:"):
         ref = head[4:].strip()
@@ -117,7 +117,7 @@ def _resolve_ref(ref: str, git_dir: Path, allowed: Allowed) -> str | None:
         for base in dict.fromkeys((git_dir, common)):
             loose = base.joinpath(*ref.split("/"))
             if allowed(loose) and loose.is_file():
-                target = (_read_text(loose) or "").strip()
+                target = (read_small_text(loose) or "").strip()
                 break
         if target is None:
             return _packed_ref(common / "packed-refs", ref, allowed)
@@ -131,7 +131,7 @@ def _common_dir(git_dir: Path, allowed: Allowed) -> Path:
     """Where a worktree's repository keeps its shared refs (`commondir`), or `git_dir` itself."""
     if not allowed(git_dir / "commondir"):
         return git_dir
-    pointer = (_read_text(git_dir / "commondir") or "").strip()
+    pointer = (read_small_text(git_dir / "commondir") or "").strip()
     if not pointer:
         return git_dir
     common = (git_dir / pointer).resolve()
@@ -176,15 +176,6 @@ def project_info(path: Path, allowed: Allowed = _anywhere) -> dict[str, Any]:
         "description": meta.description,
         "git": git_info(path, allowed),
     }
-
-
-def _read_text(path: Path) -> str | None:
-    try:
-        if path.stat().st_size > MAX_MANIFEST_BYTES:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
 
 
 def cwd() -> Path:

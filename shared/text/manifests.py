@@ -89,7 +89,7 @@ def declared(directory: Path, allowed: Allowed = _anywhere) -> Declared:
 
 def manifest_metadata(path: Path, allowed: Allowed = _anywhere) -> dict[str, str]:
     """Name, version, version_source and description one manifest declares ({} when unreadable or unknown)."""
-    text = _read_text(path)
+    text = read_small_text(path)
     reader = _READERS.get(path.name)
     if text is None or reader is None:
         return {}
@@ -256,10 +256,12 @@ def _read_inside(directory: Path, relative: str, allowed: Allowed) -> str | None
     inside = os.path.realpath(directory)
     if os.path.commonpath([real, inside]) != inside or not allowed(Path(real)):
         return None
-    return _read_text(Path(real))
+    return read_small_text(Path(real))
 
 
-def _read_text(path: Path) -> str | None:
+def read_small_text(path: Path) -> str | None:
+    """A regular file's text (undecodable bytes replaced), or None when it is missing, no regular file, larger than
+    MAX_MANIFEST_BYTES or unreadable."""
     try:
         if not path.is_file() or path.stat().st_size > MAX_MANIFEST_BYTES:
             return None
