@@ -129,6 +129,19 @@ def run(program: str, model: ScriptedModel, project: Path, python: str = sys.exe
     return done.stdout
 
 
+def answered(
+    name: str, program: str, transport: str, model: ScriptedModel, project: Path, python: str = sys.executable
+) -> None:
+    """`program` (the README's snippet `name`) run over `transport`: with "http", its stdio gateway replaced by the
+    snippet `<name>-http`, at a gateway served for the run; it prints the answer."""
+    if transport == "http":
+        with serving_over_http(["gateway", "--root", str(project)]) as (port, _):
+            output = run(over_http(program, snippet(f"{name}-http"), port), model, project, python)
+    else:
+        output = run(program, model, project, python)
+    assert output.strip() == ANSWER
+
+
 def text_of(content: Any) -> str:
     """A tool message's content: a string, or OpenAI's list of text parts."""
     if isinstance(content, list):
@@ -159,13 +172,7 @@ def enveloped(result: str) -> None:
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_pydantic_ai(transport: str, model: ScriptedModel, project: Path) -> None:
     """pydantic-ai hands the model both results as their structured content."""
-    program = snippet("pydantic-ai")
-    if transport == "http":
-        with serving_over_http(["gateway", "--root", str(project)]) as (port, _):
-            output = run(over_http(program, snippet("pydantic-ai-http"), port), model, project)
-    else:
-        output = run(program, model, project)
-    assert output.strip() == ANSWER
+    answered("pydantic-ai", snippet("pydantic-ai"), transport, model, project)
     for result in returned(model):
         structured(result)
 
@@ -175,13 +182,7 @@ def test_pydantic_ai(transport: str, model: ScriptedModel, project: Path) -> Non
 def test_openai_agents(transport: str, model: ScriptedModel, project: Path) -> None:
     """The Agents SDK hands the model the calculator's structured content (`use_structured_content=True`) and the
     gateway's text, in its envelope."""
-    program = snippet("openai-agents")
-    if transport == "http":
-        with serving_over_http(["gateway", "--root", str(project)]) as (port, _):
-            output = run(over_http(program, snippet("openai-agents-http"), port), model, project)
-    else:
-        output = run(program, model, project)
-    assert output.strip() == ANSWER
+    answered("openai-agents", snippet("openai-agents"), transport, model, project)
     direct, through_gateway = returned(model)
     structured(direct)
     enveloped(through_gateway)
@@ -196,12 +197,7 @@ def test_langchain(transport: str, model: ScriptedModel, project: Path) -> None:
     program = snippet("langchain")
     assert placeholder in program
     program = program.replace(placeholder, json.dumps(cli_command()[0]))
-    if transport == "http":
-        with serving_over_http(["gateway", "--root", str(project)]) as (port, _):
-            output = run(over_http(program, snippet("langchain-http"), port), model, project, LANGCHAIN_PYTHON)
-    else:
-        output = run(program, model, project, LANGCHAIN_PYTHON)
-    assert output.strip() == ANSWER
+    answered("langchain", program, transport, model, project, LANGCHAIN_PYTHON)
     for result in returned(model):
         enveloped(result)
 
