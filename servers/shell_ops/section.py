@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcp_sections.servers.shell_ops.models import (
     CommandResult,
@@ -31,9 +31,6 @@ from mcp_sections.shared.framework.requirements import Requirement, no_sandbox, 
 from mcp_sections.shared.framework.sections import Container, Section, SectionRuntime
 from mcp_sections.shared.framework.tools import OPEN_WORLD, OVERWRITE, READ_ONLY, Annotations, ToolContext, tool
 
-if TYPE_CHECKING:
-    from mcp_sections.servers.shell_ops.policies.syntax import CheckedCommand
-
 READS_OUTPUT = Annotations(read_only=True, destructive=False, idempotent=False, open_world=False)
 """Reads a process's output and moves its read position (the next call returns newer output)."""
 
@@ -60,27 +57,15 @@ def _progress(ctx: ToolContext | None, what: str, timeout: float | None) -> Any:
     return report
 
 
-def _checked_command(params: Any, state: Any) -> CheckedCommand:
-    """The command guard's check of the program, its arguments and cwd, the variables and the timeout, as the call
-    makes them; nothing runs."""
-    checked: CheckedCommand = state.guard.check(params.command, params.cwd, confined=state.confined)
-    state.checked_env(params.env)
-    if getattr(params, "timeout_seconds", None) is not None:
-        state.timeout_for(params.timeout_seconds)
-    return checked
+def _command_preflight(params: RunCommandInput, state: Any) -> None:
+    """Preflight of run_command (`shared.serving.preflight`): the service's own checks (`check_command`)."""
+    state.check_command(params.command, params.cwd, params.env, params.timeout_seconds)
 
 
-def _command_preflight(params: Any, state: Any) -> None:
-    """Preflight of run_command (`shared.serving.preflight`): `_checked_command`."""
-    _checked_command(params, state)
-
-
-def _start_preflight(params: Any, state: Any) -> None:
-    """Preflight of start_process: run_command's, and its own refusal of programs that end on their own (git,
-    installs), so that such a call is refused before anyone is asked to approve it."""
-    from mcp_sections.servers.shell_ops.service import refuse_ending  # loaded with the state already
-
-    refuse_ending(_checked_command(params, state))
+def _start_preflight(params: StartProcessInput, state: Any) -> None:
+    """Preflight of start_process: the service's own checks, programs that end on their own (git, installs) refused
+    too, so that such a call is refused before anyone is asked to approve it."""
+    state.check_command(params.command, params.cwd, params.env, background=True)
 
 
 def _npm_preflight(params: RunNpmScriptInput, state: Any) -> None:

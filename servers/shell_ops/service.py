@@ -167,6 +167,23 @@ class ShellOps:
             env or {}, self.settings.process_environment, confined=self.confined, set_inside=inside
         )
 
+    def check_command(
+        self,
+        command: str | list[str],
+        cwd: str | None,
+        env: dict[str, str] | None,
+        timeout_seconds: float | None = None,
+        *,
+        background: bool = False,
+    ) -> tuple[CheckedCommand, dict[str, str], float]:
+        """The checks of a call to run_command, or start_process (`background`: programs that end on their own
+        refused): the checked command, the caller's variables and the timeout; nothing runs. The tools' preflights
+        call it too, so they refuse exactly what the run refuses."""
+        checked = self.guard.check(command, cwd, confined=self.confined)
+        if background:
+            refuse_ending(checked)
+        return checked, self.checked_env(env), self.timeout_for(timeout_seconds)
+
     def environment(self, toolchain: ProjectToolchain | None) -> dict[str, str]:
         """The fixed environment with the commit identity as git's global config and the project environment
         activated (its `bin` first on PATH, VIRTUAL_ENV)."""
@@ -301,9 +318,7 @@ class ShellOps:
         progress: Progress,
         env: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        checked = self.guard.check(command, cwd, confined=self.confined)
-        additions = self.checked_env(env)
-        timeout = self.timeout_for(timeout_seconds)
+        checked, additions, timeout = self.check_command(command, cwd, env, timeout_seconds)
         argv = checked.argv
         if checked.program == "git":
             global_options, _, _ = split_git_args(checked.args)
@@ -514,9 +529,7 @@ class ShellOps:
         """Start a checked program in the sandbox and keep it running (background.py); its first output. Without
         `allow_duplicate`, a process started by the very same call and still running is returned instead (a call
         repeated after its answer was lost, the same dev server asked for twice): `already_running`."""
-        checked = self.guard.check(command, cwd, confined=self.confined)
-        refuse_ending(checked)
-        additions = self.checked_env(env)
+        checked, additions, _ = self.check_command(command, cwd, env, background=True)
         call = (tuple(checked.argv), checked.cwd, tuple(sorted(additions.items())), tuple(sorted(ports)))
         with contextlib.nullcontext(None) if allow_duplicate else self.processes.claim(call) as twin:
             if twin is not None:
