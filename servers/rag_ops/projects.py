@@ -16,6 +16,7 @@ from mcp_sections.shared.brain.web_pages import INLINE_MTIME
 from mcp_sections.shared.confinement.guards.paths import PathGuard
 from mcp_sections.shared.ground.errors import invalid_input, not_found
 from mcp_sections.shared.ground.locations import is_inside
+from mcp_sections.shared.text import manifests
 
 
 class ProjectRegistry(BrainSearch):
@@ -62,11 +63,9 @@ class ProjectRegistry(BrainSearch):
 
     def manifest_name(self, root: str) -> str | None:
         """The name the manifests at `root` declare (`shared.text.manifests`), read inside the roots only."""
-        from mcp_sections.shared.text.manifests import declared
-
         if not os.path.isabs(root) or not os.path.isdir(root):
             return None
-        return declared(Path(root), self._readable).name
+        return manifests.declared(Path(root), self._readable).name
 
     def _readable(self, path: Path) -> bool:
         real = os.path.realpath(path)
