@@ -90,7 +90,7 @@ def check_config(settings: Settings) -> list[str]:
     """Refuse (ConfigError) a `[sections.<id>]` table of the config file whose id is no section (with the known ones
     and a close match), or whose keys or values its section's settings refuse; the notes on the tables not checked: a
     third-party section's (`[gateway.sections.<id>]`: its settings are its own server's)."""
-    external = settings.gateway.get("sections") if isinstance(settings.gateway, dict) else None
+    external = settings.gateway.get("sections")
     third_party = sorted(set(external) - set(BUILTIN_SECTIONS)) if isinstance(external, dict) else []
     source = settings.config_file
     refuse_unknown(
