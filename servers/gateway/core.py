@@ -159,8 +159,7 @@ class Gateway:
         """The gateway's own tools switched off by its settings → why, and how to switch them on."""
         if self.config.max_depth > 0:
             return {}
-        table = self.settings.gateway if isinstance(self.settings.gateway, dict) else {}
-        return {"plan_actions": misplaced.depth_zero("plan_actions", table, ConfigFile.of(self.settings.config_file))}
+        return {"plan_actions": misplaced.depth_zero("plan_actions", self.settings)}
 
     def always_available(self, scope: AgentScope) -> list[str]:
         if scope.is_client:

@@ -122,8 +122,7 @@ class Orchestrator:
 
     def check_depth(self, caller: AgentScope) -> int:
         if self.limits.max_depth == 0:  # hosted by a gateway whose max_depth is 0 (this section's own is at least 1)
-            table = self.settings.gateway if isinstance(self.settings.gateway, dict) else {}
-            raise limit_exceeded(depth_zero("sub-agents", table, ConfigFile.of(self.settings.config_file)))
+            raise limit_exceeded(depth_zero("sub-agents", self.settings))
         if caller.depth >= self.limits.max_depth:
             raise limit_exceeded(
                 f"sub-agents may not be deeper than {self.limits.max_depth}; do this task with your own tools."

@@ -12,7 +12,9 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+
+from mcp_sections.shared.agents.scope import ConfigFile
+from mcp_sections.shared.settings.config import Settings
 
 from .catalog import SectionEntry
 
@@ -92,14 +94,15 @@ def _named(names: Sequence[str], having: dict[str, list[str]], section: str | No
 DEPTH_VARIABLE = "MCP_SECTIONS_GATEWAY_MAX_DEPTH"
 
 
-def depth_zero(tool: str, file_table: Mapping[str, Any], config_file: object) -> str:
+def depth_zero(tool: str, settings: Settings) -> str:
     """Why `tool` (plan_actions, spawn_agent, …) is off: the gateway's max_depth is 0, set by the command line, the
-    environment or `[gateway]` of `config_file` (`file_table`), each winning over the next (`LayeredSettings`)."""
+    environment or `[gateway]` of the settings' config file, each winning over the next (`LayeredSettings`)."""
+    file_table = settings.gateway if isinstance(settings.gateway, dict) else {}
     raw = next((value for name, value in os.environ.items() if name.upper() == DEPTH_VARIABLE and value != ""), None)
     if raw is not None and raw.strip() == "0":
         where = f"{DEPTH_VARIABLE}=0 in the gateway's environment"
     elif raw is None and file_table.get("max_depth") == 0:
-        where = f"[gateway] max_depth = 0 in {config_file}"
+        where = f"[gateway] max_depth = 0 in {ConfigFile.of(settings.config_file)}"
     else:
         where = "--max-depth 0 on the gateway's command line"
     return f"{tool} is off: {where}; raise it to allow sub-agents."

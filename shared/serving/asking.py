@@ -25,6 +25,7 @@ from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, UserAnswe
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.serving.audit import argument_digest
 from mcp_sections.shared.serving.calls import failure_result, parse_arguments
+from mcp_sections.shared.serving.preflight import Check
 from mcp_sections.shared.serving.sdk_tools import (
     RawArguments,
     sdk_annotations,
@@ -168,9 +169,6 @@ class _AskingTool(Tool):
 #: and returns that failure, so that a call refused before running is audited like every other call.
 AskedCall = Callable[[dict[str, Any], ToolContext, UserAnswer | None, ToolFailure | None], Awaitable[CallToolResult]]
 
-#: A call's check before it is asked about (its raw arguments -> the failure it would answer, or None).
-Preflight = Callable[[dict[str, Any]], Awaitable[ToolFailure | None]]
-
 #: Where else a question can be answered when the client cannot elicit (the status page: `shared.serving.approval`):
 #: the question, the call's arguments and context -> the answer, or None when there is nowhere else either.
 Fallback = Callable[[UserQuestion, dict[str, Any], Context], Awaitable[UserAnswer | None]]
@@ -183,7 +181,7 @@ def asking_tool(
     cannot_ask: str | None = None,
     published: dict[str, Any] | None = None,
     fallback: Fallback | None = None,
-    preflight: Preflight | None = None,
+    preflight: Check | None = None,
 ) -> Tool:
     """The SDK tool of a tool that asks the user first. `spec.asks_user` may return None: no question for this
     call, which then runs with `answer=None`. On a client without elicitation the question goes to `fallback`, else
