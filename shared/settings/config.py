@@ -121,7 +121,6 @@ def refuse_unknown(
 def invalid_settings(
     exc: ValidationError,
     cls: type[LayeredSettings],
-    table: dict[str, Any],
     where: str,
     source: Path | None,
     flags: Collection[str] = (),
@@ -253,7 +252,7 @@ class Settings(LayeredSettings):
         try:
             return model.load(table, where=where, source=self.config_file)
         except ValidationError as exc:
-            raise invalid_settings(exc, model, table, where, self.config_file) from None
+            raise invalid_settings(exc, model, where, self.config_file) from None
 
 
 class SectionSettings(LayeredSettings):
@@ -283,7 +282,7 @@ def load_settings(config_file: Path | None = None, **cli: Any) -> Settings:
         settings = Settings.load(table, where="the top level", source=path, **cli)
     except ValidationError as exc:
         flags = {key for key, value in cli.items() if value is not None}
-        raise invalid_settings(exc, Settings, table, "the top level", path, flags) from None
+        raise invalid_settings(exc, Settings, "the top level", path, flags) from None
     if path is not None:
         check_config_trust(path, table, settings.roots)
     return settings
