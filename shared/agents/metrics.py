@@ -25,10 +25,11 @@ class NestedTokens:
 
     def add(self, other: Metrics) -> None:
         """Count a sub-agent that ended: its own tokens and everything below it."""
-        self.tokens_input += other.tokens_input + other.nested.tokens_input
-        self.tokens_output += other.tokens_output + other.nested.tokens_output
-        self.agents += 1 + other.nested.agents
-        self.unreported += other.unreported + other.nested.unreported
+        self.merge(other.nested)
+        self.tokens_input += other.tokens_input
+        self.tokens_output += other.tokens_output
+        self.agents += 1
+        self.unreported += other.unreported
 
     def merge(self, other: NestedTokens) -> None:
         self.tokens_input += other.tokens_input

@@ -110,15 +110,17 @@ def response_stream_open(context: Context) -> bool | None:
     while a call waited left it running until its next write). None where there is no such stream to watch: memory,
     2026-07-28 (the SDK cancels a call whose connection closes), a task (its request was answered already; its ttl
     bounds it)."""
+    if CURRENT_TASK.get() is not None:
+        return None
     request_context = context.request_context
     peer = STDIO_PEER.get()
-    if peer is not None and getattr(request_context, "request", None) is None and CURRENT_TASK.get() is None:
+    if peer is not None and getattr(request_context, "request", None) is None:
         return peer()
     headers = getattr(request_context.request, "headers", None)
     session_id = headers.get("mcp-session-id") if headers is not None else None
     transport = _http_sessions.get(session_id) if session_id else None
     streams = getattr(transport, "_request_streams", None)  # an SDK that renamed it: nothing tells (the contract test)
-    if streams is None or request_context.request_id is None or CURRENT_TASK.get() is not None:
+    if streams is None or request_context.request_id is None:
         return None
     return str(request_context.request_id) in streams
 
