@@ -95,8 +95,8 @@ async def desktop(tmp_path: Path, *extra: str) -> AsyncIterator[Desktop]:
 
 async def sign_in(page: Any, url: str, token: str) -> None:
     await page.goto(url)
-    await page.keyboard.type(token)  # the token field has the focus
-    await page.keyboard.press("Enter")
+    await page.fill("#token", token)  # not typed: on a loaded machine keys typed before autofocus applies are lost
+    await page.press("#token", "Enter")
     await page.wait_for_selector("#live")
 
 
