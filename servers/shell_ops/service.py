@@ -33,10 +33,10 @@ from mcp_sections.servers.shell_ops.relay import PortPublisher, relay_argv
 from mcp_sections.servers.shell_ops.settings import ShellOpsSettings
 from mcp_sections.shared.confinement.guards.paths import PathGuard
 from mcp_sections.shared.confinement.installers import Egress, registry_egress, registry_environment
-from mcp_sections.shared.confinement.own_state import config_dir
 from mcp_sections.shared.confinement.sandbox import Confinement, Sandbox, Spawn, detect, install_prefixes
 from mcp_sections.shared.confinement.toolchains import ProjectToolchain
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, limit_exceeded
+from mcp_sections.shared.ground.locations import default_config_file
 
 logger = logging.getLogger("mcp_sections.shell_ops")
 
@@ -98,7 +98,7 @@ class ShellOps:
         )
         # Every program gets a home of its own (homes.private_home); this is the rest of its environment.
         self.env = child_environment(search_path=search_path, home=Path("/nonexistent"))
-        self.config_file = config_file or config_dir() / "config.toml"
+        self.config_file = config_file or default_config_file()
         self._identity: GitIdentity | None = None
         self._identity_lock = threading.Lock()
         self._sandbox: Sandbox | None = None

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_sections.shared.agents.metrics import NestedTokens
-from mcp_sections.shared.confinement.own_state import config_dir
+from mcp_sections.shared.ground.locations import default_config_file
 
 
 @dataclass
@@ -93,7 +93,7 @@ class ConfigFile:
         location when none was read."""
         if config_file is not None:
             return cls(config_file, config_file.exists())
-        return cls(config_dir() / "config.toml", False)
+        return cls(default_config_file(), False)
 
     def __str__(self) -> str:
         return str(self.path) if self.exists else f"{self.path} (none yet: create it, or pass --config)"

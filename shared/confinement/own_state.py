@@ -34,14 +34,9 @@ from pathlib import Path
 import platformdirs
 
 from mcp_sections.shared.ground.errors import ConfigError, ErrorCode, ToolFailure
-from mcp_sections.shared.ground.locations import APP_NAME
+from mcp_sections.shared.ground.locations import APP_NAME, default_config_dir
 
 logger = logging.getLogger("mcp_sections.own_state")
-
-
-def config_dir() -> Path:
-    """The user config directory of the suite (where the default config file lives, whether or not it exists)."""
-    return Path(platformdirs.user_config_dir(APP_NAME))
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -130,7 +125,7 @@ def own_state(data_dir: Path, cache_dir: Path, config_file: Path | None) -> OwnS
     defaults = (
         (data_dir, platformdirs.user_data_dir(APP_NAME), "data directory (databases, audit log)"),
         (cache_dir, platformdirs.user_cache_dir(APP_NAME), "cache directory"),
-        (config_dir(), os.fspath(config_dir()), "config directory"),
+        (default_config_dir(), os.fspath(default_config_dir()), "config directory"),
     )
     described = [
         (name, os.path.realpath(name), what) for path, default, what in defaults for name in _names(path, default)

@@ -55,13 +55,24 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir(APP_NAME))
 
 
+def default_config_dir() -> Path:
+    """The platform's user config directory of the suite, where the default config file lives (whether or not it
+    exists)."""
+    return Path(platformdirs.user_config_dir(APP_NAME))
+
+
+def default_config_file() -> Path:
+    """The config file read when neither `--config` nor MCP_SECTIONS_CONFIG names one (it may not exist)."""
+    return default_config_dir() / "config.toml"
+
+
 def find_config_file(explicit: Path | None) -> Path | None:
     """The config file to read: an explicit path must exist; the default location is optional."""
     if explicit is not None:
         return explicit.expanduser()
     if env := os.environ.get(CONFIG_ENV):
         return Path(env).expanduser()
-    default = Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+    default = default_config_file()
     try:
         return default if default.is_file() else None
     except OSError:  # an unreadable home directory: there is no default config to read
