@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
-from mcp_sections.shared.brain.model import LABELS, PROJECT_ID_PATTERN, PROJECT_TYPES, RELATIONSHIPS
+from mcp_sections.shared.brain.model import LABELS, PROJECT_ID_PATTERN, PROJECT_TYPES, RELATIONSHIPS, SCOPE_KINDS
 from mcp_sections.shared.framework.tools import ToolInput, ToolResult
 
 MAX_CODE_CHARS = 1_000_000
@@ -44,9 +44,8 @@ NodeType = Annotated[
     str,
     Field(
         description=(
-            f"A label ({', '.join(LABELS)}) or a scope kind (function, method, class, interface, struct, enum, "
-            "trait, impl, type, module, record, constructor, route (an HTTP route registration such as "
-            "app.get('/api/items', ...)), block (top-level code outside any definition))."
+            f"A label ({', '.join(LABELS)}) or a scope kind ({', '.join(SCOPE_KINDS)}; route: an HTTP route "
+            "registration such as app.get('/api/items', ...); block: top-level code outside any definition)."
         ),
         min_length=1,
         max_length=32,

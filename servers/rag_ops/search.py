@@ -18,7 +18,7 @@ from mcp_sections.servers.rag_ops.ranking import (
 )
 from mcp_sections.servers.rag_ops.rerank import Candidate, scores
 from mcp_sections.shared.brain.embedding_jobs import EmbeddingJobs
-from mcp_sections.shared.brain.model import LABELS, EntityFilter, Node
+from mcp_sections.shared.brain.model import LABELS, SCOPE_KINDS, EntityFilter, Node
 from mcp_sections.shared.ground.errors import invalid_input
 
 RRF_K = 30
@@ -32,22 +32,6 @@ PAGE_FILES = 5  # documentation files whose title section stands for them
 VERSION_BOOST = 2.0
 RERANK_DEPTH = 40  # the candidates the reranker orders (what it was learned on)
 Leg = tuple[str, list[tuple[str, float]]]  # a search leg's name and its hits, best first
-SCOPE_KINDS = (
-    "function",
-    "method",
-    "class",
-    "interface",
-    "struct",
-    "enum",
-    "trait",
-    "impl",
-    "type",
-    "module",
-    "record",
-    "constructor",
-    "route",
-    "block",
-)
 
 
 class BrainSearch(EmbeddingJobs):

@@ -20,6 +20,24 @@ RELATIONSHIPS: tuple[str, ...] = ("CONTAINS", "DEFINES", "IMPORTS", "CALLS", "LI
 DERIVED_RELATIONSHIPS: tuple[str, ...] = ("IMPORTS", "CALLS", "LINKS_TO")
 """Edges recomputed from recorded references after an ingest (they may cross files)."""
 
+SCOPE_KINDS: tuple[str, ...] = (
+    "function",
+    "method",
+    "class",
+    "interface",
+    "struct",
+    "enum",
+    "trait",
+    "impl",
+    "type",
+    "module",
+    "record",
+    "constructor",
+    "route",  # an HTTP route registration such as app.get('/api/items', ...)
+    "block",  # top-level code outside any definition
+)
+"""The kinds of a Scope the parsers make (`shared.brain.parsing`): what search and query `types` accept."""
+
 PROJECT_TYPES: tuple[str, ...] = ("project", "quick-ingest", "web-crawl")
 ProjectType = Literal["project", "quick-ingest", "web-crawl"]
 Direction = Literal["out", "in", "both"]
