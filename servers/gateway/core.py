@@ -263,12 +263,7 @@ class Gateway:
             )
         if not target.is_dir():
             raise not_found(f"{path!r} is not an existing directory; pass a project directory.")
-
-        def allowed(file: Path) -> bool:  # manifests, `.git` and HEAD are read only inside the roots
-            real = os.path.realpath(file)
-            return guard.contains(real) and not guard.is_denied(real)
-
-        info = context_info.project_info(target, allowed)
+        info = context_info.project_info(target, guard.allows)  # manifests, `.git` and HEAD: inside the roots only
         git = info.pop("git")
         return ProjectInfoResult(**info, git=GitInfo(**git) if git else None)
 

@@ -65,11 +65,7 @@ class ProjectRegistry(BrainSearch):
         """The name the manifests at `root` declare (`shared.text.manifests`), read inside the roots only."""
         if not os.path.isabs(root) or not os.path.isdir(root):
             return None
-        return manifests.declared(Path(root), self._readable).name
-
-    def _readable(self, path: Path) -> bool:
-        real = os.path.realpath(path)
-        return self._guard.contains(real) and not self._guard.is_denied(real)
+        return manifests.declared(Path(root), self._guard.allows).name
 
     def default_name(self, target: Path) -> str:
         """The name a directory's project gets when the caller gives none: the one it already has; else the name its

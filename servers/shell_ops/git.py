@@ -109,7 +109,7 @@ def check_alternates(objects: Path, guard: PathGuard, seen: set[Path] | None = N
             if not entry or entry.startswith("#"):
                 continue
             target = Path(os.path.realpath(os.path.join(objects, entry.strip('"'))))
-            if name == "http-alternates" or not guard.contains(target) or guard.is_denied(str(target)):
+            if name == "http-alternates" or not guard.allows(target):
                 raise ToolFailure(
                     ErrorCode.PERMISSION_DENIED,
                     f"the repository borrows objects from {entry[:120]!r} (.git/objects/info/{name}), which is "
@@ -126,8 +126,7 @@ def check_config_origin(origin: str, base: Path, guard: PathGuard) -> None:
     kind, _, location = origin.partition(":")
     if kind != "file" or not location:
         return  # `command line:` (our own -c hardening), blobs never come from the repository config
-    real = os.path.realpath(os.path.join(base, location))
-    if not guard.contains(real) or guard.is_denied(real):
+    if not guard.allows(os.path.join(base, location)):
         raise ToolFailure(
             ErrorCode.PERMISSION_DENIED,
             "the repository config includes (include.path / includeIf) a file outside the allowed roots or a "

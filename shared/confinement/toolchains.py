@@ -238,7 +238,7 @@ def _venv_in(directory: Path, guard: PathGuard) -> Path | None:
 def _is_venv(candidate: Path, guard: PathGuard) -> bool:
     if os.path.islink(candidate) or not (candidate / VENV_MARKER).is_file() or not (candidate / "bin").is_dir():
         return False
-    return guard.contains(candidate) and not guard.is_denied(os.path.realpath(candidate))
+    return guard.allows(candidate)
 
 
 def _pyvenv_home(config: Path) -> str | None:

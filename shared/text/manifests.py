@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 Allowed = Callable[[Path], bool]
-"""Whether a file may be read (for the gateway: its real path lies inside the roots and is no secret)."""
+"""Whether a file may be read (the gateway and rag_ops: `PathGuard.allows`, inside the roots and no secret)."""
 
 MAX_MANIFEST_BYTES = 1_000_000
 

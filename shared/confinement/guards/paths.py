@@ -245,6 +245,15 @@ class PathGuard:
             return False
         return self._root_of(os.path.realpath(text)) is not None
 
+    def allows(self, path: Path | str) -> bool:
+        """Whether the real path of `path` lies inside the roots and matches no deny glob (is no secret): the quiet
+        check of a file the suite reads on its own (a manifest, `.git`, a venv), skipped when refused."""
+        text = os.fspath(path)
+        if not text or "\x00" in text:
+            return False
+        real = os.path.realpath(text)
+        return self._root_of(real) is not None and not self.is_denied(real)
+
     def root_of(self, path: Path | str) -> Path | None:
         """The root that contains the (already real) path, or None."""
         root = self._root_of(os.fspath(path))
