@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcp_sections.shared.ground.errors import ToolFailure, not_found
+from mcp_sections.shared.store.keeping import keep_newest
 
 #: How many deleted ids a scope remembers. A count rather than an age: a retry follows its lost answer within seconds
 #: or minutes, so only the latest deletions matter; a count bounds the table by the number of workflows whatever their
@@ -22,16 +23,12 @@ from mcp_sections.shared.ground.errors import ToolFailure, not_found
 KEEP_PER_SCOPE = 1000
 
 _COLUMNS = "INSERT INTO deleted_memories (id, workflow_id, deleted_at, cleared_type)"
-_PRUNE = (
-    "DELETE FROM deleted_memories WHERE workflow_id = ? AND n <= "
-    "(SELECT n FROM deleted_memories WHERE workflow_id = ? ORDER BY n DESC LIMIT 1 OFFSET ?)"
-)
 
 
 def record(connection: Any, memory_id: str, workflow: str, deleted_at: str, keep: int) -> None:
     """Remember one deleted memory, then forget all but the scope's newest `keep`."""
     connection.execute(f"{_COLUMNS} VALUES (?, ?, ?, NULL)", (memory_id, workflow, deleted_at))
-    connection.execute(_PRUNE, (workflow, workflow, keep))
+    keep_newest(connection, "deleted_memories", "workflow_id", workflow, keep)
 
 
 def record_cleared(connection: Any, workflow: str, memory_type: str, deleted_at: str, keep: int) -> None:
@@ -41,7 +38,7 @@ def record_cleared(connection: Any, workflow: str, memory_type: str, deleted_at:
         "ORDER BY pk DESC LIMIT ?",
         (deleted_at, workflow, memory_type, keep),
     )
-    connection.execute(_PRUNE, (workflow, workflow, keep))
+    keep_newest(connection, "deleted_memories", "workflow_id", workflow, keep)
 
 
 def already_deleted(connection: Any, memory_id: str, visible: tuple[str, ...], *, deleting: bool) -> ToolFailure | None:

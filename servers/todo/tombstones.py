@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mcp_sections.shared.ground.errors import ToolFailure, not_found
+from mcp_sections.shared.store.keeping import keep_newest
 from mcp_sections.shared.store.postgres import SqlConnection
 
 #: How many deleted ids a workflow remembers. A count rather than an age: a retry follows its lost answer within
@@ -22,11 +23,6 @@ from mcp_sections.shared.store.postgres import SqlConnection
 #: for the whole window. 1,000 rows of about 100 bytes cover the last deletes of any run, and a cascade of up to
 #: 1,000 tasks whole (its root is written last: it outlives its dependents' tombstones).
 KEEP_PER_WORKFLOW = 1000
-
-_PRUNE = (
-    "DELETE FROM deleted_tasks WHERE workflow_id = ? AND n <= "
-    "(SELECT n FROM deleted_tasks WHERE workflow_id = ? ORDER BY n DESC LIMIT 1 OFFSET ?)"
-)
 
 
 @dataclass(frozen=True)
@@ -50,7 +46,7 @@ def record(
         "INSERT OR REPLACE INTO deleted_tasks (id, workflow_id, deleted_at, deleted_with) VALUES (?, ?, ?, ?)",
         [*rows, (root, workflow_id, deleted_at, None)],
     )
-    conn.execute(_PRUNE, (workflow_id, workflow_id, keep))
+    keep_newest(conn, "deleted_tasks", "workflow_id", workflow_id, keep)
 
 
 def find(conn: SqlConnection, workflow_id: str, task_id: str) -> Tombstone | None:
