@@ -9,12 +9,27 @@ quoted for the shell. `--ignore-scripts` keeps npm from running the script's pre
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_sections.servers.shell_ops.policies.npm import check_npm_script_name
+from mcp_sections.shared.confinement.toolchains import ProjectToolchain
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 MAX_PACKAGE_JSON_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CheckedScript:
+    """A run_npm_script call that passed every check (`ShellOps.check_npm_script`): where it runs, with which npm and
+    project environment, the script's name and text, and the argv that runs it."""
+
+    workdir: Path
+    executable: str
+    toolchain: ProjectToolchain
+    name: str
+    text: str
+    argv: list[str]
 
 
 def read_scripts(package_dir: Path) -> dict[str, str]:

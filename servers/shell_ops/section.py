@@ -69,9 +69,8 @@ def _start_preflight(params: StartProcessInput, state: Any) -> None:
 
 
 def _npm_preflight(params: RunNpmScriptInput, state: Any) -> None:
-    """Preflight of run_npm_script: its cwd inside the roots, npm allowed there, the timeout; nothing runs."""
-    state.guard.resolve_program("npm", state.guard.resolve_cwd(params.cwd))
-    state.timeout_for(params.timeout_seconds)
+    """Preflight of run_npm_script: the service's own checks (`check_npm_script`); nothing runs."""
+    state.check_npm_script(params.script, params.args, params.cwd, params.timeout_seconds)
 
 
 @tool(

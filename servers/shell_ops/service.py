@@ -366,33 +366,40 @@ class ShellOps:
             argv, cwd, timeout=GIT_QUERY_TIMEOUT, max_output=1024 * 1024, env=self.env, confine=False
         )
 
-    async def run_npm_script(
-        self, script: str, args: list[str], cwd: str | None, timeout_seconds: float | None, progress: Progress
-    ) -> dict[str, Any]:
+    def check_npm_script(
+        self, script: str, args: list[str], cwd: str | None, timeout_seconds: float | None = None
+    ) -> tuple[npm.CheckedScript, float]:
+        """The checks of a call to run_npm_script: cwd inside the roots, npm allowed there, package.json readable and
+        holding the script (no hook), the arguments, the timeout; nothing runs. Its preflight calls it too."""
         workdir = self.guard.resolve_cwd(cwd)
         _, executable = self.guard.resolve_program("npm", workdir)
-        toolchain = self.guard.toolchain(workdir)
         self.paths.resolve(str(workdir / "package.json"), purpose="read")
         scripts = npm.read_scripts(workdir)
         name = npm.checked_script(script, scripts)
         for arg in args:  # the same syntax rules as run_command arguments (line breaks are fine, NUL is not)
             if "\x00" in arg:
                 raise ToolFailure(ErrorCode.INVALID_INPUT, "script arguments cannot contain a NUL byte.")
-        timeout = self.timeout_for(timeout_seconds)
         argv = npm.npm_argv(executable, name, args)
+        checked = npm.CheckedScript(workdir, executable, self.guard.toolchain(workdir), name, scripts[name], argv)
+        return checked, self.timeout_for(timeout_seconds)
+
+    async def run_npm_script(
+        self, script: str, args: list[str], cwd: str | None, timeout_seconds: float | None, progress: Progress
+    ) -> dict[str, Any]:
+        checked, timeout = self.check_npm_script(script, args, cwd, timeout_seconds)
         result = await self._run(
-            argv,
-            workdir,
+            checked.argv,
+            checked.workdir,
             timeout=timeout,
             max_output=self.settings.max_output_bytes,
             progress=progress,
-            toolchain=toolchain,
+            toolchain=checked.toolchain,
         )
         if result.timed_out:
-            raise self._timed_out(f"npm script {name!r}", timeout, result)
-        self._check_started(executable, result)
-        data = self._result(executable, argv[1:], workdir, result)
-        data.update(script=name, script_text=scripts[name])
+            raise self._timed_out(f"npm script {checked.name!r}", timeout, result)
+        self._check_started(checked.executable, result)
+        data = self._result(checked.executable, checked.argv[1:], checked.workdir, result)
+        data.update(script=checked.name, script_text=checked.text)
         return data
 
     async def _repository(self, cwd: str | None) -> git.Repository:
