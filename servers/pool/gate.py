@@ -10,7 +10,8 @@ Each one is dispatched here, and here only:
    when it is cancelled), refusals included;
 2. the name is resolved for this caller: the client's own tools and exposed tools; a sub-agent's routes and host
    tools — the route carries the section id, and the call runs only if the caller's grant holds that section id
-   (grant by identity, never by a tool's name) and the tool filters show the tool (`filters.py`);
+   (grant by identity, never by a tool's name) and the tool filters allow this call (`filters.py`: a read-only
+   rule decides by the call's own annotations, as approval does);
 3. approval: the client was asked before dispatch, by the published tool (`shared.serving.approval`); a sub-agent
    that has read untrusted content since its goal was approved is asked about again, mid-call, before each tool that
    needs approval — elicitation, else the status page, else refused (`approve_mid_call`);
@@ -115,7 +116,7 @@ class Gate:
             target = self._section_target(name, arguments, scope)
             if span is not None:
                 span.target(target.section, target.tool)
-            await self.pool.check_shown(target.section, target.tool)
+            await self.pool.check_shown(target.section, target.tool, target.arguments)  # by this call's annotations
             preflight = partial(self.pool.preflight, target.section, target.tool, target.arguments)
             await self._approve(target.name, target.annotations, target.arguments, ctx, scope, preflight)
             result = await self.pool.forward(target.section, target.tool, target.arguments, ctx, scope)

@@ -21,14 +21,14 @@ from anyio.abc import TaskGroup
 from mcp_types import CallToolResult
 
 from mcp_sections.shared.agents.scope import AgentScope
-from mcp_sections.shared.framework.tools import Annotations, ToolContext, ToolSpec
+from mcp_sections.shared.framework.tools import ToolContext, ToolSpec
 from mcp_sections.shared.ground.errors import ConfigError, ErrorCode, ToolFailure, not_found, permission_denied
 from mcp_sections.shared.serving.calls import parse_arguments
 from mcp_sections.shared.settings.config import Settings
 
 from . import misplaced
 from .catalog import SectionEntry, SectionTool, build_catalog
-from .filters import ToolFilter
+from .filters import ReadOnlyCalls, ToolFilter, read_only_calls, read_only_hint, shown_value
 from .inprocess import InProcessLauncher, in_process_refusal
 from .launchers import STARTUP_TIMEOUT_SECONDS, Launcher, SubprocessLauncher
 from .settings import GatewaySettings
@@ -64,7 +64,9 @@ class SectionPool:
         self.settings = settings
         self.config = config
         self.catalog: dict[str, SectionEntry] = build_catalog(config)
-        self.filters: ToolFilter = config.tool_filter()  # the tools hidden everywhere (`filters.py`)
+        # the tools hidden everywhere (`filters.py`), knowing which built-in tools have calls that only read
+        self.filters: ToolFilter = config.tool_filter().knowing(self.read_only_calls)
+        self._read_only_calls: dict[tuple[str, str], ReadOnlyCalls | None] = {}
         self.own_names = tuple(reserved_names)  # the host's own tools, in its order
         self._reserved = frozenset(self.own_names)
         self._hosted = hosted
@@ -207,10 +209,14 @@ class SectionPool:
             return listed  # the call fails on its arguments, after the question its listed annotations ask
 
     async def preflight(self, section_id: str, tool: str, arguments: dict[str, Any]) -> ToolFailure | None:
-        """What a built-in section's preflight refuses of this call (`shared.serving.preflight`), asked of the section
-        before the caller's person is asked to approve it; None: nothing, or the tool has no preflight. A built-in
-        section reached by command or URL (a container) is asked too: one that does not know the request refuses
-        nothing."""
+        """What is refused of this call before the caller's person is asked to approve it: the tool filters'
+        refusal (`check_shown`), then what a built-in section's preflight refuses (`shared.serving.preflight`), asked
+        of the section; None: nothing, or the tool has no preflight. A built-in section reached by command or URL (a
+        container) is asked too: one that does not know the request refuses nothing."""
+        try:
+            await self.check_shown(section_id, tool, arguments)
+        except ToolFailure as refused:
+            return refused
         spec = self.declared_tool(section_id, tool, run_here=False)
         if spec is None or spec.preflight is None:
             return None
@@ -297,21 +303,49 @@ class SectionPool:
         known = self.known_tool(section_id, tool)
         return self.filters.shows(section_id, tool, known.definition.get("annotations") if known else None)
 
-    async def check_shown(self, section_id: str, tool: str) -> None:
-        """PERMISSION_DENIED naming the setting when the filters hide this tool (before anything runs or asks).
-        A read-only profile needs the tool's annotations: a third-party section is listed first."""
+    def read_only_calls(self, section_id: str, tool: str) -> ReadOnlyCalls | None:
+        """Whether a tool listed as one that may write has calls that only read, by the per-call annotations of its
+        declaration (`filters.read_only_calls`; a built-in this host runs, as `call_annotations` reads them)."""
+        key = (section_id, tool)
+        if key not in self._read_only_calls:
+            spec = self.declared_tool(section_id, tool)
+            self._read_only_calls[key] = read_only_calls(spec) if spec is not None else None
+        return self._read_only_calls[key]
+
+    async def check_shown(self, section_id: str, tool: str, arguments: dict[str, Any]) -> None:
+        """PERMISSION_DENIED naming the setting when the filters refuse this call (before anything runs or asks).
+        A read-only rule decides by the call's annotations, as approval does (`call_annotations`): a third-party
+        section is listed first."""
         filters = self.filters
         if not filters.active:
             return
-        annotations = None
+        listed = annotations = None
+        drop: tuple[str, ...] = ()
         if filters.needs_annotations:
             known = (await self.section_tools(self.entry(section_id))).get(tool)
             if known is None:
                 return  # forward() answers NOT_FOUND with the section's tools
-            annotations = known.definition.get("annotations")
-        refusal = filters.refusal(section_id, tool, annotations)
-        if refusal is not None:
-            raise permission_denied(f"{refusal}. Hidden tools cannot be called; use another tool.")
+            listed = known.definition.get("annotations")
+            annotations = self.call_annotations(section_id, tool, arguments)
+            if not read_only_hint(annotations) and self.read_only_calls(section_id, tool) is not None:
+                drop = self._writing_arguments(section_id, tool, arguments)
+        refusal = filters.refusal(section_id, tool, annotations, drop)
+        if refusal is None:
+            return
+        hidden = (
+            " Hidden tools cannot be called; use another tool." if not filters.shows(section_id, tool, listed) else ""
+        )
+        raise permission_denied(f"{refusal}.{hidden}")
+
+    def _writing_arguments(self, section_id: str, tool: str, arguments: dict[str, Any]) -> tuple[str, ...]:
+        """The arguments of a call that may write without which (each alone) it would only read, as `name=value`."""
+        return tuple(
+            f"{name}={shown_value(value)}"
+            for name, value in arguments.items()
+            if read_only_hint(
+                self.call_annotations(section_id, tool, {k: v for k, v in arguments.items() if k != name})
+            )
+        )
 
     # -- grants -----------------------------------------------------------------------------------------------
 
@@ -355,10 +389,3 @@ class SectionPool:
         progress = ctx.report_progress if ctx is not None else None
         read_only = read_only_hint(self.call_annotations(section_id, tool, checked))  # sent again if its process dies
         return await launcher.call_tool(tool, checked, progress, read_only, caller)
-
-
-def read_only_hint(annotations: Any) -> bool:
-    """Whether annotations (MCP hints, or a declaration's own) say read-only."""
-    if isinstance(annotations, Annotations):
-        return annotations.read_only
-    return bool((annotations or {}).get("readOnlyHint"))
