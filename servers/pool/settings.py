@@ -125,7 +125,10 @@ class ToolProfile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     description: str = Field(default="", max_length=500)
-    read_only: bool = Field(default=False, description="Only tools annotated read-only (readOnlyHint).")
+    read_only: bool = Field(
+        default=False,
+        description="Only calls that only read: a tool's per-call annotations decide (readOnlyHint otherwise).",
+    )
     enabled_tools: list[str] = Field(default_factory=list, description="Only tools matching one of these patterns.")
     disabled_tools: list[str] = Field(default_factory=list, description="Tools matching one of these are hidden.")
 
