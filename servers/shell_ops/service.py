@@ -118,7 +118,8 @@ class ShellOps:
             return self._identity
 
     def _identity_file(self) -> Path | None:
-        """The programs' global git config (the commit identity alone), or None when there is no identity."""
+        """The programs' global git config (the identity alone; written again when something removed it), or None
+        without an identity: checked once per program started, for its sandbox and its environment both."""
         return identity_file(self.git_identity())
 
     def sandbox(self) -> Sandbox:
@@ -133,14 +134,16 @@ class ShellOps:
         toolchain: ProjectToolchain | None = None,
         program: str | None = None,
         *,
+        identity: Path | None = None,
         egress: Egress | None = None,
     ) -> Confinement:
         """What a program sees: the roots (writable: commands may build, format, commit), its private HOME, and the
         verified interpreter installations its project environment needs (read-only). `program`: a program that is
-        not the sandbox's first one (behind the port relay) and needs its own install prefix shown. `egress`: an
-        installer's way out (`shared.confinement.installers`); every other program has no network."""
+        not the sandbox's first one (behind the port relay) and needs its own install prefix shown. `identity`: the
+        programs' global git config (`_identity_file`). `egress`: an installer's way out
+        (`shared.confinement.installers`); every other program has no network."""
         readable = [*(toolchain or self.guard.base_toolchain()).readable]
-        if (identity := self._identity_file()) is not None:
+        if identity is not None:
             readable.append(identity)  # the programs' global git config (read-only: `git config --global` fails)
         if program is not None:
             shown = Confinement(writable=(*self.paths.roots, home), readable=tuple(readable))
@@ -184,10 +187,9 @@ class ShellOps:
             refuse_ending(checked)
         return checked, self.checked_env(env), self.timeout_for(timeout_seconds)
 
-    def environment(self, toolchain: ProjectToolchain | None) -> dict[str, str]:
-        """The fixed environment with the commit identity as git's global config and the project environment
-        activated (its `bin` first on PATH, VIRTUAL_ENV)."""
-        identity = self._identity_file()
+    def environment(self, toolchain: ProjectToolchain | None, identity: Path | None) -> dict[str, str]:
+        """The fixed environment with the commit identity as git's global config (`identity`: `_identity_file`) and
+        the project environment activated (its `bin` first on PATH, VIRTUAL_ENV)."""
         env = {**self.env, "GIT_CONFIG_GLOBAL": str(identity)} if identity is not None else dict(self.env)
         if toolchain is None:
             return env
@@ -239,7 +241,8 @@ class ShellOps:
         `additions`: the caller's checked variables; `egress`: an installer's way out to its registries."""
         check_executable(argv[0])
         with private_home() as home:
-            confinement = self.confinement(home, toolchain, egress=egress)
+            identity = self._identity_file() if env is None else None  # `env`: git's probes and queries, no identity
+            confinement = self.confinement(home, toolchain, identity=identity, egress=egress)
             installer = {**registry_environment(os.environ), **egress.environment} if egress is not None else {}
             spawning = (
                 self.sandbox().spawning(argv, cwd, confinement, additions)
@@ -252,7 +255,7 @@ class ShellOps:
                         spawn.argv,
                         cwd=cwd,
                         env={
-                            **(env or self.environment(toolchain)),
+                            **(env or self.environment(toolchain, identity)),
                             **home_environment(home),
                             **installer,
                             **spawn.environment,
@@ -579,14 +582,16 @@ class ShellOps:
             assert python is not None  # checked by _publisher
             argv = relay_argv(python, publisher.inside.fileno(), argv)
         home = new_private_home()
-        confinement = self.confinement(home, checked.toolchain, checked.executable if publisher is not None else None)
+        identity = self._identity_file()
+        shown = checked.executable if publisher is not None else None
+        confinement = self.confinement(home, checked.toolchain, shown, identity=identity)
         try:
             with sandbox.spawning(argv, checked.cwd, confinement, additions) as spawn:
                 process = self.processes.start(
                     spawn.argv,
                     cwd=checked.cwd,
                     env={
-                        **self.environment(checked.toolchain),
+                        **self.environment(checked.toolchain, identity),
                         **home_environment(home),
                         "PYTHONUNBUFFERED": "1",  # output as it is written, not when a buffer fills
                         **spawn.environment,
