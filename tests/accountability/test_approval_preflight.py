@@ -12,14 +12,13 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from pydantic import Field
 
+from mcp_sections.shared.serving import preflight
 from mcp_sections.shared.serving.audit import read_records
 from tests.orchestration.helpers import User
 from tests.stdio import NO_WARM_UP, REPO, data_of, error_of, server_parameters
@@ -117,23 +116,9 @@ async def test_a_plain_fetch_is_a_read_and_is_not_asked_about_but_one_that_inges
 # -- the preflight request runs nothing, and only a server that does not ask answers it --------------------------
 
 
-class _Params(types.RequestParams):
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-
-
-class _Preflight(types.Request[_Params, Literal["mcp-sections/preflight"]]):
-    method: Literal["mcp-sections/preflight"] = "mcp-sections/preflight"
-    params: _Params
-
-
-class _Answer(types.Result):
-    refused: dict[str, Any] | None = None
-
-
 async def _preflight(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
-    request = _Preflight(params=_Params(name=tool, arguments=arguments))
-    return (await client.session.send_request(request, _Answer)).refused
+    """The gateway's own request and answer (`shared.serving.preflight`), sent to a section's process."""
+    return (await client.session.send_request(preflight.request(tool, arguments), preflight.PreflightResult)).refused
 
 
 async def test_the_preflight_request_runs_nothing_and_a_section_that_asks_does_not_answer_it(
