@@ -141,6 +141,7 @@ class Brain(BrainIngest, BrainForgetting):
         self.loaded: set[str] = set()
         self._guard = PathGuard(self.roots, private=private)
         self._ingest_lock = threading.Lock()
+        self._manifest_names = {}
         self._executor: Any = None
         self._executor_lock = threading.Lock()
         self._closing = threading.Event()

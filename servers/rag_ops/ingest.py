@@ -152,6 +152,7 @@ class BrainIngest(ProjectRegistry):
             project.root,
             os.path.join(project.root, start_rel) if start_rel else project.root,
         )
+        self._manifest_names.pop(project.root, None)  # read again: a manifest may have changed within its stat
         with self._ingest_lock:
             self.store.update_project(project.id, status="ingesting", last_accessed=time.time())
             stats = parsing.WalkStats()

@@ -18,6 +18,8 @@ from mcp_sections.shared.ground.errors import invalid_input, not_found
 from mcp_sections.shared.ground.locations import is_inside
 from mcp_sections.shared.text import manifests
 
+Stamps = tuple[tuple[str, int, int, int], ...]  # a directory's manifests: (file, inode, mtime, size) of each one
+
 
 class ProjectRegistry(BrainSearch):
     """The projects of a brain and the paths they own (the registry half of `Brain`, which sets these attributes)."""
@@ -30,6 +32,7 @@ class ProjectRegistry(BrainSearch):
     loaded: set[str]
     _guard: PathGuard
     _ingest_lock: threading.Lock
+    _manifest_names: dict[str, tuple[Stamps, str | None]]  # root → (its manifests when read, the name they declare)
 
     # ---- paths ----------------------------------------------------------------------------------
     def resolve_path(self, path: str, *, must_exist: bool = True) -> Path:
@@ -62,10 +65,17 @@ class ProjectRegistry(BrainSearch):
         )
 
     def manifest_name(self, root: str) -> str | None:
-        """The name the manifests at `root` declare (`shared.text.manifests`), read inside the roots only."""
+        """The name the manifests at `root` declare (`shared.text.manifests`), read inside the roots only: once, and
+        again when one of them changed (as its stat shows) or the project at `root` is ingested again."""
         if not os.path.isabs(root) or not os.path.isdir(root):
             return None
-        return manifests.declared(Path(root), self._guard.allows).name
+        stamps = _manifest_stamps(root)
+        known = self._manifest_names.get(root)
+        if known is not None and known[0] == stamps:
+            return known[1]
+        name = manifests.declared(Path(root), self._guard.allows).name
+        self._manifest_names[root] = (stamps, name)
+        return name
 
     def default_name(self, target: Path) -> str:
         """The name a directory's project gets when the caller gives none: the one it already has; else the name its
@@ -182,6 +192,18 @@ class ProjectRegistry(BrainSearch):
             for other in self._dir_projects()
             if other.id != project.id and other.root != project.root and is_inside(other.root, project.root)
         ]
+
+
+def _manifest_stamps(root: str) -> Stamps:
+    """The manifests at `root` as they are now (those present)."""
+    stamps = []
+    for name in manifests.MANIFEST_FILES:
+        try:
+            info = os.stat(os.path.join(root, name))
+        except OSError:
+            continue
+        stamps.append((name, info.st_ino, info.st_mtime_ns, info.st_size))
+    return tuple(stamps)
 
 
 def _listing(projects: Iterable[Project]) -> str:
