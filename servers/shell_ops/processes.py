@@ -5,7 +5,8 @@
   call alone (`homes.private_home`).
 - The child leads a new session (`start_new_session=True`); at the deadline, on cancellation, and
   also after a normal exit (to reap background stragglers), the whole program ends (`kill_group`): inside
-  bubblewrap its PID namespace goes with it; without the sandbox (Linux) the program runs under a keeper
+  bubblewrap its PID namespace goes with the sandbox's first process, killed with bubblewrap even while the
+  sandbox is still being set up; without the sandbox (Linux) the program runs under a keeper
   (`keeper.py`, `kept`), a child subreaper that dies with the server and ends every descendant, those that
   started their own session included, when the program ends or is ended.
 - stdin is /dev/null; stdout and stderr are kept up to `max_output_bytes` each, head and tail
@@ -32,6 +33,7 @@ from mcp_sections.shared.ground.errors import SuiteError
 
 READ_CHUNK = 65536
 PIPE_GRACE_SECONDS = 2.0
+STOP_SECONDS = 1.0  # the longest kill_group waits for a program it stopped to be stopped (it takes milliseconds)
 KEEPER = keeper.__file__
 
 ProgressCallback = Callable[[float], Awaitable[None]]
@@ -246,10 +248,39 @@ async def _reaped(
 
 
 def kill_group(pid: int) -> None:
-    """End the program started as `pid` (in a new session): SIGKILL to its process group, or, when `pid` is a
-    running keeper, SIGTERM to the keeper, which SIGKILLs every process of the program and then itself."""
+    """End the program started as `pid` (in a new session): when `pid` is a running keeper, SIGTERM to the keeper,
+    which SIGKILLs every process of the program and then itself; else SIGKILL to its process group, and on Linux
+    first to every process below it.
+
+    Below it, because bubblewrap runs the sandbox in a session of its own, whose first process arms
+    `--die-with-parent` only at the end of the sandbox's setup: bubblewrap killed before then (a call cancelled or
+    timed out as its program starts, for longer on a loaded machine) died alone, and the sandbox ran the program on,
+    orphaned. So the program is stopped first (SIGSTOP: it starts nothing more, and what it started stays its
+    child), what runs below it is killed (the sandbox's first process takes its whole PID namespace along), then its
+    group."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGTERM if is_keeper(pid) else signal.SIGKILL)
+        if is_keeper(pid):
+            os.killpg(pid, signal.SIGTERM)
+            return
+        if sys.platform.startswith("linux"):
+            os.killpg(pid, signal.SIGSTOP)
+            _until_stopped(pid)
+            for child, _name in keeper.descendants(pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(child, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _until_stopped(pid: int) -> None:
+    """Wait (at most `STOP_SECONDS`) until the child `pid` is stopped or has ended (not reaping it)."""
+    deadline = time.monotonic() + STOP_SECONDS
+    while time.monotonic() < deadline:
+        try:
+            if os.waitid(os.P_PID, pid, os.WSTOPPED | os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return
+        except ChildProcessError:  # reaped already, or not a child of this process: nothing to wait for
+            return
+        time.sleep(0.001)
 
 
 # -- the keeper of a program run without the sandbox (keeper.py) -------------------------------------------------
