@@ -22,16 +22,19 @@ explicit "…", paths in full, never cut silently (`describe_arguments`). Only a
 
 Where the answer comes from, in this order:
 1. elicitation, where the client declares it: `elicitation/create` mid-call on 2025-11-25 and older, an
-   `InputRequiredResult` on 2026-07-28 (the call comes back with the answer; `shared.serving.asking`);
+   `InputRequiredResult` on 2026-07-28 (the call comes back with the answer; `shared.serving.asking`). A question
+   asked mid-call does not outlive its client, by the same rule as on the page (below, `watch_client`): withdrawn,
+   the call declined, audited "asked by elicitation, withdrawn: the client that asked is gone";
 2. otherwise, the status page, when this server has one open (`shared.serving.question_board`: the gateway's, over
    HTTP or beside a stdio gateway): the question waits there for the signed-in person, the client gets progress (and a
    log line) saying where to answer, and a question nobody answers in time (`APPROVAL_SECONDS`, 5 minutes, unless
    the gateway was started with `--approval-timeout`) is declined: the call does not run. A question does not outlive
-   its client: over Streamable HTTP, once the call's response stream is gone (the client closed the connection that
-   carries it: given up, killed) and not resumed within `GONE_GRACE_SECONDS`, the question is withdrawn (declined,
-   "the client that asked is gone"); meanwhile the page shows it disconnected. Over stdio, as soon as the client no
-   longer reads the server's output (`shared.serving.sdk_tools.STDIO_PEER`: it cannot come back, so no grace). (On
-   2026-07-28 HTTP a client gone cancels the call itself, which takes its question off the page.)
+   its client (`shared.serving.asking.watch_client`, one watch for the page and elicitation): over Streamable HTTP,
+   once the call's response stream is gone (the client closed the connection that carries it: given up, killed) and
+   not resumed within `GONE_GRACE_SECONDS`, the question is withdrawn (declined, "the client that asked is gone");
+   meanwhile the page shows it disconnected. Over stdio, as soon as the client no longer reads the server's output
+   (`shared.serving.sdk_tools.STDIO_PEER`: it cannot come back, so no grace). (On 2026-07-28 HTTP a client gone
+   cancels the call itself, which takes its question off the page.)
 3. otherwise the call is refused, saying how to get asked (a client with elicitation, the gateway's status page) or
    how to turn approval off.
 Every answer is audited, with how and by whom it was given (`<server>.approvals.jsonl` beside the server's own audit
@@ -66,12 +69,21 @@ from mcp_sections.shared.framework.tools import (
 )
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.serving import client_log
-from mcp_sections.shared.serving.asking import AskedCall, Fallback, asking_tool
+from mcp_sections.shared.serving.asking import (
+    AskedCall,
+    Fallback,
+    asked_unless_gone,
+    asking_tool,
+    client_gone,
+    is_withdrawn,
+    watch_client,
+    withdrawn_answer,
+)
 from mcp_sections.shared.serving.audit import AuditLog, AuditRecord, argument_digest, user_named
 from mcp_sections.shared.serving.calls import parse_arguments
 from mcp_sections.shared.serving.preflight import Check, ServePreflight, preflight_failure
 from mcp_sections.shared.serving.question_board import PendingQuestion, QuestionBoard
-from mcp_sections.shared.serving.sdk_tools import STDIO_PEER, tool_context, tool_definition
+from mcp_sections.shared.serving.sdk_tools import tool_context, tool_definition
 
 Approval = Literal["off", "destructive"]
 APPROVAL_SECONDS = 300.0
@@ -84,26 +96,7 @@ CANNOT_ASK = (
     "file or MCP_SECTIONS_APPROVAL=off."
 )
 WAITING_PROGRESS_SECONDS = 10.0  # how often a call waiting on the status page says so again
-# How long a question waits for its client to come back once the stream that would carry its answer is gone: the
-# suite tells clients to reconnect after RETRY_MS (2 s) and the official SDK tries twice, so a client that resumes is
-# back within seconds; 20 s leaves room for a slow network, and withdraws a dead client's question well before a
-# person is likely to act on it (the page shows it disconnected meanwhile).
-GONE_GRACE_SECONDS = 20.0
-CLIENT_CHECK_SECONDS = 1.0  # how often a waiting question looks whether its client is still there
-GONE = (
-    "the client that asked is gone (the connection that would carry the answer closed, and was not resumed "
-    "within {grace:.0f} s)"
-)
-GONE_OVER_STDIO = "the client that asked is gone (it no longer reads this server's output: stdio cannot resume)"
-
-
-def _grace() -> float:
-    """How long a gone client may take to come back: over stdio it cannot (`STDIO_PEER` set), so no time at all."""
-    return 0.0 if STDIO_PEER.get() is not None else GONE_GRACE_SECONDS
-
-
-def _gone() -> str:
-    return GONE_OVER_STDIO if STDIO_PEER.get() is not None else GONE.format(grace=GONE_GRACE_SECONDS)
+BY_ELICITATION = "by the MCP client's user (elicitation)"
 
 
 class ApprovalForm(BaseModel):
@@ -200,8 +193,6 @@ class _NoState:
 _current: ContextVar[tuple[Approvals, str] | None] = ContextVar("mcp_sections_approvals", default=None)
 # The answer the status page gave in this call (its record is written there, with who answered).
 _from_board: ContextVar[UserAnswer | None] = ContextVar("mcp_sections_board_answer", default=None)
-# The answer that withdrew this call's question, its client being gone (a decline nobody gave).
-_withdrawn: ContextVar[UserAnswer | None] = ContextVar("mcp_sections_withdrawn_answer", default=None)
 
 
 class Approvals:
@@ -259,7 +250,7 @@ class Approvals:
         ) -> CallToolResult:
             board_answer = _from_board.get()
             if answer is not None and answer is not board_answer:
-                self.record(spec.name, arguments, ctx.caller, answer, "by the MCP client's user (elicitation)")
+                self.record(spec.name, arguments, ctx.caller, answer, _elicited(answer))
             where = " on the status page" if answer is not None and answer is board_answer else ""
             refused = failure or _withdrawal(spec.name, answer) or refusal(spec.name, answer, where)
             return await call(arguments, ctx, None, refused)
@@ -339,7 +330,7 @@ class Approvals:
             async with anyio.create_task_group() as group:
                 group.start_soon(_still_waiting, pending, text, ctx.report_progress if ctx is not None else None)
                 if ctx is not None:
-                    group.start_soon(_watch_client, board, pending, ctx.client_connected)
+                    group.start_soon(watch_client, ctx.client_connected, pending, partial(board.withdraw, pending))
                 outcome = await board.wait(pending)
                 group.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
@@ -351,9 +342,8 @@ class Approvals:
             answer = UserAnswer(action="timeout", waited_seconds=board.timeout_seconds)
             how = f"asked on the status page ({board.url}); nobody answered within {board.timeout_seconds:.0f} s"
         elif outcome == "withdrawn":
-            answer = UserAnswer(action="decline", waited_seconds=waited)
-            how = f"withdrawn from the status page: {_gone()}"
-            _withdrawn.set(answer)
+            answer = withdrawn_answer(waited)
+            how = f"withdrawn from the status page: {client_gone()}"
         else:
             answer = UserAnswer(action="accept", content={"approve": outcome == "approve"}, waited_seconds=waited)
             if outcome == "decline":
@@ -396,35 +386,20 @@ async def _still_waiting(pending: PendingQuestion, text: str, progress: Progress
         await anyio.sleep(WAITING_PROGRESS_SECONDS)
 
 
-async def _watch_client(board: QuestionBoard, pending: PendingQuestion, connected: Callable[[], bool | None]) -> None:
-    """Withdraw `pending` once its client has been gone `GONE_GRACE_SECONDS` (over stdio, at once: it cannot come
-    back); the page shows it disconnected until then, and a client that comes back (a resumed stream) keeps its
-    question."""
-    grace = pending.withdrawn_after = _grace()
-    while True:
-        there = connected()
-        if there is None:
-            return  # nothing tells, here: a client gone ends the call by itself
-        now = time.monotonic()
-        if there:
-            pending.disconnected_at = None
-        elif pending.disconnected_at is None:
-            pending.disconnected_at = now
-        if pending.disconnected_at is not None and now - pending.disconnected_at >= grace:
-            board.withdraw(pending)
-            return
-        await anyio.sleep(CLIENT_CHECK_SECONDS)
-
-
 def _withdrawal(tool: str, answer: UserAnswer | None) -> ToolFailure | None:
     """The failure of a call whose question was withdrawn because its client is gone (None for any other answer)."""
-    if answer is None or answer is not _withdrawn.get():
+    if not is_withdrawn(answer):
         return None
     return ToolFailure(
         ErrorCode.PERMISSION_DENIED,
-        f"{tool} did not run: its approval question was withdrawn, {_gone()}. Call "
+        f"{tool} did not run: its approval question was withdrawn, {client_gone()}. Call "
         "it again, and stay connected until the question is answered.",
     )
+
+
+def _elicited(answer: UserAnswer) -> str:
+    """How an answer to a question asked by elicitation was given, for its audit line."""
+    return f"asked by elicitation, withdrawn: {client_gone()}" if is_withdrawn(answer) else BY_ELICITATION
 
 
 class _InRequest:
@@ -474,10 +449,10 @@ async def approve_mid_call(
         raise refused_first
     question = approval_question(name, f"{situation} {describe_arguments(arguments)}")
     current = _current.get()
-    answer = await ctx.ask(question) if ctx is not None else None
+    answer = await asked_unless_gone(partial(ctx.ask, question), ctx.client_connected) if ctx is not None else None
     where = ""
     if answer is not None and current is not None:
-        current[0].record(name, arguments, caller, answer, "by the MCP client's user (elicitation)")
+        current[0].record(name, arguments, caller, answer, _elicited(answer))
     elif answer is None and current is not None:
         answer = await current[0].on_board(question, name, arguments, caller, current[1], ctx)
         where = " on the status page"

@@ -1,4 +1,10 @@
-"""Tools that ask the user one question before they run: MCP form elicitation in both protocol eras."""
+"""Tools that ask the user one question before they run: MCP form elicitation in both protocol eras.
+
+A question does not outlive its client, however it is asked (elicitation here, the status page in
+`shared.serving.approval`): `watch_client` withdraws it once the client has been gone `GONE_GRACE_SECONDS` — over
+Streamable HTTP the call's response stream closed and was not resumed, over stdio at once (nobody reads the server's
+output: it cannot come back). A withdrawn question is declined (`withdrawn_answer`), so nothing runs for nobody.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,10 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
-from typing import Any, Literal
+from functools import partial
+from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -27,7 +34,9 @@ from mcp_sections.shared.serving.audit import argument_digest
 from mcp_sections.shared.serving.calls import failure_result, parse_arguments
 from mcp_sections.shared.serving.preflight import Check
 from mcp_sections.shared.serving.sdk_tools import (
+    STDIO_PEER,
     RawArguments,
+    response_stream_open,
     sdk_annotations,
     spec_schemas,
     tool_context,
@@ -46,28 +55,149 @@ logger = logging.getLogger("mcp_sections.asking")
 _answer_window: ContextVar[_AnswerWindow | None] = ContextVar("mcp_sections_answer_window", default=None)
 ASKED_MEMORY_SECONDS = 3600.0
 
+# How long a question waits for its client to come back once the stream that would carry its answer is gone: the
+# suite tells clients to reconnect after RETRY_MS (2 s) and the official SDK tries twice, so a client that resumes is
+# back within seconds; 20 s leaves room for a slow network, and withdraws a dead client's question well before a
+# person is likely to act on it (the status page shows it disconnected meanwhile).
+GONE_GRACE_SECONDS = 20.0
+CLIENT_CHECK_SECONDS = 1.0  # how often a waiting question looks whether its client is still there
+GONE = (
+    "the client that asked is gone (the connection that would carry the answer closed, and was not resumed "
+    "within {grace:.0f} s)"
+)
+GONE_OVER_STDIO = "the client that asked is gone (it no longer reads this server's output: stdio cannot resume)"
+T = TypeVar("T")
+
+
+def gone_grace() -> float:
+    """How long a gone client may take to come back: over stdio it cannot (`STDIO_PEER` set), so no time at all."""
+    return 0.0 if STDIO_PEER.get() is not None else GONE_GRACE_SECONDS
+
+
+def client_gone() -> str:
+    """Why a question was withdrawn, for the audit and the call's failure."""
+    return GONE_OVER_STDIO if STDIO_PEER.get() is not None else GONE.format(grace=GONE_GRACE_SECONDS)
+
+
+class Watched(Protocol):
+    """A question whose client is watched: since when the client is gone, and how long it may stay gone."""
+
+    disconnected_at: float | None
+    withdrawn_after: float | None
+
+
+async def watch_client(connected: Callable[[], bool | None], question: Watched, withdraw: Callable[[], None]) -> None:
+    """Call `withdraw` once the client of `question` has been gone `gone_grace()`; meanwhile `disconnected_at` says
+    since when (None again when the client comes back: a resumed stream keeps its question). Returns at once where
+    nothing tells (`connected()` None). Run it beside the wait for the answer, and cancel it once that ends."""
+    grace = question.withdrawn_after = gone_grace()
+    while True:
+        there = connected()
+        if there is None:
+            return  # nothing tells, here: a client gone ends the call by itself
+        now = time.monotonic()
+        if there:
+            question.disconnected_at = None
+        elif question.disconnected_at is None:
+            question.disconnected_at = now
+        if question.disconnected_at is not None and now - question.disconnected_at >= grace:
+            withdraw()
+            return
+        await anyio.sleep(CLIENT_CHECK_SECONDS)
+
+
+# The answer that withdrew this call's question, its client being gone (a decline nobody gave).
+_withdrawn: ContextVar[UserAnswer | None] = ContextVar("mcp_sections_withdrawn_answer", default=None)
+
+
+def withdrawn_answer(waited: float) -> UserAnswer:
+    """The decline of a question withdrawn after `waited` seconds, its client gone (`is_withdrawn` tells it)."""
+    answer = UserAnswer(action="decline", waited_seconds=waited)
+    _withdrawn.set(answer)
+    return answer
+
+
+def is_withdrawn(answer: UserAnswer | None) -> bool:
+    """Whether `answer` is this call's question withdrawn (`withdrawn_answer`), not a person's."""
+    return answer is not None and answer is _withdrawn.get()
+
+
+async def beside(watch: Callable[[], Coroutine[Any, Any, None]], work: Callable[[], Awaitable[T]]) -> T:
+    """What `work()` returns or raises (as is, never in an exception group), with `watch()` running beside it until
+    then."""
+    error: Exception | None = None
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch)
+        try:
+            done = await work()
+        except Exception as exc:
+            error = exc
+        finally:
+            group.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    return done
+
+
+class _Question:
+    """A question asked mid-call (`asked_unless_gone`), as `watch_client` sees it."""
+
+    def __init__(self) -> None:
+        self.disconnected_at: float | None = None
+        self.withdrawn_after: float | None = None
+
+
+async def asked_unless_gone(
+    ask: Callable[[], Awaitable[UserAnswer | None]], connected: Callable[[], bool | None]
+) -> UserAnswer | None:
+    """`ask()`'s answer, or `withdrawn_answer` once its client is gone (`watch_client`): a question asked mid-call by
+    elicitation (a sub-agent's call, from the gate)."""
+    started = time.monotonic()
+    with anyio.CancelScope() as scope:
+        return await beside(partial(watch_client, connected, _Question(), scope.cancel), ask)
+    return withdrawn_answer(time.monotonic() - started)
+
 
 class _AnswerWindow:
-    """One tools/call of an asking tool: the cancel scope the legacy wait runs in, and how long it lasted."""
+    """One tools/call of an asking tool: the cancel scope the legacy wait runs in, how long it lasted, and whether its
+    client left meanwhile (the question then withdrawn)."""
 
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()
         self.asked_at: float | None = None
         self.timeout: float | None = None
         self.waited: float | None = None
+        self.disconnected_at: float | None = None
+        self.withdrawn_after: float | None = None
+        self.withdrawn = False
+        self._opened = anyio.Event()
+        self._watching = anyio.CancelScope()
 
     def open(self, timeout: float | None) -> None:
         self.asked_at = time.monotonic()
         self.timeout = timeout
         if timeout is not None:
             self.scope.deadline = anyio.current_time() + timeout
+        self._opened.set()
 
     def close(self) -> float:
         """The answer arrived (or no question was needed): stop the clock, return how long the user took."""
         self.scope.deadline = math.inf
+        self._watching.cancel()
         if self.waited is None and self.asked_at is not None:
             self.waited = time.monotonic() - self.asked_at
         return self.waited or 0.0
+
+    async def watch(self, connected: Callable[[], bool | None]) -> None:
+        """While the question is open (legacy era: the server waits for the answer), withdraw it if its client goes."""
+        with self._watching:
+            await self._opened.wait()
+            await watch_client(connected, self, self._withdraw)
+
+    def _withdraw(self) -> None:
+        if self.waited is None:  # still unanswered
+            self.withdrawn = True
+            self.scope.cancel()
 
 
 class _AskedQuestions:
@@ -138,16 +268,24 @@ def _user_answer(answer: Any, waited: float) -> tuple[UserAnswer | None, ToolFai
 
 
 class _AskingTool(Tool):
-    """An SDK tool whose `answer` parameter is resolved by asking the user; a legacy wait may time out."""
+    """An SDK tool whose `answer` parameter is resolved by asking the user; a legacy wait may time out, or end
+    withdrawn when the client goes (`watch_client`)."""
 
-    on_timeout: Any = None
+    unanswered: Any = None
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         window = _AnswerWindow()
         token = _answer_window.set(window)
         try:
+            watch = partial(window.watch, partial(response_stream_open, context))
+            return await beside(watch, partial(self._answered, window, arguments, context, convert_result))
+        finally:
+            _answer_window.reset(token)
+
+    async def _answered(self, window: _AnswerWindow, arguments: dict[str, Any], context: Any, convert: bool) -> Any:
+        try:
             with window.scope:
-                return await super().run(arguments, context, convert_result)
+                return await super().run(arguments, context, convert)
         except ToolError:  # raised while resolving the answer (the body itself never raises): a bad answer
             logger.info("tool %s: the client's answer does not fit the question", self.name, exc_info=True)
             return failure_result(
@@ -156,12 +294,13 @@ class _AskingTool(Tool):
                     f"the answer to {self.name}'s question does not fit the form (e.g. an unknown option); ask again.",
                 )
             )
-        finally:
-            _answer_window.reset(token)
-        # only reached when the window's deadline ended the wait for the answer (legacy era)
-        waited = window.timeout or 0.0
-        result = await self.on_timeout(dict(arguments), context, UserAnswer(action="timeout", waited_seconds=waited))
-        return self.fn_metadata.convert_result(result) if convert_result else result
+        # only reached when the wait for the answer ended unanswered (legacy era): timed out, or withdrawn
+        if window.withdrawn:
+            answer = withdrawn_answer(time.monotonic() - (window.asked_at or time.monotonic()))
+        else:
+            answer = UserAnswer(action="timeout", waited_seconds=window.timeout or 0.0)
+        result = await self.unanswered(dict(arguments), context, answer)
+        return self.fn_metadata.convert_result(result) if convert else result
 
 
 #: How an asking tool hands a call on: its arguments, its context, the user's answer (None: nothing was asked) and
@@ -212,7 +351,7 @@ def asking_tool(
         user_answer, failure = _user_answer(answer, waited)
         return await call(arguments, tool_context(context), user_answer, failure)
 
-    async def on_timeout(arguments: dict[str, Any], context: Context, answer: UserAnswer) -> CallToolResult:
+    async def unanswered(arguments: dict[str, Any], context: Context, answer: UserAnswer) -> CallToolResult:
         return await call(arguments, tool_context(context), answer, None)
 
     resolved = {"answer": (Resolve(question), True)}
@@ -229,7 +368,7 @@ def asking_tool(
         resolved_params=resolved,
         resolver_plans=build_resolver_plans(resolved, {"arguments"}),
         annotations=annotations,
-        on_timeout=on_timeout,
+        unanswered=unanswered,
     )
 
 
