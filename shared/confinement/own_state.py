@@ -31,10 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import platformdirs
-
 from mcp_sections.shared.ground.errors import ConfigError, ErrorCode, ToolFailure
-from mcp_sections.shared.ground.locations import APP_NAME, default_config_dir
+from mcp_sections.shared.ground.locations import default_config_dir, default_data_dir, platform_cache_dir
 
 logger = logging.getLogger("mcp_sections.own_state")
 
@@ -123,8 +121,8 @@ def _names(path: Path, default: str) -> list[str]:
 def own_state(data_dir: Path, cache_dir: Path, config_file: Path | None) -> OwnState:
     """The own state of these settings (one object per set of paths in a process)."""
     defaults = (
-        (data_dir, platformdirs.user_data_dir(APP_NAME), "data directory (databases, audit log)"),
-        (cache_dir, platformdirs.user_cache_dir(APP_NAME), "cache directory"),
+        (data_dir, os.fspath(default_data_dir()), "data directory (databases, audit log)"),
+        (cache_dir, os.fspath(platform_cache_dir()), "cache directory"),
         (default_config_dir(), os.fspath(default_config_dir()), "config directory"),
     )
     described = [

@@ -48,11 +48,21 @@ def installation_dirs() -> tuple[Path, ...]:
     return tuple(Path(path) for path in found)
 
 
+def default_data_dir() -> Path:
+    """The platform's user data directory of the suite (databases, audit log), when `data_dir` is not set."""
+    return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def platform_cache_dir() -> Path:
+    """The platform's user cache directory of the suite."""
+    return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
 def default_cache_dir() -> Path:
     """`MCP_SECTIONS_CACHE_DIR`, else the platform's user cache directory."""
     if env := os.environ.get("MCP_SECTIONS_CACHE_DIR"):
         return Path(env).expanduser().resolve()
-    return Path(platformdirs.user_cache_dir(APP_NAME))
+    return platform_cache_dir()
 
 
 def default_config_dir() -> Path:

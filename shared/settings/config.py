@@ -25,13 +25,17 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, TypeVar, get_origin
 
-import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 
 from mcp_sections.shared.confinement.own_state import OwnState, own_state, trust_problem
 from mcp_sections.shared.ground.errors import ConfigError
-from mcp_sections.shared.ground.locations import APP_NAME, default_cache_dir, find_config_file, is_inside
+from mcp_sections.shared.ground.locations import (
+    default_cache_dir,
+    default_data_dir,
+    find_config_file,
+    is_inside,
+)
 
 
 class LayeredSettings(BaseModel):
@@ -179,11 +183,11 @@ class Settings(LayeredSettings):
     file_only: ClassVar[frozenset[str]] = frozenset({"config_file", "sections", "gateway"})
 
     data_dir: Path = Field(
-        default_factory=lambda: Path(platformdirs.user_data_dir(APP_NAME)),
+        default_factory=default_data_dir,
         description="Where sections keep their databases (SQLite files).",
     )
     cache_dir: Path = Field(
-        default_factory=lambda: default_cache_dir(),
+        default_factory=default_cache_dir,
         description="Where derived, re-creatable files live (e.g. ONNX exports of the embedding model).",
     )
     roots: list[Path] = Field(
