@@ -265,6 +265,7 @@ async def test_allowed_operations_next_to_the_traps_still_work(
 @pytest.mark.anyio
 async def test_no_roots_configured_denies_everything(base: Path) -> None:
     config = base / "absent-config.toml"
+    config.write_text("", encoding="utf-8")  # also when this test runs alone (the module's client wrote it otherwise)
     env = {"MCP_SECTIONS_CONFIG": str(config), "MCP_SECTIONS_ROOTS": ""}
     async with section_in_memory("file_ops", env=env, cwd=base / "root") as client:
         code, message = error_of(await client.call_tool("read_file", {"path": "ok.txt"}))
