@@ -10,6 +10,7 @@ from mcp_sections.servers.calculator.limits import (
     MAX_EXPRESSION_LENGTH,
     MAX_FLOAT_EXPRESSION_LENGTH,
     MAX_MATRIX_EXPRESSION_LENGTH,
+    MAX_NAME_LENGTH,
 )
 from mcp_sections.servers.calculator.operations import (
     MAX_VALUE,
@@ -206,8 +207,8 @@ class SimplifyResult(ToolResult):
 
 
 class SolveInput(ToolInput):
-    equations: list[Annotated[str, Field(max_length=MAX_MATRIX_EXPRESSION_LENGTH)]] = Field(  # checked finer below
-        min_length=1,
+    equations: list[Annotated[str, Field(json_schema_extra={"maxLength": MAX_EXPRESSION_LENGTH})]] = Field(
+        min_length=1,  # the length of each: MAX_LIMIT_EXCEEDED from check_text, saying what to do, as _expression
         max_length=MAX_EQUATIONS,
         description=(
             f"1 to {MAX_EQUATIONS} equations, each 'lhs = rhs' (or 'lhs == rhs', or an expression meaning '= 0'), "
@@ -215,11 +216,12 @@ class SolveInput(ToolInput):
             f"variables. At most {MAX_EXPRESSION_LENGTH} characters each."
         ),
     )
-    variables: list[Annotated[str, Field(max_length=64)]] | None = Field(
+    variables: list[Annotated[str, Field(max_length=MAX_NAME_LENGTH)]] | None = Field(
         default=None,
         min_length=1,
         max_length=MAX_EQUATIONS,
-        description="The unknowns to solve for (others are parameters); default: every variable that appears.",
+        description="The unknowns to solve for (others are parameters); default: every variable that appears. "
+        f"Names of at most {MAX_NAME_LENGTH} characters.",
     )
     domain: Literal["complex", "real"] = Field(
         default="complex", description="complex: all solutions; real: variables are real, real solutions only."
@@ -270,7 +272,7 @@ class DifferentiateInput(ToolInput):
     )
     variable: str | None = Field(
         default=None,
-        max_length=32,
+        max_length=MAX_NAME_LENGTH,
         description="Variable to differentiate with respect to; may be omitted when the expression has one variable.",
     )
     order: int = Field(default=1, ge=1, le=MAX_ORDER, description=f"Order of the derivative, 1 to {MAX_ORDER}.")
@@ -293,7 +295,7 @@ class IntegrateInput(ToolInput):
     expression: str = _expression("Integrand, e.g. 'x**2*exp(x)'. Same syntax as calculator_simplify.")
     variable: str | None = Field(
         default=None,
-        max_length=32,
+        max_length=MAX_NAME_LENGTH,
         description="Integration variable; may be omitted when the expression has one variable.",
     )
     lower: str | None = Field(

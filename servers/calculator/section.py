@@ -17,13 +17,18 @@ from mcp_sections.servers.calculator import operations
 from mcp_sections.servers.calculator.grammar import check_text, mentions_linear_algebra
 from mcp_sections.servers.calculator.limits import (
     MAX_EIGEN_SIZE,
+    MAX_EXPONENT,
+    MAX_EXPRESSION_LENGTH,
+    MAX_FACTORIAL,
     MAX_FLOAT_EXPRESSION_LENGTH,
     MAX_FLOAT_SIZE,
     MAX_MATRIX_EXPONENT,
     MAX_MATRIX_EXPRESSION_LENGTH,
+    MAX_NODES,
     MAX_NUMERIC_SIZE,
     MAX_OUTPUT_CHARS,
     MAX_PLAIN_DIGITS,
+    MAX_RESULT_DIGITS,
     MAX_SYMBOLIC_SIZE,
 )
 from mcp_sections.servers.calculator.models import (
@@ -61,8 +66,9 @@ _DOMAIN_NOTE = (
 _SYMBOLIC_NOTE = (
     "Runs in a separate worker process with a time limit (TIMEOUT: simplify or split the input, then retry). "
     "Errors: INVALID_INPUT for unsupported syntax (the message says how to rewrite it), VALIDATION_FAILED for "
-    "undefined maths (e.g. 1/0), MAX_LIMIT_EXCEEDED over the limits (2000 characters, 500 terms, exponents up "
-    "to 10000, factorial/gamma up to 1000, exact results up to 4000 digits)."
+    f"undefined maths (e.g. 1/0), MAX_LIMIT_EXCEEDED over the limits ({MAX_EXPRESSION_LENGTH} characters, "
+    f"{MAX_NODES} terms, exponents up to {MAX_EXPONENT}, factorial/gamma up to {MAX_FACTORIAL}, exact results up "
+    f"to {MAX_RESULT_DIGITS} digits)."
 )
 
 _UNITS_NOTE = f"Units: {UNIT_NAMES_DOC}."

@@ -4,6 +4,7 @@ short-timeout server for the TIMEOUT case); test_stdio.py runs the same server o
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -229,6 +230,37 @@ async def test_each_solution_has_its_numeric_value_and_one_equation_its_solution
     assert data["solutions"] == [{"y": "6"}] and data["approximations"] == [{"y": "6"}]
     data, _ = await call(client, "calculator_solve", equations=["a*x + b = 0"], variables=["x"])
     assert data["solutions"] == [{"x": "-b/a"}] and data["approximations"] == [{}] and data["solution_set"] == "{-b/a}"
+
+
+@pytest.mark.anyio
+async def test_each_stated_length_limit_is_the_schemas(client: Client) -> None:
+    """Every 'at most N characters' of an argument's description is the maxLength of the argument (or its items):
+    the largest N it states (calculator_evaluate states three, by the literals an expression holds). calculator_solve's
+    equations said 2000 with a maxLength of 100,000 (and its variables, 64, where a name has at most 32)."""
+    checked = []
+    for listed in (await client.list_tools()).tools:
+        for name, schema in listed.input_schema["properties"].items():
+            stated = re.search(r"at most ([^.]*?characters[^.]*)\.", schema.get("description", ""), re.IGNORECASE)
+            if stated is None:
+                continue
+            branches = [schema, *schema.get("anyOf", ())]
+            limits = [branch.get("maxLength") or branch.get("items", {}).get("maxLength") for branch in branches]
+            limit = next(value for value in limits if value)
+            assert limit == max(int(number) for number in re.findall(r"\d+", stated.group(1))), (listed.name, name)
+            checked.append(f"{listed.name}.{name}")
+    assert {"calculator_solve.equations", "calculator_solve.variables", "calculator_evaluate.expression"} <= set(
+        checked
+    ) and len(checked) >= 6
+
+
+@pytest.mark.anyio
+async def test_an_equation_of_the_stated_length_is_taken_and_one_more_character_refused(client: Client) -> None:
+    equation = "x" + " " * 1996 + "= 1"
+    assert len(equation) == 2000
+    data, _ = await call(client, "calculator_solve", equations=[equation])
+    assert data["solutions"] == [{"x": "1"}]
+    message = await fail(client, "calculator_solve", "MAX_LIMIT_EXCEEDED", equations=[equation + " "])
+    assert "2001 characters" in message and "limit is 2000" in message
 
 
 @pytest.mark.anyio
