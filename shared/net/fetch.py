@@ -22,6 +22,7 @@ import httpx2
 from mcp_sections.shared.confinement.guards.urls import CheckedUrl, UrlGuard
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.ground.hosts import url_host
+from mcp_sections.shared.net.encoding import decode_body
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 HOP_BY_HOP = frozenset({"host", "connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"})
@@ -51,13 +52,9 @@ class HttpResponse:
         return charset or None
 
     def text(self) -> str:
-        for encoding in (self.charset, "utf-8"):
-            if encoding:
-                try:
-                    return self.body.decode(encoding)
-                except (LookupError, UnicodeDecodeError):
-                    continue
-        return self.body.decode("utf-8", "replace")
+        """The body decoded as a browser decodes it: BOM, header charset, `<meta>` in HTML, else UTF-8 or
+        windows-1252 (`shared.net.encoding`)."""
+        return decode_body(self.body, self.charset, self.content_type)
 
 
 class GuardedHttp:
