@@ -49,3 +49,10 @@ def check_shape(rows: int, columns: int, numbers: bool, what: str = "expression"
                 else "."
             )
         )
+
+
+# calculator_solve's numeric roots (one equation in one unknown that sympy cannot solve in closed form)
+ROOT_INTERVAL = (-100.0, 100.0)  # searched by default
+MAX_ROOT_BOUND = 1e12  # |low|, |high| of an interval the caller gives
+ROOT_SAMPLES = 4000  # equal steps of the interval where f is sampled
+MAX_NUMERIC_ROOTS = 50

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from mcp_sections.servers.calculator.limits import (
     MAX_EXPRESSION_LENGTH,
     MAX_FLOAT_EXPRESSION_LENGTH,
     MAX_MATRIX_EXPRESSION_LENGTH,
     MAX_NAME_LENGTH,
+    MAX_ROOT_BOUND,
+    ROOT_INTERVAL,
 )
 from mcp_sections.servers.calculator.operations import (
     MAX_VALUE,
@@ -206,6 +208,9 @@ class SimplifyResult(ToolResult):
         return f"{self.method}: {self.expression} = {self.result}"
 
 
+RootBound = Annotated[float, Field(ge=-MAX_ROOT_BOUND, le=MAX_ROOT_BOUND, allow_inf_nan=False)]
+
+
 class SolveInput(ToolInput):
     equations: list[Annotated[str, Field(json_schema_extra={"maxLength": MAX_EXPRESSION_LENGTH})]] = Field(
         min_length=1,  # the length of each: MAX_LIMIT_EXCEEDED from check_text, saying what to do, as _expression
@@ -226,13 +231,37 @@ class SolveInput(ToolInput):
     domain: Literal["complex", "real"] = Field(
         default="complex", description="complex: all solutions; real: variables are real, real solutions only."
     )
+    interval: list[RootBound] | None = Field(
+        default=None,
+        min_length=2,
+        max_length=2,
+        description=f"[low, high]: where real roots are searched numerically (|bounds| <= {MAX_ROOT_BOUND:g}), for "
+        "one equation in one unknown when sympy cannot give every root in closed form (e.g. cos(x) = x). Default "
+        f"[{ROOT_INTERVAL[0]:g}, {ROOT_INTERVAL[1]:g}]; not used otherwise.",
+    )
+
+    @model_validator(mode="after")
+    def _interval_ascends(self) -> SolveInput:
+        if self.interval is not None and not self.interval[0] < self.interval[1]:
+            raise ValueError("interval must be [low, high] with low < high, e.g. [0, 10]")
+        return self
+
+
+class NumericSearch(BaseModel):
+    method: str = Field(description="How the roots were searched, refined and checked.")
+    interval: list[float] = Field(description="[low, high]: the real interval searched.")
+    found: int = Field(description="How many of `solutions` (the last ones) were found numerically.")
+    note: str = Field(description="What the search may have missed.")
 
 
 class SolveResult(ToolResult):
     equations: list[str]
     variables: list[str]
     domain: str
-    solutions: list[dict[str, str]] = Field(description="Each solution maps every unknown to its exact value.")
+    solutions: list[dict[str, str]] = Field(
+        description="Each solution maps every unknown to its exact value (a root found numerically, see "
+        "numeric_search: its 15-digit decimal value)."
+    )
     approximations: list[dict[str, str]] = Field(
         description="Each solution's numeric values, in the same order: every unknown whose value is a number (an "
         "integer as itself, else 15 significant digits); a value holding parameters (e.g. -b/a) has none."
@@ -242,28 +271,49 @@ class SolveResult(ToolResult):
         description="One equation in one unknown: its full solution set in sympy notation — finite ('{2, 3}', the "
         "same values as `solutions`), 'EmptySet', infinite (periodic: 'ImageSet(...)', `solutions` empty) or implicit "
         "('ConditionSet(...)': no closed form; `solutions` then holds the particular ones sympy found, perhaps not "
-        "all). null for a system.",
+        "all, and the roots found numerically). null for a system, or when sympy cannot solve the equation.",
     )
-    complete: bool = Field(description="False when sympy could only describe the solutions implicitly.")
+    complete: bool = Field(description="False when sympy could only describe the solutions implicitly, or not at all.")
+    numeric_search: NumericSearch | None = Field(
+        default=None,
+        description="One equation in one unknown, without parameters, that sympy could not solve completely: its "
+        "real roots were searched numerically in `interval`; those sympy had not given end `solutions`.",
+    )
 
     def render_text(self) -> str:
-        if not self.solutions:
-            if self.solution_set == "EmptySet":
-                return f"no solution in the {self.domain} numbers"
-            if self.solution_set is not None:
-                return f"{', '.join(self.variables)} ∈ {self.solution_set}"
-            return f"no solution found in the {self.domain} numbers"
+        numeric = self.numeric_search
+        exact = len(self.solutions) - (numeric.found if numeric else 0)
         lines = []
-        for exact, approx in zip(self.solutions, self.approximations, strict=False):
+        for index, (values, approx) in enumerate(zip(self.solutions, self.approximations, strict=False)):
             items = []
-            for name, value in exact.items():
+            for name, value in values.items():
+                if index >= exact:
+                    items.append(f"{name} ≈ {value}")
+                    continue
                 item = f"{name} = {value}"
                 if approx.get(name) and approx[name] != value:
                     item += f" ≈ {approx[name]}"
                 items.append(item)
             lines.append(", ".join(items) if items else "any value (identity)")
-        text = "; ".join(lines)
-        return text if self.complete else f"{text} (found by sympy, perhaps not all: {self.solution_set})"
+        if self.complete:
+            return "; ".join(lines) if lines else self._nothing()
+        if exact:
+            reasons = [f"found by sympy, perhaps not all: {self.solution_set}"]
+        else:
+            reasons = ["sympy cannot solve it" if self.solution_set is None else f"sympy: {self.solution_set}"]
+        if numeric:
+            found = "found numerically" if numeric.found else "no other root found numerically" if exact else ""
+            reasons.append(f"{found or 'no root found numerically'}: {numeric.note}")
+        elif not lines:
+            return self._nothing()
+        return f"{'; '.join(lines) or 'no solution found'} ({'; '.join(reasons)})"
+
+    def _nothing(self) -> str:
+        if self.solution_set == "EmptySet":
+            return f"no solution in the {self.domain} numbers"
+        if self.solution_set is not None:
+            return f"{', '.join(self.variables)} ∈ {self.solution_set}"
+        return f"no solution found in the {self.domain} numbers"
 
 
 class DifferentiateInput(ToolInput):

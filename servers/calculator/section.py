@@ -255,12 +255,23 @@ def calculator_solve(params: SolveInput, state: CalculatorState) -> SolveResult:
     unknown (`approximations`, same order; none for a value holding parameters). One equation in one unknown also
     returns its full solution set (`solution_set`: '{2, 3}', 'EmptySet', periodic solutions as a set such as
     ImageSet(Lambda(_n, 2*_n*pi), Integers)); where sympy has no closed form it is a ConditionSet, complete=false,
-    with the particular solutions sympy finds. Systems return the solutions sympy finds (solution_set null).
+    with the particular solutions sympy finds. Then, or when sympy cannot solve it at all (solution_set null), an
+    equation without parameters also has its real roots searched numerically in `interval`: e.g. 'cos(x) = x' →
+    x ≈ 0.739085133215161. Those roots end `solutions` as 15-digit decimals, and
+    `numeric_search` says how they were found, checked by substituting them back, and what may be missed (roots
+    outside the interval, complex ones). Systems return the solutions sympy finds (solution_set null).
     domain='real' keeps only real solutions.
     """
     for text in params.equations:
         check_text(text, "equation")
-    data = state.call("solve", equations=params.equations, variables=params.variables, domain=params.domain)
+    data = state.call(
+        "solve",
+        equations=params.equations,
+        variables=params.variables,
+        domain=params.domain,
+        interval=params.interval,
+        time_limit=state.settings.timeout_seconds,
+    )
     return SolveResult(**data)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -20,7 +21,7 @@ from sympy.physics import units as u
 from mcp_sections.servers.calculator import expressions as ex
 from mcp_sections.servers.calculator import floats as fl
 from mcp_sections.servers.calculator import grammar as gr
-from mcp_sections.servers.calculator import limits
+from mcp_sections.servers.calculator import limits, roots
 from mcp_sections.servers.calculator import matrices as la
 from mcp_sections.servers.calculator.units import TEMPERATURES, unit_names
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, validation_failed
@@ -342,7 +343,9 @@ def simplify(expression: str, method: str = "simplify") -> dict[str, Any]:
 def _solve_one(difference: Any, unknown: Any, real: bool) -> tuple[list[dict[Any, Any]], str, bool]:
     """One equation in one unknown: (solutions as rows, the solution set, complete). The set is solveset's: finite
     ({2, 3}: each element a row), empty, infinite (periodic: an ImageSet, no rows) or implicit (a ConditionSet, when
-    solveset finds no closed form: the rows are then the particular solutions sympy.solve finds, perhaps not all)."""
+    solveset finds no closed form: the rows are then the particular solutions sympy.solve finds, perhaps not all);
+    solveset raises NotImplementedError, or ValueError (e.g. 'Absolute values cannot be inverted in the complex
+    domain'), where it cannot handle the equation at all."""
     found = sympy.solveset(difference, unknown, domain=sympy.S.Reals if real else sympy.S.Complexes)
     if isinstance(found, sympy.FiniteSet):
         listed = [{unknown: value} for value in sorted(found, key=sympy.default_sort_key)]
@@ -357,13 +360,74 @@ def _solve_one(difference: Any, unknown: Any, real: bool) -> tuple[list[dict[Any
     return rows, _text(found, "solution set"), not found.has(sympy.ConditionSet)
 
 
+def _one_equation(
+    difference: Any, unknown: Any, real: bool, interval: tuple[float, float], deadline: float
+) -> tuple[list[dict[Any, Any]], str | None, bool, dict[str, Any] | None]:
+    """`_solve_one`, then, when it is not complete and the equation has no parameters, the real roots found
+    numerically in `interval` (also when solveset cannot handle the equation: the solution set is then None)."""
+    searchable = difference.free_symbols == {unknown}
+    solution_set: str | None
+    try:
+        rows, solution_set, complete = _solve_one(difference, unknown, real)
+    except (NotImplementedError, ValueError) as exc:
+        if not searchable or "integer string conversion" in str(exc):
+            raise
+        rows, solution_set, complete = [], None, False
+    if complete or not searchable:
+        return rows, solution_set, complete, None
+    numeric, search = _numeric_roots(difference, unknown, rows, interval, deadline)
+    return rows + numeric, solution_set, False, search
+
+
+def _numeric_roots(
+    difference: Any, unknown: Any, rows: list[dict[Any, Any]], interval: tuple[float, float], deadline: float
+) -> tuple[list[dict[Any, Any]], dict[str, Any]]:
+    """The real roots `roots` finds in `interval` that are not among sympy's `rows` (as rows of 15-digit values),
+    and the `numeric_search` field that says how they were found and what they leave out."""
+    low, high = interval
+    found = roots.real_roots(difference, unknown, low, high, deadline)
+    known = [number for row in rows if (number := _float(row[unknown])) is not None]
+    new = [
+        {unknown: sympy.Integer(0) if root == 0 else root.evalf(15)}
+        for root in found.roots
+        if not any(abs(float(root) - number) <= 1e-9 * max(1.0, abs(number)) for number in known)
+    ]
+    step = (high - low) / limits.ROOT_SAMPLES
+    note = (
+        f"only real roots in [{low:g}, {high:g}] were searched (15 significant digits); others may lie outside it "
+        f"(pass `interval` to search elsewhere), closer than one step ({step:.3g}) to another root or to a pole, or "
+        "be complex (not searched)."
+    )
+    if found.more:
+        note += (
+            f" {found.more} more roots were found beyond the first {limits.MAX_NUMERIC_ROOTS} from the low end: "
+            "narrow `interval`."
+        )
+    if found.stopped:
+        note += " The time limit ended the search before every candidate was checked: narrow `interval`."
+    method = (
+        f"f = lhs - rhs sampled at {limits.ROOT_SAMPLES + 1} equally spaced points; each sign change (bisected) and "
+        "each minimum of |f| near 0 refined by Newton's method at 30 digits, and kept only when substituting it "
+        "back gives f = 0 to 10 digits beside the size of f's terms (poles and jumps are refused)"
+    )
+    return new, {"method": method, "interval": [low, high], "found": len(new), "note": note}
+
+
 def _approximations(row: dict[Any, Any]) -> dict[str, str]:
     """Each unknown of a solution → its numeric value (an integer as itself); none for a value holding parameters."""
     return {symbol.name: _approximate(value, 15) for symbol, value in row.items() if value.is_number}
 
 
 @_guarded
-def solve(equations: list[str], variables: list[str] | None = None, domain: str = "complex") -> dict[str, Any]:
+def solve(
+    equations: list[str],
+    variables: list[str] | None = None,
+    domain: str = "complex",
+    interval: list[float] | None = None,
+    time_limit: float = 10.0,
+) -> dict[str, Any]:
+    """`time_limit`: the worker's, in seconds; a numeric search for roots stops at 80% of it."""
+    deadline = time.monotonic() + 0.8 * time_limit
     real = domain == "real"
     grammar = gr.Grammar(tool="calculator_solve", variables=True, real_variables=real)
     symbols: dict[str, Any] = {}
@@ -389,8 +453,11 @@ def solve(equations: list[str], variables: list[str] | None = None, domain: str 
             "for at once. Pass `variables` to choose which ones."
         )
     names = [symbol.name for symbol in unknowns]
+    numeric_search = None
     if len(differences) == 1 and len(unknowns) == 1:
-        rows, solution_set, complete = _solve_one(differences[0], unknowns[0], real)
+        bounds = (interval[0], interval[1]) if interval else limits.ROOT_INTERVAL
+        one = _one_equation(differences[0], unknowns[0], real, bounds, deadline)
+        rows, solution_set, complete, numeric_search = one
     else:
         rows, solution_set, complete = sympy.solve(differences, unknowns, dict=True), None, True
     solutions = [{symbol.name: _text(value, "solution") for symbol, value in row.items()} for row in rows]
@@ -403,6 +470,7 @@ def solve(equations: list[str], variables: list[str] | None = None, domain: str 
         "approximations": approximations,
         "solution_set": solution_set,
         "complete": complete,
+        "numeric_search": numeric_search,
     }
 
 
