@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp_sections.servers.media_ops import images
 from mcp_sections.shared.confinement.guards.paths import PathGuard
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.ground.install_hints import install_hint
@@ -75,7 +76,37 @@ def load_mesh(path: Path, shown: str, guard: PathGuard) -> Any:
         raise ToolFailure(ErrorCode.INVALID_INPUT, f"{shown!r} could not be read as a 3D asset: {exc}"[:400]) from None
     if not getattr(loaded, "geometry", None):
         raise ToolFailure(ErrorCode.INVALID_INPUT, f"{shown!r} holds no geometry to render.")
+    _decode_textures(loaded, shown)
     return loaded
+
+
+# The images trimesh's materials hold: SimpleMaterial's `image`, PBRMaterial's textures
+TEXTURES = (
+    "image",
+    "baseColorTexture",
+    "metallicRoughnessTexture",
+    "normalTexture",
+    "occlusionTexture",
+    "emissiveTexture",
+)
+
+
+def _decode_textures(scene: Any, shown: str) -> None:
+    """Decodes the images the asset's materials use now (trimesh opens them lazily): a damaged or truncated texture
+    is INVALID_INPUT naming the asset, not an error in the middle of the render."""
+    for geometry in scene.geometry.values():
+        material = getattr(getattr(geometry, "visual", None), "material", None)
+        for name in TEXTURES:
+            texture = getattr(material, name, None)
+            if texture is None or not hasattr(texture, "load"):
+                continue
+            try:
+                texture.load()
+            except images.DECODING_ERRORS as exc:
+                if not images.is_damage(exc):
+                    raise
+                reason = str(exc).strip() or type(exc).__name__
+                raise images.damaged(f"a texture ({name}) of {shown!r}", None, reason, texture.format) from None
 
 
 def render_views(scene: Any, views: int, size: int) -> list[View]:
