@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 import anyio
 
@@ -22,19 +22,65 @@ from mcp_sections.shared.net.model_api import (
     CHAT_COMPLETIONS,
     IMAGES,
     MESSAGES,
+    Answer,
     Api,
     GuardedSender,
+    ModelApiFailure,
     ModelEndpoint,
     call_json,
 )
 
 if TYPE_CHECKING:
-    from mcp_sections.shared.net.fetch import GuardedHttp
+    from mcp_sections.shared.net.fetch import GuardedHttp, HttpResponse
 
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 MAX_PROVIDER_JSON = 80_000_000  # base64 images arrive inside JSON
 GLB_MAGIC = b"glTF"
 SETTINGS = "[sections.media_ops] "
+
+
+@contextlib.contextmanager
+def reaching(what: str, where: str, fix: str) -> Iterator[None]:
+    """The one mapping of the guarded HTTP client's failures to reach a provider (or a URL it answered with), coded
+    as `shared.net.model_api` codes a model API's: the host does not resolve (NOT_FOUND) or the transport failed
+    (EXECUTION_FAILED: nothing answers, the connection broke, endless redirects) → DEPENDENCY_ERROR saying what to
+    check (`fix`); no answer in time → TIMEOUT naming the timeout setting. The URL guard's refusals go on unchanged.
+    (`GuardedSender` passes the client's failures on as they are: web_ops' search recodes them the same way.)"""
+    try:
+        yield
+    except ToolFailure as failure:
+        detail = failure.message.split("; ")[0].rstrip(".")
+        if failure.code == ErrorCode.TIMEOUT:
+            raise ModelApiFailure(
+                ErrorCode.TIMEOUT,
+                f"{what} at {where} did not answer in time; retry, or raise {SETTINGS}provider_timeout_seconds.",
+                retryable=True,
+            ) from None
+        if failure.code in (ErrorCode.NOT_FOUND, ErrorCode.EXECUTION_FAILED):
+            raise ModelApiFailure(
+                ErrorCode.DEPENDENCY_ERROR, f"cannot reach {what} at {where} ({detail}); {fix}.", retryable=True
+            ) from None
+        raise
+
+
+class ProviderSender(GuardedSender):
+    """`GuardedSender` whose failures to reach the endpoint are coded by `reaching`, naming its base_url setting."""
+
+    async def send(
+        self, endpoint: ModelEndpoint, method: str, url: str, headers: dict[str, str], content: bytes | None
+    ) -> Answer:
+        with reaching(endpoint.what, endpoint.shown_base, f"check that it runs and {endpoint.setting('base_url')}"):
+            return await super().send(endpoint, method, url, headers, content)
+
+
+async def download(http: GuardedHttp, url: str, what: str, setting: str, **options: Any) -> HttpResponse:
+    """GET a URL a provider answered with (a generated file); failing to reach it is coded by `reaching`."""
+    parts = urlsplit(url)
+    where = f"{parts.scheme}://{parts.netloc}"  # not its path and query: a signed URL's token stays out of messages
+    with reaching(
+        what, where, f"check that this server can reach it (the provider set in {SETTINGS}{setting} pointed to it)"
+    ):
+        return await http.get(url, **options)
 
 
 def _unavailable(what: str, setting: str) -> ToolFailure:
@@ -67,7 +113,7 @@ class VisionModel:
         return _endpoint(self.provider, self.base_url, self.api_key_env, "vision_", "the vision model")
 
     async def describe(self, http: GuardedHttp, prompt: str, image_b64: str, mime: str, max_tokens: int) -> str:
-        sender = GuardedSender(http, MAX_PROVIDER_JSON)
+        sender = ProviderSender(http, MAX_PROVIDER_JSON)
         if self.provider == "anthropic":
             body = self._asking(
                 max_tokens,
@@ -109,7 +155,7 @@ class ImageGenerator:
         endpoint = _endpoint("openai", self.base_url, self.api_key_env, "image_", "the images API")
         url = endpoint.url(IMAGES)
         body = {"model": self.model, "prompt": prompt, "n": n, "size": size, "response_format": "b64_json"}
-        data = await call_json(endpoint, GuardedSender(http, MAX_PROVIDER_JSON), "POST", IMAGES, body)
+        data = await call_json(endpoint, ProviderSender(http, MAX_PROVIDER_JSON), "POST", IMAGES, body)
         items = data.get("data")
         if not isinstance(items, list) or not items:
             raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the images API returned no images.")
@@ -121,7 +167,8 @@ class ImageGenerator:
                 except ValueError:
                     raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the images API returned invalid base64.") from None
             elif isinstance(item, dict) and isinstance(item.get("url"), str):
-                response = await http.get(urljoin(url, item["url"]), max_bytes=max_download)  # checked by the guard
+                location = urljoin(url, item["url"])  # checked by the guard
+                response = await download(http, location, "a generated image", "image_base_url", max_bytes=max_download)
                 if response.status != 200 or response.truncated:
                     raise ToolFailure(
                         ErrorCode.EXECUTION_FAILED, f"downloading a generated image failed ({response.status})."
@@ -151,7 +198,7 @@ class MeshJobs:
         self, http: GuardedHttp, request: dict[str, Any], max_download: int, progress: Progress | None
     ) -> bytes:
         endpoint = _endpoint("openai", self.base_url, self.api_key_env, "mesh_", "the 3D service", model=False)
-        sender = GuardedSender(http, MAX_PROVIDER_JSON)
+        sender = ProviderSender(http, MAX_PROVIDER_JSON)
         headers = endpoint.headers()
         base = endpoint.api_base
         submitted = await call_json(endpoint, sender, "POST", "/jobs", request)
@@ -180,7 +227,14 @@ class MeshJobs:
         location = state.get("result_url")
         if not isinstance(location, str):
             raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the 3D job succeeded without a result_url.")
-        response = await http.get(urljoin(f"{base}/", location), headers=headers, max_bytes=max_download)
+        response = await download(
+            http,
+            urljoin(f"{base}/", location),
+            "the 3D result",
+            "mesh_base_url",
+            headers=headers,
+            max_bytes=max_download,
+        )
         if response.status != 200 or response.truncated:
             raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"downloading the 3D result failed (HTTP {response.status}).")
         if not response.body.startswith(GLB_MAGIC):
@@ -188,7 +242,7 @@ class MeshJobs:
         return response.body
 
     async def _ended(
-        self, endpoint: ModelEndpoint, sender: GuardedSender, job: str, progress: Progress | None
+        self, endpoint: ModelEndpoint, sender: ProviderSender, job: str, progress: Progress | None
     ) -> dict[str, Any]:
         """The job's state once it ended (succeeded, failed or canceled), polled every `poll_seconds`."""
         while True:
