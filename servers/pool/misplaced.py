@@ -66,15 +66,14 @@ def at_the_gateway(
 def in_section(having: dict[str, list[str]], section: str, tool: str, tools: Sequence[str], own: Sequence[str]) -> str:
     """Why section `section` (whose tools are `tools`) has no `tool`: the section that has it, the host's own tool of
     that name, or the closest names; else its tools."""
-    listed = f"its tools are: {', '.join(tools)}."
     elsewhere = [other for other in having.get(tool, []) if other != section]
     if elsewhere:
         return f"{tool} is in {elsewhere[0]}, not {section}: call it with {call_of(elsewhere[0], tool)}."
     if tool in own:
         return f"{tool} is one of the gateway's own tools, not a tool of {section}: call it directly."
     near = closest(tool, tools) or closest(tool, [*having, *own])
-    guess = f"; did you mean {_named(near, having, section)}?" if near else ""
-    return f"section {section!r} has no tool {tool[:80]!r}{guess} {listed[0].upper()}{listed[1:]}"
+    guess = f"; did you mean {_named(near, having, section)}?" if near else "."
+    return f"section {section!r} has no tool {tool[:80]!r}{guess} Its tools are: {', '.join(tools)}."
 
 
 def _named(names: Sequence[str], having: dict[str, list[str]], section: str | None = None) -> str:
