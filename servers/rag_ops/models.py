@@ -426,7 +426,10 @@ class SemanticSearchInput(ToolInput):
     project: ProjectId | None = Field(
         default=None,
         description="Project to search (default: the project you work in: the active one, else the one holding your "
-        "root; brain_search with all_projects=true searches every project).",
+        "root, else those inside it, else every project; the answer's scope says which).",
+    )
+    all_projects: bool = Field(
+        default=False, description="Search every project, quick-ingest and web page in the brain (ignores project)."
     )
     node_types: list[NodeType] | None = Field(default=None, max_length=10)
     limit: int = Field(default=10, ge=1, le=50)
@@ -441,7 +444,7 @@ class BrainSearchInput(ToolInput):
         default=None,
         max_length=MAX_PROJECTS,
         description="Search these projects. Default: the project you work in (the active one, else the one holding "
-        "your root, else every project).",
+        "your root, else those inside it, else every project; the answer's scope says which).",
     )
     all_projects: bool = Field(
         default=False, description="Search every project, quick-ingest and web page in the brain (ignores projects)."
@@ -462,7 +465,10 @@ class SearchResult(ToolResult):
     results: list[NodeOut]
     total_count: int
     searched_projects: list[str]
-    scope: str | None = Field(default=None, description="Why these projects were searched, and how to widen.")
+    scope: str = Field(
+        description="Which projects were searched and why (the ones asked for, the active one, the one holding your "
+        "root, or every one), and the argument that widens or narrows the search (all_projects, project(s))."
+    )
     intent: str | None = Field(
         default=None, description="What the question was read as wanting first: code, docs, changes or mixed."
     )
@@ -473,7 +479,7 @@ class SearchResult(ToolResult):
         lines = [
             f"{len(self.results)} of {self.total_count} results ({self.mode})"
             + (f" — {self.note}" if self.note else "")
-            + (f"\n{self.scope}" if self.scope else "")
+            + f"\n{self.scope}"
         ]
         for r in self.results:
             where = f"{r.path}:{r.start_line}" if r.start_line else r.path

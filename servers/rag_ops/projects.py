@@ -1,11 +1,13 @@
-"""The brain's projects: the registry (create, load, switch, unload), the paths they own, and staleness."""
+"""The brain's projects: the registry (create, load, switch, unload), the paths they own, what a search covers, and
+staleness."""
 
 from __future__ import annotations
 
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,16 @@ from mcp_sections.shared.ground.locations import is_inside
 from mcp_sections.shared.text import manifests
 
 Stamps = tuple[tuple[str, int, int, int], ...]  # a directory's manifests: (file, inode, mtime, size) of each one
+LISTED = 8  # project ids a scope's sentence names before "… (N in all)"
+
+
+@dataclass(frozen=True)
+class SearchScope:
+    """What a search covers: `project_ids` (None: every project), and `note`, the sentence that says which projects,
+    why those, and the argument that widens or narrows the search."""
+
+    project_ids: list[str] | None
+    note: str
 
 
 class ProjectRegistry(BrainSearch):
@@ -88,6 +100,59 @@ class ProjectRegistry(BrainSearch):
         if declared and self.store.get_project(slugify(declared)) is None:
             return declared
         return target.name or root
+
+    def scope_of_search(
+        self,
+        requested: Sequence[str] | None,
+        *,
+        all_projects: bool = False,
+        roots: Sequence[str] | None = None,
+        project_types: Sequence[str] | None = None,
+        argument: str = "projects",
+    ) -> SearchScope:
+        """What a search covers, and why (`SearchScope.note`): every project with `all_projects` (`requested` then
+        ignored); else the projects `requested`; else the project the caller works in: the active one (switch_project,
+        setup_project, load_project), else the deepest project holding one of the caller's `roots` (its MCP roots;
+        None: the server's), else the projects inside those roots; else every project. `project_types` then keeps the
+        projects of those types. `argument` is the tool's argument that names projects (`project`: one, `projects`: a
+        list), the one the note's hints spell."""
+        projects = sorted(self.store.list_projects(), key=lambda p: p.id)
+        if not projects:
+            return SearchScope(None, EMPTY_BRAIN)
+        ids, why = self._chosen(requested, all_projects, roots, argument)
+        if project_types:
+            kept = {p.id for p in projects if p.type in project_types}
+            ids = [pid for pid in (ids if ids is not None else [p.id for p in projects]) if pid in kept]
+            why += f", of the types {', '.join(project_types)} (project_types)"
+        searched = ids if ids is not None else [p.id for p in projects]
+        note = f"Searched {_ids(searched)}: {why}. {_hint(ids, projects, argument, bool(project_types))}"
+        return SearchScope(ids, note)
+
+    def _chosen(
+        self, requested: Sequence[str] | None, all_projects: bool, roots: Sequence[str] | None, argument: str
+    ) -> tuple[list[str] | None, str]:
+        """The projects a search covers before `project_types` (None: all), and why."""
+        if all_projects:
+            ignored = f" ({argument} ignored)" if requested else ""
+            return None, f"every project, as all_projects=true asks{ignored}"
+        if requested:
+            ids = list(dict.fromkeys(self.project(reference).id for reference in requested))
+            asked = f"'{requested[0]}'" if argument == "project" else str(list(requested))
+            return ids, f"as {argument}={asked} asks"
+        if self.active is not None and self.store.get_project(self.active) is not None:
+            return [self.active], "the active project (made so by switch_project, setup_project or load_project)"
+        whose = "your root" if roots is not None else "the server's root"
+        places = [os.path.realpath(r) for r in (roots if roots is not None else [str(r) for r in self.roots])]
+        holders = {place: owner for place in places if (owner := self.owner_of(place)) is not None}
+        if holders:
+            ids = list(dict.fromkeys(p.id for p in holders.values()))
+            held = ", ".join(f"{owner.id} holds {place}" for place, owner in holders.items())
+            return ids, f"the project you work in ({held}, {whose})"
+        under = sorted(p.id for p in self._dir_projects() if any(is_inside(p.root, place) for place in places))
+        where = ", ".join(places)
+        if under:
+            return under, f"the projects inside {whose} {where}"
+        return None, f"every project, as none holds {whose} {where} nor lies inside it"
 
     def _dir_projects(self) -> list[Project]:
         return [p for p in self.store.list_projects() if p.type != "web-crawl" and os.path.isabs(p.root)]
@@ -204,6 +269,42 @@ def _manifest_stamps(root: str) -> Stamps:
             continue
         stamps.append((name, info.st_ino, info.st_mtime_ns, info.st_size))
     return tuple(stamps)
+
+
+EMPTY_BRAIN = (
+    "Searched nothing: the brain holds no project yet. setup_project (or ingest_directory) ingests a directory, "
+    "ingest_code a snippet; a search then answers from the project you work in."
+)
+
+
+def _ids(ids: Sequence[str]) -> str:
+    """`alpha, beta` or `alpha, beta, … (12 projects in all)`; `no project` when empty."""
+    if not ids:
+        return "no project"
+    shown = ", ".join(ids[:LISTED])
+    return shown if len(ids) <= LISTED else f"{shown}, … ({len(ids)} projects in all)"
+
+
+def _hint(ids: list[str] | None, projects: Sequence[Project], argument: str, typed: bool) -> str:
+    """How to widen (all_projects=true, or without project_types when `typed`) or narrow (the tool's `argument`) a
+    search that covered `ids` (None: every project)."""
+    if typed and not ids:
+        return "Drop project_types to search the projects of every type."
+    if len(projects) == 1:
+        return "It is the brain's only project: all_projects=true searches the same."
+    others = [p.id for p in projects if ids is None or p.id not in ids]
+    if ids is None or not others:
+        mine = (ids or [p.id for p in projects])[0]
+        return f"Narrow it with {_naming(argument, mine)}."
+    return (
+        f"Widen it with all_projects=true (all {len(projects)} projects), or search another with "
+        f"{_naming(argument, others[0])}."
+    )
+
+
+def _naming(argument: str, project_id: str) -> str:
+    """The argument that names `project_id`, as the tool spells it: project='x' or projects=['x']."""
+    return f"{argument}='{project_id}'" if argument == "project" else f"{argument}=['{project_id}']"
 
 
 def _listing(projects: Iterable[Project]) -> str:

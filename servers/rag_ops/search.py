@@ -76,7 +76,6 @@ class BrainSearch(EmbeddingJobs):
         text_match: str | None = None,
         limit: int = 10,
         offset: int = 0,
-        project_types: Sequence[str] | None = None,
         min_score: float | None = None,
     ) -> dict[str, Any]:
         """Candidates from every leg that ran (vectors, full text, symbol names, then the call graph around the
@@ -93,9 +92,6 @@ class BrainSearch(EmbeddingJobs):
         the role the intent wants (or the first of this answer, when its name lifted it above that)."""
         labels, kinds = _split_types(types)
         projects = {p.id: p for p in self.store.list_projects()}
-        if project_types:
-            allowed = [pid for pid, p in projects.items() if p.type in project_types]
-            project_ids = [pid for pid in (project_ids or allowed) if pid in allowed]
         question = read_question(query)
         intent = question.intent
         pool = max(POOL, (offset + limit) * 4 + 20)

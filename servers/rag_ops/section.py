@@ -602,18 +602,21 @@ def explore_relationships(params: ExploreInput, state: Any) -> ExploreResult:
     ),
 )
 async def semantic_search(params: SemanticSearchInput, state: Any, ctx: ToolContext) -> SearchResult:
-    """Search by meaning (sentence embeddings) in one project (default: the project you work in: the active
-    project, else the one holding your root): best for natural-language questions such as "where are passwords
-    hashed". Returns functions/classes/sections with file, lines and score: the cosine similarity of query and node
-    (-1..1, above about 0.3 is related; min_score drops what is below), ordered for the question's intent
-    (definitions first for "where is X done", docs first for "how do I"). Falls back to text search, and says so
-    (mode text, score a rank score), when no model is available."""
+    """Search by meaning (sentence embeddings) in the project you work in (the active project, else the one holding
+    your root), in `project`, or with all_projects=true in every project, quick-ingest and web page: best for
+    natural-language questions such as "where are passwords hashed". `scope` says which projects were searched, why,
+    and the argument that widens or narrows it. Returns functions/classes/sections with file, lines and score: the
+    cosine similarity of query and node (-1..1, above about 0.3 is related; min_score drops what is below), ordered
+    for the question's intent (definitions first for "where is X done", docs first for "how do I"). Falls back to
+    text search, and says so (mode text, score a rank score), when no model is available."""
     import anyio.to_thread
 
-    scope = state.search_scope([params.project] if params.project else None, roots=await _caller_roots(ctx))
+    roots = await _caller_roots(ctx)
 
-    def run() -> dict[str, Any]:
-        return state.search(
+    def run() -> SearchResult:
+        requested = [params.project] if params.project else None
+        scope = state.scope_of_search(requested, all_projects=params.all_projects, roots=roots, argument="project")
+        found = state.search(
             params.query,
             project_ids=scope.project_ids,
             types=params.node_types,
@@ -622,8 +625,9 @@ async def semantic_search(params: SemanticSearchInput, state: Any, ctx: ToolCont
             limit=params.limit,
             min_score=params.min_score,
         )
+        return _search_result(found, scope.note)
 
-    return _search_result(await anyio.to_thread.run_sync(run), scope.note)
+    return await anyio.to_thread.run_sync(run)
 
 
 @tool(
@@ -645,16 +649,20 @@ async def brain_search(params: BrainSearchInput, state: Any, ctx: ToolContext) -
     question wants: definitions first (then their callers, then tests and docs) for "where / which function / how
     is X implemented", docs first for "how do I use / configure X". Searches the project you work in (the active
     one, else the one holding your root) unless projects names others or all_projects=true asks for every project,
-    quick-ingest and web page. Each result names its project (id, type, root), file path, lines and type, which
-    rankings found it (matched_by) and its score (1.0 when first in every ranking; orders this answer only). Filter
-    by project types, node types (labels or scope kinds like 'function', 'class') and a substring (text_match);
-    paginate with limit/offset."""
+    quick-ingest and web page; `scope` says which projects were searched, why, and the argument that widens or
+    narrows it. Each result names its project (id, type, root), file path, lines and type, which rankings found it
+    (matched_by) and its score (1.0 when first in every ranking; orders this answer only). Filter by project types,
+    node types (labels or scope kinds like 'function', 'class') and a substring (text_match); paginate with
+    limit/offset."""
     import anyio.to_thread
 
-    scope = state.search_scope(params.projects, all_projects=params.all_projects, roots=await _caller_roots(ctx))
+    roots = await _caller_roots(ctx)
 
-    def run() -> dict[str, Any]:
-        return state.search(
+    def run() -> SearchResult:
+        scope = state.scope_of_search(
+            params.projects, all_projects=params.all_projects, roots=roots, project_types=params.project_types
+        )
+        found = state.search(
             params.query,
             project_ids=scope.project_ids,
             types=params.types,
@@ -662,10 +670,10 @@ async def brain_search(params: BrainSearchInput, state: Any, ctx: ToolContext) -
             text_match=params.text_match,
             limit=params.limit,
             offset=params.offset,
-            project_types=params.project_types,
         )
+        return _search_result(found, scope.note)
 
-    return _search_result(await anyio.to_thread.run_sync(run), scope.note)
+    return await anyio.to_thread.run_sync(run)
 
 
 async def _caller_roots(ctx: ToolContext | None) -> list[str] | None:
@@ -723,7 +731,7 @@ NEEDS_NEO4J = (
 )
 
 
-def _search_result(result: dict[str, Any], scope: str | None) -> SearchResult:
+def _search_result(result: dict[str, Any], scope: str) -> SearchResult:
     return SearchResult(
         results=[NodeOut(**item) for item in result["results"]],
         total_count=result["total_count"],
@@ -745,7 +753,7 @@ SECTION = Section(
     instructions=(
         "Ingest a directory with ingest_directory or setup_project (incremental; re-run after edits; the answer says "
         "what is searchable), then use brain_search (the project you work in; all_projects=true for everything) or "
-        "semantic_search (by meaning) and explore_relationships on the ids returned."
+        "semantic_search (by meaning; all_projects=true too) and explore_relationships on the ids returned."
     ),
     tools=(
         ingest_directory,

@@ -68,16 +68,16 @@ def test_a_search_answers_from_the_callers_project_and_says_how_to_widen(tmp_pat
     try:
         for name in ("alpha", "beta"):
             brain.ingest_directory(str(roots / name), name)
-        mine = brain.search_scope(None, roots=[str(roots / "beta" / "pkg0")])
-        assert mine.project_ids == ["beta"] and "all_projects=true" in (mine.note or "")
+        mine = brain.scope_of_search(None, roots=[str(roots / "beta" / "pkg0")])
+        assert mine.project_ids == ["beta"] and "all_projects=true" in mine.note
         found = brain.search("gardening value", project_ids=mine.project_ids, types=None, semantic=False)
         assert found["results"] and {r["project_id"] for r in found["results"]} == {"beta"}
-        assert brain.search_scope(None, all_projects=True).project_ids is None  # one argument away
-        assert brain.search_scope(["alpha"]).project_ids == ["alpha"]
-        # a root above both projects: both of them (nothing else in the brain: no narrowing, no note)
-        assert brain.search_scope(None, roots=[str(roots)]).project_ids is None
+        assert brain.scope_of_search(None, all_projects=True).project_ids is None  # one argument away
+        assert brain.scope_of_search(["alpha"]).project_ids == ["alpha"]
+        # a root above both projects: both of them
+        assert brain.scope_of_search(None, roots=[str(roots)]).project_ids == ["alpha", "beta"]
         brain.switch_project("alpha")  # the project named by context comes first
-        assert brain.search_scope(None, roots=[str(roots / "beta")]).project_ids == ["alpha"]
+        assert brain.scope_of_search(None, roots=[str(roots / "beta")]).project_ids == ["alpha"]
     finally:
         brain.close()
 
