@@ -301,7 +301,8 @@ class StatusPage:
             ("Up for", _duration(now - gateway.started)),
             ("Version", package_version()),
             ("Sub-agents running", f"{slots.live} of {slots.size}"),
-            ("Deepest sub-agent", str(gateway.config.max_depth)),
+            ("Deepest sub-agent reached", deepest_reached(gateway.agent_runtimes)),
+            ("Sub-agent depth limit", str(gateway.config.max_depth)),
             ("Tool filters", filters),
             ("Updated", datetime.now(UTC).strftime("%H:%M:%S UTC")),
         ]
@@ -360,6 +361,19 @@ def questions_html(pending: list[PendingQuestion], csrf: str) -> str:
             "<button type=submit name=answer value=decline class=decline>Decline</button></form></li>"
         )
     return f'<section aria-labelledby="questions-h" class="questions">{heading}<ul>{"".join(items)}</ul></section>'
+
+
+def deepest_reached(runtimes: dict[str, AgentRuntime]) -> str:
+    """The depth of the deepest sub-agent the Sub-agents part lists (running or finished): "none yet" when none ran;
+    "among the newest listed" once older finished ones were forgotten (`FINISHED_KEPT`)."""
+    depths = [agent.depth for runtime in runtimes.values() for agent in [*runtime.live.values(), *runtime.finished]]
+    if not depths:
+        return "none yet"
+    forgot = any(
+        runtime.finished.maxlen is not None and len(runtime.finished) >= runtime.finished.maxlen
+        for runtime in runtimes.values()
+    )
+    return f"depth {max(depths)}{' (among the newest listed)' if forgot else ''}"
 
 
 def agents_html(runtimes: dict[str, AgentRuntime]) -> str:
