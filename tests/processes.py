@@ -4,6 +4,7 @@ command line in /proc."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -216,7 +217,8 @@ def kill_running_with(text: str, seconds: float = 5.0) -> list[int]:
     """SIGKILL every live process `running_with(text)`; their pids, once gone (or after `seconds`)."""
     pids = running_with(text)
     for pid in pids:
-        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # killing a sandbox's first process ends the program below it
+            os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + seconds
     while running_with(text) and time.monotonic() < deadline:
         time.sleep(0.05)
