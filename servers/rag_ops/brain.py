@@ -36,7 +36,6 @@ from mcp_sections.shared.brain.embedding_jobs import Progress
 from mcp_sections.shared.brain.model import EntityFilter, Node, Project
 from mcp_sections.shared.confinement.guards.paths import PathGuard
 from mcp_sections.shared.ground.errors import ToolFailure, invalid_input, not_found
-from mcp_sections.shared.ground.locations import is_inside
 
 logger = logging.getLogger("mcp_sections.rag_ops")
 
@@ -101,17 +100,6 @@ class Searchable:
             "complete": self.complete,
             "message": self.message(),
         }
-
-
-@dataclass(frozen=True)
-class SearchScope:
-    """The projects a search covers (None: all), and a sentence saying why and how to widen."""
-
-    project_ids: list[str] | None
-    note: str | None = None
-
-
-WIDEN = "pass all_projects=true to brain_search (or projects=[...]) to search every project"
 
 
 class Brain(BrainIngest, BrainForgetting):
@@ -242,28 +230,6 @@ class Brain(BrainIngest, BrainForgetting):
             return None
         return list(dict.fromkeys(self.project(reference).id for reference in requested))
 
-    def search_scope(
-        self, requested: Sequence[str] | None, *, all_projects: bool = False, roots: Sequence[str] | None = None
-    ) -> SearchScope:
-        """What a search covers: the projects asked for; everything with `all_projects`; else the project the caller
-        works in: the active one (switch_project, setup_project), else the deepest project holding one of the caller's
-        `roots` (its MCP roots, else the server's), else the projects inside those roots; else everything."""
-        if requested:
-            return SearchScope(self.project_ids(requested))
-        if all_projects:
-            return SearchScope(None)
-        if self.active is not None and self.store.get_project(self.active) is not None:
-            return SearchScope([self.active], f"searched the active project {self.active}; {WIDEN}.")
-        places = [os.path.realpath(r) for r in (roots if roots is not None else [str(r) for r in self.roots])]
-        holders = [owner for owner in (self.owner_of(place) for place in places) if owner is not None]
-        if holders:
-            ids = list(dict.fromkeys(p.id for p in holders))
-            return SearchScope(ids, f"searched {', '.join(ids)}, the project of your root; {WIDEN}.")
-        under = [p.id for p in self._dir_projects() if any(is_inside(p.root, place) for place in places)]
-        if under and len(under) < len(self.store.list_projects()):
-            return SearchScope(under, f"searched the projects under your root ({', '.join(under)}); {WIDEN}.")
-        return SearchScope(None)
-
     def entities(self, flt: EntityFilter) -> tuple[list[Node], int]:
         """`store.query_entities`, where an exact name no node has is also read as a qualified name or a path
         (`names`: Class.method, module.function, path::Class.method)."""
@@ -375,4 +341,4 @@ def project_summary(project: Project, brain: Brain) -> dict[str, Any]:
     return data
 
 
-__all__ = ["Brain", "SearchScope", "Searchable", "project_summary"]
+__all__ = ["Brain", "Searchable", "project_summary"]
