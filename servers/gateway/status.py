@@ -366,7 +366,8 @@ def questions_html(pending: list[PendingQuestion], csrf: str) -> str:
 def deepest_reached(runtimes: dict[str, AgentRuntime]) -> str:
     """The depth of the deepest sub-agent the Sub-agents part lists (running or finished): "none yet" when none ran;
     "among the newest listed" once older finished ones were forgotten (`FINISHED_KEPT`)."""
-    depths = [agent.depth for runtime in runtimes.values() for agent in [*runtime.live.values(), *runtime.finished]]
+    depths = [agent.depth for runtime in runtimes.values() for agent in runtime.live.values()]
+    depths += [done.depth for runtime in runtimes.values() for done in runtime.finished]
     if not depths:
         return "none yet"
     forgot = any(
