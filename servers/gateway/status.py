@@ -364,17 +364,9 @@ def questions_html(pending: list[PendingQuestion], csrf: str) -> str:
 
 
 def deepest_reached(runtimes: dict[str, AgentRuntime]) -> str:
-    """The depth of the deepest sub-agent the Sub-agents part lists (running or finished): "none yet" when none ran;
-    "among the newest listed" once older finished ones were forgotten (`FINISHED_KEPT`)."""
-    depths = [agent.depth for runtime in runtimes.values() for agent in runtime.live.values()]
-    depths += [done.depth for runtime in runtimes.values() for done in runtime.finished]
-    if not depths:
-        return "none yet"
-    forgot = any(
-        runtime.finished.maxlen is not None and len(runtime.finished) >= runtime.finished.maxlen
-        for runtime in runtimes.values()
-    )
-    return f"depth {max(depths)}{' (among the newest listed)' if forgot else ''}"
+    """The depth of the deepest sub-agent started since the gateway began: "none yet" when none ran."""
+    deepest = max((runtime.deepest for runtime in runtimes.values()), default=0)
+    return f"depth {deepest}" if deepest else "none yet"
 
 
 def agents_html(runtimes: dict[str, AgentRuntime]) -> str:

@@ -300,6 +300,7 @@ class AgentRuntime:
         self._ids = itertools.count(1)
         self.live: dict[str, LiveAgent] = {}
         self.finished: deque[FinishedAgent] = deque(maxlen=FINISHED_KEPT)  # the newest, for the status page
+        self.deepest = 0  # the depth of the deepest sub-agent started since this runtime began (0: none yet)
 
     def provider(self, model_config: Any | None = None, ctx: ToolContext | None = None) -> ModelProvider:
         """The model provider of `model_config` (default: the host's) for a call with `ctx` (MCP sampling needs
@@ -486,6 +487,7 @@ class AgentRuntime:
             profile=task.profile,
         )
         self.live[agent_id] = live
+        self.deepest = max(self.deepest, task.depth)
         metrics = Metrics(depth=task.depth, provider=task.provider.name, model=task.provider.model)
         run: AgentRun | None = None
         traced = telemetry.current()
