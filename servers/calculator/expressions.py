@@ -21,6 +21,7 @@ from mcp_sections.servers.calculator.grammar import (
     is_float_literal,
     literal_rows,
     parse,
+    source_text,
 )
 from mcp_sections.servers.calculator.limits import (
     MAX_BINOMIAL,
@@ -219,6 +220,7 @@ class _Builder:
         sp = self.sp
         checked = {
             "factorial": self.factorial,
+            "factorial2": self.factorial,
             "gamma": self.factorial,
             "binomial": self.binomial,
             "log": self.logarithm,
@@ -248,6 +250,13 @@ class _Builder:
                 f"{name}({_short(magnitude)}) is too large; the argument is limited to {MAX_FACTORIAL} "
                 "(use loggamma-style estimates such as Stirling's formula instead)."
             )
+        if name == "factorial2":
+            if value.is_number and not (value.is_integer and (value >= 0 or value.is_odd)):
+                raise validation_failed(
+                    "n!! (factorial2) is defined for whole numbers n >= 0 and negative odd ones; got "
+                    f"{str(value)[:40]} in the {self.what}. For other values use gamma."
+                )
+            return self.sp.factorial2(value)
         return self.sp.factorial(value) if name == "factorial" else self.sp.gamma(value)
 
     def binomial(self, name: str, args: list[Any]) -> Any:
@@ -334,14 +343,14 @@ def build(
     """Parse and build one expression; `symbols` (name → Symbol) is shared across calls when given."""
     tree = parse(text, grammar, what=what)
     builder = _Builder(
-        grammar, check_text(text, what, grammar.max_length).strip(), what, {} if symbols is None else symbols
+        grammar, source_text(text, what, grammar.max_length).strip(), what, {} if symbols is None else symbols
     )
     return builder.build(tree)
 
 
 def parse_equation(text: str, grammar: Grammar, symbols: dict[str, Any], *, what: str = "equation") -> tuple[Any, Any]:
     """An equation 'lhs = rhs' or 'lhs == rhs' (or an expression, meaning '= 0') as (lhs, rhs)."""
-    source = check_text(text, what)
+    source = check_text(text, what)  # split as written; `build` rewrites each side's postfix factorials
     single = re.sub(r"==|<=|>=|!=", "", source)
     if "==" not in source and single.count("=") == 1:
         left, right = source.split("=")
@@ -351,7 +360,7 @@ def parse_equation(text: str, grammar: Grammar, symbols: dict[str, Any], *, what
     if single.count("=") > 1 or ("==" in source and single.count("=") > 0):
         raise invalid_input(f"the {what} may contain only one '='; pass each equation as its own array item.")
     tree = parse(text, grammar, equation=True, what=what)
-    builder = _Builder(grammar, source.strip(), what, symbols)
+    builder = _Builder(grammar, source_text(text, what).strip(), what, symbols)
     if isinstance(tree, ast.Compare):
         return builder.build(tree.left), builder.build(tree.comparators[0])
     return builder.build(tree), builder.sp.Integer(0)

@@ -9,6 +9,10 @@ Accepted language:
 - numbers: integers (`12`, `0x1F`), decimals (`2.5`, `1e-3`; made exact: `0.1` is 1/10);
 - operators `+ - * / ** %` and unary `+ -`; `^` means power (every `^` is rewritten to `**` before
   parsing, so it has the precedence of `**`: `2^3+1` is 9 and `2^3^2` is 2^9). `%` is sympy's `Mod`;
+- postfix `n!` (factorial) and `n!!` (double factorial), binding tighter than every other operator as
+  mathematicians read them: `2^3!` is 2^6, `-3!` is -(3!), `(n+1)!` and `sqrt(4)!` apply to the whole
+  group or call. `postfix_factorials` rewrites them as calls (`factorial(n)`, `factorial2(n)`) before
+  parsing; `!=` stays "not equal" (refused as a comparison: write `n! = 120` with a space);
 - calls of allow-listed functions (`FUNCTIONS`) with positional arguments only;
 - constants `pi`, `e`/`E`, `I` (imaginary unit), `oo`/`inf` (infinity);
 - variables (identifiers like `x`, `theta`, `v0`) only where the tool allows them;
@@ -89,6 +93,7 @@ FUNCTIONS: dict[str, tuple[int, int | None]] = {
     "ceil": (1, 1),
     "ceiling": (1, 1),
     "factorial": (1, 1),
+    "factorial2": (1, 1),
     "binomial": (2, 2),
     "gamma": (1, 1),
     "gcd": (2, 2),
@@ -224,6 +229,94 @@ def check_text(text: str, what: str = "expression", limit: int = MAX_EXPRESSION_
     return text.replace("^", "**")
 
 
+def source_text(text: str, what: str = "expression", limit: int = MAX_EXPRESSION_LENGTH) -> str:
+    """The text Python's parser reads: `check_text`'s, with every postfix factorial written as a call."""
+    return postfix_factorials(check_text(text, what, limit), what)
+
+
+# One token of the (checked) text, as far as postfix `!` needs to know: Python's number literals, names, brackets,
+# bangs, and the rest one piece at a time (quoted text and comments whole, so that a `!` inside them is left alone).
+_TOKEN = re.compile(
+    r"""(?P<number>0[xXoObB][0-9a-fA-F_]+|(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d[\d_]*)?[jJ]?)
+    |(?P<name>[A-Za-z_][A-Za-z0-9_]*)
+    |(?P<open>[(\[{])
+    |(?P<close>[)\]}])
+    |(?P<bangs>!+)
+    |(?P<space>\s+)
+    |(?P<other>'[^'\n]*'?|"[^"\n]*"?|\#[^\n]*|.)""",
+    re.VERBOSE,
+)
+_FACTORIALS = {1: "factorial", 2: "factorial2"}
+
+
+def postfix_factorials(source: str, what: str = "expression") -> str:
+    """`n!` → `factorial(n)` and `n!!` → `factorial2(n)`, the operand being the number, name, bracketed group or
+    call just before the bangs (so `2**3!` is 2**factorial(3) and `-3!` is -factorial(3)); a `!` followed by `=`
+    stays `!=`. INVALID_INPUT for bangs with no operand before them, and for three or more."""
+    if "!" not in source:
+        return source
+    rewrite = _Rewrite(what)
+    for match in _TOKEN.finditer(source):
+        kind, token = match.lastgroup, match.group()
+        if kind != "bangs":
+            rewrite.token(kind, token)
+            continue
+        count = len(token) - source.startswith("=", match.end())  # n!=3 reads as n != 3, n!!=3 as n! != 3
+        if count:
+            rewrite.factorial(count)
+        if count < len(token):
+            rewrite.pieces.append("!")
+            rewrite.starts.append(-1)
+    return "".join(rewrite.pieces)
+
+
+class _Rewrite:
+    """The text of `postfix_factorials` token by token, and where the operand ending with each token starts."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.pieces: list[str] = []
+        self.starts: list[int] = []  # for each piece: the piece its operand starts at, -1 when it ends none
+        self.openers: list[int] = []  # the pieces of the brackets still open
+
+    def token(self, kind: str | None, token: str) -> None:
+        start = -1
+        if kind in ("number", "name"):
+            start = len(self.pieces)
+        elif kind == "open":
+            self.openers.append(len(self.pieces))
+        elif kind == "close" and self.openers:
+            start = self.openers.pop()
+            before = start - 1
+            while before >= 0 and not self.pieces[before].strip():
+                before -= 1
+            if before >= 0 and self.starts[before] >= 0:
+                start = self.starts[before]  # a call (or a subscript, refused later): sqrt(4)! is factorial(sqrt(4))
+        self.pieces.append(token)
+        self.starts.append(start)
+
+    def factorial(self, count: int) -> None:
+        """Wrap the operand that ends the text so far (white space before the bangs dropped)."""
+        while self.pieces and not self.pieces[-1].strip():
+            self.pieces.pop()
+            self.starts.pop()
+        start = self.starts[-1] if self.starts else -1
+        if start < 0:
+            raise invalid_input(
+                f"'!' (factorial) needs what it applies to just before it in the {self.what}, e.g. 5!, n!, (n+1)! "
+                "or sqrt(4)!; it is not a negation, and 'not' is not supported."
+            )
+        if count not in _FACTORIALS:
+            raise invalid_input(
+                f"{'!' * count} is not supported in the {self.what}: n! is the factorial and n!! the double "
+                "factorial; for anything else write the calls, e.g. factorial(factorial(3)) for (3!)!."
+            )
+        operand = "".join(self.pieces[start:]).strip()
+        del self.pieces[start:], self.starts[start:]
+        self.pieces.append(f"{_FACTORIALS[count]}({operand})")
+        self.starts.append(start)
+
+
 def _too_long(what: str, length: int, limit: int) -> Exception:
     hint = "Split the computation into smaller steps."
     if limit == MAX_EXPRESSION_LENGTH:
@@ -236,7 +329,7 @@ def _too_long(what: str, length: int, limit: int) -> Exception:
 
 def parse(text: str, grammar: Grammar, *, equation: bool = False, what: str = "expression") -> ast.expr:
     """Check the text and its syntax tree against `grammar`; returns the (validated) tree's body."""
-    source = check_text(text, what, grammar.max_length)
+    source = source_text(text, what, grammar.max_length)
     body = _syntax_tree(source, what)
     _check_size(body, what)
     if grammar.matrices:
@@ -288,7 +381,7 @@ def _with_linear_algebra(body: ast.expr, grammar: Grammar, what: str, length: in
 def _check_equation(node: ast.Compare, grammar: Grammar, what: str, source: str, refusal: str) -> None:
     """`lhs == rhs` (or `lhs = rhs`, rewritten): one equality, both sides checked; INVALID_INPUT `refusal` else."""
     if len(node.ops) != 1 or not isinstance(node.ops[0], ast.Eq):
-        raise invalid_input(refusal)
+        raise invalid_input(refusal + _not_equal_hint(node))
     _check_node(node.left, grammar, what, source)
     _check_node(node.comparators[0], grammar, what, source)
 
@@ -501,12 +594,18 @@ def _refusal(node: ast.AST, what: str) -> str:
     if isinstance(node, ast.Compare):
         return (
             f"comparisons (==, <, >, ...) are not allowed in the {what}; "
-            "write a single expression, or use calculator_solve for equations ('lhs = rhs')."
+            "write a single expression, or use calculator_solve for equations ('lhs = rhs')." + _not_equal_hint(node)
         )
     message = _REFUSED.get(type(node))
     if message is None:
         message = f"the construct {type(node).__name__} is not allowed; use numbers, operators and function calls"
     return f"{message} (in the {what})."
+
+
+def _not_equal_hint(node: ast.Compare) -> str:
+    if not any(isinstance(op, ast.NotEq) for op in node.ops):
+        return ""
+    return " ('!=' reads as 'not equal'; for a factorial followed by '=', leave a space: n! = 120.)"
 
 
 def is_equation_list(node: ast.expr) -> bool:
