@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from mcp_sections.servers.calculator.limits import (
     MAX_EXPRESSION_LENGTH,
@@ -36,6 +37,30 @@ def _expression(description: str, limit: int = MAX_EXPRESSION_LENGTH) -> Any:
     if limit == MAX_EXPRESSION_LENGTH:
         description += f" At most {MAX_EXPRESSION_LENGTH} characters."
     return Field(description=description, json_schema_extra={"maxLength": limit})
+
+
+MAX_BOUND_LENGTH = 200
+
+
+def _number_as_text(value: Any) -> Any:
+    """A JSON number given for an expression, as the text the grammar reads exactly: an integer as itself, a float as
+    the shortest decimal that reads back as the same float (0.1 → '0.1', read as exactly 1/10, not the binary
+    double's 3602879701896397/36028797018963968). Anything else is left to the string check."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be a finite number, or an expression: write 'oo' or '-oo' for infinity")
+    text = str(value) if isinstance(value, int) else repr(value)
+    if len(text) > MAX_BOUND_LENGTH:
+        raise ValueError(
+            f"must be a number of at most {MAX_BOUND_LENGTH} digits; write a larger one as a power: 10**300"
+        )
+    return text
+
+
+_Bound = Annotated[str, Field(max_length=MAX_BOUND_LENGTH)]
+ExpressionOrNumber = Annotated[_Bound, BeforeValidator(_number_as_text, json_schema_input_type=_Bound | int | float)]
+"""An expression argument (at most MAX_BOUND_LENGTH characters) that may also be a JSON number, read as written."""
 
 
 def _with_note(text: str, note: str | None) -> str:
@@ -114,10 +139,11 @@ class ConstantResult(ToolResult):
 class EvaluateInput(ToolInput):
     expression: str = _expression(
         "Arithmetic expression without variables, e.g. 'sqrt(2)*pi', '2^10 + 3/7', 'factorial(20)', "
-        "'log(8, 2)'. Operators + - * / % ** (^ is power), functions such as sin cos tan asin acos atan sinh "
+        "'log(8, 2)'. Operators + - * / % ** (^ is power), postfix n! and n!! (double factorial; binding tightest: "
+        "2^3! = 2^6, -3! = -6), functions such as sin cos tan asin acos atan sinh "
         "exp log (log(x) natural, log(x, b)) ln log10 log2 sqrt cbrt root(x, n) abs sign floor ceil factorial "
-        "binomial gamma gcd lcm min max re im; constants pi, e, I, oo. Decimals are exact (0.1 = 1/10), except as "
-        "matrix entries: a matrix literal with a decimal entry is float64. "
+        "factorial2 binomial gamma gcd lcm min max re im; constants pi, e, I, oo. Decimals are exact (0.1 = 1/10), "
+        "except as matrix entries: a matrix literal with a decimal entry is float64. "
         "Or linear algebra (see the tool description): matrices '[[1, 2], [3, 4]]', vectors '[1, 2, 3]', det(A), "
         f"linsolve(A, b)... At most {MAX_EXPRESSION_LENGTH} characters without a matrix literal, "
         f"{MAX_MATRIX_EXPRESSION_LENGTH} with an exact one, {MAX_FLOAT_EXPRESSION_LENGTH} with a float64 one.",
@@ -348,15 +374,15 @@ class IntegrateInput(ToolInput):
         max_length=MAX_NAME_LENGTH,
         description="Integration variable; may be omitted when the expression has one variable.",
     )
-    lower: str | None = Field(
+    lower: ExpressionOrNumber | None = Field(
         default=None,
-        max_length=200,
-        description="Lower bound for a definite integral, an expression such as '0', 'pi/2' or '-oo'. With `upper`.",
+        description="Lower bound for a definite integral: an expression such as '0', 'pi/2' or '-oo', or a number "
+        "(0, 0.5: read as written, exactly 1/2). With `upper`.",
     )
-    upper: str | None = Field(
+    upper: ExpressionOrNumber | None = Field(
         default=None,
-        max_length=200,
-        description="Upper bound for a definite integral, e.g. '1' or 'oo'. Omit both bounds for an antiderivative.",
+        description="Upper bound for a definite integral, e.g. '1', 'oo' or 2.5. Omit both bounds for an "
+        "antiderivative.",
     )
 
 
@@ -381,7 +407,9 @@ class IntegrateResult(ToolResult):
 
 
 class ConvertUnitsInput(ToolInput):
-    value: float = _number("Quantity to convert, finite, |value| <= 1e308.")
+    value: float = _number(
+        "Quantity to convert, finite, |value| <= 1e308; read as the decimal it is written as (0.1 is exactly 1/10)."
+    )
     from_unit: str = Field(
         max_length=200,
         description=(
@@ -397,7 +425,19 @@ class ConvertUnitsResult(ToolResult):
     from_unit: str
     to_unit: str
     result: float
-    exact: str = Field(description="The exact converted value, e.g. '250/9'.")
+    exact: str | None = Field(
+        description="The exact converted value: an integer, a fraction such as '250/9' (100 km/h in m/s), or with pi "
+        "(angles, parsecs). null when the conversion goes through a measured constant (see `note`)."
+    )
+    decimal: str | None = Field(
+        default=None,
+        description="The exact value as a decimal when it has a finite one, e.g. '1609.344' (1 mi in m) or "
+        "'1.602176634e-19' (1 eV in J); null when its expansion does not end (250/9), or it is not exact.",
+    )
+    note: str | None = Field(
+        default=None, description="Why the result is not exact: the measured constant, its value and uncertainty."
+    )
 
     def render_text(self) -> str:
-        return f"{format_number(self.value)} {self.from_unit} = {format_number(self.result)} {self.to_unit}"
+        text = f"{format_number(self.value)} {self.from_unit} = {format_number(self.result)} {self.to_unit}"
+        return f"{text} ({self.note})" if self.note else text

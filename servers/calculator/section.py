@@ -54,7 +54,7 @@ from mcp_sections.servers.calculator.models import (
 )
 from mcp_sections.servers.calculator.settings import CalculatorSettings
 from mcp_sections.servers.calculator.state import CalculatorState, open_state, warm_up
-from mcp_sections.servers.calculator.units import UNIT_NAMES_DOC
+from mcp_sections.servers.calculator.units import UNIT_DEFINITIONS_DOC, UNIT_NAMES_DOC
 from mcp_sections.shared.framework.requirements import InstallExtra, Requirement, module
 from mcp_sections.shared.framework.sections import Section
 from mcp_sections.shared.framework.tools import READ_ONLY, tool
@@ -71,7 +71,7 @@ _SYMBOLIC_NOTE = (
     f"to {MAX_RESULT_DIGITS} digits)."
 )
 
-_UNITS_NOTE = f"Units: {UNIT_NAMES_DOC}."
+_UNITS_NOTE = f"Units: {UNIT_NAMES_DOC}. Definitions: {UNIT_DEFINITIONS_DOC}."
 _LINEAR_NOTE = (
     "Linear algebra, exact: a matrix is a list of rows '[[1, 2], [3, 4]]' or Matrix([[1, 2], [3, 4]]); a vector "
     "'[1, 2, 3]' is a column. A*B and A@B are matrix products (sympy semantics: * of two matrices is the matrix "
@@ -206,8 +206,9 @@ async def calculator_constant(params: ConstantInput) -> ConstantResult:
 def calculator_evaluate(params: EvaluateInput, state: CalculatorState) -> EvaluateResult:
     """Evaluate an arithmetic expression (no variables) exactly with sympy and numerically to `digits`
     significant digits, e.g. 'sqrt(8)' → 2*sqrt(2) ≈ 2.82842712474619, '2^100', '0.1 + 0.2' → 3/10,
-    'sin(pi/6)' → 1/2. ^ and ** are powers (2^3^2 = 2^9). Use it for long or exact computations, big
-    integers, fractions and complex numbers (I); for one float operation calculator_unary/binary is faster.
+    'sin(pi/6)' → 1/2, '100!'. ^ and ** are powers (2^3^2 = 2^9); n! and n!! bind tighter (2^3! = 2^6).
+    Use it for long or exact computations, big integers, fractions and complex numbers (I); for one float
+    operation calculator_unary/binary is faster.
     """
     check_text(params.expression, limit=MAX_FLOAT_EXPRESSION_LENGTH)
     advice = _MATRIX_ADVICE if mentions_linear_algebra(params.expression) else None
@@ -318,7 +319,8 @@ def calculator_differentiate(params: DifferentiateInput, state: CalculatorState)
 )
 def calculator_integrate(params: IntegrateInput, state: CalculatorState) -> IntegrateResult:
     """Integrate an expression: an antiderivative (no bounds; + C omitted in `result`) or a definite integral
-    with `lower` and `upper` (expressions, oo for infinity), e.g. 'exp(-x**2)' from -oo to oo → sqrt(pi).
+    with `lower` and `upper` (expressions or numbers, oo for infinity), e.g. 'exp(-x**2)' from -oo to oo → sqrt(pi).
+    A number bound is read exactly as written: 0.1 is 1/10.
     When no closed form exists, closed_form is false and a definite integral still gets its numeric value.
     A divergent definite integral gives oo, or VALIDATION_FAILED when it is undefined.
     """
@@ -348,6 +350,8 @@ def calculator_integrate(params: IntegrateInput, state: CalculatorState) -> Inte
 def calculator_convert_units(params: ConvertUnitsInput, state: CalculatorState) -> ConvertUnitsResult:
     """Convert a value between units of the same dimension, e.g. 100 'km/h' → 'm/s' = 27.78, 1 'kWh' → 'J',
     100 'degC' → 'degF' = 212. Units are names combined with *, / and ** (or ^): 'm/s^2', 'kg*m/s**2'.
+    `exact` is the exact result (value read as written: 0.1 is 1/10), e.g. 250/9, and `decimal` its finite decimal
+    when it has one (1 psi → bar: exact fraction, no decimal; 1 eV → J: 1.602176634e-19).
     Incompatible dimensions (e.g. 'm' to 's') give VALIDATION_FAILED naming both dimensions; unknown unit
     names give INVALID_INPUT listing the accepted ones. degC/degF convert only to other temperatures.
     """

@@ -13,6 +13,7 @@ import functools
 import math
 import time
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any, TypeVar
 
 import sympy
@@ -23,7 +24,7 @@ from mcp_sections.servers.calculator import floats as fl
 from mcp_sections.servers.calculator import grammar as gr
 from mcp_sections.servers.calculator import limits, roots
 from mcp_sections.servers.calculator import matrices as la
-from mcp_sections.servers.calculator.units import TEMPERATURES, unit_names
+from mcp_sections.servers.calculator.units import MEASURED, TEMPERATURES, Measured, unit_names
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input, limit_exceeded, validation_failed
 
 MAX_UNKNOWNS = 6
@@ -546,11 +547,34 @@ def _temperature(value: float, source: str, target: str) -> dict[str, Any]:
 
 
 def _exact(value: float) -> Any:
-    numerator, denominator = value.as_integer_ratio()
+    """The value as the caller wrote it: the shortest decimal that reads back as this float (0.1 → 1/10, not
+    3602879701896397/36028797018963968)."""
+    numerator, denominator = Decimal(repr(value)).as_integer_ratio()
     return sympy.Rational(numerator, denominator)
 
 
-def _conversion(value: float, source: str, target: str, result: Any) -> dict[str, Any]:
+def _decimal(value: Any) -> str | None:
+    """An exact rational as the decimal it ends as ('1609.344', '1.602176634e-19'), None when its expansion does not
+    end (250/9) or it is not rational (pi/180)."""
+    if not value.is_Rational:
+        return None
+    numerator, denominator = int(value.p), int(value.q)
+    twos, fives = (denominator & -denominator).bit_length() - 1, 0
+    rest = denominator >> twos
+    while rest % 5 == 0:
+        rest, fives = rest // 5, fives + 1
+    if rest != 1:
+        return None
+    places = max(twos, fives)
+    number = Decimal(numerator * 10**places // denominator).scaleb(-places).normalize()
+    plain = format(number, "f")
+    return _bounded(plain if len(plain) <= 24 else format(number, "e"), "exact decimal")
+
+
+def _conversion(
+    value: float, source: str, target: str, result: Any, measured: Measured | None = None
+) -> dict[str, Any]:
+    """The result fields; `measured`: the measured constant `result` went through (then not exact)."""
     number = _float(result)
     if number is None:
         raise limit_exceeded(f"the converted value exceeds MAX_VALUE ({MAX_VALUE:g}); use a larger target unit.")
@@ -559,7 +583,9 @@ def _conversion(value: float, source: str, target: str, result: Any) -> dict[str
         "from_unit": source,
         "to_unit": target,
         "result": number,
-        "exact": _text(result),
+        "exact": None if measured else _text(result),
+        "decimal": None if measured else _decimal(result),
+        "note": measured.note() if measured else None,
     }
 
 
@@ -572,6 +598,9 @@ def convert_units(value: float, from_unit: str, to_unit: str) -> dict[str, Any]:
     source_quantity = ex.build(source, grammar, what="from_unit")
     target_quantity = ex.build(target, grammar, what="to_unit")
     ratio = sympy.simplify(u.convert_to(source_quantity, SI_BASE) / u.convert_to(target_quantity, SI_BASE))
+    constants = sorted(symbol.name for symbol in ratio.free_symbols if symbol.name in MEASURED)
+    measured = MEASURED[constants[0]] if constants else None  # one measured unit so far: the dalton
+    ratio = ratio.subs({sympy.Symbol(name, positive=True): sympy.Rational(MEASURED[name].value) for name in constants})
     if ratio.has(u.Quantity) or ratio.free_symbols or not ratio.is_number:
         from sympy.physics.units.systems.si import SI
 
@@ -580,4 +609,4 @@ def convert_units(value: float, from_unit: str, to_unit: str) -> dict[str, Any]:
             f"({sympy.sstr(SI.get_dimensional_expr(source_quantity))} vs "
             f"{sympy.sstr(SI.get_dimensional_expr(target_quantity))}). Pick units of the same kind."
         )
-    return _conversion(value, source, target, _exact(value) * ratio)
+    return _conversion(value, source, target, _exact(value) * ratio, measured)
