@@ -160,9 +160,9 @@ class SearchInput(ToolInput):
         ge=0.0,
         le=1.0,
         description="Minimum cosine similarity (0-1) of a vector match (hybrid: score). Default: none; results "
-        "are kept by their calibrated confidence (≥ 0.5), which reads the similarity and how far a memory stands "
-        "out from the others. When fewer than 3 memories clear it, the nearest others are added, marked "
-        "below_threshold. Not applied to text matches.",
+        "are kept by their calibrated confidence (≥ 0.5), which reads the similarity, what is left of it without "
+        "the words a memory shares with the query, and how many of the query's words it holds. When fewer than 3 "
+        "memories clear it, the nearest others are added, marked below_threshold. Not applied to text matches.",
     )
     scope: ScopeField
     mode: SearchMode = Field(
@@ -322,8 +322,9 @@ class SearchHit(ToolResult):
     )
     verdict: Literal["match", "possible", "unrelated"] | None = Field(
         default=None,
-        description="match (confidence ≥ 0.7, right ~9 times in 10): use it; possible (0.3-0.7, ~2 in 3): check it; "
-        "unrelated (< 0.3): treat it as no answer.",
+        description="match (confidence ≥ 0.7, right ~9 times in 10): use it; possible (0.3-0.7, about half): "
+        "check it; unrelated (< 0.3): treat it as no answer. A word a memory shares with the query counts only as "
+        "far as the rest of the question agrees with the memory.",
     )
 
 
@@ -336,7 +337,7 @@ class SearchResult(ToolResult):
     )
     threshold: float = Field(
         description="The similarity threshold in force: yours, else the similarity a result needs for confidence 0.5 "
-        "when it does not stand out from the others (the default decides by confidence)."
+        "when it shares no word with the query (the default decides by confidence)."
     )
     pending_embeddings: int = Field(description="Memories in scope still waiting for a vector (not in vector results).")
     notes: list[str] = Field(default_factory=list)

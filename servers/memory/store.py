@@ -44,11 +44,11 @@ from mcp_sections.shared.embeddings.worker import EmbeddingWorker
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure, invalid_input, not_found
 from mcp_sections.shared.store.postgres import PostgresDatabase, StoreBackendSettings
 from mcp_sections.shared.store.sqlite import Database
-from mcp_sections.shared.text.fulltext import query_terms
 
 from . import tombstones
-from .confidence import MIN_CONFIDENCE, calibration, confidences, similarity_at
+from .confidence import MIN_CONFIDENCE, Evidence, calibration, similarity_at
 from .dialects import POSTGRES, SQLITE
+from .evidence import Judge, coverage, held_terms
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -140,6 +140,7 @@ class Found:
     matched_by: tuple[str, ...]
     below_threshold: bool = False
     confidence: float | None = None  # see `confidence.py`: None without a vector or a calibrated model
+    evidence: Evidence | None = None  # what the confidence read
 
 
 @dataclass
@@ -519,15 +520,18 @@ class MemoryStore:
                     fetch = max(fetch, limit * 4, 50)
                 vector_hits = index.search(query_vector, workflows, type_filter, -1.0, fetch)
                 pending = index.pending_in(workflows)
-                similarity_of = index.similarity
                 text_hits = (
                     self._text_hits(connection, query, workflows, type_filter, tags, max(limit * 4, 50))
                     if mode == "hybrid"
                     else []
                 )
-                extra_similarity = {pk: similarity_of(query_vector, pk) for pk, _ in text_hits}
-                coverage = self._word_coverage(connection, query, [pk for pk, _ in text_hits]) if text_hits else {}
-            rows = self._rows(connection, [h.pk for h in vector_hits] + [pk for pk, _ in text_hits])
+                extra_similarity = {pk: index.similarity(query_vector, pk) for pk, _ in text_hits}
+            candidates = [h.pk for h in vector_hits] + [pk for pk, _ in text_hits]
+            rows = self._rows(connection, candidates)
+            calibrated = calibration(self.model_key)
+            held = held_terms(connection, self.dialect, query, candidates) if calibrated or text_hits else {}
+        embed = self.embeddings.embed_query if self.embeddings is not None else None
+        judge = Judge(query, query_vector, calibrated, held, self._similarity, embed) if calibrated and embed else None
         if wanted_tags:
             vector_hits = [
                 h for h in vector_hits if h.pk in rows and wanted_tags <= set(json.loads(rows[h.pk]["tags"]))
@@ -543,9 +547,17 @@ class MemoryStore:
                 for h in vector_hits
                 if h.pk in rows
             ]
-            return SearchOutcome(self._offer(found, threshold, limit, notes), "vector", pending, notes)
-        found = self._fused(vector_hits, text_hits, extra_similarity, coverage, rows)
-        return SearchOutcome(self._offer(found, threshold, limit, notes), "hybrid", pending, notes)
+            return SearchOutcome(self._offer(found, threshold, limit, notes, judge), "vector", pending, notes)
+        found = self._fused(vector_hits, text_hits, extra_similarity, coverage(query, held), rows)
+        return SearchOutcome(self._offer(found, threshold, limit, notes, judge), "hybrid", pending, notes)
+
+    def _similarity(self, vector: np.ndarray, pk: int) -> float | None:
+        """The cosine of a query vector with the memory `pk`'s (None: it has none now)."""
+        index = self._index
+        if index is None:
+            return None
+        with index.lock:
+            return index.similarity(vector, pk)
 
     def _fused(
         self,
@@ -627,17 +639,32 @@ class MemoryStore:
         return similarity_at(MIN_CONFIDENCE, coefficients) if coefficients else calibrated_threshold(self.model_key)
 
     def _offer(
-        self, found: builtins.list[Found], threshold: float | None, limit: int, notes: builtins.list[str]
+        self,
+        found: builtins.list[Found],
+        threshold: float | None,
+        limit: int,
+        notes: builtins.list[str],
+        judge: Judge | None,
     ) -> builtins.list[Found]:
-        """Each result with its confidence; those that clear the threshold first, in rank order (by default a
-        confidence of `MIN_CONFIDENCE` for a calibrated model; the caller's `threshold` on the score); when fewer than
-        `MIN_OFFERED` do, the nearest others complete the answer, marked below the threshold."""
-        coefficients = calibration(self.model_key)
-        if coefficients is not None:
-            scores = confidences([item.similarity for item in found], coefficients)
-            found = [dataclasses.replace(item, confidence=score) for item, score in zip(found, scores, strict=True)]
-        if threshold is None and calibration(self.model_key) is not None:
-            clears = [f for f in found if (f.confidence or 0.0) >= MIN_CONFIDENCE]
+        """Each result with its confidence (`judge`: a calibrated model); those that clear the threshold first, in rank
+        order (by default a confidence of `MIN_CONFIDENCE`; the caller's `threshold` on the score); when fewer than
+        `MIN_OFFERED` do, the nearest others complete the answer, marked below the threshold. Results are judged in
+        rank order until `limit` clear: those after are never offered, and judging costs an embedding at times."""
+
+        def judged(item: Found) -> Found:
+            if judge is None or item.confidence is not None:
+                return item
+            score, evidence = judge.judge(item.memory.pk, item.similarity)
+            return dataclasses.replace(item, confidence=score, evidence=evidence)
+
+        if threshold is None and judge is not None:
+            clears: builtins.list[Found] = []
+            for index, item in enumerate(found):
+                found[index] = item = judged(item)
+                if (item.confidence or 0.0) >= MIN_CONFIDENCE:
+                    clears.append(item)
+                    if len(clears) == limit:
+                        break
             what = f"the confidence threshold {MIN_CONFIDENCE:g}"
         else:
             cutoff = self.threshold_for(threshold)
@@ -655,7 +682,7 @@ class MemoryStore:
                     "verdict): judge them, or ask in other words"
                 )
             offered += extra
-        return offered
+        return [judged(item) for item in offered]
 
     def _text_hits(
         self,
@@ -673,18 +700,6 @@ class MemoryStore:
         where, args = self._filters(workflows, type_filter, tags)
         rows = connection.execute(self.dialect.text_hits.format(where=where), [match, *args, limit]).fetchall()
         return [(row["pk"], -float(row["rank"])) for row in rows]
-
-    def _word_coverage(self, connection: Any, query: str, pks: Sequence[int]) -> dict[int, float]:
-        """For each memory, the share of the query's searched words it holds (matched as FTS5 matches them)."""
-        terms = query_terms(query)
-        if not terms or not pks:
-            return {}
-        held: dict[int, int] = {}
-        marks = ",".join("?" * len(pks))
-        for term in terms:
-            for row in connection.execute(self.dialect.covered.format(marks=marks), [self.dialect.match(term), *pks]):
-                held[row[0]] = held.get(row[0], 0) + 1
-        return {pk: count / len(terms) for pk, count in held.items()}
 
     @staticmethod
     def _rows(connection: Any, pks: Sequence[int]) -> dict[int, Any]:

@@ -115,11 +115,13 @@ async def test_semantic_search_finds_paraphrases_that_share_no_words(client: Cli
         assert 0.3 <= found["results"][0]["similarity"] < 0.7
         assert all(r["below_threshold"] for r in found["results"][1:])  # the nearest others, marked
 
-    # by default results are judged by their calibrated confidence: the paraphrase stands out from the others
+    # by default results are judged by their calibrated confidence, each on its own (standing out of a store of
+    # three is no evidence): the paraphrase comes first, worth reading; the others are unrelated
     default = await call(client, "memory_search", query="When do we ship releases live?", scope="workflow", **wf)
     first = default["results"][0]
-    assert first["memory"]["id"] == ids["deploy"] and first["confidence"] >= 0.5 and not first["below_threshold"]
-    assert first["verdict"] in ("match", "possible") and default["threshold"] == pytest.approx(0.4375, abs=1e-3)
+    assert first["memory"]["id"] == ids["deploy"] and first["verdict"] in ("match", "possible"), default
+    assert [r["verdict"] for r in default["results"][1:]] == ["unrelated", "unrelated"], default
+    assert default["threshold"] == pytest.approx(0.3635, abs=1e-3)
     assert all(r["below_threshold"] == (r["confidence"] < 0.5) for r in default["results"])
     # a strict threshold keeps nothing above it: the nearest are still offered, marked, and a note says so
     strict = await call(client, "memory_search", query="When do we ship releases live?", threshold=0.9, **wf)
