@@ -6,7 +6,8 @@ file: every rule that reads before it writes (dependencies exist, no cycle, depe
 the per-workflow cap) is checked inside the write transaction that applies the change.
 
 Rules
-- A task belongs to one workflow; no call ever sees or references another workflow's tasks.
+- A task belongs to one workflow; no call ever sees or references another workflow's tasks, nor learns whether an
+  id is one of them or which workflow it is in (`_load`).
 - Dependencies are tasks of the same workflow, at most `MAX_DEPENDENCIES` per task, and never form a cycle.
 - Starting (`in_progress`) or completing a task whose dependencies are not all `completed` is refused
   (VALIDATION_FAILED naming them) unless `force`; likewise reopening a completed task while a task that
@@ -679,15 +680,14 @@ def _load(conn: SqlConnection, workflow_id: str, task_id: str, *, deleting: bool
         tombstone = tombstones.find(conn, workflow_id, task_id)
         if tombstone is not None:
             raise tombstones.already_deleted(tombstone, _named(tombstone.dependents), deleting=deleting)
-        elsewhere = conn.execute("SELECT workflow_id FROM tasks WHERE id = ?", (task_id,)).fetchone()
-        if elsewhere is not None:
-            raise not_found(
-                f"task {task_id} is in workflow {elsewhere[0]!r}, not in {workflow_id!r}: "
-                f"pass workflow_id={elsewhere[0]!r}.",
-                workflow_id=elsewhere[0],
-            )
+        # The same answer whether or not the id is a task of another workflow, and never that workflow's name. On a
+        # team's gateway every user shares this board (`shared.framework.clients`: users are told apart, workflows
+        # have no owner), so a workflow's id is all it takes to read and change its tasks: naming it here would hand
+        # one user's workflow to anyone holding one of its task ids, and answering differently would still tell them
+        # that the id lives somewhere. Hence the hint is for the caller who knows the other workflow's id already.
         raise not_found(
-            f"no task {task_id!r} in workflow {workflow_id!r}; call todo_list with this workflow_id to see its tasks."
+            f"no task {task_id!r} in workflow {workflow_id!r}; a task of another workflow is only visible with that "
+            "workflow's workflow_id: pass it if you know it, or call todo_list with this workflow_id to see its tasks."
         )
     return _task(row, _dependencies_of(conn, workflow_id, [task_id]).get(task_id, []))
 

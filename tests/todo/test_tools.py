@@ -144,7 +144,8 @@ async def test_workflow_isolation_and_default(client: Client) -> None:
     assert (await call(client, "todo_get", workflow_id="team-b", task_id=theirs))["task"]["name"] == "theirs"
     assert (await call(client, "todo_next", workflow_id="team-b"))["task"]["id"] == theirs
     message = await fail(client, "todo_complete", "NOT_FOUND", task_id=theirs)  # workflow_id forgotten
-    assert f"task {theirs} is in workflow 'team-b', not in 'default': pass workflow_id='team-b'" in message, message
+    assert f"no task {theirs!r} in workflow 'default'" in message and "team-b" not in message, message
+    assert "only visible with that workflow's workflow_id: pass it if you know it" in message, message
 
 
 @pytest.mark.anyio
