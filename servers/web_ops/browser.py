@@ -16,11 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mcp_sections.shared.confinement.egress_proxy import DenyAllPolicy, EgressProxy, GuardPolicy, Limits, Refusal
+from mcp_sections.shared.confinement.egress_proxy import DenyAllPolicy, EgressProxy, GuardPolicy, Limits
 from mcp_sections.shared.confinement.guards.urls import UrlGuard
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.ground.install_hints import install_hint
@@ -55,6 +56,9 @@ LAUNCH_FLAGS = (
 )
 SCREENSHOT_VIEWPORT = {"width": 1280, "height": 800}
 NAVIGATIONS_FOLLOWED = 5  # a page that navigates itself after loading is followed this many times
+REFRESH_FOLLOWED_SECONDS = 3  # a meta refresh due within this is waited for (a "redirecting in 3 s" page)
+REFRESH_GRACE_SECONDS = 2  # past its delay, how long a refresh may take to start
+_REFRESH = re.compile(r"\s*(\d+)?(\.[\d.]*)?(?=$|[\s;,])")  # the delay of a refresh's content (WHATWG)
 ERROR_PAGE = "chrome-error://"  # the URL of the page Chromium shows for a navigation that failed
 
 
@@ -174,14 +178,15 @@ class Browser:
             await context.route_web_socket("**/*", _refuse_websocket(sockets))
             try:
                 page = await context.new_page()
+                navigations = _Navigations(page, proxy, url)
                 try:
                     response = await page.goto(url, wait_until=wait_for, timeout=timeout_seconds * 1000)
-                except Exception as exc:
-                    refused = _refused_navigation(proxy, page.url, "ERR_TUNNEL_CONNECTION_FAILED" in str(exc))
+                except Exception:
+                    refused = navigations.refused()  # a refused hop, when that is why it failed
                     if refused is not None:
-                        raise refused.failure from None
+                        raise refused from None
                     raise
-                html, title = await _settled_content(page, proxy, url, timeout_seconds)
+                html, title = await _settled_content(page, navigations, url, timeout_seconds)
                 shot = await page.screenshot(type="png", full_page=False) if screenshot else None
                 return RenderedPage(
                     url=page.url,
@@ -223,16 +228,24 @@ class Browser:
         return self._browser is not None
 
 
-async def _settled_content(page: Any, proxy: EgressProxy, url: str, timeout_seconds: float) -> tuple[str, str]:
+async def _settled_content(page: Any, navigations: _Navigations, url: str, timeout_seconds: float) -> tuple[str, str]:
     """The page's HTML and title where it ended. A page that navigates itself once loaded (a script setting
-    `location`) is waited for, then judged again where it ended: a refused URL or an error page is a failure."""
+    `location`, a form submitted, a `<meta http-equiv="refresh">` due within `REFRESH_FOLLOWED_SECONDS`) is waited
+    for, then judged again where it ended: a navigation the proxy refused, or an error page, fails the render. The
+    last judgement comes after the read, so what is returned never comes from a refused URL."""
     for _ in range(NAVIGATIONS_FOLLOWED):
-        _check_where_it_ended(page, proxy, url)
+        await navigations.settled(timeout_seconds)
+        navigations.check()
+        started = len(navigations.urls)
         try:
-            return await page.content(), await page.title()
+            html, title = await page.content(), await page.title()
         except Exception as exc:
             if "navigating" not in str(exc):
                 raise
+        else:
+            navigations.check()
+            if len(navigations.urls) == started and not await navigations.refreshed(html, started, timeout_seconds):
+                return html, title
         with contextlib.suppress(Exception):  # a navigation that fails still ends (on Chromium's error page)
             await page.wait_for_load_state("load", timeout=timeout_seconds * 1000)
     raise ToolFailure(
@@ -242,15 +255,98 @@ async def _settled_content(page: Any, proxy: EgressProxy, url: str, timeout_seco
     )
 
 
-def _check_where_it_ended(page: Any, proxy: EgressProxy, url: str) -> None:
-    """Raise if the main frame ended on a URL the proxy refused (a redirect, or the page navigated itself) or on
-    Chromium's error page."""
-    error_page = page.url.startswith(ERROR_PAGE)
-    refused = _refused_navigation(proxy, page.url, error_page)
-    if refused is not None:
-        raise refused.failure
-    if error_page:
-        raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"the browser could not load {url}: it ended on an error page.")
+class _Navigations:
+    """The main frame's navigation requests during one render (each redirect hop, refresh, script navigation or
+    form submission is one), recorded as Chromium issues them, and judged against the render's proxy ledger."""
+
+    def __init__(self, page: Any, proxy: EgressProxy, url: str) -> None:
+        self.page = page
+        self.proxy = proxy
+        self.url = url
+        self.urls: list[str] = []
+        self._in_flight: set[Any] = set()
+        self._changed = asyncio.Event()
+        page.on("request", self._started)
+        page.on("requestfinished", self._ended)
+        page.on("requestfailed", self._ended)
+
+    def _started(self, request: Any) -> None:
+        with contextlib.suppress(Exception):  # a request without a frame (a worker's) is no navigation of the page
+            if not request.is_navigation_request() or request.frame != self.page.main_frame:
+                return
+            self.urls.append(request.url)
+            self._in_flight.add(request)
+            self._changed.set()
+
+    def _ended(self, request: Any) -> None:
+        if request in self._in_flight:
+            self._in_flight.discard(request)
+            self._changed.set()
+
+    async def settled(self, timeout_seconds: float) -> None:
+        """Wait (at most `timeout_seconds`) until no navigation request is in flight: each one's refusal, if the
+        proxy refused it, is then in the ledger."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_seconds):
+                while self._in_flight:
+                    self._changed.clear()
+                    await self._changed.wait()
+
+    async def refreshed(self, html: str, started: int, timeout_seconds: float) -> bool:
+        """Whether a navigation began after `started` requests, waited for when `html` declares a refresh due
+        within `REFRESH_FOLLOWED_SECONDS` (a browser follows it as a redirect)."""
+        delay = _refresh_delay(html)
+        if delay is None or delay > min(REFRESH_FOLLOWED_SECONDS, timeout_seconds):
+            return len(self.urls) > started
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(delay + min(REFRESH_GRACE_SECONDS, timeout_seconds)):
+                while len(self.urls) <= started:
+                    self._changed.clear()
+                    await self._changed.wait()
+        return len(self.urls) > started
+
+    def refused(self) -> ToolFailure | None:
+        """PERMISSION_DENIED naming the first navigation the proxy refused (the main frame went, or is going, to a
+        URL the guard refuses), and the setting that would open it; None when none was refused."""
+        ledger = self.proxy.ledger
+        for target in [*self.urls, self.page.url]:
+            refusal = ledger.refusal_for(target)
+            if refusal is not None and refusal.failure.code is ErrorCode.PERMISSION_DENIED:
+                return ToolFailure(
+                    ErrorCode.PERMISSION_DENIED,
+                    f"{self.url} led the browser to {target[:300]}, which is refused: {refusal.failure.message}",
+                    **refusal.failure.details,
+                )
+        return None
+
+    def check(self) -> None:
+        """Raise if a navigation was refused (`refused`) or the main frame ended on Chromium's error page."""
+        refused = self.refused()
+        if refused is not None:
+            raise refused
+        if self.page.url.startswith(ERROR_PAGE):
+            raise ToolFailure(
+                ErrorCode.EXECUTION_FAILED, f"the browser could not load {self.url}: it ended on an error page."
+            )
+
+
+def _refresh_delay(html: str) -> int | None:
+    """The delay in seconds of the first `<meta http-equiv="refresh">` of a document (outside `<noscript>`)."""
+    if "refresh" not in html.lower():
+        return None
+    from lxml import html as lxml_html
+
+    try:
+        document = lxml_html.document_fromstring(html)
+    except (ValueError, lxml_html.etree.ParserError):
+        return None
+    contents = document.xpath(
+        "//meta[translate(@http-equiv, 'REFSH', 'refsh') = 'refresh'][not(ancestor::noscript)]/@content"
+    )
+    match = _REFRESH.match(contents[0]) if contents else None
+    if match is None or not (match.group(1) or match.group(2)):
+        return None
+    return int(match.group(1) or 0)
 
 
 def _blocked(proxy: EgressProxy, sockets: list[str]) -> list[str]:
@@ -259,16 +355,6 @@ def _blocked(proxy: EgressProxy, sockets: list[str]) -> list[str]:
     if proxy.ledger.refusals_dropped:
         blocked.append(f"... and {proxy.ledger.refusals_dropped} more refused requests")
     return blocked
-
-
-def _refused_navigation(proxy: EgressProxy, page_url: str, failed: bool) -> Refusal | None:
-    """The proxy's refusal the main frame ended on: the one of its URL (a plain-HTTP page is the proxy's 403), or,
-    when the navigation failed (a refused tunnel shows Chromium's error page), the last refusal of an address."""
-    denied = [refusal for refusal in proxy.ledger.refusals if refusal.failure.code is ErrorCode.PERMISSION_DENIED]
-    exact = proxy.ledger.refusal_for(page_url)
-    if exact is not None and exact in denied:
-        return exact
-    return denied[-1] if failed and denied else None
 
 
 def _refuse_websocket(blocked: list[str]) -> Any:

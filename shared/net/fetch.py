@@ -95,7 +95,16 @@ class GuardedHttp:
             with anyio.fail_after(self.timeout_seconds):
                 current = url
                 while True:
-                    response = await self.request("GET", current, headers=headers, max_bytes=max_bytes)
+                    try:
+                        response = await self.request("GET", current, headers=headers, max_bytes=max_bytes)
+                    except ToolFailure as failure:
+                        if not redirects or failure.code is not ErrorCode.PERMISSION_DENIED:
+                            raise
+                        raise ToolFailure(
+                            failure.code,
+                            f"{url} redirects to {current[:300]}, which is refused: {failure.message}",
+                            **failure.details,
+                        ) from None
                     location = response.headers.get("location")
                     if response.status not in REDIRECT_STATUSES or not location:
                         break
