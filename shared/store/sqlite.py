@@ -7,9 +7,11 @@ failing, one connection per thread, and numbered migrations tracked in `PRAGMA u
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +20,9 @@ from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 
 BUSY_TIMEOUT_MS = 15_000
 LOCK_RETRIES = 5
+CLOSE_WAIT_SECONDS = 30.0  # how long `close` waits for transactions under way in other threads
+
+logger = logging.getLogger("mcp_sections.store.sqlite")
 
 
 class Database:
@@ -28,30 +33,50 @@ class Database:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._registry_lock = threading.Lock()
+        self._released = threading.Condition(self._registry_lock)
+        self._in_use: Counter[int] = Counter()  # id(connection) -> transactions under way on it
         path.parent.mkdir(parents=True, exist_ok=True)
         self._migrate(migrations)
 
-    def _connect(self) -> sqlite3.Connection:
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
-            )
-            connection.row_factory = sqlite3.Row
-            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            _use_wal(connection)
-            connection.execute("PRAGMA synchronous = FULL")
-            connection.execute("PRAGMA foreign_keys = ON")
-            self._local.connection = connection
-            with self._registry_lock:
-                self._connections.append(connection)
+    def _new_connection(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
+        connection.row_factory = sqlite3.Row
+        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        _use_wal(connection)
+        connection.execute("PRAGMA synchronous = FULL")
+        connection.execute("PRAGMA foreign_keys = ON")
         return connection
+
+    @contextmanager
+    def _using(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection (opened on first use), counted in use until the block ends, so that `close` never
+        closes it under a statement this thread runs (that crashes the process: a server stopping while its warm-up
+        read)."""
+        with self._registry_lock:
+            connection = getattr(self._local, "connection", None)
+            if connection is not None:
+                self._in_use[id(connection)] += 1
+        if connection is None:
+            connection = self._new_connection()  # not registered yet: `close` cannot see it
+            with self._registry_lock:
+                self._local.connection = connection
+                self._connections.append(connection)
+                self._in_use[id(connection)] += 1
+        try:
+            yield connection
+        finally:
+            with self._released:
+                self._in_use[id(connection)] -= 1
+                if self._in_use[id(connection)] <= 0:
+                    del self._in_use[id(connection)]
+                    self._released.notify_all()
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A consistent snapshot for several SELECTs."""
-        with _database_errors():
-            connection = self._connect()
+        with _database_errors(), self._using() as connection:
             connection.execute("BEGIN")
             try:
                 yield connection
@@ -62,8 +87,7 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """An immediate (write-locked) transaction: committed on success, rolled back on any error."""
-        with _database_errors():
-            connection = self._connect()
+        with _database_errors(), self._using() as connection:
             _begin_immediate(connection)
             try:
                 yield connection
@@ -83,11 +107,17 @@ class Database:
                 connection.execute(f"PRAGMA user_version = {number}")
 
     def close(self) -> None:
-        with self._registry_lock:
+        """Close every thread's connection once its transaction under way (if any) has ended, waiting at most
+        `CLOSE_WAIT_SECONDS`; one still in use then is left to the garbage collector. A thread that uses the
+        database afterwards opens a new connection."""
+        with self._released:
+            if not self._released.wait_for(lambda: not self._in_use, timeout=CLOSE_WAIT_SECONDS):
+                logger.warning("closing %s: %d connection(s) still in use are left open", self.path, len(self._in_use))
             for connection in self._connections:
-                connection.close()
+                if id(connection) not in self._in_use:
+                    connection.close()
             self._connections.clear()
-        self._local = threading.local()
+            self._local = threading.local()
 
 
 def _use_wal(connection: sqlite3.Connection) -> None:
