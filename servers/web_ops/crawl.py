@@ -4,7 +4,9 @@ Followed links stay on the start page's site (same host and port, after its redi
 match the include patterns (if any) and none of the exclude patterns (regular expressions on the URL, evaluated
 with a time budget so a pathological pattern cannot hang the section), and are allowed by the site's robots.txt
 (protego, as the reference fetch server uses; its crawl-delay is honoured up to `MAX_CRAWL_DELAY`). A page that
-fails is reported and skipped; the crawl goes on.
+fails is reported and skipped; the crawl goes on. Every link met and not followed is counted by reason: `other
+site`, `pattern`, `robots.txt`, `invalid URL`, and the caps' `max_pages` (the crawl stopped at the limit) and
+`depth` (the links of the deepest pages).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ MAX_PATTERN_LENGTH = 300
 PATTERN_SECONDS = 0.05
 MAX_CRAWL_DELAY = 2.0
 CONCURRENT_FETCHES = 4
+MAX_PAGES_REASON = "max_pages"  # the reason in `skipped` of the links a crawl left at its page cap
 
 FetchPage = Callable[[str], Awaitable[Page]]
 
@@ -40,8 +43,8 @@ class CrawledPage:
 class CrawlReport:
     pages: list[CrawledPage] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
-    skipped: dict[str, int] = field(default_factory=dict)
-    stopped_by_limit: bool = False
+    skipped: dict[str, int] = field(default_factory=dict)  # links not followed, by reason
+    stopped_by_limit: bool = False  # links were left at max_pages
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -129,24 +132,23 @@ async def crawl(
     robots: Robots | None,
     on_page: Callable[[int, int, str], Awaitable[None]] | None = None,
 ) -> CrawlReport:
-    """Breadth-first from an already fetched start page; `start` is the report's first page (depth 0)."""
+    """Breadth-first from an already fetched start page; `start` is the report's first page (depth 0). Every link
+    met and not followed is counted in `skipped` by reason, those left by the caps too (`max_pages`, `depth`)."""
     crawler = _Crawl(fetch, start, max_pages=max_pages, url_filter=url_filter, robots=robots, on_page=on_page)
-    report = crawler.report
     current_level = [start]
     for level in range(1, depth + 1):
         frontier = crawler.frontier(current_level)
-        if not frontier:
-            break
+        if crawler.full():
+            crawler.leave(len(frontier), MAX_PAGES_REASON)
+            return crawler.report
         next_level: list[Page] = []
         limiter = anyio.Semaphore(CONCURRENT_FETCHES)
         async with anyio.create_task_group() as group:
             for url, parent_url in frontier:
                 group.start_soon(crawler.visit, url, parent_url, level, next_level, limiter)
         current_level = next_level
-        if len(report.pages) >= max_pages:
-            report.stopped_by_limit = report.stopped_by_limit or bool(frontier)
-            break
-    return report
+    crawler.leave(len(crawler.frontier(current_level)), "depth")  # the links of the deepest pages
+    return crawler.report
 
 
 class _Crawl:
@@ -194,18 +196,27 @@ class _Crawl:
         return frontier
 
     def full(self) -> bool:
-        """Whether the report holds `max_pages` (then the crawl says it stopped by the limit)."""
-        if len(self.report.pages) >= self.max_pages:
+        """Whether the report holds `max_pages`."""
+        return len(self.report.pages) >= self.max_pages
+
+    def leave(self, links: int, reason: str) -> None:
+        """Count `links` not followed for `reason`; left for `max_pages`, the crawl stopped at the limit."""
+        for _ in range(links):
+            self.report.skip(reason)
+        if links and reason == MAX_PAGES_REASON:
             self.report.stopped_by_limit = True
-            return True
-        return False
 
     async def visit(self, url: str, parent_url: str, level: int, into: list[Page], limiter: anyio.Semaphore) -> None:
-        """Fetch one page (robots.txt and its crawl delay permitting) unless the report is full."""
+        """Fetch one page (robots.txt and its crawl delay permitting) unless the report is full (then the link is
+        left, counted under `max_pages`)."""
         async with limiter:
             if self.full():
+                self.leave(1, MAX_PAGES_REASON)
                 return
-            if not await self.robots_allow(url) or self.full():  # full by now: pages came in during the delay
+            if not await self.robots_allow(url):
+                return
+            if self.full():  # full by now: pages came in during the delay
+                self.leave(1, MAX_PAGES_REASON)
                 return
             try:
                 page = await self.fetch(url)
@@ -213,6 +224,7 @@ class _Crawl:
                 self.report.failures.append(f"{url}: {failure.message}")
                 return
             if self.full():
+                self.leave(1, MAX_PAGES_REASON)
                 return
             self.report.pages.append(CrawledPage(page, level, parent_url))
             into.append(page)

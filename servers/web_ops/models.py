@@ -16,6 +16,10 @@ UNTRUSTED = (
 )
 Url = Field(min_length=1, max_length=2048, description="Absolute http(s) URL.")
 MAX_START_INDEX = 50_000_000
+SKIPPED = (
+    "Links of a crawl not followed, by reason: other site, pattern, robots.txt, invalid URL, max_pages (the crawl "
+    "stopped at the page cap), depth (links of the deepest pages)."
+)
 PATTERNS = "Regular expressions on absolute URLs (Python `re` syntax, at most 300 characters each), at most 10."
 
 
@@ -152,7 +156,7 @@ class FetchWebPageResult(ToolResult):
     children: list[ChildPage] | None = None
     total_pages_fetched: int
     failures: list[str] = Field(default_factory=list, description="Pages of the crawl that could not be fetched.")
-    skipped: dict[str, int] = Field(default_factory=dict, description="Links not followed, by reason.")
+    skipped: dict[str, int] = Field(default_factory=dict, description=SKIPPED)
     blocked_requests: list[str] = Field(
         default_factory=list, description="Requests of the page that the URL guard refused (first 20)."
     )
@@ -219,7 +223,7 @@ class IngestWebPageResult(ToolResult):
     embeddings_pending: int
     embeddings: Literal["background", "disabled", "off"]
     failures: list[str] = Field(default_factory=list)
-    skipped: dict[str, int] = Field(default_factory=dict)
+    skipped: dict[str, int] = Field(default_factory=dict, description=SKIPPED)
     message: str
 
 

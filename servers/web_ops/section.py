@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
+from mcp_sections.servers.web_ops.crawl import MAX_PAGES, MAX_PAGES_REASON
 from mcp_sections.servers.web_ops.models import (
     ChildPage,
     FetchWebPageInput,
@@ -95,7 +96,7 @@ async def fetch_web_page(params: FetchWebPageInput, state: Any, ctx: ToolContext
         failures=fetched.report.failures,
         skipped=fetched.report.skipped,
         blocked_requests=page.blocked_requests[:MAX_BLOCKED_SHOWN],
-        notes=_notes(page, fetched),
+        notes=_notes(page, fetched, params.max_pages),
         ingested=IngestSummary(
             project_id=ingested.project_id,
             pages_ingested=len(ingested.node_ids),
@@ -196,6 +197,7 @@ async def ingest_web_page(
         )
         for crawled in fetched.report.pages
     ]
+    stopped = _stopped_at_limit(fetched, params.max_pages)
     embeddings: Literal["background", "disabled", "off"] = "disabled"
     if web.settings.embeddings:
         embeddings = "background" if params.generate_embeddings else "off"
@@ -209,7 +211,8 @@ async def ingest_web_page(
         failures=fetched.report.failures,
         skipped=fetched.report.skipped,
         message=f"Ingested {len(pages)} page(s) into project {ingested.project_id}; searchable by text now"
-        + (", by meaning once the background embedding is done." if embeddings == "background" else "."),
+        + (", by meaning once the background embedding is done." if embeddings == "background" else ".")
+        + (f" {stopped.capitalize()} (raise max_pages ≤ {MAX_PAGES})." if stopped else ""),
     )
 
 
@@ -250,11 +253,20 @@ def _progress(ctx: ToolContext | None) -> Any:
     return report
 
 
-def _notes(page: Any, fetched: Any) -> list[str]:
+def _notes(page: Any, fetched: Any, max_pages: int) -> list[str]:
     notes = list(page.notes)
-    if fetched.report.stopped_by_limit:
-        notes.append("the crawl stopped at max_pages; raise it (≤ 50) or narrow include_patterns")
+    stopped = _stopped_at_limit(fetched, max_pages)
+    if stopped:
+        notes.append(f"{stopped}; raise max_pages (≤ {MAX_PAGES}) or narrow include_patterns")
     return notes
+
+
+def _stopped_at_limit(fetched: Any, max_pages: int) -> str | None:
+    """What a crawl cut short by `max_pages` says of it, or None."""
+    if not fetched.report.stopped_by_limit:
+        return None
+    left = fetched.report.skipped.get(MAX_PAGES_REASON, 0)
+    return f"the crawl stopped at max_pages ({max_pages}): {left} link{'s' if left != 1 else ''} not followed"
 
 
 @contextlib.asynccontextmanager

@@ -104,7 +104,7 @@ class WebOps:
     ) -> Fetched:
         url_filter = UrlFilter(include or [], exclude or [])  # invalid patterns fail before any fetch
         start = await self.fetcher.fetch(url, render=render, wait_for=wait_for, screenshot=screenshot, force=force)
-        if depth == 0 or max_pages <= 1:
+        if depth == 0:
             report = CrawlReport()
             report.pages.append(CrawledPage(start, 0, None))
             return Fetched(report)
