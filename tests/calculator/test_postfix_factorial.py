@@ -5,24 +5,13 @@ tighter than every other operator, as mathematicians read them."""
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from mcp import Client
 
 from mcp_sections.servers.calculator import grammar
-from tests.in_memory import section_in_memory
 from tests.stdio import call, fail
-
-
-@pytest.fixture(scope="module")
-async def client(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Client]:
-    base = tmp_path_factory.mktemp("calculator")
-    (base / "config.toml").write_text("", encoding="utf-8")
-    environment = {"MCP_SECTIONS_CONFIG": str(base / "config.toml"), "MCP_SECTIONS_DATA_DIR": str(base / "data")}
-    async with section_in_memory("calculator", env=environment) as connected:
-        yield connected
 
 
 async def evaluate(client: Client, expression: str) -> str:

@@ -14,7 +14,6 @@ adjustment.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from fractions import Fraction
 from typing import Any
 
@@ -24,7 +23,6 @@ from mcp import Client
 from sympy.parsing.sympy_parser import parse_expr
 
 from mcp_sections.servers.calculator.units import unit_table
-from tests.in_memory import section_in_memory
 from tests.stdio import data_of, text_of
 
 F = Fraction
@@ -173,15 +171,6 @@ MEASURED = {"Da", "dalton"}
 # value in the scale → kelvin (SI: T/K = t/°C + 273.15; NIST SP 811 4.2.1.1 and B.9: T/K = (t/°F + 459.67)/1.8)
 TEMPERATURES = {"degC": (F(0), F("273.15")), "celsius": (F(100), F("373.15")), "degF": (F(32), F("273.15"))}
 TEMPERATURES["fahrenheit"] = (F(212), F("373.15"))
-
-
-@pytest.fixture(scope="module")
-async def client(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Client]:
-    base = tmp_path_factory.mktemp("calculator")
-    (base / "config.toml").write_text("", encoding="utf-8")
-    environment = {"MCP_SECTIONS_CONFIG": str(base / "config.toml"), "MCP_SECTIONS_DATA_DIR": str(base / "data")}
-    async with section_in_memory("calculator", env=environment) as connected:
-        yield connected
 
 
 async def convert(client: Client, value: float, source: str, target: str) -> tuple[dict[str, Any], str]:
