@@ -15,13 +15,13 @@ from mcp_sections.servers.memory.store import (
     MAX_TAG_LENGTH,
     MAX_TAGS,
     MEMORY_ID_PATTERN,
-    WORKFLOW_ID_PATTERN,
     Memory,
     MemoryType,
     ScopeName,
     SearchMode,
 )
 from mcp_sections.shared.framework.tools import ToolInput, ToolResult
+from mcp_sections.shared.ground.workflows import WORKFLOW_ID_RULE, WorkflowId
 
 PREVIEW_CHARS = 1_000
 MAX_QUERY_LENGTH = 2_000
@@ -31,18 +31,15 @@ TYPE_HELP = (
     "'knowledge' (domain facts and expertise), 'decision' (a decision and its rationale)."
 )
 WorkflowField = Annotated[
-    str | None,
+    WorkflowId | None,
     Field(
         default=None,
         description=(
             "Workflow whose memories this call works on; overrides the scope activated with "
             "memory_activate_workflow / memory_activate_general for this call only. Omit to use the activated "
-            "scope (per server process; general when nothing was activated). 1-128 characters: letters, digits, "
-            "'_', '.', ':', '-'."
+            f"scope (per server process; general when nothing was activated). {WORKFLOW_ID_RULE[0].upper()}"
+            f"{WORKFLOW_ID_RULE[1:]} (the same workflow ids as todo's)."
         ),
-        min_length=1,
-        max_length=128,
-        pattern=WORKFLOW_ID_PATTERN,
     ),
 ]
 MemoryId = Annotated[
@@ -88,11 +85,8 @@ def _check_content(value: str | None) -> str | None:
 
 # ---- inputs -----------------------------------------------------------------------------------
 class ActivateWorkflowInput(ToolInput):
-    workflow_id: str = Field(
-        description="Workflow to scope memories to from now on in this server process ('_', '.', ':', '-' allowed).",
-        min_length=1,
-        max_length=128,
-        pattern=WORKFLOW_ID_PATTERN,
+    workflow_id: WorkflowId = Field(
+        description=f"Workflow to scope memories to from now on in this server process; {WORKFLOW_ID_RULE}."
     )
 
 

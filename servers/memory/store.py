@@ -64,7 +64,6 @@ MAX_LIMIT = 100
 MIN_OFFERED = 3  # a search offers at least this many memories (the nearest, marked when below the threshold)
 DEFAULT_DUPLICATE_THRESHOLD = 0.97
 VALID_TYPES = ("user_pref", "context", "knowledge", "decision")
-WORKFLOW_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 MEMORY_ID_PATTERN = r"^mem_[0-9a-f]{32}$"
 MAX_TAGS = 20
 MAX_TAG_LENGTH = 64

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from mcp_sections.servers.todo import tombstones
 from mcp_sections.shared.ground.errors import invalid_input, limit_exceeded, not_found, validation_failed
+from mcp_sections.shared.ground.workflows import check_workflow_id
 from mcp_sections.shared.store.postgres import PostgresDatabase, SqlConnection, StoreBackendSettings
 from mcp_sections.shared.store.sqlite import Database
 
@@ -50,13 +51,11 @@ DEFAULT_LIST_LIMIT = 1000
 MAX_TASKS_PER_WORKFLOW = 10_000
 MAX_DURATION_MS = 366 * 24 * 3600 * 1000
 DEFAULT_WORKFLOW = "default"
-WORKFLOW_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 TASK_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 AGENT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,63}$"
 FILE_NAME = "todo.sqlite3"
 MAX_NAMED = 20  # how many ids an error message lists before "and N more"
 
-_WORKFLOW_ID = re.compile(WORKFLOW_ID_PATTERN)
 _TASK_ID = re.compile(TASK_ID_PATTERN)
 _AGENT_ID = re.compile(AGENT_ID_PATTERN)
 
@@ -188,14 +187,6 @@ def now_iso() -> str:
 
 def _parse_iso(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def check_workflow_id(value: str) -> str:
-    if not _WORKFLOW_ID.match(value):
-        raise invalid_input(
-            "workflow_id must be 1-64 characters: letters, digits, '_', '.', '-', starting with a letter or digit."
-        )
-    return value
 
 
 def check_task_id(value: str, what: str = "task_id") -> str:

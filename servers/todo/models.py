@@ -19,25 +19,23 @@ from mcp_sections.servers.todo.board import (
     PRIORITY_MAX,
     PRIORITY_MIN,
     TASK_ID_PATTERN,
-    WORKFLOW_ID_PATTERN,
     Task,
 )
 from mcp_sections.shared.framework.tools import ToolInput, ToolResult
+from mcp_sections.shared.ground.workflows import WORKFLOW_ID_RULE, WorkflowId
 
 StatusName = Literal["pending", "in_progress", "completed", "blocked"]
 
 MAX_OFFSET = 1_000_000
 
-WorkflowId = Annotated[
-    str,
+WorkflowField = Annotated[
+    WorkflowId,
     Field(
         description=(
             "Workflow the tasks belong to; each workflow is a separate board and no call sees another "
-            f"workflow's tasks. 1-64 characters: letters, digits, '_', '.', '-'. Default '{DEFAULT_WORKFLOW}'."
+            f"workflow's tasks. {WORKFLOW_ID_RULE[0].upper()}{WORKFLOW_ID_RULE[1:]} (the same workflow ids as "
+            f"memory's). Default '{DEFAULT_WORKFLOW}'."
         ),
-        min_length=1,
-        max_length=64,
-        pattern=WORKFLOW_ID_PATTERN,
     ),
 ]
 TaskId = Annotated[
@@ -114,7 +112,7 @@ class CreateInput(ToolInput):
     assigned_agent: AgentId | None = Field(
         default=None, description="Agent responsible for the task (optional; omit for unassigned)."
     )
-    workflow_id: WorkflowId = DEFAULT_WORKFLOW
+    workflow_id: WorkflowField = DEFAULT_WORKFLOW
     allow_duplicate: bool = Field(
         default=False,
         description=(
@@ -127,7 +125,7 @@ class CreateInput(ToolInput):
 
 class GetInput(ToolInput):
     task_id: TaskId
-    workflow_id: WorkflowId = DEFAULT_WORKFLOW
+    workflow_id: WorkflowField = DEFAULT_WORKFLOW
 
 
 class UpdateStatusInput(ToolInput):
@@ -139,7 +137,7 @@ class UpdateStatusInput(ToolInput):
         )
     )
     force: Force = False
-    workflow_id: WorkflowId = DEFAULT_WORKFLOW
+    workflow_id: WorkflowField = DEFAULT_WORKFLOW
 
 
 class UpdateInput(ToolInput):
@@ -160,7 +158,7 @@ class UpdateInput(ToolInput):
         default=False,
         description="Allow adding dependencies that are not completed to a task already in_progress or completed.",
     )
-    workflow_id: WorkflowId = DEFAULT_WORKFLOW
+    workflow_id: WorkflowField = DEFAULT_WORKFLOW
 
 
 class ListInput(ToolInput):
@@ -173,7 +171,7 @@ class ListInput(ToolInput):
         description=f"Maximum number of tasks returned, 1-{MAX_LIST_LIMIT} (default {DEFAULT_LIST_LIMIT}).",
     )
     offset: int = Field(default=0, ge=0, le=MAX_OFFSET, description="Skip this many tasks first (paging).")
-    workflow_id: WorkflowId = DEFAULT_WORKFLOW
+    workflow_id: WorkflowField = DEFAULT_WORKFLOW
 
 
 class CompleteInput(ToolInput):
@@ -188,7 +186,7 @@ class CompleteInput(ToolInput):
         ),
     )
     force: Force = False
-    workflow_id: WorkflowId = DEFAULT_WORKFLOW
+    workflow_id: WorkflowField = DEFAULT_WORKFLOW
 
 
 class DeleteInput(ToolInput):
@@ -200,14 +198,14 @@ class DeleteInput(ToolInput):
             "true deletes them too, and their own dependents, transitively."
         ),
     )
-    workflow_id: WorkflowId = DEFAULT_WORKFLOW
+    workflow_id: WorkflowField = DEFAULT_WORKFLOW
 
 
 class NextInput(ToolInput):
     assigned_agent: AgentId | None = Field(
         default=None, description="Only consider tasks assigned to this agent or to nobody; omit for all tasks."
     )
-    workflow_id: WorkflowId = DEFAULT_WORKFLOW
+    workflow_id: WorkflowField = DEFAULT_WORKFLOW
 
 
 # --------------------------------------------------------------------------------------------- outputs

@@ -66,7 +66,7 @@ def test_create_defaults_and_fields(board: Board) -> None:
         ({"dependencies": [f"t{i}" for i in range(MAX_DEPENDENCIES + 1)]}, "at most 100"),
         ({"assigned_agent": "no spaces"}, "assigned_agent"),
         ({"workflow_id": "../etc"}, "workflow_id"),
-        ({"workflow_id": "x" * 65}, "workflow_id"),
+        ({"workflow_id": "x" * 129}, "workflow_id"),
     ],
 )
 def test_create_rejects_bad_input(board: Board, kwargs: dict, fragment: str) -> None:

@@ -172,7 +172,7 @@ async def test_a_refusal_names_one_dependent_in_the_singular(client: Client) -> 
         ("todo_create", {"name": "x", "dependencies": ["../x"]}, "dependencies"),
         ("todo_create", {"name": "x", "assigned_agent": "two words"}, "assigned_agent"),
         ("todo_create", {"name": "x", "workflow_id": "bad/id"}, "workflow_id"),
-        ("todo_create", {"name": "x", "workflow_id": "w" * 65}, "workflow_id"),
+        ("todo_create", {"name": "x", "workflow_id": "w" * 129}, "workflow_id"),
         ("todo_create", {"name": "x", "operation": "create"}, "operation"),
         ("todo_get", {}, "task_id"),
         ("todo_get", {"task_id": "x" * 65}, "task_id"),
