@@ -14,8 +14,8 @@ import re
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ import pytest
 
 from mcp_sections.shared.serving.audit import read_records
 from tests.processes import kill_running_with, serving_over_http
+from tests.raw_http import RawSession, events
 from tests.stdio import REPO
 from tests.waiting import eventually
 
@@ -129,64 +130,16 @@ async def _no_question(gateway: Gateway) -> bool:
 # -- a client that resumes its stream keeps its question ------------------------------------------------------
 
 
-class RawSession:
-    """A Streamable HTTP session spoken by hand (2025-11-25), so that a test can close a call's stream and resume it
-    with `Last-Event-ID`, as a client whose connection dropped does."""
-
-    def __init__(self, http: httpx.AsyncClient, url: str) -> None:
-        self.http, self.url = http, url
-        self.headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-    async def start(self) -> None:
-        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
-        body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
-        async with self.http.stream("POST", self.url, json=body, headers=self.headers) as response:
-            self.headers["Mcp-Session-Id"] = response.headers["mcp-session-id"]
-            self.headers["Mcp-Protocol-Version"] = "2025-11-25"
-            async for _ in _events(response):
-                break
-        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        assert (await self.http.post(self.url, json=note, headers=self.headers)).status_code == 202
-
-    @asynccontextmanager
-    async def call(self, arguments: dict[str, Any]) -> AsyncIterator[Any]:
-        """tools/call of call_section_tool, its response stream open for the block."""
-        params = {"name": "call_section_tool", "arguments": arguments, "_meta": {"progressToken": "p"}}
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
-        async with self.http.stream("POST", self.url, json=body, headers=self.headers) as response:
-            yield response
-
-    @asynccontextmanager
-    async def resumed(self, last_event_id: str) -> AsyncIterator[Any]:
-        headers = {**self.headers, "Accept": "text/event-stream", "Last-Event-ID": last_event_id}
-        headers.pop("Content-Type")
-        async with self.http.stream("GET", self.url, headers=headers) as response:
-            assert response.status_code == 200, response.status_code
-            yield response
-
-
-async def _events(response: Any) -> AsyncIterator[tuple[str | None, dict[str, Any] | None]]:
-    """(id, message) of each SSE event of a response (message None for a priming event)."""
-    event_id, data = None, ""
-    async for line in response.aiter_lines():
-        if line.startswith("id:"):
-            event_id = line[3:].strip()
-        elif line.startswith("data:"):
-            data += line[5:].strip()
-        elif not line:
-            if event_id is not None or data:
-                yield event_id, json.loads(data) if data else None
-            event_id, data = None, ""
-
-
 async def test_a_client_that_resumes_its_stream_keeps_its_question_and_gets_the_result(tmp_path: Path) -> None:
     with http_gateway(tmp_path) as gateway:
         async with httpx.AsyncClient(timeout=httpx.Timeout(30, read=120)) as http:
             session = RawSession(http, f"{gateway.url}/mcp")
             await session.start()
             last = None
-            async with session.call(gateway.write("kept.txt")) as stream:
-                async for event_id, message in _events(stream):
+            async with session.call(
+                "call_section_tool", gateway.write("kept.txt"), _meta={"progressToken": "p"}
+            ) as stream:
+                async for event_id, message in events(stream):
                     last = event_id or last
                     if message is not None and message.get("method") == "notifications/progress":
                         break  # the question waits on the page; the stream drops here
@@ -196,7 +149,7 @@ async def test_a_client_that_resumes_its_stream_keeps_its_question_and_gets_the_
                 await eventually(_reconnected(gateway, shown["id"]), timeout=30)
                 assert await gateway.answer(shown, approve=True) == 303
                 result = None
-                async for _, message in _events(resumed):
+                async for _, message in events(resumed):
                     if message is not None and message.get("id") == 1:
                         result = message["result"]
                         break

@@ -14,8 +14,8 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ import pytest
 from mcp_sections.shared.serving.audit import read_records
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.processes import kill_running_with, serving_over_http
+from tests.raw_http import RawSession, events
 from tests.stdio import REPO
 from tests.waiting import eventually
 
@@ -224,75 +225,15 @@ async def test_an_http_client_killed_while_its_user_reads_the_question_has_it_wi
     _declined_as_gone(served)
 
 
-class RawSession:
-    """A Streamable HTTP session spoken by hand (2025-11-25) by a client with elicitation, so that a test can drop
-    a call's stream while its question is open and resume it with `Last-Event-ID`."""
-
-    def __init__(self, http: httpx.AsyncClient, url: str) -> None:
-        self.http, self.url = http, url
-        self.headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-    async def start(self) -> None:
-        hello = {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"elicitation": {"form": {}}},
-            "clientInfo": {"name": "raw", "version": "1"},
-        }
-        body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
-        async with self.http.stream("POST", self.url, json=body, headers=self.headers) as response:
-            self.headers["Mcp-Session-Id"] = response.headers["mcp-session-id"]
-            self.headers["Mcp-Protocol-Version"] = "2025-11-25"
-            async for _ in _events(response):
-                break
-        await self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    async def post(self, message: dict[str, Any]) -> None:
-        assert (await self.http.post(self.url, json=message, headers=self.headers)).status_code == 202
-
-    @asynccontextmanager
-    async def call(self, arguments: dict[str, Any]) -> AsyncIterator[Any]:
-        """tools/call of write_file, its response stream open for the block."""
-        body = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": "write_file", "arguments": arguments},
-        }
-        async with self.http.stream("POST", self.url, json=body, headers=self.headers) as response:
-            yield response
-
-    @asynccontextmanager
-    async def resumed(self, last_event_id: str) -> AsyncIterator[Any]:
-        headers = {**self.headers, "Accept": "text/event-stream", "Last-Event-ID": last_event_id}
-        headers.pop("Content-Type")
-        async with self.http.stream("GET", self.url, headers=headers) as response:
-            assert response.status_code == 200, response.status_code
-            yield response
-
-
-async def _events(response: Any) -> AsyncIterator[tuple[str | None, dict[str, Any] | None]]:
-    """(id, message) of each SSE event of a response (message None for a priming event)."""
-    event_id, data = None, ""
-    async for line in response.aiter_lines():
-        if line.startswith("id:"):
-            event_id = line[3:].strip()
-        elif line.startswith("data:"):
-            data += line[5:].strip()
-        elif not line:
-            if event_id is not None or data:
-                yield event_id, json.loads(data) if data else None
-            event_id, data = None, ""
-
-
 async def test_an_http_client_that_resumes_its_stream_keeps_its_question_and_its_answer_counts(served: Served) -> None:
     with over_http(served) as url:
         async with httpx.AsyncClient(timeout=httpx.Timeout(30, read=120)) as http:
-            session = RawSession(http, url)
+            session = RawSession(http, url, {"elicitation": {"form": {}}})
             await session.start()
             asked: dict[str, Any] = {}
             last = None
-            async with session.call(served.write("kept.txt")) as stream:
-                async for event_id, message in _events(stream):
+            async with session.call("write_file", served.write("kept.txt")) as stream:
+                async for event_id, message in events(stream):
                     if message is not None and message.get("method") == "elicitation/create":
                         asked, last = message, event_id
                         break  # the user reads the question; the stream drops here
@@ -304,7 +245,7 @@ async def test_an_http_client_that_resumes_its_stream_keeps_its_question_and_its
                 await anyio.sleep(max(0.0, dropped + GRACE + 3 - time.monotonic()))
                 await session.post({"jsonrpc": "2.0", "id": asked["id"], "result": APPROVED})
                 result = None
-                async for _, message in _events(resumed):
+                async for _, message in events(resumed):
                     if message is not None and message.get("id") == 1:
                         result = message["result"]
                         break
