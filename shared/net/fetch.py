@@ -6,6 +6,11 @@ second DNS answer can never send the request elsewhere. Redirects are followed o
 checked again (at most `max_redirects`). Bodies are streamed and cut at `max_bytes` (after decompression, so a
 gzip bomb stops at the cap); the whole exchange is bounded by `timeout_seconds`. Proxies from the environment
 are ignored: a proxy would resolve names itself.
+
+A host that cannot be reached raises `Unreachable` (its name does not resolve: NOT_FOUND, as a page that does not
+exist; no address takes the connection, the connection breaks, endless redirects: EXECUTION_FAILED), one that does
+not answer in time `TimedOut` (TIMEOUT): both carry the host and why, for the callers that reach a *service* rather
+than a page to code them as the service's (`shared.net.model_api.Service.failed`).
 """
 
 from __future__ import annotations
@@ -19,13 +24,37 @@ import anyio
 import anyio.to_thread
 import httpx2
 
-from mcp_sections.shared.confinement.guards.urls import CheckedUrl, UrlGuard
+from mcp_sections.shared.confinement.guards.urls import CheckedUrl, UrlGuard, parse_url
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.ground.hosts import url_host
 from mcp_sections.shared.net.encoding import decode_body
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 HOP_BY_HOP = frozenset({"host", "connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"})
+
+
+class Unreachable(ToolFailure):
+    """The host could not be reached; `reason` says why in a few words (no fix: the caller knows what to check)."""
+
+    def __init__(self, code: ErrorCode, message: str, *, host: str, reason: str) -> None:
+        super().__init__(code, message)
+        self.host = host
+        self.reason = reason
+
+
+class TimedOut(ToolFailure):
+    """The host did not answer within `seconds` (TIMEOUT)."""
+
+    def __init__(self, message: str, *, host: str, seconds: float) -> None:
+        super().__init__(ErrorCode.TIMEOUT, message)
+        self.host = host
+        self.seconds = seconds
+
+
+def _unreachable(host: str, reason: str, message: str | None = None) -> Unreachable:
+    """EXECUTION_FAILED for a page fetched (`message`, else `reason` and to check the URL or retry)."""
+    said = message or f"{reason}; check the URL or try again later."
+    return Unreachable(ErrorCode.EXECUTION_FAILED, said, host=host, reason=reason)
 
 
 @dataclass
@@ -83,7 +112,17 @@ class GuardedHttp:
         await self._client.aclose()
 
     async def check(self, url: str) -> CheckedUrl:
-        return await anyio.to_thread.run_sync(self.guard.check, url)
+        """The guard's verdict on `url`; a host name that does not resolve (the guard's NOT_FOUND) is `Unreachable`,
+        with the guard's message."""
+        try:
+            return await anyio.to_thread.run_sync(self.guard.check, url)
+        except ToolFailure as failure:
+            if failure.code is not ErrorCode.NOT_FOUND:
+                raise
+            host = parse_url(url).host
+            raise Unreachable(
+                ErrorCode.NOT_FOUND, failure.message, host=host, reason=f"the host {host!r} could not be resolved"
+            ) from None
 
     async def get(
         self, url: str, *, headers: dict[str, str] | None = None, max_bytes: int | None = None
@@ -109,16 +148,21 @@ class GuardedHttp:
                     if response.status not in REDIRECT_STATUSES or not location:
                         break
                     if len(redirects) >= self.max_redirects:
-                        raise ToolFailure(
+                        reason = f"more than {self.max_redirects} redirects"
+                        raise Unreachable(
                             ErrorCode.EXECUTION_FAILED,
-                            f"more than {self.max_redirects} redirects from {url}; fetch the last target directly "
-                            f"if it is the page you want ({urljoin(current, location)}).",
+                            f"{reason} from {url}; fetch the last target directly if it is the page you want "
+                            f"({urljoin(current, location)}).",
+                            host=_host_of(url),
+                            reason=reason,
                         )
                     redirects.append(response.url)
                     current = urljoin(response.url, location)
         except TimeoutError:
-            raise ToolFailure(
-                ErrorCode.TIMEOUT, f"{url} did not answer within {self.timeout_seconds:g} s; try again later."
+            raise TimedOut(
+                f"{url} did not answer within {self.timeout_seconds:g} s; try again later.",
+                host=_host_of(url),
+                seconds=self.timeout_seconds,
             ) from None
         response.redirects = redirects
         response.seconds = time.perf_counter() - started
@@ -151,11 +195,23 @@ class GuardedHttp:
                 last_error = exc
                 continue
             except httpx2.TimeoutException:
-                raise ToolFailure(ErrorCode.TIMEOUT, f"{checked.url} timed out; try again later.") from None
+                raise TimedOut(
+                    f"{checked.url} timed out; try again later.", host=parsed.host, seconds=self.timeout_seconds
+                ) from None
+            except httpx2.TransportError as exc:  # the connection broke, or the answer was not HTTP
+                said = f"the connection failed ({_reason(exc)})"
+                raise _unreachable(parsed.host, said, f"{checked.url} failed: {_reason(exc)}.") from None
             except httpx2.HTTPError as exc:
                 raise ToolFailure(ErrorCode.EXECUTION_FAILED, f"{checked.url} failed: {_reason(exc)}.") from None
             try:
                 body, truncated = await _read_capped(response, limit)
+            except httpx2.TimeoutException:
+                raise TimedOut(
+                    f"reading {checked.url} timed out; try again later.", host=parsed.host, seconds=self.timeout_seconds
+                ) from None
+            except httpx2.TransportError as exc:
+                said = f"the connection broke while reading ({_reason(exc)})"
+                raise _unreachable(parsed.host, said, f"reading {checked.url} failed: {_reason(exc)}.") from None
             except httpx2.HTTPError as exc:
                 raise ToolFailure(
                     ErrorCode.EXECUTION_FAILED, f"reading {checked.url} failed: {_reason(exc)}."
@@ -170,10 +226,7 @@ class GuardedHttp:
                 body=body,
                 truncated=truncated,
             )
-        raise ToolFailure(
-            ErrorCode.EXECUTION_FAILED,
-            f"could not connect to {parsed.origin} ({_reason(last_error)}); check the URL or try again later.",
-        )
+        raise _unreachable(parsed.host, f"could not connect to {parsed.origin} ({_reason(last_error)})")
 
 
 async def _read_capped(response: httpx2.Response, limit: int) -> tuple[bytes, bool]:
@@ -185,6 +238,14 @@ async def _read_capped(response: httpx2.Response, limit: int) -> tuple[bytes, bo
         if size > limit:
             return b"".join(chunks)[:limit], True
     return b"".join(chunks), False
+
+
+def _host_of(url: str) -> str:
+    """The host of a URL as the guard reads it ("" for one it never read: a time-out before its check)."""
+    try:
+        return parse_url(url).host
+    except (ToolFailure, ValueError):
+        return ""
 
 
 def _reason(exc: Exception | None) -> str:
