@@ -1,16 +1,17 @@
 """The remote services media_ops asks: a vision model (describe), an images API (generate) and a 3D job API.
 
 Each is a small interface over `shared.net.model_api` (base URLs, key headers, coded failures naming the setting to
-fix) sent through the section's GuardedHttp (the shared URL guard: the configured endpoint's host is allowed,
-anything else it points to is checked like any URL). Their answers are untrusted:
-JSON shapes are checked, images decoded and size-checked by the caller, 3D files must be GLB.
+fix: a provider that cannot be reached is DEPENDENCY_ERROR naming its base_url, one too slow TIMEOUT naming
+provider_timeout_seconds, and so are the URLs they answer with) sent through the section's GuardedHttp (the shared
+URL guard: the configured endpoint's host is allowed, anything else it points to is checked like any URL). Their
+answers are untrusted: JSON shapes are checked, images decoded and size-checked by the caller, 3D files must be GLB.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
@@ -22,11 +23,10 @@ from mcp_sections.shared.net.model_api import (
     CHAT_COMPLETIONS,
     IMAGES,
     MESSAGES,
-    Answer,
     Api,
     GuardedSender,
-    ModelApiFailure,
     ModelEndpoint,
+    Service,
     call_json,
 )
 
@@ -37,49 +37,16 @@ Progress = Callable[[float, float | None, str], Awaitable[None]]
 MAX_PROVIDER_JSON = 80_000_000  # base64 images arrive inside JSON
 GLB_MAGIC = b"glTF"
 SETTINGS = "[sections.media_ops] "
-
-
-@contextlib.contextmanager
-def reaching(what: str, where: str, fix: str) -> Iterator[None]:
-    """The one mapping of the guarded HTTP client's failures to reach a provider (or a URL it answered with), coded
-    as `shared.net.model_api` codes a model API's: the host does not resolve (NOT_FOUND) or the transport failed
-    (EXECUTION_FAILED: nothing answers, the connection broke, endless redirects) → DEPENDENCY_ERROR saying what to
-    check (`fix`); no answer in time → TIMEOUT naming the timeout setting. The URL guard's refusals go on unchanged.
-    (`GuardedSender` passes the client's failures on as they are: web_ops' search recodes them the same way.)"""
-    try:
-        yield
-    except ToolFailure as failure:
-        detail = failure.message.split("; ")[0].rstrip(".")
-        if failure.code == ErrorCode.TIMEOUT:
-            raise ModelApiFailure(
-                ErrorCode.TIMEOUT,
-                f"{what} at {where} did not answer in time; retry, or raise {SETTINGS}provider_timeout_seconds.",
-                retryable=True,
-            ) from None
-        if failure.code in (ErrorCode.NOT_FOUND, ErrorCode.EXECUTION_FAILED):
-            raise ModelApiFailure(
-                ErrorCode.DEPENDENCY_ERROR, f"cannot reach {what} at {where} ({detail}); {fix}.", retryable=True
-            ) from None
-        raise
-
-
-class ProviderSender(GuardedSender):
-    """`GuardedSender` whose failures to reach the endpoint are coded by `reaching`, naming its base_url setting."""
-
-    async def send(
-        self, endpoint: ModelEndpoint, method: str, url: str, headers: dict[str, str], content: bytes | None
-    ) -> Answer:
-        with reaching(endpoint.what, endpoint.shown_base, f"check that it runs and {endpoint.setting('base_url')}"):
-            return await super().send(endpoint, method, url, headers, content)
+TIMEOUT_SETTING = f"{SETTINGS}provider_timeout_seconds"  # bounds every request to a provider (its GuardedHttp's)
 
 
 async def download(http: GuardedHttp, url: str, what: str, setting: str, **options: Any) -> HttpResponse:
-    """GET a URL a provider answered with (a generated file); failing to reach it is coded by `reaching`."""
+    """GET a URL a provider answered with (a generated file); failing to reach it is coded as a provider's
+    (`shared.net.model_api.Service`): DEPENDENCY_ERROR naming the provider's setting, TIMEOUT its timeout."""
     parts = urlsplit(url)
     where = f"{parts.scheme}://{parts.netloc}"  # not its path and query: a signed URL's token stays out of messages
-    with reaching(
-        what, where, f"check that this server can reach it (the provider set in {SETTINGS}{setting} pointed to it)"
-    ):
+    fix = f"check that this server can reach it (the provider set in {SETTINGS}{setting} pointed to it)"
+    with Service(what, where, fix, TIMEOUT_SETTING).reaching():
         return await http.get(url, **options)
 
 
@@ -95,8 +62,15 @@ def _endpoint(
     api: Api, base_url: str | None, api_key_env: str | None, prefix: str, what: str, *, model: bool = True
 ) -> ModelEndpoint:
     """A provider's endpoint, its settings named `[sections.media_ops] <prefix>base_url` and so on."""
-    settings = f"{SETTINGS}{prefix}"
-    return ModelEndpoint(api, base_url, api_key_env, settings, what=what, model_setting="model" if model else None)
+    return ModelEndpoint(
+        api,
+        base_url,
+        api_key_env,
+        f"{SETTINGS}{prefix}",
+        what=what,
+        timeout_setting=TIMEOUT_SETTING,
+        model_setting="model" if model else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -113,7 +87,7 @@ class VisionModel:
         return _endpoint(self.provider, self.base_url, self.api_key_env, "vision_", "the vision model")
 
     async def describe(self, http: GuardedHttp, prompt: str, image_b64: str, mime: str, max_tokens: int) -> str:
-        sender = ProviderSender(http, MAX_PROVIDER_JSON)
+        sender = GuardedSender(http, MAX_PROVIDER_JSON)
         if self.provider == "anthropic":
             body = self._asking(
                 max_tokens,
@@ -155,7 +129,7 @@ class ImageGenerator:
         endpoint = _endpoint("openai", self.base_url, self.api_key_env, "image_", "the images API")
         url = endpoint.url(IMAGES)
         body = {"model": self.model, "prompt": prompt, "n": n, "size": size, "response_format": "b64_json"}
-        data = await call_json(endpoint, ProviderSender(http, MAX_PROVIDER_JSON), "POST", IMAGES, body)
+        data = await call_json(endpoint, GuardedSender(http, MAX_PROVIDER_JSON), "POST", IMAGES, body)
         items = data.get("data")
         if not isinstance(items, list) or not items:
             raise ToolFailure(ErrorCode.EXECUTION_FAILED, "the images API returned no images.")
@@ -198,7 +172,7 @@ class MeshJobs:
         self, http: GuardedHttp, request: dict[str, Any], max_download: int, progress: Progress | None
     ) -> bytes:
         endpoint = _endpoint("openai", self.base_url, self.api_key_env, "mesh_", "the 3D service", model=False)
-        sender = ProviderSender(http, MAX_PROVIDER_JSON)
+        sender = GuardedSender(http, MAX_PROVIDER_JSON)
         headers = endpoint.headers()
         base = endpoint.api_base
         submitted = await call_json(endpoint, sender, "POST", "/jobs", request)
@@ -242,7 +216,7 @@ class MeshJobs:
         return response.body
 
     async def _ended(
-        self, endpoint: ModelEndpoint, sender: ProviderSender, job: str, progress: Progress | None
+        self, endpoint: ModelEndpoint, sender: GuardedSender, job: str, progress: Progress | None
     ) -> dict[str, Any]:
         """The job's state once it ended (succeeded, failed or canceled), polled every `poll_seconds`."""
         while True:

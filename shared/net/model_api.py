@@ -23,22 +23,30 @@ A `ModelEndpoint` is one API as the operator configured it; it owns
 
   408, 429 and 5xx are `retryable` (the embedding model retries them with backoff).
 
+A `Service` is any remote service as those messages name it (a model API's is `ModelEndpoint.service`; media_ops'
+download URLs and web_ops' search providers make their own). Failing to reach one is coded by it alone: no
+connection → `Service.unreachable` (DEPENDENCY_ERROR, what to check), no answer in time → `Service.timed_out`
+(TIMEOUT, the timeout setting), whether the transport is httpx2 here or the guarded client, whose `Unreachable` /
+`TimedOut` (`shared.net.fetch`) `Service.failed` maps by type.
+
 The transport is pluggable: `HttpxSender` (httpx2, for the endpoints the operator configured; a test passes an
 `httpx2` mock transport) or `GuardedSender` (the URL guard's `GuardedHttp`, where media_ops confines its
-providers and the URLs they answer with); `SyncClient` makes blocking calls over one kept-alive httpx2 client (the
-embedding model's batches run in worker threads).
+providers and the URLs they answer with: the guard's refusals go on as they are); `SyncClient` makes blocking
+calls over one kept-alive httpx2 client (the embedding model's batches run in worker threads).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
+from mcp_sections.shared.net.fetch import TimedOut, Unreachable
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
@@ -76,6 +84,44 @@ class ModelApiFailure(ToolFailure):
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Service:
+    """A remote service as failure messages name it: `what` at `where` (no credentials), what to check when it cannot
+    be reached (`fix`: "check that it runs and [sections.x] base_url"), the setting bounding its answers' time."""
+
+    what: str
+    where: str
+    fix: str
+    timeout_setting: str | None = None
+
+    def unreachable(self, reason: str) -> ModelApiFailure:
+        said = f"cannot reach {self.what} at {self.where} ({reason}); {self.fix}."
+        return ModelApiFailure(ErrorCode.DEPENDENCY_ERROR, said, retryable=True)
+
+    def timed_out(self, seconds: float) -> ModelApiFailure:
+        fix = f"retry, or raise {self.timeout_setting}" if self.timeout_setting else "retry later"
+        return ModelApiFailure(
+            ErrorCode.TIMEOUT,
+            f"{self.what} at {self.where} did not answer in time ({seconds:g} s); {fix}.",
+            retryable=True,
+        )
+
+    def failed(self, failure: Unreachable | TimedOut) -> ModelApiFailure:
+        """The guarded client's failure to reach the service, as the service's: DEPENDENCY_ERROR or TIMEOUT."""
+        if isinstance(failure, TimedOut):
+            return self.timed_out(failure.seconds)
+        return self.unreachable(failure.reason)
+
+    @contextlib.contextmanager
+    def reaching(self) -> Iterator[None]:
+        """Requests through `GuardedHttp` inside are the service's: its `Unreachable` / `TimedOut` become `failed`;
+        any other failure (the URL guard's refusals) goes on as it is."""
+        try:
+            yield
+        except (Unreachable, TimedOut) as failure:
+            raise self.failed(failure) from None
 
 
 class Answer(NamedTuple):
@@ -152,21 +198,17 @@ class ModelEndpoint:
         return headers
 
     # ---- failures ---------------------------------------------------------------------------------------------
+    @property
+    def service(self) -> Service:
+        """This endpoint as failures to reach it name it: its base URL and its base_url and timeout settings."""
+        fix = f"check that it runs and {self.setting('base_url')}"
+        return Service(self.what, self.shown_base, fix, self.timeout_setting)
+
     def timed_out(self) -> ModelApiFailure:
-        fix = f"retry, or raise {self.timeout_setting}" if self.timeout_setting else "retry later"
-        return ModelApiFailure(
-            ErrorCode.TIMEOUT,
-            f"{self.what} at {self.shown_base} did not answer within {self.timeout_seconds:g} s; {fix}.",
-            retryable=True,
-        )
+        return self.service.timed_out(self.timeout_seconds)
 
     def unreachable(self, exc: Exception) -> ModelApiFailure:
-        return ModelApiFailure(
-            ErrorCode.DEPENDENCY_ERROR,
-            f"cannot reach {self.what} at {self.shown_base} ({type(exc).__name__}); check that it runs and "
-            f"{self.setting('base_url')}.",
-            retryable=True,
-        )
+        return self.service.unreachable(type(exc).__name__)
 
     def read(self, answer: Answer) -> dict[str, Any]:
         """The JSON object answered, or the coded failure the status or body means."""
@@ -281,7 +323,8 @@ class HttpxSender:
 
 
 class GuardedSender:
-    """Through the URL guard's `GuardedHttp` (its own failures are coded already), reading at most `max_bytes`."""
+    """Through the URL guard's `GuardedHttp`, reading at most `max_bytes`; failing to reach the endpoint is coded by
+    `Service.failed` (DEPENDENCY_ERROR naming its base_url setting, TIMEOUT its timeout setting)."""
 
     def __init__(self, http: GuardedHttp, max_bytes: int) -> None:
         self.http = http
@@ -290,7 +333,8 @@ class GuardedSender:
     async def send(
         self, endpoint: ModelEndpoint, method: str, url: str, headers: dict[str, str], content: bytes | None
     ) -> Answer:
-        response = await self.http.request(method, url, headers=headers, content=content, max_bytes=self.max_bytes)
+        with endpoint.service.reaching():
+            response = await self.http.request(method, url, headers=headers, content=content, max_bytes=self.max_bytes)
         return Answer(response.status, response.headers, response.body)
 
 
