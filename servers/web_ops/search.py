@@ -6,9 +6,10 @@ Brave are asked through the guarded HTTP client, the configured SearXNG endpoint
 usually lives on a private network); ddgs uses its own client towards fixed public search engines.
 
 `search` runs the chosen provider. A provider that cannot be reached at all (its host name does not resolve,
-nothing answers, no route: no internet here) fails with DEPENDENCY_ERROR saying what failed and which providers
-can be configured instead (`providers_help`); a timeout stays TIMEOUT and an error the provider answers stays
-EXECUTION_FAILED, both with the same list.
+nothing answers, no route: no internet here) fails with DEPENDENCY_ERROR saying what failed, what to check and
+which providers can be configured instead (`providers_help`); a timeout is TIMEOUT naming timeout_seconds and an
+error the provider answers stays EXECUTION_FAILED, both with the same list. SearXNG and Brave failing to answer are
+coded as every remote service's (`shared.net.model_api.Service`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ from urllib.parse import urlencode
 from mcp_sections.servers.web_ops.extraction import strip_invisible
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.ground.install_hints import install_hint
-from mcp_sections.shared.net.fetch import GuardedHttp
+from mcp_sections.shared.net.fetch import GuardedHttp, TimedOut, Unreachable
+from mcp_sections.shared.net.model_api import ModelApiFailure, Service
 
 BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
+SETTINGS = "[sections.web_ops] "
+TIMEOUT_SETTING = f"{SETTINGS}timeout_seconds"  # the guarded client's, which asks SearXNG and Brave
 
 
 @dataclass
@@ -47,7 +51,7 @@ class SearchProvider(Protocol):
 
 
 class SearchFailure(ToolFailure):
-    """A provider failed; `search` adds which providers can be configured to the message."""
+    """A provider failed, told after its label; `search` adds which providers can be configured to the message."""
 
 
 class SearxngProvider:
@@ -56,6 +60,8 @@ class SearxngProvider:
     def __init__(self, http: GuardedHttp, base_url: str) -> None:
         self.http = http
         self.base_url = base_url.rstrip("/")
+        fix = f"check that it runs and {SETTINGS}searxng_url"
+        self.service = Service("the SearXNG instance", self.base_url, fix, TIMEOUT_SETTING)
 
     @property
     def label(self) -> str:
@@ -63,7 +69,7 @@ class SearxngProvider:
 
     async def search(self, query: str, limit: int) -> list[SearchHit]:
         url = f"{self.base_url}/search?{urlencode({'q': query, 'format': 'json'})}"
-        data = await _json(self.http, url, {"Accept": "application/json"})
+        data = await _json(self.http, self.service, url, {"Accept": "application/json"})
         results = data.get("results") if isinstance(data, dict) else None
         if not isinstance(results, list):
             raise _answered("without a `results` list (is its JSON format enabled?)")
@@ -79,6 +85,8 @@ class BraveProvider:
         self.http = http
         self.api_key = api_key
         self.endpoint = endpoint
+        fix = "check that this server can reach the internet"
+        self.service = Service("the Brave Search API", endpoint, fix, TIMEOUT_SETTING)
 
     @property
     def label(self) -> str:
@@ -87,7 +95,7 @@ class BraveProvider:
     async def search(self, query: str, limit: int) -> list[SearchHit]:
         url = f"{self.endpoint}?{urlencode({'q': query, 'count': min(limit, 20)})}"
         headers = {"Accept": "application/json", "X-Subscription-Token": self.api_key}
-        data = await _json(self.http, url, headers)
+        data = await _json(self.http, self.service, url, headers)
         web = data.get("web", {}) if isinstance(data, dict) else {}
         results = web.get("results", []) if isinstance(web, dict) else []
         hits = [
@@ -121,10 +129,11 @@ async def search(
     """`provider.search`, its failures saying what failed and which providers can be configured instead."""
     try:
         return await provider.search(query, limit)
-    except SearchFailure as failure:
+    except (SearchFailure, ModelApiFailure) as failure:  # ModelApiFailure: its service's, naming it (`_json`)
+        said = f"{provider.label} {failure.message}" if isinstance(failure, SearchFailure) else failure.message
         raise ToolFailure(
             failure.code,
-            f"web search failed: {provider.label} {failure.message}. "
+            f"web search failed: {said.rstrip('.')}. "
             + providers_help(provider.name, searxng_url=searxng_url, brave_api_key_env=brave_api_key_env),
         ) from None
 
@@ -177,13 +186,16 @@ def choose_provider(
     )
 
 
-async def _json(http: GuardedHttp, url: str, headers: dict[str, str]) -> object:
+async def _json(http: GuardedHttp, service: Service, url: str, headers: dict[str, str]) -> object:
+    """The JSON `service` answered at `url`; failing to reach it is coded as the service's (`Service.failed`)."""
     import json
 
     try:
         response = await http.get(url, headers=headers, max_bytes=2_000_000)
-    except ToolFailure as failure:
-        raise _http_failure(failure) from None
+    except (Unreachable, TimedOut) as failure:
+        raise service.failed(failure) from None
+    except ToolFailure as failure:  # the URL guard refused it, or its answer could not be decoded
+        raise SearchFailure(failure.code, f"failed: {failure.message.rstrip('.')}") from None
     if response.status in (401, 403):
         raise _answered(f"HTTP {response.status}: the key or the instance refused the query")
     if response.status == 429:
@@ -210,18 +222,6 @@ def _answered(detail: str) -> SearchFailure:
 
 
 NO_NETWORK = "; this machine may have no internet access or no DNS"
-
-
-def _http_failure(failure: ToolFailure) -> SearchFailure:
-    """A failure of the guarded HTTP client, told as the provider's. Its codes: NOT_FOUND only when the guard
-    cannot resolve the host; EXECUTION_FAILED "could not connect to ..." when no address answered."""
-    if failure.code == ErrorCode.NOT_FOUND:
-        return SearchFailure(ErrorCode.DEPENDENCY_ERROR, f"could not be reached: {failure.message.split(';')[0]}")
-    if failure.code == ErrorCode.EXECUTION_FAILED and failure.message.startswith("could not connect to"):
-        return SearchFailure(ErrorCode.DEPENDENCY_ERROR, f"could not be reached: {failure.message.split(';')[0]}")
-    if failure.code == ErrorCode.TIMEOUT:
-        return SearchFailure(ErrorCode.TIMEOUT, "did not answer in time")
-    return SearchFailure(failure.code, f"failed: {failure.message.rstrip('.')}")
 
 
 def _ddgs_failure(exc: Exception) -> SearchFailure:
