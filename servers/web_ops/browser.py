@@ -7,8 +7,10 @@ prefetches, workers and service workers all pass the guard and reach only the ad
 ledger is the render's own: its refusals are `blocked`, its request count the sub-request cap, its byte count the
 render's size cap. The browser is launched against a second proxy that refuses everything, which is where its own
 traffic outside any page (component updates, sign-in, safe browsing, metrics) goes, with QUIC off (HTTP/3 would
-not use the proxy), WebRTC kept off UDP unless proxied (no STUN to any address), and its background services off.
-Page scripts' WebSockets are refused and reported; service worker registration is blocked.
+not use the proxy), WebRTC kept off UDP unless proxied (no STUN to any address), and its background services off,
+autofill's server queries included (Chromium sends those through the page's context, where the render's proxy would
+judge them as the page's requests: `LAUNCH_FLAGS`). Page scripts' WebSockets are refused and reported; service
+worker registration is blocked.
 """
 
 from __future__ import annotations
@@ -39,7 +41,33 @@ MAX_SUBREQUESTS = 300  # requests and tunnels through a render's proxy
 RENDER_BUDGET_PAGES = 4  # a render moves at most this many times max_page_bytes through its proxy, in all
 #: Checked against Chromium 156 (its switch names, and the WebRTC test): `--force-webrtc-ip-handling-policy` does
 #: nothing there (STUN still leaves), `--webrtc-ip-handling-policy` works; no safe-browsing switch is left. What
-#: these flags miss still meets the browser-wide proxy that refuses everything.
+#: these flags miss still meets the browser-wide proxy that refuses everything, except what Chromium sends through a
+#: page's context, which meets that render's proxy: its autofill queries (`content-autofill.googleapis.com`, for any
+#: page with a form field), off with `AutofillServerCommunication`; and the captive-portal probe after a certificate
+#: error (`connectivitycheck.gstatic.com/generate_204`), which only a preference stops, no switch
+#: (tests/security/test_browser_own_requests.py).
+#: Chromium keeps only the last `--disable-features=` it is given, and Playwright passes its own list first: ours
+#: repeats Playwright's (1.65; the test checks that none of it is lost), without which Chromium would query the
+#: network time, optimization hints and the search engine again.
+PLAYWRIGHT_DISABLED_FEATURES = (
+    "AvoidUnnecessaryBeforeUnloadCheckSync",
+    "DestroyProfileOnBrowserClose",
+    "HttpsUpgrades",
+    "HttpsFirstBalancedModeAutoEnable",
+    "LensOverlay",
+    "MediaRouter",
+    "PaintHolding",
+    "ThirdPartyStoragePartitioning",
+    "AvoidCorsURLLoaderRestartOnRedirect",
+    "TcpPortRandomizationWin",
+    "OptimizationHints",
+    "NetworkTimeServiceQuerying",
+    "AimEnabled",
+    "PreconnectToSearch",
+    "msForceBrowserSignIn",
+    "msEdgeUpdateLaunchServicesPreferredVersion",
+)
+DISABLED_FEATURES = (*PLAYWRIGHT_DISABLED_FEATURES, "AutofillServerCommunication")
 LAUNCH_FLAGS = (
     "--proxy-bypass-list=<-loopback>",  # loopback goes through the proxy too (Chromium bypasses it by default)
     "--disable-quic",
@@ -53,6 +81,7 @@ LAUNCH_FLAGS = (
     "--metrics-recording-only",
     "--disable-breakpad",
     "--disable-dev-shm-usage",
+    f"--disable-features={','.join(DISABLED_FEATURES)}",
 )
 SCREENSHOT_VIEWPORT = {"width": 1280, "height": 800}
 NAVIGATIONS_FOLLOWED = 5  # a page that navigates itself after loading is followed this many times
