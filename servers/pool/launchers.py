@@ -42,6 +42,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult
 from mcp_types.version import is_version_at_least
+from opentelemetry import context as otel_context
 
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.ground.install_hints import install_hint
@@ -318,10 +319,19 @@ class SubprocessLauncher:
                 )
 
     def _begin(self) -> anyio.Event:
-        """Start an attempt in the background (after the back-off due); its event is set when it ended."""
+        """Start an attempt in the background (after the back-off due); its event is set when it ended.
+
+        The attempt, and so the connection it opens and the tasks that serve it (the client's, the idle watch and its
+        pings), start outside the trace of the call that asked for it: in an empty OpenTelemetry context, as a task
+        copies the context it was started from. A ping of an idle section is then a trace of its own, never a span of
+        that call's trace long after it ended."""
         assert self._task_group is not None
         attempt = self._attempt = anyio.Event()
-        self._task_group.start_soon(self._start, attempt, name=f"start section {self.entry.id}")
+        detached = otel_context.attach(otel_context.Context())
+        try:
+            self._task_group.start_soon(self._start, attempt, name=f"start section {self.entry.id}")
+        finally:
+            otel_context.detach(detached)
         return attempt
 
     async def _start(self, attempt: anyio.Event) -> None:
