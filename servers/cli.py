@@ -431,6 +431,7 @@ def _audit(args: argparse.Namespace) -> int:
             f"{record.get('server', '?')}.{record.get('tool', '?')}",
             record.get("outcome", "?"),
             f"{record.get('duration_ms', 0)} ms",
+            f"user {record['user']}" if record.get("user") else "user -",  # none: a local caller
             who,
             record.get("arguments_digest", ""),
         )

@@ -47,6 +47,7 @@ from opentelemetry import context as otel_context
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.ground.install_hints import install_hint
 from mcp_sections.shared.serving import preflight
+from mcp_sections.shared.serving.audit import caller_meta, launch_environment, user_named
 from mcp_sections.shared.serving.telemetry import passed_environment
 from mcp_sections.shared.settings.config import Settings
 
@@ -147,6 +148,7 @@ def builtin_parameters(
         "off"  # the gateway asks its client before destructive calls (shared.serving.approval)
     )
     env.update(passed_environment())  # OTEL_*: the section exports its spans where the gateway does
+    env.update(launch_environment())  # the key it presents with the user of a call (shared.serving.audit)
     urls = [gateway.model.base_url, *(external.url for external in gateway.sections.values())] if gateway else []
     env[SUITE_ENDPOINTS] = passed_on(urls)
     if runs_agents:
@@ -526,7 +528,7 @@ class SubprocessLauncher:
                     arguments,
                     read_timeout_seconds=self._gateway.call_timeout_seconds,
                     progress_callback=on_progress,
-                    meta=_caller_meta(caller),  # type: ignore[arg-type]
+                    meta=_caller_meta(caller, launched=self.entry.external is None),  # type: ignore[arg-type]
                 )
             except MCPError as exc:
                 failure = self._call_failure(exc, name, client)
@@ -639,10 +641,12 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _caller_meta(caller: Any) -> dict[str, Any] | None:
-    """The `_meta` naming a sub-agent caller; none for the client itself, which a section assumes without it."""
-    if caller is None or (caller.depth == 0 and caller.agent_id is None):
+def _caller_meta(caller: Any, launched: bool) -> dict[str, Any] | None:
+    """The `_meta` naming the caller for the section's audit log: a sub-agent's depth and id, and the user of the call
+    when the gateway launched the section itself (`launched`: a built-in, which holds its key,
+    `audit.launch_environment`; the user is no other server's business). None: the client itself, no user."""
+    user = user_named() if launched else None
+    depth, agent = (caller.depth, caller.agent_id) if caller is not None else (0, None)
+    if depth == 0 and agent is None and user is None:
         return None
-    from mcp_sections.shared.serving.audit import caller_meta
-
-    return caller_meta(caller.depth, caller.agent_id)
+    return caller_meta(depth, agent, user)

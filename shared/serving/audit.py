@@ -8,6 +8,11 @@ section records what its caller claims, 0 and none for a client calling it direc
 canonical arguments (no argument value is stored), the outcome code (`OK` or an error code), the duration and,
 when a call fails, the first 500 characters of its error message.
 
+A section the gateway launched records the gateway's user too, from the same `_meta` — but a user name is never
+taken as claimed: only from the gateway that launched this very process. That gateway gives the process a key of its
+own in its environment (`launch_environment`) and presents it beside the user (`caller_meta`); a request without
+that key (any other client, over any transport, or a section nobody launched with one) names no user.
+
 Every call leaves its intent line (`"phase": "start"`) before it runs, written at once, and its outcome line
 (`"phase": "end"`, with the same `call` id) when it ends — `CANCELLED` when it was cancelled — so a call that was
 cancelled, crashed the server, or never came back still left its line. Over stdio the outcome line is written just
@@ -21,10 +26,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import itertools
 import json
 import logging
 import os
+import secrets
 import threading
 import time
 import weakref
@@ -45,25 +52,68 @@ MAX_BYTES = 10 * 1024 * 1024
 BACKUPS = 5
 META_DEPTH = "mcp-sections/depth"
 META_AGENT = "mcp-sections/agent-id"
+META_USER = "mcp-sections/user"
+META_LAUNCHER = "mcp-sections/launcher"
+LAUNCHER_ENV = "MCP_SECTIONS_LAUNCHER"  # in a section's environment: the key of the gateway that launched it
+LONGEST_USER = 200  # as `shared.framework.clients.User.name`
 
 
-def caller_meta(depth: int, agent_id: str | None) -> dict[str, Any]:
-    """The `_meta` of a call a host makes for one of its agents (depth 0, no id: the client itself)."""
+class Caller(tuple[int, str | None]):
+    """(depth, agent id) as a request's `_meta` claims them, and `user`: the user named by the gateway that launched
+    this process (None: no such gateway, or no user)."""
+
+    user: str | None
+
+    def __new__(cls, depth: int = 0, agent_id: str | None = None, user: str | None = None) -> Caller:
+        caller = super().__new__(cls, (depth, agent_id))
+        caller.user = user
+        return caller
+
+
+@functools.cache
+def launch_key() -> str:
+    """This process's key, for the sections it launches (made once, never written anywhere but their environment)."""
+    return secrets.token_urlsafe(32)
+
+
+def launch_environment() -> dict[str, str]:
+    """What a gateway adds to the environment of a section it launches: the key it presents with a user's name."""
+    return {LAUNCHER_ENV: launch_key()}
+
+
+def caller_meta(depth: int, agent_id: str | None, user: str | None = None) -> dict[str, Any]:
+    """The `_meta` of a call a host makes for one of its agents (depth 0, no id: the client itself); `user`: the user
+    of the call, for a section it launched itself (with its `launch_key`: never give it to another server)."""
     meta: dict[str, Any] = {META_DEPTH: depth}
     if agent_id is not None:
         meta[META_AGENT] = agent_id
+    if user is not None:
+        meta[META_USER] = user
+        meta[META_LAUNCHER] = launch_key()
     return meta
 
 
-def caller_of(meta: Mapping[str, Any] | None) -> tuple[int, str | None]:
-    """(depth, agent id) a request's `_meta` claims; anything malformed counts as the client (0, None)."""
+def caller_of(meta: Mapping[str, Any] | None) -> Caller:
+    """The caller a request's `_meta` names: (depth, agent id) as claimed, anything malformed counting as the client
+    (0, None); its user only when the request presents the key of the gateway that launched this process."""
     if not meta:
-        return 0, None
+        return Caller()
     depth = meta.get(META_DEPTH)
     agent = meta.get(META_AGENT)
+    user = meta.get(META_USER)
     valid_depth = depth if isinstance(depth, int) and not isinstance(depth, bool) and 0 <= depth <= 100 else 0
     valid_agent = agent[:64] if isinstance(agent, str) and agent else None
-    return valid_depth, valid_agent
+    vouched = user[:LONGEST_USER] if isinstance(user, str) and user and _from_launcher(meta) else None
+    return Caller(valid_depth, valid_agent, vouched)
+
+
+def _from_launcher(meta: Mapping[str, Any]) -> bool:
+    """Whether `meta` carries the key this process was launched with (none: nobody may name a user)."""
+    expected = os.environ.get(LAUNCHER_ENV, "")
+    presented = meta.get(META_LAUNCHER)
+    if not expected or not isinstance(presented, str):
+        return False
+    return hmac.compare_digest(presented.encode("utf-8", "replace"), expected.encode("utf-8", "replace"))
 
 
 # Built once: `json.dumps` with options builds a new encoder on every call, a third of an audit line's cost.
@@ -138,7 +188,7 @@ class AuditCall:
         self._caller = caller
         self._started = time.perf_counter()
         self._ended = False
-        self._user = user_named()
+        self._user = getattr(caller, "user", None) or user_named()  # named by the launching gateway, else its own
         self.id = f"{os.getpid():x}-{next(_CALL_IDS)}"
         log.write(self._record("start", "STARTED", 0.0))
 
