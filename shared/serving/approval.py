@@ -21,13 +21,15 @@ What is asked: everything that will run — every argument, long values summaris
 explicit "…", paths in full, never cut silently (`describe_arguments`). Only a boolean `true` approves (`refusal`).
 
 Where the answer comes from, in this order:
-1. elicitation, where the client declares it: `elicitation/create` mid-call on 2025-11-25 and older, an
-   `InputRequiredResult` on 2026-07-28 (the call comes back with the answer; `shared.serving.asking`). A question
+1. elicitation, where the client declares it: `elicitation/create` mid-call on 2025-11-25 and older (a call running
+   as a 2025-11-25 task asks through the task: `input_required`, the question carried by the client's `tasks/result`),
+   an `InputRequiredResult` on 2026-07-28 (the call comes back with the answer; `shared.serving.asking`). A question
    asked mid-call does not outlive its client, by the same rule as on the page (below, `watch_client`): withdrawn,
    the call declined, audited "asked by elicitation, withdrawn: the client that asked is gone";
 2. otherwise, the status page, when this server has one open (`shared.serving.question_board`: the gateway's, over
    HTTP or beside a stdio gateway): the question waits there for the signed-in person, the client gets progress (and a
-   log line) saying where to answer, and a question nobody answers in time (`APPROVAL_SECONDS`, 5 minutes, unless
+   log line) saying where to answer (a 2025-11-25 task is `input_required` meanwhile, its status message saying
+   where), and a question nobody answers in time (`APPROVAL_SECONDS`, 5 minutes, unless
    the gateway was started with `--approval-timeout`) is declined: the call does not run. A question does not outlive
    its client (`shared.serving.asking.watch_client`, one watch for the page and elicitation): over Streamable HTTP,
    once the call's response stream is gone (the client closed the connection that carries it: given up, killed) and
@@ -84,6 +86,7 @@ from mcp_sections.shared.serving.calls import parse_arguments
 from mcp_sections.shared.serving.preflight import Check, ServePreflight, preflight_failure
 from mcp_sections.shared.serving.question_board import PendingQuestion, QuestionBoard
 from mcp_sections.shared.serving.sdk_tools import tool_context, tool_definition
+from mcp_sections.shared.serving.tasks import awaiting_input
 
 Approval = Literal["off", "destructive"]
 APPROVAL_SECONDS = 300.0
@@ -327,12 +330,13 @@ class Approvals:
         )
         await client_log.say(self.audit.server.removesuffix(".approvals"), tool, "warning", "approval", text)
         try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(_still_waiting, pending, text, ctx.report_progress if ctx is not None else None)
-                if ctx is not None:
-                    group.start_soon(watch_client, ctx.client_connected, pending, partial(board.withdraw, pending))
-                outcome = await board.wait(pending)
-                group.cancel_scope.cancel()
+            with awaiting_input(text):  # a 2025-11-25 task is input_required meanwhile
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_still_waiting, pending, text, ctx.report_progress if ctx is not None else None)
+                    if ctx is not None:
+                        group.start_soon(watch_client, ctx.client_connected, pending, partial(board.withdraw, pending))
+                    outcome = await board.wait(pending)
+                    group.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
             gave_up = UserAnswer(action="cancel", waited_seconds=time.monotonic() - pending.asked)
             self.record(tool, arguments, caller, gave_up, "the call was given up while its question waited on the page")

@@ -1,5 +1,10 @@
 """Tools that ask the user one question before they run: MCP form elicitation in both protocol eras.
 
+A call that runs as a 2025-11-25 task asks from the task's work, whose request was answered already: through the
+task (`shared.serving.tasks.ask_client`: the task `input_required`, the question carried by the client's
+`tasks/result`). Where that cannot carry it (no back-channel), the question goes where a client without elicitation
+has it asked (the status page).
+
 A question does not outlive its client, however it is asked (elicitation here, the status page in
 `shared.serving.approval`): `watch_client` withdraws it once the client has been gone `GONE_GRACE_SECONDS` — over
 Streamable HTTP the call's response stream closed and was not resumed, over stdio at once (nobody reads the server's
@@ -20,13 +25,20 @@ from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
 import anyio.to_thread
-from mcp.server.elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation
+from mcp.server.elicitation import (
+    AcceptedElicitation,
+    CancelledElicitation,
+    DeclinedElicitation,
+    render_elicitation_schema,
+)
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve, build_resolver_plans
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
-from mcp_types import CallToolResult, ToolAnnotations
+from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp_types import CallToolResult, ElicitRequest, ElicitRequestFormParams, ElicitResult, ToolAnnotations
+from pydantic import ValidationError
 
 from mcp_sections.shared.framework.tools import ToolContext, ToolSpec, UserAnswer, UserQuestion
 from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
@@ -42,6 +54,7 @@ from mcp_sections.shared.serving.sdk_tools import (
     tool_context,
     uses_input_required,
 )
+from mcp_sections.shared.serving.tasks import ask_client, asks_through_tasks
 
 logger = logging.getLogger("mcp_sections.asking")
 
@@ -288,12 +301,7 @@ class _AskingTool(Tool):
                 return await super().run(arguments, context, convert)
         except ToolError:  # raised while resolving the answer (the body itself never raises): a bad answer
             logger.info("tool %s: the client's answer does not fit the question", self.name, exc_info=True)
-            return failure_result(
-                ToolFailure(
-                    ErrorCode.VALIDATION_FAILED,
-                    f"the answer to {self.name}'s question does not fit the form (e.g. an unknown option); ask again.",
-                )
-            )
+            return failure_result(_misfit(self.name))
         # only reached when the wait for the answer ended unanswered (legacy era): timed out, or withdrawn
         if window.withdrawn:
             answer = withdrawn_answer(time.monotonic() - (window.asked_at or time.monotonic()))
@@ -340,9 +348,12 @@ def asking_tool(
         refused = await preflight(arguments) if preflight is not None else None
         if refused is not None:
             return _NotAsked(refused)
+        elsewhere = partial(_without_elicitation, spec.name, user_question, arguments, context, fallback, cannot_ask)
         if not _can_elicit(context):
-            return await _without_elicitation(spec.name, user_question, arguments, context, fallback, cannot_ask)
+            return await elsewhere()
         late = _timed(asked, spec.name, arguments, context, user_question.timeout_seconds)
+        if late is None and asks_through_tasks():
+            return await _asked_in_task(spec.name, user_question, elsewhere)
         return late or Elicit(user_question.message, user_question.schema)
 
     async def invoke(arguments: dict[str, Any], context: Context, answer: Any = None) -> CallToolResult:
@@ -394,6 +405,42 @@ def _timed(
     if window is not None:
         window.waited = waited or 0.0
     return None
+
+
+def _misfit(name: str) -> ToolFailure:
+    return ToolFailure(
+        ErrorCode.VALIDATION_FAILED,
+        f"the answer to {name}'s question does not fit the form (e.g. an unknown option); ask again.",
+    )
+
+
+async def _asked_in_task(name: str, question: UserQuestion, elsewhere: Callable[[], Awaitable[_NotAsked]]) -> _NotAsked:
+    """The answer to a question of a call running as a 2025-11-25 task: by elicitation through the task (its
+    `tasks/result`), or `elsewhere()` when that request cannot reach the client. Its timeout is the legacy wait's
+    (`_AnswerWindow`, opened by `_timed`)."""
+    started = time.monotonic()
+    params = ElicitRequestFormParams(
+        message=question.message, requested_schema=render_elicitation_schema(question.schema)
+    )
+    waiting = f"input required: call tasks/result to receive {name}'s question for the user. {question.message}"
+    try:
+        result = await ask_client(ElicitRequest(params=params), ElicitResult, waiting)
+    except NoBackChannelError:
+        logger.info("tool %s: the task's tasks/result cannot carry its question; asked elsewhere", name)
+        return await elsewhere()
+    except MCPError:  # the client refused the request: as a cancel (`SdkChannel.ask` does the same)
+        return _NotAsked(answer=UserAnswer(action="cancel", waited_seconds=time.monotonic() - started))
+    except Exception:
+        logger.info("tool %s: the client's answer is not an elicitation result", name, exc_info=True)
+        return _NotAsked(_misfit(name))
+    waited = time.monotonic() - started
+    if result.action != "accept":
+        return _NotAsked(answer=UserAnswer(action=result.action, waited_seconds=waited))
+    try:
+        content = question.schema.model_validate(result.content or {}).model_dump(mode="json")
+    except ValidationError:
+        return _NotAsked(_misfit(name))
+    return _NotAsked(answer=UserAnswer(action="accept", content=content, waited_seconds=waited))
 
 
 async def _without_elicitation(

@@ -13,6 +13,15 @@ Crawls, ingests, renders and sub-agent runs take longer than the ~60 s many clie
   A tool that must ask the user first (approval) asks synchronously, then runs as a task on the answered round.
 A plain call (no `task`, no extension) runs as it always did, with progress notifications.
 
+A 2025-11-25 task's work that needs the client (a question for the user: `shared.serving.asking`) cannot use the
+request that created the task, answered long ago: it asks through the task, as that revision's "Input Required
+Status" says (`ask_client`). The task turns `input_required`, and the request waits for the client's `tasks/result`
+on that task (which the client calls when it sees `input_required`, or has been waiting in already): sent on that
+request's stream with the `io.modelcontextprotocol/related-task` metadata, its answer handed back to the work, the
+task `working` again. A `tasks/result` that ends before the answer (its client went) leaves the request for the next
+one. A task waiting for the person elsewhere (the status page) is `input_required` too, its status message saying
+where (`awaiting_input`). A 2026-07-28 task never waits for input: its question is asked before it starts.
+
 The work is the rest of the SDK's chain (argument validation, the section's pipeline and its audit lines), run in
 this process's task group inside a cancel scope: `tasks/cancel` cancels it, and a tool stops its process group,
 browser page or sub-agent as it does for a cancelled request. A task's latest progress is its status message (on
@@ -40,13 +49,13 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from dataclasses import fields as fields_of
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 import anyio
 from anyio.abc import TaskGroup
@@ -54,6 +63,7 @@ from mcp.server.extension import Extension, MethodBinding
 from mcp.server.mcpserver import require_client_extension
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import decode_header_value
+from mcp.shared.message import ServerMessageMetadata
 from mcp_types import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -67,6 +77,7 @@ from mcp_types import (
     RequestParams,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 
 from mcp_sections.shared.framework.clients import owner_of
 from mcp_sections.shared.framework.tools import Progress
@@ -95,6 +106,37 @@ LEGACY_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"too
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 Work = Callable[[], Awaitable[dict[str, Any]]]
+R = TypeVar("R", bound=BaseModel)
+
+
+@dataclass(eq=False)
+class ClientRequest:
+    """A request of a 2025-11-25 task's work for its client (`ask_client`), until a `tasks/result` carries it."""
+
+    request: Any  # a typed server-to-client request (mcp_types), its `_meta` naming the task
+    result_type: type[BaseModel]
+    answered: anyio.Event = field(default_factory=anyio.Event)
+    result: BaseModel | None = None
+    error: Exception | None = None  # the client's MCPError, NoBackChannelError, a malformed answer
+    withdrawn: bool = False  # the work no longer waits (its question timed out, the task was cancelled)
+    carrier: anyio.CancelScope | None = None  # the delivery under way, stopped when withdrawn
+
+    async def carry(self, ctx: Any, task: TaskRecord) -> None:
+        """Send it on the stream of `ctx` (a `tasks/result` request) and hand the client's answer to the work; when
+        that request ends first (its client went), put it back for the task's next `tasks/result`."""
+        try:
+            with anyio.CancelScope() as self.carrier:
+                if self.withdrawn:
+                    return
+                try:
+                    related = ServerMessageMetadata(related_request_id=ctx.request_id)
+                    self.result = await ctx.session.send_request(self.request, self.result_type, metadata=related)
+                except Exception as exc:
+                    self.error = exc
+                self.answered.set()
+        finally:
+            if not self.answered.is_set() and not self.withdrawn:
+                task.post(self, first=True)
 
 
 @dataclass(eq=False)
@@ -115,6 +157,9 @@ class TaskRecord:
     ended: float | None = None
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
+    requests: list[ClientRequest] = field(default_factory=list)  # its work's, for the client, not yet carried
+    pulse: anyio.Event = field(default_factory=anyio.Event)  # set (and renewed) when a request is posted or it ends
+    waits: int = 0  # how many waits for input keep it `input_required`
 
     @property
     def expires(self) -> float | None:
@@ -161,7 +206,50 @@ class TaskRecord:
         elif status == "completed":
             self.message = "completed"
         self.done.set()
+        self._wake()
         return True
+
+    # -- input its work waits for (2025-11-25) ------------------------------------------------------------------
+
+    @contextmanager
+    def needs_input(self, message: str) -> Iterator[None]:
+        """`input_required`, saying `message`, while the block waits for an answer; `working` again after."""
+        before = self.message
+        self.waits += 1
+        if self.status not in TERMINAL:
+            self.status, self.message, self.updated = "input_required", message[:300], time.time()
+        try:
+            yield
+        finally:
+            self.waits -= 1
+            if self.waits == 0 and self.status == "input_required":
+                self.status, self.message, self.updated = "working", before, time.time()
+
+    def post(self, request: ClientRequest, first: bool = False) -> None:
+        """A request for the client, for the next `tasks/result` to carry (`first`: one that was being carried)."""
+        self.requests.insert(0 if first else len(self.requests), request)
+        self._wake()
+
+    def withdraw(self, request: ClientRequest) -> None:
+        """The work no longer waits for `request`: not carried any more, nor sent."""
+        request.withdrawn = True
+        if request in self.requests:
+            self.requests.remove(request)
+        if request.carrier is not None:
+            request.carrier.cancel()
+
+    async def next_request(self) -> ClientRequest | None:
+        """The next request its work has for the client (taken: one `tasks/result` carries it); None once it ended."""
+        while True:
+            if self.requests:
+                return self.requests.pop(0)
+            if self.status in TERMINAL:
+                return None
+            await self.pulse.wait()
+
+    def _wake(self) -> None:
+        pulse, self.pulse = self.pulse, anyio.Event()
+        pulse.set()
 
     # -- the wire shapes --------------------------------------------------------------------------------------
 
@@ -262,8 +350,9 @@ class TaskStore:
         if task is None or task.owner != owner:
             raise MCPError(
                 code=INVALID_PARAMS,
-                message=f"no task {task_id[:64]!r}: it never existed or has expired (tasks are kept "
-                f"{self.ttl_ms / 1000:.0f} s after they start); call the tool again.",
+                message=f"no task {task_id[:64]!r}: it never existed or has expired (a task is kept for its ttl "
+                f"from its start — the ttl its call asked for, {self.ttl_ms / 1000:g} s by default and at most — and "
+                f"at least min(ttl, {KEEP_AFTER_END:g} s) after it ended); call the tool again.",
             )
         return task
 
@@ -296,9 +385,12 @@ class TaskStore:
         await self._shared.cancel(task.id)
         return True
 
-    async def wait(self, task: TaskRecord) -> TaskRecord:
-        """The task once it ended (a task of another replica is read until then)."""
+    async def wait(self, task: TaskRecord, ctx: Any = None) -> TaskRecord:
+        """The task once it ended (a task of another replica is read until then); meanwhile the requests its work has
+        for the client are carried on the stream of `ctx`, the `tasks/result` request that waits."""
         if self._shared is None or self._tasks.get(task.id) is task:
+            while ctx is not None and (request := await task.next_request()) is not None:
+                await request.carry(ctx, task)
             await task.done.wait()
             return task
         while task.status not in TERMINAL:
@@ -428,7 +520,7 @@ class TaskStore:
             await anyio.sleep(HEARTBEAT_SECONDS)
 
 
-_STORED = tuple(f.name for f in fields_of(TaskRecord) if f.name not in ("scope", "done"))
+_STORED = tuple(f.name for f in fields_of(TaskRecord) if f.name not in ("scope", "done", "requests", "pulse", "waits"))
 
 
 def _record(stored: dict[str, Any]) -> TaskRecord:
@@ -448,6 +540,46 @@ def _update(task: TaskRecord, stored: dict[str, Any]) -> None:
 
 
 CURRENT: ContextVar[TaskRecord | None] = ContextVar("mcp_sections_task", default=None)
+
+
+def asks_through_tasks() -> bool:
+    """Whether this call's work runs as a 2025-11-25 task: its requests to the client go through `ask_client`."""
+    task = CURRENT.get()
+    return task is not None and not task.modern
+
+
+async def ask_client(request: Any, result_type: type[R], waiting: str) -> R:
+    """The client's answer to `request` (a typed server-to-client request) from a 2025-11-25 task's work: sent with
+    the related-task metadata on the stream of the task's `tasks/result`, the task `input_required` (`waiting` its
+    status message) until then (see the module docstring). Raises what the client answered (MCPError), or
+    NoBackChannelError when the `tasks/result` that took it cannot carry requests (stateless HTTP)."""
+    task = CURRENT.get()
+    if task is None or task.modern:
+        raise RuntimeError("ask_client is for the work of a 2025-11-25 task")
+    meta = {**(request.params.meta or {}), RELATED_TASK: {"taskId": task.id}}
+    related = request.model_copy(update={"params": request.params.model_copy(update={"meta": meta})})
+    asked = ClientRequest(related, result_type)
+    with task.needs_input(waiting):
+        task.post(asked)
+        try:
+            await asked.answered.wait()
+        finally:
+            task.withdraw(asked)
+    if asked.error is not None:
+        raise asked.error
+    return cast(R, asked.result)
+
+
+@contextmanager
+def awaiting_input(message: str) -> Iterator[None]:
+    """In a 2025-11-25 task's work, the task is `input_required` with `message` (where to answer) while the block
+    waits for the person; elsewhere (a plain call, a 2026-07-28 task: its status means another thing) nothing."""
+    task = CURRENT.get()
+    if task is None or task.modern:
+        yield
+        return
+    with task.needs_input(message):
+        yield
 
 
 def task_execution(support: str | None) -> dict[str, Any] | None:
@@ -610,7 +742,7 @@ class TasksExtension(Extension):
 
     async def _result(self, ctx: Any, params: GetTaskPayloadRequestParams) -> dict[str, Any]:
         task = await self._find(ctx, params.task_id)
-        task = await self._store.wait(task)
+        task = await self._store.wait(task, ctx)  # carrying its work's requests for the client meanwhile
         if task.status == "completed" and task.result is not None:
             meta = {**(task.result.get("_meta") or {}), RELATED_TASK: {"taskId": task.id}}
             return {**task.result, "_meta": meta}
