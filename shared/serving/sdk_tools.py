@@ -25,18 +25,23 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
 from mcp.shared.message import SessionMessage
 from mcp_types import (
     CallToolResult,
     ClientCapabilities,
+    CreateMessageRequest,
     CreateMessageRequestParams,
     CreateMessageResult,
     CreateMessageResultWithTools,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
     RootsCapability,
     ToolAnnotations,
 )
@@ -47,7 +52,7 @@ from mcp_sections.shared.ground.errors import ErrorCode, ToolFailure
 from mcp_sections.shared.serving.audit import caller_of
 from mcp_sections.shared.serving.event_store import SessionEventStores
 from mcp_sections.shared.serving.tasks import CURRENT as CURRENT_TASK
-from mcp_sections.shared.serving.tasks import task_execution, tracked
+from mcp_sections.shared.serving.tasks import ask_client, asks_through_tasks, task_execution, tracked
 
 logger = logging.getLogger("mcp_sections.sdk_tools")
 
@@ -164,6 +169,8 @@ class SdkChannel:
 
     def _no_mid_call_requests(self) -> str | None:
         context = self._context
+        if asks_through_tasks():  # a 2025-11-25 task: its requests go through the client's tasks/result
+            return None
         if uses_input_required(context):
             return (
                 f"this connection speaks MCP {context.protocol_version}, where a server cannot send requests to the "
@@ -187,7 +194,10 @@ class SdkChannel:
         return None
 
     async def sample(self, params: CreateMessageRequestParams) -> CreateMessageResult | CreateMessageResultWithTools:
-        """One `sampling/createMessage` request, related to this call; ToolFailure when the client refuses or fails."""
+        """One `sampling/createMessage` request, related to this call (or, in a 2025-11-25 task's work, to the task,
+        through the client's `tasks/result`); ToolFailure when the client refuses or fails."""
+        if asks_through_tasks():
+            return await self._sample_through_task(params)
         session = self._context.request_context.session
         with warnings.catch_warnings():  # deprecated by 2026-07-28 (SEP-2577), still the way on 2025-11-25
             warnings.simplefilter("ignore", MCPDeprecationWarning)
@@ -211,6 +221,45 @@ class SdkChannel:
                 ErrorCode.DEPENDENCY_ERROR, f"the MCP client did not answer the sampling request: {exc.message[:300]}"
             ) from None
 
+    async def _sample_through_task(
+        self, params: CreateMessageRequestParams
+    ) -> CreateMessageResult | CreateMessageResultWithTools:
+        result_type: Any = CreateMessageResultWithTools if params.tools else CreateMessageResult
+        waiting = "input required: call tasks/result to receive the sampling request of this task's sub-agent."
+        try:
+            return await ask_client(CreateMessageRequest(params=params), result_type, waiting)
+        except NoBackChannelError:
+            raise ToolFailure(
+                ErrorCode.DEPENDENCY_ERROR,
+                "the client's tasks/result cannot carry the sampling request (no channel for requests from the server, "
+                "e.g. stateless HTTP); configure [gateway.model] so the server calls a model itself.",
+            ) from None
+        except MCPError as exc:
+            raise ToolFailure(
+                ErrorCode.DEPENDENCY_ERROR, f"the MCP client did not answer the sampling request: {exc.message[:300]}"
+            ) from None
+
+    async def _ask_through_task(self, question: UserQuestion) -> UserAnswer | None:
+        import time
+
+        import anyio
+
+        params = ElicitRequestFormParams(
+            message=question.message, requested_schema=render_elicitation_schema(question.schema)
+        )
+        waiting = f"input required: call tasks/result to receive a question for the user. {question.message}"
+        started = time.monotonic()
+        try:
+            with anyio.fail_after(question.timeout_seconds or 3600):
+                result = await ask_client(ElicitRequest(params=params), ElicitResult, waiting)
+        except NoBackChannelError:
+            return None
+        except TimeoutError:
+            return UserAnswer(action="timeout", waited_seconds=time.monotonic() - started)
+        except MCPError:
+            return UserAnswer(action="cancel", waited_seconds=time.monotonic() - started)
+        return _answer(result, time.monotonic() - started)
+
     async def ask(self, question: UserQuestion) -> UserAnswer | None:
         """A form elicitation sent mid-call (2025-11-25 connections with elicitation); None where that cannot be."""
         import time
@@ -221,6 +270,8 @@ class SdkChannel:
         elicitation = capabilities.elicitation if capabilities is not None else None
         if self._no_mid_call_requests() is not None or elicitation is None:
             return None
+        if asks_through_tasks():
+            return await self._ask_through_task(question)
         session = self._context.request_context.session
         started = time.monotonic()
         try:
@@ -232,13 +283,17 @@ class SdkChannel:
             return UserAnswer(action="timeout", waited_seconds=time.monotonic() - started)
         except MCPError:
             return UserAnswer(action="cancel", waited_seconds=time.monotonic() - started)
-        waited = time.monotonic() - started
-        if result.action == "accept":
-            return UserAnswer(action="accept", content=dict(result.content or {}), waited_seconds=waited)
-        return UserAnswer(action="decline" if result.action == "decline" else "cancel", waited_seconds=waited)
+        return _answer(result, time.monotonic() - started)
 
     def connected(self) -> bool | None:
         return response_stream_open(self._context)
+
+
+def _answer(result: ElicitResult, waited: float) -> UserAnswer:
+    """A form elicitation's result as the tool's `UserAnswer`."""
+    if result.action == "accept":
+        return UserAnswer(action="accept", content=dict(result.content or {}), waited_seconds=waited)
+    return UserAnswer(action="decline" if result.action == "decline" else "cancel", waited_seconds=waited)
 
 
 def tool_context(context: Context) -> ToolContext:
