@@ -313,13 +313,17 @@ def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gatewa
 
 
 def _oauth_guard(gateway: Any) -> Any:
-    """The OAuth resource server of a gateway with `[gateway.auth]` (`shared.serving.oauth`), else None."""
+    """The OAuth resource server of a gateway with `[gateway.auth]` (`shared.serving.oauth`), which answers a call its
+    token's scopes do not allow with 403 (`servers/gateway/scope_challenge.py`), else None."""
     server = gateway.config.auth.resource_server() if gateway is not None else None
     if server is None:
         return None
+    from mcp_sections.servers.gateway.scope_challenge import CallScopes
+    from mcp_sections.shared.serving.http_auth import ScopeChallenge
     from mcp_sections.shared.serving.oauth import OAuthGuard
 
-    return OAuthGuard(server)
+    guard = OAuthGuard(server)
+    return ScopeChallenge(guard, CallScopes(gateway.pool), guard.metadata_url)
 
 
 def _status_beside(args: argparse.Namespace, settings: Settings) -> bool:

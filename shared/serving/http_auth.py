@@ -10,6 +10,12 @@ or from `MCP_SECTIONS_AUTH_TOKEN`. It is required whenever the server binds beyo
 from other machines with no token refuses to start. On loopback it is optional (local clients, tests).
 Every HTTP request must carry `Authorization: Bearer <token>`; anything else gets 401 before it reaches the MCP
 session layer. Tokens are compared in constant time and never logged.
+
+A valid access token whose scopes do not allow what a request asks gets 403 with `WWW-Authenticate: Bearer
+error="insufficient_scope", scope="…", resource_metadata="…"`, as the MCP authorization specification's step-up flow
+has it, where the server can tell from the request alone (`ScopeChallenge`: a `tools/call` of a tool the token's
+scopes do not allow, by the host's `ScopeRule`). The body is the JSON-RPC error of that request, so a client that
+does not step up (the official one with a fixed token) raises it with the reason, not a bare HTTP error.
 """
 
 from __future__ import annotations
@@ -18,13 +24,17 @@ import hmac
 import json
 import logging
 import os
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+
 from mcp_sections.shared.confinement.guards.urls import is_loopback_host
-from mcp_sections.shared.framework.clients import User, user_of_token
+from mcp_sections.shared.framework.clients import User, user_of_access, user_of_token
 from mcp_sections.shared.ground.errors import ConfigError
 
 logger = logging.getLogger("mcp_sections.http_auth")
@@ -38,6 +48,7 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 _JSON_TYPE = (b"content-type", b"application/json")
+INSUFFICIENT_SCOPE = -32003  # the JSON-RPC error code of a 403 challenge's body (a server-defined code)
 
 
 class AuthConfigError(ConfigError, ValueError):
@@ -186,3 +197,125 @@ async def send_json(send: Send, status: int, payload: Any, *headers: tuple[bytes
     length = (b"content-length", str(len(body)).encode())
     await send({"type": "http.response.start", "status": status, "headers": [_JSON_TYPE, *headers, length]})
     await send({"type": "http.response.body", "body": body})
+
+
+@dataclass(frozen=True)
+class ScopeNeeded:
+    """A call the token's scopes do not allow and a token with other scopes would: `scopes` to ask the authorization
+    server for (space-separated in the challenge), `message` why (as the call's tool error would say it)."""
+
+    scopes: tuple[str, ...]
+    message: str
+
+
+class ScopeRule(Protocol):
+    """A host's rule: the scopes `user` lacks for this `tools/call`, decided from the request alone (None: allowed,
+    or only the call itself can tell)."""
+
+    async def __call__(self, user: User, tool: str, arguments: Mapping[str, Any]) -> ScopeNeeded | None: ...
+
+
+class ScopeChallenge:
+    """The `HttpGuard` of OAuth access tokens (`guard`) that also answers a `tools/call` its token's scopes do not
+    allow with 403 `insufficient_scope` (see the module docstring), once the token is valid and before MCP has it."""
+
+    def __init__(self, guard: HttpGuard, rule: ScopeRule, metadata_url: str) -> None:
+        self._guard = guard
+        self._rule = rule
+        self._metadata_url = metadata_url
+
+    @property
+    def description(self) -> str:
+        return self._guard.description
+
+    def wrap(self, app: ASGIApp) -> ASGIApp:
+        return self._guard.wrap(_ChallengeScopes(app, self._rule, self._metadata_url))
+
+    def pages(self) -> Mapping[str, ASGIApp]:
+        return self._guard.pages()
+
+    async def identify(self, credential: str) -> Identified | None:
+        return await self._guard.identify(credential)
+
+
+class _ChallengeScopes:
+    """ASGI, behind the token's check: a POSTed `tools/call` the rule refuses gets 403; any other request (or one
+    larger than MCP accepts: it answers that) goes on with its body as received."""
+
+    def __init__(self, app: ASGIApp, rule: ScopeRule, metadata_url: str) -> None:
+        self._app = app
+        self._rule = rule
+        self._metadata_url = metadata_url
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        authenticated = scope.get("user")
+        if scope["type"] != "http" or scope.get("method") != "POST" or not isinstance(authenticated, AuthenticatedUser):
+            await self._app(scope, receive, send)
+            return
+        received, body = await _body(receive)
+        call = _tool_call(body) if body is not None else None
+        if call is not None:
+            request_id, tool, arguments = call
+            try:
+                needed = await self._rule(user_of_access(authenticated.access_token), tool, arguments)
+            except Exception:  # the call itself is refused (or not) as it would have been: never fail it here
+                logger.exception("the scopes of a call could not be decided before it ran")
+                needed = None
+            if needed is not None:
+                await self._challenge(send, request_id, needed)
+                return
+        pending = deque(received)
+
+        async def replayed() -> MutableMapping[str, Any]:
+            return pending.popleft() if pending else await receive()
+
+        await self._app(scope, replayed, send)
+
+    async def _challenge(self, send: Send, request_id: Any, needed: ScopeNeeded) -> None:
+        scopes = " ".join(_header_text(scope) for scope in needed.scopes)
+        challenge = (
+            f'Bearer error="insufficient_scope", scope="{scopes}", resource_metadata="{self._metadata_url}", '
+            f'error_description="{_header_text(needed.message)}"'
+        )
+        data = {"error_code": "PERMISSION_DENIED", "scope": scopes, "resource_metadata": self._metadata_url}
+        error = {"code": INSUFFICIENT_SCOPE, "message": needed.message, "data": data}
+        payload = {"jsonrpc": "2.0", "id": request_id, "error": error}
+        await send_json(send, 403, payload, (b"www-authenticate", challenge.encode("ascii")))
+
+
+async def _body(receive: Receive) -> tuple[list[MutableMapping[str, Any]], bytes | None]:
+    """The messages of a request's body as received, and the body (None: the client went away, or it is larger than
+    MCP accepts)."""
+    received: list[MutableMapping[str, Any]] = []
+    size = 0
+    while True:
+        message = await receive()
+        received.append(message)
+        if message["type"] != "http.request":
+            return received, None
+        size += len(message.get("body", b""))
+        if size > DEFAULT_MAX_REQUEST_BODY_SIZE:
+            return received, None
+        if not message.get("more_body", False):
+            return received, b"".join(part.get("body", b"") for part in received)
+
+
+def _tool_call(body: bytes) -> tuple[Any, str, dict[str, Any]] | None:
+    """(id, tool, arguments) of a body that is one JSON-RPC `tools/call` request; None for anything else."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("method") != "tools/call" or "id" not in message:
+        return None
+    params = message.get("params")
+    tool = params.get("name") if isinstance(params, dict) else None
+    arguments = (params.get("arguments") if isinstance(params, dict) else None) or {}
+    if not isinstance(tool, str) or not isinstance(arguments, dict):
+        return None
+    return message["id"], tool, arguments
+
+
+def _header_text(text: str) -> str:
+    """`text` as a quoted parameter of `WWW-Authenticate` may hold it (RFC 6750 §3: printable ASCII, no `"` or `\\`)."""
+    return "".join(char if " " <= char <= "~" and char not in '"\\' else "?" for char in text.replace('"', "'"))
