@@ -12,7 +12,8 @@ import anyio
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.tools import Tool
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp_types import CallToolResult
 
 from mcp_sections.shared.framework.resources import ServeResults, serve_as
@@ -29,6 +30,7 @@ from mcp_sections.shared.serving.completions import serve_completions
 from mcp_sections.shared.serving.event_store import RETRY_MS, SessionEventStores, StreamResumption
 from mcp_sections.shared.serving.http_auth import HttpGuard
 from mcp_sections.shared.serving.pipeline import SectionCalls, SectionState
+from mcp_sections.shared.serving.replica_secret import ReplicaSecret, replica_secret
 from mcp_sections.shared.serving.sdk_tools import (
     ForgetRootsOnChange,
     resumable_sessions,
@@ -139,11 +141,71 @@ class _WarmUpAfterListing:
 def transport_security(
     host: str, port: int, extra_hosts: list[str], extra_origins: list[str]
 ) -> TransportSecuritySettings:
-    """DNS-rebinding protection: only the bound host (and loopback names) and explicit extras are accepted."""
+    """DNS-rebinding protection: the bound `host:port` (with the loopback names when bound to loopback) and the
+    explicit extras are accepted; nothing else — not a loopback name on another port (a load balancer's), nor a
+    container name."""
     names = {host, *LOOPBACK_HOSTS} if host in ("127.0.0.1", "localhost", "::1") else {host}
     hosts = sorted({f"{name}:{port}" for name in names} | set(extra_hosts))
     origins = sorted({f"http://{name}:{port}" for name in names} | set(extra_origins))
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+class ExplainedTransportSecurity(TransportSecurityMiddleware):
+    """The SDK's Host/Origin check, whose refusals (421 Invalid Host header, 403 Invalid Origin header) also say which
+    flag or setting accepts the name refused — a server reached through a load balancer, a container name or a public
+    name must be told that name."""
+
+    async def validate_request(self, request: Any, is_post: bool = False) -> Any:
+        from starlette.responses import PlainTextResponse
+
+        refused = await super().validate_request(request, is_post)
+        if refused is None or refused.status_code not in (403, 421):
+            return refused
+        if refused.status_code == 421:
+            host = request.headers.get("host", "")[:200]
+            text = (
+                f"Invalid Host header {host!r}: this server accepts only the names it was told. If {host!r} is how "
+                f"it is reached (a load balancer, a container or public name), start it with --allowed-host {host} "
+                "(or allowed_hosts in the config file, MCP_SECTIONS_ALLOWED_HOSTS)."
+            )
+        else:
+            origin = request.headers.get("origin", "")[:200]
+            text = (
+                f"Invalid Origin header {origin!r}: pages of that site may not call this server. If it is this "
+                f"server's own page (its /status) reached by that address, start it with --allowed-origin {origin} "
+                "(or allowed_origins in the config file, MCP_SECTIONS_ALLOWED_ORIGINS)."
+            )
+        return PlainTextResponse(text, status_code=refused.status_code)
+
+
+class CheckedHostAndOrigin:
+    """ASGI: `app` behind `ExplainedTransportSecurity` (the SDK's own check behind it then always passes)."""
+
+    def __init__(self, app: Any, security: TransportSecuritySettings) -> None:
+        self._app = app
+        self._security = ExplainedTransportSecurity(security)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            from starlette.requests import Request
+
+            refused = await self._security.validate_request(Request(scope, receive))
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
+
+
+def seal_request_state(server: MCPServer, secret: ReplicaSecret) -> None:
+    """Seal `server`'s 2026-07-28 `requestState` with `secret`'s keys instead of the SDK's key of this process alone,
+    so that the round that answers a question may reach any replica (`shared.serving.replica_secret`)."""
+    security = RequestStateSecurity(keys=secret.keys("request-state"))
+    boundary = RequestStateBoundary(security, default_audience=server.name)
+    chain = server.middleware
+    found = [index for index, item in enumerate(chain) if isinstance(item, RequestStateBoundary)]
+    if len(found) != 1:
+        raise RuntimeError(f"the SDK's request-state boundary is not where it was ({len(found)} found)")
+    chain[found[0]] = boundary
 
 
 def serve(
@@ -164,13 +226,16 @@ def serve(
     pages (the protected-resource metadata) are served without it; `pages` are a host's own ASGI pages by path prefix
     (they guard themselves). With no trace exporter configured (`shared.serving.telemetry`), the SDK's per-request span
     is taken out: nothing is paid. Over stdio, `beside` runs in the same loop for as long as the client is connected
-    (the gateway's status page: `servers/gateway/status_beside.py`).
+    (the gateway's status page: `servers/gateway/status_beside.py`). Over HTTP, `requestState` is sealed with the
+    secret the replicas of a team share (`seal_request_state`), and a Host or Origin refused says which flag accepts it.
     """
     if telemetry.current() is None:
         without_sdk_tracing(server)
     if transport == "stdio":
         anyio.run(_stdio_and, server, beside)
         return
+    secret = replica_secret()
+    seal_request_state(server, secret)
     security = transport_security(host, port, extra_hosts, extra_origins)
     anyio.run(serve_http, server, host, port, security, guard, pages)
 
@@ -216,6 +281,7 @@ async def serve_http(
     if guard is not None:
         app = guard.wrap(app)
         pages = {**guard.pages(), **(pages or {})}
+    app = CheckedHostAndOrigin(app, security)  # before the guard: a refused name is told so, with or without a token
     app = WithPages(app, pages)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", server_header=False)
     shown = f"[{host}]" if ":" in host else host

@@ -16,7 +16,8 @@ every replica. Unset: everything stays in the process, as for one person.
 Layout (`P` the prefix): `P:task:<id>` the task's fields as JSON, `P:owner:<owner>` a sorted set of its task ids,
 `P:replica:<id>` a replica's heartbeat (a key that expires unless renewed), `P:cancel` the channel of cancelled task
 ids, `P:link:<uri>` a link's description and bytes, `P:link-owner:<server>:<uri>` the client a server (`gateway`, a
-section id) gave it to.
+section id) gave it to, `P:secret:<name>` a secret every replica reads (`shared_secret`: created once by the first
+replica to ask, never expiring).
 
 Both clients reconnect: a command that finds the connection gone is retried with a growing pause for about
 `RETRY_SECONDS` (a restart of Redis costs a wait, not an error), the subscription is opened again.
@@ -62,6 +63,12 @@ if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[5]) then redis.call('PEXPIRE', KE
 return false
 """
 
+#: KEYS[1]'s value, set to ARGV[1] first if it has none: every replica reads the value the first one wrote.
+GET_OR_SET = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX') then return ARGV[1] end
+return redis.call('GET', KEYS[1])
+"""
+
 
 class SharedStateSettings(LayeredSettings):
     """`MCP_SECTIONS_REDIS_URL` and `MCP_SECTIONS_REDIS_PREFIX` (see the module docstring)."""
@@ -95,6 +102,29 @@ def shared_state() -> SharedStateSettings | None:
     """The Redis this process shares its tasks and links through (None: they stay in the process)."""
     settings = SharedStateSettings.load()
     return settings if settings.redis_url else None
+
+
+def shared_secret(settings: SharedStateSettings, name: str) -> str:
+    """The secret `P:secret:<name>` every replica reads at start: made (32 random bytes, hex) and stored by the first
+    replica that asks, in one atomic step, so replicas starting together still agree; it never expires (Redis keeps
+    it in its append-only file). ConfigError when Redis cannot be reached."""
+    try:
+        import redis
+        from redis.retry import Retry
+    except ModuleNotFoundError as exc:
+        raise _missing() from exc
+    client = redis.Redis.from_url(settings.redis_url or "", decode_responses=True, **settings.client_options(Retry))
+    try:
+        stored = client.register_script(GET_OR_SET)(
+            keys=[f"{settings.redis_prefix}:secret:{name}"], args=[secrets.token_hex(32)]
+        )
+    except redis.RedisError as exc:
+        raise ConfigError(
+            f"the shared state (MCP_SECTIONS_REDIS_URL) cannot be reached to read the replicas' secret {name!r}: {exc}"
+        ) from exc
+    finally:
+        client.close()
+    return str(stored)
 
 
 def _missing() -> ConfigError:
