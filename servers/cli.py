@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from mcp_sections.servers.doctor import check_config
 from mcp_sections.servers.registry import BUILTIN_SECTIONS, UnknownSection, all_sections, load_section
 from mcp_sections.shared.ground.about import package_version
-from mcp_sections.shared.ground.hosts import url_host
 from mcp_sections.shared.serving import telemetry
 from mcp_sections.shared.settings.config import ConfigError, Settings, load_settings
 
@@ -292,15 +291,14 @@ def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gatewa
     origins = [*settings.allowed_origins, *args.allowed_origins]
     pages = beside = None
     if gateway is not None and args.transport == "http":
-        from mcp_sections.servers.gateway.status import PREFIX, StatusPage
+        from mcp_sections.servers.gateway.status import PREFIX, StatusPage, page_address
+        from mcp_sections.shared.serving.replica_secret import replica_secret
 
         security = transport_security(args.host, args.port, hosts, origins)
-        page = StatusPage(gateway, guard, security)
+        page = StatusPage(gateway, guard, security, replica_secret())  # signed sessions any replica takes
         pages = {PREFIX: page}
-        shown = "localhost" if args.host in ("0.0.0.0", "::") else args.host  # bound to all: the local address
-        place = url_host(shown)
         sign_in = "sign in with your access token" if page.oauth else "sign in with the gateway's token"
-        gateway.questions.open_at(f"http://{place}:{args.port}{PREFIX}", sign_in=sign_in)
+        gateway.questions.open_at(page_address(gateway, args.host, args.port, origins), sign_in=sign_in)
     elif gateway is not None and _status_beside(args, settings):
         from functools import partial
 

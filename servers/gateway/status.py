@@ -1,12 +1,13 @@
 """The gateway's status page: `/status` on its Streamable HTTP server, behind the same bearer token as `/mcp`.
 
 What it shows: the calls waiting for the person's approval, first (with approval on and a client that cannot ask
-its user: `shared.serving.approval`), each with everything it would run, the client that asked and the time left, and
-two buttons — the one thing on the page that changes anything; then, read-only, the sections with their state, tool
-count (as the tool filters leave it) and uptime; the newest calls of the audit log (time, tool, section, depth,
-duration, outcome: never arguments; the approval answers too); the sub-agents running and finished, as a tree; the
-brain's projects with node counts and pending embeddings, read from its SQLite file read-only without starting
-rag_ops (`shared.brain.summary`).
+its user: `shared.serving.approval`), each with its question id, everything it would run, the client that asked and
+the time left, and two buttons — the one thing on the page that changes anything; then, read-only, the sections with
+their state, tool count (as the tool filters leave it) and uptime; the newest calls of the audit log (time, user,
+tool, section, depth, duration, outcome: never arguments; the approval answers too), every user's to every signed-in
+user (the gateway knows no operator apart from its users: run separate gateways for people who must not see each
+other's); the sub-agents running and finished, as a tree; the brain's projects with node counts and pending
+embeddings, read from its SQLite file read-only without starting rag_ops (`shared.brain.summary`).
 
 An answer is a POST to `/status/questions/<id>` carrying the page's CSRF token (an HMAC of the sign-in session, so
 another site can neither read nor forge it; the session cookie is SameSite=Strict and Origin is checked as well); it
@@ -14,12 +15,14 @@ is audited with who gave it (the user, the sign-in session by a short digest, an
 question nobody answers within the gateway's approval timeout is declined and leaves the page.
 
 Access: a request carries `Authorization: Bearer <token>`, or a session cookie a browser gets from the sign-in
-form (POST `/status/sign-in` with the token: an HttpOnly, SameSite=Strict cookie, path `/status`, 12 hours, kept
-in this process only). The token is what `/mcp` takes (`shared.serving.http_auth`): the gateway's single bearer token,
-or on a team's gateway (`[gateway.auth]`) an access token of its authorization server — then the page knows the user,
-the session ends when the token expires, and each user sees and answers only the questions of their own calls. A
-gateway serving without a token (loopback only) serves the page without sign-in, as it serves `/mcp`. Host and Origin
-are checked as for `/mcp` (DNS-rebinding protection).
+form (POST `/status/sign-in` with the token: an HttpOnly, SameSite=Strict cookie, path `/status`, 12 hours, signed
+with the secret a team's replicas share, so that any replica takes it and a sign-out holds on all:
+`status_sessions.py`). The token is what `/mcp` takes (`shared.serving.http_auth`): the gateway's single bearer
+token, or on a team's gateway (`[gateway.auth]`) an access token of its authorization server — then the page knows
+the user, the session ends when the token expires, and each user sees and answers only the questions of their own
+calls. A gateway serving without a token (loopback only) serves the page without sign-in, as it serves `/mcp`. Host
+and Origin are checked as for `/mcp` (DNS-rebinding protection). The address the approval messages give
+(`page_address`): the public one when the gateway knows it.
 
 The page is server-rendered HTML with its own stylesheet and script (no external asset), under a strict
 Content-Security-Policy; the script refreshes the live part (`/status/live`, a fragment) every few seconds, and
@@ -29,10 +32,7 @@ only while the page is visible, refresh is on and the keyboard focus is not insi
 from __future__ import annotations
 
 import hashlib
-import hmac
-import secrets
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 import anyio.to_thread
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route, Router
@@ -49,9 +49,14 @@ from starlette.routing import Route, Router
 from mcp_sections.shared.brain.summary import BrainSummary, brain_summary
 from mcp_sections.shared.framework.clients import User
 from mcp_sections.shared.ground.about import package_version
+from mcp_sections.shared.ground.hosts import url_host
 from mcp_sections.shared.serving.audit import recent_records
-from mcp_sections.shared.serving.http_auth import BearerToken, HttpGuard, Identified, bearer_credential
+from mcp_sections.shared.serving.http_auth import BearerToken, HttpGuard, bearer_credential
 from mcp_sections.shared.serving.question_board import PendingQuestion
+from mcp_sections.shared.serving.replica_secret import ReplicaSecret, process_secret
+from mcp_sections.shared.serving.server import ExplainedTransportSecurity
+
+from .status_sessions import SESSION_SECONDS, Sessions, signed_out_here_or_shared
 
 if TYPE_CHECKING:
     from mcp_sections.shared.agents.runtime import AgentRuntime
@@ -60,8 +65,6 @@ if TYPE_CHECKING:
 
 PREFIX = "/status"
 COOKIE = "mcp_sections_status"
-SESSION_SECONDS = 12 * 3600
-MAX_SESSIONS = 64
 MAX_FORM_BYTES = 20_000  # an access token of an authorization server may be a few KiB
 RECENT_CALLS = 40
 BRAIN_REFRESH_SECONDS = 10.0
@@ -82,37 +85,19 @@ SECURITY_HEADERS = {
 }
 
 
-class Sessions:
-    """Signed-in browsers: random ids kept in memory, with who signed in, until they expire (the oldest go first
-    beyond the cap)."""
-
-    def __init__(self) -> None:
-        self._expiry: OrderedDict[str, tuple[float, User]] = OrderedDict()
-
-    def new(self, identified: Identified) -> str:
-        """A session for `identified`: 12 hours, and never past its credential."""
-        session = secrets.token_urlsafe(32)
-        until = time.monotonic() + SESSION_SECONDS
-        if identified.until is not None:
-            until = min(until, time.monotonic() + identified.until - time.time())
-        self._expiry[session] = (until, identified.user)
-        while len(self._expiry) > MAX_SESSIONS:
-            self._expiry.popitem(last=False)
-        return session
-
-    def user(self, session: str) -> User | None:
-        """Who signed in with `session` (None: no such session, or it expired)."""
-        entry = self._expiry.get(session)
-        if entry is None:
-            return None
-        if entry[0] < time.monotonic():
-            del self._expiry[session]
-            return None
-        return entry[1]
-
-    def end(self, session: str | None) -> None:
-        if session is not None:
-            self._expiry.pop(session, None)
+def page_address(gateway: Gateway, host: str, port: int, origins: list[str]) -> str:
+    """Where a person opens the page, as the approval messages say it: beside `[gateway.auth] resource` (the gateway
+    as clients reach it), else at the first origin allowed beyond the bound address (`--allowed-origin`: the load
+    balancer's or public address people sign in through), else at the bound address (`localhost` when bound to all)."""
+    resource = gateway.config.auth.resource
+    if resource:
+        return resource.rstrip("/").removesuffix("/mcp") + PREFIX
+    public = [origin.rstrip("/") for origin in origins if origin.startswith(("http://", "https://"))]
+    public = [origin for origin in public if not origin.endswith(":*")]
+    if public:
+        return public[0] + PREFIX
+    shown = "localhost" if host in ("0.0.0.0", "::") else host  # bound to all: the local address
+    return f"http://{url_host(shown)}:{port}{PREFIX}"
 
 
 @dataclass(frozen=True)
@@ -131,14 +116,20 @@ class Visitor:
 class StatusPage:
     """The ASGI app of `/status` and its paths (see the module docstring)."""
 
-    def __init__(self, gateway: Gateway, guard: HttpGuard | None, security: TransportSecuritySettings) -> None:
-        """`guard`: what `/mcp` takes (None: no sign-in, loopback only)."""
+    def __init__(
+        self,
+        gateway: Gateway,
+        guard: HttpGuard | None,
+        security: TransportSecuritySettings,
+        secret: ReplicaSecret | None = None,
+    ) -> None:
+        """`guard`: what `/mcp` takes (None: no sign-in, loopback only); `secret`: what signs the sessions and CSRF
+        tokens (the replicas' shared one, `shared.serving.replica_secret`; None: one of this process)."""
         self.gateway = gateway
         self._guard = guard
         self.oauth = guard is not None and not isinstance(guard, BearerToken)  # signs users in with access tokens
-        self._security = TransportSecurityMiddleware(security)
-        self._sessions = Sessions()
-        self._csrf_key = secrets.token_bytes(32)
+        self._security = ExplainedTransportSecurity(security)
+        self._sessions = Sessions(secret or process_secret(), signed_out_here_or_shared())
         self._brain: tuple[float, BrainSummary] | None = None
         self._router = Router(
             routes=[
@@ -171,12 +162,11 @@ class StatusPage:
             identified = await self._guard.identify(credential)
             if identified is not None:
                 return Visitor(f"bearer:{identified.user.id}", identified.user)
-        session = request.cookies.get(COOKIE)
-        user = self._sessions.user(session) if session is not None else None
-        return Visitor("session:" + str(session), user) if user is not None else None
+        session = await self._sessions.session(request.cookies.get(COOKIE))
+        return Visitor(f"session:{session.id}", session.user) if session is not None else None
 
     def _csrf(self, visitor: Visitor) -> str:
-        return hmac.new(self._csrf_key, visitor.key.encode(), hashlib.sha256).hexdigest()
+        return self._sessions.csrf(visitor.key)
 
     @staticmethod
     def _who(visitor: Visitor, request: Request) -> str:
@@ -205,10 +195,11 @@ class StatusPage:
             wrong = "a valid access token of the team's authorization server" if self.oauth else "the gateway's token"
             return _html(sign_in_page(f"That is not {wrong}.", self.oauth), 401)
         response = RedirectResponse(PREFIX, status_code=303)
+        cookie, session = self._sessions.new(identified)
         response.set_cookie(
             COOKIE,
-            self._sessions.new(identified),
-            max_age=SESSION_SECONDS,
+            cookie,
+            max_age=max(1, min(SESSION_SECONDS, int(session.until - time.time()))),
             path=PREFIX,
             httponly=True,
             samesite="strict",
@@ -226,7 +217,7 @@ class StatusPage:
         form = await _form(request)
         if form is None:
             return _secure(Response("the form is too large", status_code=413, media_type="text/plain"))
-        if not hmac.compare_digest(form.get("csrf", "").encode(), self._csrf(visitor).encode()):
+        if not self._sessions.csrf_ok(visitor.key, form.get("csrf", "")):
             return _secure(Response("the form's CSRF token is wrong: reload the page", 403, media_type="text/plain"))
         choice = form.get("answer")
         if choice not in ("approve", "decline"):
@@ -241,7 +232,7 @@ class StatusPage:
         return _secure(RedirectResponse(PREFIX, status_code=303))
 
     async def sign_out(self, request: Request) -> Response:
-        self._sessions.end(request.cookies.get(COOKIE))
+        await self._sessions.end(request.cookies.get(COOKIE))
         response = RedirectResponse(PREFIX, status_code=303)
         response.delete_cookie(COOKIE, path=PREFIX, httponly=True, samesite="strict")
         return _secure(response)
@@ -353,7 +344,7 @@ def questions_html(pending: list[PendingQuestion], csrf: str) -> str:
         )
         items.append(
             f'<li class="question" data-question="{escape(question.id)}">'
-            f"<p class=note>{escape(question.asker)} asked at {asked} · declined in "
+            f"<p class=note>Question {escape(question.id)} · {escape(question.asker)} asked at {asked} · declined in "
             f"{question.seconds_left:.0f} s unless you answer{state}</p>"
             f"<p class=message>{escape(question.message)}</p>"
             f'<form method=post action="{action}"><input type=hidden name=csrf value="{csrf}">'
@@ -431,8 +422,10 @@ def calls_html(records: list[dict[str, Any]]) -> str:
         agent = record.get("agent_id")
         duration = record.get("duration_ms")
         shown = f"{float(duration):.1f} ms" if isinstance(duration, int | float) and outcome != "UNFINISHED" else "—"
+        user = record.get("user") or "—"  # none: a local caller (stdio, loopback without a token)
         rows.append(
-            f"<tr><td>{escape(str(record.get('time', ''))[11:23])}</td><td>{escape(str(record.get('tool', '')))}</td>"
+            f"<tr><td>{escape(str(record.get('time', ''))[11:23])}</td><td>{escape(str(user)[:200])}</td>"
+            f"<td>{escape(str(record.get('tool', '')))}</td>"
             f"<td>{escape(str(record.get('server', '')))}</td>"
             f"<td class=num>{escape(str(record.get('depth', 0)))}{' · ' + escape(str(agent)) if agent else ''}</td>"
             f"<td class=num>{shown}</td><td><span class='state {kind}'>{escape(outcome)}</span></td></tr>"
@@ -440,7 +433,7 @@ def calls_html(records: list[dict[str, Any]]) -> str:
     return _table(
         "calls",
         "Recent calls",
-        ["Time (UTC)", "Tool", "Logged by", "Depth · agent", "Duration", "Outcome"],
+        ["Time (UTC)", "User", "Tool", "Logged by", "Depth · agent", "Duration", "Outcome"],
         rows,
         "No call yet: the audit log is empty.",
     )
