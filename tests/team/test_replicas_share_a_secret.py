@@ -118,3 +118,15 @@ async def test_a_refused_host_or_origin_says_which_flag_accepts_it(pair: Pair) -
         assert (
             await http.post(f"{pair.url}/status/sign-in", data={"token": TOKEN}, headers={"Origin": pair.url})
         ).status_code == 303
+
+
+async def test_the_recent_calls_name_their_user(pair: Pair) -> None:
+    """Every signed-in user sees the recent calls, so each names whose it is (here the bearer token's user)."""
+    async with approving_client(pair.direct("a"), User(), []) as client:
+        await client.call_tool("list_tool_sections", {})
+    async with httpx.AsyncClient(timeout=30, headers=AUTH) as http:
+        page = (await http.get(f"{pair.direct('a')}/status/live")).text
+    calls = page[page.index('id="calls-h"') :]
+    assert "<th scope=col>User</th>" in calls
+    row = next(row for row in calls.split("<tr>") if "list_tool_sections" in row)
+    assert re.search(r"<td>token:[0-9a-f]{24}</td>", row), row
