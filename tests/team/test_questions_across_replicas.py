@@ -2,11 +2,11 @@
 two real gateway replicas over HTTP with `[gateway.auth]` (the stand-in authorization server of `users.py`) and
 approval on, sharing one Redis (`team.py`), and a client without elicitation whose call waits on the status page.
 
-Shown: alice's call through replica A waits on the page of replica B too — for alice only, not for bob — and her
-answer on B's page runs the call on A, once: answering again, on either replica, is refused, and the answer is
-audited on A with who gave it on B. A replica killed while its question waits: the question leaves B's page. Before,
-a question lived in the memory of the replica whose call asked it: B's page said "No call is waiting for your
-approval" and B refused the answer.
+Shown: alice's call through replica A waits on the page of replica B too (and on each page HAProxy's round robin
+serves) — for alice only, not for bob — and her answer on B's page runs the call on A, once: answering again, on
+either replica, is refused, and the answer is audited on A with who gave it on B. A replica killed while its question
+waits: the question leaves B's page. Before, a question lived in the memory of the replica whose call asked it: B's
+page said "No call is waiting for your approval" and B refused the answer.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ class Replicas:
     b: Replica
     auth: AuthorizationServer
     root: Path
+    balancer: int  # HAProxy's port (round robin over A and B)
 
     def token(self, user: str) -> str:
         return self.auth.token(f"{user}-id", "mcp:tools", RESOURCE, preferred_username=user)
@@ -97,14 +98,15 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replicas]:
             env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         with team(directory, env=env) as running:
             a = running.replica("a")
-            yield Replicas(a, running.replica("b"), auth, a.root)
+            yield Replicas(a, running.replica("b"), auth, a.root, running.balancer_port)
 
 
-async def questions(replica: Replica, token: str) -> list[dict[str, Any]]:
-    """The questions `replica`'s page shows the holder of `token`: id, CSRF token, text."""
+async def questions(replica: Replica | int, token: str) -> list[dict[str, Any]]:
+    """The questions the page of `replica` (or of a port) shows the holder of `token`: id, CSRF token, text."""
     headers = {"Authorization": f"Bearer {token}"}
+    port = replica if isinstance(replica, int) else replica.port
     async with httpx.AsyncClient(headers=headers, timeout=20) as http:
-        response = await http.get(f"http://127.0.0.1:{replica.port}/status/live")
+        response = await http.get(f"http://127.0.0.1:{port}/status/live")
     assert response.status_code == 200, response.text
     found = []
     for item in re.findall(r'<li class="question".*?</li>', response.text, re.S):
@@ -141,6 +143,8 @@ async def test_alices_question_asked_on_a_is_listed_and_answered_on_b_once(repli
         (shown,) = await eventually(lambda: questions(b, alice), timeout=WAIT)
         assert "write_file" in shown["text"] and "approved.txt" in shown["text"], shown["text"]
         assert [q["id"] for q in await questions(a, alice)] == [shown["id"]], "A, where the call waits, lists it too"
+        for _ in range(4):  # round robin: A, B, A, B
+            assert [q["id"] for q in await questions(replicas.balancer, alice)] == [shown["id"]]
         assert await questions(b, bob) == [] and await questions(a, bob) == [], "bob sees only his own questions"
 
         with replicas.call(a, "bob", "bobs.txt"):  # bob's own question gives him a CSRF token of B's page
