@@ -21,7 +21,7 @@ pytest.importorskip("opentelemetry.proto", reason="pip install 'mcp-sections[ote
 
 pytestmark = pytest.mark.anyio
 
-PINGS = 6  # pings seen (the gateway's client spans and the section's server spans) before the trace is looked at
+PINGS = 10  # pings seen (the gateway's client spans and the section's server spans) before the trace is looked at
 
 
 def _ping(span: Span) -> bool:
@@ -46,7 +46,8 @@ async def test_idle_pings_of_a_section_are_not_spans_of_the_call_that_started_it
         if span.service == "mcp-sections-gateway" and span.attributes.get("gen_ai.tool.name") == FORWARD
     )
     in_its_trace = [span.name for span in spans if span.trace_id == call.trace_id]
-    assert not [name for name in in_its_trace if name in ("MCP send ping", "ping")], in_its_trace
+    # at most the call's own check of a section idle for a while (`IDLE_CHECK_SECONDS`), never the watch's pings
+    assert in_its_trace.count("MCP send ping") <= 1, in_its_trace
     assert any(span.service == "mcp-sections-calculator" for span in spans if span.trace_id == call.trace_id)
-    sent = [span for span in spans if span.name == "MCP send ping"]
-    assert sent and all(not span.parent_id for span in sent), "a ping the gateway sends is a root span of its own"
+    watched = [span for span in spans if span.name == "MCP send ping" and span.trace_id != call.trace_id]
+    assert len(watched) >= 3 and all(not span.parent_id for span in watched), "a ping of the watch is a trace's root"
