@@ -8,8 +8,8 @@ Shown: a request without a valid token gets 401 with `WWW-Authenticate` naming t
 without a token, RFC 9728); expired, wrong-audience, wrong-issuer and badly signed tokens are refused; one user can
 neither get, cancel nor list another's task, nor read another's resource link, while the same user with a refreshed
 token can; the gateway's audit lines and trace spans name the user; a read-only scope refuses a destructive tool
-with PERMISSION_DENIED naming the scope it needs, while tools/list is the same for every user; the status page signs
-a user in with an access token.
+(HTTP 403 insufficient_scope, which the client raises) naming the scope it needs, while tools/list is the same for
+every user; the status page signs a user in with an access token.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_sections.shared.serving.audit import read_lines, read_records
 from tests.gateway.helpers import FORWARD, forward
-from tests.stdio import error_of
 from tests.tasks_client import (
     CreatedTask,
     call_for_task,
@@ -135,16 +134,15 @@ async def test_a_read_only_scope_refuses_a_destructive_tool_naming_the_scope_it_
     write = forward("file_ops", "write_file", path=str(target), content="hello")
     async with as_user(team, team.token("carol")) as carol:
         listed = {tool.name for tool in (await carol.list_tools()).tools}
-        code, message = error_of(await carol.call_tool(FORWARD, write))
-        assert code == "PERMISSION_DENIED"
-        assert "write_file needs the scope 'mcp:tools'" in message, message
-        assert "'mcp:read' gives profile 'readonly' (only tools annotated read-only)" in message, message
+        with pytest.raises(MCPError, match="write_file needs the scope 'mcp:tools'") as refused:
+            await carol.call_tool(FORWARD, write)  # HTTP 403 insufficient_scope: tests/team/test_scope_challenge.py
+        assert "'mcp:read' gives profile 'readonly' (only tools annotated read-only)" in str(refused.value)
         greeted = await carol.call_tool(FORWARD, forward("tasks_demo", "greet", name="carol"))
         assert not greeted.is_error, greeted.content
     assert not target.exists()
     async with as_user(team, team.token("dave")) as dave:
-        code, message = error_of(await dave.call_tool(FORWARD, forward("tasks_demo", "greet", name="dave")))
-        assert code == "PERMISSION_DENIED" and "needs the scope 'mcp:read' or 'mcp:tools'" in message, message
+        with pytest.raises(MCPError, match="needs the scope 'mcp:read' or 'mcp:tools'"):
+            await dave.call_tool(FORWARD, forward("tasks_demo", "greet", name="dave"))
     async with as_user(team, team.token("alice")) as alice:
         assert {tool.name for tool in (await alice.list_tools()).tools} == listed  # one tools/list for everyone
         written = await alice.call_tool(FORWARD, write)
