@@ -40,9 +40,9 @@ class CallScopes:
         if refusal is None or await self._refusal(LOCAL_USER, section, name, call_arguments) is not None:
             return None  # allowed, or refused whatever the token (another scope would not help)
         annotations = self._pool.call_annotations(section, name, call_arguments)
-        allowing = [grant.scope for grant in filters.scopes if grant.allows(section, name, annotations)]
-        if not allowing:
-            return None
+        allowing = filters.scopes_allowing(section, name, annotations)
+        if not allowing or filters.reading_allowed(section, name, user.scopes):
+            return None  # no scope would help, or the call runs without its writing argument: the tool error says which
         held = [grant.scope for grant in filters.scopes if grant.scope in user.scopes]
         # the token's scopes the gateway knows, and the first configured one that allows the call: what it may keep
         return ScopeNeeded(tuple(dict.fromkeys([*held, allowing[0]])), refusal)

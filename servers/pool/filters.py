@@ -32,7 +32,7 @@ single bearer token, stdio, loopback) and tokens of a gateway without `[gateway.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from fnmatch import fnmatchcase
@@ -192,6 +192,16 @@ class ToolFilter:
                 return f"{tool} is hidden by the pattern {pattern!r} of {where}"
         return None
 
+    def scopes_allowing(self, section: str, tool: str, annotations: Any) -> list[str]:
+        """The configured scopes whose grant allows this call (`annotations`: the call's own), in their order."""
+        return [grant.scope for grant in self.scopes if grant.allows(section, tool, annotations)]
+
+    def reading_allowed(self, section: str, tool: str, scopes: Collection[str]) -> bool:
+        """Whether `scopes` allow `tool`'s calls that only read (False: it has none, or they do not): then a call
+        refused for writing runs once the caller drops the argument that writes."""
+        reads = READS if self._reads(section, tool) is not None else None
+        return reads is not None and any(g.allows(section, tool, reads) for g in self.scopes if g.scope in scopes)
+
     def _out_of_scope(self, section: str, tool: str, annotations: Any, drop: Sequence[str]) -> str | None:
         """Why the current user's access token does not allow this call (None: it does, or no scope applies)."""
         user = current_user()
@@ -200,7 +210,7 @@ class ToolFilter:
         held = [grant for grant in self.scopes if grant.scope in user.scopes]
         if any(grant.allows(section, tool, annotations) for grant in held):
             return None
-        needed = [grant.scope for grant in self.scopes if grant.allows(section, tool, annotations)]
+        needed = self.scopes_allowing(section, tool, annotations)
         has = "; ".join(f"{grant.scope!r} gives {grant.describe()}" for grant in held) or "none of its scopes applies"
         reads = self._reads(section, tool) if not read_only_hint(annotations) else None
         if reads is not None and any(grant.allows(section, tool, READS) for grant in held):
