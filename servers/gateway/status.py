@@ -163,7 +163,9 @@ class StatusPage:
             if identified is not None:
                 return Visitor(f"bearer:{identified.user.id}", identified.user)
         session = await self._sessions.session(request.cookies.get(COOKIE))
-        return Visitor(f"session:{session.id}", session.user) if session is not None else None
+        if session is None or not self._guard.vouches_for(session.user):
+            return None
+        return Visitor(f"session:{session.id}", session.user)
 
     def _csrf(self, visitor: Visitor) -> str:
         return self._sessions.csrf(visitor.key)

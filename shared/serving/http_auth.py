@@ -93,6 +93,11 @@ class HttpGuard(Protocol):
         """The user a credential presented to another page stands for (the status page's sign-in), or None."""
         ...
 
+    def vouches_for(self, user: User) -> bool:
+        """Whether a page session signed in earlier as `user` still stands (its cookie outlives a restart: replicas
+        share the key that signs it)."""
+        ...
+
 
 class BearerToken:
     """The single bearer token of a one-person set-up, as an `HttpGuard`."""
@@ -112,6 +117,10 @@ class BearerToken:
         if not hmac.compare_digest(credential.encode(), self._token.encode()):
             return None
         return Identified(user_of_token(f"Bearer {self._token}"))
+
+    def vouches_for(self, user: User) -> bool:
+        """Only a session opened with this token: changing the token signs every page out."""
+        return hmac.compare_digest(user.id.encode(), user_of_token(f"Bearer {self._token}").id.encode())
 
 
 def resolve_guard(
@@ -236,6 +245,9 @@ class ScopeChallenge:
 
     async def identify(self, credential: str) -> Identified | None:
         return await self._guard.identify(credential)
+
+    def vouches_for(self, user: User) -> bool:
+        return self._guard.vouches_for(user)
 
 
 class _ChallengeScopes:

@@ -42,7 +42,7 @@ from starlette.authentication import AuthCredentials
 from starlette.routing import Route, Router
 
 from mcp_sections.shared.confinement.guards.urls import is_loopback_host
-from mcp_sections.shared.framework.clients import NAME_CLAIMS, user_of_access
+from mcp_sections.shared.framework.clients import NAME_CLAIMS, User, user_of_access
 from mcp_sections.shared.framework.requirements import installed
 from mcp_sections.shared.serving.http_auth import (
     ASGIApp,
@@ -349,6 +349,10 @@ class OAuthGuard:
         except TokenRefused:
             return None
         return Identified(user_of_access(access), access.expires_at)
+
+    def vouches_for(self, user: User) -> bool:
+        """Every session: one never outlives the access token it was opened with (its cookie expires with it)."""
+        return True
 
 
 class _RequireToken:
