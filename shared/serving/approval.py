@@ -325,7 +325,7 @@ class Approvals:
         pending = board.put(tool, question.message, shown, owner)
         where = f"open {board.url}" + (f" ({board.sign_in})" if board.sign_in else "")
         text = (
-            f"{tool} needs your approval: {where} and approve or decline question {pending.id[:6]} "
+            f"{tool} needs your approval: {where} and approve or decline question {pending.id} "
             f"(declined after {board.timeout_seconds:.0f} s)"
         )
         await client_log.say(self.audit.server.removesuffix(".approvals"), tool, "warning", "approval", text)
