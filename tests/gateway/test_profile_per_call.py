@@ -24,7 +24,6 @@ from tests.in_memory import gateway_in_memory
 from tests.orchestration.helpers import User
 from tests.processes import free_port, listening
 from tests.stdio import NO_WARM_UP, cli_command, data_of, error_of, text_of
-from tests.team.authorization_server import authorization_server
 from tests.web_ops.site import Site, running_site
 
 pytestmark = pytest.mark.anyio
@@ -147,6 +146,9 @@ async def test_a_sub_agent_under_readonly_gets_fetch_web_page_and_its_ingest_is_
 
 
 async def test_a_readonly_scope_allows_a_plain_fetch_and_names_the_argument_to_drop(tmp_path: Path, site: Site) -> None:
+    pytest.importorskip("joserfc", reason="OAuth is the `team` extra: pip install 'mcp-sections[team]'")
+    from tests.team.authorization_server import authorization_server
+
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     with authorization_server() as auth:

@@ -122,6 +122,7 @@ async def test_the_questions_of_a_replica_that_died_leave_the_other_pages(
 
 async def test_without_redis_a_board_keeps_its_own_questions(redis_prefix: str) -> None:
     """Redis not reachable (nothing listens on its port): the questions stay on the replica that asked them."""
+    pytest.importorskip("redis", reason="redis is part of the team extra: pip install 'mcp-sections[team]'")
     a = board(f"redis://127.0.0.1:{free_port()}/0", redis_prefix)
     async with waiting(a) as (question, outcome):
         assert ids(a.pending(ALICE)) == [question.id]
