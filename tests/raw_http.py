@@ -63,3 +63,12 @@ async def events(response: Any) -> AsyncIterator[tuple[str | None, dict[str, Any
             if event_id is not None or data:
                 yield event_id, json.loads(data) if data else None
             event_id, data = None, ""
+
+
+async def call_result(response: Any) -> dict[str, Any] | None:
+    """The result of the session's tools/call (request id 1) as the stream `response` carries it; None if it ends
+    without one."""
+    async for _, message in events(response):
+        if message is not None and message.get("id") == 1:
+            return dict(message["result"])
+    return None

@@ -25,7 +25,7 @@ import pytest
 
 from mcp_sections.shared.serving.audit import read_records
 from tests.processes import kill_running_with, serving_over_http
-from tests.raw_http import RawSession, events
+from tests.raw_http import RawSession, call_result, events
 from tests.stdio import REPO
 from tests.waiting import eventually
 
@@ -148,11 +148,7 @@ async def test_a_client_that_resumes_its_stream_keeps_its_question_and_gets_the_
             async with session.resumed(last) as resumed:
                 await eventually(_reconnected(gateway, shown["id"]), timeout=30)
                 assert await gateway.answer(shown, approve=True) == 303
-                result = None
-                async for _, message in events(resumed):
-                    if message is not None and message.get("id") == 1:
-                        result = message["result"]
-                        break
+                result = await call_result(resumed)
     assert result is not None and not result.get("isError"), result
     assert (gateway.root / "kept.txt").read_text(encoding="utf-8") == "written"
     (record,) = gateway.approvals()

@@ -28,7 +28,7 @@ import pytest
 from mcp_sections.shared.serving.audit import read_records
 from tests.gateway.scripted_model import Reply, Request, ScriptedModel, model_table
 from tests.processes import kill_running_with, serving_over_http
-from tests.raw_http import RawSession, events
+from tests.raw_http import RawSession, call_result, events
 from tests.stdio import REPO
 from tests.waiting import eventually
 
@@ -244,11 +244,7 @@ async def test_an_http_client_that_resumes_its_stream_keeps_its_question_and_its
                 # answered after the grace counted from the drop: only a kept question still takes it
                 await anyio.sleep(max(0.0, dropped + GRACE + 3 - time.monotonic()))
                 await session.post({"jsonrpc": "2.0", "id": asked["id"], "result": APPROVED})
-                result = None
-                async for _, message in events(resumed):
-                    if message is not None and message.get("id") == 1:
-                        result = message["result"]
-                        break
+                result = await call_result(resumed)
     assert result is not None and not result.get("isError"), result
     assert (served.root / "kept.txt").read_text(encoding="utf-8") == "written"
     (record,) = served.approvals()
