@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,62 +22,27 @@ import httpx2 as httpx
 import pytest
 
 from mcp_sections.shared.serving.audit import read_records
-from tests.processes import kill_running_with, serving_over_http
+from tests.accountability.page_gateway import APPROVAL, PageGateway, page_gateway
+from tests.processes import kill_running_with
 from tests.raw_http import RawSession, call_result, events
 from tests.stdio import REPO
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.anyio
-APPROVAL = {"MCP_SECTIONS_APPROVAL": "destructive", "MCP_SECTIONS_CONFIG": os.devnull}
 WAIT = 60  # the grace (20 s), and room for a loaded machine
 
 
-@dataclass
-class Gateway:
-    port: int
-    root: Path
-    data: Path
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
+class Gateway(PageGateway):
     def write(self, name: str) -> dict[str, Any]:
         """call_section_tool's arguments writing `name` in the root (only an approved call makes it)."""
         path = str(self.root / name)
         return {"section": "file_ops", "tool": "write_file", "arguments": {"path": path, "content": "written"}}
 
-    async def questions(self) -> list[dict[str, Any]]:
-        """The questions the page shows: id, text, and whether the page says their client is disconnected."""
-        async with httpx.AsyncClient(timeout=20) as http:
-            html = (await http.get(f"{self.url}/status/live")).text
-        found = []
-        for item in re.findall(r'<li class="question".*?</li>', html, re.S):
-            question = re.search(r'data-question="([^"]+)"', item)
-            csrf = re.search(r'name=csrf value="([^"]+)"', item)
-            assert question is not None and csrf is not None
-            disconnected = "the client that asked is disconnected" in item
-            found.append({"id": question[1], "csrf": csrf[1], "text": item, "disconnected": disconnected})
-        return found
-
-    async def answer(self, question: dict[str, Any], approve: bool) -> int:
-        """The person's answer on the page; its HTTP status (303 taken, 409 no longer waiting)."""
-        form = {"csrf": question["csrf"], "answer": "approve" if approve else "decline"}
-        async with httpx.AsyncClient(timeout=20) as http:
-            response = await http.post(f"{self.url}/status/questions/{question['id']}", data=form)
-        return response.status_code
-
-    def approvals(self) -> list[dict[str, Any]]:
-        return read_records(self.data / "audit", "gateway.approvals")
-
 
 @contextmanager
 def http_gateway(tmp_path: Path) -> Iterator[Gateway]:
     """The gateway over HTTP on loopback (no token: the page is open), approval on, file_ops in its process."""
-    root, data = tmp_path / "root", tmp_path / "data"
-    root.mkdir()
-    args = ["gateway", "--data-dir", str(data), "--root", str(root), "--in-process", "file_ops"]
-    with serving_over_http(args, APPROVAL, cwd=REPO) as (port, _):
+    with page_gateway(tmp_path, "file_ops") as (port, root, data):
         yield Gateway(port, root, data)
 
 

@@ -11,78 +11,38 @@ run_command in a sandbox."""
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2 as httpx
 import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mcp_sections.shared.serving.audit import read_records
-from tests.processes import serving_over_http
-from tests.stdio import REPO, error_of
+from tests.accountability.page_gateway import PageGateway, page_gateway
+from tests.stdio import error_of
 from tests.tasks_client import create_legacy_task, legacy_get, legacy_result
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.anyio
-APPROVAL = {"MCP_SECTIONS_APPROVAL": "destructive", "MCP_SECTIONS_CONFIG": os.devnull}
 RELATED = "io.modelcontextprotocol/related-task"
 
 
-@dataclass
-class Gateway:
-    port: int
-    root: Path
-    data: Path
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
+class Gateway(PageGateway):
     def run(self, name: str) -> dict[str, Any]:
         """call_section_tool's arguments running a program that writes `name` in the root and prints 42."""
         program = f"open({name!r}, 'w').write('ran'); print(6*7)"
         command = {"command": ["python3", "-c", program], "cwd": str(self.root)}
         return {"section": "shell_ops", "tool": "run_command", "arguments": command}
 
-    def approvals(self) -> list[dict[str, Any]]:
-        return list(read_records(self.data / "audit", "gateway.approvals"))
-
-    async def questions(self) -> list[dict[str, str]]:
-        """The questions the status page shows (id, csrf, text)."""
-        async with httpx.AsyncClient(timeout=20) as http:
-            html = (await http.get(f"{self.url}/status/live")).text
-        found = []
-        for item in re.findall(r'<li class="question".*?</li>', html, re.S):
-            question = re.search(r'data-question="([^"]+)"', item)
-            csrf = re.search(r'name=csrf value="([^"]+)"', item)
-            assert question is not None and csrf is not None
-            found.append({"id": question[1], "csrf": csrf[1], "text": item})
-        return found
-
-    async def answer(self, question: dict[str, str], approve: bool) -> int:
-        form = {"csrf": question["csrf"], "answer": "approve" if approve else "decline"}
-        async with httpx.AsyncClient(timeout=20) as http:
-            response = await http.post(f"{self.url}/status/questions/{question['id']}", data=form)
-        return response.status_code
-
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """The gateway over HTTP on loopback (its status page open), approval on, shell_ops in its process."""
-    base = tmp_path_factory.mktemp("approval-task")
-    root, data = base / "root", base / "data"
-    root.mkdir()
-    args = ["gateway", "--data-dir", str(data), "--root", str(root), "--in-process", "shell_ops"]
-    with serving_over_http(args, APPROVAL, cwd=REPO) as (port, _):
+    with page_gateway(tmp_path_factory.mktemp("approval-task"), "shell_ops") as (port, root, data):
         yield Gateway(port, root, data)
 
 
