@@ -312,7 +312,8 @@ def _run(server: MCPServer, settings: Settings, args: argparse.Namespace, gatewa
 
 def _oauth_guard(gateway: Any) -> Any:
     """The OAuth resource server of a gateway with `[gateway.auth]` (`shared.serving.oauth`), which answers a call its
-    token's scopes do not allow with 403 (`servers/gateway/scope_challenge.py`), else None."""
+    token's scopes do not allow with 403 (`servers/gateway/scope_challenge.py`; only with `[gateway.auth.scopes]`:
+    without, no call is refused for its scopes, and requests are not read twice), else None."""
     server = gateway.config.auth.resource_server() if gateway is not None else None
     if server is None:
         return None
@@ -321,6 +322,8 @@ def _oauth_guard(gateway: Any) -> Any:
     from mcp_sections.shared.serving.oauth import OAuthGuard
 
     guard = OAuthGuard(server)
+    if not gateway.pool.filters.scopes:
+        return guard
     return ScopeChallenge(guard, CallScopes(gateway.pool), guard.metadata_url)
 
 
